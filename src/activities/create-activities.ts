@@ -1,0 +1,158 @@
+/**
+ * The activities of a keel worker: every piece of I/O a run does. Built from a registry
+ * (what the worker knows), the config (timeouts), and a Temporal client (to read a model
+ * request back from its run). Errors leave as ApplicationFailure with the status as type.
+ */
+import { Context } from '@temporalio/activity';
+import type { Client } from '@temporalio/client';
+import { z } from 'zod';
+import { KeelError, toApplicationFailure, toKeelError } from '../core/errors';
+import { ModelResponseSchema, type ModelRequest, type ModelResponse } from '../core/messages';
+import type { AgentSpec, CallModelInput, CallToolInput, ResolveAgentInput, ResolvedTool } from '../core/run';
+import { describeZodError, firstIssuePath } from '../core/schema-errors';
+import type { KeelConfig } from '../config/schema';
+import type { Tool } from '../define';
+import type { Registry } from '../registry';
+import { modelRequestQuery } from '../workflows/definitions';
+import { withHeartbeat } from './heartbeat';
+import { assertPayloadFits } from './payload-limit';
+import type { KeelActivities } from './types';
+
+/** What the activities need. */
+export interface ActivityDependencies {
+  registry: Registry;
+  config: Pick<KeelConfig, 'activities'>;
+  /** Client used to read model requests back from their run. */
+  client: Client;
+}
+
+/** JSON schema of a zod schema, as the model sees it. */
+export function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
+  const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+  delete json.$schema;
+  return json;
+}
+
+function describeTool(tool: Tool): ResolvedTool {
+  return {
+    name: tool.name,
+    description: tool.description,
+    inputSchema: jsonSchemaOf(tool.input),
+    ...(tool.output ? { outputSchema: jsonSchemaOf(tool.output) } : {}),
+  };
+}
+
+/** Runs `work`, turning any error into a non-retryable ApplicationFailure with a status. */
+async function asActivity<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw toApplicationFailure(toKeelError(error));
+  }
+}
+
+/** Builds the activity implementations for one worker. */
+export function createActivities({ registry, config, client }: ActivityDependencies): KeelActivities {
+  const resolveAgent = ({ agent: name }: ResolveAgentInput): Promise<AgentSpec> =>
+    asActivity(async () => {
+      const agent = registry.agents.get(name);
+      if (!agent) {
+        const known = [...registry.agents.keys()].sort();
+        throw new KeelError('NOT_FOUND', `agent "${name}" is not registered on this worker; registered agents: ${known.join(', ') || '(none)'}`);
+      }
+      if (!registry.models.has(agent.model)) {
+        const known = [...registry.models.keys()].sort();
+        throw new KeelError('NOT_FOUND', `model "${agent.model}" of agent "${name}" is not registered; registered models: ${known.join(', ') || '(none)'}`, {
+          modelName: agent.model,
+        });
+      }
+      const tools = agent.tools.map((entry) => {
+        const tool = typeof entry === 'string' ? registry.tools.get(entry) : entry;
+        if (!tool) {
+          throw new KeelError('NOT_FOUND', `tool "${String(entry)}" of agent "${name}" is not registered; registered tools: ${[...registry.tools.keys()].sort().join(', ') || '(none)'}`, {
+            toolName: String(entry),
+          });
+        }
+        return describeTool(tool);
+      });
+      return {
+        name: agent.name,
+        description: agent.description,
+        model: agent.model,
+        ...(agent.system ? { system: agent.system } : {}),
+        tools,
+        use: agent.use.map((ref) => ({ name: ref.name, config: ref.config ?? {} })),
+        maxTurns: agent.maxTurns,
+        activities: config.activities,
+      };
+    });
+
+  const callModel = (input: CallModelInput): Promise<ModelResponse> =>
+    asActivity(async () => {
+      const context = Context.current();
+      const model = registry.models.get(input.model);
+      if (!model) {
+        throw new KeelError('NOT_FOUND', `model "${input.model}" is not registered on this worker; registered models: ${[...registry.models.keys()].sort().join(', ') || '(none)'}`, {
+          modelName: input.model,
+        });
+      }
+      const request: ModelRequest = await client.workflow.getHandle(input.workflowId, input.runId).query(modelRequestQuery, input.requestKey);
+      const response = await withHeartbeat((heartbeat) =>
+        model.generate(request, { callIndex: input.callIndex, runId: input.workflowId, heartbeat, signal: context.cancellationSignal }),
+      );
+      const parsed = ModelResponseSchema.safeParse(response);
+      if (!parsed.success) {
+        throw new KeelError('INTERNAL', `model "${input.model}" returned a malformed response: ${describeZodError(parsed.error)}`, { modelName: input.model });
+      }
+      assertPayloadFits(parsed.data, `the response of model "${input.model}"`);
+      return parsed.data;
+    });
+
+  const callTool = ({ toolName, input }: CallToolInput): Promise<unknown> =>
+    asActivity(async () => {
+      const context = Context.current();
+      const tool = registry.tools.get(toolName);
+      if (!tool) {
+        throw new KeelError('NOT_FOUND', `tool "${toolName}" is not registered on this worker`, { toolName, availableTools: [...registry.tools.keys()].sort() });
+      }
+      const parsedInput = tool.input.safeParse(input);
+      if (!parsedInput.success) {
+        throw new KeelError('INVALID_ARGUMENT', `tool "${toolName}": invalid input: ${describeZodError(parsedInput.error)}`, {
+          toolName,
+          path: firstIssuePath(parsedInput.error),
+        });
+      }
+      const { info } = context;
+      const runId = info.workflowExecution?.workflowId ?? 'standalone';
+      let output: unknown;
+      try {
+        output = await withHeartbeat((heartbeat) =>
+          Promise.resolve(
+            tool.run(parsedInput.data, {
+              idempotencyKey: `${runId}/${info.activityId}`,
+              runId,
+              attempt: info.attempt,
+              heartbeat,
+              signal: context.cancellationSignal,
+            }),
+          ),
+        );
+      } catch (error) {
+        if (context.cancellationSignal.aborted) throw new KeelError('CANCELLED', `tool "${toolName}" was cancelled`, { toolName });
+        const message = error instanceof Error ? error.message : String(error);
+        const cause = KeelError.isInstance(error) ? { toolStatus: error.status } : {};
+        throw new KeelError('INTERNAL', `tool "${toolName}" failed: ${message}`, { toolName, toolMessage: message, ...cause });
+      }
+      if (tool.output) {
+        const parsedOutput = tool.output.safeParse(output);
+        if (!parsedOutput.success) {
+          throw new KeelError('INTERNAL', `tool "${toolName}" returned output that fails its schema: ${describeZodError(parsedOutput.error)}`, { toolName });
+        }
+        output = parsedOutput.data;
+      }
+      assertPayloadFits(output ?? null, `the output of tool "${toolName}"`);
+      return output ?? null;
+    });
+
+  return { resolveAgent, callModel, callTool };
+}

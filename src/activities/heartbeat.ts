@@ -1,0 +1,24 @@
+/**
+ * Runs activity work with a background heartbeat, so that a worker that dies is noticed
+ * within the heartbeat timeout and the call is retried elsewhere, even when the tool or
+ * model code never heartbeats itself. Node side.
+ */
+import { Context } from '@temporalio/activity';
+
+/** Calls `work` while heartbeating every third of the activity's heartbeat timeout. */
+export async function withHeartbeat<T>(work: (heartbeat: (details?: unknown) => void) => Promise<T>): Promise<T> {
+  const context = Context.current();
+  let lastDetails: unknown;
+  const heartbeat = (details?: unknown): void => {
+    if (details !== undefined) lastDetails = details;
+    context.heartbeat(lastDetails);
+  };
+  const timeoutMs = context.info.heartbeatTimeoutMs;
+  const interval = timeoutMs ? setInterval(() => heartbeat(), Math.max(200, Math.floor(timeoutMs / 3))) : undefined;
+  try {
+    heartbeat();
+    return await work(heartbeat);
+  } finally {
+    if (interval) clearInterval(interval);
+  }
+}

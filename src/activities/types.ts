@@ -1,0 +1,16 @@
+/**
+ * The activity interface the workflow proxies. Type-only for workflow code
+ * (`proxyActivities<KeelActivities>` keeps the boundary typed without importing I/O).
+ */
+import type { ModelResponse } from '../core/messages';
+import type { AgentSpec, CallModelInput, CallToolInput, ResolveAgentInput } from '../core/run';
+
+/** Activities a keel worker registers. */
+export interface KeelActivities {
+  /** Local activity: the agent's spec as registered on this worker. */
+  resolveAgent(input: ResolveAgentInput): Promise<AgentSpec>;
+  /** One model call; reads the request back from the run by key. */
+  callModel(input: CallModelInput): Promise<ModelResponse>;
+  /** One tool call; validates input and output against the tool's schemas. */
+  callTool(input: CallToolInput): Promise<unknown>;
+}

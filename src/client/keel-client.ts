@@ -1,0 +1,133 @@
+/**
+ * The typed client: start a run, get its handle, read its status and result, cancel it.
+ * Node side; uses the same message constants as the workflow.
+ */
+import { Client, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
+import { CancelledFailure } from '@temporalio/common';
+import { randomUUID } from 'node:crypto';
+import { KeelError, findApplicationFailure, fromApplicationFailure } from '../core/errors';
+import type { Message } from '../core/messages';
+import type { MiddlewareRefInput, RunResult, RunStatus } from '../core/run';
+import type { KeelConfig } from '../config/schema';
+import { connectClient } from '../worker/connect';
+import { GENERATE_WORKFLOW, messagesQuery, statusQuery } from '../workflows/definitions';
+
+/** Options of `KeelClient.start`. */
+export interface StartRunOptions {
+  /** Run id (the workflow id); a fresh `run-<uuid>` when absent. */
+  runId?: string;
+  /** Middleware added after the agent's own. */
+  use?: MiddlewareRefInput[];
+  /** Overrides the agent's maxTurns. */
+  maxTurns?: number;
+  /** Overrides the client's task queue. */
+  taskQueue?: string;
+}
+
+/** Converts what `result()` threw into a KeelError with the run's status. */
+export function runErrorOf(error: unknown): KeelError {
+  if (error instanceof WorkflowFailedError) {
+    if (error.cause instanceof CancelledFailure) return new KeelError('CANCELLED', 'the run was cancelled');
+    const failure = findApplicationFailure(error.cause);
+    if (failure) return fromApplicationFailure(failure);
+    return KeelError.unclassified(error.cause?.message ?? error.message);
+  }
+  if (error instanceof WorkflowNotFoundError) return new KeelError('NOT_FOUND', `run "${error.workflowId}" not found`);
+  if (KeelError.isInstance(error)) return error;
+  return KeelError.unclassified(error instanceof Error ? error.message : String(error));
+}
+
+/** A handle on one run. */
+export class RunHandle {
+  constructor(
+    private readonly client: Client,
+    /** The run id (workflow id). */
+    readonly runId: string,
+  ) {}
+
+  private get workflow() {
+    return this.client.workflow.getHandle(this.runId);
+  }
+
+  /** Lifecycle, turn, usage and pending interrupts (works on finished runs too). */
+  async status(): Promise<RunStatus> {
+    try {
+      return await this.workflow.query(statusQuery);
+    } catch (error) {
+      throw runErrorOf(error);
+    }
+  }
+
+  /** Messages from index `from` on. */
+  async messages(from = 0): Promise<Message[]> {
+    try {
+      return await this.workflow.query(messagesQuery, from);
+    } catch (error) {
+      throw runErrorOf(error);
+    }
+  }
+
+  /** Waits for the run to end; a failed or cancelled run throws a KeelError with its status. */
+  async result(): Promise<RunResult> {
+    try {
+      return (await this.workflow.result()) as RunResult;
+    } catch (error) {
+      throw runErrorOf(error);
+    }
+  }
+
+  /** Cancels the run; the model or tool call under way is cancelled too. */
+  async cancel(): Promise<void> {
+    try {
+      await this.workflow.cancel();
+    } catch (error) {
+      throw runErrorOf(error);
+    }
+  }
+
+  /** Temporal's view of the run (status, times, history length). */
+  describe() {
+    return this.workflow.describe();
+  }
+}
+
+/** Typed access to keel runs. */
+export class KeelClient {
+  constructor(
+    /** The underlying Temporal client. */
+    readonly temporal: Client,
+    /** Task queue runs are started on. */
+    readonly taskQueue: string,
+  ) {}
+
+  /** Connects with the connection and task queue of a config. */
+  static async connect(config: KeelConfig): Promise<KeelClient> {
+    return new KeelClient(await connectClient(config), config.taskQueue);
+  }
+
+  /** Starts a run of `agent` on a prompt (or on whole messages). */
+  async start(agent: string, prompt: string | Message[], { runId = `run-${randomUUID()}`, use = [], maxTurns, taskQueue }: StartRunOptions = {}): Promise<RunHandle> {
+    const messages: Message[] = typeof prompt === 'string' ? [{ role: 'user', content: [{ text: prompt }] }] : prompt;
+    await this.temporal.workflow.start(GENERATE_WORKFLOW, {
+      taskQueue: taskQueue ?? this.taskQueue,
+      workflowId: runId,
+      args: [{ agent, messages, use: use.map((ref) => ({ name: ref.name, config: ref.config ?? {} })), ...(maxTurns !== undefined ? { maxTurns } : {}) }],
+    });
+    return new RunHandle(this.temporal, runId);
+  }
+
+  /** Starts a run and waits for its result. */
+  async run(agent: string, prompt: string | Message[], options: StartRunOptions = {}): Promise<RunResult> {
+    return (await this.start(agent, prompt, options)).result();
+  }
+
+  /** A handle on an existing run. */
+  getHandle(runId: string): RunHandle {
+    return new RunHandle(this.temporal, runId);
+  }
+
+  /** Closes the connection. */
+  async close(): Promise<void> {
+    await this.temporal.connection.close();
+  }
+}

@@ -1,0 +1,120 @@
+/**
+ * The temporal.yaml schema (DESIGN §7). Every field is optional with a default.
+ */
+import { z } from 'zod';
+import { DurationSchema } from '../core/duration';
+import { ActivitySpecSchema, MiddlewareRefSchema } from '../core/run';
+import { ScriptedReplySchema } from '../models/scripted';
+
+
+/** Connection to the Temporal service. */
+export const ConnectionConfigSchema = z
+  .object({
+    /** host:port; defaults to the embedded dev server's address. */
+    address: z.string().min(1).optional(),
+    namespace: z.string().min(1).default('default'),
+    /** true for system TLS, or client certificate files (mTLS). */
+    tls: z
+      .union([
+        z.boolean(),
+        z.object({ serverName: z.string().optional(), serverRootCaCertPath: z.string().optional(), clientCertPath: z.string().optional(), clientKeyPath: z.string().optional() }).strict(),
+      ])
+      .default(false),
+    apiKey: z.string().optional(),
+  })
+  .strict();
+
+/** The embedded dev server (`temporal server start-dev`). */
+export const ServerConfigSchema = z
+  .object({
+    enabled: z.boolean().default(true),
+    /** Path of the temporal binary; else $TEMPORAL_CLI, PATH, .keel/bin, then installed. */
+    binary: z.string().optional(),
+    ip: z.string().default('127.0.0.1'),
+    port: z.number().int().min(1).max(65535).default(7233),
+    uiPort: z.number().int().min(1).max(65535).default(8233),
+    /** SQLite file of the dev server; relative to the config file. */
+    dbFile: z.string().default('.keel/temporal.db'),
+    namespace: z.string().default('default'),
+    logLevel: z.enum(['debug', 'info', 'warn', 'error', 'never']).default('warn'),
+  })
+  .strict();
+
+/** Worker tuning. */
+export const WorkerConfigSchema = z
+  .object({
+    maxConcurrentActivityTaskExecutions: z.number().int().min(1).default(100),
+    maxConcurrentWorkflowTaskExecutions: z.number().int().min(2).default(40),
+    maxCachedWorkflows: z.number().int().min(0).optional(),
+    shutdownGraceTime: DurationSchema.default('10 seconds'),
+    /** How long a workflow task waits for the worker that cached the run before any worker takes it. */
+    stickyQueueScheduleToStartTimeout: DurationSchema.default('10 seconds'),
+  })
+  .strict();
+
+/** A model declared in the config: scripted, or an OpenAI-compatible endpoint. */
+export const ModelConfigSchema = z.union([
+  z
+    .object({
+      name: z.string().min(1),
+      provider: z.literal('scripted').default('scripted'),
+      script: z.array(ScriptedReplySchema),
+    })
+    .strict(),
+  z
+    .object({
+      name: z.string().min(1),
+      provider: z.literal('openai-compatible'),
+      model: z.string().optional(),
+      baseUrl: z.string().url().optional(),
+      apiKey: z.string().optional(),
+      /** Name of an environment variable holding the API key. */
+      apiKeyEnv: z.string().optional(),
+      config: z.record(z.string(), z.unknown()).optional(),
+    })
+    .strict(),
+]);
+export type ModelConfig = z.infer<typeof ModelConfigSchema>;
+
+/** An agent declared without code. */
+export const AgentConfigSchema = z
+  .object({
+    name: z.string().min(1),
+    description: z.string().default(''),
+    model: z.string().min(1),
+    system: z.string().optional(),
+    tools: z.array(z.string()).default([]),
+    maxTurns: z.number().int().min(0).default(5),
+    use: z.array(MiddlewareRefSchema).default([]),
+  })
+  .strict();
+export type AgentConfig = z.infer<typeof AgentConfigSchema>;
+
+/** The whole temporal.yaml. */
+export const KeelConfigSchema = z
+  .object({
+    temporal: ConnectionConfigSchema.prefault({}),
+    taskQueue: z.string().min(1).default('keel'),
+    server: ServerConfigSchema.prefault({}),
+    worker: WorkerConfigSchema.prefault({}),
+    activities: z
+      .object({
+        model: ActivitySpecSchema.prefault({ startToCloseTimeout: '5 minutes', heartbeatTimeout: '30 seconds' }),
+        tool: ActivitySpecSchema.prefault({ startToCloseTimeout: '10 minutes', heartbeatTimeout: '30 seconds' }),
+      })
+      .strict()
+      .prefault({}),
+    modules: z.array(z.string().min(1)).default([]),
+    agents: z.array(AgentConfigSchema).default([]),
+    models: z.array(ModelConfigSchema).default([]),
+  })
+  .strict();
+/** A validated config with defaults filled in. */
+export type KeelConfig = z.infer<typeof KeelConfigSchema> & {
+  /** Directory of the config file: relative paths resolve against it. */
+  baseDir: string;
+  /** Path of the file it was read from, if any. */
+  path?: string;
+};
+/** A config as written (every field optional). */
+export type KeelConfigInput = z.input<typeof KeelConfigSchema>;

@@ -1,0 +1,113 @@
+/**
+ * keel's error type: a status from the closed vocabulary, a message, and structured
+ * details. Crosses the activity and workflow boundaries as an `ApplicationFailure` whose
+ * `type` is the status name, so the status survives. Pure: safe in workflow code.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { isStatusName, type StatusName } from './status';
+
+/**
+ * Failure type of an error that carries no status (a plain `Error` thrown by provider or
+ * tool code). The reference calls these "unclassified": Retry always retries them and
+ * Fallback never falls over on them.
+ */
+export const UNCLASSIFIED = 'UNCLASSIFIED';
+
+/** Structured fields an error may carry; all JSON-plain. */
+export interface KeelErrorDetails {
+  /** The tool the error is about. */
+  toolName?: string;
+  /** The model the error is about. */
+  modelName?: string;
+  /** Tools that were available when a tool was not found. */
+  availableTools?: string[];
+  /** For a tool failure: the tool's own message, without keel's prefix. */
+  toolMessage?: string;
+  /** For a schema failure: the path of the offending field. */
+  path?: string;
+  /** A provider asked to wait this long before trying again (Retry-After). */
+  retryAfterMs?: number;
+  /** Free-form extra data. */
+  [key: string]: unknown;
+}
+
+const MARK = '__keelError';
+
+/** An error with a status name. Use `KeelError.isInstance`, not `instanceof`, across isolates. */
+export class KeelError extends Error {
+  /** Status name from the closed vocabulary. */
+  readonly status: StatusName;
+  /** False for an error whose status was not stated by its source (see UNCLASSIFIED). */
+  readonly classified: boolean;
+  /** Structured details. */
+  readonly details: KeelErrorDetails;
+  readonly [MARK] = true;
+
+  constructor(status: StatusName, message: string, details: KeelErrorDetails = {}, classified = true) {
+    super(message);
+    this.name = 'KeelError';
+    this.status = status;
+    this.details = details;
+    this.classified = classified;
+  }
+
+  /** True for any KeelError, even one built in another V8 context. */
+  static isInstance(error: unknown): error is KeelError {
+    return typeof error === 'object' && error !== null && (error as Record<string, unknown>)[MARK] === true;
+  }
+
+  /** An error whose status is unknown (reference: unclassified). Reported as INTERNAL. */
+  static unclassified(message: string, details: KeelErrorDetails = {}): KeelError {
+    return new KeelError('INTERNAL', message, details, false);
+  }
+
+  /** Plain JSON form, as results and the CLI print it. */
+  toJSON(): { status: StatusName; message: string } {
+    return { status: this.status, message: this.message };
+  }
+}
+
+/** Wraps anything thrown into a KeelError; errors without a status become unclassified. */
+export function toKeelError(error: unknown): KeelError {
+  if (KeelError.isInstance(error)) return error;
+  const failure = findApplicationFailure(error);
+  if (failure) return fromApplicationFailure(failure);
+  const message = error instanceof Error ? error.message : String(error);
+  return KeelError.unclassified(message);
+}
+
+/**
+ * Converts a KeelError to an ApplicationFailure for crossing a Temporal boundary.
+ * Always non-retryable: keel's statuses are application-level outcomes, retried (or not)
+ * by the Retry middleware; Temporal's own retries are kept for infrastructure failures.
+ */
+export function toApplicationFailure(error: KeelError): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: error.classified ? error.status : UNCLASSIFIED,
+    message: error.message,
+    nonRetryable: true,
+    details: [error.details],
+    nextRetryDelay: undefined,
+  });
+}
+
+/** Rebuilds a KeelError from an ApplicationFailure produced by `toApplicationFailure`. */
+export function fromApplicationFailure(failure: ApplicationFailure): KeelError {
+  const details = (failure.details?.[0] ?? {}) as KeelErrorDetails;
+  if (failure.type === UNCLASSIFIED) return KeelError.unclassified(failure.message, details);
+  if (isStatusName(failure.type)) return new KeelError(failure.type, failure.message, details);
+  return KeelError.unclassified(failure.message, details);
+}
+
+/** Walks `cause` links to the first ApplicationFailure, if any. */
+export function findApplicationFailure(error: unknown): ApplicationFailure | undefined {
+  let current: unknown = error;
+  for (let depth = 0; current && depth < 10; depth++) {
+    if (current instanceof ApplicationFailure) return current;
+    if (typeof current === 'object' && (current as { name?: string }).name === 'ApplicationFailure') {
+      return current as ApplicationFailure;
+    }
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}

@@ -1,0 +1,132 @@
+/**
+ * Message, part and usage shapes (Genkit's), as zod schemas: the single source of truth
+ * for what crosses the model activity and what a run returns. Pure: safe in workflow code.
+ */
+import { z } from 'zod';
+
+const Metadata = z.record(z.string(), z.unknown());
+
+/** A request from the model to call a tool. */
+export const ToolRequestSchema = z.object({
+  name: z.string(),
+  ref: z.string().optional(),
+  input: z.unknown(),
+});
+export type ToolRequest = z.infer<typeof ToolRequestSchema>;
+
+/** A tool's answer to one tool request (same name and ref). */
+export const ToolResponseSchema = z.object({
+  name: z.string(),
+  ref: z.string().optional(),
+  output: z.unknown(),
+  content: z.array(z.record(z.string(), z.unknown())).optional(),
+});
+export type ToolResponse = z.infer<typeof ToolResponseSchema>;
+
+/** A text part. */
+export const TextPartSchema = z.object({ text: z.string(), metadata: Metadata.optional() });
+/** A tool request part. */
+export const ToolRequestPartSchema = z.object({ toolRequest: ToolRequestSchema, metadata: Metadata.optional() });
+/** A tool response part. */
+export const ToolResponsePartSchema = z.object({ toolResponse: ToolResponseSchema, metadata: Metadata.optional() });
+/** A media part (URL or data URI). */
+export const MediaPartSchema = z.object({
+  media: z.object({ url: z.string(), contentType: z.string().optional() }),
+  metadata: Metadata.optional(),
+});
+/** A custom part: provider-specific data. */
+export const CustomPartSchema = z.object({ custom: z.record(z.string(), z.unknown()), metadata: Metadata.optional() });
+
+/** One part of a message's content. */
+export const PartSchema = z.union([
+  TextPartSchema,
+  ToolRequestPartSchema,
+  ToolResponsePartSchema,
+  MediaPartSchema,
+  CustomPartSchema,
+]);
+export type Part = z.infer<typeof PartSchema>;
+export type TextPart = z.infer<typeof TextPartSchema>;
+export type ToolRequestPart = z.infer<typeof ToolRequestPartSchema>;
+export type ToolResponsePart = z.infer<typeof ToolResponsePartSchema>;
+
+/** Who wrote a message. */
+export const RoleSchema = z.enum(['system', 'user', 'model', 'tool']);
+export type Role = z.infer<typeof RoleSchema>;
+
+/** One message of a conversation. */
+export const MessageSchema = z.object({
+  role: RoleSchema,
+  content: z.array(PartSchema),
+  metadata: Metadata.optional(),
+});
+export type Message = z.infer<typeof MessageSchema>;
+
+/** Token usage, as the reference counts it; `custom` holds other counters such as `cost`. */
+export const UsageSchema = z.object({
+  inputTokens: z.number().optional(),
+  outputTokens: z.number().optional(),
+  totalTokens: z.number().optional(),
+  thoughtsTokens: z.number().optional(),
+  cachedContentTokens: z.number().optional(),
+  custom: z.record(z.string(), z.number()).optional(),
+});
+export type Usage = z.infer<typeof UsageSchema>;
+
+/** Why a model call (or a run) ended. */
+export const FinishReasonSchema = z.enum(['stop', 'length', 'blocked', 'interrupted', 'aborted', 'other', 'unknown']);
+export type FinishReason = z.infer<typeof FinishReasonSchema>;
+
+/** A tool as the model sees it: name, description, JSON schemas. */
+export const ToolDefinitionSchema = z.object({
+  name: z.string(),
+  description: z.string(),
+  inputSchema: z.record(z.string(), z.unknown()),
+  outputSchema: z.record(z.string(), z.unknown()).optional(),
+});
+export type ToolDefinition = z.infer<typeof ToolDefinitionSchema>;
+
+/** What a model is asked: the conversation, the tools it may request, its config. */
+export const ModelRequestSchema = z.object({
+  messages: z.array(MessageSchema),
+  tools: z.array(ToolDefinitionSchema),
+  config: z.record(z.string(), z.unknown()).optional(),
+});
+export type ModelRequest = z.infer<typeof ModelRequestSchema>;
+
+/** What a model answers. */
+export const ModelResponseSchema = z.object({
+  message: MessageSchema,
+  finishReason: FinishReasonSchema,
+  usage: UsageSchema,
+});
+export type ModelResponse = z.infer<typeof ModelResponseSchema>;
+
+/** The text parts of a message, joined. */
+export function messageText(message: Message | undefined): string {
+  if (!message) return '';
+  return message.content
+    .map((part) => ('text' in part && typeof part.text === 'string' ? part.text : ''))
+    .join('');
+}
+
+/** The tool request parts of a message. */
+export function toolRequestParts(message: Message): ToolRequestPart[] {
+  return message.content.filter((part): part is ToolRequestPart => 'toolRequest' in part);
+}
+
+const USAGE_FIELDS = ['inputTokens', 'outputTokens', 'totalTokens', 'thoughtsTokens', 'cachedContentTokens'] as const;
+
+/** Adds two usages field by field (custom counters by key). */
+export function addUsage(a: Usage, b: Usage): Usage {
+  const sum: Usage = {};
+  for (const field of USAGE_FIELDS) {
+    if (a[field] !== undefined || b[field] !== undefined) sum[field] = (a[field] ?? 0) + (b[field] ?? 0);
+  }
+  if (a.custom || b.custom) {
+    const custom: Record<string, number> = { ...(a.custom ?? {}) };
+    for (const [key, value] of Object.entries(b.custom ?? {})) custom[key] = (custom[key] ?? 0) + value;
+    sum.custom = custom;
+  }
+  return sum;
+}

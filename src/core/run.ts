@@ -1,0 +1,141 @@
+/**
+ * Schemas of a generate run: its input, its result, its status, and the resolved agent
+ * spec the workflow works from. Everything here crosses a Temporal boundary, so it is
+ * JSON-plain. Pure: safe in workflow code.
+ */
+import { z } from 'zod';
+import { FinishReasonSchema, MessageSchema, ToolDefinitionSchema, UsageSchema } from './messages';
+import { DurationSchema } from './duration';
+import { StatusNameSchema } from './status';
+
+/** A middleware named by its registered name and a JSON config. */
+export const MiddlewareRefSchema = z.object({
+  name: z.string().min(1),
+  config: z.record(z.string(), z.unknown()).default({}),
+});
+export type MiddlewareRef = z.infer<typeof MiddlewareRefSchema>;
+/** What callers may write for a middleware ref (config optional). */
+export type MiddlewareRefInput = z.input<typeof MiddlewareRefSchema>;
+
+/** The input of `generateWorkflow`: a run is fully described by this JSON. */
+export const RunInputSchema = z.object({
+  /** The agent to run, by registered name. */
+  agent: z.string().min(1),
+  /** The conversation so far; usually one user message. */
+  messages: z.array(MessageSchema).min(1),
+  /** Middleware added to the agent's own `use`, after (inside) them. */
+  use: z.array(MiddlewareRefSchema).default([]),
+  /** Overrides the agent's maxTurns. */
+  maxTurns: z.number().int().optional(),
+});
+export type RunInput = z.infer<typeof RunInputSchema>;
+export type RunInputOptions = z.input<typeof RunInputSchema>;
+
+/** A plain error as results and status report it. */
+export const RunErrorSchema = z.object({ status: StatusNameSchema, message: z.string() });
+export type RunError = z.infer<typeof RunErrorSchema>;
+
+/** A pending interrupt: a held tool call waiting for a decision. */
+export const InterruptSchema = z.object({
+  id: z.string(),
+  kind: z.string(),
+  toolName: z.string().optional(),
+  input: z.unknown().optional(),
+  judge: z.string().optional(),
+  spent: z.unknown().optional(),
+  limit: z.unknown().optional(),
+  path: z.array(z.string()).optional(),
+});
+export type Interrupt = z.infer<typeof InterruptSchema>;
+
+/** What a finished run returns. */
+export const RunResultSchema = z.object({
+  finishReason: FinishReasonSchema,
+  message: MessageSchema.optional(),
+  text: z.string(),
+  messages: z.array(MessageSchema),
+  usage: UsageSchema,
+  turns: z.number().int(),
+  artifacts: z.array(z.unknown()),
+  tasks: z.array(z.string()),
+});
+export type RunResult = z.infer<typeof RunResultSchema>;
+
+/** Lifecycle state of a run as the `status` query reports it. */
+export const RunStateSchema = z.enum(['running', 'waiting', 'completed', 'failed', 'cancelled']);
+export type RunState = z.infer<typeof RunStateSchema>;
+
+/** The `status` query's answer. */
+export const RunStatusSchema = z.object({
+  state: RunStateSchema,
+  agent: z.string(),
+  turn: z.number().int(),
+  usage: UsageSchema,
+  interrupts: z.array(InterruptSchema),
+  messageCount: z.number().int(),
+  finishReason: FinishReasonSchema.optional(),
+  text: z.string().optional(),
+  error: RunErrorSchema.optional(),
+});
+export type RunStatus = z.infer<typeof RunStatusSchema>;
+
+/** Temporal retry policy fields keel exposes; durations as strings ('1 second'). */
+export const RetryPolicySpecSchema = z.object({
+  initialInterval: DurationSchema.default('1 second'),
+  backoffCoefficient: z.number().min(1).default(2),
+  maximumInterval: DurationSchema.default('30 seconds'),
+  maximumAttempts: z.number().int().min(0).default(10),
+});
+export type RetryPolicySpec = z.infer<typeof RetryPolicySpecSchema>;
+
+/** Timeouts and infrastructure retry policy of one kind of activity. */
+export const ActivitySpecSchema = z.object({
+  startToCloseTimeout: DurationSchema.default('10 minutes'),
+  heartbeatTimeout: DurationSchema.default('30 seconds'),
+  retry: RetryPolicySpecSchema.prefault({}),
+});
+export type ActivitySpec = z.infer<typeof ActivitySpecSchema>;
+
+/** A tool of a resolved agent: where it runs and what the model sees. */
+export const ResolvedToolSchema = ToolDefinitionSchema;
+export type ResolvedTool = z.infer<typeof ResolvedToolSchema>;
+
+/**
+ * An agent as the workflow sees it, resolved by a local activity at the start of the run
+ * (so a changed definition never breaks replay of a run under way).
+ */
+export const AgentSpecSchema = z.object({
+  name: z.string(),
+  description: z.string(),
+  model: z.string(),
+  system: z.string().optional(),
+  tools: z.array(ResolvedToolSchema),
+  use: z.array(MiddlewareRefSchema),
+  maxTurns: z.number().int(),
+  activities: z.object({ model: ActivitySpecSchema, tool: ActivitySpecSchema }),
+});
+export type AgentSpec = z.infer<typeof AgentSpecSchema>;
+
+/** Input of the `callModel` activity: the request travels by reference (DESIGN §6). */
+export const CallModelInputSchema = z.object({
+  model: z.string(),
+  /** How many calls this run made to this model before this one (scripted replies use it). */
+  callIndex: z.number().int(),
+  /** Key of the request in the run's `modelRequest` query. */
+  requestKey: z.string(),
+  workflowId: z.string(),
+  runId: z.string(),
+});
+export type CallModelInput = z.infer<typeof CallModelInputSchema>;
+
+/** Input of the `callTool` activity. */
+export const CallToolInputSchema = z.object({
+  toolName: z.string(),
+  input: z.unknown(),
+  ref: z.string().optional(),
+});
+export type CallToolInput = z.infer<typeof CallToolInputSchema>;
+
+/** Input of the `resolveAgent` local activity. */
+export const ResolveAgentInputSchema = z.object({ agent: z.string() });
+export type ResolveAgentInput = z.infer<typeof ResolveAgentInputSchema>;

@@ -1,0 +1,98 @@
+/**
+ * The public way to declare tools, agents and models in code. Definitions are plain
+ * objects tagged with `kind`; a worker registers every one a configured module exports.
+ * Node side: tools and models run in activities, never in the workflow.
+ */
+import type { z } from 'zod';
+import type { ModelRequest, ModelResponse } from './core/messages';
+import type { MiddlewareRefInput } from './core/run';
+
+/** What a tool's `run` receives besides its input. */
+export interface ToolContext {
+  /** `<workflowId>/<activityId>`: the same on every attempt of this call; use it to dedupe side effects. */
+  idempotencyKey: string;
+  /** The run (workflow id) this call belongs to. */
+  runId: string;
+  /** 1 for the first attempt of this call, 2 after a retry, ... */
+  attempt: number;
+  /** Reports liveness (keel also heartbeats on the tool's behalf while it runs). */
+  heartbeat: (details?: unknown) => void;
+  /** Aborted when the run is cancelled or the call timed out. */
+  signal: AbortSignal;
+}
+
+/** A tool that keel can run as an activity. */
+export interface Tool<Input extends z.ZodType = z.ZodType, Output extends z.ZodType = z.ZodType> {
+  readonly kind: 'tool';
+  readonly name: string;
+  readonly description: string;
+  readonly input: Input;
+  readonly output?: Output;
+  readonly run: (input: z.output<Input>, context: ToolContext) => Promise<z.input<Output>> | z.input<Output>;
+}
+
+/** Options of `defineTool`. */
+export type ToolOptions<Input extends z.ZodType, Output extends z.ZodType> = Omit<Tool<Input, Output>, 'kind'>;
+
+/** Declares a tool: zod input (and optional output) schema and an async `run`. */
+export function defineTool<Input extends z.ZodType, Output extends z.ZodType = z.ZodType>(
+  options: ToolOptions<Input, Output>,
+): Tool<Input, Output> {
+  return { kind: 'tool', ...options };
+}
+
+/** An agent: a model, a system prompt, tools and middleware. */
+export interface Agent {
+  readonly kind: 'agent';
+  readonly name: string;
+  readonly description: string;
+  /** Registered model name, e.g. `scripted/helper` or `openai/gpt-4o-mini`. */
+  readonly model: string;
+  readonly system?: string;
+  /** Tools by object or by registered name. */
+  readonly tools: ReadonlyArray<Tool | string>;
+  /** Middleware, outermost first. */
+  readonly use: ReadonlyArray<MiddlewareRefInput>;
+  /** Tool rounds allowed before the run fails with ABORTED. */
+  readonly maxTurns: number;
+}
+
+/** Options of `defineAgent`; `tools`, `use` and `maxTurns` (5) are optional. */
+export interface AgentOptions {
+  name: string;
+  description?: string;
+  model: string;
+  system?: string;
+  tools?: ReadonlyArray<Tool | string>;
+  use?: ReadonlyArray<MiddlewareRefInput>;
+  maxTurns?: number;
+}
+
+/** Declares an agent. */
+export function defineAgent({ name, description = '', model, system, tools = [], use = [], maxTurns = 5 }: AgentOptions): Agent {
+  return { kind: 'agent', name, description, model, system, tools, use, maxTurns };
+}
+
+/** What a model's `generate` receives besides the request. */
+export interface ModelContext {
+  /** How many calls this run made to this model before this one (0 for the first). */
+  callIndex: number;
+  /** The run (workflow id) this call belongs to. */
+  runId: string;
+  /** Reports liveness while a response streams. */
+  heartbeat: (details?: unknown) => void;
+  /** Aborted when the run is cancelled or the call timed out. */
+  signal: AbortSignal;
+}
+
+/** A model provider instance under a registered name. */
+export interface Model {
+  readonly kind: 'model';
+  readonly name: string;
+  readonly generate: (request: ModelRequest, context: ModelContext) => Promise<ModelResponse>;
+}
+
+/** Declares a model. Throw `KeelError` with a status for failures Retry/Fallback should see. */
+export function defineModel(options: Omit<Model, 'kind'>): Model {
+  return { kind: 'model', ...options };
+}

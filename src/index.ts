@@ -1,0 +1,28 @@
+/**
+ * keel-agents: a durable agent runtime on Temporal. Public API (Node side).
+ */
+export { defineAgent, defineModel, defineTool } from './define';
+export type { Agent, AgentOptions, Model, ModelContext, Tool, ToolContext, ToolOptions } from './define';
+export { Registry } from './registry';
+export { KeelClient, RunHandle, runErrorOf } from './client/keel-client';
+export type { StartRunOptions } from './client/keel-client';
+export { KeelError, UNCLASSIFIED } from './core/errors';
+export type { KeelErrorDetails } from './core/errors';
+export { STATUS_NAMES, statusFromHttp } from './core/status';
+export type { StatusName } from './core/status';
+export { MessageSchema, ModelRequestSchema, ModelResponseSchema, PartSchema, UsageSchema, messageText } from './core/messages';
+export type { FinishReason, Message, ModelRequest, ModelResponse, Part, ToolDefinition, Usage } from './core/messages';
+export { AgentSpecSchema, RunInputSchema, RunResultSchema, RunStatusSchema } from './core/run';
+export type { AgentSpec, Interrupt, MiddlewareRef, MiddlewareRefInput, RunInput, RunResult, RunState, RunStatus } from './core/run';
+export { ConfigError, defineConfig, loadConfig, parseConfig } from './config/load';
+export type { KeelConfig, KeelConfigInput } from './config/schema';
+export { errorReply, scriptedModel, textReply, toolCallReply } from './models/scripted';
+export type { ScriptedModel, ScriptedReply } from './models/scripted';
+export { openAICompatibleModel } from './models/openai-compatible';
+export type { OpenAICompatibleOptions } from './models/openai-compatible';
+export { createKeelWorker } from './worker/create-worker';
+export type { KeelWorkerOptions } from './worker/create-worker';
+export { loadRegistry } from './worker/load-registry';
+export { connectClient, connectWorker } from './worker/connect';
+export { findTemporalBinary, startDevServer, waitForServer } from './server/dev-server';
+export { statusQuery, messagesQuery, GENERATE_WORKFLOW } from './workflows/definitions';

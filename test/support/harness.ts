@@ -1,0 +1,64 @@
+/**
+ * Starts an in-process keel worker on a task queue of its own against the shared dev
+ * server, with a registry the test builds (scripted models, test tools).
+ */
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { randomUUID } from 'node:crypto';
+import { inject } from 'vitest';
+import { KeelClient } from '../../src/client/keel-client';
+import { defineConfig } from '../../src/config/load';
+import type { KeelConfig, KeelConfigInput } from '../../src/config/schema';
+import { Registry } from '../../src/registry';
+import { connectClient, connectWorker } from '../../src/worker/connect';
+import { createKeelWorker } from '../../src/worker/create-worker';
+
+let runtimeInstalled = false;
+
+/** Keeps SDK logs to warnings and errors (once per test process). */
+function quietRuntime(): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  try {
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+  } catch {
+    // already installed by another helper in this process
+  }
+}
+
+/** A running test worker and a client on its queue. */
+export interface TestWorker {
+  client: KeelClient;
+  config: KeelConfig;
+  taskQueue: string;
+  stop: () => Promise<void>;
+}
+
+/** Config pointing at the shared test server, with a fresh task queue. */
+export function testConfig(overrides: KeelConfigInput = {}): KeelConfig {
+  return defineConfig({
+    taskQueue: `test-${randomUUID()}`,
+    ...overrides,
+    temporal: { address: inject('temporalAddress'), ...overrides.temporal },
+  });
+}
+
+/** Starts a worker for `registry`; call `stop()` in afterEach/afterAll. */
+export async function startTestWorker(registry: Registry, overrides: KeelConfigInput = {}): Promise<TestWorker> {
+  quietRuntime();
+  const config = testConfig(overrides);
+  const [connection, temporal] = await Promise.all([connectWorker(config), connectClient(config)]);
+  const worker = await createKeelWorker({ config, registry, connection, client: temporal, bundlePath: inject('bundlePath') });
+  const running = worker.run();
+  const client = new KeelClient(temporal, config.taskQueue);
+  return {
+    client,
+    config,
+    taskQueue: config.taskQueue,
+    async stop() {
+      worker.shutdown();
+      await running;
+      await connection.close();
+      await temporal.connection.close();
+    },
+  };
+}
