@@ -4,13 +4,25 @@
  * agent's model and tools exist, naming the config field when one does not. Node side.
  */
 import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { createRequire } from 'node:module';
 import { ConfigError } from '../config/load';
 import type { KeelConfig, ModelConfig } from '../config/schema';
 import { defineAgent, type Model } from '../define';
 import { openAICompatibleModel } from '../models/openai-compatible';
 import { scriptedModel } from '../models/scripted';
 import { Registry } from '../registry';
+
+let tsLoaderRegistered = false;
+
+/** Loads a .ts or .js module through tsx's CommonJS hook, so config modules may be TypeScript. */
+function loadModule(file: string): Record<string, unknown> {
+  const load = createRequire(__filename);
+  if (!tsLoaderRegistered) {
+    tsLoaderRegistered = true;
+    (load('tsx/cjs/api') as { register: () => void }).register();
+  }
+  return load(file) as Record<string, unknown>;
+}
 
 /** A model from its config entry. */
 export function modelFromConfig(entry: ModelConfig): Model {
@@ -30,7 +42,7 @@ export async function loadRegistry(config: Pick<KeelConfig, 'modules' | 'models'
     const file = resolve(config.baseDir, modulePath);
     let exports: Record<string, unknown>;
     try {
-      exports = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+      exports = loadModule(file);
     } catch (error) {
       throw new ConfigError(`modules[${index}]: cannot load ${file}: ${(error as Error).message}`);
     }

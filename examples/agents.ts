@@ -1,0 +1,119 @@
+/**
+ * Agents and tools of the demo and the README tour. With OPENAI_BASE_URL or OPENAI_API_KEY
+ * set, the demo agent talks to that OpenAI-compatible endpoint (model $OPENAI_MODEL,
+ * default gpt-4o-mini); otherwise it uses a scripted model, so it runs with no API key.
+ */
+import { appendFile, mkdir } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { z } from 'zod';
+import { defineAgent, defineTool, openAICompatibleModel, scriptedModel, textReply, toolCallReply } from 'keel-agents';
+
+const FORECASTS: Record<string, { sky: string; highC: number }> = {
+  lisbon: { sky: 'sunny', highC: 24 },
+  porto: { sky: 'light rain', highC: 18 },
+  madrid: { sky: 'clear', highC: 27 },
+};
+
+/** A small fixed forecast table: the point of the demo is the run, not the weather. */
+export const lookupWeather = defineTool({
+  name: 'lookup_weather',
+  description: 'Looks up tomorrow\'s forecast for a city.',
+  input: z.object({ city: z.string().describe('City name, e.g. Lisbon') }),
+  output: z.object({ city: z.string(), sky: z.string(), highC: z.number() }),
+  async run({ city }) {
+    const forecast = FORECASTS[city.toLowerCase()];
+    if (!forecast) throw new Error(`no forecast for "${city}"; known cities: Lisbon, Porto, Madrid`);
+    return { city, ...forecast };
+  },
+});
+
+const RATES: Record<string, number> = { EUR: 1, USD: 1.08, GBP: 0.86 };
+
+/** Converts between a few currencies at fixed rates. */
+export const convertCurrency = defineTool({
+  name: 'convert_currency',
+  description: 'Converts an amount between EUR, USD and GBP.',
+  input: z.object({ amount: z.number().positive(), from: z.enum(['EUR', 'USD', 'GBP']), to: z.enum(['EUR', 'USD', 'GBP']) }),
+  output: z.object({ amount: z.number(), currency: z.string() }),
+  async run({ amount, from, to }) {
+    return { amount: Math.round((amount / RATES[from]!) * RATES[to]! * 100) / 100, currency: to };
+  },
+});
+
+/** Appends a line to a file under .keel/demo (a side effect you can count). */
+export const appendLine = defineTool({
+  name: 'append_line',
+  description: 'Appends a line to a file.',
+  input: z.object({ path: z.string(), line: z.string() }),
+  output: z.object({ ok: z.boolean() }),
+  async run({ path, line }) {
+    const file = resolve('.keel', 'demo', path.replace(/^\/+/, '').replace(/\.\./g, '_'));
+    await mkdir(dirname(file), { recursive: true });
+    await appendFile(file, `${line}\n`);
+    return { ok: true };
+  },
+});
+
+/** Works for a while, heartbeating: kill the worker that runs it and watch another take over. */
+export const slowStep = defineTool({
+  name: 'slow_step',
+  description: 'Does some slow work.',
+  input: z.object({ seconds: z.number().min(0).max(600) }),
+  output: z.object({ sleptSeconds: z.number(), attempt: z.number() }),
+  async run({ seconds }, { signal, attempt }) {
+    await new Promise<void>((done, fail) => {
+      const timer = setTimeout(done, seconds * 1000);
+      signal.addEventListener('abort', () => {
+        clearTimeout(timer);
+        fail(new Error('cancelled'));
+      });
+    });
+    return { sleptSeconds: seconds, attempt };
+  },
+});
+
+const useRealModel = Boolean(process.env.OPENAI_BASE_URL || process.env.OPENAI_API_KEY);
+
+/** The demo's model: a real endpoint when configured, else a scripted one. */
+export const demoModel = useRealModel
+  ? openAICompatibleModel({ name: `openai/${process.env.OPENAI_MODEL ?? 'gpt-4o-mini'}` })
+  : scriptedModel({
+      name: 'scripted/trip-planner',
+      script: [
+        toolCallReply([{ name: 'lookup_weather', input: { city: 'Lisbon' } }, { name: 'lookup_weather', input: { city: 'Porto' } }], { usage: { inputTokens: 120, outputTokens: 30 } }),
+        toolCallReply({ name: 'convert_currency', input: { amount: 25, from: 'EUR', to: 'USD' } }, { usage: { inputTokens: 210, outputTokens: 20 } }),
+        textReply('Go to Lisbon: sunny and 24°C, while Porto expects light rain at 18°C. The 25 EUR train ticket comes to about 27 USD.', {
+          usage: { inputTokens: 260, outputTokens: 40 },
+        }),
+      ],
+    });
+
+/** The demo agent. */
+export const tripPlanner = defineAgent({
+  name: 'trip-planner',
+  description: 'Plans a day trip from forecasts and prices.',
+  model: demoModel.name,
+  system: 'You plan day trips in Portugal and Spain. Use the tools to check the weather and convert prices, then answer in two sentences.',
+  tools: [lookupWeather, convertCurrency],
+});
+
+/** The prompt the demo sends. */
+export const DEMO_PROMPT = 'Lisbon or Porto tomorrow? Compare the weather and tell me what a 25 EUR train ticket costs in USD.';
+
+/** The README tour's agent: one slow step, then a line written to a file. */
+export const tourModel = scriptedModel({
+  name: 'scripted/tour',
+  script: [
+    toolCallReply({ name: 'slow_step', input: { seconds: 15 } }),
+    toolCallReply({ name: 'append_line', input: { path: 'tour.txt', line: 'slow step done' } }),
+    textReply('Finished: the slow step ran and tour.txt has one more line.'),
+  ],
+});
+
+/** Used in the README tour to watch a run survive a killed worker. */
+export const tour = defineAgent({
+  name: 'tour',
+  description: 'A slow run for the crash tour.',
+  model: tourModel.name,
+  tools: [slowStep, appendLine],
+});

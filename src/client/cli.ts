@@ -1,0 +1,251 @@
+/**
+ * The `keel` command line (DESIGN §9, a contract: acceptance checks call it as written).
+ * Exit codes: 0 done, 1 the run failed or was refused, 2 bad usage or bad config.
+ * Node side.
+ */
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig } from '../config/load';
+import type { KeelConfig } from '../config/schema';
+import { KeelError } from '../core/errors';
+import type { RunResult, RunStatus } from '../core/run';
+import { ServerError } from '../server/dev-server';
+import { runDemo } from './demo';
+import { KeelClient, runErrorOf, type RunHandle } from './keel-client';
+import { followRun } from './progress';
+import { runDev, runServer, runWorker } from './processes';
+
+/** Bad usage: exit code 2, message on stderr. */
+export class UsageError extends Error {}
+
+const USAGE = `usage: keel <command> [options]
+
+commands:
+  server                      run the embedded Temporal dev server until stopped
+  worker                      run one worker (start several to scale out)
+  dev                         server + one worker, for local work
+  run <agent> <prompt...>     start a run and wait for its answer (--detach: print the run id)
+  status <runId>              the run's state, turn, usage and pending interrupts (JSON)
+  abort <runId>               cancel a run
+  approve <runId> <id>        approve a pending interrupt
+  deny <runId> <id>           deny a pending interrupt (--reason <text>)
+  tasks <runId>               background tasks of a run (JSON)
+  demo                        start what is needed and run the demo agent end to end
+
+options:
+  --config <file>             config file (default ./temporal.yaml)
+  --json                      print one JSON object on stdout, nothing else
+  --detach                    (run) return at once with the run id
+  --session <id>              (run) continue a session
+  --reason <text>             (deny) why
+  -h, --help                  this help`;
+
+/** Exit codes. */
+export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
+
+interface CliOptions {
+  config?: string;
+  json: boolean;
+  detach: boolean;
+  session?: string;
+  reason?: string;
+}
+
+function parse(argv: string[]): { command: string | undefined; positionals: string[]; options: CliOptions; help: boolean } {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        config: { type: 'string' },
+        json: { type: 'boolean', default: false },
+        detach: { type: 'boolean', default: false },
+        session: { type: 'string' },
+        reason: { type: 'string' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const [command, ...positionals] = parsed.positionals;
+  const { help, ...options } = parsed.values;
+  return { command, positionals, options: options as CliOptions, help: help === true };
+}
+
+function print(json: boolean, value: unknown, human?: string): void {
+  if (json || human === undefined) process.stdout.write(`${JSON.stringify(value, null, json ? undefined : 2)}\n`);
+  else process.stdout.write(`${human}\n`);
+}
+
+async function connect(config: KeelConfig): Promise<KeelClient> {
+  try {
+    return await KeelClient.connect(config);
+  } catch (error) {
+    throw new KeelError('UNAVAILABLE', `cannot reach Temporal at ${config.temporal.address}: ${(error as Error).message}. Start one with \`npx keel server\` (or \`npx keel dev\`).`);
+  }
+}
+
+/** The JSON shape of a finished or failed run (DESIGN §9, `keel run`). */
+function runSummary(runId: string, result: RunResult | undefined, error: KeelError | undefined, status: RunStatus | undefined) {
+  return {
+    runId,
+    status: error ? (error.status === 'CANCELLED' ? 'cancelled' : 'failed') : 'completed',
+    finishReason: result?.finishReason ?? status?.finishReason ?? null,
+    text: result?.text ?? status?.text ?? '',
+    usage: result?.usage ?? status?.usage ?? {},
+    interrupts: status?.interrupts ?? [],
+    tasks: result?.tasks ?? [],
+    ...(error ? { error: error.toJSON() } : {}),
+  };
+}
+
+/** Reads the status query, bounded in time; undefined when no worker answers. */
+async function tryStatus(client: KeelClient, handle: RunHandle, timeoutMs = 5000): Promise<RunStatus | undefined> {
+  try {
+    return await client.temporal.withDeadline(Date.now() + timeoutMs, () => handle.status());
+  } catch {
+    return undefined;
+  }
+}
+
+async function commandRun(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
+  const [agent, ...words] = positionals;
+  if (!agent || words.length === 0) throw new UsageError('keel run needs an agent and a prompt: keel run <agent> <prompt...>');
+  if (options.session) throw new UsageError('--session is not available yet: sessions arrive with a later issue');
+  const client = await connect(config);
+  try {
+    const handle = await client.start(agent, words.join(' '));
+    if (options.detach) {
+      print(options.json, { runId: handle.runId, status: 'running' }, handle.runId);
+      return EXIT.ok;
+    }
+    const done = handle.result();
+    if (!options.json) {
+      process.stderr.write(`run ${handle.runId} started (agent ${agent})\n`);
+      await followRun(handle, done, (line) => process.stderr.write(`${line}\n`));
+    }
+    try {
+      const result = await done;
+      print(options.json, runSummary(handle.runId, result, undefined, undefined), result.text);
+      return EXIT.ok;
+    } catch (error) {
+      const failure = runErrorOf(error);
+      const status = await tryStatus(client, handle);
+      if (options.json) print(true, runSummary(handle.runId, undefined, failure, status));
+      else process.stderr.write(`run ${handle.runId} failed: ${failure.status}: ${failure.message}\n`);
+      return EXIT.failed;
+    }
+  } finally {
+    await client.close();
+  }
+}
+
+async function commandStatus(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
+  const [runId] = positionals;
+  if (!runId) throw new UsageError('keel status needs a run id');
+  const client = await connect(config);
+  try {
+    const handle = client.getHandle(runId);
+    let description;
+    try {
+      description = await handle.describe();
+    } catch (error) {
+      const failure = runErrorOf(error);
+      process.stderr.write(`keel status: ${failure.message}\n`);
+      return EXIT.failed;
+    }
+    const status = await tryStatus(client, handle);
+    const temporalStatus = description.status.name;
+    let result: RunResult | undefined;
+    let error: KeelError | undefined;
+    if (temporalStatus === 'COMPLETED') result = await handle.result();
+    else if (temporalStatus !== 'RUNNING') error = await handle.result().then(() => undefined, runErrorOf);
+    const state = status?.state ?? (temporalStatus === 'RUNNING' ? 'running' : temporalStatus === 'COMPLETED' ? 'completed' : temporalStatus === 'CANCELLED' ? 'cancelled' : 'failed');
+    print(options.json, {
+      runId,
+      status: state,
+      turn: status?.turn ?? result?.turns ?? 0,
+      ...(result?.finishReason ?? status?.finishReason ? { finishReason: result?.finishReason ?? status?.finishReason } : {}),
+      ...(result?.text ?? status?.text ? { text: result?.text ?? status?.text } : {}),
+      usage: result?.usage ?? status?.usage ?? {},
+      interrupts: status?.interrupts ?? [],
+      tasks: result?.tasks ?? [],
+      ...(error ? { error: error.toJSON() } : status?.error ? { error: status.error } : {}),
+    });
+    return EXIT.ok;
+  } finally {
+    await client.close();
+  }
+}
+
+async function commandAbort(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
+  const [runId] = positionals;
+  if (!runId) throw new UsageError('keel abort needs a run id');
+  const client = await connect(config);
+  try {
+    await client.getHandle(runId).cancel();
+    print(options.json, { runId, status: 'cancelling' }, `cancellation requested for ${runId}`);
+    return EXIT.ok;
+  } catch (error) {
+    process.stderr.write(`keel abort: ${runErrorOf(error).message}\n`);
+    return EXIT.failed;
+  } finally {
+    await client.close();
+  }
+}
+
+function notYet(command: string): number {
+  process.stderr.write(`keel ${command}: not available yet (interrupts and background tasks arrive with later issues)\n`);
+  return EXIT.failed;
+}
+
+/** Runs the CLI; resolves to the exit code. */
+export async function main(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parse(argv);
+    if (parsed.help || !parsed.command) {
+      (parsed.help ? process.stdout : process.stderr).write(`${USAGE}\n`);
+      return parsed.help ? EXIT.ok : EXIT.usage;
+    }
+    const { command, positionals, options } = parsed;
+    const config = loadConfig({ path: options.config, explicit: options.config !== undefined });
+    switch (command) {
+      case 'server':
+        return await runServer(config);
+      case 'worker':
+        return await runWorker(config);
+      case 'dev':
+        return await runDev(config);
+      case 'run':
+        return await commandRun(config, positionals, options);
+      case 'status':
+        return await commandStatus(config, positionals, options);
+      case 'abort':
+        return await commandAbort(config, positionals, options);
+      case 'approve':
+      case 'deny':
+      case 'tasks':
+        return notYet(command);
+      case 'demo':
+        return await runDemo(config);
+      default:
+        throw new UsageError(`unknown command "${command}"\n\n${USAGE}`);
+    }
+  } catch (error) {
+    if (error instanceof UsageError || error instanceof ConfigError) {
+      process.stderr.write(`keel: ${error.message}\n`);
+      return EXIT.usage;
+    }
+    if (error instanceof ServerError) {
+      process.stderr.write(`keel: ${error.message}\n`);
+      return EXIT.failed;
+    }
+    if (KeelError.isInstance(error)) {
+      process.stderr.write(`keel: ${error.status}: ${error.message}\n`);
+      return EXIT.failed;
+    }
+    throw error;
+  }
+}

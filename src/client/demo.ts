@@ -1,0 +1,80 @@
+/**
+ * `keel demo` (what `npm start` runs): starts a dev server and a worker if none is
+ * reachable, runs the demo agent, prints each turn and tool call as it happens, the final
+ * answer, and where to inspect the run in the Temporal UI. Node side.
+ */
+import { temporal } from '@temporalio/proto';
+import type { KeelConfig } from '../config/schema';
+import { KeelError } from '../core/errors';
+import { KeelClient, runErrorOf } from './keel-client';
+import { ensureServer, prepareWorker } from './processes';
+import { followRun } from './progress';
+
+/** The agent and prompt the demo runs. */
+export const DEMO_AGENT = 'trip-planner';
+export const DEMO_PROMPT = 'Lisbon or Porto tomorrow? Compare the weather and tell me what a 25 EUR train ticket costs in USD.';
+
+async function hasPollers(client: KeelClient, config: KeelConfig): Promise<boolean> {
+  const answer = await client.temporal.workflowService.describeTaskQueue({
+    namespace: config.temporal.namespace,
+    taskQueue: { name: config.taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+    taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+  });
+  return (answer.pollers ?? []).length > 0;
+}
+
+/** Runs the demo end to end; resolves to the exit code. */
+export async function runDemo(config: KeelConfig): Promise<number> {
+  const say = (line: string) => process.stdout.write(`${line}\n`);
+  say('keel demo: an agent run as a durable Temporal workflow');
+  const server = await ensureServer(config);
+  say(server ? `· started a Temporal dev server at ${server.address} (SQLite file ${config.server.dbFile})` : `· using the Temporal server at ${config.temporal.address}`);
+  let client: KeelClient | undefined;
+  let worker: Awaited<ReturnType<typeof prepareWorker>> | undefined;
+  let running: Promise<void> | undefined;
+  try {
+    client = await KeelClient.connect(config);
+    if (await hasPollers(client, config)) {
+      say(`· workers are already polling task queue "${config.taskQueue}"`);
+    } else {
+      worker = await prepareWorker(config);
+      running = worker.worker.run();
+      say(`· started a worker on task queue "${config.taskQueue}"`);
+    }
+    const handle = await client.start(DEMO_AGENT, DEMO_PROMPT);
+    say(`· run ${handle.runId} (agent ${DEMO_AGENT})`);
+    const done = handle.result();
+    await followRun(handle, done, say);
+    let exitCode = 0;
+    try {
+      const result = await done;
+      say('');
+      say(`answer (${result.finishReason}, ${result.turns} turns, ${result.usage.inputTokens ?? 0} input / ${result.usage.outputTokens ?? 0} output tokens):`);
+      say(`  ${result.text}`);
+    } catch (error) {
+      const failure = runErrorOf(error);
+      say(`run failed: ${failure.status}: ${failure.message}`);
+      exitCode = 1;
+    }
+    const ui = `http://${config.server.ip}:${config.server.uiPort}/namespaces/${config.temporal.namespace}/workflows/${handle.runId}`;
+    say('');
+    say(`Inspect the run (every model and tool call is an activity in its history) in the Temporal UI:`);
+    say(`  ${ui}`);
+    if (server) say('  (the demo stops its server on exit; `npx keel server` serves the same SQLite file, with this run, again)');
+    return exitCode;
+  } catch (error) {
+    if (KeelError.isInstance(error)) {
+      say(`demo failed: ${error.status}: ${error.message}`);
+      return 1;
+    }
+    throw error;
+  } finally {
+    if (worker && running) {
+      worker.worker.shutdown();
+      await running;
+      await worker.close();
+    }
+    await client?.close();
+    await server?.stop();
+  }
+}
