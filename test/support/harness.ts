@@ -14,12 +14,12 @@ import { createKeelWorker } from '../../src/worker/create-worker';
 
 let runtimeInstalled = false;
 
-/** Keeps SDK logs to warnings and errors (once per test process). */
+/** Keeps SDK logs to errors (runs that fail on purpose log warnings) (once per test process). */
 function quietRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   try {
-    Runtime.install({ logger: new DefaultLogger('WARN') });
+    Runtime.install({ logger: new DefaultLogger('ERROR') });
   } catch {
     // already installed by another helper in this process
   }

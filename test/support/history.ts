@@ -1,0 +1,25 @@
+/** Reads a run's Temporal history: which activities it scheduled, how big it is. */
+import type { Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+
+const EventType = temporal.api.enums.v1.EventType;
+
+/** Activity types of every ActivityTaskScheduled event, in order. */
+export async function scheduledActivities(client: Client, runId: string): Promise<string[]> {
+  const history = await client.workflow.getHandle(runId).fetchHistory();
+  return (history.events ?? [])
+    .filter((event) => event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+    .map((event) => event.activityTaskScheduledEventAttributes?.activityType?.name ?? '?');
+}
+
+/** Local activity markers (resolveAgent) recorded in the history. */
+export async function markerCount(client: Client, runId: string): Promise<number> {
+  const history = await client.workflow.getHandle(runId).fetchHistory();
+  return (history.events ?? []).filter((event) => event.eventType === EventType.EVENT_TYPE_MARKER_RECORDED).length;
+}
+
+/** Size in bytes of the run's history as the server stores it. */
+export async function historyBytes(client: Client, runId: string): Promise<number> {
+  const history = await client.workflow.getHandle(runId).fetchHistory();
+  return temporal.api.history.v1.History.encode(history).finish().length;
+}
