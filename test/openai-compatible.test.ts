@@ -1,0 +1,177 @@
+/**
+ * The openai-compatible provider against a loopback server that speaks Chat Completions:
+ * request shape, tool calls, usage, errors mapped to statuses, Retry-After, no retries of
+ * its own; and one whole run through the workflow.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runErrorOf } from '../src/client/keel-client';
+import { KeelError } from '../src/core/errors';
+import type { ModelRequest } from '../src/core/messages';
+import { defineAgent, type ModelContext } from '../src/define';
+import { openAICompatibleModel } from '../src/models/openai-compatible';
+import { Registry } from '../src/registry';
+import { add } from './fixtures/tools';
+import { startTestWorker } from './support/harness';
+import { startFakeHttpServer, type FakeHttpServer } from './support/http-server';
+
+let server: FakeHttpServer;
+beforeAll(async () => {
+  server = await startFakeHttpServer();
+});
+afterAll(async () => {
+  await server.close();
+});
+
+const context: ModelContext = { callIndex: 0, runId: 'test', heartbeat: () => undefined, signal: new AbortController().signal };
+const request: ModelRequest = {
+  messages: [
+    { role: 'system', content: [{ text: 'Be brief.' }] },
+    { role: 'user', content: [{ text: 'add 1 and 2' }] },
+    { role: 'model', content: [{ text: 'adding' }, { toolRequest: { name: 'add', ref: 'call_1', input: { a: 1, b: 2 } } }] },
+    { role: 'tool', content: [{ toolResponse: { name: 'add', ref: 'call_1', output: { sum: 3 } } }] },
+  ],
+  tools: [{ name: 'add', description: 'Adds.', inputSchema: { type: 'object', properties: { a: { type: 'number' } } } }],
+};
+const ok = (message: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+  body: { id: 'x', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', ...message }, finish_reason: 'stop' }], ...extra },
+});
+
+async function failure(promise: Promise<unknown>): Promise<KeelError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (KeelError.isInstance(error)) return error;
+    throw error;
+  }
+  throw new Error('expected a failure');
+}
+
+describe('openai-compatible wire format', () => {
+  it('sends messages, tools and the key; reads text, tool calls and usage', async () => {
+    const model = openAICompatibleModel({ name: 'openai/test-model', baseUrl: `${server.url}/v1`, apiKey: 'sk-test', config: { temperature: 0 } });
+    server.answer({
+      body: {
+        choices: [{ message: { role: 'assistant', content: 'sum is', tool_calls: [{ id: 'call_2', type: 'function', function: { name: 'add', arguments: '{"a":3,"b":4}' } }] }, finish_reason: 'tool_calls' }],
+        usage: { prompt_tokens: 11, completion_tokens: 5, total_tokens: 16, completion_tokens_details: { reasoning_tokens: 2 } },
+      },
+    });
+    server.requests.length = 0;
+    const response = await model.generate(request, context);
+    expect(server.requests).toHaveLength(1);
+    const seen = server.requests[0]!;
+    expect(seen.path).toBe('/v1/chat/completions');
+    expect(seen.headers.authorization).toBe('Bearer sk-test');
+    expect(seen.body).toEqual({
+      temperature: 0,
+      model: 'test-model',
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'add 1 and 2' },
+        { role: 'assistant', content: 'adding', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'add', arguments: '{"a":1,"b":2}' } }] },
+        { role: 'tool', tool_call_id: 'call_1', content: '{"sum":3}' },
+      ],
+      tools: [{ type: 'function', function: { name: 'add', description: 'Adds.', parameters: { type: 'object', properties: { a: { type: 'number' } } } } }],
+    });
+    expect(response).toEqual({
+      message: { role: 'model', content: [{ text: 'sum is' }, { toolRequest: { name: 'add', ref: 'call_2', input: { a: 3, b: 4 } } }] },
+      finishReason: 'stop',
+      usage: { inputTokens: 11, outputTokens: 5, totalTokens: 16, thoughtsTokens: 2 },
+    });
+  });
+
+  it('maps finish reasons', async () => {
+    const model = openAICompatibleModel({ name: 'openai/m', baseUrl: server.url });
+    for (const [wire, ours] of [['length', 'length'], ['content_filter', 'blocked'], ['weird', 'other']] as const) {
+      server.answer({ body: { choices: [{ message: { content: 'x' }, finish_reason: wire }] } });
+      expect((await model.generate(request, context)).finishReason).toBe(ours);
+    }
+  });
+
+  it.each([
+    [400, 'INVALID_ARGUMENT'],
+    [401, 'UNAUTHENTICATED'],
+    [403, 'PERMISSION_DENIED'],
+    [404, 'NOT_FOUND'],
+    [409, 'ABORTED'],
+    [429, 'RESOURCE_EXHAUSTED'],
+    [500, 'INTERNAL'],
+    [501, 'UNIMPLEMENTED'],
+    [502, 'INTERNAL'],
+    [503, 'UNAVAILABLE'],
+    [504, 'DEADLINE_EXCEEDED'],
+  ] as const)('maps HTTP %i to %s, with the body\'s message, and does not retry', async (code, status) => {
+    const model = openAICompatibleModel({ name: 'openai/m', baseUrl: server.url });
+    server.answer({ status: code, body: { error: { message: `upstream said ${code}` } } });
+    server.requests.length = 0;
+    const error = await failure(model.generate(request, context));
+    expect(error.status).toBe(status);
+    expect(error.message).toContain(`HTTP ${code}: upstream said ${code}`);
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it('carries Retry-After (seconds) as retryAfterMs', async () => {
+    const model = openAICompatibleModel({ name: 'openai/m', baseUrl: server.url });
+    server.answer({ status: 429, body: { error: { message: 'slow down' } }, headers: { 'retry-after': '7' } });
+    const error = await failure(model.generate(request, context));
+    expect(error.status).toBe('RESOURCE_EXHAUSTED');
+    expect(error.details.retryAfterMs).toBe(7000);
+  });
+
+  it('reports an unreachable server as UNAVAILABLE', async () => {
+    const model = openAICompatibleModel({ name: 'openai/m', baseUrl: 'http://127.0.0.1:1' });
+    expect((await failure(model.generate(request, context))).status).toBe('UNAVAILABLE');
+  });
+
+  it('reports malformed tool arguments and unreadable bodies as INTERNAL', async () => {
+    const model = openAICompatibleModel({ name: 'openai/m', baseUrl: server.url });
+    server.answer(ok({ content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'add', arguments: '{not json' } }] }));
+    expect((await failure(model.generate(request, context))).message).toContain('malformed JSON arguments for tool "add"');
+    server.answer({ raw: 'not json at all' });
+    expect((await failure(model.generate(request, context))).status).toBe('INTERNAL');
+  });
+
+  it('takes base URL and key from OPENAI_BASE_URL / OPENAI_API_KEY', async () => {
+    const saved = { base: process.env.OPENAI_BASE_URL, key: process.env.OPENAI_API_KEY };
+    process.env.OPENAI_BASE_URL = `${server.url}/env`;
+    process.env.OPENAI_API_KEY = 'sk-env';
+    try {
+      const model = openAICompatibleModel({ name: 'openai/m' });
+      server.answer(ok({ content: 'hi' }));
+      server.requests.length = 0;
+      await model.generate(request, context);
+      expect(server.requests[0]!.path).toBe('/env/chat/completions');
+      expect(server.requests[0]!.headers.authorization).toBe('Bearer sk-env');
+    } finally {
+      process.env.OPENAI_BASE_URL = saved.base;
+      process.env.OPENAI_API_KEY = saved.key;
+      if (saved.base === undefined) delete process.env.OPENAI_BASE_URL;
+      if (saved.key === undefined) delete process.env.OPENAI_API_KEY;
+    }
+  });
+});
+
+describe('openai-compatible in a run', () => {
+  it('drives the tool loop and a provider error fails the run with its status', async () => {
+    const model = openAICompatibleModel({ name: 'openai/loop', baseUrl: server.url });
+    const registry = new Registry().add(model, add, defineAgent({ name: 'openai-agent', model: model.name, tools: [add] }));
+    const worker = await startTestWorker(registry);
+    try {
+      server.answer(
+        ok({ content: null, tool_calls: [{ id: 'call_a', type: 'function', function: { name: 'add', arguments: '{"a":2,"b":2}' } }] }, { usage: { prompt_tokens: 5, completion_tokens: 1 } }),
+        ok({ content: 'four' }, { usage: { prompt_tokens: 9, completion_tokens: 1 } }),
+      );
+      server.requests.length = 0;
+      const result = await worker.client.run('openai-agent', 'what is 2+2?');
+      expect(result.text).toBe('four');
+      expect(result.usage).toEqual({ inputTokens: 14, outputTokens: 2 });
+      expect((server.requests[1]!.body as { messages: unknown[] }).messages.at(-1)).toEqual({ role: 'tool', tool_call_id: 'call_a', content: '{"sum":4}' });
+
+      server.answer({ status: 503, body: { error: { message: 'overloaded' } } });
+      const error = await worker.client.run('openai-agent', 'again').then(() => undefined, runErrorOf);
+      expect(error?.status).toBe('UNAVAILABLE');
+      expect(error?.message).toContain('overloaded');
+    } finally {
+      await worker.stop();
+    }
+  });
+});

@@ -1,0 +1,109 @@
+/**
+ * What a user observes about a run besides its answer: history (every call an activity,
+ * the conversation recorded once), the status query while it runs, and cancellation.
+ */
+import { temporal } from '@temporalio/proto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { runErrorOf } from '../src/client/keel-client';
+import { defineAgent, defineTool } from '../src/define';
+import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
+import { Registry } from '../src/registry';
+import { blob, echo } from './fixtures/tools';
+import { markerCount, scheduledActivities } from './support/history';
+import { startTestWorker, type TestWorker } from './support/harness';
+
+let started!: () => void;
+const toolStarted = new Promise<void>((resolve) => (started = resolve));
+const wait = defineTool({
+  name: 'wait',
+  description: 'Waits until cancelled or for ms milliseconds.',
+  input: z.object({ ms: z.number() }),
+  async run({ ms }, { signal }) {
+    started();
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(resolve, ms);
+      signal.addEventListener('abort', () => {
+        clearTimeout(timer);
+        reject(new Error('aborted'));
+      });
+    });
+    return { waited: ms };
+  },
+});
+
+const registry = new Registry().add(echo, blob, wait);
+let worker: TestWorker;
+beforeAll(async () => {
+  worker = await startTestWorker(registry);
+});
+afterAll(async () => {
+  await worker?.stop();
+});
+
+describe('run history', () => {
+  it('records every model and tool call as a scheduled activity and resolves the agent locally', async () => {
+    // turn 1: two echo calls; turn 2: one echo call; turn 3: text
+    const model = scriptedModel({
+      name: 'scripted/history',
+      script: [toolCallReply([{ name: 'echo', input: { v: 'a' } }, { name: 'echo', input: { v: 'b' } }]), toolCallReply({ name: 'echo', input: { v: 'c' } }), textReply('done')],
+    });
+    registry.add(model, defineAgent({ name: 'history', model: model.name, tools: [echo] }));
+    const handle = await worker.client.start('history', 'hi');
+    await handle.result();
+    expect(await scheduledActivities(worker.client.temporal, handle.runId)).toEqual(['callModel', 'callTool', 'callTool', 'callModel', 'callTool', 'callModel']);
+    expect(await markerCount(worker.client.temporal, handle.runId)).toBe(1);
+  });
+
+  it('does not copy the conversation into each model call (inputs stay small as it grows)', async () => {
+    // turns 1-3: a tool that returns 20 KB; turn 4: text
+    const call = { name: 'blob', input: { size: 20_000 } };
+    const model = scriptedModel({ name: 'scripted/by-reference', script: [toolCallReply(call), toolCallReply(call), toolCallReply(call), textReply('done')] });
+    registry.add(model, defineAgent({ name: 'by-reference', model: model.name, tools: [blob] }));
+    const handle = await worker.client.start('by-reference', 'hi');
+    await handle.result();
+    // the model still saw the whole conversation, read back from the run
+    expect(model.requests[3]!.request.messages).toHaveLength(7);
+    const history = await worker.client.temporal.workflow.getHandle(handle.runId).fetchHistory();
+    const modelInputs = (history.events ?? [])
+      .filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'callModel')
+      .map((event) => temporal.api.common.v1.Payloads.encode(event.activityTaskScheduledEventAttributes!.input!).finish().length);
+    expect(modelInputs).toHaveLength(4);
+    for (const size of modelInputs) expect(size).toBeLessThan(1024);
+  });
+});
+
+describe('query status', () => {
+  it('reports the turn, usage and (no) pending interrupts while a tool runs, then the outcome', async () => {
+    const model = scriptedModel({
+      name: 'scripted/status',
+      script: [toolCallReply({ name: 'wait', input: { ms: 1500 } }, { usage: { inputTokens: 7, outputTokens: 2 } }), textReply('finished', { usage: { inputTokens: 9, outputTokens: 1 } })],
+    });
+    registry.add(model, defineAgent({ name: 'status', model: model.name, tools: [wait] }));
+    const handle = await worker.client.start('status', 'hi');
+    await toolStarted;
+    const during = await handle.status();
+    expect(during).toMatchObject({ state: 'running', agent: 'status', turn: 1, usage: { inputTokens: 7, outputTokens: 2 }, interrupts: [] });
+    await handle.result();
+    const after = await handle.status();
+    expect(after).toMatchObject({ state: 'completed', turn: 2, finishReason: 'stop', text: 'finished', usage: { inputTokens: 16, outputTokens: 3 } });
+  });
+});
+
+describe('cancel', () => {
+  it('cancels the tool under way and ends the run cancelled, keeping what it had', async () => {
+    const model = scriptedModel({ name: 'scripted/cancel', script: [toolCallReply({ name: 'wait', input: { ms: 60_000 } }, { text: 'working on it' })] });
+    registry.add(model, defineAgent({ name: 'cancel', model: model.name, tools: [wait] }));
+    const handle = await worker.client.start('cancel', 'hi');
+    await expect.poll(async () => (await handle.status()).turn, { timeout: 10_000 }).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const startedAt = Date.now();
+    await handle.cancel();
+    const error = await handle.result().then(() => undefined, runErrorOf);
+    expect(error?.status).toBe('CANCELLED');
+    expect(Date.now() - startedAt).toBeLessThan(20_000);
+    const status = await handle.status();
+    expect(status).toMatchObject({ state: 'cancelled', finishReason: 'aborted', text: 'working on it' });
+    expect((await handle.describe()).status.name).toBe('CANCELLED');
+  });
+});
