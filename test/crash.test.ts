@@ -1,0 +1,81 @@
+/**
+ * A worker process dies (SIGKILL) in the middle of a tool call: the run completes on the
+ * other worker, the sibling tool that had finished is not run again, and the retried tool
+ * sees the idempotency key of its first attempt.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, existsSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { stringify } from 'yaml';
+import { KeelClient } from '../src/client/keel-client';
+import { loadConfig } from '../src/config/load';
+import { ROOT, spawnKeel, type KeelProcess } from './support/processes';
+
+const processes: KeelProcess[] = [];
+afterEach(async () => {
+  for (const process of processes.splice(0)) {
+    process.kill('SIGKILL');
+    await process.exited;
+  }
+});
+
+function lines(file: string): string[] {
+  return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : [];
+}
+
+describe('worker crash', () => {
+  it('finishes the run on another worker without repeating a finished tool call', async () => {
+    // turn 1: record_fast and slow_work(4 s) at once; the worker running slow_work is killed
+    // turn 2: the model answers "done"
+    const dir = mkdtempSync(join(tmpdir(), 'keel-crash-'));
+    const configPath = join(dir, 'temporal.yaml');
+    writeFileSync(
+      configPath,
+      stringify({
+        temporal: { address: inject('temporalAddress') },
+        taskQueue: `crash-${randomUUID()}`,
+        worker: { stickyQueueScheduleToStartTimeout: '1 second' },
+        activities: { tool: { startToCloseTimeout: '1 minute', heartbeatTimeout: '2 seconds', retry: { initialInterval: '200ms' } } },
+        modules: [join(ROOT, 'test', 'fixtures', 'crash-agents.ts')],
+        models: [{ name: 'scripted/crash', script: [{ toolRequests: [{ name: 'record_fast', input: {} }, { name: 'slow_work', input: { seconds: 4 } }] }, { text: 'done' }] }],
+      }),
+    );
+    const env = { KEEL_TEST_DIR: dir };
+    const workers = [spawnKeel(['worker', '--config', configPath], { env }), spawnKeel(['worker', '--config', configPath], { env })];
+    processes.push(...workers);
+    await Promise.all(workers.map((worker) => worker.waitFor(/keel: worker \d+ on task queue/)));
+
+    const client = await KeelClient.connect(loadConfig({ path: configPath }));
+    try {
+      const handle = await client.start('crash', 'go');
+      const slowLog = join(dir, 'slow.log');
+      await expect.poll(() => lines(slowLog).length, { timeout: 30_000 }).toBeGreaterThan(0);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const [, victimPid] = lines(slowLog)[0]!.split(' ');
+      const victim = workers.find((worker) => String(worker.child.pid) === victimPid);
+      expect(victim, `slow_work ran in pid ${victimPid}, not one of the workers`).toBeDefined();
+      victim!.kill('SIGKILL');
+
+      const result = await handle.result();
+      expect(result.text).toBe('done');
+
+      const fast = lines(join(dir, 'fast.log'));
+      expect(fast, 'record_fast finished before the kill and must not run again').toHaveLength(1);
+      const starts = lines(slowLog).filter((line) => line.startsWith('start ')).map((line) => line.split(' '));
+      const ends = lines(slowLog).filter((line) => line.startsWith('end '));
+      expect(starts).toHaveLength(2);
+      expect(ends).toHaveLength(1);
+      const [first, second] = starts as [string[], string[]];
+      expect(first[1]).toBe(victimPid);
+      expect(second[1]).not.toBe(victimPid);
+      expect(first[2]).toBe('1');
+      expect(second[2]).toBe('2');
+      expect(second[3]).toBe(first[3]);
+      expect(first[3]).toMatch(new RegExp(`^${handle.runId}/\\d+$`));
+    } finally {
+      await client.close();
+    }
+  });
+});

@@ -1,0 +1,50 @@
+/** Runs `keel` as a real child process, capturing its output. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join, resolve } from 'node:path';
+
+/** The repository root. */
+export const ROOT = resolve(__dirname, '..', '..');
+const BIN = join(ROOT, 'bin', 'keel.cjs');
+
+/** A running keel process. */
+export interface KeelProcess {
+  child: ChildProcess;
+  output: () => string;
+  waitFor: (pattern: RegExp, timeoutMs?: number) => Promise<void>;
+  exited: Promise<number | null>;
+  kill: (signal?: NodeJS.Signals) => void;
+}
+
+/** Starts `keel <args>`. */
+export function spawnKeel(args: string[], { env = {}, cwd = ROOT }: { env?: Record<string, string>; cwd?: string } = {}): KeelProcess {
+  const child = spawn(process.execPath, [BIN, ...args], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+  return {
+    child,
+    output: () => output,
+    exited,
+    kill: (signal = 'SIGTERM') => child.kill(signal),
+    async waitFor(pattern, timeoutMs = 60_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (!pattern.test(output)) {
+        if (child.exitCode !== null) throw new Error(`keel ${args.join(' ')} exited (${child.exitCode}) before printing ${pattern}:\n${output}`);
+        if (Date.now() > deadline) throw new Error(`keel ${args.join(' ')} did not print ${pattern} within ${timeoutMs} ms:\n${output}`);
+        await new Promise((resolveTick) => setTimeout(resolveTick, 100));
+      }
+    },
+  };
+}
+
+/** Runs `keel <args>` to completion. */
+export async function runKeel(args: string[], options: { env?: Record<string, string>; cwd?: string } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? ROOT, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const code = await new Promise<number | null>((done) => child.once('exit', (exitCode) => done(exitCode)));
+  return { code, stdout, stderr };
+}
