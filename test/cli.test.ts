@@ -1,0 +1,163 @@
+/**
+ * The `keel` command line as a user runs it (a real subprocess): bad config and bad usage
+ * exit 2 naming what is wrong; runs that fail exit 1 with the status; run / status / abort.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { defineAgent } from '../src/define';
+import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
+import { Registry } from '../src/registry';
+import { add, echo } from './fixtures/tools';
+import { startTestWorker, type TestWorker } from './support/harness';
+import { runKeel } from './support/processes';
+
+const dir = mkdtempSync(join(tmpdir(), 'keel-cli-'));
+function writeConfig(name: string, content: string | object): string {
+  const path = join(dir, name);
+  writeFileSync(path, typeof content === 'string' ? content : stringify(content));
+  return path;
+}
+
+describe('bad config', () => {
+  it('names the field and what was expected, exit 2', async () => {
+    const path = writeConfig('bad.yaml', 'taskQueue: 5\nserver:\n  port: "high"\n');
+    const { code, stderr, stdout } = await runKeel(['status', 'some-run', '--config', path]);
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr).toContain(path);
+    expect(stderr).toMatch(/taskQueue: Invalid input: expected string, received number/);
+    expect(stderr).toMatch(/server\.port: Invalid input: expected number, received string/);
+  });
+
+  it('rejects unknown fields', async () => {
+    const path = writeConfig('unknown-field.yaml', { temporal: { adress: 'x:1' } });
+    const { code, stderr } = await runKeel(['worker', '--config', path]);
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/temporal: Unrecognized key: "adress"/);
+  });
+
+  it('reports YAML syntax errors with the line', async () => {
+    const path = writeConfig('syntax.yaml', 'taskQueue: keel\nagents: [\n');
+    const { code, stderr } = await runKeel(['worker', '--config', path]);
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/not valid YAML/);
+  });
+
+  it('fails when an explicitly named config file does not exist', async () => {
+    const { code, stderr } = await runKeel(['worker', '--config', join(dir, 'absent.yaml')]);
+    expect(code).toBe(2);
+    expect(stderr).toContain('config file not found');
+  });
+
+  it('names a declarative agent whose model is not registered', async () => {
+    const path = writeConfig('unknown-model.yaml', { agents: [{ name: 'a', model: 'scripted/nowhere' }] });
+    const { code, stderr } = await runKeel(['worker', '--config', path]);
+    expect(code).toBe(2);
+    expect(stderr).toContain('agents[0].model: model "scripted/nowhere" is not registered');
+  });
+
+  it('names a declarative agent tool that is not registered', async () => {
+    const path = writeConfig('unknown-tool.yaml', { models: [{ name: 'scripted/m', script: [] }], agents: [{ name: 'a', model: 'scripted/m', tools: ['nope'] }] });
+    const { code, stderr } = await runKeel(['worker', '--config', path]);
+    expect(code).toBe(2);
+    expect(stderr).toContain('agents[0].tools[0]: tool "nope" is not registered');
+  });
+
+  it('rejects a bad scripted reply in the config', async () => {
+    const path = writeConfig('bad-script.yaml', { models: [{ name: 'scripted/m', script: [{ error: { status: 'SLOW' } }] }] });
+    const { code, stderr } = await runKeel(['worker', '--config', path]);
+    expect(code).toBe(2);
+    expect(stderr).toContain('models[0]');
+  });
+});
+
+describe('bad usage', () => {
+  it('exits 2 for an unknown command or a run without a prompt', async () => {
+    expect((await runKeel(['frobnicate'])).code).toBe(2);
+    const noPrompt = await runKeel(['run', 'helper']);
+    expect(noPrompt.code).toBe(2);
+    expect(noPrompt.stderr).toContain('keel run needs an agent and a prompt');
+  });
+});
+
+describe('keel run / status / abort', () => {
+  let worker: TestWorker;
+  let config: string;
+  beforeAll(async () => {
+    const good = scriptedModel({ name: 'scripted/cli-good', script: [toolCallReply({ name: 'echo', input: { v: 'x' } }, { usage: { inputTokens: 4, outputTokens: 2 } }), textReply('all good')] });
+    const badArgs = scriptedModel({ name: 'scripted/cli-bad-args', script: [toolCallReply({ name: 'add', input: { a: 'one', b: 2 } })] });
+    const slow = scriptedModel({ name: 'scripted/cli-slow', script: [{ delayMs: 60_000, text: 'too late' }] });
+    const registry = new Registry().add(
+      echo,
+      add,
+      good,
+      badArgs,
+      slow,
+      defineAgent({ name: 'good', model: good.name, tools: [echo] }),
+      defineAgent({ name: 'bad-args', model: badArgs.name, tools: [add] }),
+      defineAgent({ name: 'ghost-model', model: 'scripted/not-registered' }),
+      defineAgent({ name: 'slow', model: slow.name }),
+    );
+    worker = await startTestWorker(registry);
+    config = writeConfig('cli.yaml', { temporal: { address: worker.config.temporal.address }, taskQueue: worker.taskQueue, server: { enabled: false } });
+  });
+  afterAll(async () => {
+    await worker?.stop();
+  });
+
+  it('prints the final text, and with --json the run summary', async () => {
+    const plain = await runKeel(['run', 'good', 'say', 'hi', '--config', config]);
+    expect(plain.code).toBe(0);
+    expect(plain.stdout).toBe('all good\n');
+    expect(plain.stderr).toContain('→ echo({"v":"x"})');
+    const json = await runKeel(['run', 'good', 'say hi', '--json', '--config', config]);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({ status: 'completed', finishReason: 'stop', text: 'all good', usage: { inputTokens: 4, outputTokens: 2 }, interrupts: [], tasks: [] });
+  });
+
+  it('exits 1 with NOT_FOUND for an unknown agent', async () => {
+    const { code, stdout } = await runKeel(['run', 'nobody', 'hi', '--json', '--config', config]);
+    expect(code).toBe(1);
+    const summary = JSON.parse(stdout);
+    expect(summary.status).toBe('failed');
+    expect(summary.error.status).toBe('NOT_FOUND');
+    expect(summary.error.message).toContain('agent "nobody" is not registered');
+  });
+
+  it('exits 1 with NOT_FOUND for an agent whose model is not registered', async () => {
+    const { code, stdout } = await runKeel(['run', 'ghost-model', 'hi', '--json', '--config', config]);
+    expect(code).toBe(1);
+    expect(JSON.parse(stdout).error).toMatchObject({ status: 'NOT_FOUND', message: expect.stringContaining('model "scripted/not-registered" of agent "ghost-model" is not registered') });
+  });
+
+  it('exits 1 with INVALID_ARGUMENT naming the field when tool arguments fail their schema', async () => {
+    const { code, stdout, stderr } = await runKeel(['run', 'bad-args', 'hi', '--config', config]);
+    expect(code).toBe(1);
+    expect(stdout).toBe('');
+    expect(stderr).toContain('INVALID_ARGUMENT: tool "add": invalid input: a: Invalid input: expected number, received string');
+  });
+
+  it('detaches, reports status, and aborts', async () => {
+    const detached = await runKeel(['run', 'slow', 'hi', '--detach', '--json', '--config', config]);
+    expect(detached.code).toBe(0);
+    const { runId } = JSON.parse(detached.stdout);
+    expect(runId).toMatch(/^run-/);
+    const running = await runKeel(['status', runId, '--json', '--config', config]);
+    expect(running.code).toBe(0);
+    expect(JSON.parse(running.stdout)).toMatchObject({ runId, status: 'running', turn: 1, interrupts: [], tasks: [] });
+    const abort = await runKeel(['abort', runId, '--json', '--config', config]);
+    expect(abort.code).toBe(0);
+    await expect
+      .poll(async () => JSON.parse((await runKeel(['status', runId, '--json', '--config', config])).stdout).status, { timeout: 20_000, interval: 500 })
+      .toBe('cancelled');
+  });
+
+  it('exits 1 for the status of an unknown run', async () => {
+    const { code, stderr } = await runKeel(['status', 'run-does-not-exist', '--config', config]);
+    expect(code).toBe(1);
+    expect(stderr).toContain('not found');
+  });
+});
