@@ -1,0 +1,55 @@
+/**
+ * Records the histories of test/histories/scenarios.ts into test/histories/*.json, on a
+ * dev server of its own. Run: npx tsx scripts/record-histories.ts
+ */
+import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { KeelClient } from '../src/client/keel-client';
+import { defineConfig } from '../src/config/load';
+import { findTemporalBinary, startDevServer } from '../src/server/dev-server';
+import { connectClient, connectWorker } from '../src/worker/connect';
+import { createKeelWorker } from '../src/worker/create-worker';
+import { SCENARIOS, scenarioRegistry } from '../test/histories/scenarios';
+import { freePort } from '../test/support/free-port';
+
+async function main(): Promise<void> {
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const server = await startDevServer({ binary: findTemporalBinary(defineConfig({})), port: await freePort(), headless: true });
+  const config = defineConfig({ temporal: { address: server.address }, taskQueue: 'record-histories' });
+  const connection = await connectWorker(config);
+  const temporal = await connectClient(config);
+  const worker = await createKeelWorker({ config, registry: scenarioRegistry(), connection, client: temporal });
+  const running = worker.run();
+  const client = new KeelClient(temporal, config.taskQueue);
+  try {
+    for (const scenario of SCENARIOS) {
+      const handle = await client.start(scenario.agent, scenario.prompt, { runId: `replay-${scenario.name}`, maxTurns: scenario.maxTurns });
+      if (scenario.cancelAtTurn !== undefined) {
+        while ((await handle.status()).turn < scenario.cancelAtTurn) await new Promise((resolve) => setTimeout(resolve, 100));
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        await handle.cancel();
+      }
+      const outcome = await handle.result().then(
+        (result) => `completed: ${result.text}`,
+        (error: Error) => `ended: ${error.message}`,
+      );
+      const history = await temporal.workflow.getHandle(handle.runId).fetchHistory();
+      const file = join(__dirname, '..', 'test', 'histories', `${scenario.name}.json`);
+      writeFileSync(file, `${historyToJSON(history)}\n`);
+      console.log(`${scenario.name}: ${outcome} (${history.events?.length} events) -> ${file}`);
+    }
+  } finally {
+    worker.shutdown();
+    await running;
+    await connection.close();
+    await temporal.connection.close();
+    await server.stop();
+  }
+}
+
+void main().catch((error) => {
+  console.error(error);
+  process.exitCode = 1;
+});

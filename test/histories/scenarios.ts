@@ -1,0 +1,65 @@
+/**
+ * Representative runs whose histories are recorded in this folder and replayed by
+ * test/replay.test.ts. Re-record with `npx tsx scripts/record-histories.ts` only when a
+ * change is meant to be incompatible with runs under way (and say so in the commit).
+ */
+import { z } from 'zod';
+import { defineAgent, defineTool } from '../../src/define';
+import { scriptedModel, textReply, toolCallReply } from '../../src/models/scripted';
+import { Registry } from '../../src/registry';
+import { add, echo, fail } from '../fixtures/tools';
+
+/** A tool that waits until cancelled. */
+export const hang = defineTool({
+  name: 'hang',
+  description: 'Waits until cancelled.',
+  input: z.object({}),
+  run: (_input, { signal }) => new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('cancelled')))),
+});
+
+/** One recorded scenario. */
+export interface Scenario {
+  name: string;
+  agent: string;
+  prompt: string;
+  maxTurns?: number;
+  /** Cancel the run once it reached this turn. */
+  cancelAtTurn?: number;
+}
+
+/** The scenarios, in recording order. */
+export const SCENARIOS: Scenario[] = [
+  { name: 'parallel-tools', agent: 'replay-parallel', prompt: 'add and echo' },
+  { name: 'tool-failure', agent: 'replay-failure', prompt: 'fail please' },
+  { name: 'max-turns', agent: 'replay-max-turns', prompt: 'loop', maxTurns: 1 },
+  { name: 'cancelled', agent: 'replay-cancel', prompt: 'hang', cancelAtTurn: 1 },
+];
+
+/** The registry the scenarios run against. */
+export function scenarioRegistry(): Registry {
+  const parallel = scriptedModel({
+    name: 'scripted/replay-parallel',
+    script: [
+      toolCallReply([{ name: 'add', input: { a: 1, b: 2 } }, { name: 'echo', input: { v: 'x' } }], { usage: { inputTokens: 5, outputTokens: 3 } }),
+      toolCallReply({ name: 'echo', input: { v: 'y' } }, { usage: { inputTokens: 8, outputTokens: 2 } }),
+      textReply('three and x and y', { usage: { inputTokens: 12, outputTokens: 4 } }),
+    ],
+  });
+  const failure = scriptedModel({ name: 'scripted/replay-failure', script: [toolCallReply([{ name: 'fail', input: { message: 'boom' } }, { name: 'echo', input: { v: 'ok' } }])] });
+  const maxTurns = scriptedModel({ name: 'scripted/replay-max-turns', script: [toolCallReply({ name: 'echo', input: { v: '1' } }), toolCallReply({ name: 'echo', input: { v: '2' } })] });
+  const cancel = scriptedModel({ name: 'scripted/replay-cancel', script: [toolCallReply({ name: 'hang', input: {} }, { text: 'waiting' })] });
+  return new Registry().add(
+    add,
+    echo,
+    fail,
+    hang,
+    parallel,
+    failure,
+    maxTurns,
+    cancel,
+    defineAgent({ name: 'replay-parallel', model: parallel.name, system: 'Use tools.', tools: [add, echo] }),
+    defineAgent({ name: 'replay-failure', model: failure.name, tools: [fail, echo] }),
+    defineAgent({ name: 'replay-max-turns', model: maxTurns.name, tools: [echo] }),
+    defineAgent({ name: 'replay-cancel', model: cancel.name, tools: [hang] }),
+  );
+}

@@ -1,0 +1,26 @@
+/**
+ * Determinism guard: the recorded histories of representative runs replay against the
+ * current workflow code. A change that would break runs under way fails here.
+ */
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
+import { Worker } from '@temporalio/worker';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, inject, it } from 'vitest';
+import { SCENARIOS } from './histories/scenarios';
+
+const dir = join(__dirname, 'histories');
+const files = readdirSync(dir).filter((file) => file.endsWith('.json'));
+
+describe('replay of recorded histories', () => {
+  it('has a recorded history for every scenario', () => {
+    expect(files.sort()).toEqual(SCENARIOS.map((scenario) => `${scenario.name}.json`).sort());
+  });
+
+  for (const file of files) {
+    it(`replays ${file} without nondeterminism`, async () => {
+      const history = historyFromJSON(JSON.parse(readFileSync(join(dir, file), 'utf8')));
+      await Worker.runReplayHistory({ workflowBundle: { codePath: inject('bundlePath') } }, history, `replay-${file.replace(/\.json$/, '')}`);
+    });
+  }
+});
