@@ -1,0 +1,24 @@
+/**
+ * The benchmark's baseline: a plain workflow that schedules the same activities as an
+ * N-turn keel run (one model-like and one tool-like activity per turn, then a final
+ * model-like one), with none of keel's loop around them. Deterministic workflow code.
+ */
+import { proxyActivities } from '@temporalio/workflow';
+
+/** Activities of the baseline: as cheap as possible. */
+export interface BaselineActivities {
+  bareModel(turn: number): Promise<{ turn: number }>;
+  bareTool(turn: number): Promise<{ ok: boolean }>;
+}
+
+const { bareModel, bareTool } = proxyActivities<BaselineActivities>({ startToCloseTimeout: '1 minute' });
+
+/** N turns of model then tool activity, then one last model activity. */
+export async function baselineWorkflow(turns: number): Promise<number> {
+  for (let turn = 0; turn < turns; turn++) {
+    await bareModel(turn);
+    await bareTool(turn);
+  }
+  await bareModel(turns);
+  return turns;
+}

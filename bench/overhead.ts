@@ -1,0 +1,123 @@
+/**
+ * bench/overhead: what keel's loop costs over the activities it schedules, and how a run's
+ * history grows with its turns. Not a test: prints figures, asserts nothing.
+ *
+ * 1. Overhead: an N-turn keel run (scripted model, trivial tool) versus a bare workflow
+ *    scheduling the same activities, same server, same worker, interleaved repetitions;
+ *    prints medians and their ratio (goal ≤ 1.15).
+ * 2. History growth: runs whose tool returns 20 KB each turn, for several turn counts;
+ *    prints history bytes and bytes per turn (goal: linear growth, constant increments).
+ *
+ * Run: npm run bench   (env: BENCH_TURNS, BENCH_REPS)
+ */
+import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { temporal } from '@temporalio/proto';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { createActivities } from '../src/activities/create-activities';
+import { KeelClient } from '../src/client/keel-client';
+import { defineConfig } from '../src/config/load';
+import { defineAgent, defineTool } from '../src/define';
+import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
+import { Registry } from '../src/registry';
+import { findTemporalBinary, startDevServer } from '../src/server/dev-server';
+import { connectClient, connectWorker } from '../src/worker/connect';
+import { freePort } from '../test/support/free-port';
+
+const TURNS = Number(process.env.BENCH_TURNS ?? 10);
+const REPS = Number(process.env.BENCH_REPS ?? 7);
+const GROWTH_TURNS = [2, 4, 8, 16];
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
+async function main(): Promise<void> {
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const dynamicConfig = process.env.BENCH_PARTITIONS ? { 'matching.numTaskqueueReadPartitions': Number(process.env.BENCH_PARTITIONS), 'matching.numTaskqueueWritePartitions': Number(process.env.BENCH_PARTITIONS) } : {};
+  const server = await startDevServer({ binary: findTemporalBinary(defineConfig({})), port: await freePort(), headless: true, logLevel: 'error', dynamicConfig });
+  const config = defineConfig({ temporal: { address: server.address }, taskQueue: `bench-${randomUUID()}` });
+
+  const noop = defineTool({ name: 'noop', description: 'Does nothing.', input: z.object({ turn: z.number() }), run: () => ({ ok: true }) });
+  const blob = defineTool({ name: 'blob20k', description: 'Returns 20 KB.', input: z.object({ turn: z.number() }), run: ({ turn }) => ({ turn, data: 'x'.repeat(20_000) }) });
+  const loopScript = (tool: string, turns: number) => [...Array.from({ length: turns }, (_, turn) => toolCallReply({ name: tool, input: { turn } })), textReply('done')];
+  const registry = new Registry().add(noop, blob);
+  const loopModel = scriptedModel({ name: 'scripted/bench-loop', script: loopScript('noop', TURNS) });
+  registry.add(loopModel, defineAgent({ name: 'bench-loop', model: loopModel.name, tools: [noop], maxTurns: TURNS }));
+  for (const turns of GROWTH_TURNS) {
+    const model = scriptedModel({ name: `scripted/bench-growth-${turns}`, script: loopScript('blob20k', turns) });
+    registry.add(model, defineAgent({ name: `bench-growth-${turns}`, model: model.name, tools: [blob], maxTurns: turns }));
+  }
+
+  const connection = await connectWorker(config);
+  const temporalClient = await connectClient(config);
+  const { code } = await bundleWorkflowCode({ workflowsPath: join(__dirname, 'workflows.ts'), logger: new DefaultLogger('ERROR') });
+  const worker = await Worker.create({
+    connection,
+    taskQueue: config.taskQueue,
+    workflowBundle: { code },
+    activities: {
+      ...createActivities({ registry, config, client: temporalClient }),
+      bareModel: async (turn: number) => ({ turn }),
+      bareTool: async () => ({ ok: true }),
+    },
+  });
+  const running = worker.run();
+  const client = new KeelClient(temporalClient, config.taskQueue);
+
+  const timeKeel = async () => {
+    const started = performance.now();
+    await client.run('bench-loop', 'go');
+    return performance.now() - started;
+  };
+  const timeBaseline = async () => {
+    const started = performance.now();
+    await temporalClient.workflow.execute('baselineWorkflow', { taskQueue: config.taskQueue, workflowId: `baseline-${randomUUID()}`, args: [TURNS] });
+    return performance.now() - started;
+  };
+
+  try {
+    await timeKeel();
+    await timeBaseline();
+    const keel: number[] = [];
+    const baseline: number[] = [];
+    for (let rep = 0; rep < REPS; rep++) {
+      baseline.push(await timeBaseline());
+      keel.push(await timeKeel());
+    }
+    const keelMedian = median(keel);
+    const baselineMedian = median(baseline);
+    console.log(`overhead: ${TURNS}-turn tool loop, ${REPS} interleaved repetitions each`);
+    console.log(`  bare workflow, same ${2 * TURNS + 1} activities: median ${baselineMedian.toFixed(1)} ms  (all: ${baseline.map((v) => v.toFixed(0)).join(', ')})`);
+    console.log(`  keel generateWorkflow:                  median ${keelMedian.toFixed(1)} ms  (all: ${keel.map((v) => v.toFixed(0)).join(', ')})`);
+    console.log(`  ratio keel / bare: ${(keelMedian / baselineMedian).toFixed(3)}  (goal ≤ 1.15)`);
+
+    console.log('history growth: tool returns 20 KB per turn');
+    let previous: { turns: number; bytes: number } | undefined;
+    for (const turns of GROWTH_TURNS) {
+      const handle = await client.start(`bench-growth-${turns}`, 'go');
+      await handle.result();
+      const history = await temporalClient.workflow.getHandle(handle.runId).fetchHistory();
+      const bytes = temporal.api.history.v1.History.encode(history).finish().length;
+      const increment = previous ? (bytes - previous.bytes) / (turns - previous.turns) : undefined;
+      console.log(
+        `  ${String(turns).padStart(2)} turns: ${(bytes / 1024).toFixed(1)} KiB, ${(bytes / turns / 1024).toFixed(1)} KiB/turn${increment !== undefined ? `, +${(increment / 1024).toFixed(1)} KiB per added turn` : ''} (${history.events?.length} events)`,
+      );
+      previous = { turns, bytes };
+    }
+  } finally {
+    worker.shutdown();
+    await running;
+    await connection.close();
+    await temporalClient.connection.close();
+    await server.stop();
+  }
+}
+
+void main().catch((error) => {
+  console.error(error);
+  process.exitCode = 1;
+});
