@@ -1,0 +1,87 @@
+/**
+ * The long-running commands as a user starts them: `keel server` serves the configured
+ * SQLite file and stops on SIGTERM; `keel dev` runs server + worker; `keel demo` (what
+ * `npm start` runs) starts what it needs, runs the demo agent and prints the UI address.
+ */
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, inject, it } from 'vitest';
+import { stringify } from 'yaml';
+import { isServerReachable } from '../src/server/dev-server';
+import { freePort } from './support/free-port';
+import { ROOT, runKeel, spawnKeel } from './support/processes';
+
+async function configWithOwnServer(extra: object = {}): Promise<{ path: string; dir: string; port: number; uiPort: number }> {
+  const dir = mkdtempSync(join(tmpdir(), 'keel-proc-'));
+  const [port, uiPort] = [await freePort(), await freePort()];
+  const path = join(dir, 'temporal.yaml');
+  writeFileSync(
+    path,
+    stringify({
+      taskQueue: 'keel-proc',
+      server: { port, uiPort, dbFile: 'server.db', binary: inject('temporalBinary') },
+      modules: [join(ROOT, 'examples', 'agents.ts')],
+      ...extra,
+    }),
+  );
+  return { path, dir, port, uiPort };
+}
+
+describe('keel server', () => {
+  it('serves the configured SQLite file until SIGTERM, then stops cleanly', async () => {
+    const { path, dir, port } = await configWithOwnServer();
+    const server = spawnKeel(['server', '--config', path]);
+    try {
+      await server.waitFor(/Temporal dev server at 127\.0\.0\.1:\d+/);
+      expect(await isServerReachable(`127.0.0.1:${port}`)).toBe(true);
+      expect(existsSync(join(dir, 'server.db'))).toBe(true);
+      server.kill('SIGTERM');
+      expect(await server.exited).toBe(0);
+      expect(await isServerReachable(`127.0.0.1:${port}`, 1000)).toBe(false);
+    } finally {
+      server.kill('SIGKILL');
+    }
+  });
+});
+
+describe('keel dev', () => {
+  it('runs a server and a worker that answer `keel run`', async () => {
+    const { path } = await configWithOwnServer();
+    const dev = spawnKeel(['dev', '--config', path], { env: { OPENAI_BASE_URL: '', OPENAI_API_KEY: '' } });
+    try {
+      await dev.waitFor(/keel: worker \d+ on task queue "keel-proc"/);
+      const run = await runKeel(['run', 'trip-planner', 'Lisbon', 'or', 'Porto?', '--json', '--config', path], { env: { OPENAI_BASE_URL: '', OPENAI_API_KEY: '' } });
+      expect(run.code).toBe(0);
+      expect(JSON.parse(run.stdout)).toMatchObject({ status: 'completed', finishReason: 'stop', text: expect.stringContaining('Go to Lisbon'), usage: { inputTokens: 590, outputTokens: 90 } });
+      dev.kill('SIGTERM');
+      expect(await dev.exited).toBe(0);
+    } finally {
+      dev.kill('SIGKILL');
+    }
+  });
+});
+
+describe('keel demo', () => {
+  it('starts a server and a worker, prints each turn, the answer and the UI address, and exits 0', async () => {
+    const { path, uiPort } = await configWithOwnServer();
+    const env: Record<string, string> = { OPENAI_BASE_URL: '', OPENAI_API_KEY: '' };
+    const { code, stdout, stderr } = await runKeel(['demo', '--config', path], { env });
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(stdout).toContain('started a Temporal dev server');
+    expect(stdout).toContain('started a worker');
+    expect(stdout).toMatch(/turn 1\n {2}→ lookup_weather\(\{"city":"Lisbon"\}\)\n {2}→ lookup_weather\(\{"city":"Porto"\}\)/);
+    expect(stdout).toContain('← convert_currency: {"amount":27,"currency":"USD"}');
+    expect(stdout).toContain('answer (stop, 3 turns, 590 input / 90 output tokens)');
+    expect(stdout).toMatch(new RegExp(`http://127\\.0\\.0\\.1:${uiPort}/namespaces/default/workflows/run-`));
+  });
+
+  it('uses a server that is already running instead of starting one', async () => {
+    const { path } = await configWithOwnServer({ temporal: { address: inject('temporalAddress') }, taskQueue: `demo-${Date.now()}` });
+    const { code, stdout } = await runKeel(['demo', '--config', path], { env: { OPENAI_BASE_URL: '', OPENAI_API_KEY: '' } });
+    expect(code).toBe(0);
+    expect(stdout).toContain(`using the Temporal server at ${inject('temporalAddress')}`);
+    expect(stdout).toContain('Go to Lisbon');
+  });
+});
