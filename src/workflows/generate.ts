@@ -51,6 +51,27 @@ const { resolveAgent } = proxyLocalActivities<KeelActivities>({
   retry: { maximumAttempts: 3, nonRetryableErrorTypes: ['NOT_FOUND', 'INVALID_ARGUMENT'] },
 });
 
+/**
+ * The model activity reads its request through a query, whose answer must fit one gRPC
+ * message (4 MiB); keep headroom for the envelope.
+ */
+const MAX_MODEL_REQUEST_BYTES = 3.5 * 1024 * 1024;
+
+/** Byte length of a string in UTF-8 (no Buffer or TextEncoder needed in the sandbox). */
+function utf8Length(text: string): number {
+  let bytes = 0;
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index);
+    if (code < 0x80) bytes += 1;
+    else if (code < 0x800) bytes += 2;
+    else if (code >= 0xd800 && code <= 0xdbff) {
+      bytes += 4;
+      index++;
+    } else bytes += 3;
+  }
+  return bytes;
+}
+
 /** Temporal activity options from the worker's config (carried in the resolved agent). */
 function activityOptions(spec: ActivitySpec): ActivityOptions {
   return {
@@ -135,6 +156,14 @@ export async function generateWorkflow(rawInput: RunInput): Promise<RunResult> {
       const callIndex = modelCallCounts[model] ?? 0;
       modelCallCounts[model] = callIndex + 1;
       const requestKey = `${model}#${callIndex}`;
+      const requestBytes = utf8Length(JSON.stringify(request));
+      if (requestBytes > MAX_MODEL_REQUEST_BYTES) {
+        throw new KeelError(
+          'OUT_OF_RANGE',
+          `the request to model "${model}" is ${(requestBytes / 1024 / 1024).toFixed(2)} MiB, over the ${(MAX_MODEL_REQUEST_BYTES / 1024 / 1024).toFixed(1)} MiB a run can hand to its model activity; shorten the conversation (ContextCompression) or the tool outputs`,
+          { modelName: model, sizeBytes: requestBytes },
+        );
+      }
       pendingModelRequests[requestKey] = request;
       try {
         const response = await modelActivities.callModel({
