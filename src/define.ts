@@ -49,6 +49,8 @@ export interface Agent {
   /** Registered model name, e.g. `scripted/helper` or `openai/gpt-4o-mini`. */
   readonly model: string;
   readonly system?: string;
+  /** Model config sent with every request (temperature, maxOutputTokens, ...). */
+  readonly config?: Record<string, unknown>;
   /** Tools by object or by registered name. */
   readonly tools: ReadonlyArray<Tool | string>;
   /** Middleware, outermost first. */
@@ -63,14 +65,15 @@ export interface AgentOptions {
   description?: string;
   model: string;
   system?: string;
+  config?: Record<string, unknown>;
   tools?: ReadonlyArray<Tool | string>;
   use?: ReadonlyArray<MiddlewareRefInput>;
   maxTurns?: number;
 }
 
 /** Declares an agent. */
-export function defineAgent({ name, description = '', model, system, tools = [], use = [], maxTurns = 5 }: AgentOptions): Agent {
-  return { kind: 'agent', name, description, model, system, tools, use, maxTurns };
+export function defineAgent({ name, description = '', model, system, config, tools = [], use = [], maxTurns = 5 }: AgentOptions): Agent {
+  return { kind: 'agent', name, description, model, system, config, tools, use, maxTurns };
 }
 
 /** What a model's `generate` receives besides the request. */

@@ -80,10 +80,12 @@ export function createActivities({ registry, config, client }: ActivityDependenc
         description: agent.description,
         model: agent.model,
         ...(agent.system ? { system: agent.system } : {}),
+        ...(agent.config ? { config: agent.config } : {}),
         tools,
         use: agent.use.map((ref) => ({ name: ref.name, config: ref.config ?? {} })),
         maxTurns: agent.maxTurns,
         activities: config.activities,
+        models: [...registry.models.keys()].sort(),
       };
     });
 

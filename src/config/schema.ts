@@ -73,6 +73,19 @@ export const ModelConfigSchema = z.union([
       config: z.record(z.string(), z.unknown()).optional(),
     })
     .strict(),
+  z
+    .object({
+      name: z.string().min(1),
+      provider: z.literal('anthropic'),
+      model: z.string().optional(),
+      baseUrl: z.string().url().optional(),
+      apiKey: z.string().optional(),
+      /** Name of an environment variable holding the API key. */
+      apiKeyEnv: z.string().optional(),
+      maxTokens: z.number().int().min(1).optional(),
+      config: z.record(z.string(), z.unknown()).optional(),
+    })
+    .strict(),
 ]);
 export type ModelConfig = z.infer<typeof ModelConfigSchema>;
 
@@ -83,6 +96,7 @@ export const AgentConfigSchema = z
     description: z.string().default(''),
     model: z.string().min(1),
     system: z.string().optional(),
+    config: z.record(z.string(), z.unknown()).optional(),
     tools: z.array(z.string()).default([]),
     maxTurns: z.number().int().min(0).default(5),
     use: z.array(MiddlewareRefSchema).default([]),

@@ -109,10 +109,14 @@ export const AgentSpecSchema = z.object({
   description: z.string(),
   model: z.string(),
   system: z.string().optional(),
+  /** Model config sent with every request of the run (temperature, ...). */
+  config: z.record(z.string(), z.unknown()).optional(),
   tools: z.array(ResolvedToolSchema),
   use: z.array(MiddlewareRefSchema),
   maxTurns: z.number().int(),
   activities: z.object({ model: ActivitySpecSchema, tool: ActivitySpecSchema }),
+  /** Every model registered on the worker that resolved the agent (Fallback checks names against it). */
+  models: z.array(z.string()).optional(),
 });
 export type AgentSpec = z.infer<typeof AgentSpecSchema>;
 

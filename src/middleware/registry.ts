@@ -5,10 +5,23 @@
 import { KeelError } from '../core/errors';
 import { describeZodError } from '../core/schema-errors';
 import type { MiddlewareRef } from '../core/run';
+import { fallbackMiddleware } from './fallback';
+import { retryMiddleware } from './retry';
+import { softToolErrorsMiddleware } from './soft-tool-errors';
 import type { MiddlewareContext, MiddlewareDefinition, MiddlewareHooks } from './types';
 
-/** Every middleware keel knows, by name. Later issues add Retry, Fallback, ... here. */
-export const BUILTIN_MIDDLEWARE: Readonly<Record<string, MiddlewareDefinition>> = {};
+const definitions: MiddlewareDefinition[] = [retryMiddleware, fallbackMiddleware, softToolErrorsMiddleware] as MiddlewareDefinition[];
+
+/**
+ * Every middleware keel knows, by name; each also answers to the reference's name
+ * (`genkit-middleware/<name>`) so configs written for Genkit keep working.
+ */
+export const BUILTIN_MIDDLEWARE: Readonly<Record<string, MiddlewareDefinition>> = Object.fromEntries(
+  definitions.flatMap((definition) => [
+    [definition.name, definition],
+    [`genkit-middleware/${definition.name}`, definition],
+  ]),
+);
 
 /**
  * Validates each ref's config against its middleware's schema and creates its hooks,
@@ -23,7 +36,7 @@ export function instantiateMiddleware(
   return refs.map((ref, index) => {
     const definition = registry[ref.name];
     if (!definition) {
-      const known = Object.keys(registry).sort();
+      const known = Object.keys(registry).filter((name) => !name.includes('/')).sort();
       throw new KeelError(
         'NOT_FOUND',
         `middleware "${ref.name}" (use[${index}]) is not registered; known middleware: ${known.length ? known.join(', ') : '(none)'}`,

@@ -51,6 +51,12 @@ export interface MiddlewareHooks {
   tools?: ContributedTool[];
   /** Text appended to the system prompt. */
   systemPrompt?: string;
+  /**
+   * True when a failure of this tool (its own error, bad input, unknown name) should answer
+   * the call as `{ error }` instead of failing the run (SoftToolErrors). Consulted after the
+   * whole wrapTool chain; a run covers a failure when any middleware does.
+   */
+  coversToolError?: (toolName: string) => boolean;
 }
 
 /** A tool a middleware contributes; it runs inside the workflow. */

@@ -21,7 +21,11 @@ export const ScriptedReplySchema = z
     usage: UsageSchema.optional(),
     finishReason: FinishReasonSchema.optional(),
     delayMs: z.number().int().min(0).optional(),
-    error: z.object({ status: StatusNameSchema, message: z.string().default('scripted failure') }).strict().optional(),
+    /** A failure: with a status it is classified; without one it is a plain (unclassified) error. */
+    error: z
+      .object({ status: StatusNameSchema.optional(), message: z.string().default('scripted failure'), retryAfterMs: z.number().int().min(0).optional() })
+      .strict()
+      .optional(),
   })
   .strict();
 export type ScriptedReply = z.input<typeof ScriptedReplySchema>;
@@ -59,7 +63,11 @@ export function scriptedModel({ name, script }: ScriptedModelOptions): ScriptedM
       const raw = await replyFor(name, script, request, context.callIndex);
       const reply = ScriptedReplySchema.parse(raw);
       if (reply.delayMs) await abortableSleep(reply.delayMs, context);
-      if (reply.error) throw new KeelError(reply.error.status, reply.error.message, { modelName: name });
+      if (reply.error) {
+        const { status, message, retryAfterMs } = reply.error;
+        if (!status) throw new Error(message);
+        throw new KeelError(status, message, { modelName: name, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) });
+      }
       return toResponse(reply);
     },
   });

@@ -6,8 +6,11 @@
 import { resolve } from 'node:path';
 import { createRequire } from 'node:module';
 import { ConfigError } from '../config/load';
+import { describeZodError } from '../core/schema-errors';
+import { BUILTIN_MIDDLEWARE } from '../middleware/registry';
 import type { KeelConfig, ModelConfig } from '../config/schema';
 import { defineAgent, type Model } from '../define';
+import { anthropicModel } from '../models/anthropic';
 import { openAICompatibleModel } from '../models/openai-compatible';
 import { scriptedModel } from '../models/scripted';
 import { Registry } from '../registry';
@@ -27,6 +30,16 @@ function loadModule(file: string): Record<string, unknown> {
 /** A model from its config entry. */
 export function modelFromConfig(entry: ModelConfig): Model {
   if (entry.provider === 'scripted') return scriptedModel({ name: entry.name, script: entry.script });
+  if (entry.provider === 'anthropic') {
+    return anthropicModel({
+      name: entry.name,
+      model: entry.model,
+      baseUrl: entry.baseUrl,
+      apiKey: entry.apiKey ?? (entry.apiKeyEnv ? process.env[entry.apiKeyEnv] : undefined),
+      maxTokens: entry.maxTokens,
+      config: entry.config,
+    });
+  }
   return openAICompatibleModel({
     name: entry.name,
     model: entry.model,
@@ -60,6 +73,15 @@ export async function loadRegistry(config: Pick<KeelConfig, 'modules' | 'models'
     }
   }
   for (const [index, entry] of config.agents.entries()) {
+    for (const [useIndex, ref] of entry.use.entries()) {
+      const definition = BUILTIN_MIDDLEWARE[ref.name];
+      if (!definition) {
+        const known = Object.keys(BUILTIN_MIDDLEWARE).filter((name) => !name.includes('/')).sort();
+        throw new ConfigError(`agents[${index}].use[${useIndex}].name: unknown middleware "${ref.name}"; known: ${known.join(', ')}`);
+      }
+      const parsed = definition.configSchema.safeParse(ref.config);
+      if (!parsed.success) throw new ConfigError(`agents[${index}].use[${useIndex}] (${ref.name}): ${describeZodError(parsed.error, 'config')}`);
+    }
     for (const [toolIndex, tool] of entry.tools.entries()) {
       if (!registry.tools.has(tool)) {
         throw new ConfigError(`agents[${index}].tools[${toolIndex}]: tool "${tool}" is not registered; registered tools: ${[...registry.tools.keys()].sort().join(', ') || '(none)'}`);

@@ -104,6 +104,17 @@ function asKeelError(error: unknown, what: string): KeelError {
   return toKeelError(error);
 }
 
+/**
+ * The message a tool failure shows the model when some middleware covers it (SoftToolErrors),
+ * else undefined. Only the tool's own failures qualify: not errors a hook raised in its place,
+ * not cancellation.
+ */
+function softToolError(error: unknown, toolName: string, hooks: readonly MiddlewareHooks[]): string | undefined {
+  if (isCancellation(error) || !KeelError.isInstance(error) || error.details.toolOwn !== true) return undefined;
+  if (!hooks.some((hook) => hook.coversToolError?.(toolName))) return undefined;
+  return typeof error.details.toolMessage === 'string' ? error.details.toolMessage : error.message;
+}
+
 /** Ends the workflow with a typed, non-retryable failure (never a retried workflow task). */
 function failRun(error: KeelError): never {
   throw toApplicationFailure(error);
@@ -148,8 +159,8 @@ export async function generateWorkflow(rawInput: RunInput): Promise<RunResult> {
     const maxTurns = input.maxTurns ?? agent.maxTurns;
     if (maxTurns < 0) throw new KeelError('INVALID_ARGUMENT', `maxTurns must not be negative (got ${maxTurns})`);
 
-    const modelActivities = proxyActivities<KeelActivities>(activityOptions(agent.activities.model));
-    const toolActivities = proxyActivities<KeelActivities>(activityOptions(agent.activities.tool));
+    const modelOptions = activityOptions(agent.activities.model);
+    const toolOptions = activityOptions(agent.activities.tool);
 
     /** The model activity, with the request kept in the run and passed by reference. */
     const callModel = async (model: string, request: ModelRequest): Promise<ModelResponse> => {
@@ -166,7 +177,7 @@ export async function generateWorkflow(rawInput: RunInput): Promise<RunResult> {
       }
       pendingModelRequests[requestKey] = request;
       try {
-        const response = await modelActivities.callModel({
+        const response = await proxyActivities<KeelActivities>({ ...modelOptions, summary: `model ${model}` }).callModel({
           model,
           callIndex,
           requestKey,
@@ -218,19 +229,22 @@ export async function generateWorkflow(rawInput: RunInput): Promise<RunResult> {
         throw new KeelError('NOT_FOUND', `tool "${name}" not found; available tools: ${[...toolsByName.keys()].join(', ') || '(none)'}`, {
           toolName: name,
           availableTools: [...toolsByName.keys()],
+          toolOwn: true,
         });
       }
       try {
-        return await toolActivities.callTool({ toolName: name, input: params.request.input, ref: params.request.ref });
+        return await proxyActivities<KeelActivities>({ ...toolOptions, summary: `tool ${name}` }).callTool({ toolName: name, input: params.request.input, ref: params.request.ref });
       } catch (error) {
-        throw asKeelError(error, `tool "${name}"`);
+        const failure = asKeelError(error, `tool "${name}"`);
+        // Marks the tool's own failure, which SoftToolErrors may turn into a response.
+        throw failure.status === 'CANCELLED' ? failure : new KeelError(failure.status, failure.message, { ...failure.details, toolName: name, toolOwn: true }, failure.classified);
       }
     };
     const toolStage = composeStage(hooks, 'wrapTool', runTool);
 
     const iterate = async (params: GenerateParams): Promise<GenerateOutcome> => {
       status.turn = params.iteration + 1;
-      const request: ModelRequest = { messages: [...messages], tools };
+      const request: ModelRequest = { messages: [...messages], tools, ...(agent.config ? { config: agent.config } : {}) };
       const response = await modelStage({ model: agent.model, request, iteration: params.iteration });
       const modelMessage: Message = {
         ...response.message,
@@ -255,9 +269,14 @@ export async function generateWorkflow(rawInput: RunInput): Promise<RunResult> {
       );
       const responses: Part[] = [];
       for (const [index, outcome] of outcomes.entries()) {
-        if (outcome.status === 'rejected') throw outcome.reason;
         const toolRequest = requests[index]!.toolRequest;
-        responses.push({ toolResponse: { name: toolRequest.name, ref: toolRequest.ref, output: outcome.value } });
+        if (outcome.status === 'fulfilled') {
+          responses.push({ toolResponse: { name: toolRequest.name, ref: toolRequest.ref, output: outcome.value } });
+          continue;
+        }
+        const softMessage = softToolError(outcome.reason, toolRequest.name, hooks);
+        if (softMessage === undefined) throw outcome.reason;
+        responses.push({ toolResponse: { name: toolRequest.name, ref: toolRequest.ref, output: { error: softMessage } }, metadata: { toolError: true } });
       }
       messages = [...messages, { role: 'tool', content: responses }];
       return generateStage({ iteration: params.iteration + 1, messages });
@@ -293,7 +312,9 @@ export async function generateWorkflow(rawInput: RunInput): Promise<RunResult> {
       throw error;
     }
     const keelError = toKeelError(error);
-    status.state = 'failed';
+    const cancelled = keelError.details.cancelledDuringBackoff === true;
+    status.state = cancelled ? 'cancelled' : 'failed';
+    if (cancelled) status.finishReason = 'aborted';
     status.error = keelError.toJSON();
     failRun(keelError);
   }

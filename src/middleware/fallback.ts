@@ -1,0 +1,91 @@
+/**
+ * Fallback (reference: genkit-middleware/fallback): when a model call fails with an
+ * eligible status, the same request goes to the next model, each with its own config.
+ * A model that failed with a lasting status is skipped for the rest of the run. Runs in
+ * the workflow; each fallback call is its own model activity, named in the history.
+ */
+import { isCancellation, log } from '@temporalio/workflow';
+import { z } from 'zod';
+import { KeelError, toKeelError } from '../core/errors';
+import { StatusNameSchema, type StatusName } from '../core/status';
+import type { MiddlewareRef } from '../core/run';
+import type { MiddlewareDefinition } from './types';
+
+/** Statuses that fall over by default. */
+export const DEFAULT_FALLBACK_STATUSES: readonly StatusName[] = ['UNAVAILABLE', 'DEADLINE_EXCEEDED', 'RESOURCE_EXHAUSTED', 'ABORTED', 'INTERNAL', 'NOT_FOUND', 'UNIMPLEMENTED'];
+
+/** Statuses that do not clear up between calls: such a model is skipped for the rest of the run. */
+export const LASTING_STATUSES: readonly StatusName[] = ['NOT_FOUND', 'PERMISSION_DENIED', 'UNAUTHENTICATED', 'INVALID_ARGUMENT', 'UNIMPLEMENTED'];
+
+/** A model to fall back to: its name, and the config sent to it verbatim. */
+export const ModelRefSchema = z.union([
+  z.string().min(1).transform((name) => ({ name, config: undefined as Record<string, unknown> | undefined })),
+  z.object({ name: z.string().min(1), config: z.record(z.string(), z.unknown()).optional() }).strict(),
+]);
+
+/** Fallback's config. */
+export const FallbackConfigSchema = z
+  .object({
+    /** Models tried in order after the primary fails. */
+    models: z.array(ModelRefSchema).default([]),
+    /** Classified errors with these statuses fall over; unclassified errors never do. */
+    statuses: z.array(StatusNameSchema).optional(),
+  })
+  .strict();
+export type FallbackConfig = z.input<typeof FallbackConfigSchema>;
+
+/** The fallback middleware's hooks; its set of lasting failures lives as long as the run. */
+export const fallbackMiddleware: MiddlewareDefinition<typeof FallbackConfigSchema> = {
+  name: 'fallback',
+  description: 'Tries the next model when a model call fails with an eligible status.',
+  configSchema: FallbackConfigSchema,
+  create(config, context) {
+    const statuses = config.statuses?.length ? config.statuses : DEFAULT_FALLBACK_STATUSES;
+    const failed = new Map<string, unknown>();
+    /** True when the error lets the chain go on to the next model; records lasting failures. */
+    const eligible = (model: string, error: unknown): boolean => {
+      if (isCancellation(error)) return false;
+      const failure = toKeelError(error);
+      if (!failure.classified || !statuses.includes(failure.status)) return false;
+      if (LASTING_STATUSES.includes(failure.status)) failed.set(model, error);
+      return true;
+    };
+    return {
+      async wrapModel(params, next) {
+        let lastError: unknown;
+        let lastModel = params.model;
+        if (failed.has(params.model)) {
+          lastError = failed.get(params.model);
+        } else {
+          try {
+            return await next(params);
+          } catch (error) {
+            if (!eligible(params.model, error)) throw error;
+            lastError = error;
+          }
+        }
+        for (const ref of config.models) {
+          if (failed.has(ref.name)) continue;
+          if (context.agent.models && !context.agent.models.includes(ref.name)) {
+            throw new KeelError('NOT_FOUND', `fallback: model "${ref.name}" not found`, { modelName: ref.name });
+          }
+          log.warn('model call failed, falling back', { model: lastModel, fallbackModel: ref.name });
+          try {
+            return await context.callModel(ref.name, { ...params.request, config: ref.config });
+          } catch (error) {
+            if (!eligible(ref.name, error)) throw error;
+            lastError = error;
+            lastModel = ref.name;
+          }
+        }
+        throw lastError;
+      },
+    };
+  },
+};
+
+/** `use: [fallback({ models: ['openai/gpt-4o-mini', { name: 'anthropic/claude', config: {...} }] })]` */
+export function fallback(config: FallbackConfig): MiddlewareRef {
+  const parsed = FallbackConfigSchema.parse(config);
+  return { name: fallbackMiddleware.name, config: { ...parsed, models: parsed.models.map((ref) => (ref.config ? ref : { name: ref.name })) } };
+}

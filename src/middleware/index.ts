@@ -1,0 +1,13 @@
+/**
+ * Middleware: factories for agent `use` lists, their config schemas, and the contract.
+ * Pure modules: the same code runs in the workflow.
+ */
+export { retry, retryMiddleware, RetryConfigSchema, DEFAULT_RETRY_STATUSES } from './retry';
+export type { RetryConfig } from './retry';
+export { fallback, fallbackMiddleware, FallbackConfigSchema, DEFAULT_FALLBACK_STATUSES, LASTING_STATUSES } from './fallback';
+export type { FallbackConfig } from './fallback';
+export { softToolErrors, softToolErrorsMiddleware, SoftToolErrorsConfigSchema } from './soft-tool-errors';
+export type { SoftToolErrorsConfig } from './soft-tool-errors';
+export { BUILTIN_MIDDLEWARE, instantiateMiddleware } from './registry';
+export { composeStage } from './compose';
+export type { MiddlewareContext, MiddlewareDefinition, MiddlewareHooks, ModelCallParams, ToolCallParams, GenerateParams } from './types';

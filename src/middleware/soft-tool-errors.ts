@@ -1,0 +1,35 @@
+/**
+ * SoftToolErrors (reference: genkit-middleware/softToolErrors): a covered tool failure
+ * (the tool's own error, input that fails its schema, a call to an unknown tool) answers
+ * the call as `{ "error": "<message>" }` and the run goes on, so the model can correct
+ * itself. Errors a wrapTool hook raises in place of the tool's, interrupts and
+ * cancellation are never covered. The loop applies the policy after the whole wrapTool
+ * chain, so other hooks see the raw error first. Runs in the workflow.
+ */
+import { z } from 'zod';
+import type { MiddlewareRef } from '../core/run';
+import type { MiddlewareDefinition } from './types';
+
+/** SoftToolErrors' config. */
+export const SoftToolErrorsConfigSchema = z
+  .object({
+    /** Tool names covered; empty covers every tool and every unknown tool name. */
+    tools: z.array(z.string()).default([]),
+  })
+  .strict();
+export type SoftToolErrorsConfig = z.input<typeof SoftToolErrorsConfigSchema>;
+
+/** The softToolErrors middleware's hooks. */
+export const softToolErrorsMiddleware: MiddlewareDefinition<typeof SoftToolErrorsConfigSchema> = {
+  name: 'softToolErrors',
+  description: 'Returns tool errors to the model instead of failing the run.',
+  configSchema: SoftToolErrorsConfigSchema,
+  create(config) {
+    return { coversToolError: (toolName) => config.tools.length === 0 || config.tools.includes(toolName) };
+  },
+};
+
+/** `use: [softToolErrors()]` or `softToolErrors({ tools: ['search'] })` */
+export function softToolErrors(config: SoftToolErrorsConfig = {}): MiddlewareRef {
+  return { name: softToolErrorsMiddleware.name, config: SoftToolErrorsConfigSchema.parse(config) };
+}
