@@ -3,7 +3,7 @@
  * (what the worker knows), the config (timeouts), and a Temporal client (to read a model
  * request back from its run). Errors leave as ApplicationFailure with the status as type.
  */
-import { Context } from '@temporalio/activity';
+import { CancelledFailure, Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import { z } from 'zod';
 import { KeelError, toApplicationFailure, toKeelError } from '../core/errors';
@@ -42,11 +42,17 @@ function describeTool(tool: Tool): ResolvedTool {
   };
 }
 
-/** Runs `work`, turning any error into a non-retryable ApplicationFailure with a status. */
+/**
+ * Runs `work`, turning any error into a non-retryable ApplicationFailure with a status. A
+ * call that was cancelled reports the SDK's CancelledFailure instead, so Temporal records a
+ * cancellation (not a failure) and a workflow waiting for it can end.
+ */
 async function asActivity<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
+    const { cancellationSignal } = Context.current();
+    if (cancellationSignal.aborted && cancellationSignal.reason instanceof CancelledFailure) throw cancellationSignal.reason;
     throw toApplicationFailure(toKeelError(error));
   }
 }
@@ -140,7 +146,7 @@ export function createActivities({ registry, config, client }: ActivityDependenc
           ),
         );
       } catch (error) {
-        if (context.cancellationSignal.aborted) throw new KeelError('CANCELLED', `tool "${toolName}" was cancelled`, { toolName });
+        if (context.cancellationSignal.aborted) throw error;
         const message = error instanceof Error ? error.message : String(error);
         const cause = KeelError.isInstance(error) ? { toolStatus: error.status } : {};
         throw new KeelError('INTERNAL', `tool "${toolName}" failed: ${message}`, { toolName, toolMessage: message, ...cause });

@@ -5,7 +5,11 @@
  */
 import { Context } from '@temporalio/activity';
 
-/** Calls `work` while heartbeating every third of the activity's heartbeat timeout. */
+/**
+ * Calls `work` while heartbeating every second (at most a third of the heartbeat timeout).
+ * The SDK throttles what reaches the server; frequent local beats keep the throttle the only
+ * delay before a cancellation reaches the tool.
+ */
 export async function withHeartbeat<T>(work: (heartbeat: (details?: unknown) => void) => Promise<T>): Promise<T> {
   const context = Context.current();
   let lastDetails: unknown;
@@ -14,7 +18,7 @@ export async function withHeartbeat<T>(work: (heartbeat: (details?: unknown) => 
     context.heartbeat(lastDetails);
   };
   const timeoutMs = context.info.heartbeatTimeoutMs;
-  const interval = timeoutMs ? setInterval(() => heartbeat(), Math.max(200, Math.floor(timeoutMs / 3))) : undefined;
+  const interval = timeoutMs ? setInterval(() => heartbeat(), Math.max(200, Math.min(1000, Math.floor(timeoutMs / 3)))) : undefined;
   try {
     heartbeat();
     return await work(heartbeat);

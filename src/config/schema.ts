@@ -47,6 +47,8 @@ export const WorkerConfigSchema = z
     maxConcurrentWorkflowTaskExecutions: z.number().int().min(2).default(40),
     maxCachedWorkflows: z.number().int().min(0).optional(),
     shutdownGraceTime: DurationSchema.default('10 seconds'),
+    /** Most time between heartbeats sent to the server: bounds how late a tool learns of a cancellation. */
+    maxHeartbeatThrottleInterval: DurationSchema.default('2 seconds'),
     /** How long a workflow task waits for the worker that cached the run before any worker takes it. */
     stickyQueueScheduleToStartTimeout: DurationSchema.default('10 seconds'),
   })

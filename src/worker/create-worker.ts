@@ -35,5 +35,6 @@ export async function createKeelWorker({ config, registry, connection, client, t
     ...(config.worker.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: config.worker.maxCachedWorkflows } : {}),
     shutdownGraceTime: config.worker.shutdownGraceTime,
     stickyQueueScheduleToStartTimeout: config.worker.stickyQueueScheduleToStartTimeout,
+    maxHeartbeatThrottleInterval: config.worker.maxHeartbeatThrottleInterval,
   });
 }
