@@ -1,10 +1,12 @@
 /**
  * Records the histories of test/histories/scenarios.ts into test/histories/*.json, on a
- * dev server of its own. Run: npx tsx scripts/record-histories.ts
+ * dev server of its own. Existing histories are kept (they prove that runs recorded by
+ * older code still replay); `--force` re-records them all.
+ * Run: npm run record-histories [-- --force]
  */
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { KeelClient } from '../src/client/keel-client';
 import { defineConfig } from '../src/config/load';
@@ -24,7 +26,13 @@ async function main(): Promise<void> {
   const running = worker.run();
   const client = new KeelClient(temporal, config.taskQueue);
   try {
+    const force = process.argv.includes('--force');
     for (const scenario of SCENARIOS) {
+      const file = join(__dirname, '..', 'test', 'histories', `${scenario.name}.json`);
+      if (existsSync(file) && !force) {
+        console.log(`${scenario.name}: kept ${file}`);
+        continue;
+      }
       const handle = await client.start(scenario.agent, scenario.prompt, { runId: `replay-${scenario.name}`, maxTurns: scenario.maxTurns });
       if (scenario.cancelAtTurn !== undefined) {
         while ((await handle.status()).turn < scenario.cancelAtTurn) await new Promise((resolve) => setTimeout(resolve, 100));
@@ -36,7 +44,6 @@ async function main(): Promise<void> {
         (error: Error) => `ended: ${error.message}`,
       );
       const history = await temporal.workflow.getHandle(handle.runId).fetchHistory();
-      const file = join(__dirname, '..', 'test', 'histories', `${scenario.name}.json`);
       writeFileSync(file, `${historyToJSON(history)}\n`);
       console.log(`${scenario.name}: ${outcome} (${history.events?.length} events) -> ${file}`);
     }

@@ -161,3 +161,29 @@ describe('keel run / status / abort', () => {
     expect(stderr).toContain('not found');
   });
 });
+
+describe('middleware in temporal.yaml', () => {
+  it('names an unknown middleware of a declarative agent', async () => {
+    const path = writeConfig('unknown-middleware.yaml', { models: [{ name: 'scripted/m', script: [] }], agents: [{ name: 'a', model: 'scripted/m', use: [{ name: 'retyr' }] }] });
+    const { code, stderr } = await runKeel(['worker', '--config', path]);
+    expect(code).toBe(2);
+    expect(stderr).toContain('agents[0].use[0].name: unknown middleware "retyr"; known: fallback, retry, softToolErrors');
+  });
+
+  it('names the bad field of a middleware config', async () => {
+    const path = writeConfig('bad-middleware.yaml', {
+      models: [{ name: 'scripted/m', script: [] }],
+      agents: [{ name: 'a', model: 'scripted/m', use: [{ name: 'fallback', config: { models: [{ name: 'x', temperature: 1 }] } }, { name: 'retry', config: { statuses: ['SLOW'] } }] }],
+    });
+    const { code, stderr } = await runKeel(['worker', '--config', path]);
+    expect(code).toBe(2);
+    expect(stderr).toContain('agents[0].use[0] (fallback): config.models[0]');
+  });
+
+  it('rejects a status name that does not exist', async () => {
+    const path = writeConfig('bad-status.yaml', { models: [{ name: 'scripted/m', script: [] }], agents: [{ name: 'a', model: 'scripted/m', use: [{ name: 'retry', config: { statuses: ['SLOW'] } }] }] });
+    const { code, stderr } = await runKeel(['worker', '--config', path]);
+    expect(code).toBe(2);
+    expect(stderr).toContain('agents[0].use[0] (retry): config.statuses[0]: Invalid option');
+  });
+});

@@ -21,7 +21,7 @@ import { softToolErrors } from '../src/middleware/soft-tool-errors';
 import { errorReply, scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
 import { echo } from './fixtures/tools';
-import { startTestWorker } from './support/harness';
+import { capturedLogs, startTestWorker } from './support/harness';
 import { spawnKeel, type KeelProcess } from './support/processes';
 
 const EventType = temporal.api.enums.v1.EventType;
@@ -130,6 +130,11 @@ describe('fallback skip list', () => {
       for (const run of [first, second]) {
         expect(callsOf(primary, run.runId)).toBe(1);
         expect(callsOf(secondary, run.runId)).toBe(3);
+        // One warning per run, on the turn that recorded the failure, naming both models.
+        const warnings = capturedLogs.filter((entry) => entry.message === 'model call failed, falling back' && entry.meta?.workflowId === run.runId);
+        expect(warnings).toHaveLength(1);
+        expect(warnings[0]!.level).toBe('WARN');
+        expect(warnings[0]!.meta).toMatchObject({ model: primary.name, fallbackModel: secondary.name });
       }
     } finally {
       await worker.stop();

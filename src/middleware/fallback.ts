@@ -54,6 +54,8 @@ export const fallbackMiddleware: MiddlewareDefinition<typeof FallbackConfigSchem
       async wrapModel(params, next) {
         let lastError: unknown;
         let lastModel = params.model;
+        // Warn only when a model failed on this call, not when a remembered failure is skipped.
+        let failedNow = false;
         if (failed.has(params.model)) {
           lastError = failed.get(params.model);
         } else {
@@ -62,6 +64,7 @@ export const fallbackMiddleware: MiddlewareDefinition<typeof FallbackConfigSchem
           } catch (error) {
             if (!eligible(params.model, error)) throw error;
             lastError = error;
+            failedNow = true;
           }
         }
         for (const ref of config.models) {
@@ -69,13 +72,14 @@ export const fallbackMiddleware: MiddlewareDefinition<typeof FallbackConfigSchem
           if (context.agent.models && !context.agent.models.includes(ref.name)) {
             throw new KeelError('NOT_FOUND', `fallback: model "${ref.name}" not found`, { modelName: ref.name });
           }
-          log.warn('model call failed, falling back', { model: lastModel, fallbackModel: ref.name });
+          if (failedNow) log.warn('model call failed, falling back', { model: lastModel, fallbackModel: ref.name });
           try {
             return await context.callModel(ref.name, { ...params.request, config: ref.config });
           } catch (error) {
             if (!eligible(ref.name, error)) throw error;
             lastError = error;
             lastModel = ref.name;
+            failedNow = true;
           }
         }
         throw lastError;

@@ -5,8 +5,11 @@
  */
 import { z } from 'zod';
 import { defineAgent, defineTool } from '../../src/define';
-import { scriptedModel, textReply, toolCallReply } from '../../src/models/scripted';
+import { errorReply, scriptedModel, textReply, toolCallReply } from '../../src/models/scripted';
 import { Registry } from '../../src/registry';
+import { fallback } from '../../src/middleware/fallback';
+import { retry } from '../../src/middleware/retry';
+import { softToolErrors } from '../../src/middleware/soft-tool-errors';
 import { add, echo, fail } from '../fixtures/tools';
 
 /** A tool that waits until cancelled. */
@@ -33,6 +36,8 @@ export const SCENARIOS: Scenario[] = [
   { name: 'tool-failure', agent: 'replay-failure', prompt: 'fail please' },
   { name: 'max-turns', agent: 'replay-max-turns', prompt: 'loop', maxTurns: 1 },
   { name: 'cancelled', agent: 'replay-cancel', prompt: 'hang', cancelAtTurn: 1 },
+  { name: 'retry-fallback', agent: 'replay-resilient', prompt: 'survive' },
+  { name: 'soft-tool-errors', agent: 'replay-soft', prompt: 'recover' },
 ];
 
 /** The registry the scenarios run against. */
@@ -48,6 +53,15 @@ export function scenarioRegistry(): Registry {
   const failure = scriptedModel({ name: 'scripted/replay-failure', script: [toolCallReply([{ name: 'fail', input: { message: 'boom' } }, { name: 'echo', input: { v: 'ok' } }])] });
   const maxTurns = scriptedModel({ name: 'scripted/replay-max-turns', script: [toolCallReply({ name: 'echo', input: { v: '1' } }), toolCallReply({ name: 'echo', input: { v: '2' } })] });
   const cancel = scriptedModel({ name: 'scripted/replay-cancel', script: [toolCallReply({ name: 'hang', input: {} }, { text: 'waiting' })] });
+  // turn 1: primary UNAVAILABLE (retried after a timer), then NOT_FOUND → secondary asks for echo;
+  // turn 2: primary skipped, secondary answers
+  const resilientPrimary = scriptedModel({ name: 'scripted/replay-resilient', script: [errorReply('UNAVAILABLE', 'busy'), errorReply('NOT_FOUND', 'retired')] });
+  const resilientSecondary = scriptedModel({ name: 'scripted/replay-resilient-secondary', script: [toolCallReply({ name: 'echo', input: { v: 'x' } }), textReply('survived')] });
+  // turn 1: fail (covered) and add with bad input (covered); turn 2: text
+  const soft = scriptedModel({
+    name: 'scripted/replay-soft',
+    script: [toolCallReply([{ name: 'fail', input: { message: 'flaky' } }, { name: 'add', input: { a: 'x', b: 1 } }]), textReply('recovered')],
+  });
   return new Registry().add(
     add,
     echo,
@@ -57,6 +71,16 @@ export function scenarioRegistry(): Registry {
     failure,
     maxTurns,
     cancel,
+    resilientPrimary,
+    resilientSecondary,
+    soft,
+    defineAgent({
+      name: 'replay-resilient',
+      model: resilientPrimary.name,
+      tools: [echo],
+      use: [fallback({ models: [resilientSecondary.name] }), retry({ maxRetries: 1, initialDelayMs: 50, noJitter: true })],
+    }),
+    defineAgent({ name: 'replay-soft', model: soft.name, tools: [fail, add], use: [softToolErrors()] }),
     defineAgent({ name: 'replay-parallel', model: parallel.name, system: 'Use tools.', tools: [add, echo] }),
     defineAgent({ name: 'replay-failure', model: failure.name, tools: [fail, echo] }),
     defineAgent({ name: 'replay-max-turns', model: maxTurns.name, tools: [echo] }),

@@ -2,7 +2,7 @@
  * Starts an in-process keel worker on a task queue of its own against the shared dev
  * server, with a registry the test builds (scripted models, test tools).
  */
-import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import { inject } from 'vitest';
 import { KeelClient } from '../../src/client/keel-client';
@@ -14,12 +14,20 @@ import { createKeelWorker } from '../../src/worker/create-worker';
 
 let runtimeInstalled = false;
 
-/** Keeps SDK logs to errors (runs that fail on purpose log warnings) (once per test process). */
+/** Log entries of warning level and above from workers in this test process (workflow logs included). */
+export const capturedLogs: LogEntry[] = [];
+
+/** Captures SDK and workflow logs instead of printing them; errors are still printed (once per process). */
 function quietRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   try {
-    Runtime.install({ logger: new DefaultLogger('ERROR') });
+    Runtime.install({
+      logger: new DefaultLogger('WARN', (entry) => {
+        capturedLogs.push(entry);
+        if (entry.level === 'ERROR') console.error(entry.message, entry.meta ?? '');
+      }),
+    });
   } catch {
     // already installed by another helper in this process
   }
