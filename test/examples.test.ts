@@ -1,0 +1,18 @@
+/** The docs' example module loads and registers what the docs say. */
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadRegistry } from '../src/worker/load-registry';
+import { ROOT } from './support/processes';
+
+describe('examples/middleware.ts', () => {
+  it('registers the documented agents with their middleware', async () => {
+    const registry = await loadRegistry({ modules: [join(ROOT, 'examples', 'middleware.ts')], models: [], agents: [], baseDir: ROOT });
+    expect([...registry.agents.keys()].sort()).toEqual(['researcher', 'support', 'writer']);
+    expect(registry.agents.get('support')!.use).toEqual([
+      { name: 'fallback', config: { models: [{ name: 'anthropic/claude-sonnet-4-5', config: { max_tokens: 1024 } }, { name: 'ollama/llama3.1' }] } },
+      { name: 'retry', config: { maxRetries: 2 } },
+    ]);
+    expect(registry.agents.get('researcher')!.use).toEqual([{ name: 'softToolErrors', config: { tools: [] } }]);
+    expect([...registry.models.keys()].sort()).toEqual(['anthropic/claude-sonnet-4-5', 'ollama/llama3.1', 'openai/gpt-4o-mini']);
+  });
+});
