@@ -6,9 +6,11 @@
  * cancellation are never covered. The loop applies the policy after the whole wrapTool
  * chain, so other hooks see the raw error first. Runs in the workflow.
  */
+import { isCancellation } from '@temporalio/workflow';
 import { z } from 'zod';
+import { KeelError } from '../core/errors';
 import type { MiddlewareRef } from '../core/run';
-import type { MiddlewareDefinition } from './types';
+import type { MiddlewareDefinition, MiddlewareHooks } from './types';
 
 /** SoftToolErrors' config. */
 export const SoftToolErrorsConfigSchema = z
@@ -28,6 +30,17 @@ export const softToolErrorsMiddleware: MiddlewareDefinition<typeof SoftToolError
     return { coversToolError: (toolName) => config.tools.length === 0 || config.tools.includes(toolName) };
   },
 };
+
+/**
+ * The message a failed tool call shows the model when some middleware covers it, else
+ * undefined. Only the tool's own failures qualify (marked `toolOwn` by the loop's innermost
+ * tool stage): not errors a hook raised in their place, not cancellation.
+ */
+export function softToolErrorMessage(error: unknown, toolName: string, hooks: readonly MiddlewareHooks[]): string | undefined {
+  if (isCancellation(error) || !KeelError.isInstance(error) || error.details.toolOwn !== true) return undefined;
+  if (!hooks.some((hook) => hook.coversToolError?.(toolName))) return undefined;
+  return typeof error.details.toolMessage === 'string' ? error.details.toolMessage : error.message;
+}
 
 /** `use: [softToolErrors()]` or `softToolErrors({ tools: ['search'] })` */
 export function softToolErrors(config: SoftToolErrorsConfig = {}): MiddlewareRef {

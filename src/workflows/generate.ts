@@ -42,6 +42,7 @@ import {
 } from '../core/run';
 import { composeStage } from '../middleware/compose';
 import { instantiateMiddleware } from '../middleware/registry';
+import { softToolErrorMessage } from '../middleware/soft-tool-errors';
 import type { ContributedTool, GenerateOutcome, GenerateParams, MiddlewareHooks, ToolCallParams } from '../middleware/types';
 import type { KeelActivities } from '../activities/types';
 import { messagesQuery, modelRequestQuery, statusQuery } from './definitions';
@@ -102,17 +103,6 @@ function asKeelError(error: unknown, what: string): KeelError {
     return KeelError.unclassified(`${what} failed: ${cause?.message ?? error.message}`);
   }
   return toKeelError(error);
-}
-
-/**
- * The message a tool failure shows the model when some middleware covers it (SoftToolErrors),
- * else undefined. Only the tool's own failures qualify: not errors a hook raised in its place,
- * not cancellation.
- */
-function softToolError(error: unknown, toolName: string, hooks: readonly MiddlewareHooks[]): string | undefined {
-  if (isCancellation(error) || !KeelError.isInstance(error) || error.details.toolOwn !== true) return undefined;
-  if (!hooks.some((hook) => hook.coversToolError?.(toolName))) return undefined;
-  return typeof error.details.toolMessage === 'string' ? error.details.toolMessage : error.message;
 }
 
 /** Ends the workflow with a typed, non-retryable failure (never a retried workflow task). */
@@ -274,7 +264,7 @@ export async function generateWorkflow(rawInput: RunInput): Promise<RunResult> {
           responses.push({ toolResponse: { name: toolRequest.name, ref: toolRequest.ref, output: outcome.value } });
           continue;
         }
-        const softMessage = softToolError(outcome.reason, toolRequest.name, hooks);
+        const softMessage = softToolErrorMessage(outcome.reason, toolRequest.name, hooks);
         if (softMessage === undefined) throw outcome.reason;
         responses.push({ toolResponse: { name: toolRequest.name, ref: toolRequest.ref, output: { error: softMessage } }, metadata: { toolError: true } });
       }
