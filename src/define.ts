@@ -19,6 +19,14 @@ export interface ToolContext {
   heartbeat: (details?: unknown) => void;
   /** Aborted when the run is cancelled or the call timed out. */
   signal: AbortSignal;
+  /**
+   * Holds this call for a decision, with JSON data for whoever decides (a question, a
+   * preview). The run pauses (or ends `interrupted`); a restart runs the tool again with
+   * the decision's payload in `resumed`, a respond answers the call without running it.
+   */
+  interrupt: (data?: Record<string, unknown>) => never;
+  /** On a restart of this call's own interrupt: the decision's payload (`true` for a bare restart). */
+  resumed?: unknown;
 }
 
 /** A tool that keel can run as an activity. */

@@ -5,10 +5,11 @@
  */
 import { CancelledFailure, Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import { KeelError, toApplicationFailure, toKeelError } from '../core/errors';
 import { ModelResponseSchema, type ModelRequest, type ModelResponse } from '../core/messages';
-import type { AgentSpec, CallModelInput, CallToolInput, ResolveAgentInput, ResolvedTool } from '../core/run';
+import type { AgentSpec, CallModelInput, CallToolInput, ResolveAgentInput, ResolvedTool, ValidateToolOutputInput } from '../core/run';
 import { describeZodError, firstIssuePath } from '../core/schema-errors';
 import type { KeelConfig } from '../config/schema';
 import type { Tool } from '../define';
@@ -42,6 +43,19 @@ function describeTool(tool: Tool): ResolvedTool {
   };
 }
 
+/** Failure type of a tool's request to interrupt (the workflow turns it into a hold). */
+export const TOOL_INTERRUPT_FAILURE = 'KEEL_INTERRUPT';
+
+const INTERRUPT_REQUEST = '__keelInterruptRequest';
+
+/** Thrown by ToolContext.interrupt; carries the hold's data out of the activity. */
+class InterruptRequest extends Error {
+  readonly [INTERRUPT_REQUEST] = true;
+  constructor(readonly data: Record<string, unknown>) {
+    super('tool asked to interrupt');
+  }
+}
+
 /**
  * Runs `work`, turning any error into a non-retryable ApplicationFailure with a status. A
  * call that was cancelled reports the SDK's CancelledFailure instead, so Temporal records a
@@ -53,6 +67,9 @@ async function asActivity<T>(work: () => Promise<T>): Promise<T> {
   } catch (error) {
     const { cancellationSignal } = Context.current();
     if (cancellationSignal.aborted && cancellationSignal.reason instanceof CancelledFailure) throw cancellationSignal.reason;
+    if (error instanceof InterruptRequest) {
+      throw ApplicationFailure.create({ type: TOOL_INTERRUPT_FAILURE, message: 'tool asked to interrupt', nonRetryable: true, details: [error.data] });
+    }
     throw toApplicationFailure(toKeelError(error));
   }
 }
@@ -116,7 +133,7 @@ export function createActivities({ registry, config, client }: ActivityDependenc
       return parsed.data;
     });
 
-  const callTool = ({ toolName, input }: CallToolInput): Promise<unknown> =>
+  const callTool = ({ toolName, input, resumed }: CallToolInput): Promise<unknown> =>
     asActivity(async () => {
       const context = Context.current();
       const tool = registry.tools.get(toolName);
@@ -142,11 +159,15 @@ export function createActivities({ registry, config, client }: ActivityDependenc
               attempt: info.attempt,
               heartbeat,
               signal: context.cancellationSignal,
+              interrupt: (data = {}) => {
+                throw new InterruptRequest(data);
+              },
+              ...(resumed !== undefined ? { resumed } : {}),
             }),
           ),
         );
       } catch (error) {
-        if (context.cancellationSignal.aborted) throw error;
+        if (context.cancellationSignal.aborted || error instanceof InterruptRequest) throw error;
         const message = error instanceof Error ? error.message : String(error);
         const cause = KeelError.isInstance(error) ? { toolStatus: error.status } : {};
         throw new KeelError('INTERNAL', `tool "${toolName}" failed: ${message}`, { toolName, toolMessage: message, ...cause });
@@ -162,5 +183,17 @@ export function createActivities({ registry, config, client }: ActivityDependenc
       return output ?? null;
     });
 
-  return { resolveAgent, callModel, callTool };
+  const validateToolOutput = ({ toolName, output }: ValidateToolOutputInput): Promise<unknown> =>
+    asActivity(async () => {
+      const tool = registry.tools.get(toolName);
+      if (!tool) throw new KeelError('NOT_FOUND', `tool "${toolName}" is not registered on this worker`, { toolName });
+      if (!tool.output) return output ?? null;
+      const parsed = tool.output.safeParse(output);
+      if (!parsed.success) {
+        throw new KeelError('INVALID_ARGUMENT', `output for tool "${toolName}" fails its schema: ${describeZodError(parsed.error)}`, { toolName, path: firstIssuePath(parsed.error) });
+      }
+      return parsed.data ?? null;
+    });
+
+  return { resolveAgent, callModel, callTool, validateToolOutput };
 }

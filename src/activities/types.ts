@@ -3,7 +3,7 @@
  * (`proxyActivities<KeelActivities>` keeps the boundary typed without importing I/O).
  */
 import type { ModelResponse } from '../core/messages';
-import type { AgentSpec, CallModelInput, CallToolInput, ResolveAgentInput } from '../core/run';
+import type { AgentSpec, CallModelInput, CallToolInput, ResolveAgentInput, ValidateToolOutputInput } from '../core/run';
 
 /** Activities a keel worker registers. */
 export interface KeelActivities {
@@ -13,4 +13,6 @@ export interface KeelActivities {
   callModel(input: CallModelInput): Promise<ModelResponse>;
   /** One tool call; validates input and output against the tool's schemas. */
   callTool(input: CallToolInput): Promise<unknown>;
+  /** Local activity: checks a stand-in output against the tool's output schema; returns it parsed. */
+  validateToolOutput(input: ValidateToolOutputInput): Promise<unknown>;
 }

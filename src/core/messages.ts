@@ -91,6 +91,8 @@ export const ModelRequestSchema = z.object({
   messages: z.array(MessageSchema),
   tools: z.array(ToolDefinitionSchema),
   config: z.record(z.string(), z.unknown()).optional(),
+  /** Constrains the answer: `enum` asks for exactly one of the listed words. */
+  output: z.object({ format: z.literal('enum'), enum: z.array(z.string()).min(1) }).optional(),
 });
 export type ModelRequest = z.infer<typeof ModelRequestSchema>;
 

@@ -4,7 +4,7 @@
  * JSON-plain. Pure: safe in workflow code.
  */
 import { z } from 'zod';
-import { FinishReasonSchema, MessageSchema, ToolDefinitionSchema, UsageSchema } from './messages';
+import { FinishReasonSchema, MessageSchema, PartSchema, ToolDefinitionSchema, ToolRequestPartSchema, ToolResponsePartSchema, UsageSchema } from './messages';
 import { DurationSchema } from './duration';
 import { StatusNameSchema } from './status';
 
@@ -27,6 +27,21 @@ export const RunInputSchema = z.object({
   use: z.array(MiddlewareRefSchema).default([]),
   /** Overrides the agent's maxTurns. */
   maxTurns: z.number().int().optional(),
+  /**
+   * `wait` (default): a held tool call pauses the run until a decision arrives.
+   * `return`: the run ends with finish reason `interrupted` and the interrupted parts.
+   */
+  interruptMode: z.enum(['wait', 'return']).default('wait'),
+  /** How long a held call waits for a decision (no limit when absent). */
+  interruptTimeout: DurationSchema.optional(),
+  /** What a timed-out hold becomes: a denial (default) or the run failing DEADLINE_EXCEEDED. */
+  onInterruptTimeout: z.enum(['deny', 'fail']).default('deny'),
+  /**
+   * Resumes an interrupted run (interruptMode 'return'): `messages` end with its model
+   * message; each held request is answered by a restart (the tool request part, with
+   * `metadata.resumed` = the decision's payload) or a respond (a tool response part).
+   */
+  resume: z.object({ restart: z.array(ToolRequestPartSchema).default([]), respond: z.array(ToolResponsePartSchema).default([]) }).optional(),
 });
 export type RunInput = z.infer<typeof RunInputSchema>;
 export type RunInputOptions = z.input<typeof RunInputSchema>;
@@ -45,6 +60,12 @@ export const InterruptSchema = z.object({
   spent: z.unknown().optional(),
   limit: z.unknown().optional(),
   path: z.array(z.string()).optional(),
+  /** The held call's ref in its model message. */
+  ref: z.string().optional(),
+  /** What the hold says (e.g. "Tool not in approved list: x"). */
+  message: z.string().optional(),
+  /** The stage that raised it: a middleware name, or "tool". */
+  raisedBy: z.string().optional(),
 });
 export type Interrupt = z.infer<typeof InterruptSchema>;
 
@@ -58,6 +79,8 @@ export const RunResultSchema = z.object({
   turns: z.number().int(),
   artifacts: z.array(z.unknown()),
   tasks: z.array(z.string()),
+  /** With finish reason `interrupted`: the held tool request parts (metadata.interrupt says why). */
+  interrupts: z.array(PartSchema).default([]),
 });
 export type RunResult = z.infer<typeof RunResultSchema>;
 
@@ -137,7 +160,13 @@ export const CallToolInputSchema = z.object({
   toolName: z.string(),
   input: z.unknown(),
   ref: z.string().optional(),
+  /** For a restart of the tool's own interrupt: the decision's payload. */
+  resumed: z.unknown().optional(),
 });
+
+/** Input of the `validateToolOutput` local activity (a stand-in output for a held call). */
+export const ValidateToolOutputInputSchema = z.object({ toolName: z.string(), output: z.unknown() });
+export type ValidateToolOutputInput = z.infer<typeof ValidateToolOutputInputSchema>;
 export type CallToolInput = z.infer<typeof CallToolInputSchema>;
 
 /** Input of the `resolveAgent` local activity. */

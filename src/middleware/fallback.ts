@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { KeelError, toKeelError } from '../core/errors';
 import { StatusNameSchema, type StatusName } from '../core/status';
 import type { MiddlewareRef } from '../core/run';
+import { middlewareRef } from './middleware-ref';
 import type { MiddlewareDefinition } from './types';
 
 /** Statuses that fall over by default. */
@@ -90,6 +91,5 @@ export const fallbackMiddleware: MiddlewareDefinition<typeof FallbackConfigSchem
 
 /** `use: [fallback({ models: ['openai/gpt-4o-mini', { name: 'anthropic/claude', config: {...} }] })]` */
 export function fallback(config: FallbackConfig): MiddlewareRef {
-  const parsed = FallbackConfigSchema.parse(config);
-  return { name: fallbackMiddleware.name, config: { ...parsed, models: parsed.models.map((ref) => (ref.config ? ref : { name: ref.name })) } };
+  return middlewareRef(fallbackMiddleware, config);
 }

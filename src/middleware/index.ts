@@ -8,6 +8,10 @@ export { fallback, fallbackMiddleware, FallbackConfigSchema, DEFAULT_FALLBACK_ST
 export type { FallbackConfig } from './fallback';
 export { softToolErrors, softToolErrorsMiddleware, SoftToolErrorsConfigSchema } from './soft-tool-errors';
 export type { SoftToolErrorsConfig } from './soft-tool-errors';
+export { toolApproval, toolApprovalMiddleware, ToolApprovalConfigSchema, DENIED_MESSAGE, JUDGE_DENIED_MESSAGE, JUDGE_INSTRUCTIONS, turnUserTexts } from './tool-approval';
+export type { ToolApprovalConfig } from './tool-approval';
+export { budget, budgetMiddleware, BudgetConfigSchema, BUDGET_METADATA_KEY } from './budget';
+export type { BudgetConfig } from './budget';
 export { BUILTIN_MIDDLEWARE, instantiateMiddleware } from './registry';
 export { composeStage } from './compose';
 export type { MiddlewareContext, MiddlewareDefinition, MiddlewareHooks, ModelCallParams, ToolCallParams, GenerateParams } from './types';

@@ -5,21 +5,30 @@
 import { KeelError } from '../core/errors';
 import { describeZodError } from '../core/schema-errors';
 import type { MiddlewareRef } from '../core/run';
+import { budgetMiddleware } from './budget';
 import { fallbackMiddleware } from './fallback';
 import { retryMiddleware } from './retry';
 import { softToolErrorsMiddleware } from './soft-tool-errors';
-import type { MiddlewareContext, MiddlewareDefinition, MiddlewareHooks } from './types';
+import { toolApprovalMiddleware } from './tool-approval';
+import type { MiddlewareDefinition, MiddlewareHooks, SharedMiddlewareContext } from './types';
 
-const definitions: MiddlewareDefinition[] = [retryMiddleware, fallbackMiddleware, softToolErrorsMiddleware] as MiddlewareDefinition[];
+/** Built-in middleware with the reference's name for each (stable ones under genkit-middleware/, experimental under genkit-middleware-exp/). */
+const definitions: Array<[MiddlewareDefinition, string]> = [
+  [retryMiddleware as MiddlewareDefinition, 'genkit-middleware/retry'],
+  [fallbackMiddleware as MiddlewareDefinition, 'genkit-middleware/fallback'],
+  [softToolErrorsMiddleware as MiddlewareDefinition, 'genkit-middleware/softToolErrors'],
+  [toolApprovalMiddleware as MiddlewareDefinition, 'genkit-middleware/toolApproval'],
+  [budgetMiddleware as MiddlewareDefinition, 'genkit-middleware-exp/budget'],
+];
 
 /**
- * Every middleware keel knows, by name; each also answers to the reference's name
- * (`genkit-middleware/<name>`) so configs written for Genkit keep working.
+ * Every middleware keel knows, by name; each also answers to the reference's name so
+ * configs written for Genkit keep working.
  */
 export const BUILTIN_MIDDLEWARE: Readonly<Record<string, MiddlewareDefinition>> = Object.fromEntries(
-  definitions.flatMap((definition) => [
+  definitions.flatMap(([definition, referenceName]) => [
     [definition.name, definition],
-    [`genkit-middleware/${definition.name}`, definition],
+    [referenceName, definition],
   ]),
 );
 
@@ -30,7 +39,7 @@ export const BUILTIN_MIDDLEWARE: Readonly<Record<string, MiddlewareDefinition>> 
  */
 export function instantiateMiddleware(
   refs: readonly MiddlewareRef[],
-  context: MiddlewareContext,
+  context: SharedMiddlewareContext,
   registry: Readonly<Record<string, MiddlewareDefinition>> = BUILTIN_MIDDLEWARE,
 ): MiddlewareHooks[] {
   return refs.map((ref, index) => {
@@ -49,6 +58,6 @@ export function instantiateMiddleware(
         `invalid config for middleware "${ref.name}" (use[${index}]): ${describeZodError(parsed.error, 'config')}`,
       );
     }
-    return definition.create(parsed.data, context);
+    return definition.create(parsed.data, { ...context, stageIndex: index, stageName: definition.name });
   });
 }

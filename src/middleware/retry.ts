@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { KeelError, toKeelError } from '../core/errors';
 import { StatusNameSchema, type StatusName } from '../core/status';
 import type { MiddlewareRef } from '../core/run';
+import { middlewareRef } from './middleware-ref';
 import type { MiddlewareDefinition } from './types';
 
 /** Statuses retried by default. */
@@ -78,5 +79,5 @@ export const retryMiddleware: MiddlewareDefinition<typeof RetryConfigSchema> = {
 
 /** `use: [retry({ maxRetries: 2 })]` */
 export function retry(config: RetryConfig = {}): MiddlewareRef {
-  return { name: retryMiddleware.name, config: RetryConfigSchema.parse(config) };
+  return middlewareRef(retryMiddleware, config);
 }

@@ -10,6 +10,7 @@ import { isCancellation } from '@temporalio/workflow';
 import { z } from 'zod';
 import { KeelError } from '../core/errors';
 import type { MiddlewareRef } from '../core/run';
+import { middlewareRef } from './middleware-ref';
 import type { MiddlewareDefinition, MiddlewareHooks } from './types';
 
 /** SoftToolErrors' config. */
@@ -44,5 +45,5 @@ export function softToolErrorMessage(error: unknown, toolName: string, hooks: re
 
 /** `use: [softToolErrors()]` or `softToolErrors({ tools: ['search'] })` */
 export function softToolErrors(config: SoftToolErrorsConfig = {}): MiddlewareRef {
-  return { name: softToolErrorsMiddleware.name, config: SoftToolErrorsConfigSchema.parse(config) };
+  return middlewareRef(softToolErrorsMiddleware, config);
 }

@@ -7,7 +7,8 @@
  * reach the outside world only through the capabilities of `MiddlewareContext`.
  */
 import type { z } from 'zod';
-import type { Message, ModelRequest, ModelResponse, ToolDefinition, ToolRequest } from '../core/messages';
+import type { ResumeTarget } from '../core/interrupts';
+import type { Message, ModelRequest, ModelResponse, ToolDefinition, ToolRequest, Usage } from '../core/messages';
 import type { AgentSpec } from '../core/run';
 
 /** One iteration of the tool loop, as `wrapGenerate` sees it. */
@@ -34,6 +35,12 @@ export interface ToolCallParams {
   iteration: number;
   /** The messages of the model request that produced this call. */
   requestMessages: Message[];
+  /**
+   * Set when the call is a restart of a held call: the decision's payload, for the stage that
+   * raised the hold. Stages before that one already let the call through and pass it on;
+   * the raising stage reads the payload and calls `next` without it.
+   */
+  resume?: ResumeTarget;
 }
 
 /** Continues to the next (inner) stage. */
@@ -76,7 +83,20 @@ export interface MiddlewareContext {
   agent: AgentSpec;
   /** Calls a model through the model activity (counted in the run's usage). */
   callModel: (model: string, request: ModelRequest) => Promise<ModelResponse>;
+  /** Usage of every model call of the run so far. */
+  usage: () => Usage;
+  /** The messages the run started with. */
+  inputMessages: readonly Message[];
+  /** True when the run resumes an interrupted one (its first iteration only runs restarted tools). */
+  resuming: boolean;
+  /** This middleware's position in the chain (0 = outermost). */
+  stageIndex: number;
+  /** The name this middleware raises holds under. */
+  stageName: string;
 }
+
+/** The context the loop builds once; each middleware gets it with its own stage fields. */
+export type SharedMiddlewareContext = Omit<MiddlewareContext, 'stageIndex' | 'stageName'>;
 
 /** A registered middleware: name, config schema, and the factory of its per-run hooks. */
 export interface MiddlewareDefinition<Schema extends z.ZodType = z.ZodType> {

@@ -2,7 +2,8 @@
  * Names of the messages `generateWorkflow` answers, as typed constants: clients, the CLI
  * and tests import these, never retype a string. Pure: safe on both sides.
  */
-import { defineQuery } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { Decision, DecisionAccepted } from '../core/interrupts';
 import type { Message, ModelRequest } from '../core/messages';
 import type { RunStatus } from '../core/run';
 
@@ -17,6 +18,15 @@ export const messagesQuery = defineQuery<Message[], [number]>('messages');
  * reads it back from the run so history records the conversation once (DESIGN §6).
  */
 export const modelRequestQuery = defineQuery<ModelRequest, [string]>('modelRequest');
+
+/**
+ * A decision on a pending interrupt. Its validator rejects an unknown or already-decided
+ * id, or a malformed decision, with a message that says which; nothing is recorded then.
+ */
+export const resumeUpdate = defineUpdate<DecisionAccepted, [Decision]>('resume');
+
+/** The same decision, fire-and-forget. An invalid one is logged and ignored. */
+export const resumeSignal = defineSignal<[Decision]>('resume');
 
 /** Workflow type name of a generate run. */
 export const GENERATE_WORKFLOW = 'generateWorkflow';

@@ -1,0 +1,146 @@
+/**
+ * The run's pending interrupts: records holds, answers the `resume` update (validated
+ * synchronously) and signal, and lets a held call wait durably for its decision. Budget
+ * holds share one decision. Runs in the workflow: deterministic, no I/O.
+ */
+import { ApplicationFailure, condition, log, setHandler } from '@temporalio/workflow';
+import type { Duration } from '@temporalio/common';
+import { KeelError } from '../core/errors';
+import { DecisionSchema, type Decision, type DecisionAccepted, type ToolInterrupt } from '../core/interrupts';
+import type { ToolRequest } from '../core/messages';
+import type { Interrupt } from '../core/run';
+import { describeZodError } from '../core/schema-errors';
+import { resumeSignal, resumeUpdate } from './definitions';
+
+/** Kinds of hold that share one decision per run. */
+const SHARED_DECISION_KINDS = new Set(['budget']);
+
+interface Entry {
+  record: Interrupt;
+  decision?: Decision;
+}
+
+/** Options of the board. */
+export interface InterruptBoardOptions {
+  /** Checks a stand-in output against the tool's output schema; returns it parsed (may throw). */
+  validateOutput: (toolName: string, output: unknown) => Promise<unknown>;
+  /** Called whenever the set of pending interrupts changes. */
+  onChange: () => void;
+  timeout?: Duration;
+  onTimeout: 'deny' | 'fail';
+}
+
+/** Pending interrupts of one run and the handlers that decide them. */
+export class InterruptBoard {
+  private readonly entries = new Map<string, Entry>();
+  private readonly decided = new Set<string>();
+  private counter = 0;
+
+  constructor(private readonly options: InterruptBoardOptions) {
+    setHandler(resumeUpdate, (decision) => this.accept(decision), { validator: (decision) => void this.check(decision) });
+    setHandler(resumeSignal, async (decision) => {
+      try {
+        await this.accept(decision);
+      } catch (error) {
+        log.warn('ignored a resume signal', { error: (error as Error).message });
+      }
+    });
+  }
+
+  /** Interrupts waiting for a decision, oldest first. */
+  pending(): Interrupt[] {
+    return [...this.entries.values()].filter((entry) => !entry.decision).map((entry) => entry.record);
+  }
+
+  /** Checks a stand-in output against the tool's output schema (INVALID_ARGUMENT naming the field). */
+  validateOutputOf(toolName: string, output: unknown): Promise<unknown> {
+    return this.options.validateOutput(toolName, output);
+  }
+
+  /** Records a hold and waits durably for its decision (or the timeout). */
+  async hold(interrupt: ToolInterrupt, request: ToolRequest): Promise<Decision> {
+    const id = `i${++this.counter}`;
+    const { message, judge, spent, limit } = interrupt.data;
+    const record: Interrupt = {
+      id,
+      kind: interrupt.kind,
+      toolName: request.name,
+      input: request.input ?? {},
+      ...(request.ref !== undefined ? { ref: request.ref } : {}),
+      ...(typeof message === 'string' ? { message } : {}),
+      ...(typeof judge === 'string' ? { judge } : {}),
+      ...(spent !== undefined ? { spent } : {}),
+      ...(limit !== undefined ? { limit } : {}),
+      raisedBy: interrupt.raisedBy,
+    };
+    const entry: Entry = { record };
+    this.entries.set(id, entry);
+    this.options.onChange();
+    try {
+      const decided = () => entry.decision !== undefined;
+      const decidedInTime = this.options.timeout === undefined ? (await condition(decided), true) : await condition(decided, this.options.timeout);
+      if (!decidedInTime) {
+        if (this.options.onTimeout === 'fail') {
+          throw new KeelError('DEADLINE_EXCEEDED', `interrupt ${id} on tool "${request.name}" got no decision within ${String(this.options.timeout)}`);
+        }
+        entry.decision = { interruptId: id, approved: false, reason: `no decision within ${String(this.options.timeout)}` };
+        this.decided.add(id);
+      }
+      return entry.decision!;
+    } finally {
+      this.entries.delete(id);
+      this.options.onChange();
+    }
+  }
+
+  /** Throws an ApplicationFailure saying what is wrong with a decision; returns it parsed. */
+  private check(raw: unknown): Decision {
+    const parsed = DecisionSchema.safeParse(raw);
+    if (!parsed.success) {
+      throw ApplicationFailure.create({
+        type: 'INVALID_ARGUMENT',
+        nonRetryable: true,
+        message: `malformed decision: expected { interruptId, approved, reason? }, { interruptId, respond } or { interruptId, restart }: ${describeZodError(parsed.error)}`,
+      });
+    }
+    const { interruptId } = parsed.data;
+    const entry = this.entries.get(interruptId);
+    if (this.decided.has(interruptId) || entry?.decision) {
+      throw ApplicationFailure.create({ type: 'FAILED_PRECONDITION', nonRetryable: true, message: `interrupt ${interruptId} was already decided` });
+    }
+    if (!entry) {
+      const pending = this.pending().map((record) => record.id);
+      throw ApplicationFailure.create({
+        type: 'NOT_FOUND',
+        nonRetryable: true,
+        message: `unknown interrupt id "${interruptId}"; pending interrupts: ${pending.length ? pending.join(', ') : '(none)'}`,
+      });
+    }
+    return parsed.data;
+  }
+
+  /** Validates and records a decision (for a shared kind: on every pending hold of that kind). */
+  private async accept(raw: Decision): Promise<DecisionAccepted> {
+    let decision = this.check(raw);
+    const entry = this.entries.get(decision.interruptId)!;
+    if ('respond' in decision && !SHARED_DECISION_KINDS.has(entry.record.kind)) {
+      let output: unknown;
+      try {
+        output = await this.options.validateOutput(entry.record.toolName ?? '', decision.respond);
+      } catch (error) {
+        const failure = KeelError.isInstance(error) ? error : new KeelError('INVALID_ARGUMENT', String((error as Error)?.message ?? error));
+        throw ApplicationFailure.create({ type: failure.status, nonRetryable: true, message: `respond for interrupt ${decision.interruptId}: ${failure.message}` });
+      }
+      decision = { interruptId: decision.interruptId, respond: output };
+      this.check(decision); // decided meanwhile by another handler?
+    }
+    const targets = SHARED_DECISION_KINDS.has(entry.record.kind)
+      ? [...this.entries.values()].filter((other) => other.record.kind === entry.record.kind && !other.decision)
+      : [entry];
+    for (const target of targets) {
+      target.decision = { ...decision, interruptId: target.record.id };
+      this.decided.add(target.record.id);
+    }
+    return { interruptId: decision.interruptId, decided: targets.map((target) => target.record.id) };
+  }
+}
