@@ -195,8 +195,26 @@ async function commandAbort(config: KeelConfig, positionals: string[], options: 
   }
 }
 
+async function commandDecide(config: KeelConfig, command: 'approve' | 'deny', positionals: string[], options: CliOptions): Promise<number> {
+  const [runId, interruptId] = positionals;
+  if (!runId || !interruptId) throw new UsageError(`keel ${command} needs a run id and an interrupt id: keel ${command} <runId> <interruptId>`);
+  const client = await connect(config);
+  try {
+    const handle = client.getHandle(runId);
+    const accepted = command === 'approve' ? await handle.approve(interruptId, { reason: options.reason }) : await handle.deny(interruptId, options.reason);
+    print(options.json, { runId, ...accepted, approved: command === 'approve' }, `${command === 'approve' ? 'approved' : 'denied'} ${accepted.decided.join(', ')} of run ${runId}`);
+    return EXIT.ok;
+  } catch (error) {
+    const failure = runErrorOf(error);
+    process.stderr.write(`keel ${command}: ${failure.message}\n`);
+    return EXIT.failed;
+  } finally {
+    await client.close();
+  }
+}
+
 function notYet(command: string): number {
-  process.stderr.write(`keel ${command}: not available yet (interrupts and background tasks arrive with later issues)\n`);
+  process.stderr.write(`keel ${command}: not available yet (background tasks arrive with a later issue)\n`);
   return EXIT.failed;
 }
 
@@ -226,6 +244,7 @@ export async function main(argv: string[]): Promise<number> {
         return await commandAbort(config, positionals, options);
       case 'approve':
       case 'deny':
+        return await commandDecide(config, command, positionals, options);
       case 'tasks':
         return notYet(command);
       case 'demo':

@@ -2,15 +2,16 @@
  * The typed client: start a run, get its handle, read its status and result, cancel it.
  * Node side; uses the same message constants as the workflow.
  */
-import { Client, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
+import { Client, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
 import { randomUUID } from 'node:crypto';
 import { KeelError, findApplicationFailure, fromApplicationFailure } from '../core/errors';
 import type { Message } from '../core/messages';
-import type { MiddlewareRefInput, RunResult, RunStatus } from '../core/run';
+import type { Decision, DecisionAccepted } from '../core/interrupts';
+import type { Interrupt, MiddlewareRefInput, RunInputOptions, RunResult, RunStatus } from '../core/run';
 import type { KeelConfig } from '../config/schema';
 import { connectClient } from '../worker/connect';
-import { GENERATE_WORKFLOW, messagesQuery, statusQuery } from '../workflows/definitions';
+import { GENERATE_WORKFLOW, messagesQuery, resumeSignal, resumeUpdate, statusQuery } from '../workflows/definitions';
 
 /** Options of `KeelClient.start`. */
 export interface StartRunOptions {
@@ -22,12 +23,25 @@ export interface StartRunOptions {
   maxTurns?: number;
   /** Overrides the client's task queue. */
   taskQueue?: string;
+  /** `wait` (default) pauses on a hold; `return` ends the run `interrupted`. */
+  interruptMode?: RunInputOptions['interruptMode'];
+  /** How long a hold waits for a decision, e.g. '2 days'. */
+  interruptTimeout?: string;
+  /** What a timed-out hold becomes: 'deny' (default) or 'fail'. */
+  onInterruptTimeout?: RunInputOptions['onInterruptTimeout'];
+  /** Answers the holds of an interrupted run (interruptMode 'return'); `prompt` must be its messages. */
+  resume?: RunInputOptions['resume'];
 }
 
 /** Converts what `result()` threw into a KeelError with the run's status. */
 export function runErrorOf(error: unknown): KeelError {
   if (error instanceof WorkflowFailedError) {
     if (error.cause instanceof CancelledFailure) return new KeelError('CANCELLED', 'the run was cancelled');
+    const failure = findApplicationFailure(error.cause);
+    if (failure) return fromApplicationFailure(failure);
+    return KeelError.unclassified(error.cause?.message ?? error.message);
+  }
+  if (error instanceof WorkflowUpdateFailedError) {
     const failure = findApplicationFailure(error.cause);
     if (failure) return fromApplicationFailure(failure);
     return KeelError.unclassified(error.cause?.message ?? error.message);
@@ -76,6 +90,53 @@ export class RunHandle {
     }
   }
 
+  /** Interrupts waiting for a decision. */
+  async pendingInterrupts(): Promise<Interrupt[]> {
+    return (await this.status()).interrupts;
+  }
+
+  /**
+   * Sends a decision as the `resume` update and waits for the run to accept it. A refused
+   * decision (unknown or already-decided id, malformed, a respond that fails the tool's
+   * output schema) throws a KeelError saying why; the run is unaffected.
+   */
+  async decide(decision: Decision): Promise<DecisionAccepted> {
+    try {
+      return await this.workflow.executeUpdate(resumeUpdate, { args: [decision] });
+    } catch (error) {
+      throw runErrorOf(error);
+    }
+  }
+
+  /** Approves a held call (or a budget hold: the run continues with its limit renewed). */
+  approve(interruptId: string, { reason }: { reason?: string } = {}): Promise<DecisionAccepted> {
+    return this.decide({ interruptId, approved: true, ...(reason !== undefined ? { reason } : {}) });
+  }
+
+  /** Denies a held call: the model is told it was refused (a budget hold: the run stops). */
+  deny(interruptId: string, reason?: string): Promise<DecisionAccepted> {
+    return this.decide({ interruptId, approved: false, ...(reason !== undefined ? { reason } : {}) });
+  }
+
+  /** Answers a held call with `output` in place of running it (checked against the tool's output schema). */
+  respond(interruptId: string, output: unknown): Promise<DecisionAccepted> {
+    return this.decide({ interruptId, respond: output });
+  }
+
+  /** Restarts a held call with a payload for the stage that held it (a tool's own question). */
+  restart(interruptId: string, payload: Record<string, unknown> | true = true): Promise<DecisionAccepted> {
+    return this.decide({ interruptId, restart: payload });
+  }
+
+  /** Sends a decision as the `resume` signal: fire-and-forget, an invalid one is ignored by the run. */
+  async signalDecision(decision: Decision): Promise<void> {
+    try {
+      await this.workflow.signal(resumeSignal, decision);
+    } catch (error) {
+      throw runErrorOf(error);
+    }
+  }
+
   /** Cancels the run; the model or tool call under way is cancelled too. */
   async cancel(): Promise<void> {
     try {
@@ -106,13 +167,23 @@ export class KeelClient {
   }
 
   /** Starts a run of `agent` on a prompt (or on whole messages). */
-  async start(agent: string, prompt: string | Message[], { runId = `run-${randomUUID()}`, use = [], maxTurns, taskQueue }: StartRunOptions = {}): Promise<RunHandle> {
+  async start(
+    agent: string,
+    prompt: string | Message[],
+    { runId = `run-${randomUUID()}`, use = [], maxTurns, taskQueue, interruptMode, interruptTimeout, onInterruptTimeout, resume }: StartRunOptions = {},
+  ): Promise<RunHandle> {
     const messages: Message[] = typeof prompt === 'string' ? [{ role: 'user', content: [{ text: prompt }] }] : prompt;
-    await this.temporal.workflow.start(GENERATE_WORKFLOW, {
-      taskQueue: taskQueue ?? this.taskQueue,
-      workflowId: runId,
-      args: [{ agent, messages, use: use.map((ref) => ({ name: ref.name, config: ref.config ?? {} })), ...(maxTurns !== undefined ? { maxTurns } : {}) }],
-    });
+    const input: RunInputOptions = {
+      agent,
+      messages,
+      use: use.map((ref) => ({ name: ref.name, config: ref.config ?? {} })),
+      ...(maxTurns !== undefined ? { maxTurns } : {}),
+      ...(interruptMode ? { interruptMode } : {}),
+      ...(interruptTimeout ? { interruptTimeout: interruptTimeout as RunInputOptions['interruptTimeout'] } : {}),
+      ...(onInterruptTimeout ? { onInterruptTimeout } : {}),
+      ...(resume ? { resume } : {}),
+    };
+    await this.temporal.workflow.start(GENERATE_WORKFLOW, { taskQueue: taskQueue ?? this.taskQueue, workflowId: runId, args: [input] });
     return new RunHandle(this.temporal, runId);
   }
 

@@ -3,6 +3,7 @@
  * polling the run's `messages` query. Node side.
  */
 import type { Message } from '../core/messages';
+import type { Interrupt } from '../core/run';
 import type { RunHandle } from './keel-client';
 
 function short(value: unknown, max = 160): string {
@@ -22,11 +23,31 @@ export function describeMessage(message: Message): string[] {
   return lines;
 }
 
+/** Lines telling a person that a run waits for them and how to decide. */
+export function describeInterrupt(runId: string, interrupt: Interrupt): string[] {
+  const what = interrupt.kind === 'budget' ? `the budget is spent (${interrupt.message ?? 'limit reached'})` : `${interrupt.toolName}(${short(interrupt.input ?? {})})${interrupt.message ? `: ${interrupt.message}` : ''}`;
+  return [
+    `  ⏸ waiting for a decision on ${interrupt.id} (${interrupt.kind}${interrupt.judge ? `, judge: ${interrupt.judge}` : ''}): ${what}`,
+    `    approve: npx keel approve ${runId} ${interrupt.id}`,
+    `    deny:    npx keel deny ${runId} ${interrupt.id} --reason "..."`,
+  ];
+}
+
+/** Options of `followRun`. */
+export interface FollowOptions {
+  intervalMs?: number;
+  /** Called once for each interrupt that starts waiting (default: print how to decide). */
+  onInterrupt?: (interrupt: Interrupt) => void | Promise<void>;
+}
+
 /**
  * Polls `handle` until `done` settles, writing each new message (and a turn header before
- * each model message) with `write`. Polling errors are ignored: the run may be between workers.
+ * each model message) with `write`, and reporting each new pending interrupt. Polling
+ * errors are ignored: the run may be between workers.
  */
-export async function followRun(handle: RunHandle, done: Promise<unknown>, write: (line: string) => void, { intervalMs = 200 }: { intervalMs?: number } = {}): Promise<void> {
+export async function followRun(handle: RunHandle, done: Promise<unknown>, write: (line: string) => void, { intervalMs = 200, onInterrupt }: FollowOptions = {}): Promise<void> {
+  const reportInterrupt = onInterrupt ?? ((interrupt: Interrupt) => describeInterrupt(handle.runId, interrupt).forEach(write));
+  const announced = new Set<string>();
   let seen = 0;
   let turn = 0;
   let finished = false;
@@ -42,6 +63,12 @@ export async function followRun(handle: RunHandle, done: Promise<unknown>, write
         if (message.role === 'system') continue;
         if (message.role === 'model') write(`turn ${++turn}`);
         for (const line of describeMessage(message)) write(line);
+      }
+      if (finished) return;
+      for (const interrupt of await handle.pendingInterrupts()) {
+        if (announced.has(interrupt.id)) continue;
+        announced.add(interrupt.id);
+        await reportInterrupt(interrupt);
       }
     } catch {
       // the run may be moving between workers; try again on the next tick

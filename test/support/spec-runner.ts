@@ -10,7 +10,9 @@ import { basename, join } from 'node:path';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { runErrorOf } from '../../src/client/keel-client';
+import { runErrorOf, type RunHandle } from '../../src/client/keel-client';
+import type { Decision } from '../../src/core/interrupts';
+import type { Interrupt } from '../../src/core/run';
 import { FinishReasonSchema, UsageSchema } from '../../src/core/messages';
 import { MiddlewareRefSchema } from '../../src/core/run';
 import { StatusNameSchema } from '../../src/core/status';
@@ -30,7 +32,23 @@ const CaseSchema = z
       .object({ tools: z.array(z.string()).default([]), maxTurns: z.number().int().optional(), system: z.string().optional(), config: z.record(z.string(), z.unknown()).optional() })
       .strict()
       .default({ tools: [] }),
-    input: z.object({ maxTurns: z.number().int().optional(), use: z.array(MiddlewareRefSchema).optional() }).strict().default({}),
+    input: z
+      .object({ maxTurns: z.number().int().optional(), use: z.array(MiddlewareRefSchema).optional(), interruptMode: z.enum(['wait', 'return']).optional() })
+      .strict()
+      .default({}),
+    /** Decisions sent, in order, to the interrupts the run holds (each waits for the next pending one). */
+    decisions: z
+      .array(
+        z
+          .object({
+            approved: z.boolean().optional(),
+            reason: z.string().optional(),
+            respond: z.unknown().optional(),
+            restart: z.union([z.literal(true), z.record(z.string(), z.unknown())]).optional(),
+          })
+          .strict(),
+      )
+      .default([]),
     prompt: z.string().default('hi'),
     /** The agent's (primary) model's replies. */
     replies: Replies,
@@ -53,6 +71,10 @@ const CaseSchema = z
         timers: z.array(z.number()).optional(),
         /** Each timer within [min, max) ms. */
         timerRanges: z.array(z.tuple([z.number(), z.number()])).optional(),
+        /** The interrupts the run held, in order (each matched as a subset). */
+        interrupts: z.array(z.record(z.string(), z.unknown())).optional(),
+        /** The interrupted parts of a run that ended `interrupted` (each matched as a subset). */
+        interruptedParts: z.array(z.record(z.string(), z.unknown())).optional(),
         /** The config each call of a model carried, per model key. */
         requestConfigs: z.record(z.string(), z.array(z.record(z.string(), z.unknown()).nullable())).optional(),
       })
@@ -69,6 +91,36 @@ function substituteModels(value: unknown, names: Record<string, string>): unknow
   if (Array.isArray(value)) return value.map((item) => substituteModels(item, names));
   if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, substituteModels(item, names)]));
   return value;
+}
+
+/**
+ * Answers each interrupt the run holds with the next decision, in order, until the run
+ * settles; returns every interrupt seen. A hold with no decision left fails the case (and
+ * cancels the run) instead of waiting forever.
+ */
+async function answerInterrupts(handle: RunHandle, settled: Promise<unknown>, decisions: Array<Record<string, unknown>>): Promise<Interrupt[]> {
+  const seen: Interrupt[] = [];
+  const answered = new Set<string>();
+  let done = false;
+  void settled.then(() => (done = true));
+  let next = 0;
+  while (!done) {
+    const pending = await handle.pendingInterrupts().catch(() => []);
+    for (const interrupt of pending) {
+      if (answered.has(interrupt.id)) continue;
+      answered.add(interrupt.id);
+      seen.push(interrupt);
+      const decision = decisions[next++];
+      if (!decision) {
+        await handle.cancel();
+        throw new Error(`the run holds ${interrupt.id} (${interrupt.kind} on ${interrupt.toolName}) but the case has no decision left`);
+      }
+      const accepted = await handle.decide({ interruptId: interrupt.id, ...decision } as Decision);
+      for (const id of accepted.decided) answered.add(id);
+    }
+    await Promise.race([settled, new Promise((resolve) => setTimeout(resolve, 50))]);
+  }
+  return seen;
 }
 
 async function timersOf(worker: TestWorker, runId: string): Promise<number[]> {
@@ -116,11 +168,13 @@ export function runSpecFile(file: string): void {
         });
         registry.add(...Object.values(models), defineAgent({ name: id, model: models.primary!.name, tools, maxTurns: spec.agent.maxTurns, system: spec.agent.system, config: spec.agent.config }));
         const use = spec.input.use ? (substituteModels(spec.input.use, names) as typeof spec.input.use) : undefined;
-        const handle = await worker.client.start(id, spec.prompt, { maxTurns: spec.input.maxTurns, use });
-        const outcome = await handle.result().then(
+        const handle = await worker.client.start(id, spec.prompt, { maxTurns: spec.input.maxTurns, use, interruptMode: spec.input.interruptMode });
+        const settled = handle.result().then(
           (result) => ({ result, error: undefined }),
           (error: unknown) => ({ result: undefined, error: runErrorOf(error) }),
         );
+        const seenInterrupts = await answerInterrupts(handle, settled, spec.decisions);
+        const outcome = await settled;
         const { expect: expected } = spec;
         if (expected.error) {
           expect(outcome.error, `the run should fail, but it answered ${JSON.stringify(outcome.result?.text)}`).toBeDefined();
@@ -129,6 +183,8 @@ export function runSpecFile(file: string): void {
           const status = await handle.status();
           expect(status.state).toBe('failed');
           expect(status.error?.status).toBe(expected.error.status);
+          if (expected.finishReason) expect(status.finishReason).toBe(expected.finishReason);
+          if (expected.text !== undefined) expect(status.text).toBe(expected.text);
         } else {
           if (outcome.error) throw outcome.error;
           const result = outcome.result!;
@@ -138,6 +194,15 @@ export function runSpecFile(file: string): void {
           if (expected.usage) expect(result.usage).toEqual(expected.usage);
           if (expected.transcript) expect(transcript(result.messages)).toEqual(expected.transcript);
           expect((await handle.status()).state).toBe('completed');
+        }
+        if (expected.interrupts) {
+          expect(seenInterrupts).toHaveLength(expected.interrupts.length);
+          expected.interrupts.forEach((interrupt, position) => expect(seenInterrupts[position]).toMatchObject(interrupt));
+        }
+        if (expected.interruptedParts) {
+          const parts = outcome.result?.interrupts ?? [];
+          expect(parts).toHaveLength(expected.interruptedParts.length);
+          expected.interruptedParts.forEach((part, position) => expect(parts[position]).toMatchObject(part));
         }
         const activities = await activitiesOf(worker, handle.runId);
         if (expected.modelCalls !== undefined) expect(models.primary!.requests).toHaveLength(expected.modelCalls);
