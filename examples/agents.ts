@@ -6,7 +6,7 @@
 import { appendFile, mkdir } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
-import { defineAgent, defineTool, openAICompatibleModel, scriptedModel, textReply, toolCallReply } from 'keel-agents';
+import { defineAgent, defineTool, openAICompatibleModel, scriptedModel, textReply, toolApproval, toolCallReply, type ModelRequest } from 'keel-agents';
 
 const FORECASTS: Record<string, { sky: string; highC: number }> = {
   lisbon: { sky: 'sunny', highC: 24 },
@@ -37,6 +37,17 @@ export const convertCurrency = defineTool({
   output: z.object({ amount: z.number(), currency: z.string() }),
   async run({ amount, from, to }) {
     return { amount: Math.round((amount / RATES[from]!) * RATES[to]! * 100) / 100, currency: to };
+  },
+});
+
+/** Books a train ticket (pretend): a side effect the demo agent needs approval for. */
+export const bookTrain = defineTool({
+  name: 'book_train',
+  description: 'Books a train ticket for tomorrow.',
+  input: z.object({ from: z.string(), to: z.string() }),
+  output: z.object({ booking: z.string() }),
+  async run({ from, to }, { idempotencyKey }) {
+    return { booking: `${from.slice(0, 3).toUpperCase()}-${to.slice(0, 3).toUpperCase()}-${idempotencyKey.length}` };
   },
 });
 
@@ -82,9 +93,15 @@ export const demoModel = useRealModel
       script: [
         toolCallReply([{ name: 'lookup_weather', input: { city: 'Lisbon' } }, { name: 'lookup_weather', input: { city: 'Porto' } }], { usage: { inputTokens: 120, outputTokens: 30 } }),
         toolCallReply({ name: 'convert_currency', input: { amount: 25, from: 'EUR', to: 'USD' } }, { usage: { inputTokens: 210, outputTokens: 20 } }),
-        textReply('Go to Lisbon: sunny and 24°C, while Porto expects light rain at 18°C. The 25 EUR train ticket comes to about 27 USD.', {
-          usage: { inputTokens: 260, outputTokens: 40 },
-        }),
+        toolCallReply({ name: 'book_train', input: { from: 'Porto', to: 'Lisbon' } }, { usage: { inputTokens: 240, outputTokens: 15 } }),
+        (request: ModelRequest) => {
+          const booked = request.messages.at(-1)?.content.find((part) => 'toolResponse' in part);
+          const output = booked && 'toolResponse' in booked ? (booked.toolResponse.output as { booking?: string; error?: string }) : {};
+          const booking = output.booking ? `Your ticket is booked (${output.booking}).` : 'I did not book the ticket, as you asked.';
+          return textReply(`Go to Lisbon: sunny and 24°C, while Porto expects light rain at 18°C. The 25 EUR train ticket comes to about 27 USD. ${booking}`, {
+            usage: { inputTokens: 300, outputTokens: 45 },
+          });
+        },
       ],
     });
 
@@ -93,8 +110,10 @@ export const tripPlanner = defineAgent({
   name: 'trip-planner',
   description: 'Plans a day trip from forecasts and prices.',
   model: demoModel.name,
-  system: 'You plan day trips in Portugal and Spain. Use the tools to check the weather and convert prices, then answer in two sentences.',
-  tools: [lookupWeather, convertCurrency],
+  system: 'You plan day trips in Portugal and Spain. Use the tools to check the weather and convert prices, book the train, then answer in two sentences.',
+  tools: [lookupWeather, convertCurrency, bookTrain],
+  // Looking things up is fine; booking needs a person's approval.
+  use: [toolApproval({ allowedTools: ['lookup_weather', 'convert_currency'] })],
 });
 
 /** The prompt the demo sends. */

@@ -39,6 +39,25 @@ async function main(): Promise<void> {
         await new Promise((resolve) => setTimeout(resolve, 500));
         await handle.cancel();
       }
+      if (scenario.decisions) {
+        const decisions = [...scenario.decisions];
+        const answered = new Set<string>();
+        let settled = false;
+        const done = handle.result().then(
+          () => (settled = true),
+          () => (settled = true),
+        );
+        while (!settled) {
+          for (const interrupt of await handle.pendingInterrupts()) {
+            if (answered.has(interrupt.id)) continue;
+            const decision = decisions.shift();
+            if (!decision) throw new Error(`${scenario.name}: no decision left for ${interrupt.id}`);
+            const accepted = await handle.decide({ interruptId: interrupt.id, ...decision });
+            accepted.decided.forEach((id) => answered.add(id));
+          }
+          await Promise.race([done, new Promise((resolve) => setTimeout(resolve, 50))]);
+        }
+      }
       const outcome = await handle.result().then(
         (result) => `completed: ${result.text}`,
         (error: Error) => `ended: ${error.message}`,

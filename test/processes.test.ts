@@ -51,9 +51,16 @@ describe('keel dev', () => {
     const dev = spawnKeel(['dev', '--config', path], { env: { OPENAI_BASE_URL: '', OPENAI_API_KEY: '' } });
     try {
       await dev.waitFor(/keel: worker \d+ on task queue "keel-proc"/);
-      const run = await runKeel(['run', 'trip-planner', 'Lisbon', 'or', 'Porto?', '--json', '--config', path], { env: { OPENAI_BASE_URL: '', OPENAI_API_KEY: '' } });
-      expect(run.code).toBe(0);
-      expect(JSON.parse(run.stdout)).toMatchObject({ status: 'completed', finishReason: 'stop', text: expect.stringContaining('Go to Lisbon'), usage: { inputTokens: 590, outputTokens: 90 } });
+      // turn 3 books a train, which waits for approval
+      const env = { OPENAI_BASE_URL: '', OPENAI_API_KEY: '' };
+      const started = await runKeel(['run', 'trip-planner', 'Lisbon', 'or', 'Porto?', '--detach', '--json', '--config', path], { env });
+      expect(started.code).toBe(0);
+      const { runId } = JSON.parse(started.stdout);
+      const status = async () => JSON.parse((await runKeel(['status', runId, '--json', '--config', path])).stdout);
+      await expect.poll(async () => (await status()).interrupts[0]?.toolName, { timeout: 30_000, interval: 300 }).toBe('book_train');
+      expect((await runKeel(['approve', runId, 'i1', '--config', path])).code).toBe(0);
+      await expect.poll(async () => (await status()).status, { timeout: 30_000, interval: 300 }).toBe('completed');
+      expect(await status()).toMatchObject({ finishReason: 'stop', text: expect.stringContaining('Your ticket is booked'), usage: { inputTokens: 870, outputTokens: 110 } });
       dev.kill('SIGTERM');
       expect(await dev.exited).toBe(0);
     } finally {
@@ -73,7 +80,12 @@ describe('keel demo', () => {
     expect(stdout).toContain('started a worker');
     expect(stdout).toMatch(/turn 1\n {2}→ lookup_weather\(\{"city":"Lisbon"\}\)\n {2}→ lookup_weather\(\{"city":"Porto"\}\)/);
     expect(stdout).toContain('← convert_currency: {"amount":27,"currency":"USD"}');
-    expect(stdout).toContain('answer (stop, 3 turns, 590 input / 90 output tokens)');
+    expect(stdout).toContain('→ book_train({"from":"Porto","to":"Lisbon"})');
+    expect(stdout).toMatch(/⏸ book_train\(\{"from":"Porto","to":"Lisbon"\}\) needs approval/);
+    expect(stdout).toContain('not a terminal: approving automatically');
+    expect(stdout).toContain('approved i1');
+    expect(stdout).toContain('Your ticket is booked');
+    expect(stdout).toContain('answer (stop, 4 turns, 870 input / 110 output tokens)');
     expect(stdout).toMatch(new RegExp(`http://127\\.0\\.0\\.1:${uiPort}/namespaces/default/workflows/run-`));
   });
 

@@ -4,9 +4,11 @@
  * answer, and where to inspect the run in the Temporal UI. Node side.
  */
 import { temporal } from '@temporalio/proto';
+import { createInterface } from 'node:readline/promises';
 import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
-import { KeelClient, runErrorOf } from './keel-client';
+import type { Interrupt } from '../core/run';
+import { KeelClient, runErrorOf, type RunHandle } from './keel-client';
 import { ensureServer, prepareWorker } from './processes';
 import { followRun } from './progress';
 
@@ -21,6 +23,34 @@ async function hasPollers(client: KeelClient, config: KeelConfig): Promise<boole
     taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
   });
   return (answer.pollers ?? []).length > 0;
+}
+
+/**
+ * Decides a hold of the demo run: asks at a terminal, approves on its own otherwise (CI,
+ * pipes), saying so. Prints the same instructions `keel run` gives.
+ */
+async function decide(handle: RunHandle, interrupt: Interrupt, say: (line: string) => void): Promise<void> {
+  say(`  ⏸ ${interrupt.toolName}(${JSON.stringify(interrupt.input ?? {})}) needs approval (${interrupt.message ?? interrupt.kind}); the run waits durably for it`);
+  say(`    (from anywhere: npx keel approve ${handle.runId} ${interrupt.id}   or   npx keel deny ${handle.runId} ${interrupt.id})`);
+  let approved = true;
+  if (process.stdin.isTTY && process.stdout.isTTY) {
+    const prompt = createInterface({ input: process.stdin, output: process.stdout });
+    try {
+      approved = /^y(es)?$/i.test((await prompt.question(`    approve ${interrupt.toolName}? [y/N] `)).trim());
+    } finally {
+      prompt.close();
+    }
+  } else {
+    say('    not a terminal: approving automatically');
+  }
+  try {
+    if (approved) await handle.approve(interrupt.id);
+    else await handle.deny(interrupt.id, 'the user said no in the demo');
+    say(`    ${approved ? 'approved' : 'denied'} ${interrupt.id}`);
+  } catch (error) {
+    // decided elsewhere meanwhile (keel approve from another terminal)
+    say(`    ${runErrorOf(error).message}`);
+  }
 }
 
 /** Runs the demo end to end; resolves to the exit code. */
@@ -44,7 +74,7 @@ export async function runDemo(config: KeelConfig): Promise<number> {
     const handle = await client.start(DEMO_AGENT, DEMO_PROMPT);
     say(`· run ${handle.runId} (agent ${DEMO_AGENT})`);
     const done = handle.result();
-    await followRun(handle, done, say);
+    await followRun(handle, done, say, { onInterrupt: (interrupt) => decide(handle, interrupt, say) });
     let exitCode = 0;
     try {
       const result = await done;

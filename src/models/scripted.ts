@@ -37,8 +37,11 @@ export interface RecordedRequest {
   request: ModelRequest;
 }
 
-/** Replies as a list (one per call) or computed from the request. */
-export type Script = ScriptedReply[] | ((request: ModelRequest, callIndex: number) => ScriptedReply | Promise<ScriptedReply>);
+/** A reply computed from the request the model was sent. */
+export type ReplyFunction = (request: ModelRequest, callIndex: number) => ScriptedReply | Promise<ScriptedReply>;
+
+/** Replies as a list (one per call; an entry may be computed from its request) or one function for every call. */
+export type Script = Array<ScriptedReply | ReplyFunction> | ReplyFunction;
 
 /** A scripted model; `requests` records what it was asked, in order. */
 export interface ScriptedModel extends Model {
@@ -77,6 +80,7 @@ export function scriptedModel({ name, script }: ScriptedModelOptions): ScriptedM
 async function replyFor(name: string, script: Script, request: ModelRequest, callIndex: number): Promise<ScriptedReply> {
   if (typeof script === 'function') return script(request, callIndex);
   const reply = script[callIndex];
+  if (typeof reply === 'function') return reply(request, callIndex);
   if (!reply) {
     throw new KeelError(
       'FAILED_PRECONDITION',

@@ -10,7 +10,9 @@ import { Registry } from '../../src/registry';
 import { fallback } from '../../src/middleware/fallback';
 import { retry } from '../../src/middleware/retry';
 import { softToolErrors } from '../../src/middleware/soft-tool-errors';
-import { add, echo, fail } from '../fixtures/tools';
+import { budget } from '../../src/middleware/budget';
+import { toolApproval } from '../../src/middleware/tool-approval';
+import { add, dangerous, echo, fail } from '../fixtures/tools';
 
 /** A tool that waits until cancelled. */
 export const hang = defineTool({
@@ -28,6 +30,8 @@ export interface Scenario {
   maxTurns?: number;
   /** Cancel the run once it reached this turn. */
   cancelAtTurn?: number;
+  /** Decisions for the run's holds, in order (sent through the resume update). */
+  decisions?: Array<{ approved: boolean; reason?: string }>;
 }
 
 /** The scenarios, in recording order. */
@@ -38,6 +42,7 @@ export const SCENARIOS: Scenario[] = [
   { name: 'cancelled', agent: 'replay-cancel', prompt: 'hang', cancelAtTurn: 1 },
   { name: 'retry-fallback', agent: 'replay-resilient', prompt: 'survive' },
   { name: 'soft-tool-errors', agent: 'replay-soft', prompt: 'recover' },
+  { name: 'approval-and-budget', agent: 'replay-guarded', prompt: 'guarded', decisions: [{ approved: true }, { approved: true }, { approved: false, reason: 'no' }] },
 ];
 
 /** The registry the scenarios run against. */
@@ -57,6 +62,12 @@ export function scenarioRegistry(): Registry {
   // turn 2: primary skipped, secondary answers
   const resilientPrimary = scriptedModel({ name: 'scripted/replay-resilient', script: [errorReply('UNAVAILABLE', 'busy'), errorReply('NOT_FOUND', 'retired')] });
   const resilientSecondary = scriptedModel({ name: 'scripted/replay-resilient-secondary', script: [toolCallReply({ name: 'echo', input: { v: 'x' } }), textReply('survived')] });
+  // turn 1: dangerous held by the gate (approved) then by the budget (approved); echo held by
+  // the gate (denied); turn 2: text
+  const guarded = scriptedModel({
+    name: 'scripted/replay-guarded',
+    script: [toolCallReply([{ name: 'dangerous', input: { v: 'x' } }, { name: 'echo', input: { v: 'y' } }], { usage: { inputTokens: 20 } }), textReply('guarded done')],
+  });
   // turn 1: fail (covered) and add with bad input (covered); turn 2: text
   const soft = scriptedModel({
     name: 'scripted/replay-soft',
@@ -74,6 +85,9 @@ export function scenarioRegistry(): Registry {
     resilientPrimary,
     resilientSecondary,
     soft,
+    guarded,
+    dangerous,
+    defineAgent({ name: 'replay-guarded', model: guarded.name, tools: [dangerous, echo], use: [toolApproval(), budget({ limit: { inputTokens: 10 }, interrupt: true })] }),
     defineAgent({
       name: 'replay-resilient',
       model: resilientPrimary.name,
