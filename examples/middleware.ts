@@ -3,7 +3,7 @@
  * compile. Not loaded by temporal.yaml: they need real model endpoints.
  */
 import { z } from 'zod';
-import { anthropicModel, defineAgent, defineTool, fallback, openAICompatibleModel, retry, softToolErrors } from 'keel-agents';
+import { anthropicModel, budget, defineAgent, defineTool, fallback, openAICompatibleModel, retry, softToolErrors, toolApproval } from 'keel-agents';
 
 export const gpt = openAICompatibleModel({ name: 'openai/gpt-4o-mini' });
 export const claude = anthropicModel({ name: 'anthropic/claude-sonnet-4-5' });
@@ -51,4 +51,48 @@ export const researcher = defineAgent({
   model: 'openai/gpt-4o-mini',
   tools: [search, fetchPage],
   use: [softToolErrors()], // every tool, and unknown tool names; or softToolErrors({ tools: ['search'] })
+});
+
+export const deleteFile = defineTool({
+  name: 'delete_file',
+  description: 'Deletes a file.',
+  input: z.object({ path: z.string() }),
+  async run({ path }) {
+    return { deleted: path };
+  },
+});
+
+/** docs/middleware/tool-approval.md */
+export const janitor = defineAgent({
+  name: 'janitor',
+  model: 'openai/gpt-4o-mini',
+  tools: [search, deleteFile],
+  use: [
+    toolApproval({
+      allowedTools: ['search'],
+      judge: 'openai/gpt-4o-mini',
+      judgePolicy: 'Never allow deleting files outside the build directory.',
+    }),
+  ],
+});
+
+/** docs/middleware/budget.md */
+export const analyst = defineAgent({
+  name: 'analyst',
+  model: 'openai/gpt-4o-mini',
+  tools: [search, fetchPage],
+  use: [budget({ limit: { totalTokens: 200_000, custom: { cost: 2 } }, interrupt: true })],
+});
+
+/** docs/interrupts.md: a tool that asks its own question. */
+export const deploy = defineTool({
+  name: 'deploy',
+  description: 'Deploys a service after the user confirms.',
+  input: z.object({ service: z.string() }),
+  async run({ service }, { interrupt, resumed }) {
+    // First call: hold for a person. On restart, `resumed` carries their answer.
+    if (!resumed) interrupt({ question: `Deploy ${service} to production?` });
+    const answer = resumed as { approved?: boolean };
+    return answer.approved ? { deployed: service } : { deployed: null };
+  },
 });

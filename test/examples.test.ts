@@ -7,7 +7,8 @@ import { ROOT } from './support/processes';
 describe('examples/middleware.ts', () => {
   it('registers the documented agents with their middleware', async () => {
     const registry = await loadRegistry({ modules: [join(ROOT, 'examples', 'middleware.ts')], models: [], agents: [], baseDir: ROOT });
-    expect([...registry.agents.keys()].sort()).toEqual(['researcher', 'support', 'writer']);
+    expect([...registry.agents.keys()].sort()).toEqual(['analyst', 'janitor', 'researcher', 'support', 'writer']);
+    expect(registry.agents.get('analyst')!.use).toEqual([{ name: 'budget', config: { limit: { totalTokens: 200_000, custom: { cost: 2 } }, scope: 'run', interrupt: true } }]);
     expect(registry.agents.get('support')!.use).toEqual([
       { name: 'fallback', config: { models: [{ name: 'anthropic/claude-sonnet-4-5', config: { max_tokens: 1024 } }, { name: 'ollama/llama3.1' }] } },
       { name: 'retry', config: { maxRetries: 2 } },
