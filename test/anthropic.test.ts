@@ -3,7 +3,6 @@
  * Fallback across providers (OpenAI-compatible → Anthropic) in a real run.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KeelError } from '../src/core/errors';
 import type { ModelRequest } from '../src/core/messages';
 import { defineAgent, type ModelContext } from '../src/define';
 import { fallback } from '../src/middleware/fallback';
@@ -12,6 +11,7 @@ import { openAICompatibleModel } from '../src/models/openai-compatible';
 import { Registry } from '../src/registry';
 import { add } from './fixtures/tools';
 import { scheduledActivities } from './support/history';
+import { keelFailure } from './support/errors';
 import { startTestWorker } from './support/harness';
 import { startFakeHttpServer, type FakeHttpServer } from './support/http-server';
 
@@ -40,15 +40,6 @@ const message = (content: unknown[], stop = 'end_turn', usage = { input_tokens: 
   body: { id: 'msg_1', type: 'message', role: 'assistant', content, stop_reason: stop, usage },
 });
 
-async function failure(promise: Promise<unknown>): Promise<KeelError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (KeelError.isInstance(error)) return error;
-    throw error;
-  }
-  throw new Error('expected a failure');
-}
 
 describe('anthropic wire format', () => {
   it('sends system, alternating messages with tool_use/tool_result, tools and headers; reads the reply', async () => {
@@ -119,7 +110,7 @@ describe('anthropic wire format', () => {
     const model = anthropicModel({ name: 'anthropic/m', baseUrl: anthropic.url });
     anthropic.answer({ status: code, body: { type: 'error', error: { type: 'some_error', message: `anthropic said ${code}` } } });
     anthropic.requests.length = 0;
-    const error = await failure(model.generate(request, context));
+    const error = await keelFailure(model.generate(request, context));
     expect(error.status).toBe(status);
     expect(error.message).toContain(`anthropic said ${code}`);
     expect(anthropic.requests).toHaveLength(1);
@@ -128,9 +119,9 @@ describe('anthropic wire format', () => {
   it('keeps Retry-After and reports an unreachable server as UNAVAILABLE', async () => {
     const model = anthropicModel({ name: 'anthropic/m', baseUrl: anthropic.url });
     anthropic.answer({ status: 429, body: { type: 'error', error: { type: 'rate_limit_error', message: 'slow down' } }, headers: { 'retry-after': '2' } });
-    expect((await failure(model.generate(request, context))).details.retryAfterMs).toBe(2000);
+    expect((await keelFailure(model.generate(request, context))).details.retryAfterMs).toBe(2000);
     const unreachable = anthropicModel({ name: 'anthropic/m', baseUrl: 'http://127.0.0.1:1' });
-    expect((await failure(unreachable.generate(request, context))).status).toBe('UNAVAILABLE');
+    expect((await keelFailure(unreachable.generate(request, context))).status).toBe('UNAVAILABLE');
   });
 });
 

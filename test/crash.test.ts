@@ -11,15 +11,9 @@ import { afterEach, describe, expect, inject, it } from 'vitest';
 import { stringify } from 'yaml';
 import { KeelClient } from '../src/client/keel-client';
 import { loadConfig } from '../src/config/load';
-import { ROOT, spawnKeel, type KeelProcess } from './support/processes';
+import { ROOT, killAfterEach, spawnKeel } from './support/processes';
 
-const processes: KeelProcess[] = [];
-afterEach(async () => {
-  for (const process of processes.splice(0)) {
-    process.kill('SIGKILL');
-    await process.exited;
-  }
-});
+const track = killAfterEach(afterEach);
 
 function lines(file: string): string[] {
   return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : [];
@@ -44,7 +38,7 @@ describe('worker crash', () => {
     );
     const env = { KEEL_TEST_DIR: dir };
     const workers = [spawnKeel(['worker', '--config', configPath], { env }), spawnKeel(['worker', '--config', configPath], { env })];
-    processes.push(...workers);
+    workers.forEach(track);
     await Promise.all(workers.map((worker) => worker.waitFor(/keel: worker \d+ on task queue/)));
 
     const client = await KeelClient.connect(loadConfig({ path: configPath }));

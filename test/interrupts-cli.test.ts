@@ -9,15 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { stringify } from 'yaml';
-import { ROOT, runKeel, spawnKeel, type KeelProcess } from './support/processes';
+import { ROOT, runKeel, killAfterEach, spawnKeel } from './support/processes';
 
-const processes: KeelProcess[] = [];
-afterEach(async () => {
-  for (const process of processes.splice(0)) {
-    process.kill('SIGKILL');
-    await process.exited;
-  }
-});
+const track = killAfterEach(afterEach);
 
 /** A config whose `guarded` agent needs approval for record_fast and has a 10-token budget that interrupts. */
 function setup(): { dir: string; config: string; env: Record<string, string> } {
@@ -63,7 +57,7 @@ describe('approval across a killed worker, through the CLI', () => {
     // turn 2: all done
     const { dir, config, env } = setup();
     const first = spawnKeel(['worker', '--config', config], { env });
-    processes.push(first);
+    track(first);
     await first.waitFor(/keel: worker \d+ on task queue/);
     const started = await runKeel(['run', 'guarded', 'record', 'it', '--detach', '--json', '--config', config]);
     expect(started.code).toBe(0);
@@ -74,7 +68,7 @@ describe('approval across a killed worker, through the CLI', () => {
     first.kill('SIGKILL');
     await first.exited;
     const second = spawnKeel(['worker', '--config', config], { env });
-    processes.push(second);
+    track(second);
     await second.waitFor(/keel: worker \d+ on task queue/);
 
     const unknown = await runKeel(['approve', runId, 'i77', '--config', config]);
@@ -101,7 +95,7 @@ describe('approval across a killed worker, through the CLI', () => {
   it('keel deny --reason refuses the budget hold and the run stops aborted', async () => {
     const { config, env } = setup();
     const worker = spawnKeel(['worker', '--config', config], { env });
-    processes.push(worker);
+    track(worker);
     await worker.waitFor(/keel: worker \d+ on task queue/);
     const { runId } = JSON.parse((await runKeel(['run', 'guarded', 'go', '--detach', '--json', '--config', config])).stdout);
     expect((await runKeel(['approve', runId, await waitForInterrupt(config, runId, 'approval'), '--config', config])).code).toBe(0);
@@ -114,10 +108,10 @@ describe('approval across a killed worker, through the CLI', () => {
   it('keel run says the run is waiting and how to decide, and keeps waiting', async () => {
     const { config, env } = setup();
     const worker = spawnKeel(['worker', '--config', config], { env });
-    processes.push(worker);
+    track(worker);
     await worker.waitFor(/keel: worker \d+ on task queue/);
     const run = spawnKeel(['run', 'guarded', 'go', '--config', config], { env });
-    processes.push(run);
+    track(run);
     await run.waitFor(/waiting for a decision on i1 \(approval\): record_fast\(\{\}\): Tool not in approved list: record_fast/);
     const runId = /run (run-[\w-]+) started/.exec(run.output())![1]!;
     expect(run.output()).toContain(`approve: npx keel approve ${runId} i1`);

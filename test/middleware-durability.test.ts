@@ -22,7 +22,7 @@ import { errorReply, scriptedModel, textReply, toolCallReply } from '../src/mode
 import { Registry } from '../src/registry';
 import { echo } from './fixtures/tools';
 import { capturedLogs, startTestWorker } from './support/harness';
-import { spawnKeel, type KeelProcess } from './support/processes';
+import { killAfterEach, spawnKeel } from './support/processes';
 
 const EventType = temporal.api.enums.v1.EventType;
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -33,13 +33,7 @@ async function events(client: KeelClient, runId: string): Promise<HistoryEvent[]
   return (await client.temporal.workflow.getHandle(runId).fetchHistory()).events ?? [];
 }
 
-const processes: KeelProcess[] = [];
-afterEach(async () => {
-  for (const process of processes.splice(0)) {
-    process.kill('SIGKILL');
-    await process.exited;
-  }
-});
+const track = killAfterEach(afterEach);
 
 describe('retry backoff', () => {
   it('survives a worker killed during the wait: the remaining wait is honoured, not reset', async () => {
@@ -58,7 +52,7 @@ describe('retry backoff', () => {
       }),
     );
     const first = spawnKeel(['worker', '--config', configPath]);
-    processes.push(first);
+    track(first);
     await first.waitFor(/keel: worker \d+ on task queue/);
     const client = await KeelClient.connect(loadConfig({ path: configPath }));
     try {
@@ -72,7 +66,7 @@ describe('retry backoff', () => {
       await first.exited;
       await new Promise((resolve) => setTimeout(resolve, 1000));
       const second = spawnKeel(['worker', '--config', configPath]);
-      processes.push(second);
+      track(second);
 
       const result = await handle.result();
       expect(result.text).toBe('recovered');

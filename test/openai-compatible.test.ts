@@ -5,12 +5,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runErrorOf } from '../src/client/keel-client';
-import { KeelError } from '../src/core/errors';
 import type { ModelRequest } from '../src/core/messages';
 import { defineAgent, type ModelContext } from '../src/define';
 import { openAICompatibleModel } from '../src/models/openai-compatible';
 import { Registry } from '../src/registry';
 import { add } from './fixtures/tools';
+import { keelFailure } from './support/errors';
 import { startTestWorker } from './support/harness';
 import { startFakeHttpServer, type FakeHttpServer } from './support/http-server';
 
@@ -36,15 +36,6 @@ const ok = (message: Record<string, unknown>, extra: Record<string, unknown> = {
   body: { id: 'x', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', ...message }, finish_reason: 'stop' }], ...extra },
 });
 
-async function failure(promise: Promise<unknown>): Promise<KeelError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (KeelError.isInstance(error)) return error;
-    throw error;
-  }
-  throw new Error('expected a failure');
-}
 
 describe('openai-compatible wire format', () => {
   it('sends messages, tools and the key; reads text, tool calls and usage', async () => {
@@ -103,7 +94,7 @@ describe('openai-compatible wire format', () => {
     const model = openAICompatibleModel({ name: 'openai/m', baseUrl: server.url });
     server.answer({ status: code, body: { error: { message: `upstream said ${code}` } } });
     server.requests.length = 0;
-    const error = await failure(model.generate(request, context));
+    const error = await keelFailure(model.generate(request, context));
     expect(error.status).toBe(status);
     expect(error.message).toContain(`HTTP ${code}: upstream said ${code}`);
     expect(server.requests).toHaveLength(1);
@@ -112,22 +103,22 @@ describe('openai-compatible wire format', () => {
   it('carries Retry-After (seconds) as retryAfterMs', async () => {
     const model = openAICompatibleModel({ name: 'openai/m', baseUrl: server.url });
     server.answer({ status: 429, body: { error: { message: 'slow down' } }, headers: { 'retry-after': '7' } });
-    const error = await failure(model.generate(request, context));
+    const error = await keelFailure(model.generate(request, context));
     expect(error.status).toBe('RESOURCE_EXHAUSTED');
     expect(error.details.retryAfterMs).toBe(7000);
   });
 
   it('reports an unreachable server as UNAVAILABLE', async () => {
     const model = openAICompatibleModel({ name: 'openai/m', baseUrl: 'http://127.0.0.1:1' });
-    expect((await failure(model.generate(request, context))).status).toBe('UNAVAILABLE');
+    expect((await keelFailure(model.generate(request, context))).status).toBe('UNAVAILABLE');
   });
 
   it('reports malformed tool arguments and unreadable bodies as INTERNAL', async () => {
     const model = openAICompatibleModel({ name: 'openai/m', baseUrl: server.url });
     server.answer(ok({ content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'add', arguments: '{not json' } }] }));
-    expect((await failure(model.generate(request, context))).message).toContain('malformed JSON arguments for tool "add"');
+    expect((await keelFailure(model.generate(request, context))).message).toContain('malformed JSON arguments for tool "add"');
     server.answer({ raw: 'not json at all' });
-    expect((await failure(model.generate(request, context))).status).toBe('INTERNAL');
+    expect((await keelFailure(model.generate(request, context))).status).toBe('INTERNAL');
   });
 
   it('takes base URL and key from OPENAI_BASE_URL / OPENAI_API_KEY', async () => {

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { KeelError } from '../core/errors';
 import type { FinishReason, Message, ModelRequest, ModelResponse, Part, Usage } from '../core/messages';
 import { defineModel, type Model } from '../define';
-import { httpError, transportError } from './http-errors';
+import { postJson } from './http';
 
 /** Options of an Anthropic model. */
 export interface AnthropicOptions {
@@ -126,46 +126,32 @@ export function anthropicModel(options: AnthropicOptions): Model {
         messages,
         ...(request.tools.length ? { tools: request.tools.map((tool) => ({ name: tool.name, description: tool.description, input_schema: tool.inputSchema })) } : {}),
       };
-      const timeoutMs = options.timeoutMs ?? 600_000;
-      const signal = AbortSignal.any([context.signal, AbortSignal.timeout(timeoutMs)]);
-      let response: Response;
-      try {
-        response = await fetch(`${baseUrl}/v1/messages`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'anthropic-version': ANTHROPIC_VERSION, ...(apiKey ? { 'x-api-key': apiKey } : {}) },
-          body: JSON.stringify(body),
-          signal,
-        });
-      } catch (error) {
-        if (!context.signal.aborted && signal.aborted) {
-          throw new KeelError('DEADLINE_EXCEEDED', `anthropic model "${options.name}" did not answer within ${timeoutMs} ms`, { modelName: options.name });
-        }
-        throw transportError('anthropic', options.name, error, context.signal);
-      }
-      if (!response.ok) {
-        const error = await httpError('anthropic', options.name, response);
+      const data = await postJson({
+        provider: 'anthropic',
+        model: options.name,
+        url: `${baseUrl}/v1/messages`,
+        headers: { 'anthropic-version': ANTHROPIC_VERSION, ...(apiKey ? { 'x-api-key': apiKey } : {}) },
+        body,
+        timeoutMs: options.timeoutMs ?? 600_000,
+        signal: context.signal,
+        schema: ResponseSchema,
         // 529 is Anthropic's "overloaded": a transient condition, not an internal error.
-        if (response.status === 529) throw new KeelError('UNAVAILABLE', error.message, error.details);
-        throw error;
-      }
-      const parsed = ResponseSchema.safeParse(await response.json().catch(() => undefined));
-      if (!parsed.success) {
-        throw new KeelError('INTERNAL', `anthropic model "${options.name}" sent a response keel cannot read: ${parsed.error.issues[0]?.message ?? 'bad shape'}`, { modelName: options.name });
-      }
+        adjustError: (httpStatus, error) => (httpStatus === 529 ? new KeelError('UNAVAILABLE', error.message, error.details) : error),
+      });
       const content: Part[] = [];
-      for (const block of parsed.data.content) {
+      for (const block of data.content) {
         if (block.type === 'text' && 'text' in block && typeof block.text === 'string') content.push({ text: block.text });
         else if (block.type === 'tool_use' && 'id' in block && typeof block.id === 'string' && 'name' in block && typeof block.name === 'string') {
           content.push({ toolRequest: { name: block.name, ref: block.id, input: 'input' in block ? block.input : {} } });
         }
       }
-      const raw = parsed.data.usage;
+      const raw = data.usage;
       const usage: Usage = {};
       if (raw?.input_tokens !== undefined) usage.inputTokens = raw.input_tokens;
       if (raw?.output_tokens !== undefined) usage.outputTokens = raw.output_tokens;
       if (raw?.input_tokens !== undefined && raw.output_tokens !== undefined) usage.totalTokens = raw.input_tokens + raw.output_tokens;
       if (typeof raw?.cache_read_input_tokens === 'number') usage.cachedContentTokens = raw.cache_read_input_tokens;
-      return { message: { role: 'model', content }, finishReason: finishReasonOf(parsed.data.stop_reason), usage };
+      return { message: { role: 'model', content }, finishReason: finishReasonOf(data.stop_reason), usage };
     },
   });
 }

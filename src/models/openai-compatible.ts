@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { KeelError } from '../core/errors';
 import type { FinishReason, Message, ModelRequest, ModelResponse, Part, Usage } from '../core/messages';
 import { defineModel, type Model } from '../define';
-import { httpError, transportError } from './http-errors';
+import { postJson } from './http';
 
 /** Options of an OpenAI-compatible model. */
 export interface OpenAICompatibleOptions {
@@ -115,27 +115,17 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
           ? { tools: request.tools.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.inputSchema } })) }
           : {}),
       };
-      const signal = AbortSignal.any([context.signal, AbortSignal.timeout(options.timeoutMs ?? 600_000)]);
-      let response: Response;
-      try {
-        response = await fetch(`${baseUrl}/chat/completions`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) },
-          body: JSON.stringify(body),
-          signal,
-        });
-      } catch (error) {
-        if (!context.signal.aborted && signal.aborted) {
-          throw new KeelError('DEADLINE_EXCEEDED', `openai-compatible model "${options.name}" did not answer within ${options.timeoutMs ?? 600_000} ms`, { modelName: options.name });
-        }
-        throw transportError('openai-compatible', options.name, error, context.signal);
-      }
-      if (!response.ok) throw await httpError('openai-compatible', options.name, response);
-      const parsed = ChatResponseSchema.safeParse(await response.json().catch(() => undefined));
-      if (!parsed.success) {
-        throw new KeelError('INTERNAL', `openai-compatible model "${options.name}" sent a response keel cannot read: ${parsed.error.issues[0]?.message ?? 'bad shape'}`, { modelName: options.name });
-      }
-      const choice = parsed.data.choices[0]!;
+      const data = await postJson({
+        provider: 'openai-compatible',
+        model: options.name,
+        url: `${baseUrl}/chat/completions`,
+        headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {},
+        body,
+        timeoutMs: options.timeoutMs ?? 600_000,
+        signal: context.signal,
+        schema: ChatResponseSchema,
+      });
+      const choice = data.choices[0]!;
       const content: Part[] = [];
       if (choice.message.content) content.push({ text: choice.message.content });
       for (const call of choice.message.tool_calls ?? []) {
@@ -148,7 +138,7 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
         content.push({ toolRequest: { name: call.function.name, ref: call.id, input } });
       }
       const usage: Usage = {};
-      const raw = parsed.data.usage;
+      const raw = data.usage;
       if (raw?.prompt_tokens !== undefined) usage.inputTokens = raw.prompt_tokens;
       if (raw?.completion_tokens !== undefined) usage.outputTokens = raw.completion_tokens;
       if (raw?.total_tokens !== undefined) usage.totalTokens = raw.total_tokens;

@@ -27,26 +27,12 @@ function loadModule(file: string): Record<string, unknown> {
   return load(file) as Record<string, unknown>;
 }
 
-/** A model from its config entry. */
+/** A model from its config entry; an HTTP provider's key comes from `apiKey` or the variable `apiKeyEnv` names. */
 export function modelFromConfig(entry: ModelConfig): Model {
   if (entry.provider === 'scripted') return scriptedModel({ name: entry.name, script: entry.script });
-  if (entry.provider === 'anthropic') {
-    return anthropicModel({
-      name: entry.name,
-      model: entry.model,
-      baseUrl: entry.baseUrl,
-      apiKey: entry.apiKey ?? (entry.apiKeyEnv ? process.env[entry.apiKeyEnv] : undefined),
-      maxTokens: entry.maxTokens,
-      config: entry.config,
-    });
-  }
-  return openAICompatibleModel({
-    name: entry.name,
-    model: entry.model,
-    baseUrl: entry.baseUrl,
-    apiKey: entry.apiKey ?? (entry.apiKeyEnv ? process.env[entry.apiKeyEnv] : undefined),
-    config: entry.config,
-  });
+  const { provider, apiKeyEnv, apiKey, ...options } = entry;
+  const key = apiKey ?? (apiKeyEnv ? process.env[apiKeyEnv] : undefined);
+  return provider === 'anthropic' ? anthropicModel({ ...options, apiKey: key }) : openAICompatibleModel({ ...options, apiKey: key });
 }
 
 /** Loads the config's modules and declarative entries into a registry. */

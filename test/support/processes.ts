@@ -38,6 +38,24 @@ export function spawnKeel(args: string[], { env = {}, cwd = ROOT }: { env?: Reco
   };
 }
 
+/**
+ * Keeps the keel processes a test file starts and kills them after each test (call once
+ * at the top level of the file); returns the function that registers one.
+ */
+export function killAfterEach(afterEachHook: (fn: () => Promise<void>) => void): (process: KeelProcess) => KeelProcess {
+  const running: KeelProcess[] = [];
+  afterEachHook(async () => {
+    for (const process of running.splice(0)) {
+      process.kill('SIGKILL');
+      await process.exited;
+    }
+  });
+  return (process) => {
+    running.push(process);
+    return process;
+  };
+}
+
 /** Runs `keel <args>` to completion. */
 export async function runKeel(args: string[], options: { env?: Record<string, string>; cwd?: string } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? ROOT, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
