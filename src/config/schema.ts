@@ -121,6 +121,8 @@ export const KeelConfigSchema = z
       .strict()
       .prefault({}),
     modules: z.array(z.string().min(1)).default([]),
+    /** Workflow-safe modules that call registerMiddleware; bundled with the workflow code. */
+    middlewareModules: z.array(z.string().min(1)).default([]),
     agents: z.array(AgentConfigSchema).default([]),
     models: z.array(ModelConfigSchema).default([]),
   })

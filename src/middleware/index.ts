@@ -12,6 +12,7 @@ export { toolApproval, toolApprovalMiddleware, ToolApprovalConfigSchema, DENIED_
 export type { ToolApprovalConfig } from './tool-approval';
 export { budget, budgetMiddleware, BudgetConfigSchema, BUDGET_METADATA_KEY } from './budget';
 export type { BudgetConfig } from './budget';
-export { BUILTIN_MIDDLEWARE, instantiateMiddleware } from './registry';
+export { BUILTIN_MIDDLEWARE, instantiateMiddleware, middlewareNames, registerMiddleware, registeredMiddleware } from './registry';
 export { composeStage } from './compose';
-export type { MiddlewareContext, MiddlewareDefinition, MiddlewareHooks, ModelCallParams, ToolCallParams, GenerateParams } from './types';
+export type { ContributedTool, MiddlewareContext, MiddlewareDefinition, MiddlewareHooks, ModelCallParams, ToolCallParams, GenerateParams, GenerateOutcome } from './types';
+export { ToolInterrupt, toolFail } from '../core/interrupts';

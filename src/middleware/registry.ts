@@ -1,7 +1,9 @@
 /**
- * The built-in middleware, by name, and the step that turns `{ name, config }` refs into
- * hooks. Pure: runs in the workflow, so a run's middleware is fully described by its JSON.
+ * The middleware keel knows, by name (the built-ins, plus any a `middlewareModules` file
+ * registers), and the step that turns `{ name, config }` refs into hooks. Pure: runs in the
+ * workflow, so a run's middleware is fully described by its JSON.
  */
+import type { z } from 'zod';
 import { KeelError } from '../core/errors';
 import { describeZodError } from '../core/schema-errors';
 import type { MiddlewareRef } from '../core/run';
@@ -32,6 +34,34 @@ export const BUILTIN_MIDDLEWARE: Readonly<Record<string, MiddlewareDefinition>> 
   ]),
 );
 
+const registered: Record<string, MiddlewareDefinition> = { ...BUILTIN_MIDDLEWARE };
+
+/**
+ * Registers a middleware of your own under `definition.name`. Call it at the top level of
+ * a module listed under `middlewareModules` in temporal.yaml: the worker bundles that
+ * module with the workflow code, so it must be deterministic (no I/O, clock or randomness
+ * except through @temporalio/workflow), like the built-ins.
+ */
+export function registerMiddleware<Schema extends z.ZodType>(definition: MiddlewareDefinition<Schema>): void {
+  const existing = registered[definition.name];
+  if (existing && existing !== (definition as unknown as MiddlewareDefinition)) {
+    throw new KeelError('ALREADY_EXISTS', `middleware "${definition.name}" is already registered`);
+  }
+  registered[definition.name] = definition as unknown as MiddlewareDefinition;
+}
+
+/** Every registered middleware, by name (reference aliases included). */
+export function registeredMiddleware(): Readonly<Record<string, MiddlewareDefinition>> {
+  return registered;
+}
+
+/** Registered names without the reference aliases, sorted (for messages). */
+export function middlewareNames(registry: Readonly<Record<string, MiddlewareDefinition>> = registered): string[] {
+  return Object.keys(registry)
+    .filter((name) => !name.includes('/') || registry[name]!.name === name)
+    .sort();
+}
+
 /**
  * Validates each ref's config against its middleware's schema and creates its hooks,
  * in order (first = outermost). Unknown name → NOT_FOUND; bad config → INVALID_ARGUMENT
@@ -40,12 +70,12 @@ export const BUILTIN_MIDDLEWARE: Readonly<Record<string, MiddlewareDefinition>> 
 export function instantiateMiddleware(
   refs: readonly MiddlewareRef[],
   context: SharedMiddlewareContext,
-  registry: Readonly<Record<string, MiddlewareDefinition>> = BUILTIN_MIDDLEWARE,
+  registry: Readonly<Record<string, MiddlewareDefinition>> = registered,
 ): MiddlewareHooks[] {
   return refs.map((ref, index) => {
     const definition = registry[ref.name];
     if (!definition) {
-      const known = Object.keys(registry).filter((name) => !name.includes('/')).sort();
+      const known = middlewareNames(registry);
       throw new KeelError(
         'NOT_FOUND',
         `middleware "${ref.name}" (use[${index}]) is not registered; known middleware: ${known.length ? known.join(', ') : '(none)'}`,

@@ -1,7 +1,7 @@
 /**
- * Bundles the workflow code once and caches the bundle on disk, keyed by a hash of the
- * sources it is built from, so a worker (or a test) starts in a second after the first
- * build. Node side.
+ * Bundles the workflow code (plus any middleware modules the config lists) once and caches
+ * the bundle on disk, keyed by a hash of the sources it is built from, so a worker (or a
+ * test) starts in a second after the first build. Node side.
  */
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { createHash } from 'node:crypto';
@@ -23,23 +23,49 @@ function sourceFiles(dir: string): string[] {
   return out;
 }
 
-/** Hash of every source file and the lockfile: a change to either means a new bundle. */
-export function bundleHash(): string {
+/**
+ * Hash of every source file, the lockfile, and each middleware module with the other
+ * sources in its folder: a change to any of them means a new bundle.
+ */
+export function bundleHash(middlewareModules: readonly string[] = []): string {
   const hash = createHash('sha256');
   for (const file of sourceFiles(join(PACKAGE_ROOT, 'src'))) {
     hash.update(file.slice(PACKAGE_ROOT.length)).update(readFileSync(file));
+  }
+  for (const module of middlewareModules) {
+    hash.update(module);
+    const folder = dirname(module);
+    for (const entry of readdirSync(folder).sort()) {
+      const full = join(folder, entry);
+      if (/\.[cm]?[jt]s$/.test(entry) && statSync(full).isFile()) hash.update(full).update(readFileSync(full));
+    }
   }
   const lock = join(PACKAGE_ROOT, 'package-lock.json');
   if (existsSync(lock)) hash.update(readFileSync(lock));
   return hash.digest('hex').slice(0, 16);
 }
 
+/** Options of `workflowBundlePath`. */
+export interface WorkflowBundleOptions {
+  cacheDir?: string;
+  /** Absolute paths of modules that register middleware; bundled before the workflow. */
+  middlewareModules?: readonly string[];
+}
+
 /** Path of a bundle of the current workflow code, building it if the cache has none. */
-export async function workflowBundlePath({ cacheDir = join(PACKAGE_ROOT, '.keel', 'cache') }: { cacheDir?: string } = {}): Promise<string> {
-  const path = join(cacheDir, `workflow-bundle-${bundleHash()}.js`);
+export async function workflowBundlePath({ cacheDir = join(PACKAGE_ROOT, '.keel', 'cache'), middlewareModules = [] }: WorkflowBundleOptions = {}): Promise<string> {
+  const key = bundleHash(middlewareModules);
+  const path = join(cacheDir, `workflow-bundle-${key}.js`);
   if (existsSync(path)) return path;
-  const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger });
-  mkdirSync(dirname(path), { recursive: true });
+  mkdirSync(cacheDir, { recursive: true });
+  let workflowsPath = WORKFLOWS_PATH;
+  if (middlewareModules.length) {
+    // An entry that loads the middleware modules (they register themselves) before the workflow.
+    workflowsPath = join(cacheDir, `workflow-entry-${key}.ts`);
+    const imports = middlewareModules.map((module) => `import ${JSON.stringify(module)};`).join('\n');
+    writeFileSync(workflowsPath, `${imports}\nexport { generateWorkflow } from ${JSON.stringify(WORKFLOWS_PATH.replace(/\.ts$/, ''))};\n`);
+  }
+  const { code } = await bundleWorkflowCode({ workflowsPath, logger: quietLogger });
   const temporary = `${path}.${process.pid}.tmp`;
   writeFileSync(temporary, code);
   renameSync(temporary, path);

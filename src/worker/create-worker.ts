@@ -3,8 +3,9 @@
  * config's task queue. Start several (processes or machines) on one queue to scale out.
  * Node side.
  */
-import { Worker, type NativeConnection } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
+import { Worker, type NativeConnection } from '@temporalio/worker';
+import { resolve } from 'node:path';
 import { createActivities } from '../activities/create-activities';
 import type { KeelConfig } from '../config/schema';
 import type { Registry } from '../registry';
@@ -28,7 +29,7 @@ export async function createKeelWorker({ config, registry, connection, client, t
     connection,
     namespace: config.temporal.namespace,
     taskQueue: taskQueue ?? config.taskQueue,
-    workflowBundle: { codePath: bundlePath ?? (await workflowBundlePath()) },
+    workflowBundle: { codePath: bundlePath ?? (await workflowBundlePath({ middlewareModules: config.middlewareModules.map((module) => resolve(config.baseDir, module)) })) },
     activities: createActivities({ registry, config, client }),
     maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivityTaskExecutions,
     maxConcurrentWorkflowTaskExecutions: config.worker.maxConcurrentWorkflowTaskExecutions,

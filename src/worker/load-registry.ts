@@ -7,7 +7,7 @@ import { resolve } from 'node:path';
 import { createRequire } from 'node:module';
 import { ConfigError } from '../config/load';
 import { describeZodError } from '../core/schema-errors';
-import { BUILTIN_MIDDLEWARE } from '../middleware/registry';
+import { middlewareNames, registeredMiddleware } from '../middleware/registry';
 import type { KeelConfig, ModelConfig } from '../config/schema';
 import { defineAgent, type Model } from '../define';
 import { anthropicModel } from '../models/anthropic';
@@ -36,7 +36,16 @@ export function modelFromConfig(entry: ModelConfig): Model {
 }
 
 /** Loads the config's modules and declarative entries into a registry. */
-export async function loadRegistry(config: Pick<KeelConfig, 'modules' | 'models' | 'agents' | 'baseDir'>, registry = new Registry()): Promise<Registry> {
+export async function loadRegistry(config: Pick<KeelConfig, 'modules' | 'models' | 'agents' | 'baseDir'> & Partial<Pick<KeelConfig, 'middlewareModules'>>, registry = new Registry()): Promise<Registry> {
+  // Middleware modules register themselves; loading them here too lets configs be checked now.
+  for (const [index, modulePath] of (config.middlewareModules ?? []).entries()) {
+    const file = resolve(config.baseDir, modulePath);
+    try {
+      loadModule(file);
+    } catch (error) {
+      throw new ConfigError(`middlewareModules[${index}]: cannot load ${file}: ${(error as Error).message}`);
+    }
+  }
   for (const [index, modulePath] of config.modules.entries()) {
     const file = resolve(config.baseDir, modulePath);
     let exports: Record<string, unknown>;
@@ -60,10 +69,9 @@ export async function loadRegistry(config: Pick<KeelConfig, 'modules' | 'models'
   }
   for (const [index, entry] of config.agents.entries()) {
     for (const [useIndex, ref] of entry.use.entries()) {
-      const definition = BUILTIN_MIDDLEWARE[ref.name];
+      const definition = registeredMiddleware()[ref.name];
       if (!definition) {
-        const known = Object.keys(BUILTIN_MIDDLEWARE).filter((name) => !name.includes('/')).sort();
-        throw new ConfigError(`agents[${index}].use[${useIndex}].name: unknown middleware "${ref.name}"; known: ${known.join(', ')}`);
+        throw new ConfigError(`agents[${index}].use[${useIndex}].name: unknown middleware "${ref.name}"; known: ${middlewareNames().join(', ')}`);
       }
       const parsed = definition.configSchema.safeParse(ref.config);
       if (!parsed.success) throw new ConfigError(`agents[${index}].use[${useIndex}] (${ref.name}): ${describeZodError(parsed.error, 'config')}`);

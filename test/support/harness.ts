@@ -55,7 +55,9 @@ export async function startTestWorker(registry: Registry, overrides: KeelConfigI
   quietRuntime();
   const config = testConfig(overrides);
   const [connection, temporal] = await Promise.all([connectWorker(config), connectClient(config)]);
-  const worker = await createKeelWorker({ config, registry, connection, client: temporal, bundlePath: inject('bundlePath') });
+  // The shared bundle has the built-in middleware only; a config with middleware modules gets its own.
+  const bundlePath = config.middlewareModules.length ? undefined : inject('bundlePath');
+  const worker = await createKeelWorker({ config, registry, connection, client: temporal, bundlePath });
   const running = worker.run();
   const client = new KeelClient(temporal, config.taskQueue);
   return {
