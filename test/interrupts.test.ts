@@ -86,6 +86,21 @@ describe('update resume', () => {
   });
 });
 
+describe('cancel while waiting', () => {
+  it('ends the run cancelled, with no interrupt left pending and the held tool never run', async () => {
+    const { name } = agentWith({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }, { text: 'about to delete' }), textReply('never')] });
+    const handle = await worker.client.start(name, 'go');
+    const id = await waitForInterrupt(handle);
+    await handle.cancel();
+    expect((await handle.result().then(() => undefined, runErrorOf))?.status).toBe('CANCELLED');
+    expect(await handle.status()).toMatchObject({ state: 'cancelled', finishReason: 'aborted', text: 'about to delete', interrupts: [] });
+    const late = await handle.approve(id).then(() => undefined, runErrorOf);
+    expect(late).toBeDefined();
+    const history = await worker.client.temporal.workflow.getHandle(handle.runId).fetchHistory();
+    expect((history.events ?? []).filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'callTool')).toHaveLength(0);
+  });
+});
+
 describe('signal resume', () => {
   it('accepts a decision as a signal and ignores an invalid one', async () => {
     const { name } = agentWith({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }), textReply('done')] });
