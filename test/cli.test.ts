@@ -155,6 +155,16 @@ describe('keel run / status / abort', () => {
       .toBe('cancelled');
   });
 
+  it('reports status from Temporal itself when no worker answers', async () => {
+    const orphanConfig = writeConfig('no-worker.yaml', { temporal: { address: worker.config.temporal.address }, taskQueue: `nobody-${Date.now()}`, server: { enabled: false } });
+    const detached = await runKeel(['run', 'good', 'hi', '--detach', '--json', '--config', orphanConfig]);
+    const { runId } = JSON.parse(detached.stdout);
+    const status = await runKeel(['status', runId, '--json', '--config', orphanConfig]);
+    expect(status.code).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({ runId, status: 'running', turn: 0, interrupts: [] });
+    expect((await runKeel(['abort', runId, '--config', orphanConfig])).code).toBe(0);
+  });
+
   it('exits 1 for the status of an unknown run', async () => {
     const { code, stderr } = await runKeel(['status', 'run-does-not-exist', '--config', config]);
     expect(code).toBe(1);
