@@ -116,9 +116,6 @@ export const tripPlanner = defineAgent({
   use: [toolApproval({ allowedTools: ['lookup_weather', 'convert_currency'] })],
 });
 
-/** The prompt the demo sends. */
-export const DEMO_PROMPT = 'Lisbon or Porto tomorrow? Compare the weather and tell me what a 25 EUR train ticket costs in USD.';
-
 /** The README tour's agent: one slow step, then a line written to a file. */
 export const tourModel = scriptedModel({
   name: 'scripted/tour',
