@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Message } from '../core/messages';
-import { turnUserTexts } from './tool-approval';
+import { turnUserTexts, verdictOf } from './tool-approval';
 
 describe('what the judge sees of the conversation', () => {
   it('takes the text the user wrote in this turn only', () => {
@@ -24,5 +24,19 @@ describe('what the judge sees of the conversation', () => {
 
   it('is empty when the conversation does not end with the user', () => {
     expect(turnUserTexts([{ role: 'user', content: [{ text: 'hi' }] }, { role: 'model', content: [{ text: 'hello' }] }])).toEqual([]);
+  });
+});
+
+describe("reading the judge's verdict", () => {
+  it.each([
+    ['allow', 'allow'],
+    ['Allow.', 'allow'],
+    ['  "deny"\n', 'deny'],
+    ['**ASK**', 'ask'],
+    ['probably fine', undefined],
+    ['allow, I think', undefined],
+    ['', undefined],
+  ] as const)('%j → %s', (answer, verdict) => {
+    expect(verdictOf(answer)).toBe(verdict);
   });
 });

@@ -32,6 +32,19 @@ export const JUDGE_INSTRUCTIONS = [
 /** The judge's possible verdicts. */
 export const VERDICTS = ['allow', 'deny', 'ask'] as const;
 
+/**
+ * The verdict in a judge's answer: the whole answer, ignoring case, surrounding quotes,
+ * markup and final punctuation ("Allow." counts, "probably fine" does not). Providers that
+ * cannot constrain output to an enum still work.
+ */
+export function verdictOf(text: string): (typeof VERDICTS)[number] | undefined {
+  const word = text
+    .trim()
+    .toLowerCase()
+    .replace(/^[\s"'`*_]+|[\s"'`*_.!]+$/g, '');
+  return (VERDICTS as readonly string[]).includes(word) ? (word as (typeof VERDICTS)[number]) : undefined;
+}
+
 /** ToolApproval's config. */
 export const ToolApprovalConfigSchema = z
   .object({
@@ -109,17 +122,18 @@ export const toolApprovalMiddleware: MiddlewareDefinition<typeof ToolApprovalCon
           output: { format: 'enum', enum: [...VERDICTS] },
           ...(config.judge.config ? { config: config.judge.config } : {}),
         };
-        let verdict: string | undefined;
+        let answer: string | undefined;
         try {
           const response = await context.callModel(config.judge.name, judgeRequest);
-          verdict = messageText(response.message).trim().toLowerCase();
+          answer = messageText(response.message);
         } catch (error) {
           log.warn('approval judge failed', { tool: name, judge: config.judge.name, error: (error as Error).message });
         }
+        const verdict = answer === undefined ? undefined : verdictOf(answer);
         if (verdict === 'allow') return next(params);
         if (verdict === 'deny') throw toolFail(JUDGE_DENIED_MESSAGE);
         if (verdict === 'ask') throw hold(name, { judge: 'ask' }, `Approval judge asked to confirm tool: ${name}`);
-        if (verdict !== undefined) log.warn('approval judge gave no verdict', { tool: name, judge: config.judge.name, answer: verdict.slice(0, 200) });
+        if (answer !== undefined) log.warn('approval judge gave no verdict', { tool: name, judge: config.judge.name, answer: answer.slice(0, 200) });
         throw hold(name, { judge: 'failed' }, `Approval judge failed on tool: ${name}`);
       },
     };
