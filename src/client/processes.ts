@@ -12,11 +12,16 @@ import { loadRegistry } from '../worker/load-registry';
 
 let runtimeInstalled = false;
 
-/** Installs the SDK runtime once, logging warnings and errors only. */
+const LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'] as const;
+
+/** Installs the SDK runtime once, logging at $KEEL_LOG_LEVEL (default WARN). */
 export function installRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
-  Runtime.install({ logger: new DefaultLogger((process.env.KEEL_LOG_LEVEL as 'WARN' | undefined) ?? 'WARN') });
+  const wanted = (process.env.KEEL_LOG_LEVEL ?? 'WARN').toUpperCase();
+  const level = (LOG_LEVELS as readonly string[]).includes(wanted) ? (wanted as (typeof LOG_LEVELS)[number]) : 'WARN';
+  if (level !== wanted) process.stderr.write(`keel: KEEL_LOG_LEVEL=${process.env.KEEL_LOG_LEVEL} is not one of ${LOG_LEVELS.join(', ')}; using WARN\n`);
+  Runtime.install({ logger: new DefaultLogger(level) });
 }
 
 function waitForSignal(): Promise<NodeJS.Signals> {
