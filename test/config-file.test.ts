@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config/load';
 import { loadRegistry } from '../src/worker/load-registry';
+import { scheduledActivities } from './support/history';
 import { startTestWorker } from './support/harness';
 import { ROOT } from './support/processes';
 
@@ -21,8 +22,11 @@ describe('temporal.yaml of the repository', () => {
     rmSync(out, { force: true });
     const worker = await startTestWorker(registry);
     try {
-      const result = await worker.client.run('helper', 'note this');
+      const handle = await worker.client.start('helper', 'note this');
+      const result = await handle.result();
       expect(result.text).toBe('done');
+      // the scripted UNAVAILABLE on call 2 was retried by the agent's Retry middleware
+      expect(await scheduledActivities(worker.client.temporal, handle.runId)).toEqual(['callModel', 'callTool', 'callModel', 'callModel']);
       expect(result.messages[0]).toEqual({ role: 'system', content: [{ text: 'You are helpful.' }] });
       expect(result.usage).toEqual({ inputTokens: 10, outputTokens: 5 });
       expect(existsSync(out) && readFileSync(out, 'utf8')).toBe('one\n');
