@@ -8,8 +8,10 @@ import type { Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import { KeelError, toApplicationFailure, toKeelError } from '../core/errors';
+import { TOOL_INTERRUPT_FAILURE } from '../core/interrupts';
 import { ModelResponseSchema, type ModelRequest, type ModelResponse } from '../core/messages';
-import type { AgentSpec, CallModelInput, CallToolInput, ResolveAgentInput, ResolvedTool, ValidateToolOutputInput } from '../core/run';
+import type { ToolDefinition } from '../core/messages';
+import type { AgentSpec, CallModelInput, CallToolInput, ResolveAgentInput, ValidateToolOutputInput } from '../core/run';
 import { describeZodError, firstIssuePath } from '../core/schema-errors';
 import type { KeelConfig } from '../config/schema';
 import type { Tool } from '../define';
@@ -34,7 +36,7 @@ export function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
   return json;
 }
 
-function describeTool(tool: Tool): ResolvedTool {
+function describeTool(tool: Tool): ToolDefinition {
   return {
     name: tool.name,
     description: tool.description,
@@ -42,9 +44,6 @@ function describeTool(tool: Tool): ResolvedTool {
     ...(tool.output ? { outputSchema: jsonSchemaOf(tool.output) } : {}),
   };
 }
-
-/** Failure type of a tool's request to interrupt (the workflow turns it into a hold). */
-export const TOOL_INTERRUPT_FAILURE = 'KEEL_INTERRUPT';
 
 const INTERRUPT_REQUEST = '__keelInterruptRequest';
 

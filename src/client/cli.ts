@@ -86,6 +86,16 @@ async function connect(config: KeelConfig): Promise<KeelClient> {
   }
 }
 
+/** Runs `work` with a connected client, closing it afterwards. */
+async function withClient<T>(config: KeelConfig, work: (client: KeelClient) => Promise<T>): Promise<T> {
+  const client = await connect(config);
+  try {
+    return await work(client);
+  } finally {
+    await client.close();
+  }
+}
+
 /** The JSON shape of a finished or failed run (DESIGN §9, `keel run`). */
 function runSummary(runId: string, result: RunResult | undefined, error: KeelError | undefined, status: RunStatus | undefined) {
   return {
@@ -113,8 +123,7 @@ async function commandRun(config: KeelConfig, positionals: string[], options: Cl
   const [agent, ...words] = positionals;
   if (!agent || words.length === 0) throw new UsageError('keel run needs an agent and a prompt: keel run <agent> <prompt...>');
   if (options.session) throw new UsageError('--session is not available yet: sessions arrive with a later issue');
-  const client = await connect(config);
-  try {
+  return withClient(config, async (client) => {
     const handle = await client.start(agent, words.join(' '));
     if (options.detach) {
       print(options.json, { runId: handle.runId, status: 'running' }, handle.runId);
@@ -136,16 +145,13 @@ async function commandRun(config: KeelConfig, positionals: string[], options: Cl
       else process.stderr.write(`run ${handle.runId} failed: ${failure.status}: ${failure.message}\n`);
       return EXIT.failed;
     }
-  } finally {
-    await client.close();
-  }
+  });
 }
 
 async function commandStatus(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
   const [runId] = positionals;
   if (!runId) throw new UsageError('keel status needs a run id');
-  const client = await connect(config);
-  try {
+  return withClient(config, async (client) => {
     const handle = client.getHandle(runId);
     let description;
     try {
@@ -174,43 +180,39 @@ async function commandStatus(config: KeelConfig, positionals: string[], options:
       ...(error ? { error: error.toJSON() } : status?.error ? { error: status.error } : {}),
     });
     return EXIT.ok;
-  } finally {
-    await client.close();
-  }
+  });
 }
 
 async function commandAbort(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
   const [runId] = positionals;
   if (!runId) throw new UsageError('keel abort needs a run id');
-  const client = await connect(config);
-  try {
-    await client.getHandle(runId).cancel();
-    print(options.json, { runId, status: 'cancelling' }, `cancellation requested for ${runId}`);
-    return EXIT.ok;
-  } catch (error) {
-    process.stderr.write(`keel abort: ${runErrorOf(error).message}\n`);
-    return EXIT.failed;
-  } finally {
-    await client.close();
-  }
+  return withClient(config, async (client) => {
+    try {
+      await client.getHandle(runId).cancel();
+      print(options.json, { runId, status: 'cancelling' }, `cancellation requested for ${runId}`);
+      return EXIT.ok;
+    } catch (error) {
+      process.stderr.write(`keel abort: ${runErrorOf(error).message}\n`);
+      return EXIT.failed;
+    }
+  });
 }
 
 async function commandDecide(config: KeelConfig, command: 'approve' | 'deny', positionals: string[], options: CliOptions): Promise<number> {
   const [runId, interruptId] = positionals;
   if (!runId || !interruptId) throw new UsageError(`keel ${command} needs a run id and an interrupt id: keel ${command} <runId> <interruptId>`);
-  const client = await connect(config);
-  try {
-    const handle = client.getHandle(runId);
-    const accepted = command === 'approve' ? await handle.approve(interruptId, { reason: options.reason }) : await handle.deny(interruptId, options.reason);
-    print(options.json, { runId, ...accepted, approved: command === 'approve' }, `${command === 'approve' ? 'approved' : 'denied'} ${accepted.decided.join(', ')} of run ${runId}`);
-    return EXIT.ok;
-  } catch (error) {
-    const failure = runErrorOf(error);
-    process.stderr.write(`keel ${command}: ${failure.message}\n`);
-    return EXIT.failed;
-  } finally {
-    await client.close();
-  }
+  return withClient(config, async (client) => {
+    try {
+      const handle = client.getHandle(runId);
+      const accepted = command === 'approve' ? await handle.approve(interruptId, { reason: options.reason }) : await handle.deny(interruptId, options.reason);
+      print(options.json, { runId, ...accepted, approved: command === 'approve' }, `${command === 'approve' ? 'approved' : 'denied'} ${accepted.decided.join(', ')} of run ${runId}`);
+      return EXIT.ok;
+    } catch (error) {
+      const failure = runErrorOf(error);
+      process.stderr.write(`keel ${command}: ${failure.message}\n`);
+      return EXIT.failed;
+    }
+  });
 }
 
 function notYet(command: string): number {

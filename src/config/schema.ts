@@ -54,7 +54,19 @@ export const WorkerConfigSchema = z
   })
   .strict();
 
-/** A model declared in the config: scripted, or an OpenAI-compatible endpoint. */
+/** Fields every HTTP model entry has. */
+const HttpModelFields = {
+  name: z.string().min(1),
+  /** The provider's model id; defaults to the part of `name` after the first `/`. */
+  model: z.string().optional(),
+  baseUrl: z.string().url().optional(),
+  apiKey: z.string().optional(),
+  /** Name of an environment variable holding the API key. */
+  apiKeyEnv: z.string().optional(),
+  config: z.record(z.string(), z.unknown()).optional(),
+};
+
+/** A model declared in the config: scripted, an OpenAI-compatible endpoint, or Anthropic. */
 export const ModelConfigSchema = z.union([
   z
     .object({
@@ -63,31 +75,8 @@ export const ModelConfigSchema = z.union([
       script: z.array(ScriptedReplySchema),
     })
     .strict(),
-  z
-    .object({
-      name: z.string().min(1),
-      provider: z.literal('openai-compatible'),
-      model: z.string().optional(),
-      baseUrl: z.string().url().optional(),
-      apiKey: z.string().optional(),
-      /** Name of an environment variable holding the API key. */
-      apiKeyEnv: z.string().optional(),
-      config: z.record(z.string(), z.unknown()).optional(),
-    })
-    .strict(),
-  z
-    .object({
-      name: z.string().min(1),
-      provider: z.literal('anthropic'),
-      model: z.string().optional(),
-      baseUrl: z.string().url().optional(),
-      apiKey: z.string().optional(),
-      /** Name of an environment variable holding the API key. */
-      apiKeyEnv: z.string().optional(),
-      maxTokens: z.number().int().min(1).optional(),
-      config: z.record(z.string(), z.unknown()).optional(),
-    })
-    .strict(),
+  z.object({ ...HttpModelFields, provider: z.literal('openai-compatible') }).strict(),
+  z.object({ ...HttpModelFields, provider: z.literal('anthropic'), maxTokens: z.number().int().min(1).optional() }).strict(),
 ]);
 export type ModelConfig = z.infer<typeof ModelConfigSchema>;
 

@@ -10,6 +10,9 @@ import { KeelError } from './errors';
 /** The stage name a tool's own interrupt is raised by. */
 export const TOOL_STAGE = 'tool';
 
+/** Failure type with which a tool activity asks for an interrupt (ToolContext.interrupt). */
+export const TOOL_INTERRUPT_FAILURE = 'KEEL_INTERRUPT';
+
 const INTERRUPT_MARK = '__keelToolInterrupt';
 
 /** A held tool call, thrown by the stage that holds it. */
@@ -56,15 +59,12 @@ export const DecisionSchema = z.union([
 ]);
 export type Decision = z.infer<typeof DecisionSchema>;
 
-/** What a restart delivers to the stage that raised the hold. */
-export interface Resumed {
+/** Where a restart of a held call is headed, as the wrapTool chain sees it. */
+export interface ResumeTarget {
+  /** The stage that raised the hold. */
   raisedBy: string;
   /** The decision's payload; `true` for a bare restart. */
   payload: Record<string, unknown> | true;
-}
-
-/** Where a restart of a held call is headed, as the wrapTool chain sees it. */
-export interface ResumeTarget extends Resumed {
   /** Index in the chain of the stage that raised the hold (hooks.length for the tool). */
   stageIndex: number;
 }

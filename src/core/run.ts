@@ -119,10 +119,6 @@ export const ActivitySpecSchema = z.object({
 });
 export type ActivitySpec = z.infer<typeof ActivitySpecSchema>;
 
-/** A tool of a resolved agent: where it runs and what the model sees. */
-export const ResolvedToolSchema = ToolDefinitionSchema;
-export type ResolvedTool = z.infer<typeof ResolvedToolSchema>;
-
 /**
  * An agent as the workflow sees it, resolved by a local activity at the start of the run
  * (so a changed definition never breaks replay of a run under way).
@@ -134,7 +130,7 @@ export const AgentSpecSchema = z.object({
   system: z.string().optional(),
   /** Model config sent with every request of the run (temperature, ...). */
   config: z.record(z.string(), z.unknown()).optional(),
-  tools: z.array(ResolvedToolSchema),
+  tools: z.array(ToolDefinitionSchema),
   use: z.array(MiddlewareRefSchema),
   maxTurns: z.number().int(),
   activities: z.object({ model: ActivitySpecSchema, tool: ActivitySpecSchema }),

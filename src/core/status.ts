@@ -30,27 +30,6 @@ export const StatusNameSchema = z.enum(STATUS_NAMES);
 /** One of the canonical status names. */
 export type StatusName = z.infer<typeof StatusNameSchema>;
 
-/** HTTP status of each status name, as the reference maps them. */
-export const STATUS_HTTP_CODES: Record<StatusName, number> = {
-  OK: 200,
-  CANCELLED: 499,
-  UNKNOWN: 500,
-  INVALID_ARGUMENT: 400,
-  DEADLINE_EXCEEDED: 504,
-  NOT_FOUND: 404,
-  ALREADY_EXISTS: 409,
-  PERMISSION_DENIED: 403,
-  RESOURCE_EXHAUSTED: 429,
-  FAILED_PRECONDITION: 400,
-  ABORTED: 409,
-  OUT_OF_RANGE: 400,
-  UNIMPLEMENTED: 501,
-  INTERNAL: 500,
-  UNAVAILABLE: 503,
-  DATA_LOSS: 500,
-  UNAUTHENTICATED: 401,
-};
-
 /** True when `value` is one of the canonical status names. */
 export function isStatusName(value: unknown): value is StatusName {
   return typeof value === 'string' && (STATUS_NAMES as readonly string[]).includes(value);

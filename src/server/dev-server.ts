@@ -72,6 +72,16 @@ export interface DevServer {
   stop: () => Promise<void>;
 }
 
+/** Asks the frontend at `address` for its system info; throws when it does not answer. */
+async function probe(address: string, timeoutMs: number): Promise<void> {
+  const connection = await Connection.connect({ address, connectTimeout: timeoutMs });
+  try {
+    await connection.workflowService.getSystemInfo({});
+  } finally {
+    await connection.close();
+  }
+}
+
 /** Polls the frontend until it answers a system-info request. */
 export async function waitForServer(address: string, timeoutMs = 60_000, isAlive: () => boolean = () => true): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -79,13 +89,7 @@ export async function waitForServer(address: string, timeoutMs = 60_000, isAlive
   while (Date.now() < deadline) {
     if (!isAlive()) throw new ServerError(`temporal server at ${address} exited before it was ready`);
     try {
-      const connection = await Connection.connect({ address, connectTimeout: '2 seconds' });
-      try {
-        await connection.workflowService.getSystemInfo({});
-        return;
-      } finally {
-        await connection.close();
-      }
+      return await probe(address, 2000);
     } catch (error) {
       lastError = error;
       await new Promise((done) => setTimeout(done, 250));
@@ -96,17 +100,10 @@ export async function waitForServer(address: string, timeoutMs = 60_000, isAlive
 
 /** True when a Temporal frontend answers at `address` within `timeoutMs`. */
 export async function isServerReachable(address: string, timeoutMs = 2000): Promise<boolean> {
-  try {
-    const connection = await Connection.connect({ address, connectTimeout: timeoutMs });
-    try {
-      await connection.workflowService.getSystemInfo({});
-      return true;
-    } finally {
-      await connection.close();
-    }
-  } catch {
-    return false;
-  }
+  return probe(address, timeoutMs).then(
+    () => true,
+    () => false,
+  );
 }
 
 /** Starts `temporal server start-dev` and resolves once it answers. */

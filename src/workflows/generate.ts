@@ -22,7 +22,7 @@ import {
 } from '@temporalio/workflow';
 import type { ActivityOptions } from '@temporalio/workflow';
 import { KeelError, fromApplicationFailure, toApplicationFailure, toKeelError } from '../core/errors';
-import { TOOL_STAGE, ToolInterrupt, isToolFail, type Decision, type ResumeTarget } from '../core/interrupts';
+import { TOOL_INTERRUPT_FAILURE, TOOL_STAGE, ToolInterrupt, isToolFail, type Decision, type ResumeTarget } from '../core/interrupts';
 import {
   addUsage,
   messageText,
@@ -55,8 +55,6 @@ const { resolveAgent, validateToolOutput } = proxyLocalActivities<KeelActivities
  */
 const MAX_MODEL_REQUEST_BYTES = 3.5 * 1024 * 1024;
 
-/** Failure type a tool activity uses to ask for an interrupt (ToolContext.interrupt); see activities. */
-const TOOL_INTERRUPT_FAILURE = 'KEEL_INTERRUPT';
 
 /** Byte length of a string in UTF-8 (no Buffer or TextEncoder needed in the sandbox). */
 function utf8Length(text: string): number {

@@ -18,8 +18,3 @@ export async function markerCount(client: Client, runId: string): Promise<number
   return (history.events ?? []).filter((event) => event.eventType === EventType.EVENT_TYPE_MARKER_RECORDED).length;
 }
 
-/** Size in bytes of the run's history as the server stores it. */
-export async function historyBytes(client: Client, runId: string): Promise<number> {
-  const history = await client.workflow.getHandle(runId).fetchHistory();
-  return temporal.api.history.v1.History.encode(history).finish().length;
-}
