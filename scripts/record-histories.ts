@@ -14,6 +14,7 @@ import { findTemporalBinary, startDevServer } from '../src/server/dev-server';
 import { connectClient, connectWorker } from '../src/worker/connect';
 import { createKeelWorker } from '../src/worker/create-worker';
 import { SCENARIOS, scenarioRegistry } from '../test/histories/scenarios';
+import { answerInterrupts } from '../test/support/answer-interrupts';
 import { freePort } from '../test/support/free-port';
 
 async function main(): Promise<void> {
@@ -40,23 +41,11 @@ async function main(): Promise<void> {
         await handle.cancel();
       }
       if (scenario.decisions) {
-        const decisions = [...scenario.decisions];
-        const answered = new Set<string>();
-        let settled = false;
-        const done = handle.result().then(
-          () => (settled = true),
-          () => (settled = true),
+        await answerInterrupts(
+          handle,
+          handle.result().catch(() => undefined),
+          scenario.decisions,
         );
-        while (!settled) {
-          for (const interrupt of await handle.pendingInterrupts()) {
-            if (answered.has(interrupt.id)) continue;
-            const decision = decisions.shift();
-            if (!decision) throw new Error(`${scenario.name}: no decision left for ${interrupt.id}`);
-            const accepted = await handle.decide({ interruptId: interrupt.id, ...decision });
-            accepted.decided.forEach((id) => answered.add(id));
-          }
-          await Promise.race([done, new Promise((resolve) => setTimeout(resolve, 50))]);
-        }
       }
       const outcome = await handle.result().then(
         (result) => `completed: ${result.text}`,

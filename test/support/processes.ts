@@ -9,7 +9,10 @@ const BIN = join(ROOT, 'bin', 'keel.cjs');
 /** A running keel process. */
 export interface KeelProcess {
   child: ChildProcess;
+  /** stdout and stderr, interleaved as they arrived. */
   output: () => string;
+  stdout: () => string;
+  stderr: () => string;
   waitFor: (pattern: RegExp, timeoutMs?: number) => Promise<void>;
   exited: Promise<number | null>;
   kill: (signal?: NodeJS.Signals) => void;
@@ -19,12 +22,23 @@ export interface KeelProcess {
 export function spawnKeel(args: string[], { env = {}, cwd = ROOT }: { env?: Record<string, string>; cwd?: string } = {}): KeelProcess {
   const child = spawn(process.execPath, [BIN, ...args], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+    stdout += chunk.toString();
+  });
+  child.stderr!.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+    stderr += chunk.toString();
+  });
+  // 'close' waits for the streams too, so the captured output is complete.
+  const exited = new Promise<number | null>((done) => child.once('close', (code) => done(code)));
   return {
     child,
     output: () => output,
+    stdout: () => stdout,
+    stderr: () => stderr,
     exited,
     kill: (signal = 'SIGTERM') => child.kill(signal),
     async waitFor(pattern, timeoutMs = 60_000) {
@@ -58,11 +72,7 @@ export function killAfterEach(afterEachHook: (fn: () => Promise<void>) => void):
 
 /** Runs `keel <args>` to completion. */
 export async function runKeel(args: string[], options: { env?: Record<string, string>; cwd?: string } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? ROOT, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const code = await new Promise<number | null>((done) => child.once('exit', (exitCode) => done(exitCode)));
-  return { code, stdout, stderr };
+  const keel = spawnKeel(args, options);
+  const code = await keel.exited;
+  return { code, stdout: keel.stdout(), stderr: keel.stderr() };
 }

@@ -10,9 +10,7 @@ import { basename, join } from 'node:path';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { runErrorOf, type RunHandle } from '../../src/client/keel-client';
-import type { Decision } from '../../src/core/interrupts';
-import type { Interrupt } from '../../src/core/run';
+import { runErrorOf } from '../../src/client/keel-client';
 import { FinishReasonSchema, UsageSchema } from '../../src/core/messages';
 import { MiddlewareRefSchema } from '../../src/core/run';
 import { StatusNameSchema } from '../../src/core/status';
@@ -20,6 +18,7 @@ import { defineAgent } from '../../src/define';
 import { ScriptedReplySchema, scriptedModel, type ScriptedModel } from '../../src/models/scripted';
 import { Registry } from '../../src/registry';
 import { fixtureTools } from '../fixtures/tools';
+import { answerInterrupts } from './answer-interrupts';
 import { startTestWorker, type TestWorker } from './harness';
 import { transcript } from './transcript';
 
@@ -91,36 +90,6 @@ function substituteModels(value: unknown, names: Record<string, string>): unknow
   if (Array.isArray(value)) return value.map((item) => substituteModels(item, names));
   if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, substituteModels(item, names)]));
   return value;
-}
-
-/**
- * Answers each interrupt the run holds with the next decision, in order, until the run
- * settles; returns every interrupt seen. A hold with no decision left fails the case (and
- * cancels the run) instead of waiting forever.
- */
-async function answerInterrupts(handle: RunHandle, settled: Promise<unknown>, decisions: Array<Record<string, unknown>>): Promise<Interrupt[]> {
-  const seen: Interrupt[] = [];
-  const answered = new Set<string>();
-  let done = false;
-  void settled.then(() => (done = true));
-  let next = 0;
-  while (!done) {
-    const pending = await handle.pendingInterrupts().catch(() => []);
-    for (const interrupt of pending) {
-      if (answered.has(interrupt.id)) continue;
-      answered.add(interrupt.id);
-      seen.push(interrupt);
-      const decision = decisions[next++];
-      if (!decision) {
-        await handle.cancel();
-        throw new Error(`the run holds ${interrupt.id} (${interrupt.kind} on ${interrupt.toolName}) but the case has no decision left`);
-      }
-      const accepted = await handle.decide({ interruptId: interrupt.id, ...decision } as Decision);
-      for (const id of accepted.decided) answered.add(id);
-    }
-    await Promise.race([settled, new Promise((resolve) => setTimeout(resolve, 50))]);
-  }
-  return seen;
 }
 
 async function timersOf(worker: TestWorker, runId: string): Promise<number[]> {
