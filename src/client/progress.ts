@@ -57,15 +57,18 @@ export async function followRun(handle: RunHandle, done: Promise<unknown>, write
   );
   const drain = async (): Promise<void> => {
     try {
-      const fresh = await handle.messages(seen);
-      for (const message of fresh) {
-        seen++;
-        if (message.role === 'system') continue;
-        if (message.role === 'model') write(`turn ${++turn}`);
-        for (const line of describeMessage(message)) write(line);
+      // One status query per tick; messages are fetched only when there are new ones.
+      const status = await handle.status();
+      if (status.messageCount > seen) {
+        for (const message of await handle.messages(seen)) {
+          seen++;
+          if (message.role === 'system') continue;
+          if (message.role === 'model') write(`turn ${++turn}`);
+          for (const line of describeMessage(message)) write(line);
+        }
       }
       if (finished) return;
-      for (const interrupt of await handle.pendingInterrupts()) {
+      for (const interrupt of status.interrupts) {
         if (announced.has(interrupt.id)) continue;
         announced.add(interrupt.id);
         await reportInterrupt(interrupt);
