@@ -21,10 +21,38 @@ export type { ScriptedModel, ScriptedReply } from './models/scripted';
 export { openAICompatibleModel } from './models/openai-compatible';
 export { anthropicModel } from './models/anthropic';
 export type { AnthropicOptions } from './models/anthropic';
-export { budget, fallback, retry, softToolErrors, toolApproval, DEFAULT_FALLBACK_STATUSES, DEFAULT_RETRY_STATUSES, LASTING_STATUSES, BUDGET_METADATA_KEY } from './middleware';
-export type { BudgetConfig, FallbackConfig, MiddlewareDefinition, MiddlewareHooks, RetryConfig, SoftToolErrorsConfig, ToolApprovalConfig } from './middleware';
-export { DecisionSchema, ToolInterrupt, toolFail } from './core/interrupts';
-export type { Decision } from './core/interrupts';
+export {
+  budget,
+  defineMiddleware,
+  fallback,
+  registerMiddleware,
+  replaceFinalMessage,
+  retry,
+  softToolErrors,
+  toolApproval,
+  DEFAULT_FALLBACK_STATUSES,
+  DEFAULT_RETRY_STATUSES,
+  LASTING_STATUSES,
+  BUDGET_METADATA_KEY,
+} from './middleware';
+export type {
+  BudgetConfig,
+  FallbackConfig,
+  GenerateOutcome,
+  GenerateParams,
+  MiddlewareContext,
+  MiddlewareDefinition,
+  MiddlewareFactory,
+  MiddlewareHooks,
+  ModelCallParams,
+  RetryConfig,
+  SoftToolErrorsConfig,
+  ToolApprovalConfig,
+  ToolCallParams,
+} from './middleware';
+export { DecisionSchema, toolFail } from './core/interrupts';
+export type { Decision, HoldPolicy, ResumePayload } from './core/interrupts';
+export { RunStoppedError, ToolFailure } from './core/errors';
 export type { OpenAICompatibleOptions } from './models/openai-compatible';
 export { createKeelWorker } from './worker/create-worker';
 export type { KeelWorkerOptions } from './worker/create-worker';

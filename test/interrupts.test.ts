@@ -145,12 +145,20 @@ describe('interruptMode return', () => {
     const restart = { ...(held as { toolRequest: { name: string; ref: string; input: unknown } }), metadata: { resumed: { toolApproved: true } } };
     const second = await worker.client.run(name, first.messages, { interruptMode: 'return', resume: { restart: [restart] } });
     expect(second.text).toBe('done');
-    const toolMessage = second.messages.at(-2)!;
-    expect(toolMessage).toEqual({
+    // History reads as the reference's: the held request is resolved, the sibling's pending output is gone
+    // from the model message, and the response built from it says so.
+    expect(second.messages.at(-3)).toEqual({
+      role: 'model',
+      content: [
+        { toolRequest: { name: 'echo', ref: '0', input: { v: 'a' } } },
+        { toolRequest: { name: 'dangerous', ref: '1', input: { v: 'b' } }, metadata: { resolvedInterrupt: { message: 'Tool not in approved list: dangerous' }, interruptedBy: 'toolApproval' } },
+      ],
+    });
+    expect(second.messages.at(-2)).toEqual({
       role: 'tool',
       metadata: { resumed: true },
       content: [
-        { toolResponse: { name: 'echo', ref: '0', output: { v: 'a' } } },
+        { toolResponse: { name: 'echo', ref: '0', output: { v: 'a' } }, metadata: { source: 'pending' } },
         { toolResponse: { name: 'dangerous', ref: '1', output: { deleted: 'b' } } },
       ],
     });

@@ -111,3 +111,50 @@ export function findApplicationFailure(error: unknown): ApplicationFailure | und
   }
   return undefined;
 }
+
+const STOPPED_MARK = '__keelRunStopped';
+
+/**
+ * The run was stopped on purpose (a budget reached, a cancellation during a backoff): it
+ * ends with finish reason `aborted` and keeps its partial response, unlike a failure.
+ */
+export class RunStoppedError extends KeelError {
+  readonly [STOPPED_MARK] = true;
+  /** True when the stop is the run's cancellation (the run reports `cancelled`). */
+  readonly cancelled: boolean;
+
+  constructor({ status, message, cancelled = false, classified = true }: { status: StatusName; message: string; cancelled?: boolean; classified?: boolean }) {
+    super(status, message, {}, classified);
+    this.name = 'RunStoppedError';
+    this.cancelled = cancelled;
+  }
+
+  /** True for a RunStoppedError from any V8 context. */
+  static override isInstance(error: unknown): error is RunStoppedError {
+    return typeof error === 'object' && error !== null && (error as Record<string, unknown>)[STOPPED_MARK] === true;
+  }
+}
+
+const TOOL_FAILURE_MARK = '__keelToolFailure';
+
+/**
+ * A tool call failed on its own: the tool threw, its input failed the tool's schema, or no
+ * such tool exists. Only these may be answered to the model as `{ error }` (SoftToolErrors);
+ * errors a hook raises in their place never are.
+ */
+export class ToolFailure extends KeelError {
+  readonly [TOOL_FAILURE_MARK] = true;
+  /** What the model is shown when the failure is answered: the tool's own words. */
+  readonly modelMessage: string;
+
+  constructor({ status, message, toolName, modelMessage = message, details = {}, classified = true }: { status: StatusName; message: string; toolName: string; modelMessage?: string; details?: KeelErrorDetails; classified?: boolean }) {
+    super(status, message, { ...details, toolName }, classified);
+    this.name = 'ToolFailure';
+    this.modelMessage = modelMessage;
+  }
+
+  /** True for a ToolFailure from any V8 context. */
+  static override isInstance(error: unknown): error is ToolFailure {
+    return typeof error === 'object' && error !== null && (error as Record<string, unknown>)[TOOL_FAILURE_MARK] === true;
+  }
+}

@@ -1,8 +1,10 @@
 /**
  * Interrupts: a tool call held for a decision. A tool or a wrapTool hook raises a hold
- * (`ToolInterrupt`); the run records it as a pending interrupt and waits for a decision,
- * or (interruptMode 'return') ends with the interrupted parts. Also the model-visible
- * tool failure a hook can answer a call with (`toolFail`). Pure: safe in workflow code.
+ * (`ToolInterrupt`, built by the framework: hooks call `context.interrupt(data)`, tools
+ * `ctx.interrupt(data)`); the run records it as a pending interrupt and waits for a
+ * decision, or (interruptMode 'return') ends with the interrupted parts. Also the
+ * model-visible tool failure a hook can answer a call with (`toolFail`).
+ * Pure: safe in workflow code.
  */
 import { z } from 'zod';
 import { KeelError } from './errors';
@@ -13,23 +15,69 @@ export const TOOL_STAGE = 'tool';
 /** Failure type with which a tool activity asks for an interrupt (ToolContext.interrupt). */
 export const TOOL_INTERRUPT_FAILURE = 'KEEL_INTERRUPT';
 
+/** Metadata keys of an interrupted tool request part (the reference's, plus keel's stage position). */
+export const INTERRUPT_METADATA = {
+  /** The hold's data (`true` when it has none). */
+  interrupt: 'interrupt',
+  /** Name of the stage that raised the hold ("tool" for the tool itself). */
+  interruptedBy: 'interruptedBy',
+  /** Position of that stage in the run's wrapTool chain, so a resume reaches the same instance. */
+  interruptStage: 'interruptStage',
+  /** After a resume: the data of the hold the part was interrupted with. */
+  resolvedInterrupt: 'resolvedInterrupt',
+  /** On a sibling of a held call: the output it already produced, so a resume does not run it again. */
+  pendingOutput: 'pendingOutput',
+  /** On a restart part: the decision's payload for the stage that raised the hold. */
+  resumed: 'resumed',
+} as const;
+
+/** How a middleware's holds are decided; declared once by the middleware (see `defineMiddleware`). */
+export interface HoldPolicy {
+  /** Shown as `kind` in pending interrupts (default: the middleware's name). */
+  kind?: string;
+  /** One decision answers every pending hold of this middleware in the run. */
+  sharedDecision?: boolean;
+  /**
+   * What a stand-in output (`respond`) does to one of these holds: `answer` (default) answers
+   * the call with it, checked against the tool's output schema; `decide` hands it to the
+   * stage that raised the hold as the payload `{ respond: output }`, for it to decide.
+   */
+  respond?: 'answer' | 'decide';
+}
+
 const INTERRUPT_MARK = '__keelToolInterrupt';
 
-/** A held tool call, thrown by the stage that holds it. */
+/** What a hold carries: who raised it, where, and under which policy. */
+export interface ToolInterruptOptions {
+  /** JSON object shown to whoever decides (message, judge, spent, ...). */
+  data: Record<string, unknown>;
+  /** The middleware name that raised it, or TOOL_STAGE for the tool itself. */
+  raisedBy: string;
+  /** Position of the raising stage in the wrapTool chain (the tool: after every hook). */
+  stage: number;
+  policy?: HoldPolicy;
+}
+
+/** A held tool call, thrown by the stage that holds it. Built by the framework. */
 export class ToolInterrupt extends Error {
   readonly [INTERRUPT_MARK] = true;
-  constructor(
-    /** What kind of hold: 'approval', 'budget', 'tool', ... */
-    readonly kind: string,
-    /** JSON object shown to whoever decides (message, judge, spent, ...). */
-    readonly data: Record<string, unknown>,
-    /** The middleware name that raised it, or TOOL_STAGE for the tool itself. */
-    readonly raisedBy: string,
-    /** Position of the raising stage in the wrapTool chain (the tool: after every hook). */
-    readonly stageIndex: number,
-  ) {
-    super(typeof data.message === 'string' ? data.message : `tool call held (${kind})`);
+  readonly data: Record<string, unknown>;
+  readonly raisedBy: string;
+  readonly stage: number;
+  readonly policy: HoldPolicy;
+
+  constructor({ data, raisedBy, stage, policy = {} }: ToolInterruptOptions) {
+    super(typeof data.message === 'string' ? data.message : `tool call held by ${raisedBy}`);
     this.name = 'ToolInterrupt';
+    this.data = data;
+    this.raisedBy = raisedBy;
+    this.stage = stage;
+    this.policy = policy;
+  }
+
+  /** `kind` as pending interrupts show it. */
+  get kind(): string {
+    return this.policy.kind ?? this.raisedBy;
   }
 
   /** True for a ToolInterrupt from any V8 context. */
@@ -38,40 +86,71 @@ export class ToolInterrupt extends Error {
   }
 }
 
+/** Checks hold data: it must be a plain JSON object (the reference rejects anything else). */
+export function holdData(data: unknown): Record<string, unknown> {
+  if (data === undefined) return {};
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+    throw new KeelError('INVALID_ARGUMENT', `interrupt data must be a JSON object, got ${Array.isArray(data) ? 'an array' : typeof data}`);
+  }
+  return data as Record<string, unknown>;
+}
+
+const MODEL_VISIBLE_MARK = '__keelModelVisibleToolError';
+
 /**
  * An error that answers the tool call with `{ "error": message }` for the model to see,
  * instead of failing the run (a denial, for example). The reference's `tool.Fail`.
  */
-export function toolFail(message: string): KeelError {
-  return new KeelError('ABORTED', message, { modelVisible: true });
+export class ModelVisibleToolError extends KeelError {
+  readonly [MODEL_VISIBLE_MARK] = true;
+  constructor(message: string) {
+    super('ABORTED', message);
+    this.name = 'ModelVisibleToolError';
+  }
+
+  /** True for a ModelVisibleToolError from any V8 context. */
+  static override isInstance(error: unknown): error is ModelVisibleToolError {
+    return typeof error === 'object' && error !== null && (error as Record<string, unknown>)[MODEL_VISIBLE_MARK] === true;
+  }
 }
 
-/** True for an error made by `toolFail`. */
-export function isToolFail(error: unknown): error is KeelError {
-  return KeelError.isInstance(error) && error.details.modelVisible === true;
+/** Answers the call with `{ "error": message }` for the model to see: `throw toolFail('denied')`. */
+export function toolFail(message: string): ModelVisibleToolError {
+  return new ModelVisibleToolError(message);
 }
+
+/** A restart payload: an object for the raising stage, or `true` for a bare restart. */
+export const ResumePayloadSchema = z.union([z.literal(true), z.record(z.string(), z.unknown())]);
+export type ResumePayload = z.infer<typeof ResumePayloadSchema>;
 
 /** A decision on a pending interrupt, as the `resume` update or signal carries it. */
 export const DecisionSchema = z.union([
   z.object({ interruptId: z.string().min(1), approved: z.boolean(), reason: z.string().optional() }).strict(),
   z.object({ interruptId: z.string().min(1), respond: z.unknown() }).strict(),
-  z.object({ interruptId: z.string().min(1), restart: z.union([z.literal(true), z.record(z.string(), z.unknown())]) }).strict(),
+  z
+    .object({
+      interruptId: z.string().min(1),
+      restart: ResumePayloadSchema,
+      /** Runs the call with this input instead; every gate checks it again. */
+      input: z.unknown().optional(),
+    })
+    .strict(),
 ]);
 export type Decision = z.infer<typeof DecisionSchema>;
 
-/** Where a restart of a held call is headed, as the wrapTool chain sees it. */
-export interface ResumeTarget {
-  /** The stage that raised the hold. */
-  raisedBy: string;
-  /** The decision's payload; `true` for a bare restart. */
-  payload: Record<string, unknown> | true;
-  /** Index in the chain of the stage that raised the hold (hooks.length for the tool). */
-  stageIndex: number;
+/**
+ * The payload a decision hands to the stage that raised the hold, exactly as given:
+ * a restart's payload, `{ approved, reason? }`, or (for a `decide` hold) `{ respond }`.
+ */
+export function decisionPayload(decision: Decision): ResumePayload {
+  if ('restart' in decision) return decision.restart;
+  if ('respond' in decision) return { respond: decision.respond };
+  return decision.reason !== undefined ? { approved: decision.approved, reason: decision.reason } : { approved: decision.approved };
 }
 
 /** The reply of the `resume` update. */
 export interface DecisionAccepted {
   interruptId: string;
-  /** Every interrupt this decision answered (a budget decision answers all budget holds). */
+  /** Every interrupt this decision answered (a shared decision answers all holds of its middleware). */
   decided: string[];
 }

@@ -62,13 +62,30 @@ export const MessageSchema = z.object({
 });
 export type Message = z.infer<typeof MessageSchema>;
 
-/** Token usage, as the reference counts it; `custom` holds other counters such as `cost`. */
+/** The numeric usage fields of the reference's GenerationUsage, by their JSON names. */
+export const USAGE_FIELDS = [
+  'inputTokens',
+  'outputTokens',
+  'totalTokens',
+  'thoughtsTokens',
+  'cachedContentTokens',
+  'inputCharacters',
+  'outputCharacters',
+  'inputImages',
+  'outputImages',
+  'inputVideos',
+  'outputVideos',
+  'inputAudioFiles',
+  'outputAudioFiles',
+] as const;
+export type UsageField = (typeof USAGE_FIELDS)[number];
+
+/**
+ * Usage, as the reference counts it (every GenerationUsage field); `custom` holds other
+ * counters such as `cost`. `outputTokens` leaves out `thoughtsTokens`.
+ */
 export const UsageSchema = z.object({
-  inputTokens: z.number().optional(),
-  outputTokens: z.number().optional(),
-  totalTokens: z.number().optional(),
-  thoughtsTokens: z.number().optional(),
-  cachedContentTokens: z.number().optional(),
+  ...(Object.fromEntries(USAGE_FIELDS.map((field) => [field, z.number().optional()])) as Record<UsageField, z.ZodOptional<z.ZodNumber>>),
   custom: z.record(z.string(), z.number()).optional(),
 });
 export type Usage = z.infer<typeof UsageSchema>;
@@ -117,8 +134,6 @@ export function toolRequestParts(message: Message): ToolRequestPart[] {
   return message.content.filter((part): part is ToolRequestPart => 'toolRequest' in part);
 }
 
-const USAGE_FIELDS = ['inputTokens', 'outputTokens', 'totalTokens', 'thoughtsTokens', 'cachedContentTokens'] as const;
-
 /** Adds two usages field by field (custom counters by key). */
 export function addUsage(a: Usage, b: Usage): Usage {
   const sum: Usage = {};
@@ -131,4 +146,21 @@ export function addUsage(a: Usage, b: Usage): Usage {
     sum.custom = custom;
   }
   return sum;
+}
+
+/**
+ * The message with a ref on every tool request: one the model gave is kept; one it did not
+ * give gets its part's position, or the next number no other request of the message uses.
+ */
+export function assignToolRefs(message: Message): Message {
+  const taken = new Set(message.content.flatMap((part) => ('toolRequest' in part && part.toolRequest.ref ? [part.toolRequest.ref] : [])));
+  let spare = message.content.length;
+  const content = message.content.map((part, index): Part => {
+    if (!('toolRequest' in part) || part.toolRequest.ref) return part;
+    let ref = String(index);
+    while (taken.has(ref)) ref = String(spare++);
+    taken.add(ref);
+    return { ...part, toolRequest: { ...part.toolRequest, ref } };
+  });
+  return { ...message, content };
 }

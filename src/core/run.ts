@@ -41,7 +41,14 @@ export const RunInputSchema = z.object({
    * message; each held request is answered by a restart (the tool request part, with
    * `metadata.resumed` = the decision's payload) or a respond (a tool response part).
    */
-  resume: z.object({ restart: z.array(ToolRequestPartSchema).default([]), respond: z.array(ToolResponsePartSchema).default([]) }).optional(),
+  resume: z
+    .object({
+      restart: z.array(ToolRequestPartSchema).default([]),
+      respond: z.array(ToolResponsePartSchema).default([]),
+      /** Recorded as the `resumed` metadata of the tool message the resume adds (default `true`). */
+      metadata: z.record(z.string(), z.unknown()).optional(),
+    })
+    .optional(),
 });
 export type RunInput = z.infer<typeof RunInputSchema>;
 export type RunInputOptions = z.input<typeof RunInputSchema>;
@@ -66,6 +73,8 @@ export const InterruptSchema = z.object({
   message: z.string().optional(),
   /** The stage that raised it: a middleware name, or "tool". */
   raisedBy: z.string().optional(),
+  /** Everything the hold carries, as the stage that raised it gave it. */
+  data: z.record(z.string(), z.unknown()).optional(),
 });
 export type Interrupt = z.infer<typeof InterruptSchema>;
 

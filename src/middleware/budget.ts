@@ -7,12 +7,11 @@
  * model call of the run counts (the loop's, a judge's). Runs in the workflow.
  */
 import { z } from 'zod';
-import { KeelError } from '../core/errors';
-import { ToolInterrupt } from '../core/interrupts';
-import type { Message, Usage } from '../core/messages';
-import type { MiddlewareRef } from '../core/run';
-import { middlewareRef } from './middleware-ref';
-import type { MiddlewareDefinition } from './types';
+import { KeelError, RunStoppedError } from '../core/errors';
+import { USAGE_FIELDS, toolRequestParts, type Message, type Usage, type UsageField } from '../core/messages';
+import { defineMiddleware } from './define-middleware';
+import { replaceFinalMessage } from './outcome';
+import type { MiddlewareContext } from './types';
 
 /** Metadata key of the spent record on a run's final message (the reference's, for portability). */
 export const BUDGET_METADATA_KEY = 'genkit-middleware-exp/budget';
@@ -22,14 +21,10 @@ const Cap = z.number().min(0, 'must not be negative');
 /** Budget's config. */
 export const BudgetConfigSchema = z
   .object({
-    /** Each non-zero field is a cap; `custom` key by key. */
+    /** Each non-zero field is a cap (every usage field of the reference), `custom` key by key. */
     limit: z
       .object({
-        inputTokens: Cap.optional(),
-        outputTokens: Cap.optional(),
-        totalTokens: Cap.optional(),
-        thoughtsTokens: Cap.optional(),
-        cachedContentTokens: Cap.optional(),
+        ...(Object.fromEntries(USAGE_FIELDS.map((field) => [field, Cap.optional()])) as Record<UsageField, z.ZodOptional<typeof Cap>>),
         custom: z.record(z.string(), Cap).optional(),
       })
       .strict(),
@@ -77,18 +72,63 @@ export function recordedSpent(messages: readonly Message[]): Record<string, numb
   return record?.spent ? flatten(record.spent) : undefined;
 }
 
-/** The run stopped over its budget (status ABORTED). */
-export function budgetExceeded(message: string): KeelError {
-  return new KeelError('ABORTED', `budget: ${message}`, { budgetExceeded: true });
+/** The run stopped over its budget (status ABORTED, finish reason `aborted`). */
+export function budgetExceeded(message: string): RunStoppedError {
+  return new RunStoppedError({ status: 'ABORTED', message: `budget: ${message}` });
 }
 
-const BudgetDecisionSchema = z.object({ budgetApproved: z.boolean(), reason: z.string().optional() }).loose();
+/**
+ * A decision on a budget hold: keel's `{ approved }` or the reference's `{ budgetApproved }`.
+ * Anything else (a bare restart, a stand-in output) refuses.
+ */
+const BudgetDecisionSchema = z
+  .object({ budgetApproved: z.boolean().optional(), approved: z.boolean().optional(), reason: z.string().optional(), respond: z.unknown().optional() })
+  .loose()
+  .transform(({ budgetApproved, approved, reason, respond }) => ({
+    approved: respond === undefined && (budgetApproved ?? approved) === true,
+    reason: respond !== undefined ? 'the hold was answered with a tool output' : reason,
+  }));
 
-/** The budget middleware's hooks. */
-export const budgetMiddleware: MiddlewareDefinition<typeof BudgetConfigSchema> = {
+/** Reads a decision payload; a bare restart or anything undecodable refuses. */
+function readDecision(payload: unknown): { approved: boolean; reason?: string } {
+  const decision = BudgetDecisionSchema.safeParse(payload);
+  return decision.success ? decision.data : { approved: false };
+}
+
+/** What every Budget of a run counts: they count the same calls and claim the same holds. */
+interface Ledger {
+  /** Spent before this run's usage began counting (carried across a resume). */
+  carried: Record<string, number>;
+  /** Run usage at the last renewal. */
+  baseline: Record<string, number>;
+}
+
+/**
+ * The decision a resume run brings for the budget holds of the conversation it resumes
+ * (restarts, or stand-in outputs that refuse): one for all of them, any refusal wins.
+ */
+function resumeDecision(context: MiddlewareContext): { approved: boolean; reason?: string } | undefined {
+  if (!context.resume) return undefined;
+  const last = context.inputMessages[context.inputMessages.length - 1];
+  const held = (last?.role === 'model' ? toolRequestParts(last) : []).filter((part) => part.metadata?.interruptedBy === context.stageName);
+  const key = (name: string, ref: string | undefined) => `${name}#${ref ?? ''}`;
+  const heldKeys = new Set(held.map((part) => key(part.toolRequest.name, part.toolRequest.ref)));
+  const decisions = [
+    ...context.resume.restart.filter((part) => heldKeys.has(key(part.toolRequest.name, part.toolRequest.ref))).map((part) => readDecision(part.metadata?.resumed)),
+    ...context.resume.respond.filter((part) => heldKeys.has(key(part.toolResponse.name, part.toolResponse.ref))).map(() => readDecision({ respond: true })),
+  ];
+  if (decisions.length === 0) return undefined;
+  return decisions.find((decision) => !decision.approved) ?? decisions[0];
+}
+
+const refused = (reason: string | undefined) => budgetExceeded(`continuing past the limit was refused${reason ? `: ${reason}` : ''}`);
+
+/** Budget: `use: [budget({ limit: { totalTokens: 50_000, custom: { cost: 2 } }, interrupt: true })]` */
+export const budget = defineMiddleware({
   name: 'budget',
   description: 'Caps the usage a run may spend; stops it or holds it for approval.',
   configSchema: BudgetConfigSchema,
+  holds: { kind: 'budget', sharedDecision: true, respond: 'decide' },
   create(config, context) {
     if (config.scope === 'session') {
       throw new KeelError('FAILED_PRECONDITION', 'budget: session scope needs an agent with a session store (sessions are not available in this version)');
@@ -96,72 +136,60 @@ export const budgetMiddleware: MiddlewareDefinition<typeof BudgetConfigSchema> =
     const limit = flatten(config.limit);
     const fields = Object.keys(limit).sort();
     // spent = carried + (run usage now - baseline); approval renews: carried 0, baseline now.
-    let carried = context.resuming ? (recordedSpent(context.inputMessages) ?? {}) : {};
-    let baseline: Record<string, number> = {};
-    const spent = () => add(carried, subtract(flatten(context.usage()), baseline));
+    const ledger = context.shared<Ledger>(() => ({ carried: context.resume ? (recordedSpent(context.inputMessages) ?? {}) : {}, baseline: {} }));
+    const spent = () => add(ledger.carried, subtract(flatten(context.usage()), ledger.baseline));
+    const renew = () => {
+      ledger.carried = {};
+      ledger.baseline = flatten(context.usage());
+    };
     const overLimit = (): string | undefined => {
       const now = spent();
       const field = fields.find((key) => (now[key] ?? 0) >= limit[key]!);
       return field ? `used ${now[field] ?? 0} of ${limit[field]} ${field}` : undefined;
     };
     const spentUsage = (): Usage => {
-      const now = spent();
       const usage: Usage = {};
       const custom: Record<string, number> = {};
-      for (const [key, value] of Object.entries(now)) {
+      for (const [key, value] of Object.entries(spent())) {
         if (key.startsWith('custom.')) custom[key.slice('custom.'.length)] = value;
         else (usage as Record<string, number>)[key] = value;
       }
       if (Object.keys(custom).length) usage.custom = custom;
       return usage;
     };
+    const resumed = resumeDecision(context);
 
     return {
       async wrapGenerate(params, next) {
-        if (!(context.resuming && params.iteration === 0)) {
+        if (context.resume && params.iteration === 0) {
+          // The resume's first iteration only answers held calls: no model call to check.
+          if (resumed && !resumed.approved) throw refused(resumed.reason);
+          if (resumed) renew();
+        } else {
           const over = overLimit();
           if (over) throw budgetExceeded(over);
         }
         const outcome = await next(params);
         const message = outcome.response.message;
-        return { response: { ...outcome.response, message: { ...message, metadata: { ...message.metadata, [BUDGET_METADATA_KEY]: { spent: spentUsage() } } } } };
+        return replaceFinalMessage(outcome, { ...message, metadata: { ...message.metadata, [BUDGET_METADATA_KEY]: { spent: spentUsage() } } });
       },
       ...(config.interrupt
         ? {
             async wrapTool(params, next) {
-              const resume = params.resume;
-              if (resume && resume.stageIndex > context.stageIndex) return next(params);
-              if (resume && resume.stageIndex === context.stageIndex) {
-                const decision = BudgetDecisionSchema.safeParse(resume.payload);
-                if (!decision.success || !decision.data.budgetApproved) {
-                  const reason = decision.success ? decision.data.reason : undefined;
-                  throw budgetExceeded(`continuing past the limit was refused${reason ? `: ${reason}` : ''}`);
-                }
-                carried = {};
-                baseline = flatten(context.usage());
-                return next({ ...params, resume: undefined });
+              if (params.released) return next(params);
+              if (params.resumed !== undefined) {
+                const decision = readDecision(params.resumed);
+                if (!decision.approved) throw refused(decision.reason);
+                renew();
+                return next(params);
               }
               const over = overLimit();
               if (!over) return next(params);
               const now = spent();
-              throw new ToolInterrupt(
-                'budget',
-                {
-                  message: `Usage budget reached: ${over}`,
-                  spent: Object.fromEntries(fields.map((key) => [key, now[key] ?? 0])),
-                  limit,
-                },
-                context.stageName,
-                context.stageIndex,
-              );
+              return context.interrupt({ message: `Usage budget reached: ${over}`, spent: Object.fromEntries(fields.map((key) => [key, now[key] ?? 0])), limit });
             },
           }
         : {}),
     };
   },
-};
-
-/** `use: [budget({ limit: { totalTokens: 50_000, custom: { cost: 2 } }, interrupt: true })]` */
-export function budget(config: BudgetConfig): MiddlewareRef {
-  return middlewareRef(budgetMiddleware, config);
-}
+});

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { composeStage } from './compose';
+import { composeStage, composeToolChain } from './compose';
 import type { MiddlewareHooks, ModelCallParams } from './types';
 import type { ModelResponse } from '../core/messages';
 
@@ -42,5 +42,44 @@ describe('middleware order', () => {
   it('calls the inner stage directly when no hook wraps it', async () => {
     const stage = composeStage([], 'wrapModel', async () => response);
     expect(await stage(params)).toBe(response);
+  });
+});
+
+describe('restart routing in the wrapTool chain', () => {
+  /** A hook that records what it saw of each call and lets it through. */
+  const recorder = (name: string, seen: string[]): MiddlewareHooks => ({
+    wrapTool: async (params, next) => {
+      seen.push(`${name}:${params.resumed !== undefined ? `resumed=${JSON.stringify(params.resumed)}` : params.released ? 'released' : 'fresh'}`);
+      return next({ ...params, resumed: { leaked: true }, released: true });
+    },
+  });
+  const call = { request: { name: 't', ref: '0', input: {} }, tool: { name: 't', description: '', inputSchema: {} }, iteration: 0, requestMessages: [] };
+
+  it('releases the stages outside the raising one, hands it the payload, and shows the stages inside a fresh call', async () => {
+    const seen: string[] = [];
+    let toolResumed: unknown = 'unset';
+    const chain = composeToolChain([recorder('a', seen), recorder('b', seen), recorder('c', seen)], async (_call, resumed) => {
+      toolResumed = resumed;
+      return 'ok';
+    });
+    expect(await chain(call, { stage: 1, payload: { approved: true }, inputReplaced: false })).toBe('ok');
+    expect(seen).toEqual(['a:released', 'b:resumed={"approved":true}', 'c:fresh']);
+    expect(toolResumed).toBeUndefined();
+  });
+
+  it('hands the tool its payload when the tool raised the hold', async () => {
+    const seen: string[] = [];
+    let toolResumed: unknown;
+    const chain = composeToolChain([recorder('a', seen)], async (_call, resumed) => ((toolResumed = resumed), 'ok'));
+    await chain(call, { stage: 1, payload: true, inputReplaced: false });
+    expect(seen).toEqual(['a:released']);
+    expect(toolResumed).toBe(true);
+  });
+
+  it('releases no stage when the restart replaced the input', async () => {
+    const seen: string[] = [];
+    const chain = composeToolChain([recorder('a', seen), recorder('b', seen)], async () => 'ok');
+    await chain(call, { stage: 2, payload: true, inputReplaced: true });
+    expect(seen).toEqual(['a:fresh', 'b:fresh']);
   });
 });

@@ -1,16 +1,18 @@
 /**
- * Composes per-stage hooks so that the middleware listed first is the outermost.
+ * Composes per-stage hooks so that the middleware listed first is the outermost, and routes
+ * a restart of a held tool call through the wrapTool chain: stages outside the one that
+ * raised the hold see it `released` (unless the input was replaced), the raising stage alone
+ * gets the decision's payload as `resumed`, and the stages inside it see a fresh call.
  * Pure: runs in the workflow.
  */
-import type { MiddlewareHooks, Next } from './types';
+import type { ResumePayload } from '../core/interrupts';
+import type { MiddlewareHooks, Next, ToolCallParams } from './types';
 
-type Stage = 'wrapGenerate' | 'wrapModel' | 'wrapTool';
+type Stage = 'wrapGenerate' | 'wrapModel';
 type StageParams<S extends Stage> = Parameters<NonNullable<MiddlewareHooks[S]>>[0];
 type StageResult<S extends Stage> = Awaited<ReturnType<NonNullable<MiddlewareHooks[S]>>>;
 
-/**
- * Wraps `inner` in the `stage` hooks of `hooks`, hooks[0] outermost.
- */
+/** Wraps `inner` in the `stage` hooks of `hooks`, hooks[0] outermost. */
 export function composeStage<S extends Stage>(
   hooks: readonly MiddlewareHooks[],
   stage: S,
@@ -18,12 +20,46 @@ export function composeStage<S extends Stage>(
 ): Next<StageParams<S>, StageResult<S>> {
   let next = inner;
   for (let index = hooks.length - 1; index >= 0; index--) {
-    const wrap = hooks[index]?.[stage] as
-      | ((params: StageParams<S>, next: Next<StageParams<S>, StageResult<S>>) => Promise<StageResult<S>>)
-      | undefined;
+    const wrap = hooks[index]?.[stage] as ((params: StageParams<S>, next: Next<StageParams<S>, StageResult<S>>) => Promise<StageResult<S>>) | undefined;
     if (!wrap) continue;
     const inside = next;
     next = (params) => wrap(params, inside);
   }
   return next;
+}
+
+/** A restart of a held call, headed for the stage that raised the hold. */
+export interface ToolRestart {
+  /** Position of the raising stage (hooks.length for the tool itself). */
+  stage: number;
+  payload: ResumePayload;
+  /** True when the restart replaced the call's input: no stage counts as having let it through. */
+  inputReplaced: boolean;
+}
+
+/** One tool call entering the chain. */
+export type ToolCall = Omit<ToolCallParams, 'resumed' | 'released'>;
+
+/** The innermost stage: runs the tool, with the payload when the restart is for the tool's own hold. */
+export type ToolRunner = (call: ToolCall, resumed: ResumePayload | undefined) => Promise<unknown>;
+
+/** Wraps `runTool` in the wrapTool hooks, hooks[0] outermost, routing restarts by position. */
+export function composeToolChain(hooks: readonly MiddlewareHooks[], runTool: ToolRunner): (call: ToolCall, restart?: ToolRestart) => Promise<unknown> {
+  const at = (index: number, call: ToolCall, restart: ToolRestart | undefined): Promise<unknown> => {
+    if (index === hooks.length) return runTool(call, restart?.stage === index ? restart.payload : undefined);
+    const wrap = hooks[index]!.wrapTool;
+    // Past the raising stage the call is fresh: the restart is not passed further in.
+    const inward = restart && restart.stage > index ? restart : undefined;
+    if (!wrap) return at(index + 1, call, inward);
+    const params: ToolCallParams = {
+      ...call,
+      ...(restart?.stage === index ? { resumed: restart.payload } : {}),
+      ...(inward && !inward.inputReplaced ? { released: true } : {}),
+    };
+    return wrap(params, (next) => {
+      const { resumed: _resumed, released: _released, ...forward } = next;
+      return at(index + 1, forward, inward);
+    });
+  };
+  return (call, restart) => at(0, call, restart);
 }

@@ -8,9 +8,7 @@ import { isCancellation, log } from '@temporalio/workflow';
 import { z } from 'zod';
 import { KeelError, toKeelError } from '../core/errors';
 import { StatusNameSchema, type StatusName } from '../core/status';
-import type { MiddlewareRef } from '../core/run';
-import { middlewareRef } from './middleware-ref';
-import type { MiddlewareDefinition } from './types';
+import { defineMiddleware } from './define-middleware';
 
 /** Statuses that fall over by default. */
 export const DEFAULT_FALLBACK_STATUSES: readonly StatusName[] = ['UNAVAILABLE', 'DEADLINE_EXCEEDED', 'RESOURCE_EXHAUSTED', 'ABORTED', 'INTERNAL', 'NOT_FOUND', 'UNIMPLEMENTED'];
@@ -35,8 +33,8 @@ export const FallbackConfigSchema = z
   .strict();
 export type FallbackConfig = z.input<typeof FallbackConfigSchema>;
 
-/** The fallback middleware's hooks; its set of lasting failures lives as long as the run. */
-export const fallbackMiddleware: MiddlewareDefinition<typeof FallbackConfigSchema> = {
+/** Fallback: `use: [fallback({ models: ['openai/gpt-4o-mini', { name: 'anthropic/claude', config: {...} }] })]` */
+export const fallback = defineMiddleware({
   name: 'fallback',
   description: 'Tries the next model when a model call fails with an eligible status.',
   configSchema: FallbackConfigSchema,
@@ -87,9 +85,4 @@ export const fallbackMiddleware: MiddlewareDefinition<typeof FallbackConfigSchem
       },
     };
   },
-};
-
-/** `use: [fallback({ models: ['openai/gpt-4o-mini', { name: 'anthropic/claude', config: {...} }] })]` */
-export function fallback(config: FallbackConfig): MiddlewareRef {
-  return middlewareRef(fallbackMiddleware, config);
-}
+});

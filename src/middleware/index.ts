@@ -1,18 +1,36 @@
 /**
- * Middleware: factories for agent `use` lists, their config schemas, and the contract.
- * Pure modules: the same code runs in the workflow.
+ * Middleware: the contract (`defineMiddleware` and the hook types), the built-in factories
+ * for agent `use` lists, and their config schemas. Pure modules: the same code runs in the
+ * workflow.
  */
-export { retry, retryMiddleware, RetryConfigSchema, DEFAULT_RETRY_STATUSES } from './retry';
+export { defineMiddleware, isMiddlewareFactory } from './define-middleware';
+export type { MiddlewareFactory } from './define-middleware';
+export { replaceFinalMessage } from './outcome';
+export { retry, RetryConfigSchema, DEFAULT_RETRY_STATUSES } from './retry';
 export type { RetryConfig } from './retry';
-export { fallback, fallbackMiddleware, FallbackConfigSchema, DEFAULT_FALLBACK_STATUSES, LASTING_STATUSES } from './fallback';
+export { fallback, FallbackConfigSchema, DEFAULT_FALLBACK_STATUSES, LASTING_STATUSES } from './fallback';
 export type { FallbackConfig } from './fallback';
-export { softToolErrors, softToolErrorsMiddleware, SoftToolErrorsConfigSchema } from './soft-tool-errors';
+export { softToolErrors, SoftToolErrorsConfigSchema } from './soft-tool-errors';
 export type { SoftToolErrorsConfig } from './soft-tool-errors';
-export { toolApproval, toolApprovalMiddleware, ToolApprovalConfigSchema, DENIED_MESSAGE, JUDGE_DENIED_MESSAGE, JUDGE_INSTRUCTIONS, turnUserTexts } from './tool-approval';
+export { toolApproval, ToolApprovalConfigSchema, DENIED_MESSAGE, JUDGE_DENIED_MESSAGE, JUDGE_INSTRUCTIONS, turnUserTexts } from './tool-approval';
 export type { ToolApprovalConfig } from './tool-approval';
-export { budget, budgetMiddleware, BudgetConfigSchema, BUDGET_METADATA_KEY } from './budget';
+export { budget, BudgetConfigSchema, BUDGET_METADATA_KEY } from './budget';
 export type { BudgetConfig } from './budget';
-export { BUILTIN_MIDDLEWARE, instantiateMiddleware, middlewareNames, registerMiddleware, registeredMiddleware } from './registry';
-export { composeStage } from './compose';
-export type { ContributedTool, MiddlewareContext, MiddlewareDefinition, MiddlewareHooks, ModelCallParams, ToolCallParams, GenerateParams, GenerateOutcome } from './types';
-export { ToolInterrupt, toolFail } from '../core/interrupts';
+export { BUILTIN_MIDDLEWARE, instantiateMiddleware, middlewareNames, registerExportedMiddleware, registerMiddleware, registeredMiddleware } from './registry';
+export type { MiddlewareStage } from './registry';
+export { composeStage, composeToolChain } from './compose';
+export type {
+  ContributedTool,
+  GenerateOutcome,
+  GenerateParams,
+  MiddlewareContext,
+  MiddlewareDefinition,
+  MiddlewareHooks,
+  ModelCallParams,
+  Next,
+  RunResume,
+  ToolCallParams,
+} from './types';
+export { toolFail } from '../core/interrupts';
+export type { HoldPolicy, ResumePayload } from '../core/interrupts';
+export { RunStoppedError, ToolFailure } from '../core/errors';

@@ -1,26 +1,28 @@
 /**
  * The middleware keel knows, by name (the built-ins, plus any a `middlewareModules` file
- * registers), and the step that turns `{ name, config }` refs into hooks. Pure: runs in the
- * workflow, so a run's middleware is fully described by its JSON.
+ * registers), and the step that turns `{ name, config }` refs into per-run stages. Pure:
+ * runs in the workflow, so a run's middleware is fully described by its JSON.
  */
 import type { z } from 'zod';
 import { KeelError } from '../core/errors';
+import { ToolInterrupt, holdData, type HoldPolicy } from '../core/interrupts';
 import { describeZodError } from '../core/schema-errors';
 import type { MiddlewareRef } from '../core/run';
-import { budgetMiddleware } from './budget';
-import { fallbackMiddleware } from './fallback';
-import { retryMiddleware } from './retry';
-import { softToolErrorsMiddleware } from './soft-tool-errors';
-import { toolApprovalMiddleware } from './tool-approval';
-import type { MiddlewareDefinition, MiddlewareHooks, SharedMiddlewareContext } from './types';
+import { budget } from './budget';
+import { isMiddlewareFactory, type MiddlewareFactory } from './define-middleware';
+import { fallback } from './fallback';
+import { retry } from './retry';
+import { softToolErrors } from './soft-tool-errors';
+import { toolApproval } from './tool-approval';
+import type { MiddlewareContext, MiddlewareDefinition, MiddlewareHooks } from './types';
 
 /** Built-in middleware with the reference's name for each (stable ones under genkit-middleware/, experimental under genkit-middleware-exp/). */
-const definitions: Array<[MiddlewareDefinition, string]> = [
-  [retryMiddleware as MiddlewareDefinition, 'genkit-middleware/retry'],
-  [fallbackMiddleware as MiddlewareDefinition, 'genkit-middleware/fallback'],
-  [softToolErrorsMiddleware as MiddlewareDefinition, 'genkit-middleware/softToolErrors'],
-  [toolApprovalMiddleware as MiddlewareDefinition, 'genkit-middleware/toolApproval'],
-  [budgetMiddleware as MiddlewareDefinition, 'genkit-middleware-exp/budget'],
+const builtins: Array<[MiddlewareFactory, string]> = [
+  [retry as MiddlewareFactory, 'genkit-middleware/retry'],
+  [fallback as MiddlewareFactory, 'genkit-middleware/fallback'],
+  [softToolErrors as MiddlewareFactory, 'genkit-middleware/softToolErrors'],
+  [toolApproval as MiddlewareFactory, 'genkit-middleware/toolApproval'],
+  [budget as MiddlewareFactory, 'genkit-middleware-exp/budget'],
 ];
 
 /**
@@ -28,26 +30,32 @@ const definitions: Array<[MiddlewareDefinition, string]> = [
  * configs written for Genkit keep working.
  */
 export const BUILTIN_MIDDLEWARE: Readonly<Record<string, MiddlewareDefinition>> = Object.fromEntries(
-  definitions.flatMap(([definition, referenceName]) => [
-    [definition.name, definition],
-    [referenceName, definition],
+  builtins.flatMap(([factory, referenceName]) => [
+    [factory.definition.name, factory.definition],
+    [referenceName, factory.definition],
   ]),
 );
 
 const registered: Record<string, MiddlewareDefinition> = { ...BUILTIN_MIDDLEWARE };
 
 /**
- * Registers a middleware of your own under `definition.name`. Call it at the top level of
- * a module listed under `middlewareModules` in temporal.yaml: the worker bundles that
- * module with the workflow code, so it must be deterministic (no I/O, clock or randomness
- * except through @temporalio/workflow), like the built-ins.
+ * Registers a middleware (a `defineMiddleware` factory, or its definition) under its name.
+ * Modules listed under `middlewareModules` have every exported factory registered for them;
+ * call this for any other. Such modules are bundled with the workflow, so they must be
+ * deterministic (no I/O, clock or randomness except through @temporalio/workflow).
  */
-export function registerMiddleware<Schema extends z.ZodType>(definition: MiddlewareDefinition<Schema>): void {
+export function registerMiddleware<Schema extends z.ZodType>(middleware: MiddlewareFactory<Schema> | MiddlewareDefinition<Schema>): void {
+  const definition = (isMiddlewareFactory(middleware) ? middleware.definition : middleware) as unknown as MiddlewareDefinition;
   const existing = registered[definition.name];
-  if (existing && existing !== (definition as unknown as MiddlewareDefinition)) {
+  if (existing && existing !== definition) {
     throw new KeelError('ALREADY_EXISTS', `middleware "${definition.name}" is already registered`);
   }
-  registered[definition.name] = definition as unknown as MiddlewareDefinition;
+  registered[definition.name] = definition;
+}
+
+/** Registers every middleware factory among a module's exports. */
+export function registerExportedMiddleware(moduleExports: Record<string, unknown>): void {
+  for (const value of Object.values(moduleExports)) if (isMiddlewareFactory(value)) registerMiddleware(value);
 }
 
 /** Every registered middleware, by name (reference aliases included). */
@@ -62,16 +70,28 @@ export function middlewareNames(registry: Readonly<Record<string, MiddlewareDefi
     .sort();
 }
 
+/** One middleware of a run: its position, name, hold policy and hooks. */
+export interface MiddlewareStage {
+  index: number;
+  name: string;
+  holds: HoldPolicy;
+  hooks: MiddlewareHooks;
+}
+
+/** What every middleware of a run shares; each gets it with its own stage fields. */
+export type SharedMiddlewareContext = Omit<MiddlewareContext, 'stageIndex' | 'stageName' | 'interrupt' | 'shared'>;
+
 /**
- * Validates each ref's config against its middleware's schema and creates its hooks,
- * in order (first = outermost). Unknown name → NOT_FOUND; bad config → INVALID_ARGUMENT
- * naming the middleware and the field.
+ * Validates each ref's config against its middleware's schema and creates its hooks, in
+ * order (first = outermost). Unknown name → NOT_FOUND; bad config → INVALID_ARGUMENT naming
+ * the middleware and the field.
  */
 export function instantiateMiddleware(
   refs: readonly MiddlewareRef[],
   context: SharedMiddlewareContext,
   registry: Readonly<Record<string, MiddlewareDefinition>> = registered,
-): MiddlewareHooks[] {
+): MiddlewareStage[] {
+  const sharedState = new Map<string, object>();
   return refs.map((ref, index) => {
     const definition = registry[ref.name];
     if (!definition) {
@@ -83,11 +103,21 @@ export function instantiateMiddleware(
     }
     const parsed = definition.configSchema.safeParse(ref.config ?? {});
     if (!parsed.success) {
-      throw new KeelError(
-        'INVALID_ARGUMENT',
-        `invalid config for middleware "${ref.name}" (use[${index}]): ${describeZodError(parsed.error, 'config')}`,
-      );
+      throw new KeelError('INVALID_ARGUMENT', `invalid config for middleware "${ref.name}" (use[${index}]): ${describeZodError(parsed.error, 'config')}`);
     }
-    return definition.create(parsed.data, { ...context, stageIndex: index, stageName: definition.name });
+    const holds = definition.holds ?? {};
+    const hooks = definition.create(parsed.data, {
+      ...context,
+      stageIndex: index,
+      stageName: definition.name,
+      interrupt: (data) => {
+        throw new ToolInterrupt({ data: holdData(data), raisedBy: definition.name, stage: index, policy: holds });
+      },
+      shared: <T extends object>(init: () => T): T => {
+        if (!sharedState.has(definition.name)) sharedState.set(definition.name, init());
+        return sharedState.get(definition.name) as T;
+      },
+    });
+    return { index, name: definition.name, holds, hooks };
   });
 }

@@ -6,11 +6,9 @@
  */
 import { isCancellation, log, sleep } from '@temporalio/workflow';
 import { z } from 'zod';
-import { KeelError, toKeelError } from '../core/errors';
+import { RunStoppedError, toKeelError, type KeelError } from '../core/errors';
 import { StatusNameSchema, type StatusName } from '../core/status';
-import type { MiddlewareRef } from '../core/run';
-import { middlewareRef } from './middleware-ref';
-import type { MiddlewareDefinition } from './types';
+import { defineMiddleware } from './define-middleware';
 
 /** Statuses retried by default. */
 export const DEFAULT_RETRY_STATUSES: readonly StatusName[] = ['UNAVAILABLE', 'DEADLINE_EXCEEDED', 'RESOURCE_EXHAUSTED', 'ABORTED', 'INTERNAL'];
@@ -36,8 +34,8 @@ export type RetryConfig = z.input<typeof RetryConfigSchema>;
 
 const positive = (value: number | undefined, fallback: number) => (value !== undefined && value > 0 ? value : fallback);
 
-/** The retry middleware's hooks. */
-export const retryMiddleware: MiddlewareDefinition<typeof RetryConfigSchema> = {
+/** Retry: `use: [retry({ maxRetries: 2 })]` */
+export const retry = defineMiddleware({
   name: 'retry',
   description: 'Retries failed model calls with exponential backoff.',
   configSchema: RetryConfigSchema,
@@ -66,7 +64,7 @@ export const retryMiddleware: MiddlewareDefinition<typeof RetryConfigSchema> = {
               await sleep(wait);
             } catch (sleepError) {
               // Cancelled during the backoff: end at once with the model's last error.
-              if (isCancellation(sleepError)) throw new KeelError(failure.status, failure.message, { ...failure.details, cancelledDuringBackoff: true }, failure.classified);
+              if (isCancellation(sleepError)) throw new RunStoppedError({ status: failure.status, message: failure.message, cancelled: true, classified: failure.classified });
               throw sleepError;
             }
             delay = Math.min(delay * backoffFactor, maxDelayMs);
@@ -75,9 +73,4 @@ export const retryMiddleware: MiddlewareDefinition<typeof RetryConfigSchema> = {
       },
     };
   },
-};
-
-/** `use: [retry({ maxRetries: 2 })]` */
-export function retry(config: RetryConfig = {}): MiddlewareRef {
-  return middlewareRef(retryMiddleware, config);
-}
+});

@@ -2,16 +2,16 @@
  * ToolApproval (reference: genkit-middleware/toolApproval): allow-listed tools run; every
  * other call is held for a person's decision, or first put to a judge model that answers
  * allow / deny / ask. An approval runs the tool as a fresh call; any other restart answers
- * the model with a denial it must not work around, and the run goes on. Runs in the
+ * the model with a denial it must not work around, and the run goes on. A restart that
+ * answers a later stage (the tool's own question) passes, unless it replaced the input. Runs in the
  * workflow; the judge is one model activity per judged call.
  */
 import { log } from '@temporalio/workflow';
 import { z } from 'zod';
-import { ToolInterrupt, toolFail } from '../core/interrupts';
+import { toolFail } from '../core/interrupts';
 import { messageText, type Message, type ModelRequest } from '../core/messages';
-import type { MiddlewareRef } from '../core/run';
-import { middlewareRef } from './middleware-ref';
-import type { MiddlewareDefinition } from './types';
+import { defineMiddleware } from './define-middleware';
+import type { ToolCallParams } from './types';
 
 /** The model-visible answer to a refused call. */
 export const DENIED_MESSAGE = 'the tool call was denied; do not retry it or work around the denial, continue without it or tell the user it was refused';
@@ -60,87 +60,97 @@ export const ToolApprovalConfigSchema = z
   .strict();
 export type ToolApprovalConfig = z.input<typeof ToolApprovalConfigSchema>;
 
-/** A decision on an approval hold, as the reference reads it: `{ toolApproved, reason? }`. */
-const ToolCallDecisionSchema = z.object({ toolApproved: z.boolean(), reason: z.string().optional() }).loose();
+/**
+ * A decision on an approval hold: keel's `{ approved, reason? }` or the reference's
+ * `{ toolApproved, reason? }`. Anything else (a bare restart included) refuses.
+ */
+const ToolCallDecisionSchema = z
+  .object({ toolApproved: z.boolean().optional(), approved: z.boolean().optional(), reason: z.string().optional() })
+  .loose()
+  .transform(({ toolApproved, approved, reason }) => ({ approved: (toolApproved ?? approved) === true, reason }));
 
 /**
- * The text the user wrote in this turn: text parts without a `purpose` (no documents, no
- * format instructions) of the trailing user messages of the run's input, leaving out
- * messages other middleware injected.
+ * What the user wrote in the current turn, one entry per message (its text parts without a
+ * `purpose` joined): the trailing user messages before the turn's model and tool messages,
+ * leaving out messages other middleware injected (Filesystem file contents). A run that
+ * resumes an interrupted one still finds the user's text before the held model message.
  */
 export function turnUserTexts(messages: readonly Message[]): string[] {
-  let start = messages.length;
+  const injected = (message: Message) => message.metadata?.filesystemMiddlewareTool !== undefined;
+  let end = messages.length;
+  while (end > 0 && (messages[end - 1]!.role === 'model' || messages[end - 1]!.role === 'tool' || injected(messages[end - 1]!))) end--;
+  let start = end;
   while (start > 0 && messages[start - 1]!.role === 'user') start--;
   return messages
-    .slice(start)
-    .filter((message) => message.metadata?.filesystemMiddlewareTool === undefined)
-    .flatMap((message) => message.content.flatMap((part) => ('text' in part && part.metadata?.purpose === undefined ? [part.text] : [])));
+    .slice(start, end)
+    .filter((message) => !injected(message))
+    .map((message) => message.content.map((part) => ('text' in part && part.metadata?.purpose === undefined ? part.text : '')).join(''))
+    .filter((text) => text !== '');
 }
 
-/** The toolApproval middleware's hooks. */
-export const toolApprovalMiddleware: MiddlewareDefinition<typeof ToolApprovalConfigSchema> = {
+/**
+ * ToolApproval: `use: [toolApproval({ allowedTools: ['search'], judge: 'openai/gpt-4o-mini' })]`.
+ * A hold is answered with `{ approved }` (or the reference's `{ toolApproved }`).
+ */
+export const toolApproval = defineMiddleware({
   name: 'toolApproval',
   description: 'Holds tool calls that are not allow-listed for approval, optionally asking a judge model first.',
   configSchema: ToolApprovalConfigSchema,
+  holds: { kind: 'approval' },
   create(config, context) {
-    const userMessages = turnUserTexts(context.inputMessages);
     const system = config.judgePolicy ? `${JUDGE_INSTRUCTIONS}\n\nAlso apply these rules from the application:\n${config.judgePolicy}` : JUDGE_INSTRUCTIONS;
-    const hold = (name: string, extra: Record<string, unknown> = {}, message = `Tool not in approved list: ${name}`) =>
-      new ToolInterrupt('approval', { message, ...extra }, context.stageName, context.stageIndex);
+
+    /** Asks the judge; undefined when it failed or gave no verdict (logged). */
+    const judge = async (judgeModel: NonNullable<typeof config.judge>, params: ToolCallParams): Promise<(typeof VERDICTS)[number] | undefined> => {
+      const name = params.request.name;
+      const judgeRequest: ModelRequest = {
+        messages: [
+          { role: 'system', content: [{ text: system }] },
+          {
+            role: 'user',
+            content: [
+              {
+                text: JSON.stringify({
+                  userMessages: turnUserTexts(params.requestMessages),
+                  toolCall: { name, ...(params.tool.description ? { description: params.tool.description } : {}), input: params.request.input ?? {} },
+                }),
+              },
+            ],
+          },
+        ],
+        tools: [],
+        output: { format: 'enum', enum: [...VERDICTS] },
+        ...(judgeModel.config ? { config: judgeModel.config } : {}),
+      };
+      let answer: string;
+      try {
+        answer = messageText((await context.callModel(judgeModel.name, judgeRequest)).message);
+      } catch (error) {
+        log.warn('approval judge failed', { tool: name, judge: judgeModel.name, error: (error as Error).message });
+        return undefined;
+      }
+      const verdict = verdictOf(answer);
+      if (!verdict) log.warn('approval judge gave no verdict', { tool: name, judge: judgeModel.name, answer: answer.slice(0, 200) });
+      return verdict;
+    };
 
     return {
       async wrapTool(params, next) {
         const name = params.request.name;
-        if (config.allowedTools.includes(name)) return next(params);
-        const resume = params.resume;
-        // A restart answering a later stage (the tool's own question) of a call this gate let through.
-        if (resume && resume.stageIndex > context.stageIndex) return next(params);
-        if (resume && resume.stageIndex === context.stageIndex) {
-          const decision = ToolCallDecisionSchema.safeParse(resume.payload);
-          if (decision.success && decision.data.toolApproved) return next({ ...params, resume: undefined });
+        if (config.allowedTools.includes(name) || params.released) return next(params);
+        if (params.resumed !== undefined) {
+          const decision = ToolCallDecisionSchema.safeParse(params.resumed);
+          if (decision.success && decision.data.approved) return next(params);
           const reason = decision.success ? decision.data.reason : undefined;
           throw toolFail(reason ? `${DENIED_MESSAGE}. Reason: ${reason}` : DENIED_MESSAGE);
         }
-        if (!config.judge) throw hold(name);
-
-        const judgeRequest: ModelRequest = {
-          messages: [
-            { role: 'system', content: [{ text: system }] },
-            {
-              role: 'user',
-              content: [
-                {
-                  text: JSON.stringify({
-                    userMessages,
-                    toolCall: { name, ...(params.tool?.description ? { description: params.tool.description } : {}), input: params.request.input ?? {} },
-                  }),
-                },
-              ],
-            },
-          ],
-          tools: [],
-          output: { format: 'enum', enum: [...VERDICTS] },
-          ...(config.judge.config ? { config: config.judge.config } : {}),
-        };
-        let answer: string | undefined;
-        try {
-          const response = await context.callModel(config.judge.name, judgeRequest);
-          answer = messageText(response.message);
-        } catch (error) {
-          log.warn('approval judge failed', { tool: name, judge: config.judge.name, error: (error as Error).message });
-        }
-        const verdict = answer === undefined ? undefined : verdictOf(answer);
+        if (!config.judge) return context.interrupt({ message: `Tool not in approved list: ${name}` });
+        const verdict = await judge(config.judge, params);
         if (verdict === 'allow') return next(params);
         if (verdict === 'deny') throw toolFail(JUDGE_DENIED_MESSAGE);
-        if (verdict === 'ask') throw hold(name, { judge: 'ask' }, `Approval judge asked to confirm tool: ${name}`);
-        if (answer !== undefined) log.warn('approval judge gave no verdict', { tool: name, judge: config.judge.name, answer: answer.slice(0, 200) });
-        throw hold(name, { judge: 'failed' }, `Approval judge failed on tool: ${name}`);
+        if (verdict === 'ask') return context.interrupt({ message: `Approval judge asked to confirm tool: ${name}`, judge: 'ask' });
+        return context.interrupt({ message: `Approval judge failed on tool: ${name}`, judge: 'failed' });
       },
     };
   },
-};
-
-/** `use: [toolApproval({ allowedTools: ['search'], judge: 'openai/gpt-4o-mini' })]` */
-export function toolApproval(config: ToolApprovalConfig = {}): MiddlewareRef {
-  return middlewareRef(toolApprovalMiddleware, config);
-}
+});

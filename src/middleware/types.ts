@@ -1,21 +1,33 @@
 /**
- * The middleware contract. A middleware is a named factory with a zod config schema; per
- * run it creates hooks that wrap the reference's three stages: each loop iteration
- * (`wrapGenerate`, iteration 0 encloses all later ones), each model call (`wrapModel`)
- * and each tool call (`wrapTool`), plus contributions (tools, system-prompt fragments).
- * Listed first = outermost. Hooks run inside the workflow: they must be deterministic and
- * reach the outside world only through the capabilities of `MiddlewareContext`.
+ * The middleware contract. A middleware is defined once with `defineMiddleware({ name,
+ * configSchema, create })`; per run, `create` returns hooks that wrap the reference's three
+ * stages: each loop iteration (`wrapGenerate`, iteration 0 encloses all later ones), each
+ * model call (`wrapModel`) and each tool call (`wrapTool`), plus contributions (tools,
+ * system-prompt fragments) and the tool-error policy (`coversToolError`). Listed first =
+ * outermost. Hooks run inside the workflow: they must be deterministic and reach the outside
+ * world only through the capabilities of `MiddlewareContext`.
  */
 import type { z } from 'zod';
-import type { ResumeTarget } from '../core/interrupts';
-import type { Message, ModelRequest, ModelResponse, ToolDefinition, ToolRequest, Usage } from '../core/messages';
+import type { HoldPolicy, ResumePayload } from '../core/interrupts';
+import type { Message, ModelRequest, ModelResponse, ToolDefinition, ToolRequest, ToolRequestPart, ToolResponsePart, Usage } from '../core/messages';
 import type { AgentSpec } from '../core/run';
 
 /** One iteration of the tool loop, as `wrapGenerate` sees it. */
 export interface GenerateParams {
   /** 0 for the first model call of the run. */
   iteration: number;
-  /** The conversation at the start of the iteration. */
+  /**
+   * The conversation this iteration sends to the model. A hook may pass `next` a rewritten
+   * conversation (compression, injected messages): the request is built from it.
+   */
+  messages: Message[];
+}
+
+/** What an iteration (and so the run) produced. */
+export interface GenerateOutcome {
+  /** The final model response; its message is the last of `messages`. */
+  response: ModelResponse;
+  /** The whole conversation at the end of the run, as the result reports it. */
   messages: Message[];
 }
 
@@ -30,17 +42,26 @@ export interface ModelCallParams {
 /** One tool call, as `wrapTool` sees it. */
 export interface ToolCallParams {
   request: ToolRequest;
-  /** The tool's definition; undefined when the model asked for a tool that does not exist. */
-  tool: ToolDefinition | undefined;
+  /** The tool's definition (a call to an unknown tool fails before any hook runs). */
+  tool: ToolDefinition;
   iteration: number;
   /** The messages of the model request that produced this call. */
   requestMessages: Message[];
   /**
-   * Set when the call is a restart of a held call: the decision's payload, for the stage that
-   * raised the hold. Stages before that one already let the call through and pass it on;
-   * the raising stage reads the payload and calls `next` without it.
+   * Set only for the stage that raised the hold this call restarts: the decision's payload,
+   * exactly as given (`{ approved, reason? }`, a restart's object, `true` for a bare
+   * restart, or `{ respond }` for a middleware whose holds decide stand-in outputs). When the
+   * stage calls `next`, the inner stages see a fresh call.
    */
-  resume?: ResumeTarget;
+  resumed?: ResumePayload;
+  /**
+   * True when this call restarts a hold that a later (inner) stage raised, after this stage
+   * had let the call through with the same input. A restart that replaced the input is never
+   * released: every gate checks it again.
+   */
+  released?: boolean;
+  /** The call's input before a restart replaced it. */
+  originalInput?: unknown;
 }
 
 /** Continues to the next (inner) stage. */
@@ -52,16 +73,21 @@ export interface MiddlewareHooks {
   wrapGenerate?: (params: GenerateParams, next: Next<GenerateParams, GenerateOutcome>) => Promise<GenerateOutcome>;
   /** Wraps each model call. */
   wrapModel?: (params: ModelCallParams, next: Next<ModelCallParams, ModelResponse>) => Promise<ModelResponse>;
-  /** Wraps each tool call; resolves to the tool's output. */
+  /**
+   * Wraps each tool call; resolves to the tool's output. Hold the call with
+   * `context.interrupt(data)`, answer it with an error the model sees with `toolFail(message)`.
+   */
   wrapTool?: (params: ToolCallParams, next: Next<ToolCallParams, unknown>) => Promise<unknown>;
   /** Tools this middleware adds to the run, with their workflow-local implementations. */
   tools?: ContributedTool[];
   /** Text appended to the system prompt. */
   systemPrompt?: string;
   /**
-   * True when a failure of this tool (its own error, bad input, unknown name) should answer
-   * the call as `{ error }` instead of failing the run (SoftToolErrors). Consulted after the
-   * whole wrapTool chain; a run covers a failure when any middleware does.
+   * The tool-error policy: return true to answer a failed call of `toolName` with
+   * `{ "error": "<message>" }` instead of failing the run. Consulted after the whole wrapTool
+   * chain, and only for the tool's own failures (it threw, its input failed its schema, or
+   * no such tool exists); never for errors a hook raised, holds, or cancellation. A failure
+   * is answered when any middleware of the run covers it.
    */
   coversToolError?: (toolName: string) => boolean;
 }
@@ -72,9 +98,10 @@ export interface ContributedTool {
   run: (input: unknown, params: ToolCallParams) => Promise<unknown>;
 }
 
-/** What an iteration (and so the run) produced. */
-export interface GenerateOutcome {
-  response: ModelResponse;
+/** The resume input of a run that continues an interrupted one (interruptMode 'return'). */
+export interface RunResume {
+  restart: ToolRequestPart[];
+  respond: ToolResponsePart[];
 }
 
 /** What a middleware may use while it works. */
@@ -87,21 +114,31 @@ export interface MiddlewareContext {
   usage: () => Usage;
   /** The messages the run started with. */
   inputMessages: readonly Message[];
-  /** True when the run resumes an interrupted one (its first iteration only runs restarted tools). */
-  resuming: boolean;
+  /** Set when the run resumes an interrupted one: its first iteration only answers the held calls. */
+  resume: RunResume | undefined;
   /** This middleware's position in the chain (0 = outermost). */
   stageIndex: number;
-  /** The name this middleware raises holds under. */
+  /** This middleware's name. */
   stageName: string;
+  /**
+   * Holds the current tool call for a decision (call it from `wrapTool`): `data` is a JSON
+   * object shown to whoever decides. The decision comes back to this stage only, as
+   * `params.resumed` of the restarted call.
+   */
+  interrupt: (data?: Record<string, unknown>) => never;
+  /**
+   * State shared by every instance of this middleware in the run (the same name), made by
+   * `init` on first use. Lives as long as the run; keep it JSON-plain.
+   */
+  shared: <T extends object>(init: () => T) => T;
 }
 
-/** The context the loop builds once; each middleware gets it with its own stage fields. */
-export type SharedMiddlewareContext = Omit<MiddlewareContext, 'stageIndex' | 'stageName'>;
-
-/** A registered middleware: name, config schema, and the factory of its per-run hooks. */
+/** A middleware: name, config schema, and the factory of its per-run hooks. */
 export interface MiddlewareDefinition<Schema extends z.ZodType = z.ZodType> {
   name: string;
   description: string;
   configSchema: Schema;
+  /** How this middleware's holds are shown and decided. */
+  holds?: HoldPolicy;
   create: (config: z.output<Schema>, context: MiddlewareContext) => MiddlewareHooks;
 }

@@ -12,6 +12,8 @@ import { dirname, join, resolve } from 'node:path';
 export const PACKAGE_ROOT = resolve(__dirname, '..', '..');
 /** The workflow entry point. */
 export const WORKFLOWS_PATH = join(PACKAGE_ROOT, 'src', 'workflows', 'index.ts');
+/** The middleware registry, which the entry of a bundle with middleware modules calls. */
+const REGISTRY_PATH = join(PACKAGE_ROOT, 'src', 'middleware', 'registry.ts');
 
 function sourceFiles(dir: string): string[] {
   const out: string[] = [];
@@ -60,10 +62,16 @@ export async function workflowBundlePath({ cacheDir = join(PACKAGE_ROOT, '.keel'
   mkdirSync(cacheDir, { recursive: true });
   let workflowsPath = WORKFLOWS_PATH;
   if (middlewareModules.length) {
-    // An entry that loads the middleware modules (they register themselves) before the workflow.
+    // An entry that registers the middleware the modules export (or register) before the workflow runs.
     workflowsPath = join(cacheDir, `workflow-entry-${key}.ts`);
-    const imports = middlewareModules.map((module) => `import ${JSON.stringify(module)};`).join('\n');
-    writeFileSync(workflowsPath, `${imports}\nexport { generateWorkflow } from ${JSON.stringify(WORKFLOWS_PATH.replace(/\.ts$/, ''))};\n`);
+    const source = (path: string) => JSON.stringify(path.replace(/\.ts$/, ''));
+    const lines = [
+      `import { registerExportedMiddleware } from ${source(REGISTRY_PATH)};`,
+      ...middlewareModules.map((module, index) => `import * as middleware${index} from ${JSON.stringify(module)};`),
+      ...middlewareModules.map((_module, index) => `registerExportedMiddleware(middleware${index});`),
+      `export { generateWorkflow } from ${source(WORKFLOWS_PATH)};`,
+    ];
+    writeFileSync(workflowsPath, `${lines.join('\n')}\n`);
   }
   const { code } = await bundleWorkflowCode({ workflowsPath, logger: quietLogger });
   const temporary = `${path}.${process.pid}.tmp`;

@@ -7,7 +7,7 @@ import { resolve } from 'node:path';
 import { createRequire } from 'node:module';
 import { ConfigError } from '../config/load';
 import { describeZodError } from '../core/schema-errors';
-import { middlewareNames, registeredMiddleware } from '../middleware/registry';
+import { middlewareNames, registerExportedMiddleware, registeredMiddleware } from '../middleware/registry';
 import type { KeelConfig, ModelConfig } from '../config/schema';
 import { defineAgent, type Model } from '../define';
 import { anthropicModel } from '../models/anthropic';
@@ -37,11 +37,11 @@ export function modelFromConfig(entry: ModelConfig): Model {
 
 /** Loads the config's modules and declarative entries into a registry. */
 export async function loadRegistry(config: Pick<KeelConfig, 'modules' | 'models' | 'agents' | 'baseDir'> & Partial<Pick<KeelConfig, 'middlewareModules'>>, registry = new Registry()): Promise<Registry> {
-  // Middleware modules register themselves; loading them here too lets configs be checked now.
+  // Middleware modules are bundled with the workflow; registering their factories here too lets configs be checked now.
   for (const [index, modulePath] of (config.middlewareModules ?? []).entries()) {
     const file = resolve(config.baseDir, modulePath);
     try {
-      loadModule(file);
+      registerExportedMiddleware(loadModule(file));
     } catch (error) {
       throw new ConfigError(`middlewareModules[${index}]: cannot load ${file}: ${(error as Error).message}`);
     }

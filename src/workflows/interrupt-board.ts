@@ -1,22 +1,22 @@
 /**
  * The run's pending interrupts: records holds, answers the `resume` update (validated
- * synchronously) and signal, and lets a held call wait durably for its decision. Budget
- * holds share one decision. Runs in the workflow: deterministic, no I/O.
+ * synchronously) and signal, and lets a held call wait durably for its decision. A hold's
+ * policy (declared by the middleware that raised it) says whether one decision answers all
+ * of that middleware's holds and whether a stand-in output answers the call or goes to the
+ * stage to decide. Runs in the workflow: deterministic, no I/O.
  */
 import { ApplicationFailure, condition, log, setHandler } from '@temporalio/workflow';
 import type { Duration } from '@temporalio/common';
 import { KeelError } from '../core/errors';
-import { DecisionSchema, type Decision, type DecisionAccepted, type ToolInterrupt } from '../core/interrupts';
+import { DecisionSchema, type Decision, type DecisionAccepted, type HoldPolicy, type ToolInterrupt } from '../core/interrupts';
 import type { ToolRequest } from '../core/messages';
 import type { Interrupt } from '../core/run';
 import { describeZodError } from '../core/schema-errors';
 import { resumeSignal, resumeUpdate } from './definitions';
 
-/** Kinds of hold that share one decision per run. */
-const SHARED_DECISION_KINDS = new Set(['budget']);
-
 interface Entry {
   record: Interrupt;
+  policy: HoldPolicy;
   decision?: Decision;
 }
 
@@ -36,7 +36,10 @@ export class InterruptBoard {
   private readonly decided = new Set<string>();
   private counter = 0;
 
-  constructor(private readonly options: InterruptBoardOptions) {
+  private readonly options: InterruptBoardOptions;
+
+  constructor(options: InterruptBoardOptions) {
+    this.options = options;
     setHandler(resumeUpdate, (decision) => this.accept(decision), { validator: (decision) => void this.check(decision) });
     setHandler(resumeSignal, async (decision) => {
       try {
@@ -72,8 +75,9 @@ export class InterruptBoard {
       ...(spent !== undefined ? { spent } : {}),
       ...(limit !== undefined ? { limit } : {}),
       raisedBy: interrupt.raisedBy,
+      ...(Object.keys(interrupt.data).length ? { data: interrupt.data } : {}),
     };
-    const entry: Entry = { record };
+    const entry: Entry = { record, policy: interrupt.policy };
     this.entries.set(id, entry);
     this.options.onChange();
     try {
@@ -119,11 +123,11 @@ export class InterruptBoard {
     return parsed.data;
   }
 
-  /** Validates and records a decision (for a shared kind: on every pending hold of that kind). */
+  /** Validates and records a decision (for a shared decision: on every pending hold of the same middleware). */
   private async accept(raw: Decision): Promise<DecisionAccepted> {
     let decision = this.check(raw);
     const entry = this.entries.get(decision.interruptId)!;
-    if ('respond' in decision && !SHARED_DECISION_KINDS.has(entry.record.kind)) {
+    if ('respond' in decision && entry.policy.respond !== 'decide') {
       let output: unknown;
       try {
         output = await this.options.validateOutput(entry.record.toolName ?? '', decision.respond);
@@ -134,8 +138,8 @@ export class InterruptBoard {
       decision = { interruptId: decision.interruptId, respond: output };
       this.check(decision); // decided meanwhile by another handler?
     }
-    const targets = SHARED_DECISION_KINDS.has(entry.record.kind)
-      ? [...this.entries.values()].filter((other) => other.record.kind === entry.record.kind && !other.decision)
+    const targets = entry.policy.sharedDecision
+      ? [...this.entries.values()].filter((other) => other.record.raisedBy === entry.record.raisedBy && !other.decision)
       : [entry];
     for (const target of targets) {
       target.decision = { ...decision, interruptId: target.record.id };

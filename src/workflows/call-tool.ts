@@ -1,0 +1,60 @@
+/**
+ * The innermost tool stage: runs a middleware's workflow-local tool, or the tool's
+ * `callTool` activity. A tool that asks for a decision becomes a hold of the tool stage;
+ * any other failure is the tool's own (`ToolFailure`), which the tool-error policy may
+ * answer to the model. Runs in the workflow: deterministic, no I/O.
+ */
+import { ActivityFailure, ApplicationFailure, isCancellation, proxyActivities, type ActivityOptions } from '@temporalio/workflow';
+import { RunStoppedError, ToolFailure, toKeelError, type KeelError } from '../core/errors';
+import { ModelVisibleToolError, TOOL_INTERRUPT_FAILURE, TOOL_STAGE, ToolInterrupt, holdData } from '../core/interrupts';
+import type { KeelActivities } from '../activities/types';
+import type { ToolRunner } from '../middleware/compose';
+import type { ContributedTool } from '../middleware/types';
+import { asKeelError } from './activity-errors';
+
+/** Options of `toolRunner`. */
+export interface ToolRunnerOptions {
+  /** Tools middleware contributed, by name; they run in the workflow. */
+  contributed: ReadonlyMap<string, ContributedTool>;
+  /** Options of the tool activity. */
+  activity: ActivityOptions;
+  /** Position of the tool stage: after every wrapTool hook. */
+  stage: number;
+}
+
+/** The innermost stage of the wrapTool chain. */
+export function toolRunner({ contributed, activity, stage }: ToolRunnerOptions): ToolRunner {
+  return async (call, resumed) => {
+    const name = call.request.name;
+    const local = contributed.get(name);
+    if (local) {
+      try {
+        return await local.run(call.request.input, { ...call, ...(resumed !== undefined ? { resumed } : {}) });
+      } catch (error) {
+        if (isCancellation(error) || ToolInterrupt.isInstance(error) || ModelVisibleToolError.isInstance(error) || RunStoppedError.isInstance(error)) throw error;
+        throw ownFailure(toKeelError(error), name);
+      }
+    }
+    try {
+      return await proxyActivities<KeelActivities>({ ...activity, summary: `tool ${name}` }).callTool({
+        toolName: name,
+        input: call.request.input,
+        ref: call.request.ref,
+        ...(resumed !== undefined ? { resumed } : {}),
+      });
+    } catch (error) {
+      if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure && error.cause.type === TOOL_INTERRUPT_FAILURE) {
+        throw new ToolInterrupt({ data: holdData(error.cause.details?.[0] ?? {}), raisedBy: TOOL_STAGE, stage, policy: { kind: TOOL_STAGE } });
+      }
+      const failure = asKeelError(error, `tool "${name}"`);
+      if (failure.status === 'CANCELLED') throw failure;
+      throw ownFailure(failure, name);
+    }
+  };
+}
+
+/** The tool's own failure, answered to the model (when covered) in the tool's own words. */
+function ownFailure(failure: KeelError, toolName: string): ToolFailure {
+  const modelMessage = typeof failure.details.toolMessage === 'string' ? failure.details.toolMessage : failure.message;
+  return new ToolFailure({ status: failure.status, message: failure.message, toolName, modelMessage, details: failure.details, classified: failure.classified });
+}

@@ -1,0 +1,61 @@
+/**
+ * What a run is made of once its agent is resolved: its middleware stages (with the
+ * capabilities they get), the tools the model may call (the agent's plus those middleware
+ * contribute, names unique), and the system prompt. Runs in the workflow: no I/O.
+ */
+import { KeelError } from '../core/errors';
+import type { Message, ModelRequest, ModelResponse, ToolDefinition } from '../core/messages';
+import type { AgentSpec, RunInput } from '../core/run';
+import { instantiateMiddleware, type MiddlewareStage } from '../middleware/registry';
+import type { ContributedTool } from '../middleware/types';
+import type { RunState } from './run-state';
+
+/** A run's middleware and tools. */
+export interface RunSetup {
+  stages: MiddlewareStage[];
+  /** Every tool the model may call, the agent's first. */
+  tools: ToolDefinition[];
+  toolsByName: Map<string, ToolDefinition>;
+  /** Tools middleware contributed, run in the workflow. */
+  contributed: Map<string, ContributedTool>;
+  /** The conversation the first iteration sends: the input, behind the system prompt. */
+  messages: Message[];
+}
+
+/** Options of `setUpRun`. */
+export interface RunSetupOptions {
+  agent: AgentSpec;
+  input: RunInput;
+  run: RunState;
+  callModel: (model: string, request: ModelRequest) => Promise<ModelResponse>;
+}
+
+/** Instantiates the middleware and gathers the tools (a duplicate name is INVALID_ARGUMENT); records the first conversation in the run. */
+export function setUpRun({ agent, input, run, callModel }: RunSetupOptions): RunSetup {
+  const stages = instantiateMiddleware([...agent.use, ...input.use], {
+    agent,
+    callModel,
+    usage: () => run.status.usage,
+    inputMessages: input.messages,
+    resume: input.resume,
+  });
+  const tools: ToolDefinition[] = [];
+  const toolsByName = new Map<string, ToolDefinition>();
+  const contributed = new Map<string, ContributedTool>();
+  const add = (tool: ToolDefinition, duplicate: string) => {
+    if (toolsByName.has(tool.name)) throw new KeelError('INVALID_ARGUMENT', duplicate, { toolName: tool.name });
+    toolsByName.set(tool.name, tool);
+    tools.push(tool);
+  };
+  for (const tool of agent.tools) add(tool, `duplicate tool name "${tool.name}" in agent "${agent.name}"`);
+  for (const stage of stages) {
+    for (const tool of stage.hooks.tools ?? []) {
+      add(tool.definition, `tool "${tool.definition.name}" is contributed by middleware but already declared elsewhere`);
+      contributed.set(tool.definition.name, tool);
+    }
+  }
+  const systemText = [agent.system, ...stages.map((stage) => stage.hooks.systemPrompt)].filter((text): text is string => !!text).join('\n\n');
+  const messages: Message[] = input.messages[0]?.role === 'system' || !systemText ? [...input.messages] : [{ role: 'system', content: [{ text: systemText }] }, ...input.messages];
+  run.messages = messages;
+  return { stages, tools, toolsByName, contributed, messages };
+}

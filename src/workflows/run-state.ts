@@ -1,0 +1,32 @@
+/**
+ * The state of one generate run, as one explicit object that the loop's steps pass along:
+ * what the `status` and `messages` queries report, and the model requests in flight (read
+ * back by the model activity). Runs in the workflow: deterministic, no I/O.
+ */
+import type { Message, ModelRequest } from '../core/messages';
+import type { RunStatus } from '../core/run';
+
+/** One run's state. JSON-plain. */
+export interface RunState {
+  /** The run id a user sees (the workflow id). */
+  readonly runId: string;
+  /** What the `status` query reports (messageCount is filled in when asked). */
+  status: RunStatus;
+  /** The conversation as far as the run has got (the `messages` query). */
+  messages: Message[];
+  /** Model requests whose activity is in flight, by request key. */
+  modelRequests: Record<string, ModelRequest>;
+  /** Model calls made so far, per model (a scripted reply's index). */
+  modelCalls: Record<string, number>;
+}
+
+/** A fresh state for run `runId` of agent `agent`. */
+export function newRunState(runId: string, agent: string): RunState {
+  return {
+    runId,
+    status: { state: 'running', agent, turn: 0, usage: {}, interrupts: [], messageCount: 0 },
+    messages: [],
+    modelRequests: {},
+    modelCalls: {},
+  };
+}

@@ -1,0 +1,74 @@
+/**
+ * What a run reports about itself: the `status`, `messages` and (internal) `modelRequest`
+ * query handlers over the run's state, and how the state settles when the run completes,
+ * fails, is stopped or is cancelled. Runs in the workflow: deterministic, no I/O.
+ */
+import { ApplicationFailure, isCancellation, setHandler } from '@temporalio/workflow';
+import { KeelError, RunStoppedError, fromApplicationFailure, toApplicationFailure, toKeelError } from '../core/errors';
+import { ToolInterrupt } from '../core/interrupts';
+import { messageText } from '../core/messages';
+import type { Interrupt, RunResult } from '../core/run';
+import { messagesQuery, modelRequestQuery, statusQuery } from './definitions';
+import type { RunState } from './run-state';
+
+/** Answers the run's queries from its state. */
+export function answerQueries(run: RunState): void {
+  setHandler(statusQuery, () => ({ ...run.status, messageCount: run.messages.length }));
+  setHandler(messagesQuery, (from: number) => run.messages.slice(Math.max(0, from)));
+  setHandler(modelRequestQuery, (key: string) => {
+    const request = run.modelRequests[key];
+    if (!request) throw new Error(`no model request "${key}" is pending in run ${run.runId}`);
+    return request;
+  });
+}
+
+/** Records the pending interrupts: a run with any is `waiting`. */
+export function showInterrupts(run: RunState, pending: Interrupt[]): void {
+  run.status.interrupts = pending;
+  if (run.status.state === 'running' || run.status.state === 'waiting') run.status.state = pending.length ? 'waiting' : 'running';
+}
+
+/** Records a completed run. */
+export function settleCompleted(run: RunState, result: RunResult): void {
+  run.messages = result.messages;
+  run.status.state = 'completed';
+  run.status.finishReason = result.finishReason;
+  run.status.text = result.text;
+}
+
+/**
+ * Records how a run ended without a result and returns what the workflow throws: a
+ * cancellation as is; a stop (RunStoppedError) as ABORTED-like failure carrying the partial
+ * result, with finish reason `aborted`; anything else as a failure with its status.
+ */
+export function settleFailure(run: RunState, error: unknown): unknown {
+  const { status } = run;
+  status.interrupts = [];
+  const lastModelText = messageText([...run.messages].reverse().find((message) => message.role === 'model'));
+  if (isCancellation(error)) {
+    status.state = 'cancelled';
+    status.finishReason = 'aborted';
+    status.text = lastModelText;
+    return error;
+  }
+  if (error instanceof ApplicationFailure) {
+    status.state = 'failed';
+    status.error = { status: fromApplicationFailure(error).status, message: error.message };
+    return error;
+  }
+  if (ToolInterrupt.isInstance(error)) {
+    error = new KeelError('FAILED_PRECONDITION', `middleware "${error.raisedBy}" held a call outside wrapTool: interrupt() holds tool calls only`);
+  }
+  const failure = toKeelError(error);
+  status.error = failure.toJSON();
+  if (!RunStoppedError.isInstance(failure)) {
+    status.state = 'failed';
+    return toApplicationFailure(failure);
+  }
+  // Stopped rather than failed: keep the partial response.
+  status.state = failure.cancelled ? 'cancelled' : 'failed';
+  status.finishReason = 'aborted';
+  status.text = lastModelText;
+  const partial = { finishReason: 'aborted', text: lastModelText, messages: run.messages, usage: status.usage, turns: status.turn };
+  return toApplicationFailure(new KeelError(failure.status, failure.message, { ...failure.details, partial }, failure.classified));
+}

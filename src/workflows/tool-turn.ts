@@ -1,0 +1,116 @@
+/**
+ * One turn's tool calls: each runs through the wrapTool chain (concurrently with its
+ * siblings); a hold waits for its decision and restarts the call at the stage that raised
+ * it (wait mode), or ends the turn interrupted (return mode). Then the turn settles: every
+ * call finishes before the first failure, in request order, fails the run; the tool's own
+ * failures that the tool-error policy covers answer their call as `{ error }`.
+ * Runs in the workflow: deterministic, no I/O.
+ */
+import { ToolFailure } from '../core/errors';
+import { INTERRUPT_METADATA, ModelVisibleToolError, ToolInterrupt, decisionPayload } from '../core/interrupts';
+import type { Message, Part, ToolDefinition, ToolRequestPart } from '../core/messages';
+import type { ToolCall, ToolRestart } from '../middleware/compose';
+import type { InterruptBoard } from './interrupt-board';
+
+/** What one tool call came to. */
+export type CallOutcome =
+  | { output: unknown; toolError?: true; fromPending?: true }
+  | { interrupt: ToolInterrupt };
+
+/** What the steps of a tool turn need. */
+export interface ToolTurnContext {
+  /** The wrapTool chain (innermost: the tool). */
+  chain: (call: ToolCall, restart?: ToolRestart) => Promise<unknown>;
+  /** Every tool of the run (agent's and contributed), by name. */
+  tools: ReadonlyMap<string, ToolDefinition>;
+  board: InterruptBoard;
+  interruptMode: 'wait' | 'return';
+  /** The run's tool-error policy (any middleware's `coversToolError`). */
+  coversToolError: (toolName: string) => boolean;
+}
+
+/**
+ * Runs one call through the chain. A call to a tool that does not exist fails NOT_FOUND
+ * before any hook sees it. A hold waits for its decision (wait mode) and restarts the call,
+ * or ends as an interrupt (return mode).
+ */
+export async function runCall(context: ToolTurnContext, part: ToolRequestPart, iteration: number, requestMessages: Message[], restart?: ToolRestart, originalInput?: unknown): Promise<CallOutcome> {
+  const { name } = part.toolRequest;
+  const tool = context.tools.get(name);
+  if (!tool) {
+    const available = [...context.tools.keys()];
+    throw new ToolFailure({ status: 'NOT_FOUND', message: `tool "${name}" not found; available tools: ${available.join(', ') || '(none)'}`, toolName: name, details: { availableTools: available } });
+  }
+  let request = part.toolRequest;
+  let original = originalInput;
+  let next = restart;
+  for (;;) {
+    try {
+      return { output: await context.chain({ request, tool, iteration, requestMessages, ...(original !== undefined ? { originalInput: original } : {}) }, next) };
+    } catch (error) {
+      if (ModelVisibleToolError.isInstance(error)) return { output: { error: error.message }, toolError: true };
+      if (!ToolInterrupt.isInstance(error)) throw error;
+      if (context.interruptMode === 'return') return { interrupt: error };
+      const decision = await context.board.hold(error, request);
+      if ('respond' in decision && error.policy.respond !== 'decide') return { output: decision.respond };
+      const inputReplaced = 'restart' in decision && decision.input !== undefined;
+      if (inputReplaced) {
+        original ??= request.input;
+        request = { ...request, input: decision.input };
+      }
+      next = { stage: error.stage, payload: decisionPayload(decision), inputReplaced };
+    }
+  }
+}
+
+/** Metadata of a tool request part without any interrupt marks. */
+export function withoutInterruptMarks(metadata: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  if (!metadata) return undefined;
+  const { [INTERRUPT_METADATA.interrupt]: _interrupt, [INTERRUPT_METADATA.interruptedBy]: _by, [INTERRUPT_METADATA.interruptStage]: _stage, [INTERRUPT_METADATA.pendingOutput]: _pending, ...rest } = metadata;
+  return Object.keys(rest).length ? rest : undefined;
+}
+
+/**
+ * The turn's model message with each held call marked (its hold's data, the raising stage's
+ * name and position) and each finished sibling carrying its output, so a resume does not
+ * run it again.
+ */
+function markInterrupted(modelMessage: Message, results: CallOutcome[]): Message {
+  let position = 0;
+  const content = modelMessage.content.map((part): Part => {
+    if (!('toolRequest' in part)) return part;
+    const result = results[position++]!;
+    const rest = withoutInterruptMarks(part.metadata);
+    if ('interrupt' in result) {
+      const { data, raisedBy, stage } = result.interrupt;
+      return {
+        ...part,
+        metadata: { ...rest, [INTERRUPT_METADATA.interrupt]: Object.keys(data).length ? data : true, [INTERRUPT_METADATA.interruptedBy]: raisedBy, [INTERRUPT_METADATA.interruptStage]: stage },
+      };
+    }
+    return { ...part, metadata: { ...rest, [INTERRUPT_METADATA.pendingOutput]: result.output } };
+  });
+  return { ...modelMessage, content };
+}
+
+/** How a turn ended: a tool message to append, or the model message marked with its holds. */
+export type SettledTurn = { toolMessage: Message } | { interrupted: Message };
+
+/** Waits for every call of the turn and settles it (see the module comment). */
+export async function settleTurn(context: ToolTurnContext, modelMessage: Message, requests: ToolRequestPart[], calls: Array<Promise<CallOutcome>>): Promise<SettledTurn> {
+  const outcomes = await Promise.allSettled(calls);
+  const results = outcomes.map((outcome, index): CallOutcome => {
+    if (outcome.status === 'fulfilled') return outcome.value;
+    const failure: unknown = outcome.reason;
+    if (ToolFailure.isInstance(failure) && context.coversToolError(requests[index]!.toolRequest.name)) return { output: { error: failure.modelMessage }, toolError: true };
+    throw failure;
+  });
+  if (results.some((result) => 'interrupt' in result)) return { interrupted: markInterrupted(modelMessage, results) };
+  const content = results.map((result, index): Part => {
+    const { name, ref } = requests[index]!.toolRequest;
+    const output = 'output' in result ? result.output : undefined;
+    const metadata = { ...('toolError' in result && result.toolError ? { toolError: true } : {}), ...('fromPending' in result && result.fromPending ? { source: 'pending' } : {}) };
+    return { toolResponse: { name, ref, output }, ...(Object.keys(metadata).length ? { metadata } : {}) };
+  });
+  return { toolMessage: { role: 'tool', content } };
+}
