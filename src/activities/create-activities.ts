@@ -1,24 +1,27 @@
 /**
  * The activities of a keel worker: every piece of I/O a run does. Built from a registry
  * (what the worker knows), the config (timeouts), and a Temporal client (to read a model
- * request back from its run). Errors leave as ApplicationFailure with the status as type.
+ * request back from its run). Errors leave as ApplicationFailure with the status as type:
+ * application outcomes non-retryable, infrastructure failures (InfrastructureError: Temporal
+ * could not be reached) retryable by the activity's retry policy.
  */
 import { CancelledFailure, Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, type Duration } from '@temporalio/common';
 import { z } from 'zod';
 import { KeelError, toApplicationFailure, toKeelError } from '../core/errors';
 import { TOOL_INTERRUPT_FAILURE } from '../core/interrupts';
-import { ModelResponseSchema, type ModelRequest, type ModelResponse } from '../core/messages';
+import { ModelResponseSchema, type ModelResponse } from '../core/messages';
 import type { ToolDefinition } from '../core/messages';
 import type { AgentSpec, CallModelInput, CallToolInput, ResolveAgentInput, ValidateToolOutputInput } from '../core/run';
 import { describeZodError, firstIssuePath } from '../core/schema-errors';
 import type { KeelConfig } from '../config/schema';
 import type { Tool } from '../define';
 import type { Registry } from '../registry';
-import { modelRequestQuery } from '../workflows/definitions';
 import { withHeartbeat } from './heartbeat';
+import { InfrastructureError, toRetryableFailure } from './infrastructure-error';
 import { assertPayloadFits } from './payload-limit';
+import { DEFAULT_MODEL_REQUEST_TIMEOUT, readModelRequest } from './read-model-request';
 import type { KeelActivities } from './types';
 
 /** What the activities need. */
@@ -27,6 +30,8 @@ export interface ActivityDependencies {
   config: Pick<KeelConfig, 'activities'>;
   /** Client used to read model requests back from their run. */
   client: Client;
+  /** How long reading a model request back from its run may wait for an answer (default 10 s). */
+  modelRequestTimeout?: Duration;
 }
 
 /** JSON schema of a zod schema, as the model sees it. */
@@ -56,7 +61,8 @@ class InterruptRequest extends Error {
 }
 
 /**
- * Runs `work`, turning any error into a non-retryable ApplicationFailure with a status. A
+ * Runs `work`, turning any error into a non-retryable ApplicationFailure with a status,
+ * except an InfrastructureError, which stays retryable for the activity's retry policy. A
  * call that was cancelled reports the SDK's CancelledFailure instead, so Temporal records a
  * cancellation (not a failure) and a workflow waiting for it can end.
  */
@@ -69,12 +75,13 @@ async function asActivity<T>(work: () => Promise<T>): Promise<T> {
     if (error instanceof InterruptRequest) {
       throw ApplicationFailure.create({ type: TOOL_INTERRUPT_FAILURE, message: 'tool asked to interrupt', nonRetryable: true, details: [error.data] });
     }
+    if (InfrastructureError.isInstance(error)) throw toRetryableFailure(error);
     throw toApplicationFailure(toKeelError(error));
   }
 }
 
 /** Builds the activity implementations for one worker. */
-export function createActivities({ registry, config, client }: ActivityDependencies): KeelActivities {
+export function createActivities({ registry, config, client, modelRequestTimeout = DEFAULT_MODEL_REQUEST_TIMEOUT }: ActivityDependencies): KeelActivities {
   const resolveAgent = ({ agent: name }: ResolveAgentInput): Promise<AgentSpec> =>
     asActivity(async () => {
       const agent = registry.agents.get(name);
@@ -120,10 +127,10 @@ export function createActivities({ registry, config, client }: ActivityDependenc
           modelName: input.model,
         });
       }
-      const request: ModelRequest = await client.workflow.getHandle(input.workflowId, input.runId).query(modelRequestQuery, input.requestKey);
-      const response = await withHeartbeat((heartbeat) =>
-        model.generate(request, { callIndex: input.callIndex, runId: input.workflowId, heartbeat, signal: context.cancellationSignal }),
-      );
+      const response = await withHeartbeat(async (heartbeat) => {
+        const request = await readModelRequest({ client, input, timeout: modelRequestTimeout });
+        return model.generate(request, { callIndex: input.callIndex, runId: input.workflowId, heartbeat, signal: context.cancellationSignal });
+      });
       const parsed = ModelResponseSchema.safeParse(response);
       if (!parsed.success) {
         throw new KeelError('INTERNAL', `model "${input.model}" returned a malformed response: ${describeZodError(parsed.error)}`, { modelName: input.model });

@@ -12,6 +12,7 @@ export const ConnectionConfigSchema = z
   .object({
     /** host:port; defaults to the embedded dev server's address. */
     address: z.string().min(1).optional(),
+    /** The client's namespace; the embedded dev server creates it too. */
     namespace: z.string().min(1).default('default'),
     /** true for system TLS, or client certificate files (mTLS). */
     tls: z
@@ -24,7 +25,7 @@ export const ConnectionConfigSchema = z
   })
   .strict();
 
-/** The embedded dev server (`temporal server start-dev`). */
+/** The embedded dev server (`temporal server start-dev`); it serves `temporal.namespace`. */
 export const ServerConfigSchema = z
   .object({
     enabled: z.boolean().default(true),
@@ -35,7 +36,6 @@ export const ServerConfigSchema = z
     uiPort: z.number().int().min(1).max(65535).default(8233),
     /** SQLite file of the dev server; relative to the config file. */
     dbFile: z.string().default('.keel/temporal.db'),
-    namespace: z.string().default('default'),
     logLevel: z.enum(['debug', 'info', 'warn', 'error', 'never']).default('warn'),
   })
   .strict();
@@ -53,6 +53,15 @@ export const WorkerConfigSchema = z
     stickyQueueScheduleToStartTimeout: DurationSchema.default('10 seconds'),
   })
   .strict();
+
+/**
+ * Timeouts and retry policy of one kind of activity, with that kind's own defaults. Each
+ * field defaults on its own (`prefault({})` runs the object through its field defaults), so
+ * setting one field keeps the others, nested `retry` included.
+ */
+function activitySpec({ startToCloseTimeout }: { startToCloseTimeout: z.output<typeof DurationSchema> }) {
+  return ActivitySpecSchema.extend({ startToCloseTimeout: DurationSchema.default(startToCloseTimeout) }).prefault({});
+}
 
 /** Fields every HTTP model entry has. */
 const HttpModelFields = {
@@ -104,8 +113,8 @@ export const KeelConfigSchema = z
     worker: WorkerConfigSchema.prefault({}),
     activities: z
       .object({
-        model: ActivitySpecSchema.prefault({ startToCloseTimeout: '5 minutes', heartbeatTimeout: '30 seconds' }),
-        tool: ActivitySpecSchema.prefault({ startToCloseTimeout: '10 minutes', heartbeatTimeout: '30 seconds' }),
+        model: activitySpec({ startToCloseTimeout: '5 minutes' }),
+        tool: activitySpec({ startToCloseTimeout: '10 minutes' }),
       })
       .strict()
       .prefault({}),

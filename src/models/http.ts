@@ -7,14 +7,50 @@ import type { z } from 'zod';
 import { KeelError } from '../core/errors';
 import { statusFromHttp } from '../core/status';
 
-/** Parses a Retry-After header (seconds or an HTTP date) into milliseconds. */
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+const MONTH = `(?<month>${MONTHS.join('|')})`;
+const TIME = '(?<hour>\\d{2}):(?<minute>\\d{2}):(?<second>\\d{2})';
+/** delay-seconds: 1*DIGIT (no sign, decimal point, exponent or hex). */
+const DELAY_SECONDS = /^\d+$/;
+/** HTTP-date forms (RFC 9110 §5.6.7); each names day, month, year, hour, minute, second. */
+const HTTP_DATES = [
+  // IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT
+  new RegExp(`^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), (?<day>\\d{2}) ${MONTH} (?<year>\\d{4}) ${TIME} GMT$`),
+  // obsolete RFC 850 date: Sunday, 06-Nov-94 08:49:37 GMT
+  new RegExp(`^(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), (?<day>\\d{2})-${MONTH}-(?<year>\\d{2}) ${TIME} GMT$`),
+  // obsolete asctime date: Sun Nov  6 08:49:37 1994
+  new RegExp(`^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) ${MONTH} (?<day>[ \\d]\\d) ${TIME} (?<year>\\d{4})$`),
+];
+
+/** Epoch milliseconds of an HTTP-date, or undefined when it is not one (or names a day like 31 Feb). */
+function parseHttpDate(text: string, now: number): number | undefined {
+  const fields = HTTP_DATES.map((pattern) => pattern.exec(text)?.groups).find((groups) => groups !== undefined);
+  if (!fields) return undefined;
+  const [day, month, hour, minute, second] = [Number(fields.day), MONTHS.indexOf(fields.month!), Number(fields.hour), Number(fields.minute), Number(fields.second)];
+  let year = Number(fields.year);
+  if (fields.year!.length === 2) {
+    // RFC 850's two-digit year: one more than 50 years ahead is the latest past year with those digits.
+    const currentYear = new Date(now).getUTCFullYear();
+    year += currentYear - (currentYear % 100);
+    if (year > currentYear + 50) year -= 100;
+  }
+  if (hour > 23 || minute > 59 || second > 60) return undefined;
+  // A leap second (:60) counts as :59.
+  const date = new Date(Date.UTC(year, month, day, hour, minute, Math.min(second, 59)));
+  if (date.getUTCFullYear() !== year || date.getUTCMonth() !== month || date.getUTCDate() !== day) return undefined;
+  return date.getTime();
+}
+
+/**
+ * Parses a Retry-After header (RFC 9110 §10.2.3) into milliseconds: delay-seconds (digits
+ * only) or an HTTP-date (a past date gives 0). Anything else gives undefined.
+ */
 export function parseRetryAfter(header: string | null, now: number = Date.now()): number | undefined {
-  if (!header) return undefined;
-  const seconds = Number(header);
-  if (Number.isFinite(seconds) && seconds >= 0) return Math.round(seconds * 1000);
-  const date = Date.parse(header);
-  if (Number.isNaN(date)) return undefined;
-  return Math.max(0, date - now);
+  const value = header?.trim();
+  if (!value) return undefined;
+  if (DELAY_SECONDS.test(value)) return Number(value) * 1000;
+  const date = parseHttpDate(value, now);
+  return date === undefined ? undefined : Math.max(0, date - now);
 }
 
 /** A KeelError for a non-2xx response; the body's error message is kept when present. */

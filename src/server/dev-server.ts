@@ -1,6 +1,7 @@
 /**
  * Finds the `temporal` binary and runs the embedded dev server (`temporal server
- * start-dev`) with the SQLite file, ports and namespace of the config. Node side.
+ * start-dev`) with the SQLite file and ports of the config; it creates the namespace the
+ * client uses (`temporal.namespace`), so one setting serves both. Node side.
  */
 import { Connection } from '@temporalio/client';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -52,6 +53,7 @@ export interface DevServerOptions {
   uiPort?: number;
   /** SQLite file; in-memory when absent. */
   dbFile?: string;
+  /** A namespace to create besides `default` (the one clients use). */
   namespace?: string;
   logLevel?: string;
   headless?: boolean;
@@ -106,9 +108,8 @@ export async function isServerReachable(address: string, timeoutMs = 2000): Prom
   );
 }
 
-/** Starts `temporal server start-dev` and resolves once it answers. */
-export async function startDevServer({
-  binary,
+/** The command-line arguments of `temporal server start-dev` for these options. */
+export function devServerArgs({
   ip = '127.0.0.1',
   port,
   uiPort,
@@ -117,17 +118,20 @@ export async function startDevServer({
   logLevel = 'warn',
   headless = false,
   dynamicConfig = {},
-  stdio = 'ignore',
-  readyTimeoutMs = 60_000,
-}: DevServerOptions): Promise<DevServer> {
+}: Omit<DevServerOptions, 'binary'>): string[] {
   const args = ['server', 'start-dev', '--ip', ip, '--port', String(port), '--namespace', namespace, '--log-level', logLevel];
   if (headless || uiPort === undefined) args.push('--headless');
   else args.push('--ui-port', String(uiPort));
-  if (dbFile) {
-    mkdirSync(dirname(dbFile), { recursive: true });
-    args.push('--db-filename', dbFile);
-  }
+  if (dbFile) args.push('--db-filename', dbFile);
   for (const [key, value] of Object.entries(dynamicConfig)) args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
+  return args;
+}
+
+/** Starts `temporal server start-dev` and resolves once it answers. */
+export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
+  const { binary, ip = '127.0.0.1', port, uiPort, dbFile, headless = false, stdio = 'ignore', readyTimeoutMs = 60_000 } = options;
+  const args = devServerArgs(options);
+  if (dbFile) mkdirSync(dirname(dbFile), { recursive: true });
   const child = spawn(binary, args, { stdio: ['ignore', stdio, stdio] });
   let exited = false;
   const exit = new Promise<void>((done) => child.once('exit', () => {
@@ -151,16 +155,19 @@ export async function startDevServer({
   return { address, uiAddress: headless || uiPort === undefined ? undefined : `http://${ip}:${uiPort}`, process: child, stop };
 }
 
-/** Starts the dev server the config describes. */
-export function startConfiguredServer(config: KeelConfig, { stdio = 'inherit' }: { stdio?: 'inherit' | 'ignore' } = {}): Promise<DevServer> {
-  return startDevServer({
-    binary: findTemporalBinary(config),
+/** The dev server the config describes (all but the binary): it creates `temporal.namespace`. */
+export function devServerOptions(config: Pick<KeelConfig, 'server' | 'temporal' | 'baseDir'>): Omit<DevServerOptions, 'binary'> {
+  return {
     ip: config.server.ip,
     port: config.server.port,
     uiPort: config.server.uiPort,
     dbFile: resolve(config.baseDir, config.server.dbFile),
-    namespace: config.server.namespace,
+    namespace: config.temporal.namespace,
     logLevel: config.server.logLevel,
-    stdio,
-  });
+  };
+}
+
+/** Starts the dev server the config describes. */
+export function startConfiguredServer(config: KeelConfig, { stdio = 'inherit' }: { stdio?: 'inherit' | 'ignore' } = {}): Promise<DevServer> {
+  return startDevServer({ binary: findTemporalBinary(config), ...devServerOptions(config), stdio });
 }

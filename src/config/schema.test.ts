@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+import { devServerArgs, devServerOptions } from '../server/dev-server';
+import { parseConfig } from './load';
+import { KeelConfigSchema } from './schema';
+
+const RETRY_DEFAULTS = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10 };
+const MODEL_DEFAULTS = { startToCloseTimeout: '5 minutes', heartbeatTimeout: '30 seconds', retry: RETRY_DEFAULTS };
+const TOOL_DEFAULTS = { startToCloseTimeout: '10 minutes', heartbeatTimeout: '30 seconds', retry: RETRY_DEFAULTS };
+
+describe('config activities', () => {
+  it('has separate defaults for model and tool activities', () => {
+    expect(parseConfig({}, { env: {} }).activities).toEqual({ model: MODEL_DEFAULTS, tool: TOOL_DEFAULTS });
+  });
+
+  it('keeps every other default of a kind when one field of it is set', () => {
+    expect(parseConfig({ activities: { model: { startToCloseTimeout: '2 minutes' } } }, { env: {} }).activities).toEqual({
+      model: { ...MODEL_DEFAULTS, startToCloseTimeout: '2 minutes' },
+      tool: TOOL_DEFAULTS,
+    });
+    expect(parseConfig({ activities: { model: { heartbeatTimeout: '5 seconds' } } }, { env: {} }).activities).toEqual({
+      model: { ...MODEL_DEFAULTS, heartbeatTimeout: '5 seconds' },
+      tool: TOOL_DEFAULTS,
+    });
+    expect(parseConfig({ activities: { tool: { heartbeatTimeout: '2 seconds' } } }, { env: {} }).activities).toEqual({
+      model: MODEL_DEFAULTS,
+      tool: { ...TOOL_DEFAULTS, heartbeatTimeout: '2 seconds' },
+    });
+  });
+
+  it('keeps the other retry defaults when one retry field is set', () => {
+    expect(parseConfig({ activities: { model: { retry: { maximumAttempts: 3 } } } }, { env: {} }).activities).toEqual({
+      model: { ...MODEL_DEFAULTS, retry: { ...RETRY_DEFAULTS, maximumAttempts: 3 } },
+      tool: TOOL_DEFAULTS,
+    });
+  });
+});
+
+describe('config namespace', () => {
+  it('has one namespace setting, temporal.namespace', () => {
+    expect(() => KeelConfigSchema.parse({ server: { namespace: 'team-a' } })).toThrowError(/namespace/);
+    expect(parseConfig({ temporal: { namespace: 'team-a' } }, { env: {} }).temporal.namespace).toBe('team-a');
+  });
+
+  it('makes the embedded dev server create the namespace the client uses', () => {
+    const args = devServerArgs(devServerOptions(parseConfig({ temporal: { namespace: 'team-a' } }, { env: {} })));
+    expect(args[args.indexOf('--namespace') + 1]).toBe('team-a');
+    expect(args.filter((arg) => arg === '--namespace')).toHaveLength(1);
+  });
+
+  it('lets TEMPORAL_NAMESPACE choose the namespace of client and dev server alike', () => {
+    const config = parseConfig({ temporal: { namespace: 'team-a' } }, { env: { TEMPORAL_NAMESPACE: 'team-b' } });
+    expect(config.temporal.namespace).toBe('team-b');
+    const args = devServerArgs(devServerOptions(config));
+    expect(args[args.indexOf('--namespace') + 1]).toBe('team-b');
+  });
+
+  it('builds the rest of the dev server arguments from the config', () => {
+    const config = parseConfig({ server: { ip: '0.0.0.0', port: 9000, uiPort: 9001, dbFile: 'data/t.db', logLevel: 'error' } }, { baseDir: '/srv/keel', env: {} });
+    expect(devServerArgs(devServerOptions(config))).toEqual([
+      'server', 'start-dev', '--ip', '0.0.0.0', '--port', '9000', '--namespace', 'default', '--log-level', 'error', '--ui-port', '9001', '--db-filename', '/srv/keel/data/t.db',
+    ]);
+  });
+});
