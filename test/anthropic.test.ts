@@ -12,6 +12,7 @@ import { Registry } from '../src/registry';
 import { add } from './fixtures/tools';
 import { scheduledActivities } from './support/history';
 import { keelFailure } from './support/errors';
+import { freePort } from './support/free-port';
 import { startTestWorker } from './support/harness';
 import { startFakeHttpServer, type FakeHttpServer } from './support/http-server';
 
@@ -119,9 +120,13 @@ describe('anthropic wire format', () => {
   it('keeps Retry-After and reports an unreachable server as UNAVAILABLE', async () => {
     const model = anthropicModel({ name: 'anthropic/m', baseUrl: anthropic.url });
     anthropic.answer({ status: 429, body: { type: 'error', error: { type: 'rate_limit_error', message: 'slow down' } }, headers: { 'retry-after': '2' } });
-    expect((await keelFailure(model.generate(request, context))).details.retryAfterMs).toBe(2000);
-    const unreachable = anthropicModel({ name: 'anthropic/m', baseUrl: 'http://127.0.0.1:1' });
-    expect((await keelFailure(unreachable.generate(request, context))).status).toBe('UNAVAILABLE');
+    const limited = await keelFailure(model.generate(request, context));
+    expect(limited.toJSON()).toEqual({ status: 'RESOURCE_EXHAUSTED', message: 'anthropic model "anthropic/m" answered HTTP 429: slow down' });
+    expect(limited.details.retryAfterMs).toBe(2000);
+    const unreachable = anthropicModel({ name: 'anthropic/m', baseUrl: `http://127.0.0.1:${await freePort()}` });
+    const error = await keelFailure(unreachable.generate(request, context));
+    expect(error.status).toBe('UNAVAILABLE');
+    expect(error.message).toMatch(/^anthropic model "anthropic\/m" could not be reached: .*ECONNREFUSED/);
   });
 });
 

@@ -36,20 +36,20 @@ describe('bad config', () => {
     const path = writeConfig('unknown-field.yaml', { temporal: { adress: 'x:1' } });
     const { code, stderr } = await runKeel(['worker', '--config', path]);
     expect(code).toBe(2);
-    expect(stderr).toMatch(/temporal: Unrecognized key: "adress"/);
+    expect(stderr).toBe(`keel: ${path}: invalid config: temporal: Unrecognized key: "adress"\n`);
   });
 
   it('reports YAML syntax errors with the line', async () => {
     const path = writeConfig('syntax.yaml', 'taskQueue: keel\nagents: [\n');
     const { code, stderr } = await runKeel(['worker', '--config', path]);
     expect(code).toBe(2);
-    expect(stderr).toMatch(/not valid YAML/);
+    expect(stderr).toContain(`keel: ${path} (line 3): not valid YAML: `);
   });
 
   it('fails when an explicitly named config file does not exist', async () => {
     const { code, stderr } = await runKeel(['worker', '--config', join(dir, 'absent.yaml')]);
     expect(code).toBe(2);
-    expect(stderr).toContain('config file not found');
+    expect(stderr).toBe(`keel: ${join(dir, 'absent.yaml')}: config file not found\n`);
   });
 
   it('names a declarative agent whose model is not registered', async () => {
@@ -66,17 +66,20 @@ describe('bad config', () => {
     expect(stderr).toContain('agents[0].tools[0]: tool "nope" is not registered');
   });
 
-  it('rejects a bad scripted reply in the config', async () => {
+  it('names the field of a bad scripted reply in the config and what was expected', async () => {
     const path = writeConfig('bad-script.yaml', { models: [{ name: 'scripted/m', script: [{ error: { status: 'SLOW' } }] }] });
     const { code, stderr } = await runKeel(['worker', '--config', path]);
     expect(code).toBe(2);
-    expect(stderr).toContain('models[0]');
+    expect(stderr).toContain(`keel: ${path}: invalid config: models[0].script[0].error.status: Invalid option`);
   });
 });
 
 describe('bad usage', () => {
-  it('exits 2 for an unknown command or a run without a prompt', async () => {
-    expect((await runKeel(['frobnicate'])).code).toBe(2);
+  it('exits 2 naming an unknown command, or a run without a prompt', async () => {
+    const unknown = await runKeel(['frobnicate']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stdout).toBe('');
+    expect(unknown.stderr).toMatch(/^keel: unknown command "frobnicate"\n\nusage: keel <command>/);
     const noPrompt = await runKeel(['run', 'helper']);
     expect(noPrompt.code).toBe(2);
     expect(noPrompt.stderr).toContain('keel run needs an agent and a prompt');
@@ -166,9 +169,10 @@ describe('keel run / status / abort', () => {
   });
 
   it('exits 1 for the status of an unknown run', async () => {
-    const { code, stderr } = await runKeel(['status', 'run-does-not-exist', '--config', config]);
+    const { code, stdout, stderr } = await runKeel(['status', 'run-does-not-exist', '--config', config]);
     expect(code).toBe(1);
-    expect(stderr).toContain('not found');
+    expect(stdout).toBe('');
+    expect(stderr).toBe('keel status: run "run-does-not-exist" not found\n');
   });
 });
 
@@ -187,7 +191,7 @@ describe('middleware in temporal.yaml', () => {
     });
     const { code, stderr } = await runKeel(['worker', '--config', path]);
     expect(code).toBe(2);
-    expect(stderr).toContain('agents[0].use[0] (fallback): config.models[0]');
+    expect(stderr).toContain('agents[0].use[0] (fallback): config.models[0]: Unrecognized key: "temperature"');
   });
 
   it('rejects a status name that does not exist', async () => {

@@ -11,10 +11,10 @@ import { BUDGET_METADATA_KEY, budget } from '../src/middleware/budget';
 import { JUDGE_INSTRUCTIONS, toolApproval } from '../src/middleware/tool-approval';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
-import { add, dangerous, echo } from './fixtures/tools';
+import { add, confirm, dangerous, echo } from './fixtures/tools';
 import { startTestWorker, type TestWorker } from './support/harness';
 
-const registry = new Registry().add(add, dangerous, echo);
+const registry = new Registry().add(add, confirm, dangerous, echo);
 let worker: TestWorker;
 beforeAll(async () => {
   worker = await startTestWorker(registry);
@@ -200,6 +200,67 @@ describe('interruptMode return', () => {
   });
 });
 
+describe('interruptMode return: restarts reach the stage that held the call', () => {
+  type HeldPart = { toolRequest: { name: string; ref: string; input: unknown }; metadata?: Record<string, unknown> };
+  const restartOf = (part: unknown, resumed: unknown, input?: unknown): HeldPart => {
+    const held = part as HeldPart;
+    return { toolRequest: { ...held.toolRequest, ...(input !== undefined ? { input } : {}) }, metadata: { resumed } };
+  };
+
+  it('routes a restart to the instance that raised the hold, not the first of that name', async () => {
+    // run 1: the outer gate allows dangerous, the inner gate holds it → interrupted
+    // run 2: the approval goes to the inner gate → the tool runs; turn 2: done
+    const { name } = agentWith({
+      script: untilAnswered({ name: 'dangerous', input: { v: 'x' } }, 'done'),
+      use: [toolApproval({ allowedTools: ['dangerous'] }), toolApproval()],
+    });
+    const first = await worker.client.run(name, 'go', { interruptMode: 'return' });
+    expect(first.interrupts).toEqual([
+      { toolRequest: { name: 'dangerous', ref: '0', input: { v: 'x' } }, metadata: { interrupt: { message: 'Tool not in approved list: dangerous' }, interruptedBy: 'toolApproval', interruptStage: 1 } },
+    ]);
+    const second = await worker.client.run(name, first.messages, { interruptMode: 'return', resume: { restart: [restartOf(first.interrupts[0], { toolApproved: true })] } });
+    expect(second.finishReason).toBe('stop');
+    expect(second.text).toBe('done');
+    expect(second.messages.at(-2)!.content).toEqual([{ toolResponse: { name: 'dangerous', ref: '0', output: { deleted: 'x' } } }]);
+  });
+
+  it("holds a restart that replaced the input at the gate again, even when it answers the tool's own question", async () => {
+    // run 1: the gate holds confirm → interrupted; run 2: approved, the tool asks its own question → interrupted
+    // run 3: the question is answered with another input → the gate holds the new input → interrupted, nothing ran
+    const { name } = agentWith({ script: untilAnswered({ name: 'confirm', input: { question: 'delete build/?' } }, 'done'), tools: [confirm] });
+    const first = await worker.client.run(name, 'go', { interruptMode: 'return' });
+    const second = await worker.client.run(name, first.messages, { interruptMode: 'return', resume: { restart: [restartOf(first.interrupts[0], { toolApproved: true })] } });
+    expect(second.interrupts[0]).toMatchObject({ metadata: { interrupt: { question: 'delete build/?' }, interruptedBy: 'tool' } });
+    const third = await worker.client.run(name, second.messages, {
+      interruptMode: 'return',
+      resume: { restart: [restartOf(second.interrupts[0], { answer: 'yes' }, { question: 'delete everything?' })] },
+    });
+    expect(third.finishReason).toBe('interrupted');
+    expect(third.interrupts).toEqual([
+      {
+        toolRequest: { name: 'confirm', ref: '0', input: { question: 'delete everything?' } },
+        metadata: { interrupt: { message: 'Tool not in approved list: confirm' }, interruptedBy: 'toolApproval', interruptStage: 0 },
+      },
+    ]);
+  });
+
+  it('stops the run when a budget hold is answered with a stand-in output, before any held call runs', async () => {
+    // run 1: call 1 spends 20 of 15; echo and add are held by the budget → interrupted
+    // run 2: echo's hold is approved but add's is answered with an output: one decision, the refusal wins
+    const { name } = agentWith({
+      script: [toolCallReply([{ name: 'echo', input: { v: 'a' } }, { name: 'add', input: { a: 1, b: 2 } }], { usage: { inputTokens: 20 } }), textReply('never')],
+      tools: [echo, add],
+      use: [budget({ limit: { inputTokens: 15 }, interrupt: true })],
+    });
+    const first = await worker.client.run(name, 'go', { interruptMode: 'return' });
+    expect(first.interrupts).toHaveLength(2);
+    const error = await worker.client
+      .run(name, first.messages, { resume: { restart: [restartOf(first.interrupts[0], { budgetApproved: true })], respond: [{ toolResponse: { name: 'add', ref: '1', output: { sum: 3 } } }] } })
+      .then(() => undefined, runErrorOf);
+    expect(error).toMatchObject({ status: 'ABORTED', message: 'budget: continuing past the limit was refused: the hold was answered with a tool output' });
+  });
+});
+
 describe('toolApproval judge', () => {
   it('sees only the text the user wrote in this turn and the pending call', async () => {
     const judge = scriptedModel({ name: 'scripted/judge-input', script: [textReply('allow')] });
@@ -223,5 +284,29 @@ describe('toolApproval judge', () => {
     ]);
     expect(request.tools).toEqual([]);
     expect(request.output).toEqual({ format: 'enum', enum: ['allow', 'deny', 'ask'] });
+  });
+
+  it("still sees the user's text in a run that resumes an interrupted one, one entry per user message", async () => {
+    // run 1: the judge asks about dangerous v1 → interrupted; run 2: approved, the tool runs; the model
+    // asks for dangerous v2, which the judge allows; then done
+    const judge = scriptedModel({
+      name: 'scripted/judge-resume',
+      script: (request) => textReply((request.messages[1]!.content[0] as { text: string }).text.includes('"v":"1"') ? 'ask' : 'allow'),
+    });
+    registry.add(judge);
+    const toolAnswers = (request: ModelRequest) => request.messages.filter((message) => message.role === 'tool').length;
+    const { name } = agentWith({
+      script: (request) => (toolAnswers(request) >= 2 ? textReply('done') : toolCallReply({ name: 'dangerous', input: { v: String(toolAnswers(request) + 1) } })),
+      use: [toolApproval({ judge: judge.name })],
+    });
+    const messages: Message[] = [{ role: 'user', content: [{ text: 'clean up ' }, { text: 'the build directory' }] }, { role: 'user', content: [{ text: 'twice' }] }];
+    const first = await worker.client.run(name, messages, { interruptMode: 'return' });
+    expect(first.interrupts[0]).toMatchObject({ metadata: { interrupt: { judge: 'ask' } } });
+    const restart = { ...(first.interrupts[0] as { toolRequest: { name: string; ref: string; input: unknown } }), metadata: { resumed: { toolApproved: true } } };
+    expect((await worker.client.run(name, first.messages, { resume: { restart: [restart] } })).text).toBe('done');
+    expect(judge.requests).toHaveLength(2);
+    for (const { request } of judge.requests) {
+      expect(JSON.parse((request.messages[1]!.content[0] as { text: string }).text).userMessages).toEqual(['clean up the build directory', 'twice']);
+    }
   });
 });

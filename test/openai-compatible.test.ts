@@ -11,6 +11,7 @@ import { openAICompatibleModel } from '../src/models/openai-compatible';
 import { Registry } from '../src/registry';
 import { add } from './fixtures/tools';
 import { keelFailure } from './support/errors';
+import { freePort } from './support/free-port';
 import { startTestWorker } from './support/harness';
 import { startFakeHttpServer, type FakeHttpServer } from './support/http-server';
 
@@ -108,17 +109,21 @@ describe('openai-compatible wire format', () => {
     expect(error.details.retryAfterMs).toBe(7000);
   });
 
-  it('reports an unreachable server as UNAVAILABLE', async () => {
-    const model = openAICompatibleModel({ name: 'openai/m', baseUrl: 'http://127.0.0.1:1' });
-    expect((await keelFailure(model.generate(request, context))).status).toBe('UNAVAILABLE');
+  it('reports an unreachable server as UNAVAILABLE, naming the model', async () => {
+    const model = openAICompatibleModel({ name: 'openai/m', baseUrl: `http://127.0.0.1:${await freePort()}` });
+    const error = await keelFailure(model.generate(request, context));
+    expect(error.status).toBe('UNAVAILABLE');
+    expect(error.message).toMatch(/^openai-compatible model "openai\/m" could not be reached: .*ECONNREFUSED/);
   });
 
   it('reports malformed tool arguments and unreadable bodies as INTERNAL', async () => {
     const model = openAICompatibleModel({ name: 'openai/m', baseUrl: server.url });
     server.answer(ok({ content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'add', arguments: '{not json' } }] }));
-    expect((await keelFailure(model.generate(request, context))).message).toContain('malformed JSON arguments for tool "add"');
+    expect((await keelFailure(model.generate(request, context))).toJSON()).toEqual({ status: 'INTERNAL', message: 'openai-compatible model "openai/m" sent malformed JSON arguments for tool "add"' });
     server.answer({ raw: 'not json at all' });
-    expect((await keelFailure(model.generate(request, context))).status).toBe('INTERNAL');
+    const unreadable = await keelFailure(model.generate(request, context));
+    expect(unreadable.status).toBe('INTERNAL');
+    expect(unreadable.message).toMatch(/^openai-compatible model "openai\/m" sent a response keel cannot read: /);
   });
 
   it('takes base URL and key from OPENAI_BASE_URL / OPENAI_API_KEY', async () => {

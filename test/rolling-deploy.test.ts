@@ -1,0 +1,130 @@
+/**
+ * A rolling deploy (README, "Scaling out"): two real `keel worker` processes share a task
+ * queue and the one running a tool call gets SIGTERM. It drains: a call that ends within
+ * `worker.shutdownGraceTime` finishes there; a longer one is cancelled at the grace time
+ * and moves to the other worker at once (no heartbeat timeout to wait out), with the same
+ * idempotency key. Either way the run completes and the tool's work is done exactly once.
+ */
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { stringify } from 'yaml';
+import { KeelClient } from '../src/client/keel-client';
+import { loadConfig } from '../src/config/load';
+import { ROOT, killAfterEach, spawnKeel, type KeelProcess } from './support/processes';
+
+const track = killAfterEach(afterEach);
+
+/** Lines of slow.log, split into words: `start|end <pid> <attempt> <idempotencyKey>`. */
+function slowLog(dir: string): string[][] {
+  const file = join(dir, 'slow.log');
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((line) => line.split(' '));
+}
+
+/** Each completed activity of a run as [activity type, pid of the worker that completed it], in order. */
+async function completedBy(client: KeelClient, runId: string): Promise<Array<[string, string]>> {
+  const events = (await client.temporal.workflow.getHandle(runId).fetchHistory()).events ?? [];
+  const typeOf = new Map(events.filter((event) => event.activityTaskScheduledEventAttributes).map((event) => [String(event.eventId), event.activityTaskScheduledEventAttributes!.activityType!.name!]));
+  return events
+    .map((event) => event.activityTaskCompletedEventAttributes)
+    .filter((completed) => !!completed)
+    .map((completed) => [typeOf.get(String(completed.scheduledEventId))!, completed.identity!.split('@')[0]!]);
+}
+
+/**
+ * Two workers on a fresh queue with the given grace time, a run whose one tool call is
+ * `slow_work(seconds)`, and the worker that took the call (found by the pid it logged).
+ */
+async function runWithToolInFlight({ shutdownGraceTime, seconds }: { shutdownGraceTime: string; seconds: number }) {
+  const dir = mkdtempSync(join(tmpdir(), 'keel-deploy-'));
+  const configPath = join(dir, 'temporal.yaml');
+  writeFileSync(
+    configPath,
+    stringify({
+      temporal: { address: inject('temporalAddress') },
+      taskQueue: `deploy-${randomUUID()}`,
+      worker: { shutdownGraceTime, stickyQueueScheduleToStartTimeout: '1 second' },
+      // A heartbeat timeout far longer than the test: a call that moves did not wait for it.
+      activities: { tool: { startToCloseTimeout: '2 minutes', heartbeatTimeout: '60 seconds', retry: { initialInterval: '200ms' } } },
+      modules: [join(ROOT, 'test', 'fixtures', 'crash-agents.ts')],
+      models: [{ name: 'scripted/crash', script: [{ toolRequests: [{ name: 'slow_work', input: { seconds } }] }, { text: 'deployed' }] }],
+    }),
+  );
+  const env = { KEEL_TEST_DIR: dir };
+  const workers = [spawnKeel(['worker', '--config', configPath], { env }), spawnKeel(['worker', '--config', configPath], { env })].map(track);
+  await Promise.all(workers.map((worker) => worker.waitFor(/keel: worker \d+ on task queue/)));
+  const client = await KeelClient.connect(loadConfig({ path: configPath }));
+  const handle = await client.start('crash', 'go');
+  await expect.poll(() => slowLog(dir).length, { timeout: 30_000 }).toBeGreaterThan(0);
+  const pid = slowLog(dir)[0]![1];
+  const victim = workers.find((worker) => String(worker.child.pid) === pid);
+  expect(victim, `slow_work ran in pid ${pid}, not one of the workers`).toBeDefined();
+  const survivor = workers.find((worker) => worker !== victim)!;
+  return { dir, client, handle, victim: victim as KeelProcess, survivor };
+}
+
+describe('keel worker on SIGTERM', () => {
+  it('finishes the tool call under way before exiting, and the run completes on the other worker', async () => {
+    // turn 1: slow_work(3 s); 1 s in, its worker gets SIGTERM (grace time 30 s) and finishes it
+    // turn 2: the model, on the remaining worker, answers "deployed"
+    const { dir, client, handle, victim, survivor } = await runWithToolInFlight({ shutdownGraceTime: '30 seconds', seconds: 3 });
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      victim.kill('SIGTERM');
+      expect(await victim.exited).toBe(0);
+      const pid = String(victim.child.pid);
+      const key = slowLog(dir)[0]![3]!;
+      expect(slowLog(dir), 'the worker exited only after the call it was running had finished').toEqual([
+        ['start', pid, '1', key],
+        ['end', pid, '1', key],
+      ]);
+      const result = await handle.result();
+      expect(result.text).toBe('deployed');
+      expect(result.messages.find((message) => message.role === 'tool')?.content).toEqual([{ toolResponse: { name: 'slow_work', ref: '0', output: { worked: 3 } } }]);
+      expect(slowLog(dir), 'nothing ran again').toHaveLength(2);
+      const [first, ...rest] = await completedBy(client, handle.runId);
+      expect(first?.[0]).toBe('callModel');
+      expect(rest).toEqual([
+        ['callTool', pid],
+        ['callModel', String(survivor.child.pid)],
+      ]);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('moves a tool call that outlasts the grace time to the other worker with the same idempotency key', async () => {
+    // turn 1: slow_work(4 s); 1 s in, its worker gets SIGTERM (grace time 1 s): the call is
+    //         cancelled there and retried at once on the other worker, where it finishes
+    // turn 2: the model answers "deployed"
+    const { dir, client, handle, victim, survivor } = await runWithToolInFlight({ shutdownGraceTime: '1 second', seconds: 4 });
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const stoppedAt = Date.now();
+      victim.kill('SIGTERM');
+      expect(await victim.exited).toBe(0);
+      const result = await handle.result();
+      expect(result.text).toBe('deployed');
+      expect(result.messages.find((message) => message.role === 'tool')?.content).toEqual([{ toolResponse: { name: 'slow_work', ref: '0', output: { worked: 4 } } }]);
+      // grace (1 s) + retry (0.2 s) + the 4 s call + turn 2, well inside the 60 s heartbeat timeout
+      expect(Date.now() - stoppedAt).toBeLessThan(20_000);
+      const [victimPid, survivorPid] = [String(victim.child.pid), String(survivor.child.pid)];
+      const key = slowLog(dir)[0]![3]!;
+      expect(key).toMatch(new RegExp(`^${handle.runId}/\\d+$`));
+      expect(slowLog(dir), 'the work finished once, on the worker that kept running').toEqual([
+        ['start', victimPid, '1', key],
+        ['start', survivorPid, '2', key],
+        ['end', survivorPid, '2', key],
+      ]);
+      expect((await completedBy(client, handle.runId)).slice(1)).toEqual([
+        ['callTool', survivorPid],
+        ['callModel', survivorPid],
+      ]);
+    } finally {
+      await client.close();
+    }
+  });
+});
