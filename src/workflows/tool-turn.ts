@@ -8,14 +8,15 @@
  */
 import { ToolFailure } from '../core/errors';
 import { INTERRUPT_METADATA, ModelVisibleToolError, ToolInterrupt, decisionPayload } from '../core/interrupts';
-import type { Message, Part, ToolDefinition, ToolRequestPart } from '../core/messages';
+import type { Message, Part, ToolDefinition, ToolRequest, ToolRequestPart } from '../core/messages';
 import type { ToolCall, ToolRestart } from '../middleware/compose';
 import type { InterruptBoard } from './interrupt-board';
 
 /** What one tool call came to. */
 export type CallOutcome =
   | { output: unknown; toolError?: true; fromPending?: true }
-  | { interrupt: ToolInterrupt };
+  /** Held; `request` is the call as it was held (a restart may have replaced its input). */
+  | { interrupt: ToolInterrupt; request: ToolRequest };
 
 /** What the steps of a tool turn need. */
 export interface ToolTurnContext {
@@ -50,7 +51,7 @@ export async function runCall(context: ToolTurnContext, part: ToolRequestPart, i
     } catch (error) {
       if (ModelVisibleToolError.isInstance(error)) return { output: { error: error.message }, toolError: true };
       if (!ToolInterrupt.isInstance(error)) throw error;
-      if (context.interruptMode === 'return') return { interrupt: error };
+      if (context.interruptMode === 'return') return { interrupt: error, request };
       const decision = await context.board.hold(error, request);
       if ('respond' in decision && error.policy.respond !== 'decide') return { output: decision.respond };
       const inputReplaced = 'restart' in decision && decision.input !== undefined;
@@ -85,6 +86,7 @@ function markInterrupted(modelMessage: Message, results: CallOutcome[]): Message
       const { data, raisedBy, stage } = result.interrupt;
       return {
         ...part,
+        toolRequest: result.request,
         metadata: { ...rest, [INTERRUPT_METADATA.interrupt]: Object.keys(data).length ? data : true, [INTERRUPT_METADATA.interruptedBy]: raisedBy, [INTERRUPT_METADATA.interruptStage]: stage },
       };
     }
