@@ -1,15 +1,23 @@
-// Lint: typescript-eslint's recommended rules everywhere, and the sandbox line made an
-// error: workflow code may not import Node built-ins or I/O libraries.
+// Lint: typescript-eslint's recommended rules everywhere, type-aware where a review keeps
+// catching the same mistake (a promise nobody awaits), and the sandbox line made an error:
+// workflow code may not import Node built-ins or I/O libraries.
+import { builtinModules } from 'node:module';
 import tseslint from 'typescript-eslint';
 
-const nodeBuiltins = ['assert', 'buffer', 'child_process', 'cluster', 'crypto', 'dgram', 'dns', 'events', 'fs', 'fs/promises', 'http', 'http2', 'https', 'net', 'os', 'path', 'perf_hooks', 'process', 'readline', 'stream', 'timers', 'tls', 'url', 'util', 'v8', 'vm', 'worker_threads', 'zlib'];
+/** Every Node built-in, by bare name (`fs`, `fs/promises`, ...); `node:` names are a pattern below. */
+const nodeBuiltins = builtinModules.filter((name) => !name.startsWith('_'));
 
 export default tseslint.config(
   { ignores: ['node_modules/**', '.keel/**', 'dist/**', 'bin/**'] },
   ...tseslint.configs.recommended,
   {
+    files: ['**/*.ts', '**/*.mts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      // As Temporal's samples do, "for safety": a floating promise in a workflow or a handler loses its error.
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false } }],
     },
   },
   {

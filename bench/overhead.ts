@@ -66,7 +66,7 @@ async function main(): Promise<void> {
     },
   });
   const running = worker.run();
-  const client = new KeelClient(temporalClient, config.taskQueue);
+  const client = new KeelClient({ temporal: temporalClient, taskQueue: config.taskQueue });
 
   /** Server-side duration of a closed run: first to last event of its history. */
   const serverMs = async (workflowId: string) => {

@@ -25,7 +25,7 @@ async function main(): Promise<void> {
   const temporal = await connectClient(config);
   const worker = await createKeelWorker({ config, registry: scenarioRegistry(), connection, client: temporal });
   const running = worker.run();
-  const client = new KeelClient(temporal, config.taskQueue);
+  const client = new KeelClient({ temporal, taskQueue: config.taskQueue });
   try {
     const force = process.argv.includes('--force');
     for (const scenario of SCENARIOS) {

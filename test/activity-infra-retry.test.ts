@@ -98,7 +98,7 @@ describe('model activity retries', () => {
     });
 
     const stopFirstWorkflowWorker = running(await workflowWorker(config, registry, connection, client));
-    const handle = await new KeelClient(client, config.taskQueue).start('infra-retry', 'hello');
+    const handle = await new KeelClient({ temporal: client, taskQueue: config.taskQueue }).start('infra-retry', 'hello');
     await expect.poll(() => scheduledActivities(client, handle.runId), { timeout: 20_000 }).toContain('callModel');
     await stopFirstWorkflowWorker();
 

@@ -5,7 +5,9 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runErrorOf } from '../src/client/keel-client';
+import { runErrorOf, type RunHandle } from '../src/client/keel-client';
+import type { Interrupt } from '../src/core/run';
+import { spendingGate } from '../examples/spending-gate';
 import { defineAgent, defineTool } from '../src/define';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
@@ -16,8 +18,9 @@ import { scheduledActivities } from './support/history';
 import { startTestWorker, type TestWorker } from './support/harness';
 import { ROOT } from './support/processes';
 
-const middlewareModules = [join(ROOT, 'test', 'fixtures', 'notebook-middleware.ts')];
-const registry = new Registry().add(echo);
+const middlewareModules = [join(ROOT, 'test', 'fixtures', 'notebook-middleware.ts'), join(ROOT, 'examples', 'spending-gate.ts')];
+const pay = defineTool({ name: 'pay', description: 'Pays an amount.', input: z.object({ amount: z.number() }), run: ({ amount }) => ({ paid: amount }) });
+const registry = new Registry().add(echo, pay);
 let worker: TestWorker;
 beforeAll(async () => {
   await loadRegistry({ modules: [], models: [], agents: [], baseDir: ROOT, middlewareModules }, registry);
@@ -66,5 +69,57 @@ describe('middlewareModules', () => {
     registry.add(model, defineAgent({ name: 'notebook-bad', model: model.name, use: [{ name: 'notebook', config: { title: 7 } }] }));
     const error = await worker.client.run('notebook-bad', 'go').then(() => undefined, runErrorOf);
     expect(error).toMatchObject({ status: 'INVALID_ARGUMENT', message: 'invalid config for middleware "notebook" (use[0]): config.title: Invalid input: expected string, received number' });
+  });
+});
+
+describe('a middleware that holds calls (examples/spending-gate.ts, as docs/middleware/custom.md builds it)', () => {
+  /** An agent paying 50 and 500 in one turn, then saying done, behind spendingGate({ limit: 100 }). */
+  function payingAgent(name: string) {
+    const model = scriptedModel({
+      name: `scripted/${name}`,
+      script: [toolCallReply([{ name: 'pay', input: { amount: 50 } }, { name: 'pay', input: { amount: 500 } }]), textReply('done')],
+    });
+    registry.add(model, defineAgent({ name, model: model.name, tools: [pay], use: [spendingGate({ limit: 100 })] }));
+    return model;
+  }
+
+  async function heldInterrupt(handle: RunHandle) {
+    let pending: Interrupt[] = [];
+    await expect.poll(async () => (pending = await handle.pendingInterrupts()).length, { timeout: 20_000, interval: 50 }).toBe(1);
+    return pending[0]!;
+  }
+
+  it('holds only the call over the limit, shows its data, and runs it once the decision raises the limit', async () => {
+    // turn 1: pay 50 runs, pay 500 is held; restarted with { limit: 1000 }, it runs; turn 2: done
+    const model = payingAgent('spending-raise');
+    const handle = await worker.client.start('spending-raise', 'pay the bills');
+    const held = await heldInterrupt(handle);
+    expect(held).toMatchObject({
+      kind: 'spending',
+      toolName: 'pay',
+      input: { amount: 500 },
+      raisedBy: 'spendingGate',
+      message: 'pay would spend 500, over the limit of 100',
+      data: { amount: 500, limit: 100 },
+    });
+    await handle.decide({ interruptId: held.id, restart: { limit: 1000 } });
+    const result = await handle.result();
+    expect(result.text).toBe('done');
+    expect(model.requests[1]!.request.messages.at(-1)!.content).toEqual([
+      { toolResponse: { name: 'pay', ref: '0', output: { paid: 50 } } },
+      { toolResponse: { name: 'pay', ref: '1', output: { paid: 500 } } },
+    ]);
+  });
+
+  it('answers the model with the refusal and its reason when the decision denies', async () => {
+    const model = payingAgent('spending-deny');
+    const handle = await worker.client.start('spending-deny', 'pay the bills');
+    await handle.deny((await heldInterrupt(handle)).id, { reason: 'too much this month' });
+    expect((await handle.result()).text).toBe('done');
+    expect(model.requests[1]!.request.messages.at(-1)!.content[1]).toEqual({
+      toolResponse: { name: 'pay', ref: '1', output: { error: 'spending 500 was not approved: too much this month' } },
+      metadata: { toolError: true },
+    });
+    expect(await scheduledActivities(worker.client.temporal, handle.runId)).toEqual(['callModel', 'callTool', 'callModel']);
   });
 });

@@ -129,7 +129,7 @@ export function createActivities({ registry, config, client, modelRequestTimeout
       }
       const response = await withHeartbeat(async (heartbeat) => {
         const request = await readModelRequest({ client, input, timeout: modelRequestTimeout });
-        return model.generate(request, { callIndex: input.callIndex, runId: input.workflowId, heartbeat, signal: context.cancellationSignal });
+        return model.generate(request, { callIndex: input.callIndex, runId: input.runId, heartbeat, signal: context.cancellationSignal });
       });
       const parsed = ModelResponseSchema.safeParse(response);
       if (!parsed.success) {

@@ -22,15 +22,15 @@ export const DEFAULT_MODEL_REQUEST_TIMEOUT: Duration = '10 seconds';
 /** Options of `readModelRequest`. */
 export interface ReadModelRequestOptions {
   client: Client;
-  input: Pick<CallModelInput, 'model' | 'requestKey' | 'workflowId' | 'runId'>;
+  input: Pick<CallModelInput, 'model' | 'requestKey' | 'runId' | 'temporalRunId'>;
   /** How long the query may wait for an answer before the read fails (retryably). */
   timeout?: Duration;
 }
 
 /** The request the run holds under `input.requestKey`; must run inside an activity. */
 export async function readModelRequest({ client, input, timeout = DEFAULT_MODEL_REQUEST_TIMEOUT }: ReadModelRequestOptions): Promise<ModelRequest> {
-  const { model, requestKey, workflowId, runId } = input;
-  const handle = client.workflow.getHandle(workflowId, runId);
+  const { model, requestKey, runId, temporalRunId } = input;
+  const handle = client.workflow.getHandle(runId, temporalRunId);
   try {
     return await client.withAbortSignal(Context.current().cancellationSignal, () =>
       client.withDeadline(Date.now() + msToNumber(timeout), () => handle.query(modelRequestQuery, requestKey)),
@@ -39,7 +39,7 @@ export async function readModelRequest({ client, input, timeout = DEFAULT_MODEL_
     // ServiceError wraps a failed gRPC call ("Failed to query Workflow"); its cause says why.
     const cause = error instanceof ServiceError ? error.cause : undefined;
     const reason = `${error instanceof Error ? error.message : String(error)}${cause ? `: ${cause.message}` : ''}`;
-    const message = `could not read the request of model "${model}" from run ${workflowId}: ${reason}`;
+    const message = `could not read the request of model "${model}" from run ${runId}: ${reason}`;
     if (error instanceof ServiceError || isGrpcServiceError(error)) throw new InfrastructureError(message, { modelName: model });
     throw new KeelError('INTERNAL', message, { modelName: model });
   }

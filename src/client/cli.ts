@@ -204,7 +204,7 @@ async function commandDecide(config: KeelConfig, command: 'approve' | 'deny', po
   return withClient(config, async (client) => {
     try {
       const handle = client.getHandle(runId);
-      const accepted = command === 'approve' ? await handle.approve(interruptId, { reason: options.reason }) : await handle.deny(interruptId, options.reason);
+      const accepted = command === 'approve' ? await handle.approve(interruptId, { reason: options.reason }) : await handle.deny(interruptId, { reason: options.reason });
       print(options.json, { runId, ...accepted, approved: command === 'approve' }, `${command === 'approve' ? 'approved' : 'denied'} ${accepted.decided.join(', ')} of run ${runId}`);
       return EXIT.ok;
     } catch (error) {

@@ -45,7 +45,7 @@ async function decide(handle: RunHandle, interrupt: Interrupt, say: (line: strin
   }
   try {
     if (approved) await handle.approve(interrupt.id);
-    else await handle.deny(interrupt.id, 'the user said no in the demo');
+    else await handle.deny(interrupt.id, { reason: 'the user said no in the demo' });
     say(`    ${approved ? 'approved' : 'denied'} ${interrupt.id}`);
   } catch (error) {
     // decided elsewhere meanwhile (keel approve from another terminal)

@@ -51,13 +51,23 @@ export function runErrorOf(error: unknown): KeelError {
   return KeelError.unclassified(error instanceof Error ? error.message : String(error));
 }
 
+/** Options of `new RunHandle`. */
+export interface RunHandleOptions {
+  client: Client;
+  /** The run id (the workflow id). */
+  runId: string;
+}
+
 /** A handle on one run. */
 export class RunHandle {
-  constructor(
-    private readonly client: Client,
-    /** The run id (workflow id). */
-    readonly runId: string,
-  ) {}
+  private readonly client: Client;
+  /** The run id (the workflow id). */
+  readonly runId: string;
+
+  constructor({ client, runId }: RunHandleOptions) {
+    this.client = client;
+    this.runId = runId;
+  }
 
   private get workflow() {
     return this.client.workflow.getHandle(this.runId);
@@ -114,7 +124,7 @@ export class RunHandle {
   }
 
   /** Denies a held call: the model is told it was refused (a budget hold: the run stops). */
-  deny(interruptId: string, reason?: string): Promise<DecisionAccepted> {
+  deny(interruptId: string, { reason }: { reason?: string } = {}): Promise<DecisionAccepted> {
     return this.decide({ interruptId, approved: false, ...(reason !== undefined ? { reason } : {}) });
   }
 
@@ -152,18 +162,29 @@ export class RunHandle {
   }
 }
 
+/** Options of `new KeelClient`. */
+export interface KeelClientOptions {
+  /** The underlying Temporal client. */
+  temporal: Client;
+  /** Task queue runs are started on. */
+  taskQueue: string;
+}
+
 /** Typed access to keel runs. */
 export class KeelClient {
-  constructor(
-    /** The underlying Temporal client. */
-    readonly temporal: Client,
-    /** Task queue runs are started on. */
-    readonly taskQueue: string,
-  ) {}
+  /** The underlying Temporal client. */
+  readonly temporal: Client;
+  /** Task queue runs are started on. */
+  readonly taskQueue: string;
+
+  constructor({ temporal, taskQueue }: KeelClientOptions) {
+    this.temporal = temporal;
+    this.taskQueue = taskQueue;
+  }
 
   /** Connects with the connection and task queue of a config. */
   static async connect(config: KeelConfig): Promise<KeelClient> {
-    return new KeelClient(await connectClient(config), config.taskQueue);
+    return new KeelClient({ temporal: await connectClient(config), taskQueue: config.taskQueue });
   }
 
   /** Starts a run of `agent` on a prompt (or on whole messages). */
@@ -184,7 +205,7 @@ export class KeelClient {
       ...(resume ? { resume } : {}),
     };
     await this.temporal.workflow.start(GENERATE_WORKFLOW, { taskQueue: taskQueue ?? this.taskQueue, workflowId: runId, args: [input] });
-    return new RunHandle(this.temporal, runId);
+    return new RunHandle({ client: this.temporal, runId });
   }
 
   /** Starts a run and waits for its result. */
@@ -194,7 +215,7 @@ export class KeelClient {
 
   /** A handle on an existing run. */
   getHandle(runId: string): RunHandle {
-    return new RunHandle(this.temporal, runId);
+    return new RunHandle({ client: this.temporal, runId });
   }
 
   /** Closes the connection. */

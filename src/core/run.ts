@@ -155,8 +155,10 @@ export const CallModelInputSchema = z.object({
   callIndex: z.number().int(),
   /** Key of the request in the run's `modelRequest` query. */
   requestKey: z.string(),
-  workflowId: z.string(),
+  /** The run id (the workflow id a user sees). */
   runId: z.string(),
+  /** Temporal's id of the run's current execution (changes on continue-as-new). */
+  temporalRunId: z.string(),
 });
 export type CallModelInput = z.infer<typeof CallModelInputSchema>;
 

@@ -52,8 +52,8 @@ export function modelCaller(run: RunState, options: ActivityOptions, temporalRun
         model,
         callIndex,
         requestKey,
-        workflowId: run.runId,
-        runId: temporalRunId,
+        runId: run.runId,
+        temporalRunId,
       });
       run.status.usage = addUsage(run.status.usage, response.usage);
       return response;

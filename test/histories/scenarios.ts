@@ -12,7 +12,7 @@ import { retry } from '../../src/middleware/retry';
 import { softToolErrors } from '../../src/middleware/soft-tool-errors';
 import { budget } from '../../src/middleware/budget';
 import { toolApproval } from '../../src/middleware/tool-approval';
-import { add, dangerous, echo, fail } from '../fixtures/tools';
+import { add, confirm, dangerous, echo, fail } from '../fixtures/tools';
 
 /** A tool that waits until cancelled. */
 export const hang = defineTool({
@@ -30,8 +30,8 @@ export interface Scenario {
   maxTurns?: number;
   /** Cancel the run once it reached this turn. */
   cancelAtTurn?: number;
-  /** Decisions for the run's holds, in order (sent through the resume update). */
-  decisions?: Array<{ approved: boolean; reason?: string }>;
+  /** Decisions for the run's holds, in order (sent through the resume update, without the id). */
+  decisions?: Array<Record<string, unknown>>;
 }
 
 /** The scenarios, in recording order. */
@@ -43,6 +43,13 @@ export const SCENARIOS: Scenario[] = [
   { name: 'retry-fallback', agent: 'replay-resilient', prompt: 'survive' },
   { name: 'soft-tool-errors', agent: 'replay-soft', prompt: 'recover' },
   { name: 'approval-and-budget', agent: 'replay-guarded', prompt: 'guarded', decisions: [{ approved: true }, { approved: true }, { approved: false, reason: 'no' }] },
+  {
+    // Recorded with the middleware contract of defineMiddleware: decisions routed by position.
+    name: 'restarts-and-stacked-budgets',
+    agent: 'replay-restarts',
+    prompt: 'confirm it',
+    decisions: [{ approved: true }, { approved: true }, { restart: { answer: 'yes' }, input: { question: 'go now?' } }, { approved: true }, { restart: { answer: 'yes' } }],
+  },
 ];
 
 /** The registry the scenarios run against. */
@@ -68,6 +75,13 @@ export function scenarioRegistry(): Registry {
     name: 'scripted/replay-guarded',
     script: [toolCallReply([{ name: 'dangerous', input: { v: 'x' } }, { name: 'echo', input: { v: 'y' } }], { usage: { inputTokens: 20 } }), textReply('guarded done')],
   });
+  // turn 1 spends 20: confirm is held by the gate (approved), then once by the stacked budgets
+  // (approved, renewing both); the tool asks its question, answered with another input, so the
+  // gate holds it again (approved); the fresh call asks again, answered; turn 2: text
+  const restarts = scriptedModel({
+    name: 'scripted/replay-restarts',
+    script: [toolCallReply({ name: 'confirm', input: { question: 'go?' } }, { usage: { inputTokens: 20 } }), textReply('restarted')],
+  });
   // turn 1: fail (covered) and add with bad input (covered); turn 2: text
   const soft = scriptedModel({
     name: 'scripted/replay-soft',
@@ -87,6 +101,14 @@ export function scenarioRegistry(): Registry {
     soft,
     guarded,
     dangerous,
+    confirm,
+    restarts,
+    defineAgent({
+      name: 'replay-restarts',
+      model: restarts.name,
+      tools: [confirm],
+      use: [toolApproval(), budget({ limit: { inputTokens: 10 }, interrupt: true }), budget({ limit: { inputTokens: 15 }, interrupt: true })],
+    }),
     defineAgent({ name: 'replay-guarded', model: guarded.name, tools: [dangerous, echo], use: [toolApproval(), budget({ limit: { inputTokens: 10 }, interrupt: true })] }),
     defineAgent({
       name: 'replay-resilient',
