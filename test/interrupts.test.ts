@@ -95,7 +95,7 @@ describe('cancel while waiting', () => {
     expect((await handle.result().then(() => undefined, runErrorOf))?.status).toBe('CANCELLED');
     expect(await handle.status()).toMatchObject({ state: 'cancelled', finishReason: 'aborted', text: 'about to delete', interrupts: [] });
     const late = await handle.approve(id).then(() => undefined, runErrorOf);
-    expect(late).toBeDefined();
+    expect(late).toMatchObject({ status: 'FAILED_PRECONDITION', message: `run "${handle.runId}" has ended (cancelled); it takes no more decisions` });
     const history = await worker.client.temporal.workflow.getHandle(handle.runId).fetchHistory();
     expect((history.events ?? []).filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'callTool')).toHaveLength(0);
   });
@@ -176,7 +176,7 @@ describe('interruptMode return', () => {
   it('rejects a resume whose messages do not end with tool requests', async () => {
     const { name } = agentWith({ script: [textReply('x')] });
     const error = await worker.client.run(name, 'hello', { resume: { restart: [], respond: [] } }).then(() => undefined, runErrorOf);
-    expect(error).toMatchObject({ status: 'FAILED_PRECONDITION' });
+    expect(error).toMatchObject({ status: 'FAILED_PRECONDITION', message: 'resume needs messages that end with a model message asking for tools' });
   });
 
   it('carries the budget spent across a resume that answers another middleware, and renews it when the budget hold is approved', async () => {

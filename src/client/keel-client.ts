@@ -114,8 +114,22 @@ export class RunHandle {
     try {
       return await this.workflow.executeUpdate(resumeUpdate, { args: [decision] });
     } catch (error) {
-      throw runErrorOf(error);
+      throw await this.closedRunError(error);
     }
+  }
+
+  /**
+   * Temporal answers a message to a run that has ended as if the run did not exist; say that
+   * it ended, and how, when it did.
+   */
+  private async closedRunError(error: unknown): Promise<KeelError> {
+    const failure = runErrorOf(error);
+    if (!(error instanceof WorkflowNotFoundError)) return failure;
+    const closed = await this.workflow.describe().then(
+      (description) => (description.status.name === 'RUNNING' ? undefined : description.status.name.toLowerCase()),
+      () => undefined,
+    );
+    return closed ? new KeelError('FAILED_PRECONDITION', `run "${this.runId}" has ended (${closed}); it takes no more decisions`) : failure;
   }
 
   /** Approves a held call (or a budget hold: the run continues with its limit renewed). */
@@ -143,7 +157,7 @@ export class RunHandle {
     try {
       await this.workflow.signal(resumeSignal, decision);
     } catch (error) {
-      throw runErrorOf(error);
+      throw await this.closedRunError(error);
     }
   }
 
