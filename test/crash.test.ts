@@ -3,15 +3,12 @@
  * other worker, the sibling tool that had finished is not run again, and the retried tool
  * sees the idempotency key of its first attempt.
  */
-import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, existsSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, inject, it } from 'vitest';
-import { stringify } from 'yaml';
+import { afterEach, describe, expect, it } from 'vitest';
 import { KeelClient } from '../src/client/keel-client';
 import { loadConfig } from '../src/config/load';
-import { ROOT, killAfterEach, spawnKeel } from './support/processes';
+import { ROOT, killAfterEach, spawnKeel, writeTestConfig } from './support/processes';
 
 const track = killAfterEach(afterEach);
 
@@ -23,19 +20,11 @@ describe('worker crash', () => {
   it('finishes the run on another worker without repeating a finished tool call', async () => {
     // turn 1: record_fast and slow_work(4 s) at once; the worker running slow_work is killed
     // turn 2: the model answers "done"
-    const dir = mkdtempSync(join(tmpdir(), 'keel-crash-'));
-    const configPath = join(dir, 'temporal.yaml');
-    writeFileSync(
-      configPath,
-      stringify({
-        temporal: { address: inject('temporalAddress') },
-        taskQueue: `crash-${randomUUID()}`,
-        worker: { stickyQueueScheduleToStartTimeout: '1 second' },
-        activities: { tool: { startToCloseTimeout: '1 minute', heartbeatTimeout: '2 seconds', retry: { initialInterval: '200ms' } } },
-        modules: [join(ROOT, 'test', 'fixtures', 'crash-agents.ts')],
-        models: [{ name: 'scripted/crash', script: [{ toolRequests: [{ name: 'record_fast', input: {} }, { name: 'slow_work', input: { seconds: 4 } }] }, { text: 'done' }] }],
-      }),
-    );
+    const { dir, configPath } = writeTestConfig('crash', {
+      activities: { tool: { startToCloseTimeout: '1 minute', heartbeatTimeout: '2 seconds', retry: { initialInterval: '200ms' } } },
+      modules: [join(ROOT, 'test', 'fixtures', 'crash-agents.ts')],
+      models: [{ name: 'scripted/crash', script: [{ toolRequests: [{ name: 'record_fast', input: {} }, { name: 'slow_work', input: { seconds: 4 } }] }, { text: 'done' }] }],
+    });
     const env = { KEEL_TEST_DIR: dir };
     const workers = [spawnKeel(['worker', '--config', configPath], { env }), spawnKeel(['worker', '--config', configPath], { env })];
     workers.forEach(track);

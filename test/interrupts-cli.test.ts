@@ -3,39 +3,28 @@
  * being killed; decisions arrive through `keel approve` / `keel deny`; refused decisions exit
  * 1 with the validator's message; `keel run` says it is waiting and how to decide.
  */
-import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, inject, it } from 'vitest';
-import { stringify } from 'yaml';
-import { ROOT, runKeel, killAfterEach, spawnKeel } from './support/processes';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ROOT, runKeel, killAfterEach, spawnKeel, writeTestConfig } from './support/processes';
 
 const track = killAfterEach(afterEach);
 
 /** A config whose `guarded` agent needs approval for record_fast and has a 10-token budget that interrupts. */
 function setup(): { dir: string; config: string; env: Record<string, string> } {
-  const dir = mkdtempSync(join(tmpdir(), 'keel-hitl-'));
-  const config = join(dir, 'temporal.yaml');
-  writeFileSync(
-    config,
-    stringify({
-      temporal: { address: inject('temporalAddress') },
-      taskQueue: `hitl-${randomUUID()}`,
-      server: { enabled: false },
-      worker: { stickyQueueScheduleToStartTimeout: '1 second' },
-      modules: [join(ROOT, 'test', 'fixtures', 'crash-agents.ts')],
-      models: [{ name: 'scripted/guarded', script: [{ toolRequests: [{ name: 'record_fast', input: {} }], usage: { inputTokens: 20 } }, { text: 'all done' }] }],
-      agents: [
-        {
-          name: 'guarded',
-          model: 'scripted/guarded',
-          tools: ['record_fast'],
-          use: [{ name: 'toolApproval' }, { name: 'budget', config: { limit: { inputTokens: 10 }, interrupt: true } }],
-        },
-      ],
-    }),
-  );
+  const { dir, configPath: config } = writeTestConfig('hitl', {
+    server: { enabled: false },
+    modules: [join(ROOT, 'test', 'fixtures', 'crash-agents.ts')],
+    models: [{ name: 'scripted/guarded', script: [{ toolRequests: [{ name: 'record_fast', input: {} }], usage: { inputTokens: 20 } }, { text: 'all done' }] }],
+    agents: [
+      {
+        name: 'guarded',
+        model: 'scripted/guarded',
+        tools: ['record_fast'],
+        use: [{ name: 'toolApproval' }, { name: 'budget', config: { limit: { inputTokens: 10 }, interrupt: true } }],
+      },
+    ],
+  });
   return { dir, config, env: { KEEL_TEST_DIR: dir } };
 }
 

@@ -5,14 +5,10 @@
  * message naming the variable and the levels, and the worker logs at WARN.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, describe, expect, inject, it } from 'vitest';
-import { stringify } from 'yaml';
+import { afterEach, describe, expect, it } from 'vitest';
 import { KeelClient } from '../src/client/keel-client';
 import { loadConfig } from '../src/config/load';
-import { killAfterEach, spawnKeel } from './support/processes';
+import { killAfterEach, spawnKeel, writeTestConfig } from './support/processes';
 
 const track = killAfterEach(afterEach);
 
@@ -22,12 +18,9 @@ describe('KEEL_LOG_LEVEL', () => {
     // model call 1: scripted/flaky fails UNAVAILABLE; Retry logs (info) and retries
     // model call 2: scripted/flaky fails again; Fallback logs (warn) and asks scripted/backup
     // model call 3: scripted/backup answers
-    const dir = mkdtempSync(join(tmpdir(), 'keel-log-level-'));
-    const configPath = join(dir, 'temporal.yaml');
-    writeFileSync(
-      configPath,
-      stringify({
-        temporal: { address: inject('temporalAddress') },
+    const { configPath } = writeTestConfig(
+      'log-level',
+      {
         models: [
           { name: 'scripted/flaky', script: [{ error: { status: 'UNAVAILABLE', message: 'overloaded' } }, { error: { status: 'UNAVAILABLE', message: 'still overloaded' } }] },
           { name: 'scripted/backup', script: [{ text: 'from the backup' }] },
@@ -42,7 +35,8 @@ describe('KEEL_LOG_LEVEL', () => {
             ],
           },
         ],
-      }),
+      },
+      { queue: false },
     );
     const queues = { info: `log-info-${randomUUID()}`, bad: `log-bad-${randomUUID()}` };
     const info = track(spawnKeel(['worker', '--config', configPath], { env: { KEEL_LOG_LEVEL: 'INFO', KEEL_TASK_QUEUE: queues.info } }));

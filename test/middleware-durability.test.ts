@@ -5,12 +5,7 @@
  * SoftToolErrors never swallows a cancellation.
  */
 import { temporal } from '@temporalio/proto';
-import { randomUUID } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, describe, expect, inject, it } from 'vitest';
-import { stringify } from 'yaml';
+import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { KeelClient, runErrorOf } from '../src/client/keel-client';
 import { loadConfig } from '../src/config/load';
@@ -22,7 +17,7 @@ import { errorReply, scriptedModel, textReply, toolCallReply } from '../src/mode
 import { Registry } from '../src/registry';
 import { echo } from './fixtures/tools';
 import { capturedLogs, startTestWorker } from './support/harness';
-import { killAfterEach, spawnKeel } from './support/processes';
+import { killAfterEach, spawnKeel, writeTestConfig } from './support/processes';
 
 const EventType = temporal.api.enums.v1.EventType;
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -39,18 +34,10 @@ describe('retry backoff', () => {
   it('survives a worker killed during the wait: the remaining wait is honoured, not reset', async () => {
     // call 1: UNAVAILABLE → 6 s durable timer; worker A is killed 2 s in, worker B starts 3 s in;
     // call 2 (on B): recovered
-    const dir = mkdtempSync(join(tmpdir(), 'keel-backoff-'));
-    const configPath = join(dir, 'temporal.yaml');
-    writeFileSync(
-      configPath,
-      stringify({
-        temporal: { address: inject('temporalAddress') },
-        taskQueue: `backoff-${randomUUID()}`,
-        worker: { stickyQueueScheduleToStartTimeout: '1 second' },
-        models: [{ name: 'scripted/backoff', script: [{ error: { status: 'UNAVAILABLE', message: 'busy' } }, { text: 'recovered' }] }],
-        agents: [{ name: 'backoff', model: 'scripted/backoff', use: [{ name: 'retry', config: { initialDelayMs: 6000, noJitter: true } }] }],
-      }),
-    );
+    const { configPath } = writeTestConfig('backoff', {
+      models: [{ name: 'scripted/backoff', script: [{ error: { status: 'UNAVAILABLE', message: 'busy' } }, { text: 'recovered' }] }],
+      agents: [{ name: 'backoff', model: 'scripted/backoff', use: [{ name: 'retry', config: { initialDelayMs: 6000, noJitter: true } }] }],
+    });
     const first = spawnKeel(['worker', '--config', configPath]);
     track(first);
     await first.waitFor(/keel: worker \d+ on task queue/);

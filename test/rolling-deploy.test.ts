@@ -5,15 +5,12 @@
  * and moves to the other worker at once (no heartbeat timeout to wait out), with the same
  * idempotency key. Either way the run completes and the tool's work is done exactly once.
  */
-import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, inject, it } from 'vitest';
-import { stringify } from 'yaml';
+import { afterEach, describe, expect, it } from 'vitest';
 import { KeelClient } from '../src/client/keel-client';
 import { loadConfig } from '../src/config/load';
-import { ROOT, killAfterEach, spawnKeel, type KeelProcess } from './support/processes';
+import { ROOT, killAfterEach, spawnKeel, writeTestConfig, type KeelProcess } from './support/processes';
 
 const track = killAfterEach(afterEach);
 
@@ -39,20 +36,13 @@ async function completedBy(client: KeelClient, runId: string): Promise<Array<[st
  * `slow_work(seconds)`, and the worker that took the call (found by the pid it logged).
  */
 async function runWithToolInFlight({ shutdownGraceTime, seconds }: { shutdownGraceTime: string; seconds: number }) {
-  const dir = mkdtempSync(join(tmpdir(), 'keel-deploy-'));
-  const configPath = join(dir, 'temporal.yaml');
-  writeFileSync(
-    configPath,
-    stringify({
-      temporal: { address: inject('temporalAddress') },
-      taskQueue: `deploy-${randomUUID()}`,
-      worker: { shutdownGraceTime, stickyQueueScheduleToStartTimeout: '1 second' },
-      // A heartbeat timeout far longer than the test: a call that moves did not wait for it.
-      activities: { tool: { startToCloseTimeout: '2 minutes', heartbeatTimeout: '60 seconds', retry: { initialInterval: '200ms' } } },
-      modules: [join(ROOT, 'test', 'fixtures', 'crash-agents.ts')],
-      models: [{ name: 'scripted/crash', script: [{ toolRequests: [{ name: 'slow_work', input: { seconds } }] }, { text: 'deployed' }] }],
-    }),
-  );
+  const { dir, configPath } = writeTestConfig('deploy', {
+    worker: { shutdownGraceTime },
+    // A heartbeat timeout far longer than the test: a call that moves did not wait for it.
+    activities: { tool: { startToCloseTimeout: '2 minutes', heartbeatTimeout: '60 seconds', retry: { initialInterval: '200ms' } } },
+    modules: [join(ROOT, 'test', 'fixtures', 'crash-agents.ts')],
+    models: [{ name: 'scripted/crash', script: [{ toolRequests: [{ name: 'slow_work', input: { seconds } }] }, { text: 'deployed' }] }],
+  });
   const env = { KEEL_TEST_DIR: dir };
   const workers = [spawnKeel(['worker', '--config', configPath], { env }), spawnKeel(['worker', '--config', configPath], { env })].map(track);
   await Promise.all(workers.map((worker) => worker.waitFor(/keel: worker \d+ on task queue/)));

@@ -1,6 +1,11 @@
 /** Runs `keel` as a real child process, capturing its output. */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { inject } from 'vitest';
+import { stringify } from 'yaml';
 
 /** The repository root. */
 export const ROOT = resolve(__dirname, '..', '..');
@@ -75,4 +80,24 @@ export async function runKeel(args: string[], options: { env?: Record<string, st
   const keel = spawnKeel(args, options);
   const code = await keel.exited;
   return { code, stdout: keel.stdout(), stderr: keel.stderr() };
+}
+
+/**
+ * Writes `temporal.yaml` in a new temp dir `keel-<prefix>-…` for keel processes on the shared dev
+ * server: its address, task queue `<prefix>-<uuid>` unless `fields.taskQueue` is given, and
+ * `worker.stickyQueueScheduleToStartTimeout: 1 second` under any `fields.worker`, then the rest of
+ * `fields`. With `{ queue: false }` only the address is added (for a test that names a queue per
+ * process with KEEL_TASK_QUEUE).
+ */
+export function writeTestConfig(
+  prefix: string,
+  { worker, ...fields }: { taskQueue?: string; worker?: Record<string, unknown>; [field: string]: unknown } = {},
+  { queue = true }: { queue?: boolean } = {},
+): { dir: string; configPath: string; taskQueue: string | undefined } {
+  const dir = mkdtempSync(join(tmpdir(), `keel-${prefix}-`));
+  const configPath = join(dir, 'temporal.yaml');
+  const defaults = queue ? { taskQueue: `${prefix}-${randomUUID()}`, worker: { stickyQueueScheduleToStartTimeout: '1 second', ...worker } } : worker && { worker };
+  const config = { temporal: { address: inject('temporalAddress') }, ...defaults, ...fields };
+  writeFileSync(configPath, stringify(config));
+  return { dir, configPath, taskQueue: config.taskQueue };
 }
