@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runErrorOf, type RunHandle } from '../src/client/keel-client';
 import type { Interrupt } from '../src/core/run';
 import { spendingGate } from '../examples/spending-gate';
+import { notebook } from './fixtures/notebook-middleware';
 import { defineAgent, defineTool } from '../src/define';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
@@ -30,6 +31,13 @@ afterAll(async () => {
   await worker?.stop();
 });
 
+/** The one hold the run waits on. */
+async function heldInterrupt(handle: RunHandle): Promise<Interrupt> {
+  let pending: Interrupt[] = [];
+  await expect.poll(async () => (pending = await handle.pendingInterrupts()).length, { timeout: 20_000, interval: 50 }).toBe(1);
+  return pending[0]!;
+}
+
 describe('middlewareModules', () => {
   it('adds the middleware tools and system prompt; its tool runs in the workflow, not as an activity', async () => {
     // turn 1: take_note twice and echo; turn 2: done
@@ -46,7 +54,7 @@ describe('middlewareModules', () => {
     expect(result.text).toBe('done');
     const request = model.requests[0]!.request;
     expect(request.messages[0]).toEqual({ role: 'system', content: [{ text: 'Plan trips.\n\nYou have a notebook called "trip"; write to it with take_note.' }] });
-    expect(request.tools.map((tool) => tool.name)).toEqual(['echo', 'take_note']);
+    expect(request.tools.map((tool) => tool.name)).toEqual(['echo', 'take_note', 'erase_notes']);
     expect(result.messages.at(-2)!.content.map((part) => ('toolResponse' in part ? part.toolResponse.output : undefined))).toEqual([
       { title: 'trip', notes: ['Lisbon is sunny'] },
       { title: 'trip', notes: ['Lisbon is sunny', 'Porto rains'] },
@@ -72,6 +80,28 @@ describe('middlewareModules', () => {
   });
 });
 
+describe('a contributed tool that asks its own question', () => {
+  it('holds the call; a restart hands it the answer, and a respond stands in for it', async () => {
+    // run 1, turn 1: take_note, then erase_notes asks (held); restarted with { yes: true }, it erases; turn 2: done
+    // run 2, turn 1: erase_notes asks (held); answered with a stand-in output; turn 2: done
+    const model = scriptedModel({
+      name: 'scripted/notebook-erase',
+      script: (request) =>
+        request.messages.at(-1)?.role === 'tool' ? textReply('done') : toolCallReply([{ name: 'take_note', input: { text: 'a' } }, { name: 'erase_notes', input: {} }]),
+    });
+    registry.add(model, defineAgent({ name: 'notebook-erase', model: model.name, use: [notebook({ title: 'trip' })] }));
+    const handle = await worker.client.start('notebook-erase', 'go');
+    const held = await heldInterrupt(handle);
+    expect(held).toMatchObject({ kind: 'tool', toolName: 'erase_notes', raisedBy: 'tool', data: { question: 'Erase "trip"?' } });
+    await handle.restart(held.id, { yes: true });
+    expect((await handle.result()).messages.at(-2)!.content[1]).toEqual({ toolResponse: { name: 'erase_notes', ref: '1', output: { erased: 1 } } });
+
+    const second = await worker.client.start('notebook-erase', 'go');
+    await second.respond((await heldInterrupt(second)).id, { erased: 0 });
+    expect((await second.result()).messages.at(-2)!.content[1]).toEqual({ toolResponse: { name: 'erase_notes', ref: '1', output: { erased: 0 } } });
+  });
+});
+
 describe('a middleware that holds calls (examples/spending-gate.ts, as docs/middleware/custom.md builds it)', () => {
   /** An agent paying 50 and 500 in one turn, then saying done, behind spendingGate({ limit: 100 }). */
   function payingAgent(name: string) {
@@ -81,12 +111,6 @@ describe('a middleware that holds calls (examples/spending-gate.ts, as docs/midd
     });
     registry.add(model, defineAgent({ name, model: model.name, tools: [pay], use: [spendingGate({ limit: 100 })] }));
     return model;
-  }
-
-  async function heldInterrupt(handle: RunHandle) {
-    let pending: Interrupt[] = [];
-    await expect.poll(async () => (pending = await handle.pendingInterrupts()).length, { timeout: 20_000, interval: 50 }).toBe(1);
-    return pending[0]!;
   }
 
   it('holds only the call over the limit, shows its data, and runs it once the decision raises the limit', async () => {

@@ -200,8 +200,9 @@ describe('interruptMode return', () => {
   });
 });
 
+type HeldPart = { toolRequest: { name: string; ref: string; input: unknown }; metadata?: Record<string, unknown> };
+
 describe('interruptMode return: restarts reach the stage that held the call', () => {
-  type HeldPart = { toolRequest: { name: string; ref: string; input: unknown }; metadata?: Record<string, unknown> };
   const restartOf = (part: unknown, resumed: unknown, input?: unknown): HeldPart => {
     const held = part as HeldPart;
     return { toolRequest: { ...held.toolRequest, ...(input !== undefined ? { input } : {}) }, metadata: { resumed } };
@@ -242,6 +243,45 @@ describe('interruptMode return: restarts reach the stage that held the call', ()
         metadata: { interrupt: { message: 'Tool not in approved list: confirm' }, interruptedBy: 'toolApproval', interruptStage: 0 },
       },
     ]);
+  });
+
+  it('lets a restart through no gate that the gate did not record letting through', async () => {
+    // run 1: echo is allowed and runs, dangerous is held → interrupted
+    // run 2a: a hold recorded without its stage (older histories), refused → every stage reads the refusal
+    // run 2b: with a second gate that allows nothing, a restart of echo (never held) runs as a fresh call,
+    //         so the new gate holds it, as it holds dangerous once the first gate approves it
+    // run 2c: a hold naming a middleware the run does not use → FAILED_PRECONDITION
+    const { name } = agentWith({
+      script: untilAnswered([{ name: 'echo', input: { v: 'a' } }, { name: 'dangerous', input: { v: 'b' } }], 'done'),
+      tools: [echo, dangerous],
+      use: [toolApproval({ allowedTools: ['echo'] })],
+    });
+    const first = await worker.client.run(name, 'go', { interruptMode: 'return' });
+    const [sibling, held] = first.message!.content as HeldPart[];
+    const withHold = (metadata: Record<string, unknown>) => [...first.messages.slice(0, -1), { ...first.message!, content: [sibling!, { ...held!, metadata }] }] as Message[];
+
+    const legacy = await worker.client.run(name, withHold({ interrupt: { message: 'held' } }), { resume: { restart: [restartOf(held, { toolApproved: false })] } });
+    expect(legacy.messages.at(-2)!.content[1]).toMatchObject({ toolResponse: { name: 'dangerous', output: { error: expect.stringContaining('the tool call was denied') } } });
+
+    const gate = toolApproval({ allowedTools: [] });
+    const rejudged = await worker.client.run(name, first.messages, {
+      interruptMode: 'return',
+      use: [gate],
+      resume: { restart: [restartOf(sibling, true), restartOf(held, { toolApproved: true })] },
+    });
+    expect(rejudged.finishReason).toBe('interrupted');
+    expect(rejudged.interrupts.map((part) => [(part as HeldPart).toolRequest.name, (part as HeldPart).metadata?.interruptStage])).toEqual([
+      ['echo', 1],
+      ['dangerous', 1],
+    ]);
+
+    const unknown = await worker.client
+      .run(name, withHold({ interrupt: true, interruptedBy: 'genkit-middleware/somethingElse' }), { resume: { restart: [restartOf(held, true)] } })
+      .then(() => undefined, runErrorOf);
+    expect(unknown).toMatchObject({
+      status: 'FAILED_PRECONDITION',
+      message: 'tool request "dangerous#1" was held by middleware "genkit-middleware/somethingElse", which this run does not use; resume it with the same middleware',
+    });
   });
 
   it('stops the run when a budget hold is answered with a stand-in output, before any held call runs', async () => {

@@ -10,7 +10,7 @@ import type { Client } from '@temporalio/client';
 import { ApplicationFailure, type Duration } from '@temporalio/common';
 import { z } from 'zod';
 import { KeelError, toApplicationFailure, toKeelError } from '../core/errors';
-import { TOOL_INTERRUPT_FAILURE } from '../core/interrupts';
+import { ModelVisibleToolError, TOOL_FAIL_FAILURE, TOOL_INTERRUPT_FAILURE } from '../core/interrupts';
 import { ModelResponseSchema, type ModelResponse } from '../core/messages';
 import type { ToolDefinition } from '../core/messages';
 import type { AgentSpec, CallModelInput, CallToolInput, ResolveAgentInput, ValidateToolOutputInput } from '../core/run';
@@ -75,6 +75,7 @@ async function asActivity<T>(work: () => Promise<T>): Promise<T> {
     if (error instanceof InterruptRequest) {
       throw ApplicationFailure.create({ type: TOOL_INTERRUPT_FAILURE, message: 'tool asked to interrupt', nonRetryable: true, details: [error.data] });
     }
+    if (ModelVisibleToolError.isInstance(error)) throw ApplicationFailure.create({ type: TOOL_FAIL_FAILURE, message: error.message, nonRetryable: true });
     if (InfrastructureError.isInstance(error)) throw toRetryableFailure(error);
     throw toApplicationFailure(toKeelError(error));
   }
@@ -173,7 +174,7 @@ export function createActivities({ registry, config, client, modelRequestTimeout
           ),
         );
       } catch (error) {
-        if (context.cancellationSignal.aborted || error instanceof InterruptRequest) throw error;
+        if (context.cancellationSignal.aborted || error instanceof InterruptRequest || ModelVisibleToolError.isInstance(error)) throw error;
         const message = error instanceof Error ? error.message : String(error);
         const cause = KeelError.isInstance(error) ? { toolStatus: error.status } : {};
         throw new KeelError('INTERNAL', `tool "${toolName}" failed: ${message}`, { toolName, toolMessage: message, ...cause });

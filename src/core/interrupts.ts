@@ -15,6 +15,9 @@ export const TOOL_STAGE = 'tool';
 /** Failure type with which a tool activity asks for an interrupt (ToolContext.interrupt). */
 export const TOOL_INTERRUPT_FAILURE = 'KEEL_INTERRUPT';
 
+/** Failure type with which a tool activity answers its call with an error the model sees (`toolFail`). */
+export const TOOL_FAIL_FAILURE = 'KEEL_TOOL_FAIL';
+
 /** Metadata keys of an interrupted tool request part (the reference's, plus keel's stage position). */
 export const INTERRUPT_METADATA = {
   /** The hold's data (`true` when it has none). */
@@ -149,8 +152,9 @@ export function decisionPayload(decision: Decision): ResumePayload {
 }
 
 /** The reply of the `resume` update. */
-export interface DecisionAccepted {
-  interruptId: string;
+export const DecisionAcceptedSchema = z.object({
+  interruptId: z.string(),
   /** Every interrupt this decision answered (a shared decision answers all holds of its middleware). */
-  decided: string[];
-}
+  decided: z.array(z.string()),
+});
+export type DecisionAccepted = z.infer<typeof DecisionAcceptedSchema>;

@@ -17,6 +17,19 @@ export type MiddlewareRef = z.infer<typeof MiddlewareRefSchema>;
 /** What callers may write for a middleware ref (config optional). */
 export type MiddlewareRefInput = z.input<typeof MiddlewareRefSchema>;
 
+/**
+ * What resumes an interrupted run (interruptMode 'return'): each held request of the
+ * conversation's last model message answered by a restart (the tool request part, with
+ * `metadata.resumed` = the decision's payload) or a respond (a tool response part).
+ */
+export const RunResumeSchema = z.object({
+  restart: z.array(ToolRequestPartSchema).default([]),
+  respond: z.array(ToolResponsePartSchema).default([]),
+  /** Recorded as the `resumed` metadata of the tool message the resume adds (default `true`). */
+  metadata: z.record(z.string(), z.unknown()).optional(),
+});
+export type RunResume = z.infer<typeof RunResumeSchema>;
+
 /** The input of `generateWorkflow`: a run is fully described by this JSON. */
 export const RunInputSchema = z.object({
   /** The agent to run, by registered name. */
@@ -36,19 +49,8 @@ export const RunInputSchema = z.object({
   interruptTimeout: DurationSchema.optional(),
   /** What a timed-out hold becomes: a denial (default) or the run failing DEADLINE_EXCEEDED. */
   onInterruptTimeout: z.enum(['deny', 'fail']).default('deny'),
-  /**
-   * Resumes an interrupted run (interruptMode 'return'): `messages` end with its model
-   * message; each held request is answered by a restart (the tool request part, with
-   * `metadata.resumed` = the decision's payload) or a respond (a tool response part).
-   */
-  resume: z
-    .object({
-      restart: z.array(ToolRequestPartSchema).default([]),
-      respond: z.array(ToolResponsePartSchema).default([]),
-      /** Recorded as the `resumed` metadata of the tool message the resume adds (default `true`). */
-      metadata: z.record(z.string(), z.unknown()).optional(),
-    })
-    .optional(),
+  /** Resumes an interrupted run (interruptMode 'return'): `messages` end with its model message. */
+  resume: RunResumeSchema.optional(),
 });
 export type RunInput = z.infer<typeof RunInputSchema>;
 export type RunInputOptions = z.input<typeof RunInputSchema>;

@@ -3,15 +3,15 @@
  * custom counters such as cost). Checked before every model call of the run, outside
  * Retry and Fallback; over the limit the run stops ABORTED with finish reason `aborted`,
  * keeping its partial response. With `interrupt`, the next tool calls are held instead and
- * one decision answers them all: approval renews the count, refusal stops the run. Every
+ * one decision answers them all: approval renews the count of every budget that holds,
+ * refusal stops the run; a budget without `interrupt` is a hard cap and never renews. Every
  * model call of the run counts (the loop's, a judge's). Runs in the workflow.
  */
 import { z } from 'zod';
 import { KeelError, RunStoppedError } from '../core/errors';
-import { USAGE_FIELDS, toolRequestParts, type Message, type Usage, type UsageField } from '../core/messages';
+import { USAGE_FIELDS, type Message, type Usage, type UsageField } from '../core/messages';
 import { defineMiddleware } from './define-middleware';
 import { replaceFinalMessage } from './outcome';
-import type { MiddlewareContext } from './types';
 
 /** Metadata key of the spent record on a run's final message (the reference's, for portability). */
 export const BUDGET_METADATA_KEY = 'genkit-middleware-exp/budget';
@@ -95,30 +95,9 @@ function readDecision(payload: unknown): { approved: boolean; reason?: string } 
   return decision.success ? decision.data : { approved: false };
 }
 
-/** What every Budget of a run counts: they count the same calls and claim the same holds. */
-interface Ledger {
-  /** Spent before this run's usage began counting (carried across a resume). */
-  carried: Record<string, number>;
-  /** Run usage at the last renewal. */
-  baseline: Record<string, number>;
-}
-
-/**
- * The decision a resume run brings for the budget holds of the conversation it resumes
- * (restarts, or stand-in outputs that refuse): one for all of them, any refusal wins.
- */
-function resumeDecision(context: MiddlewareContext): { approved: boolean; reason?: string } | undefined {
-  if (!context.resume) return undefined;
-  const last = context.inputMessages[context.inputMessages.length - 1];
-  const held = (last?.role === 'model' ? toolRequestParts(last) : []).filter((part) => part.metadata?.interruptedBy === context.stageName);
-  const key = (name: string, ref: string | undefined) => `${name}#${ref ?? ''}`;
-  const heldKeys = new Set(held.map((part) => key(part.toolRequest.name, part.toolRequest.ref)));
-  const decisions = [
-    ...context.resume.restart.filter((part) => heldKeys.has(key(part.toolRequest.name, part.toolRequest.ref))).map((part) => readDecision(part.metadata?.resumed)),
-    ...context.resume.respond.filter((part) => heldKeys.has(key(part.toolResponse.name, part.toolResponse.ref))).map(() => readDecision({ respond: true })),
-  ];
-  if (decisions.length === 0) return undefined;
-  return decisions.find((decision) => !decision.approved) ?? decisions[0];
+/** The holding budgets of a run: approving any of their holds renews each of them. */
+interface Renewals {
+  renewers: Array<() => void>;
 }
 
 const refused = (reason: string | undefined) => budgetExceeded(`continuing past the limit was refused${reason ? `: ${reason}` : ''}`);
@@ -135,13 +114,20 @@ export const budget = defineMiddleware({
     }
     const limit = flatten(config.limit);
     const fields = Object.keys(limit).sort();
-    // spent = carried + (run usage now - baseline); approval renews: carried 0, baseline now.
-    const ledger = context.shared<Ledger>(() => ({ carried: context.resume ? (recordedSpent(context.inputMessages) ?? {}) : {}, baseline: {} }));
-    const spent = () => add(ledger.carried, subtract(flatten(context.usage()), ledger.baseline));
-    const renew = () => {
-      ledger.carried = {};
-      ledger.baseline = flatten(context.usage());
-    };
+    // Every budget counts the same calls: spent = carried + (run usage now - baseline). A budget
+    // that holds renews on approval (carried 0, baseline now); one that only stops never does.
+    let carried = context.resuming ? (recordedSpent(context.inputMessages) ?? {}) : {};
+    let baseline: Record<string, number> = {};
+    const spent = () => add(carried, subtract(flatten(context.usage()), baseline));
+    const renewals = context.shared<Renewals>(() => ({ renewers: [] }));
+    if (config.interrupt) {
+      renewals.renewers.push(() => {
+        carried = {};
+        baseline = flatten(context.usage());
+      });
+    }
+    /** Budgets in one chain claim the same holds: approving one renews every budget that holds. */
+    const renewAll = () => renewals.renewers.forEach((renew) => renew());
     const overLimit = (): string | undefined => {
       const now = spent();
       const field = fields.find((key) => (now[key] ?? 0) >= limit[key]!);
@@ -157,14 +143,16 @@ export const budget = defineMiddleware({
       if (Object.keys(custom).length) usage.custom = custom;
       return usage;
     };
-    const resumed = resumeDecision(context);
 
     return {
       async wrapGenerate(params, next) {
-        if (context.resume && params.iteration === 0) {
-          // The resume's first iteration only answers held calls: no model call to check.
-          if (resumed && !resumed.approved) throw refused(resumed.reason);
-          if (resumed) renew();
+        if (context.resuming && params.iteration === 0) {
+          // The resume's first iteration only answers held calls (no model call to check). The
+          // holds of a run share one decision: any refusal stops it before a held call runs.
+          const decisions = context.resumedHolds().map(readDecision);
+          const refusal = decisions.find((decision) => !decision.approved);
+          if (refusal) throw refused(refusal.reason);
+          if (decisions.length) renewAll();
         } else {
           const over = overLimit();
           if (over) throw budgetExceeded(over);
@@ -180,7 +168,7 @@ export const budget = defineMiddleware({
               if (params.resumed !== undefined) {
                 const decision = readDecision(params.resumed);
                 if (!decision.approved) throw refused(decision.reason);
-                renew();
+                renewAll();
                 return next(params);
               }
               const over = overLimit();

@@ -30,8 +30,12 @@ export function composeStage<S extends Stage>(
 
 /** A restart of a held call, headed for the stage that raised the hold. */
 export interface ToolRestart {
-  /** Position of the raising stage (hooks.length for the tool itself). */
-  stage: number;
+  /**
+   * Position of the raising stage (hooks.length for the tool itself), or `every` for a hold
+   * that recorded no stage (written before stages were recorded): then every stage reads
+   * the payload and none counts as having let the call through.
+   */
+  stage: number | 'every';
   payload: ResumePayload;
   /** True when the restart replaced the call's input: no stage counts as having let it through. */
   inputReplaced: boolean;
@@ -46,15 +50,16 @@ export type ToolRunner = (call: ToolCall, resumed: ResumePayload | undefined) =>
 /** Wraps `runTool` in the wrapTool hooks, hooks[0] outermost, routing restarts by position. */
 export function composeToolChain(hooks: readonly MiddlewareHooks[], runTool: ToolRunner): (call: ToolCall, restart?: ToolRestart) => Promise<unknown> {
   const at = (index: number, call: ToolCall, restart: ToolRestart | undefined): Promise<unknown> => {
-    if (index === hooks.length) return runTool(call, restart?.stage === index ? restart.payload : undefined);
+    const readsPayload = restart !== undefined && (restart.stage === index || restart.stage === 'every');
+    if (index === hooks.length) return runTool(call, readsPayload ? restart.payload : undefined);
     const wrap = hooks[index]!.wrapTool;
     // Past the raising stage the call is fresh: the restart is not passed further in.
-    const inward = restart && restart.stage > index ? restart : undefined;
+    const inward = restart && (restart.stage === 'every' || restart.stage > index) ? restart : undefined;
     if (!wrap) return at(index + 1, call, inward);
     const params: ToolCallParams = {
       ...call,
-      ...(restart?.stage === index ? { resumed: restart.payload } : {}),
-      ...(inward && !inward.inputReplaced ? { released: true } : {}),
+      ...(readsPayload ? { resumed: restart.payload } : {}),
+      ...(inward && inward.stage !== 'every' && !inward.inputReplaced ? { released: true } : {}),
     };
     return wrap(params, (next) => {
       const { resumed: _resumed, released: _released, ...forward } = next;

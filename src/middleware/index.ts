@@ -21,6 +21,7 @@ export type { MiddlewareStage } from './registry';
 export { composeStage, composeToolChain } from './compose';
 export type {
   ContributedTool,
+  ContributedToolContext,
   GenerateOutcome,
   GenerateParams,
   MiddlewareContext,
@@ -28,7 +29,6 @@ export type {
   MiddlewareHooks,
   ModelCallParams,
   Next,
-  RunResume,
   ToolCallParams,
 } from './types';
 export { toolFail } from '../core/interrupts';

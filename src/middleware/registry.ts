@@ -5,7 +5,7 @@
  */
 import type { z } from 'zod';
 import { KeelError } from '../core/errors';
-import { ToolInterrupt, holdData, type HoldPolicy } from '../core/interrupts';
+import { ToolInterrupt, holdData, type HoldPolicy, type ResumePayload } from '../core/interrupts';
 import { describeZodError } from '../core/schema-errors';
 import type { MiddlewareRef } from '../core/run';
 import { budget } from './budget';
@@ -79,7 +79,10 @@ export interface MiddlewareStage {
 }
 
 /** What every middleware of a run shares; each gets it with its own stage fields. */
-export type SharedMiddlewareContext = Omit<MiddlewareContext, 'stageIndex' | 'stageName' | 'interrupt' | 'shared'>;
+export type SharedMiddlewareContext = Omit<MiddlewareContext, 'stageIndex' | 'stageName' | 'interrupt' | 'shared' | 'resumedHolds'> & {
+  /** The resumed holds addressed to the stage at `stageIndex` (see MiddlewareContext.resumedHolds). */
+  resumedHolds: (stageIndex: number) => ResumePayload[];
+};
 
 /**
  * Validates each ref's config against its middleware's schema and creates its hooks, in
@@ -110,6 +113,7 @@ export function instantiateMiddleware(
       ...context,
       stageIndex: index,
       stageName: definition.name,
+      resumedHolds: () => context.resumedHolds(index),
       interrupt: (data) => {
         throw new ToolInterrupt({ data: holdData(data), raisedBy: definition.name, stage: index, policy: holds });
       },

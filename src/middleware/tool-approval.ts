@@ -6,11 +6,12 @@
  * answers a later stage (the tool's own question) passes, unless it replaced the input. Runs in the
  * workflow; the judge is one model activity per judged call.
  */
-import { log } from '@temporalio/workflow';
+import { isCancellation, log } from '@temporalio/workflow';
 import { z } from 'zod';
 import { toolFail } from '../core/interrupts';
 import { messageText, type Message, type ModelRequest } from '../core/messages';
 import { defineMiddleware } from './define-middleware';
+import { ModelRefSchema } from './fallback';
 import type { ToolCallParams } from './types';
 
 /** The model-visible answer to a refused call. */
@@ -51,9 +52,7 @@ export const ToolApprovalConfigSchema = z
     /** Tools that run without approval; an empty list holds every call. */
     allowedTools: z.array(z.string()).default([]),
     /** A model that decides calls the allow-list does not approve (name or { name, config }). */
-    judge: z
-      .union([z.string().min(1).transform((name) => ({ name, config: undefined as Record<string, unknown> | undefined })), z.object({ name: z.string().min(1), config: z.record(z.string(), z.unknown()).optional() }).strict()])
-      .optional(),
+    judge: ModelRefSchema.optional(),
     /** Extra rules for the judge, in natural language. */
     judgePolicy: z.string().optional(),
   })
@@ -126,6 +125,7 @@ export const toolApproval = defineMiddleware({
       try {
         answer = messageText((await context.callModel(judgeModel.name, judgeRequest)).message);
       } catch (error) {
+        if (isCancellation(error)) throw error;
         log.warn('approval judge failed', { tool: name, judge: judgeModel.name, error: (error as Error).message });
         return undefined;
       }

@@ -9,7 +9,7 @@
  */
 import type { z } from 'zod';
 import type { HoldPolicy, ResumePayload } from '../core/interrupts';
-import type { Message, ModelRequest, ModelResponse, ToolDefinition, ToolRequest, ToolRequestPart, ToolResponsePart, Usage } from '../core/messages';
+import type { Message, ModelRequest, ModelResponse, ToolDefinition, ToolRequest, Usage } from '../core/messages';
 import type { AgentSpec } from '../core/run';
 
 /** One iteration of the tool loop, as `wrapGenerate` sees it. */
@@ -92,16 +92,19 @@ export interface MiddlewareHooks {
   coversToolError?: (toolName: string) => boolean;
 }
 
+/** What a contributed tool's `run` gets besides its input. */
+export interface ContributedToolContext extends ToolCallParams {
+  /**
+   * Holds this call for a decision, as a tool's own question: `data` is shown to whoever
+   * decides, and the restarted call gets the decision's payload as `resumed`.
+   */
+  interrupt: (data?: Record<string, unknown>) => never;
+}
+
 /** A tool a middleware contributes; it runs inside the workflow. */
 export interface ContributedTool {
   definition: ToolDefinition;
-  run: (input: unknown, params: ToolCallParams) => Promise<unknown>;
-}
-
-/** The resume input of a run that continues an interrupted one (interruptMode 'return'). */
-export interface RunResume {
-  restart: ToolRequestPart[];
-  respond: ToolResponsePart[];
+  run: (input: unknown, context: ContributedToolContext) => Promise<unknown>;
 }
 
 /** What a middleware may use while it works. */
@@ -114,8 +117,16 @@ export interface MiddlewareContext {
   usage: () => Usage;
   /** The messages the run started with. */
   inputMessages: readonly Message[];
-  /** Set when the run resumes an interrupted one: its first iteration only answers the held calls. */
-  resume: RunResume | undefined;
+  /** True when the run resumes an interrupted one: its first iteration only answers the held calls. */
+  resuming: boolean;
+  /**
+   * In a run that resumes an interrupted one: the payloads of the restarts (and, for a
+   * middleware whose holds decide stand-in outputs, the `{ respond }` answers) addressed to
+   * this middleware's holds, as the framework routes them (by position; for a middleware
+   * with `sharedDecision`, every instance's holds). Empty otherwise. Read it from
+   * `wrapGenerate` at iteration 0 to decide before any restarted call runs.
+   */
+  resumedHolds: () => ResumePayload[];
   /** This middleware's position in the chain (0 = outermost). */
   stageIndex: number;
   /** This middleware's name. */

@@ -1,12 +1,12 @@
 /**
  * The innermost tool stage: runs a middleware's workflow-local tool, or the tool's
- * `callTool` activity. A tool that asks for a decision becomes a hold of the tool stage;
- * any other failure is the tool's own (`ToolFailure`), which the tool-error policy may
+ * `callTool` activity. A tool that asks for a decision becomes a hold of the tool stage, a
+ * tool that answers with `toolFail` an error the model sees; any other failure is the tool's own (`ToolFailure`), which the tool-error policy may
  * answer to the model. Runs in the workflow: deterministic, no I/O.
  */
 import { ActivityFailure, ApplicationFailure, isCancellation, proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import { RunStoppedError, ToolFailure, toKeelError, type KeelError } from '../core/errors';
-import { ModelVisibleToolError, TOOL_INTERRUPT_FAILURE, TOOL_STAGE, ToolInterrupt, holdData } from '../core/interrupts';
+import { ModelVisibleToolError, TOOL_FAIL_FAILURE, TOOL_INTERRUPT_FAILURE, TOOL_STAGE, ToolInterrupt, holdData, toolFail } from '../core/interrupts';
 import type { KeelActivities } from '../activities/types';
 import type { ToolRunner } from '../middleware/compose';
 import type { ContributedTool } from '../middleware/types';
@@ -28,8 +28,11 @@ export function toolRunner({ contributed, activity, stage }: ToolRunnerOptions):
     const name = call.request.name;
     const local = contributed.get(name);
     if (local) {
+      const interrupt = (data?: Record<string, unknown>): never => {
+        throw new ToolInterrupt({ data: holdData(data), raisedBy: TOOL_STAGE, stage, policy: { kind: TOOL_STAGE } });
+      };
       try {
-        return await local.run(call.request.input, { ...call, ...(resumed !== undefined ? { resumed } : {}) });
+        return await local.run(call.request.input, { ...call, interrupt, ...(resumed !== undefined ? { resumed } : {}) });
       } catch (error) {
         if (isCancellation(error) || ToolInterrupt.isInstance(error) || ModelVisibleToolError.isInstance(error) || RunStoppedError.isInstance(error)) throw error;
         throw ownFailure(toKeelError(error), name);
@@ -46,6 +49,7 @@ export function toolRunner({ contributed, activity, stage }: ToolRunnerOptions):
       if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure && error.cause.type === TOOL_INTERRUPT_FAILURE) {
         throw new ToolInterrupt({ data: holdData(error.cause.details?.[0] ?? {}), raisedBy: TOOL_STAGE, stage, policy: { kind: TOOL_STAGE } });
       }
+      if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure && error.cause.type === TOOL_FAIL_FAILURE) throw toolFail(error.cause.message);
       const failure = asKeelError(error, `tool "${name}"`);
       if (failure.status === 'CANCELLED') throw failure;
       throw ownFailure(failure, name);

@@ -64,8 +64,11 @@ export async function generateWorkflow(rawInput: RunInput): Promise<RunResult> {
   const run = newRunState(info.workflowId, typeof rawInput?.agent === 'string' ? rawInput.agent : '');
   answerQueries(run);
   const parsed = RunInputSchema.safeParse(rawInput);
+  // Workflow-local tools have no schema on the worker to check a stand-in output against.
+  const localTools = new Set<string>();
+  const checkOutput = (toolName: string, output: unknown) => (localTools.has(toolName) ? Promise.resolve(output) : validateOutput(toolName, output));
   const board: InterruptBoard = new InterruptBoard({
-    validateOutput,
+    validateOutput: checkOutput,
     onChange: () => showInterrupts(run, board.pending()),
     timeout: parsed.success ? parsed.data.interruptTimeout : undefined,
     onTimeout: parsed.success ? parsed.data.onInterruptTimeout : 'deny',
@@ -84,6 +87,7 @@ export async function generateWorkflow(rawInput: RunInput): Promise<RunResult> {
 
     const callModel = modelCaller(run, activityOptions(agent.activities.model), info.runId);
     const setup = setUpRun({ agent, input, run, callModel });
+    for (const name of setup.contributed.keys()) localTools.add(name);
     const hooks = setup.stages.map((stage) => stage.hooks);
     const modelStage = composeStage(hooks, 'wrapModel', (params) => callModel(params.model, params.request));
     const turn: ToolTurnContext = {
@@ -97,7 +101,7 @@ export async function generateWorkflow(rawInput: RunInput): Promise<RunResult> {
     /** One iteration: the model call, then the turn's tool calls, then the next iteration. */
     const iterate = async ({ iteration, messages }: GenerateParams): Promise<GenerateOutcome> => {
       if (input.resume && iteration === 0) {
-        const resumed = await resumeHeldCalls(turn, { resume: input.resume, stages: setup.stages, validateOutput }, messages);
+        const resumed = await resumeHeldCalls(turn, { resume: input.resume, stages: setup.stages, validateOutput: checkOutput, messages });
         if ('interrupted' in resumed) {
           return { response: { message: resumed.interrupted, finishReason: 'interrupted', usage: {} }, messages: [...messages.slice(0, -1), resumed.interrupted] };
         }
@@ -114,7 +118,8 @@ export async function generateWorkflow(rawInput: RunInput): Promise<RunResult> {
       if (iteration + 1 > maxTurns) {
         throw new KeelError('ABORTED', `exceeded maxTurns (${maxTurns}): the model still asked for tools after ${maxTurns} tool rounds`);
       }
-      const settled = await settleTurn(turn, modelMessage, requests, requests.map((part) => runCall(turn, part, iteration, messages)));
+      const calls = requests.map((part) => runCall(turn, { part, iteration, requestMessages: messages }));
+      const settled = await settleTurn(turn, { modelMessage, requests, calls });
       if ('interrupted' in settled) {
         return { response: { ...response, message: settled.interrupted, finishReason: 'interrupted' }, messages: [...messages, settled.interrupted] };
       }

@@ -35,6 +35,8 @@ export class InterruptBoard {
   private readonly entries = new Map<string, Entry>();
   private readonly decided = new Set<string>();
   private counter = 0;
+  /** Set once the run is ending: no hold waits any more. */
+  private stoppedBy: unknown = undefined;
 
   private readonly options: InterruptBoardOptions;
 
@@ -55,13 +57,23 @@ export class InterruptBoard {
     return [...this.entries.values()].filter((entry) => !entry.decision).map((entry) => entry.record);
   }
 
-  /** Checks a stand-in output against the tool's output schema (INVALID_ARGUMENT naming the field). */
-  validateOutputOf(toolName: string, output: unknown): Promise<unknown> {
-    return this.options.validateOutput(toolName, output);
+  /**
+   * The turn is ending with `error` (a stop, an uncovered failure): every hold waiting now,
+   * or raised until `waitAgain`, throws it instead of waiting for a decision that no longer
+   * matters.
+   */
+  stopWaiting(error: unknown): void {
+    this.stoppedBy ??= error;
   }
 
-  /** Records a hold and waits durably for its decision (or the timeout). */
+  /** Holds wait for decisions again (the turn that stopped them has settled). */
+  waitAgain(): void {
+    this.stoppedBy = undefined;
+  }
+
+  /** Records a hold and waits durably for its decision (or the timeout, or the run's stop). */
   async hold(interrupt: ToolInterrupt, request: ToolRequest): Promise<Decision> {
+    if (this.stoppedBy !== undefined) throw this.stoppedBy;
     const id = `i${++this.counter}`;
     const { message, judge, spent, limit } = interrupt.data;
     const record: Interrupt = {
@@ -81,9 +93,10 @@ export class InterruptBoard {
     this.entries.set(id, entry);
     this.options.onChange();
     try {
-      const decided = () => entry.decision !== undefined;
-      const decidedInTime = this.options.timeout === undefined ? (await condition(decided), true) : await condition(decided, this.options.timeout);
-      if (!decidedInTime) {
+      const settled = () => entry.decision !== undefined || this.stoppedBy !== undefined;
+      const settledInTime = this.options.timeout === undefined ? (await condition(settled), true) : await condition(settled, this.options.timeout);
+      if (entry.decision === undefined && this.stoppedBy !== undefined) throw this.stoppedBy;
+      if (!settledInTime) {
         if (this.options.onTimeout === 'fail') {
           throw new KeelError('DEADLINE_EXCEEDED', `interrupt ${id} on tool "${request.name}" got no decision within ${String(this.options.timeout)}`);
         }
@@ -142,7 +155,9 @@ export class InterruptBoard {
       ? [...this.entries.values()].filter((other) => other.record.raisedBy === entry.record.raisedBy && !other.decision)
       : [entry];
     for (const target of targets) {
-      target.decision = { ...decision, interruptId: target.record.id };
+      // A replacement input belongs to the call it was sent for, never to the others it decides.
+      const shared = target === entry || !('input' in decision) ? decision : { interruptId: decision.interruptId, restart: decision.restart };
+      target.decision = { ...shared, interruptId: target.record.id };
       this.decided.add(target.record.id);
     }
     return { interruptId: decision.interruptId, decided: targets.map((target) => target.record.id) };

@@ -6,7 +6,9 @@
 import { KeelError } from '../core/errors';
 import type { Message, ModelRequest, ModelResponse, ToolDefinition } from '../core/messages';
 import type { AgentSpec, RunInput } from '../core/run';
+import type { ResumePayload } from '../core/interrupts';
 import { instantiateMiddleware, type MiddlewareStage } from '../middleware/registry';
+import { resumedHoldsByStage } from './resume';
 import type { ContributedTool } from '../middleware/types';
 import type { RunState } from './run-state';
 
@@ -32,13 +34,21 @@ export interface RunSetupOptions {
 
 /** Instantiates the middleware and gathers the tools (a duplicate name is INVALID_ARGUMENT); records the first conversation in the run. */
 export function setUpRun({ agent, input, run, callModel }: RunSetupOptions): RunSetup {
-  const stages = instantiateMiddleware([...agent.use, ...input.use], {
+  let resumedHolds = new Map<number, ResumePayload[]>();
+  const stages: MiddlewareStage[] = instantiateMiddleware([...agent.use, ...input.use], {
     agent,
     callModel,
     usage: () => run.status.usage,
     inputMessages: input.messages,
-    resume: input.resume,
+    resuming: input.resume !== undefined,
+    // A middleware whose holds share one decision reads the holds of every instance of its name.
+    resumedHolds: (index) => {
+      const stage = stages[index]!;
+      const claimed = stage.holds.sharedDecision ? stages.filter((other) => other.name === stage.name) : [stage];
+      return claimed.flatMap((other) => resumedHolds.get(other.index) ?? []);
+    },
   });
+  if (input.resume) resumedHolds = resumedHoldsByStage(input.resume, input.messages, stages);
   const tools: ToolDefinition[] = [];
   const toolsByName = new Map<string, ToolDefinition>();
   const contributed = new Map<string, ContributedTool>();

@@ -4,14 +4,16 @@ import { KeelError, ToolFailure } from '../core/errors';
 import type { Message, ToolRequestPart } from '../core/messages';
 import { softToolErrors } from '../middleware/soft-tool-errors';
 import type { MiddlewareContext, MiddlewareHooks } from '../middleware/types';
+import type { InterruptBoard } from './interrupt-board';
 import { settleTurn, type ToolTurnContext } from './tool-turn';
 
 const context = {} as MiddlewareContext;
 const cover = (tools: string[]): MiddlewareHooks => softToolErrors.definition.create({ tools }, context);
 
 /** A turn context whose tool-error policy is that of `hooks` (as the loop builds it). */
-function turnWith(hooks: MiddlewareHooks[]): ToolTurnContext {
-  return { coversToolError: (name) => hooks.some((hook) => hook.coversToolError?.(name)) } as ToolTurnContext;
+function turnWith(hooks: MiddlewareHooks[], stopped: unknown[] = []): ToolTurnContext {
+  const board = { stopWaiting: (error: unknown) => stopped.push(error), waitAgain: () => undefined } as unknown as InterruptBoard;
+  return { coversToolError: (name) => hooks.some((hook) => hook.coversToolError?.(name)), board } as ToolTurnContext;
 }
 
 const call: ToolRequestPart = { toolRequest: { name: 'search', ref: '0', input: {} } };
@@ -19,7 +21,7 @@ const modelMessage: Message = { role: 'model', content: [call] };
 const upstream = new ToolFailure({ status: 'INTERNAL', message: 'tool "search" failed: upstream timeout', toolName: 'search', modelMessage: 'upstream timeout' });
 
 /** Settles a one-call turn whose call failed with `error`. */
-const settleFailed = (hooks: MiddlewareHooks[], error: unknown) => settleTurn(turnWith(hooks), modelMessage, [call], [Promise.reject(error)]);
+const settleFailed = (hooks: MiddlewareHooks[], error: unknown, stopped: unknown[] = []) => settleTurn(turnWith(hooks, stopped), { modelMessage, requests: [call], calls: [Promise.reject(error)] });
 
 describe('tool-error policy (softToolErrors)', () => {
   it("answers a covered failure with the tool's own words, flagged as a tool error", async () => {
@@ -52,7 +54,23 @@ describe('tool-error policy (softToolErrors)', () => {
     const first = new KeelError('INTERNAL', 'first');
     let finished = false;
     const slow = new Promise<{ output: unknown }>((resolve) => setTimeout(() => ((finished = true), resolve({ output: 1 })), 20));
-    await expect(settleTurn(turnWith([]), { role: 'model', content: [call, second] }, [call, second], [Promise.reject(first), slow])).rejects.toBe(first);
+    await expect(settleTurn(turnWith([]), { modelMessage: { role: 'model', content: [call, second] }, requests: [call, second], calls: [Promise.reject(first), slow] })).rejects.toBe(first);
     expect(finished).toBe(true);
+  });
+
+  it('ends the waits of the turn\'s holds on a failure that ends the run, not on one it answers', async () => {
+    const stopped: unknown[] = [];
+    await expect(settleFailed([], upstream, stopped)).rejects.toBe(upstream);
+    expect(stopped).toEqual([upstream]);
+    const none: unknown[] = [];
+    await settleFailed([cover([])], upstream, none);
+    expect(none).toEqual([]);
+  });
+
+  it('reports a cancellation before a failure that came earlier in request order', async () => {
+    const second: ToolRequestPart = { toolRequest: { name: 'fetch', ref: '1', input: {} } };
+    const cancelled = new CancelledFailure('cancelled');
+    const outcome = settleTurn(turnWith([]), { modelMessage: { role: 'model', content: [call, second] }, requests: [call, second], calls: [Promise.reject(upstream), Promise.reject(cancelled)] });
+    await expect(outcome).rejects.toBe(cancelled);
   });
 });

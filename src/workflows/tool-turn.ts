@@ -2,10 +2,13 @@
  * One turn's tool calls: each runs through the wrapTool chain (concurrently with its
  * siblings); a hold waits for its decision and restarts the call at the stage that raised
  * it (wait mode), or ends the turn interrupted (return mode). Then the turn settles: every
- * call finishes before the first failure, in request order, fails the run; the tool's own
- * failures that the tool-error policy covers answer their call as `{ error }`.
+ * running call finishes before the first failure, in request order, fails the run (a
+ * cancellation first); the tool's own failures that the tool-error policy covers answer
+ * their call as `{ error }`. A failure that will end the run also ends the waits of the
+ * turn's other holds, so nobody is asked to decide a call that can no longer run.
  * Runs in the workflow: deterministic, no I/O.
  */
+import { isCancellation } from '@temporalio/workflow';
 import { ToolFailure } from '../core/errors';
 import { INTERRUPT_METADATA, ModelVisibleToolError, ToolInterrupt, decisionPayload } from '../core/interrupts';
 import type { Message, Part, ToolDefinition, ToolRequest, ToolRequestPart } from '../core/messages';
@@ -30,12 +33,29 @@ export interface ToolTurnContext {
   coversToolError: (toolName: string) => boolean;
 }
 
+/** One call to run. */
+export interface RunCallOptions {
+  part: ToolRequestPart;
+  iteration: number;
+  /** The messages of the model request that asked for the call. */
+  requestMessages: Message[];
+  /** Set when the call restarts a hold (a resume). */
+  restart?: ToolRestart;
+  /** The call's input before the restart replaced it. */
+  originalInput?: unknown;
+}
+
+/** True when two inputs are the same JSON (a restart that sends the held input back replaces nothing). */
+export function sameInput(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
 /**
  * Runs one call through the chain. A call to a tool that does not exist fails NOT_FOUND
  * before any hook sees it. A hold waits for its decision (wait mode) and restarts the call,
  * or ends as an interrupt (return mode).
  */
-export async function runCall(context: ToolTurnContext, part: ToolRequestPart, iteration: number, requestMessages: Message[], restart?: ToolRestart, originalInput?: unknown): Promise<CallOutcome> {
+export async function runCall(context: ToolTurnContext, { part, iteration, requestMessages, restart, originalInput }: RunCallOptions): Promise<CallOutcome> {
   const { name } = part.toolRequest;
   const tool = context.tools.get(name);
   if (!tool) {
@@ -54,7 +74,7 @@ export async function runCall(context: ToolTurnContext, part: ToolRequestPart, i
       if (context.interruptMode === 'return') return { interrupt: error, request };
       const decision = await context.board.hold(error, request);
       if ('respond' in decision && error.policy.respond !== 'decide') return { output: decision.respond };
-      const inputReplaced = 'restart' in decision && decision.input !== undefined;
+      const inputReplaced = 'input' in decision && decision.input !== undefined && !sameInput(decision.input, request.input);
       if (inputReplaced) {
         original ??= request.input;
         request = { ...request, input: decision.input };
@@ -98,13 +118,31 @@ function markInterrupted(modelMessage: Message, results: CallOutcome[]): Message
 /** How a turn ended: a tool message to append, or the model message marked with its holds. */
 export type SettledTurn = { toolMessage: Message } | { interrupted: Message };
 
+/** A turn to settle: its model message, the tool request parts, and the calls under way (same order). */
+export interface SettleTurnOptions {
+  modelMessage: Message;
+  requests: ToolRequestPart[];
+  calls: Array<Promise<CallOutcome>>;
+}
+
 /** Waits for every call of the turn and settles it (see the module comment). */
-export async function settleTurn(context: ToolTurnContext, modelMessage: Message, requests: ToolRequestPart[], calls: Array<Promise<CallOutcome>>): Promise<SettledTurn> {
-  const outcomes = await Promise.allSettled(calls);
+export async function settleTurn(context: ToolTurnContext, { modelMessage, requests, calls }: SettleTurnOptions): Promise<SettledTurn> {
+  const answered = (failure: unknown, index: number) => ToolFailure.isInstance(failure) && context.coversToolError(requests[index]!.toolRequest.name);
+  const outcomes = await Promise.allSettled(
+    calls.map((call, index) =>
+      call.catch((error: unknown) => {
+        if (!answered(error, index)) context.board.stopWaiting(error);
+        throw error;
+      }),
+    ),
+  );
+  context.board.waitAgain();
+  const cancelled = outcomes.find((outcome) => outcome.status === 'rejected' && isCancellation(outcome.reason));
+  if (cancelled?.status === 'rejected') throw cancelled.reason;
   const results = outcomes.map((outcome, index): CallOutcome => {
     if (outcome.status === 'fulfilled') return outcome.value;
     const failure: unknown = outcome.reason;
-    if (ToolFailure.isInstance(failure) && context.coversToolError(requests[index]!.toolRequest.name)) return { output: { error: failure.modelMessage }, toolError: true };
+    if (answered(failure, index)) return { output: { error: (failure as ToolFailure).modelMessage }, toolError: true };
     throw failure;
   });
   if (results.some((result) => 'interrupt' in result)) return { interrupted: markInterrupted(modelMessage, results) };

@@ -7,12 +7,14 @@ import type { Decision } from '../../src/core/interrupts';
 import type { Interrupt } from '../../src/core/run';
 
 /**
- * Answers each interrupt the run holds with the next decision until `settled` settles;
- * returns every interrupt seen. A hold with no decision left cancels the run and throws,
- * instead of waiting forever.
+ * Answers the run's holds with the decisions, in order, until `settled` settles; returns
+ * every interrupt seen. A decision that names an `interruptId` waits for that hold and
+ * answers it (leaving earlier ones undecided); one without answers the oldest unanswered
+ * hold. A hold with no decision left cancels the run and throws, instead of waiting forever.
  */
 export async function answerInterrupts(handle: RunHandle, settled: Promise<unknown>, decisions: ReadonlyArray<Record<string, unknown>>): Promise<Interrupt[]> {
   const seen: Interrupt[] = [];
+  const seenIds = new Set<string>();
   const answered = new Set<string>();
   let done = false;
   void settled.then(
@@ -23,16 +25,22 @@ export async function answerInterrupts(handle: RunHandle, settled: Promise<unkno
   while (!done) {
     const pending = await handle.pendingInterrupts().catch(() => []);
     for (const interrupt of pending) {
-      if (answered.has(interrupt.id)) continue;
-      answered.add(interrupt.id);
+      if (seenIds.has(interrupt.id)) continue;
+      seenIds.add(interrupt.id);
       seen.push(interrupt);
-      const decision = decisions[next++];
+    }
+    const decision = decisions[next];
+    const wanted = typeof decision?.interruptId === 'string' ? decision.interruptId : undefined;
+    const target = wanted ? pending.find((interrupt) => interrupt.id === wanted) : pending.find((interrupt) => !answered.has(interrupt.id));
+    if (target && !answered.has(target.id)) {
       if (!decision) {
         await handle.cancel();
-        throw new Error(`the run holds ${interrupt.id} (${interrupt.kind} on ${interrupt.toolName}) but has no decision left`);
+        throw new Error(`the run holds ${target.id} (${target.kind} on ${target.toolName}) but has no decision left`);
       }
-      const accepted = await handle.decide({ interruptId: interrupt.id, ...decision } as Decision);
+      next++;
+      const accepted = await handle.decide({ ...decision, interruptId: target.id } as Decision);
       for (const id of accepted.decided) answered.add(id);
+      continue;
     }
     await Promise.race([settled, new Promise((resolve) => setTimeout(resolve, 50))]);
   }

@@ -46,6 +46,8 @@ const CaseSchema = z
             restart: z.union([z.literal(true), z.record(z.string(), z.unknown())]).optional(),
             /** With restart: the input the call runs with instead. */
             input: z.unknown().optional(),
+            /** The hold this decision answers (default: the oldest unanswered one). */
+            interruptId: z.string().optional(),
           })
           .strict(),
       )
