@@ -22,6 +22,8 @@ export { openAICompatibleModel } from './models/openai-compatible';
 export { anthropicModel } from './models/anthropic';
 export type { AnthropicOptions } from './models/anthropic';
 export {
+  agents,
+  artifacts,
   budget,
   defineMiddleware,
   fallback,
@@ -36,6 +38,8 @@ export {
   BUDGET_METADATA_KEY,
 } from './middleware';
 export type {
+  AgentsConfig,
+  ArtifactsConfig,
   BudgetConfig,
   FallbackConfig,
   GenerateOutcome,
@@ -53,6 +57,8 @@ export type {
 export { DecisionSchema, toolFail } from './core/interrupts';
 export type { Decision, HoldPolicy, ResumePayload } from './core/interrupts';
 export { RunStoppedError, ToolFailure } from './core/errors';
+export { ArtifactSchema, artifactText } from './core/artifacts';
+export type { Artifact } from './core/artifacts';
 export type { OpenAICompatibleOptions } from './models/openai-compatible';
 export { createKeelWorker } from './worker/create-worker';
 export type { KeelWorkerOptions } from './worker/create-worker';

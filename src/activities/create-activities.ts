@@ -116,6 +116,7 @@ export function createActivities({ registry, config, client, modelRequestTimeout
         maxTurns: agent.maxTurns,
         activities: config.activities,
         models: [...registry.models.keys()].sort(),
+        directory: [...registry.agents.values()].map((entry) => ({ name: entry.name, description: entry.description })).sort((a, b) => a.name.localeCompare(b.name)),
       };
     });
 

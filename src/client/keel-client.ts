@@ -31,6 +31,8 @@ export interface StartRunOptions {
   onInterruptTimeout?: RunInputOptions['onInterruptTimeout'];
   /** Answers the holds of an interrupted run (interruptMode 'return'); `prompt` must be its messages. */
   resume?: RunInputOptions['resume'];
+  /** Artifacts the run starts with. */
+  artifacts?: RunInputOptions['artifacts'];
 }
 
 /** Converts what `result()` threw into a KeelError with the run's status. */
@@ -205,7 +207,7 @@ export class KeelClient {
   async start(
     agent: string,
     prompt: string | Message[],
-    { runId = `run-${randomUUID()}`, use = [], maxTurns, taskQueue, interruptMode, interruptTimeout, onInterruptTimeout, resume }: StartRunOptions = {},
+    { runId = `run-${randomUUID()}`, use = [], maxTurns, taskQueue, interruptMode, interruptTimeout, onInterruptTimeout, resume, artifacts }: StartRunOptions = {},
   ): Promise<RunHandle> {
     const messages: Message[] = typeof prompt === 'string' ? [{ role: 'user', content: [{ text: prompt }] }] : prompt;
     const input: RunInputOptions = {
@@ -217,6 +219,7 @@ export class KeelClient {
       ...(interruptTimeout ? { interruptTimeout: interruptTimeout as RunInputOptions['interruptTimeout'] } : {}),
       ...(onInterruptTimeout ? { onInterruptTimeout } : {}),
       ...(resume ? { resume } : {}),
+      ...(artifacts?.length ? { artifacts } : {}),
     };
     await this.temporal.workflow.start(GENERATE_WORKFLOW, { taskQueue: taskQueue ?? this.taskQueue, workflowId: runId, args: [input] });
     return new RunHandle({ client: this.temporal, runId });

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { FinishReasonSchema, MessageSchema, PartSchema, ToolDefinitionSchema, ToolRequestPartSchema, ToolResponsePartSchema, UsageSchema } from './messages';
+import { ArtifactSchema } from './artifacts';
 import { DurationSchema } from './duration';
 import { StatusNameSchema } from './status';
 
@@ -51,6 +52,8 @@ export const RunInputSchema = z.object({
   onInterruptTimeout: z.enum(['deny', 'fail']).default('deny'),
   /** Resumes an interrupted run (interruptMode 'return'): `messages` end with its model message. */
   resume: RunResumeSchema.optional(),
+  /** Artifacts the run starts with (a session's, or a client's state). */
+  artifacts: z.array(ArtifactSchema).default([]),
 });
 export type RunInput = z.infer<typeof RunInputSchema>;
 export type RunInputOptions = z.input<typeof RunInputSchema>;
@@ -88,7 +91,8 @@ export const RunResultSchema = z.object({
   messages: z.array(MessageSchema),
   usage: UsageSchema,
   turns: z.number().int(),
-  artifacts: z.array(z.unknown()),
+  /** The run's artifacts at its end. */
+  artifacts: z.array(ArtifactSchema),
   tasks: z.array(z.string()),
   /** With finish reason `interrupted`: the held tool request parts (metadata.interrupt says why). */
   interrupts: z.array(PartSchema).default([]),
@@ -110,6 +114,8 @@ export const RunStatusSchema = z.object({
   finishReason: FinishReasonSchema.optional(),
   text: z.string().optional(),
   error: RunErrorSchema.optional(),
+  /** The run's artifacts so far, by name and size (the result carries their content). */
+  artifacts: z.array(z.object({ name: z.string(), chars: z.number().int(), metadata: z.record(z.string(), z.unknown()).optional() })).default([]),
 });
 export type RunStatus = z.infer<typeof RunStatusSchema>;
 
@@ -147,6 +153,8 @@ export const AgentSpecSchema = z.object({
   activities: z.object({ model: ActivitySpecSchema, tool: ActivitySpecSchema }),
   /** Every model registered on the worker that resolved the agent (Fallback checks names against it). */
   models: z.array(z.string()).optional(),
+  /** Every agent registered on that worker, with its description (for delegation). */
+  directory: z.array(z.object({ name: z.string(), description: z.string() })).default([]),
 });
 export type AgentSpec = z.infer<typeof AgentSpecSchema>;
 

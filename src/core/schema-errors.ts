@@ -17,17 +17,26 @@ export function formatPath(path: ReadonlyArray<PropertyKey>): string {
 type Issue = z.core.$ZodIssue;
 
 /**
+ * How far a value got into one branch of a union: the deepest issue path, then whether the
+ * value at least had the branch's type (a failed check rather than a wrong type).
+ */
+function progress(branch: readonly Issue[]): number {
+  if (branch.length === 0) return -1;
+  const depth = Math.max(...branch.map((issue) => issue.path.length));
+  return depth * 2 + (branch.some((issue) => issue.code !== 'invalid_type' && issue.code !== 'invalid_union') ? 1 : 0);
+}
+
+/**
  * The issues to report: for a value that matched no branch of a union, the issues of the
- * branch it got furthest into (the deepest path), so a bad field deep inside one shape is
- * named instead of "Invalid input".
+ * branch it got furthest into, so a bad field inside one shape (or a failed check of the
+ * right type) is named instead of "Invalid input".
  */
 function reportedIssues(issues: readonly Issue[], prefix: ReadonlyArray<PropertyKey> = []): Array<{ path: PropertyKey[]; message: string }> {
   return issues.flatMap((issue) => {
     const path = [...prefix, ...issue.path];
     if (issue.code === 'invalid_union' && issue.errors.length > 0) {
-      const depth = (branch: readonly Issue[]) => Math.max(...branch.map((inner) => inner.path.length));
-      const furthest = issue.errors.reduce((best, branch) => (branch.length && depth(branch) > depth(best) ? branch : best));
-      if (furthest.length && depth(furthest) > 0) return reportedIssues(furthest, path);
+      const furthest = issue.errors.reduce((best, branch) => (progress(branch) > progress(best) ? branch : best));
+      if (progress(furthest) > 0) return reportedIssues(furthest, path);
     }
     return [{ path, message: issue.message }];
   });

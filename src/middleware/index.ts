@@ -16,6 +16,11 @@ export { toolApproval, ToolApprovalConfigSchema, DENIED_MESSAGE, JUDGE_DENIED_ME
 export type { ToolApprovalConfig } from './tool-approval';
 export { budget, BudgetConfigSchema, BUDGET_METADATA_KEY } from './budget';
 export type { BudgetConfig } from './budget';
+export { artifacts, artifactsListing, ArtifactsConfigSchema, ARTIFACTS_LISTING_MARKER } from './artifacts';
+export type { ArtifactsConfig } from './artifacts';
+export { agents, AgentsConfigSchema, AGENTS_INSTRUCTIONS_MARKER, DEFAULT_TOOL_PREFIX, delegationToolName, sharedToolName } from './agents';
+export type { AgentsConfig } from './agents';
+export { injectSystemText } from './system-text';
 export { BUILTIN_MIDDLEWARE, instantiateMiddleware, middlewareNames, registerExportedMiddleware, registerMiddleware, registeredMiddleware } from './registry';
 export type { MiddlewareStage } from './registry';
 export { composeStage, composeToolChain } from './compose';
@@ -24,6 +29,9 @@ export type {
   ContributedToolContext,
   GenerateOutcome,
   GenerateParams,
+  AgentRunOptions,
+  AgentRunOutcome,
+  ArtifactStore,
   MiddlewareContext,
   MiddlewareDefinition,
   MiddlewareHooks,

@@ -8,6 +8,8 @@ import { KeelError } from '../core/errors';
 import { ToolInterrupt, holdData, type HoldPolicy, type ResumePayload } from '../core/interrupts';
 import { describeZodError } from '../core/schema-errors';
 import type { MiddlewareRef } from '../core/run';
+import { agents } from './agents';
+import { artifacts } from './artifacts';
 import { budget } from './budget';
 import { isMiddlewareFactory, type MiddlewareFactory } from './define-middleware';
 import { fallback } from './fallback';
@@ -23,6 +25,8 @@ const builtins: Array<[MiddlewareFactory, string]> = [
   [softToolErrors as MiddlewareFactory, 'genkit-middleware/softToolErrors'],
   [toolApproval as MiddlewareFactory, 'genkit-middleware/toolApproval'],
   [budget as MiddlewareFactory, 'genkit-middleware-exp/budget'],
+  [artifacts as MiddlewareFactory, 'genkit-middleware-exp/artifacts'],
+  [agents as MiddlewareFactory, 'genkit-middleware-exp/agents'],
 ];
 
 /**

@@ -10,7 +10,9 @@
 import type { z } from 'zod';
 import type { HoldPolicy, ResumePayload } from '../core/interrupts';
 import type { Message, ModelRequest, ModelResponse, ToolDefinition, ToolRequest, Usage } from '../core/messages';
-import type { AgentSpec } from '../core/run';
+import type { Artifact } from '../core/artifacts';
+import type { KeelError } from '../core/errors';
+import type { AgentSpec, RunResult } from '../core/run';
 
 /** One iteration of the tool loop, as `wrapGenerate` sees it. */
 export interface GenerateParams {
@@ -107,12 +109,41 @@ export interface ContributedTool {
   run: (input: unknown, context: ContributedToolContext) => Promise<unknown>;
 }
 
+/** The run's artifacts, shared by its middleware; they end up in the run's result. */
+export interface ArtifactStore {
+  /** Every artifact, in the order they were first added. */
+  list(): readonly Artifact[];
+  get(name: string): Artifact | undefined;
+  /** Adds an artifact, replacing any of the same name. */
+  put(artifact: Artifact): void;
+}
+
+/** A run of another agent that a middleware starts (a sub-agent). */
+export interface AgentRunOptions {
+  /** The agent, by registered name. */
+  agent: string;
+  /** Its conversation: usually one user message with the task. */
+  messages: Message[];
+  /** Artifacts it starts with. */
+  artifacts?: Artifact[];
+}
+
+/** How a sub-agent run ended: its result, or the error it failed with. */
+export type AgentRunOutcome = { runId: string; result: RunResult } | { runId: string; error: KeelError };
+
 /** What a middleware may use while it works. */
 export interface MiddlewareContext {
   /** The agent being run. */
   agent: AgentSpec;
   /** Calls a model through the model activity (counted in the run's usage). */
   callModel: (model: string, request: ModelRequest) => Promise<ModelResponse>;
+  /**
+   * Runs another agent as a child run (a child workflow) and waits for it. Its usage counts
+   * in this run's usage. A failed run comes back as `{ error }`; a cancelled one cancels this.
+   */
+  runAgent: (options: AgentRunOptions) => Promise<AgentRunOutcome>;
+  /** The run's artifacts. */
+  artifacts: ArtifactStore;
   /** Usage of every model call of the run so far. */
   usage: () => Usage;
   /** The messages the run started with. */

@@ -23,7 +23,7 @@ import { modelCaller } from './call-model';
 import { toolRunner } from './call-tool';
 import { InterruptBoard } from './interrupt-board';
 import { resumeHeldCalls } from './resume';
-import { newRunState } from './run-state';
+import { newRunState, type RunState } from './run-state';
 import { answerQueries, settleCompleted, settleFailure, showInterrupts } from './run-status';
 import { setUpRun } from './run-setup';
 import { runCall, settleTurn, type ToolTurnContext } from './tool-turn';
@@ -43,16 +43,16 @@ async function validateOutput(toolName: string, output: unknown): Promise<unknow
 }
 
 /** The run's result from the outcome of its outermost iteration. */
-function resultOf(outcome: GenerateOutcome, usage: RunResult['usage'], turns: number): RunResult {
+function resultOf(outcome: GenerateOutcome, { status, artifacts }: RunState): RunResult {
   const message = outcome.response.message;
   return {
     finishReason: outcome.response.finishReason,
     message,
     text: messageText(message),
     messages: outcome.messages,
-    usage,
-    turns,
-    artifacts: [],
+    usage: status.usage,
+    turns: status.turn,
+    artifacts,
     tasks: [],
     interrupts: message.content.filter((part) => 'toolRequest' in part && part.metadata?.[INTERRUPT_METADATA.interrupt] !== undefined),
   };
@@ -128,7 +128,7 @@ export async function generateWorkflow(rawInput: RunInput): Promise<RunResult> {
     };
     const generate = composeStage(hooks, 'wrapGenerate', iterate);
 
-    const result = resultOf(await generate({ iteration: 0, messages: setup.messages }), run.status.usage, run.status.turn);
+    const result = resultOf(await generate({ iteration: 0, messages: setup.messages }), run);
     settleCompleted(run, result);
     await condition(allHandlersFinished);
     return result;

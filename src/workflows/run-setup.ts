@@ -3,12 +3,14 @@
  * capabilities they get), the tools the model may call (the agent's plus those middleware
  * contribute, names unique), and the system prompt. Runs in the workflow: no I/O.
  */
+import { putArtifact } from '../core/artifacts';
 import { KeelError } from '../core/errors';
 import type { Message, ModelRequest, ModelResponse, ToolDefinition } from '../core/messages';
 import type { AgentSpec, RunInput } from '../core/run';
 import type { ResumePayload } from '../core/interrupts';
 import { instantiateMiddleware, type MiddlewareStage } from '../middleware/registry';
 import { resumedHoldsByStage } from './resume';
+import { agentRunner } from './run-agent';
 import type { ContributedTool } from '../middleware/types';
 import type { RunState } from './run-state';
 
@@ -39,6 +41,14 @@ export function setUpRun({ agent, input, run, callModel }: RunSetupOptions): Run
     agent,
     callModel,
     usage: () => run.status.usage,
+    runAgent: agentRunner(run),
+    artifacts: {
+      list: () => run.artifacts,
+      get: (name) => run.artifacts.find((artifact) => artifact.name === name),
+      put: (artifact) => {
+        run.artifacts = putArtifact(run.artifacts, artifact);
+      },
+    },
     inputMessages: input.messages,
     resuming: input.resume !== undefined,
     // A middleware whose holds share one decision reads the holds of every instance of its name.
@@ -67,5 +77,6 @@ export function setUpRun({ agent, input, run, callModel }: RunSetupOptions): Run
   const systemText = [agent.system, ...stages.map((stage) => stage.hooks.systemPrompt)].filter((text): text is string => !!text).join('\n\n');
   const messages: Message[] = input.messages[0]?.role === 'system' || !systemText ? [...input.messages] : [{ role: 'system', content: [{ text: systemText }] }, ...input.messages];
   run.messages = messages;
+  run.artifacts = [...input.artifacts];
   return { stages, tools, toolsByName, contributed, messages };
 }

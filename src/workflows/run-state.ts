@@ -3,6 +3,7 @@
  * what the `status` and `messages` queries report, and the model requests in flight (read
  * back by the model activity). Runs in the workflow: deterministic, no I/O.
  */
+import type { Artifact } from '../core/artifacts';
 import type { Message, ModelRequest } from '../core/messages';
 import type { RunStatus } from '../core/run';
 
@@ -14,19 +15,25 @@ export interface RunState {
   status: RunStatus;
   /** The conversation as far as the run has got (the `messages` query). */
   messages: Message[];
+  /** The run's artifacts (a name is unique). */
+  artifacts: Artifact[];
   /** Model requests whose activity is in flight, by request key. */
   modelRequests: Record<string, ModelRequest>;
   /** Model calls made so far, per model (a scripted reply's index). */
   modelCalls: Record<string, number>;
+  /** Sub-agent runs started so far (numbers their run ids). */
+  children: number;
 }
 
 /** A fresh state for run `runId` of agent `agent`. */
 export function newRunState(runId: string, agent: string): RunState {
   return {
     runId,
-    status: { state: 'running', agent, turn: 0, usage: {}, interrupts: [], messageCount: 0 },
+    status: { state: 'running', agent, turn: 0, usage: {}, interrupts: [], messageCount: 0, artifacts: [] },
     messages: [],
+    artifacts: [],
     modelRequests: {},
     modelCalls: {},
+    children: 0,
   };
 }

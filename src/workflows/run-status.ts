@@ -6,6 +6,7 @@
 import { ApplicationFailure, isCancellation, setHandler } from '@temporalio/workflow';
 import { KeelError, RunStoppedError, fromApplicationFailure, toApplicationFailure, toKeelError } from '../core/errors';
 import { ToolInterrupt } from '../core/interrupts';
+import { artifactText } from '../core/artifacts';
 import { messageText } from '../core/messages';
 import type { Interrupt, RunResult } from '../core/run';
 import { messagesQuery, modelRequestQuery, statusQuery } from './definitions';
@@ -13,7 +14,11 @@ import type { RunState } from './run-state';
 
 /** Answers the run's queries from its state. */
 export function answerQueries(run: RunState): void {
-  setHandler(statusQuery, () => ({ ...run.status, messageCount: run.messages.length }));
+  setHandler(statusQuery, () => ({
+    ...run.status,
+    messageCount: run.messages.length,
+    artifacts: run.artifacts.map((artifact) => ({ name: artifact.name, chars: [...artifactText(artifact)].length, ...(artifact.metadata ? { metadata: artifact.metadata } : {}) })),
+  }));
   setHandler(messagesQuery, (from: number) => run.messages.slice(Math.max(0, from)));
   setHandler(modelRequestQuery, (key: string) => {
     const request = run.modelRequests[key];

@@ -1,0 +1,182 @@
+/**
+ * Artifacts and synchronous delegation (BEHAVIOR §9, §10.1-10.4), as real runs: each
+ * delegation is a child workflow the parent awaits, artifacts are run state.
+ */
+import { temporal } from '@temporalio/proto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ModelRequest } from '../src/core/messages';
+import { defineAgent } from '../src/define';
+import { agents } from '../src/middleware/agents';
+import { artifacts } from '../src/middleware/artifacts';
+import { errorReply, scriptedModel, textReply, toolCallReply, type ScriptedReply } from '../src/models/scripted';
+import { Registry } from '../src/registry';
+import { startTestWorker, type TestWorker } from './support/harness';
+
+const registry = new Registry();
+let worker: TestWorker;
+beforeAll(async () => {
+  worker = await startTestWorker(registry);
+});
+afterAll(async () => {
+  await worker?.stop();
+});
+
+let count = 0;
+/** Registers an agent with a fresh scripted model; returns the model. */
+function agent(options: { name?: string; description?: string; script: ScriptedReply[] | ((request: ModelRequest) => ScriptedReply); use?: Parameters<typeof defineAgent>[0]['use']; system?: string }) {
+  const name = options.name ?? `agents-${++count}`;
+  const model = scriptedModel({ name: `scripted/${name}`, script: options.script });
+  registry.add(model, defineAgent({ name, description: options.description, model: model.name, use: options.use, system: options.system }));
+  return { name, model };
+}
+
+/** The output of each tool response of a run's messages, in order. */
+const toolOutputs = (messages: Array<{ role: string; content: unknown[] }>) =>
+  messages.filter((message) => message.role === 'tool').flatMap((message) => message.content.map((part) => (part as { toolResponse: { output: unknown } }).toolResponse.output));
+
+async function childWorkflowsOf(runId: string): Promise<string[]> {
+  const history = await worker.client.temporal.workflow.getHandle(runId).fetchHistory();
+  return (history.events ?? []).flatMap((event) =>
+    event.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED ? [event.startChildWorkflowExecutionInitiatedEventAttributes!.workflowId!] : [],
+  );
+}
+
+describe('artifacts', () => {
+  it('gives the model read_artifact and write_artifact, or only read_artifact when read-only', async () => {
+    const writer = agent({ script: [textReply('ok')], use: [artifacts()] });
+    const reader = agent({ script: [textReply('ok')], use: [artifacts({ readonly: true })] });
+    await worker.client.run(writer.name, 'go');
+    await worker.client.run(reader.name, 'go');
+    expect(writer.model.requests[0]!.request.tools.map((tool) => tool.name)).toEqual(['read_artifact', 'write_artifact']);
+    expect(reader.model.requests[0]!.request.tools.map((tool) => tool.name)).toEqual(['read_artifact']);
+  });
+
+  it('writes, reads and replaces by name; the listing is refreshed in place; the result and status carry them', async () => {
+    // turn 1: write report.md; turn 2: read it and a missing one; turn 3: replace report.md; turn 4: done
+    const { name, model } = agent({
+      system: 'Write reports.',
+      script: [
+        toolCallReply({ name: 'write_artifact', input: { name: 'report.md', content: 'hello world' } }),
+        toolCallReply([{ name: 'read_artifact', input: { name: 'report.md' } }, { name: 'read_artifact', input: { name: 'missing.md' } }]),
+        toolCallReply({ name: 'write_artifact', input: { name: 'report.md', content: 'hello again' } }),
+        textReply('done'),
+      ],
+      use: [artifacts()],
+    });
+    const handle = await worker.client.start(name, 'write a report');
+    const result = await handle.result();
+    expect(toolOutputs(result.messages)).toEqual([
+      { status: 'Saved artifact "report.md".' },
+      { name: 'report.md', content: 'hello world', found: true },
+      { name: 'missing.md', content: 'There is no artifact named "missing.md".', found: false },
+      { status: 'Saved artifact "report.md".' },
+    ]);
+    expect(result.artifacts).toEqual([{ name: 'report.md', parts: [{ text: 'hello again' }] }]);
+    expect((await handle.status()).artifacts).toEqual([{ name: 'report.md', chars: 11 }]);
+    const systems = model.requests.map((request) => request.request.messages[0]!);
+    expect(systems[0]).toEqual({
+      role: 'system',
+      content: [{ text: 'Write reports.' }, { text: '<artifacts>\nThere are no artifacts in this session yet.\n</artifacts>', metadata: { 'artifacts-listing': true } }],
+    });
+    const listing = '<artifacts>\nThese artifacts are available in this session; read one with the read_artifact tool.\n  - report.md (11 chars)\n</artifacts>';
+    for (const system of systems.slice(1)) expect(system.content).toEqual([{ text: 'Write reports.' }, { text: listing, metadata: { 'artifacts-listing': true } }]);
+  });
+
+  it('lists the artifacts a run starts with', async () => {
+    const { name, model } = agent({ script: [textReply('ok')], use: [artifacts()] });
+    await worker.client.run(name, 'go', { artifacts: [{ name: 'notes.md', parts: [{ text: 'abc' }], metadata: { source: 'researcher' } }] });
+    expect(JSON.stringify(model.requests[0]!.request.messages[0])).toContain('  - notes.md (3 chars) [from: researcher]');
+  });
+});
+
+describe('agents: synchronous delegation', () => {
+  it('lists the sub-agents in the system prompt and gives each a delegation tool', async () => {
+    agent({ name: 'researcher', description: 'Searches the web and summarizes findings.', script: [textReply('unused')] });
+    const { name, model } = agent({ script: [textReply('ok')], use: [agents({ agents: ['researcher', { name: 'coder', description: 'Writes Go code.' }] })] });
+    await worker.client.run(name, 'go');
+    const request = model.requests[0]!.request;
+    expect(request.tools.map((tool) => [tool.name, tool.description])).toEqual([
+      ['delegate_to_researcher', 'Delegates a task to the "researcher" sub-agent.'],
+      ['delegate_to_coder', 'Writes Go code.'],
+    ]);
+    const block = (request.messages[0]!.content.find((part) => 'metadata' in part && part.metadata?.['agents-instructions']) as { text: string }).text;
+    expect(block).toContain('  - delegate_to_researcher: Searches the web and summarizes findings.\n  - delegate_to_coder: Writes Go code.');
+    expect(block.startsWith('<sub-agents>\n') && block.endsWith('\n</sub-agents>')).toBe(true);
+  });
+
+  it("runs the sub-agent as a child run and answers with its final text; the child's usage counts in the parent's", async () => {
+    // parent turn 1: delegate to the sub-agent (child: one model call); turn 2: done
+    const sub = agent({ script: [textReply('research complete', { usage: { inputTokens: 7 } })] });
+    const { name } = agent({
+      script: [toolCallReply({ name: `delegate_to_${sub.name}`, input: { task: 'find it', name: 'search' } }, { usage: { inputTokens: 3 } }), textReply('done', { usage: { inputTokens: 5 } })],
+      use: [agents({ agents: [sub.name] })],
+    });
+    const handle = await worker.client.start(name, 'go');
+    const result = await handle.result();
+    expect(toolOutputs(result.messages)).toEqual([{ response: 'research complete', name: 'search' }]);
+    expect(result.usage).toEqual({ inputTokens: 15 });
+    expect(sub.model.requests[0]!.request.messages).toEqual([{ role: 'user', content: [{ text: 'find it' }] }]);
+    expect(await childWorkflowsOf(handle.runId)).toEqual([`${handle.runId}/${sub.name}-1`]);
+  });
+
+  it('answers a delegation to an agent the worker does not know, and one past the limit, without running anything', async () => {
+    // turn 1: two delegations at once with maxDelegations 1 (the first to a ghost); turn 2: done
+    const { name } = agent({
+      script: (request) =>
+        request.messages.at(-1)?.role === 'tool' ? textReply('done') : toolCallReply([{ name: 'delegate_to_ghost', input: { task: 'a' } }, { name: 'delegate_to_ghost', input: { task: 'b' } }]),
+      use: [agents({ agents: ['ghost'], maxDelegations: 1 })],
+    });
+    const handle = await worker.client.start(name, 'go');
+    expect(toolOutputs((await handle.result()).messages)).toEqual([
+      { response: 'Error: agent "ghost" is configured on the agents middleware but is not registered on this worker.' },
+      { response: 'Delegation limit reached (1). Finish the task with what you have gathered so far.' },
+    ]);
+    expect(await childWorkflowsOf(handle.runId)).toEqual([]);
+  });
+
+  it('forwards the last messages of the conversation as text when asked to', async () => {
+    const sub = agent({ script: [textReply('noted')] });
+    const { name } = agent({ script: [toolCallReply({ name: `delegate_to_${sub.name}`, input: { task: 'summarize' } }), textReply('done')], use: [agents({ agents: [sub.name], historyLength: 2 })] });
+    await worker.client.run(name, [
+      { role: 'user', content: [{ text: 'my name is Ada' }] },
+      { role: 'model', content: [{ text: 'hello Ada' }] },
+      { role: 'user', content: [{ text: 'summarize our chat' }] },
+    ]);
+    expect(sub.model.requests[0]!.request.messages).toEqual([
+      { role: 'model', content: [{ text: 'hello Ada' }] },
+      { role: 'user', content: [{ text: 'summarize our chat' }] },
+      { role: 'user', content: [{ text: 'summarize' }] },
+    ]);
+  });
+
+  it('reports a failed sub-agent run as an error the model sees', async () => {
+    const sub = agent({ script: [errorReply('PERMISSION_DENIED', 'no access to the archive')] });
+    const { name } = agent({ script: [toolCallReply({ name: `delegate_to_${sub.name}`, input: { task: 'dig' } }), textReply('done')], use: [agents({ agents: [sub.name] })] });
+    const result = await worker.client.run(name, 'go');
+    expect(toolOutputs(result.messages)).toEqual([{ response: `Error calling agent "${sub.name}": no access to the archive` }]);
+    expect(result.text).toBe('done');
+  });
+
+  it('merges a sub-agent’s artifacts under its invocation, with content inline or names only', async () => {
+    // the writer sub-agent writes report.md then answers; the orchestrator delegates twice (inline, then session strategy)
+    const writer = agent({
+      name: 'writer',
+      script: (request) =>
+        request.messages.at(-1)?.role === 'tool' ? textReply('') : toolCallReply({ name: 'write_artifact', input: { name: 'report.md', content: 'the report' } }),
+      use: [artifacts()],
+    });
+    const delegation = toolCallReply({ name: 'delegate_to_writer', input: { task: 'write the report' } });
+    const inline = agent({ script: [delegation, textReply('done')], use: [agents({ agents: ['writer'] }), artifacts()] });
+    const session = agent({ script: [delegation, textReply('done')], use: [agents({ agents: ['writer'], artifactStrategy: 'session' }), artifacts()] });
+    const inlineResult = await worker.client.run(inline.name, 'go');
+    const sessionResult = await worker.client.run(session.name, 'go');
+    const notice = 'The task completed without a final message; its result is in the one artifact it produced.';
+    expect(toolOutputs(inlineResult.messages)).toEqual([{ response: notice, artifacts: [{ name: 'writer_1/report.md', content: 'the report' }] }]);
+    expect(toolOutputs(sessionResult.messages)).toEqual([{ response: notice, artifacts: [{ name: 'writer_1/report.md' }] }]);
+    for (const result of [inlineResult, sessionResult]) {
+      expect(result.artifacts).toEqual([{ name: 'writer_1/report.md', parts: [{ text: 'the report' }], metadata: { source: 'writer', invocationId: 'writer_1' } }]);
+    }
+    expect(inline.model.requests[1]!.request.messages[0]!.content.at(-1)).toMatchObject({ text: expect.stringContaining('  - writer_1/report.md (10 chars) [from: writer]') });
+    expect(writer.model.requests).toHaveLength(4);
+  });
+});
