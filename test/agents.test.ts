@@ -8,6 +8,9 @@ import type { ModelRequest } from '../src/core/messages';
 import { defineAgent } from '../src/define';
 import { agents } from '../src/middleware/agents';
 import { artifacts } from '../src/middleware/artifacts';
+import { toolApproval } from '../src/middleware/tool-approval';
+import type { Interrupt } from '../src/core/run';
+import { dangerous } from './fixtures/tools';
 import { errorReply, scriptedModel, textReply, toolCallReply, type ScriptedReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
 import { startTestWorker, type TestWorker } from './support/harness';
@@ -23,10 +26,17 @@ afterAll(async () => {
 
 let count = 0;
 /** Registers an agent with a fresh scripted model; returns the model. */
-function agent(options: { name?: string; description?: string; script: ScriptedReply[] | ((request: ModelRequest) => ScriptedReply); use?: Parameters<typeof defineAgent>[0]['use']; system?: string }) {
+function agent(options: {
+  name?: string;
+  description?: string;
+  script: ScriptedReply[] | ((request: ModelRequest) => ScriptedReply);
+  use?: Parameters<typeof defineAgent>[0]['use'];
+  tools?: Parameters<typeof defineAgent>[0]['tools'];
+  system?: string;
+}) {
   const name = options.name ?? `agents-${++count}`;
   const model = scriptedModel({ name: `scripted/${name}`, script: options.script });
-  registry.add(model, defineAgent({ name, description: options.description, model: model.name, use: options.use, system: options.system }));
+  registry.add(model, defineAgent({ name, description: options.description, model: model.name, use: options.use, tools: options.tools, system: options.system }));
   return { name, model };
 }
 
@@ -178,5 +188,26 @@ describe('agents: synchronous delegation', () => {
     }
     expect(inline.model.requests[1]!.request.messages[0]!.content.at(-1)).toMatchObject({ text: expect.stringContaining('  - writer_1/report.md (10 chars) [from: writer]') });
     expect(writer.model.requests).toHaveLength(4);
+  });
+});
+
+describe('agents: holds inside a sub-agent', () => {
+  it("shows a sub-agent's hold in the root run's status with its path, and a decision sent to the root reaches it", async () => {
+    // root turn 1: delegate to the guarded sub-agent; the sub-agent's dangerous call is held by its gate
+    // the hold is approved at the root; the sub-agent finishes; root turn 2: done
+    const sub = agent({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }), textReply('cleaned')], tools: [dangerous], use: [toolApproval()] });
+    const { name } = agent({ script: [toolCallReply({ name: `delegate_to_${sub.name}`, input: { task: 'clean' } }), textReply('done')], use: [agents({ agents: [sub.name] })] });
+    const handle = await worker.client.start(name, 'go');
+    let pending: Interrupt[] = [];
+    await expect.poll(async () => (pending = await handle.pendingInterrupts()).length, { timeout: 20_000, interval: 50 }).toBe(1);
+    const childRunId = `${handle.runId}/${sub.name}-1`;
+    expect(pending[0]).toMatchObject({ id: `${sub.name}-1/i1`, kind: 'approval', toolName: 'dangerous', input: { v: 'x' }, path: [childRunId] });
+    expect((await handle.status()).state).toBe('waiting');
+    await expect(handle.approve(`${sub.name}-9/i1`)).rejects.toMatchObject({ status: 'NOT_FOUND', message: `unknown interrupt id "${sub.name}-9/i1"; pending interrupts: ${sub.name}-1/i1` });
+    await handle.approve(pending[0]!.id);
+    const result = await handle.result();
+    expect(toolOutputs(result.messages)).toEqual([{ response: 'cleaned' }]);
+    expect((await worker.client.getHandle(childRunId).result()).messages.at(-2)!.content).toEqual([{ toolResponse: { name: 'dangerous', ref: '0', output: { deleted: 'x' } } }]);
+    expect(await handle.pendingInterrupts()).toEqual([]);
   });
 });

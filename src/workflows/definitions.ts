@@ -5,7 +5,7 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { Decision, DecisionAccepted } from '../core/interrupts';
 import type { Message, ModelRequest } from '../core/messages';
-import type { RunStatus } from '../core/run';
+import type { Interrupt, RunStatus } from '../core/run';
 
 /** Current state of a run: lifecycle, turn, usage, pending interrupts. Works on closed runs. */
 export const statusQuery = defineQuery<RunStatus>('status');
@@ -27,6 +27,12 @@ export const resumeUpdate = defineUpdate<DecisionAccepted, [Decision]>('resume')
 
 /** The same decision, fire-and-forget. An invalid one is logged and ignored. */
 export const resumeSignal = defineSignal<[Decision]>('resume');
+
+/**
+ * Internal: a sub-agent run reports its pending interrupts (its own and its descendants') to
+ * its parent, which shows them in its status and forwards decisions for them.
+ */
+export const childInterruptsSignal = defineSignal<[{ runId: string; interrupts: Interrupt[] }]>('childInterrupts');
 
 /** Workflow type name of a generate run. */
 export const GENERATE_WORKFLOW = 'generateWorkflow';

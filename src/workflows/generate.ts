@@ -68,6 +68,7 @@ export async function generateWorkflow(rawInput: RunInput): Promise<RunResult> {
   const localTools = new Set<string>();
   const checkOutput = (toolName: string, output: unknown) => (localTools.has(toolName) ? Promise.resolve(output) : validateOutput(toolName, output));
   const board: InterruptBoard = new InterruptBoard({
+    runId: info.workflowId,
     validateOutput: checkOutput,
     onChange: () => showInterrupts(run, board.pending()),
     timeout: parsed.success ? parsed.data.interruptTimeout : undefined,

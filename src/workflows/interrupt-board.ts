@@ -13,6 +13,7 @@ import type { ToolRequest } from '../core/messages';
 import type { Interrupt } from '../core/run';
 import { describeZodError } from '../core/schema-errors';
 import { resumeSignal, resumeUpdate } from './definitions';
+import { SubAgentInterrupts } from './sub-agent-interrupts';
 
 interface Entry {
   record: Interrupt;
@@ -22,6 +23,8 @@ interface Entry {
 
 /** Options of the board. */
 export interface InterruptBoardOptions {
+  /** The run's id (its sub-agent runs' ids extend it). */
+  runId: string;
   /** Checks a stand-in output against the tool's output schema; returns it parsed (may throw). */
   validateOutput: (toolName: string, output: unknown) => Promise<unknown>;
   /** Called whenever the set of pending interrupts changes. */
@@ -39,9 +42,12 @@ export class InterruptBoard {
   private stoppedBy: unknown = undefined;
 
   private readonly options: InterruptBoardOptions;
+  /** Holds of the run's sub-agents, decided through this board. */
+  private readonly nested: SubAgentInterrupts;
 
   constructor(options: InterruptBoardOptions) {
     this.options = options;
+    this.nested = new SubAgentInterrupts({ runId: options.runId, onChange: () => this.changed() });
     setHandler(resumeUpdate, (decision) => this.accept(decision), { validator: (decision) => void this.check(decision) });
     setHandler(resumeSignal, async (decision) => {
       try {
@@ -52,9 +58,19 @@ export class InterruptBoard {
     });
   }
 
-  /** Interrupts waiting for a decision, oldest first. */
+  /** Interrupts waiting for a decision, oldest first: the run's own, then its sub-agents'. */
   pending(): Interrupt[] {
+    return [...this.own(), ...this.nested.pending()];
+  }
+
+  private own(): Interrupt[] {
     return [...this.entries.values()].filter((entry) => !entry.decision).map((entry) => entry.record);
+  }
+
+  /** The set of pending interrupts changed: tell the run and its parent. */
+  private changed(): void {
+    this.options.onChange();
+    this.nested.reportToParent(this.pending());
   }
 
   /**
@@ -91,7 +107,7 @@ export class InterruptBoard {
     };
     const entry: Entry = { record, policy: interrupt.policy };
     this.entries.set(id, entry);
-    this.options.onChange();
+    this.changed();
     try {
       const settled = () => entry.decision !== undefined || this.stoppedBy !== undefined;
       const settledInTime = this.options.timeout === undefined ? (await condition(settled), true) : await condition(settled, this.options.timeout);
@@ -106,7 +122,7 @@ export class InterruptBoard {
       return entry.decision!;
     } finally {
       this.entries.delete(id);
-      this.options.onChange();
+      this.changed();
     }
   }
 
@@ -121,6 +137,10 @@ export class InterruptBoard {
       });
     }
     const { interruptId } = parsed.data;
+    if (SubAgentInterrupts.isNested(interruptId)) {
+      this.nested.check(interruptId, this.own().map((record) => record.id));
+      return parsed.data;
+    }
     const entry = this.entries.get(interruptId);
     if (this.decided.has(interruptId) || entry?.decision) {
       throw ApplicationFailure.create({ type: 'FAILED_PRECONDITION', nonRetryable: true, message: `interrupt ${interruptId} was already decided` });
@@ -139,6 +159,10 @@ export class InterruptBoard {
   /** Validates and records a decision (for a shared decision: on every pending hold of the same middleware). */
   private async accept(raw: Decision): Promise<DecisionAccepted> {
     let decision = this.check(raw);
+    if (SubAgentInterrupts.isNested(decision.interruptId)) {
+      await this.nested.forward(decision);
+      return { interruptId: decision.interruptId, decided: [decision.interruptId] };
+    }
     const entry = this.entries.get(decision.interruptId)!;
     if ('respond' in decision && entry.policy.respond !== 'decide') {
       let output: unknown;

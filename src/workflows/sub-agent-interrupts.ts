@@ -1,0 +1,89 @@
+/**
+ * Holds deep in the tree of runs, decided at the root (DESIGN §5). A sub-agent run reports
+ * its pending interrupts (its own and its descendants') to its parent with the
+ * `childInterrupts` signal; the parent shows them in its own status under composite ids
+ * (`<agent>-<n>/<id>`) with a `path` of run ids, and forwards a decision for one of them to
+ * the child as a `resume` signal, where it is decided like any other. A person approves
+ * everything from one place. Runs in the workflow: deterministic, no I/O.
+ */
+import { ApplicationFailure, getExternalWorkflowHandle, setHandler, workflowInfo } from '@temporalio/workflow';
+import type { Decision } from '../core/interrupts';
+import type { Interrupt } from '../core/run';
+import { childInterruptsSignal, resumeSignal } from './definitions';
+
+/** Options of `SubAgentInterrupts`. */
+export interface SubAgentInterruptsOptions {
+  /** This run's id (its children's ids extend it). */
+  runId: string;
+  /** Called whenever a child's pending interrupts change. */
+  onChange: () => void;
+}
+
+/** The pending interrupts of a run's sub-agent runs, and the way decisions reach them. */
+export class SubAgentInterrupts {
+  private readonly runId: string;
+  private readonly onChange: () => void;
+  /** Each child's pending interrupts, as this run shows them, by the child's key (`<agent>-<n>`). */
+  private readonly byChild = new Map<string, Interrupt[]>();
+  /** What this run last reported to its parent, so an unchanged list is not sent again. */
+  private reported = '[]';
+
+  constructor({ runId, onChange }: SubAgentInterruptsOptions) {
+    this.runId = runId;
+    this.onChange = onChange;
+    setHandler(childInterruptsSignal, ({ runId: childRunId, interrupts }) => {
+      if (!childRunId.startsWith(`${this.runId}/`)) return;
+      const key = childRunId.slice(this.runId.length + 1);
+      const shown = interrupts.map((interrupt) => ({ ...interrupt, id: `${key}/${interrupt.id}`, path: [childRunId, ...(interrupt.path ?? [])] }));
+      if (shown.length) this.byChild.set(key, shown);
+      else this.byChild.delete(key);
+      this.onChange();
+    });
+  }
+
+  /** Every pending interrupt of the sub-agent runs, oldest child first. */
+  pending(): Interrupt[] {
+    return [...this.byChild.values()].flat();
+  }
+
+  /** True for an id of a sub-agent's interrupt (`<agent>-<n>/<id>`). */
+  static isNested(interruptId: string): boolean {
+    return interruptId.includes('/');
+  }
+
+  /** Throws an ApplicationFailure unless a sub-agent run holds this interrupt. */
+  check(interruptId: string, ownPending: readonly string[]): void {
+    if (this.pending().some((interrupt) => interrupt.id === interruptId)) return;
+    const known = [...ownPending, ...this.pending().map((interrupt) => interrupt.id)];
+    throw ApplicationFailure.create({
+      type: 'NOT_FOUND',
+      nonRetryable: true,
+      message: `unknown interrupt id "${interruptId}"; pending interrupts: ${known.length ? known.join(', ') : '(none)'}`,
+    });
+  }
+
+  /** Sends a decision on to the sub-agent run that holds it. */
+  async forward(decision: Decision): Promise<void> {
+    const separator = decision.interruptId.indexOf('/');
+    const key = decision.interruptId.slice(0, separator);
+    const childRunId = `${this.runId}/${key}`;
+    await getExternalWorkflowHandle(childRunId).signal(resumeSignal, { ...decision, interruptId: decision.interruptId.slice(separator + 1) });
+    // Shown as decided until the child reports again.
+    const remaining = (this.byChild.get(key) ?? []).filter((interrupt) => interrupt.id !== decision.interruptId);
+    if (remaining.length) this.byChild.set(key, remaining);
+    else this.byChild.delete(key);
+    this.onChange();
+  }
+
+  /** Reports this run's pending interrupts (its own and its sub-agents') to its parent run, if it has one. */
+  reportToParent(pending: readonly Interrupt[]): void {
+    const parent = workflowInfo().parent;
+    const json = JSON.stringify(pending);
+    if (!parent || json === this.reported) return;
+    this.reported = json;
+    // A parent that has finished cannot be told; its status no longer matters.
+    void getExternalWorkflowHandle(parent.workflowId)
+      .signal(childInterruptsSignal, { runId: this.runId, interrupts: [...pending] })
+      .catch(() => undefined);
+  }
+}
