@@ -10,7 +10,10 @@ import { agents } from '../src/middleware/agents';
 import { artifacts } from '../src/middleware/artifacts';
 import { toolApproval } from '../src/middleware/tool-approval';
 import type { Interrupt } from '../src/core/run';
-import { dangerous } from './fixtures/tools';
+import { dangerous, echo } from './fixtures/tools';
+import { budget } from '../src/middleware/budget';
+import { runErrorOf } from '../src/client/keel-client';
+import { messagesQuery } from '../src/workflows/definitions';
 import { errorReply, scriptedModel, textReply, toolCallReply, type ScriptedReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
 import { startTestWorker, type TestWorker } from './support/harness';
@@ -209,5 +212,42 @@ describe('agents: holds inside a sub-agent', () => {
     expect(toolOutputs(result.messages)).toEqual([{ response: 'cleaned' }]);
     expect((await worker.client.getHandle(childRunId).result()).messages.at(-2)!.content).toEqual([{ toolResponse: { name: 'dangerous', ref: '0', output: { deleted: 'x' } } }]);
     expect(await handle.pendingInterrupts()).toEqual([]);
+  });
+});
+
+describe('agents: one budget for the whole tree', () => {
+  it('stops the tree when the shared limit is spent: a sub-agent counts against its ancestor, and starts with what the tree spent', async () => {
+    // parent call 1 (5): delegate to A; A call 1 (10): answers
+    // parent call 2 (5): delegate to B; B starts with 20 of 25 spent: call 1 (10) asks for echo, then B's check stops it (30)
+    // parent: the delegation answers with B's stop; the parent's next check stops the run (30 of 25)
+    const a = agent({ script: [textReply('a done', { usage: { totalTokens: 10 } })] });
+    const b = agent({ script: [toolCallReply({ name: 'echo', input: { v: 'more' } }, { usage: { totalTokens: 10 } }), textReply('never')], tools: [echo] });
+    const parent = agent({
+      script: [
+        toolCallReply({ name: `delegate_to_${a.name}`, input: { task: 'a' } }, { usage: { totalTokens: 5 } }),
+        toolCallReply({ name: `delegate_to_${b.name}`, input: { task: 'b' } }, { usage: { totalTokens: 5 } }),
+        textReply('never'),
+      ],
+      use: [budget({ limit: { totalTokens: 25 } }), agents({ agents: [a.name, b.name] })],
+    });
+    const handle = await worker.client.start(parent.name, 'go');
+    const error = await handle.result().then(() => undefined, runErrorOf);
+    expect(error).toMatchObject({ status: 'ABORTED', message: 'budget: used 30 of 25 totalTokens' });
+    expect([parent.model.requests.length, a.model.requests.length, b.model.requests.length]).toEqual([2, 1, 1]);
+    const messages = await worker.client.temporal.workflow.getHandle(handle.runId).query(messagesQuery, 0);
+    expect(toolOutputs(messages)).toEqual([{ response: 'a done' }, { response: `Error calling agent "${b.name}": budget: used 30 of 25 totalTokens` }]);
+  });
+
+  it('does not let a sub-agent start when an ancestor has nothing left', async () => {
+    const sub = agent({ script: [textReply('never')] });
+    const parent = agent({
+      script: [toolCallReply({ name: `delegate_to_${sub.name}`, input: { task: 'go' } }, { usage: { totalTokens: 30 } }), textReply('never')],
+      use: [budget({ limit: { totalTokens: 25 } }), agents({ agents: [sub.name] })],
+    });
+    const handle = await worker.client.start(parent.name, 'go');
+    expect(await handle.result().then(() => undefined, runErrorOf)).toMatchObject({ status: 'ABORTED', message: 'budget: used 30 of 25 totalTokens' });
+    expect(sub.model.requests).toHaveLength(0);
+    const messages = await worker.client.temporal.workflow.getHandle(handle.runId).query(messagesQuery, 0);
+    expect(toolOutputs(messages)).toEqual([{ response: `Error calling agent "${sub.name}": budget: used 30 of 25 totalTokens` }]);
   });
 });

@@ -10,6 +10,7 @@
 import { z } from 'zod';
 import { KeelError, RunStoppedError } from '../core/errors';
 import { USAGE_FIELDS, type Message, type Usage, type UsageField } from '../core/messages';
+import type { MiddlewareRef } from '../core/run';
 import { defineMiddleware } from './define-middleware';
 import { replaceFinalMessage } from './outcome';
 
@@ -28,6 +29,11 @@ export const BudgetConfigSchema = z
         custom: z.record(z.string(), Cap).optional(),
       })
       .strict(),
+    /**
+     * Usage already spent against the limit when the run starts: a parent run's, handed to a
+     * sub-agent, so the whole tree shares one limit.
+     */
+    spent: z.object(Object.fromEntries(USAGE_FIELDS.map((field) => [field, z.number().optional()])) as Record<UsageField, z.ZodOptional<z.ZodNumber>>).extend({ custom: z.record(z.string(), z.number()).optional() }).strict().optional(),
     /** What the limit counts: this run (default) or the agent session. */
     scope: z.enum(['run', 'session']).default('run'),
     /** Hold the next tool calls for approval instead of stopping the run. */
@@ -116,7 +122,8 @@ export const budget = defineMiddleware({
     const fields = Object.keys(limit).sort();
     // Every budget counts the same calls: spent = carried + (run usage now - baseline). A budget
     // that holds renews on approval (carried 0, baseline now); one that only stops never does.
-    let carried = context.resuming ? (recordedSpent(context.inputMessages) ?? {}) : {};
+    const handedDown = flatten(config.spent ?? {});
+    let carried = context.resuming ? (recordedSpent(context.inputMessages) ?? handedDown) : handedDown;
     let baseline: Record<string, number> = {};
     const spent = () => add(carried, subtract(flatten(context.usage()), baseline));
     const renewals = context.shared<Renewals>(() => ({ renewers: [] }));
@@ -145,6 +152,8 @@ export const budget = defineMiddleware({
     };
 
     return {
+      // A sub-agent counts against this limit too: it starts with what the tree has spent.
+      forChildRuns: (): MiddlewareRef[] => [{ name: 'budget', config: { limit: config.limit, spent: spentUsage() } }],
       async wrapGenerate(params, next) {
         if (context.resuming && params.iteration === 0) {
           // The resume's first iteration only answers held calls (no model call to check). The

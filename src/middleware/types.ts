@@ -12,7 +12,7 @@ import type { HoldPolicy, ResumePayload } from '../core/interrupts';
 import type { Message, ModelRequest, ModelResponse, ToolDefinition, ToolRequest, Usage } from '../core/messages';
 import type { Artifact } from '../core/artifacts';
 import type { KeelError } from '../core/errors';
-import type { AgentSpec, RunResult } from '../core/run';
+import type { AgentSpec, MiddlewareRef, RunResult } from '../core/run';
 
 /** One iteration of the tool loop, as `wrapGenerate` sees it. */
 export interface GenerateParams {
@@ -84,6 +84,12 @@ export interface MiddlewareHooks {
   tools?: ContributedTool[];
   /** Text appended to the system prompt. */
   systemPrompt?: string;
+  /**
+   * Middleware every sub-agent run this run starts gets, as it stands at the start of that
+   * run (a Budget hands down its limit and what the tree has spent, so a sub-agent cannot
+   * spend what an ancestor no longer has).
+   */
+  forChildRuns?: () => MiddlewareRef[];
   /**
    * The tool-error policy: return true to answer a failed call of `toolName` with
    * `{ "error": "<message>" }` instead of failing the run. Consulted after the whole wrapTool

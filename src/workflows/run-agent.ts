@@ -1,12 +1,13 @@
 /**
  * Sub-agent runs: a middleware (Agents) runs another agent as a child generate workflow,
  * whose id extends the parent's (`<runId>/<agent>-<n>`), so the tree of runs is visible in
- * Temporal. The child's usage counts in the parent's. Runs in the workflow: no I/O.
+ * Temporal. The child gets the middleware the parent's hand down (`forChildRuns`), and its
+ * usage counts in the parent's. Runs in the workflow: no I/O.
  */
 import { ChildWorkflowFailure, ApplicationFailure, executeChild, isCancellation } from '@temporalio/workflow';
 import { KeelError, fromApplicationFailure, toKeelError } from '../core/errors';
 import { addUsage, type Usage } from '../core/messages';
-import type { RunInputOptions, RunResult } from '../core/run';
+import type { MiddlewareRef, RunInputOptions, RunResult } from '../core/run';
 import type { AgentRunOptions, AgentRunOutcome } from '../middleware/types';
 import { GENERATE_WORKFLOW } from './definitions';
 import type { RunState } from './run-state';
@@ -23,12 +24,12 @@ function childFailure(error: unknown, agent: string): { error: KeelError; usage?
   return { error: new KeelError(failure.status, `agent "${agent}": ${failure.message}`, failure.details, failure.classified) };
 }
 
-/** Runs sub-agents of `run` as child workflows. */
-export function agentRunner(run: RunState): (options: AgentRunOptions) => Promise<AgentRunOutcome> {
+/** Runs sub-agents of `run` as child workflows, each with the middleware `inherited()` hands down. */
+export function agentRunner(run: RunState, inherited: () => MiddlewareRef[]): (options: AgentRunOptions) => Promise<AgentRunOutcome> {
   return async ({ agent, messages, artifacts = [] }) => {
     run.children += 1;
     const runId = `${run.runId}/${agent}-${run.children}`;
-    const input: RunInputOptions = { agent, messages, artifacts };
+    const input: RunInputOptions = { agent, messages, artifacts, use: inherited() };
     try {
       const result: RunResult = await executeChild(GENERATE_WORKFLOW, { workflowId: runId, args: [input] });
       run.status.usage = addUsage(run.status.usage, result.usage);

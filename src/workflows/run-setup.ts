@@ -41,7 +41,7 @@ export function setUpRun({ agent, input, run, callModel }: RunSetupOptions): Run
     agent,
     callModel,
     usage: () => run.status.usage,
-    runAgent: agentRunner(run),
+    runAgent: agentRunner(run, () => stages.flatMap((stage) => stage.hooks.forChildRuns?.() ?? [])),
     artifacts: {
       list: () => run.artifacts,
       get: (name) => run.artifacts.find((artifact) => artifact.name === name),
