@@ -251,3 +251,124 @@ describe('agents: one budget for the whole tree', () => {
     expect(toolOutputs(messages)).toEqual([{ response: `Error calling agent "${sub.name}": budget: used 30 of 25 totalTokens` }]);
   });
 });
+
+describe('agents: background tasks', () => {
+  /** The one tool output of the run's messages for a call of `tool`. */
+  const outputOf = (messages: Array<{ role: string; content: unknown[] }>, tool: string) =>
+    messages.flatMap((message) => (message.role === 'tool' ? message.content : [])).find((part) => (part as { toolResponse: { name: string } }).toolResponse.name === tool) as
+      | { toolResponse: { output: Record<string, unknown> } }
+      | undefined;
+
+  it('launches a task, checks it while it runs, and waits for its answer and artifacts', async () => {
+    // orchestrator turn 1: background delegation; turn 2: check (pending); turn 3: wait (completed); turn 4: done
+    // the researcher (1.5 s per call) writes findings.md, then answers
+    agent({
+      name: 'researcher',
+      script: (request) =>
+        request.messages.at(-1)?.role === 'tool'
+          ? textReply('research complete', { delayMs: 1500 })
+          : toolCallReply({ name: 'write_artifact', input: { name: 'findings.md', content: 'found it' } }, { delayMs: 1500 }),
+      use: [artifacts()],
+    });
+    let taskId = '';
+    const taskIdFrom = (request: ModelRequest) => {
+      const launched = request.messages.flatMap((message) => message.content).find((part) => 'toolResponse' in part && part.toolResponse.name === 'delegate_to_researcher');
+      return ((launched as { toolResponse: { output: { taskId: string } } }).toolResponse.output.taskId);
+    };
+    const { name, model } = agent({
+      script: [
+        toolCallReply({ name: 'delegate_to_researcher', input: { task: 'research', background: true, name: 'lit review' } }),
+        (request: ModelRequest) => toolCallReply({ name: 'check_background_tasks', input: { taskIds: [(taskId = taskIdFrom(request))] } }),
+        () => toolCallReply({ name: 'wait_for_background_tasks', input: { taskIds: [taskId] } }),
+        textReply('done'),
+      ] as unknown as ScriptedReply[],
+      use: [agents({ agents: ['researcher'], async: true }), artifacts()],
+    });
+    const handle = await worker.client.start(name, 'go');
+    const result = await handle.result();
+    const runId = `${handle.runId}/researcher-1`;
+    expect(taskId).toBe(`researcher:${runId}`);
+    expect(outputOf(result.messages, 'delegate_to_researcher')!.toolResponse.output).toEqual({
+      taskId,
+      status: 'pending',
+      response: `Background task ${taskId} started for agent "researcher". Collect its result with check_background_tasks or wait_for_background_tasks, or stop it with abort_background_tasks.`,
+      name: 'lit review',
+    });
+    expect(outputOf(result.messages, 'check_background_tasks')!.toolResponse.output).toEqual({ tasks: [{ taskId, agent: 'researcher', name: 'lit review', status: 'pending' }] });
+    expect(outputOf(result.messages, 'wait_for_background_tasks')!.toolResponse.output).toEqual({
+      tasks: [{ taskId, agent: 'researcher', name: 'lit review', status: 'completed', response: 'research complete', artifacts: [{ name: 'researcher_1/findings.md', content: 'found it' }] }],
+    });
+    expect(result.tasks).toEqual([taskId]);
+    expect(result.artifacts.map((artifact) => artifact.name)).toEqual(['researcher_1/findings.md']);
+    expect((await handle.status()).tasks).toEqual([{ taskId, agent: 'researcher', runId, name: 'lit review' }]);
+    const system = JSON.stringify(model.requests[0]!.request.messages[0]);
+    expect(system).toContain('\\"background\\": true');
+    expect(model.requests[0]!.request.tools.map((tool) => tool.name)).toEqual(['delegate_to_researcher', 'check_background_tasks', 'wait_for_background_tasks', 'abort_background_tasks', 'read_artifact', 'write_artifact']);
+  });
+
+  it('answers only for tasks this conversation launched; a later run finds them in its history', async () => {
+    // run 1: launch a quick task and finish at once (the task outlives the run)
+    // run 2 (same conversation + a new prompt): wait on the task, a forged id of another run's task, and a malformed id
+    agent({ name: 'quick', script: [textReply('quick answer')] });
+    const { name } = agent({
+      script: (request) => {
+        const last = request.messages.at(-1)!;
+        if (last.role === 'user' && request.messages.length <= 2) return toolCallReply({ name: 'delegate_to_quick', input: { task: 'q', background: true } });
+        if (last.role === 'tool' && last.content.some((part) => 'toolResponse' in part && part.toolResponse.name === 'delegate_to_quick')) return textReply('launched');
+        if (last.role === 'user') {
+          const launched = request.messages.flatMap((message) => message.content).find((part) => 'toolResponse' in part && part.toolResponse.name === 'delegate_to_quick') as { toolResponse: { output: { taskId: string } } };
+          return toolCallReply({ name: 'wait_for_background_tasks', input: { taskIds: [launched.toolResponse.output.taskId, 'quick:some-other-run/quick-1', 'ghost:1'], timeoutSeconds: 30 } });
+        }
+        return textReply('collected');
+      },
+      use: [agents({ agents: ['quick'], async: true })],
+    });
+    const first = await worker.client.run(name, 'go');
+    expect(first.text).toBe('launched');
+    const [taskId] = first.tasks;
+    const second = await worker.client.run(name, [...first.messages, { role: 'user', content: [{ text: 'any news?' }] }]);
+    expect(outputOf(second.messages, 'wait_for_background_tasks')!.toolResponse.output).toEqual({
+      tasks: [
+        { taskId, agent: 'quick', status: 'completed', response: 'quick answer' },
+        { taskId: 'quick:some-other-run/quick-1', agent: 'quick', status: 'unknown', error: 'This conversation did not launch this task, so it cannot be reached from here. Delegate the task again if it is still needed.' },
+        { taskId: 'ghost:1', status: 'unknown', error: 'task ID "ghost:1" does not match any configured agent (expected "<agent>:<runId>")' },
+      ],
+    });
+  });
+
+  it('stops waiting at the timeout (or maxWaitSeconds) with the tasks still pending; "first" returns at the first to finish', async () => {
+    // turn 1: launch slow (10 s) and quick; turn 2: wait all with timeout 1 s; turn 3: wait first; turn 4: wait with a huge timeout, bounded by maxWaitSeconds 1; turn 5: abort slow; turn 6: done
+    agent({ name: 'slow', script: [textReply('slow answer', { delayMs: 10_000 })] });
+    agent({ name: 'fast', script: [textReply('fast answer')] });
+    let ids: string[] = [];
+    const { name } = agent({
+      script: [
+        toolCallReply([{ name: 'delegate_to_slow', input: { task: 's', background: true } }, { name: 'delegate_to_fast', input: { task: 'f', background: true } }]),
+        (request: ModelRequest) => {
+          ids = request.messages.at(-1)!.content.map((part) => ((part as { toolResponse: { output: { taskId: string } } }).toolResponse.output.taskId));
+          return toolCallReply({ name: 'wait_for_background_tasks', input: { taskIds: [ids[0]], timeoutSeconds: 1 } });
+        },
+        () => toolCallReply({ name: 'wait_for_background_tasks', input: { taskIds: ids, waitFor: 'first' } }),
+        () => toolCallReply({ name: 'wait_for_background_tasks', input: { taskIds: [ids[0]], timeoutSeconds: 1e12 } }),
+        () => toolCallReply([{ name: 'abort_background_tasks', input: { taskIds: [ids[0]] } }, { name: 'wait_for_background_tasks', input: { waitFor: 'any', taskIds: ids } }, { name: 'check_background_tasks', input: {} }]),
+        textReply('done'),
+      ] as unknown as ScriptedReply[],
+      use: [agents({ agents: ['slow', 'fast'], async: true, maxWaitSeconds: 1 })],
+    });
+    const result = await worker.client.run(name, 'go');
+    const waits = result.messages.filter((message) => message.role === 'tool').slice(1).map((message) => message.content.map((part) => (part as { toolResponse: { output: unknown } }).toolResponse.output));
+    const [slowId, fastId] = ids;
+    const stillRunning = { timedOut: true, note: 'Stopped waiting; the pending tasks are still running. Check them again later.' };
+    expect(waits[0]).toEqual([{ tasks: [{ taskId: slowId, agent: 'slow', status: 'pending' }], ...stillRunning }]);
+    expect(waits[1]).toEqual([
+      { tasks: [{ taskId: slowId, agent: 'slow', status: 'pending' }, { taskId: fastId, agent: 'fast', status: 'completed', response: 'fast answer' }], note: 'Returned at the first task that finished; the others may still be running.' },
+    ]);
+    expect(waits[2]).toEqual([{ tasks: [{ taskId: slowId, agent: 'slow', status: 'pending' }], ...stillRunning }]);
+    expect(waits[3]).toEqual([
+      { tasks: [{ taskId: slowId, agent: 'slow', status: 'aborting', response: 'The task was asked to stop and will settle as aborted; collect it with wait_for_background_tasks.' }] },
+      { note: 'waitFor must be "all" or "first", not "any".' },
+      { note: 'No task IDs given. Pass the taskId values returned by background delegations.' },
+    ]);
+    await expect.poll(async () => (await worker.client.getHandle(slowId!.slice('slow:'.length)).status()).state, { timeout: 20_000 }).toBe('cancelled');
+  });
+});

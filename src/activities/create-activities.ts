@@ -22,6 +22,7 @@ import { withHeartbeat } from './heartbeat';
 import { InfrastructureError, toRetryableFailure } from './infrastructure-error';
 import { assertPayloadFits } from './payload-limit';
 import { DEFAULT_MODEL_REQUEST_TIMEOUT, readModelRequest } from './read-model-request';
+import { awaitTasks, inspectTasks } from './tasks';
 import type { KeelActivities } from './types';
 
 /** What the activities need. */
@@ -203,5 +204,12 @@ export function createActivities({ registry, config, client, modelRequestTimeout
       return parsed.data ?? null;
     });
 
-  return { resolveAgent, callModel, callTool, validateToolOutput };
+  return {
+    resolveAgent,
+    callModel,
+    callTool,
+    validateToolOutput,
+    inspectTasks: (input) => asActivity(() => inspectTasks(client, input)),
+    awaitTasks: (input) => asActivity(() => awaitTasks(client, input)),
+  };
 }

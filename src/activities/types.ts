@@ -4,6 +4,7 @@
  */
 import type { ModelResponse } from '../core/messages';
 import type { AgentSpec, CallModelInput, CallToolInput, ResolveAgentInput, ValidateToolOutputInput } from '../core/run';
+import type { AwaitTasksInput, AwaitTasksResult, InspectTasksInput, TaskReport } from '../core/tasks';
 
 /** Activities a keel worker registers. */
 export interface KeelActivities {
@@ -15,4 +16,8 @@ export interface KeelActivities {
   callTool(input: CallToolInput): Promise<unknown>;
   /** Local activity: checks a stand-in output against the tool's output schema; returns it parsed. */
   validateToolOutput(input: ValidateToolOutputInput): Promise<unknown>;
+  /** Reads where background tasks (sub-agent runs) stand. */
+  inspectTasks(input: InspectTasksInput): Promise<TaskReport[]>;
+  /** Waits, heartbeating, until background tasks settle (or the first does, or a deadline). */
+  awaitTasks(input: AwaitTasksInput): Promise<AwaitTasksResult>;
 }

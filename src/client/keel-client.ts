@@ -2,10 +2,12 @@
  * The typed client: start a run, get its handle, read its status and result, cancel it.
  * Node side; uses the same message constants as the workflow.
  */
-import { Client, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
-import { CancelledFailure } from '@temporalio/common';
+import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
-import { KeelError, findApplicationFailure, fromApplicationFailure } from '../core/errors';
+import { KeelError } from '../core/errors';
+import { runErrorOf } from './run-errors';
+
+export { runErrorOf };
 import type { Message } from '../core/messages';
 import type { Decision, DecisionAccepted } from '../core/interrupts';
 import type { Interrupt, MiddlewareRefInput, RunInputOptions, RunResult, RunStatus } from '../core/run';
@@ -35,23 +37,6 @@ export interface StartRunOptions {
   artifacts?: RunInputOptions['artifacts'];
 }
 
-/** Converts what `result()` threw into a KeelError with the run's status. */
-export function runErrorOf(error: unknown): KeelError {
-  if (error instanceof WorkflowFailedError) {
-    if (error.cause instanceof CancelledFailure) return new KeelError('CANCELLED', 'the run was cancelled');
-    const failure = findApplicationFailure(error.cause);
-    if (failure) return fromApplicationFailure(failure);
-    return KeelError.unclassified(error.cause?.message ?? error.message);
-  }
-  if (error instanceof WorkflowUpdateFailedError) {
-    const failure = findApplicationFailure(error.cause);
-    if (failure) return fromApplicationFailure(failure);
-    return KeelError.unclassified(error.cause?.message ?? error.message);
-  }
-  if (error instanceof WorkflowNotFoundError) return new KeelError('NOT_FOUND', `run "${error.workflowId}" not found`);
-  if (KeelError.isInstance(error)) return error;
-  return KeelError.unclassified(error instanceof Error ? error.message : String(error));
-}
 
 /** Options of `new RunHandle`. */
 export interface RunHandleOptions {

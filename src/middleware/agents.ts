@@ -11,6 +11,7 @@ import { artifactText, type Artifact } from '../core/artifacts';
 import type { Message } from '../core/messages';
 import type { RunResult } from '../core/run';
 import { defineMiddleware } from './define-middleware';
+import { BACKGROUND_TOOLS, backgroundTools } from './agents-tasks';
 import { injectSystemText } from './system-text';
 import type { ContributedTool, MiddlewareContext, ToolCallParams } from './types';
 
@@ -56,6 +57,10 @@ export const AgentsConfigSchema = z
       .string()
       .default('inline')
       .transform((strategy) => (strategy === 'session' ? 'session' : 'inline')),
+    /** Background delegation: `background: true` on a delegation, and the check / wait / abort tools. */
+    async: z.boolean().default(false),
+    /** Bound on one wait_for_background_tasks call, in seconds, whatever the model asks; 0 = none. */
+    maxWaitSeconds: z.number().int().min(0, 'must not be negative').default(0),
   })
   .strict()
   .superRefine((config, issues) => {
@@ -66,28 +71,37 @@ export const AgentsConfigSchema = z
       else owners.set(tool, owner);
     };
     for (const agent of config.agents) claim(delegationToolName(config.toolPrefix, agent.name), `agent "${agent.name}"`);
+    if (config.async) for (const base of Object.values(BACKGROUND_TOOLS)) claim(sharedToolName(config.toolPrefix, base), 'the background-task tools');
   });
 export type AgentsConfig = z.input<typeof AgentsConfigSchema>;
 type ResolvedConfig = z.output<typeof AgentsConfigSchema>;
 
 /** Input of a delegation tool. */
-const DelegationInputSchema = z.object({ task: z.string().min(1), name: z.string().optional() }).loose();
+const DelegationInputSchema = z.object({ task: z.string().min(1), name: z.string().optional(), background: z.boolean().optional() }).loose();
 
 /** What a delegation answers the model. */
 interface DelegationOutput {
   response: string;
   artifacts?: Array<{ name: string; content?: string }>;
+  taskId?: string;
+  status?: 'pending';
   name?: string;
 }
 
-/** The `<sub-agents>` block: every delegation tool with what its agent does. */
-export function subAgentsBlock(entries: ReadonlyArray<{ tool: string; description: string }>): string {
+/** The `<sub-agents>` block: every delegation tool with what its agent does, and how background tasks work. */
+export function subAgentsBlock(entries: ReadonlyArray<{ tool: string; description: string }>, background?: { check: string; wait: string; abort: string }): string {
   return [
     '<sub-agents>',
     'You can hand tasks to these sub-agents, each through its own tool:',
     ...entries.map(({ tool, description }) => `  - ${tool}: ${description}`),
     '',
     'Delegate a task when a sub-agent is better suited to it. Describe the task completely: the sub-agent sees only what you send it.',
+    ...(background
+      ? [
+          '',
+          `To let a sub-agent work while you go on, delegate with "background": true: you get a taskId at once. ${background.check} reports where tasks stand, ${background.wait} waits for them (all, or the first to finish) and returns their results, ${background.abort} stops tasks you no longer need. Background tasks keep running across turns; the taskIds you were given stay valid.`,
+        ]
+      : []),
     '</sub-agents>',
   ].join('\n');
 }
@@ -101,6 +115,12 @@ export function forwardedHistory(messages: readonly Message[], count: number): M
     return content.length ? [{ role: message.role, content }] : [];
   });
   return texts.slice(-count);
+}
+
+/** The namespace of a sub-agent run's artifacts: `<agent>_<n>` from its run id `<parent>/<agent>-<n>`. */
+function namespaceOf(agent: string, runId: string): string {
+  const match = /-(\d+)$/.exec(runId);
+  return `${agent}_${match ? match[1] : runId.slice(-8)}`;
 }
 
 /** The answer a finished sub-agent run gives the delegating model. */
@@ -122,7 +142,9 @@ export const agents = defineMiddleware({
   create(config: ResolvedConfig, context: MiddlewareContext) {
     const registered = new Map(context.agent.directory.map((entry) => [entry.name, entry.description]));
     let delegations = 0;
-    let invocations = 0;
+    const background = config.async
+      ? { check: sharedToolName(config.toolPrefix, BACKGROUND_TOOLS.check), wait: sharedToolName(config.toolPrefix, BACKGROUND_TOOLS.wait), abort: sharedToolName(config.toolPrefix, BACKGROUND_TOOLS.abort) }
+      : undefined;
 
     /** Merges a sub-agent's named artifacts into this run under `<namespace>/<name>`; lists them for the model. */
     const mergeArtifacts = (agent: string, namespace: string, produced: readonly Artifact[]) =>
@@ -143,15 +165,28 @@ export const agents = defineMiddleware({
         return { response: `Delegation limit reached (${config.maxDelegations}). Finish the task with what you have gathered so far.`, ...label };
       }
       delegations += 1;
-      const invocation = ++invocations;
       if (!registered.has(agent)) {
         return { response: `Error: agent "${agent}" is configured on the agents middleware but is not registered on this worker.`, ...label };
       }
       const messages: Message[] = [...forwardedHistory(params.requestMessages, config.historyLength), { role: 'user', content: [{ text: input.data.task }] }];
+      if (input.data.background && config.async) {
+        const task = await context.tasks.start({ agent, messages: [{ role: 'user', content: [{ text: input.data.task }] }], ...label });
+        return {
+          taskId: task.taskId,
+          status: 'pending',
+          response: `Background task ${task.taskId} started for agent "${agent}". Collect its result with ${background!.check} or ${background!.wait}, or stop it with ${background!.abort}.`,
+          ...label,
+        };
+      }
       const outcome = await context.runAgent({ agent, messages });
       if ('error' in outcome) return { response: `Error calling agent "${agent}": ${outcome.error.message}`, ...label };
-      const merged = mergeArtifacts(agent, `${agent}_${invocation}`, outcome.result.artifacts);
-      return { response: foldResult(agent, outcome.result, merged.length), ...(merged.length ? { artifacts: merged } : {}), ...label };
+      return { ...settled(agent, outcome.runId, outcome.result), ...label };
+    };
+
+    /** What a finished sub-agent run answers: its text (or why it has none) and its artifacts, merged under `<agent>_<n>`. */
+    const settled = (agent: string, runId: string, result: RunResult) => {
+      const merged = mergeArtifacts(agent, namespaceOf(agent, runId), result.artifacts);
+      return { response: foldResult(agent, result, merged.length), ...(merged.length ? { artifacts: merged } : {}) };
     };
 
     const entries = config.agents.map((ref) => ({
@@ -169,13 +204,30 @@ export const agents = defineMiddleware({
           properties: {
             task: { type: 'string', description: 'The task, described completely: the sub-agent sees only this.' },
             name: { type: 'string', description: 'A short label for the task, echoed back (never an identifier).' },
+            ...(config.async ? { background: { type: 'boolean', description: 'Start the task in the background and get a taskId at once.' } } : {}),
           },
           required: ['task'],
         },
       },
       run: (input, params) => delegate(agent, input, params),
     }));
-    const block = subAgentsBlock(entries);
+    const block = subAgentsBlock(entries, background);
+    if (background) {
+      tools.push(
+        ...backgroundTools({
+          context,
+          agents: config.agents.map((ref) => ref.name),
+          names: background,
+          delegationTools: new Set(entries.map((entry) => entry.tool)),
+          maxWaitSeconds: config.maxWaitSeconds,
+          completed: (agent, runId, result) => {
+            const row = settled(agent, runId, result);
+            if (RESULT_REASONS.has(result.finishReason)) return { status: 'completed', ...row };
+            return { status: 'failed', error: row.response };
+          },
+        }),
+      );
+    }
 
     return {
       tools,

@@ -13,6 +13,7 @@ import type { Message, ModelRequest, ModelResponse, ToolDefinition, ToolRequest,
 import type { Artifact } from '../core/artifacts';
 import type { KeelError } from '../core/errors';
 import type { AgentSpec, MiddlewareRef, RunResult } from '../core/run';
+import type { TaskRecord, TaskReport } from '../core/tasks';
 
 /** One iteration of the tool loop, as `wrapGenerate` sees it. */
 export interface GenerateParams {
@@ -137,6 +138,20 @@ export interface AgentRunOptions {
 /** How a sub-agent run ended: its result, or the error it failed with. */
 export type AgentRunOutcome = { runId: string; result: RunResult } | { runId: string; error: KeelError };
 
+/** A run's background tasks: sub-agent runs it starts without waiting, and asks about later. */
+export interface TaskControl {
+  /** Starts a sub-agent run in the background (it outlives this run if it must); returns its record. */
+  start: (options: AgentRunOptions & { name?: string }) => Promise<TaskRecord>;
+  /** The tasks this run started. */
+  records: () => readonly TaskRecord[];
+  /** Where each task run stands now (`aborting` once this run asked it to stop). */
+  inspect: (runIds: readonly string[]) => Promise<TaskReport[]>;
+  /** Waits until the tasks settle, or the first does, or `timeoutMs` passes (undefined: no limit). */
+  wait: (runIds: readonly string[], options: { timeoutMs?: number; first: boolean }) => Promise<{ reports: TaskReport[]; timedOut: boolean }>;
+  /** Asks a task run to stop; it settles as `aborted`. */
+  abort: (runId: string) => Promise<void>;
+}
+
 /** What a middleware may use while it works. */
 export interface MiddlewareContext {
   /** The agent being run. */
@@ -150,6 +165,8 @@ export interface MiddlewareContext {
   runAgent: (options: AgentRunOptions) => Promise<AgentRunOutcome>;
   /** The run's artifacts. */
   artifacts: ArtifactStore;
+  /** The run's background tasks. */
+  tasks: TaskControl;
   /** Usage of every model call of the run so far. */
   usage: () => Usage;
   /** The messages the run started with. */

@@ -43,7 +43,7 @@ async function validateOutput(toolName: string, output: unknown): Promise<unknow
 }
 
 /** The run's result from the outcome of its outermost iteration. */
-function resultOf(outcome: GenerateOutcome, { status, artifacts }: RunState): RunResult {
+function resultOf(outcome: GenerateOutcome, { status, artifacts, tasks }: RunState): RunResult {
   const message = outcome.response.message;
   return {
     finishReason: outcome.response.finishReason,
@@ -53,7 +53,7 @@ function resultOf(outcome: GenerateOutcome, { status, artifacts }: RunState): Ru
     usage: status.usage,
     turns: status.turn,
     artifacts,
-    tasks: [],
+    tasks: tasks.map((task) => task.taskId),
     interrupts: message.content.filter((part) => 'toolRequest' in part && part.metadata?.[INTERRUPT_METADATA.interrupt] !== undefined),
   };
 }

@@ -4,11 +4,13 @@
  * Temporal. The child gets the middleware the parent's hand down (`forChildRuns`), and its
  * usage counts in the parent's. Runs in the workflow: no I/O.
  */
-import { ChildWorkflowFailure, ApplicationFailure, executeChild, isCancellation } from '@temporalio/workflow';
+import { ApplicationFailure, ChildWorkflowFailure, ParentClosePolicy, executeChild, getExternalWorkflowHandle, isCancellation, proxyActivities, startChild } from '@temporalio/workflow';
 import { KeelError, fromApplicationFailure, toKeelError } from '../core/errors';
 import { addUsage, type Usage } from '../core/messages';
 import type { MiddlewareRef, RunInputOptions, RunResult } from '../core/run';
-import type { AgentRunOptions, AgentRunOutcome } from '../middleware/types';
+import { taskIdOf, type TaskRecord, type TaskReport } from '../core/tasks';
+import type { KeelActivities } from '../activities/types';
+import type { AgentRunOptions, AgentRunOutcome, TaskControl } from '../middleware/types';
 import { GENERATE_WORKFLOW } from './definitions';
 import type { RunState } from './run-state';
 
@@ -24,12 +26,17 @@ function childFailure(error: unknown, agent: string): { error: KeelError; usage?
   return { error: new KeelError(failure.status, `agent "${agent}": ${failure.message}`, failure.details, failure.classified) };
 }
 
+/** The id and input of the next sub-agent run of `run`. */
+function childRun(run: RunState, inherited: () => MiddlewareRef[], { agent, messages, artifacts = [] }: AgentRunOptions): { runId: string; input: RunInputOptions } {
+  run.children += 1;
+  return { runId: `${run.runId}/${agent}-${run.children}`, input: { agent, messages, artifacts, use: inherited() } };
+}
+
 /** Runs sub-agents of `run` as child workflows, each with the middleware `inherited()` hands down. */
 export function agentRunner(run: RunState, inherited: () => MiddlewareRef[]): (options: AgentRunOptions) => Promise<AgentRunOutcome> {
-  return async ({ agent, messages, artifacts = [] }) => {
-    run.children += 1;
-    const runId = `${run.runId}/${agent}-${run.children}`;
-    const input: RunInputOptions = { agent, messages, artifacts, use: inherited() };
+  return async (options) => {
+    const { agent } = options;
+    const { runId, input } = childRun(run, inherited, options);
     try {
       const result: RunResult = await executeChild(GENERATE_WORKFLOW, { workflowId: runId, args: [input] });
       run.status.usage = addUsage(run.status.usage, result.usage);
@@ -41,4 +48,53 @@ export function agentRunner(run: RunState, inherited: () => MiddlewareRef[]): (o
       return { runId, error: failure };
     }
   };
+}
+
+const { inspectTasks } = proxyActivities<KeelActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 5 } });
+
+/** How long a wait may take past its own deadline before its activity is given up. */
+const WAIT_MARGIN_MS = 60_000;
+
+/**
+ * The background tasks of `run`: sub-agent runs started with parent-close policy ABANDON,
+ * so they go on when this run finishes; asked about through activities (a task may have
+ * been started by an earlier run of the conversation).
+ */
+export function taskControl(run: RunState, inherited: () => MiddlewareRef[]): TaskControl {
+  return {
+    async start(options) {
+      const { runId, input } = childRun(run, inherited, options);
+      await startChild(GENERATE_WORKFLOW, { workflowId: runId, args: [input], parentClosePolicy: ParentClosePolicy.ABANDON });
+      const record: TaskRecord = { taskId: taskIdOf(options.agent, runId), agent: options.agent, runId, ...(options.name !== undefined ? { name: options.name } : {}) };
+      run.tasks = [...run.tasks, record];
+      return record;
+    },
+    records: () => run.tasks,
+    async inspect(runIds) {
+      return markAborting(run, await inspectTasks({ runIds: [...runIds] }));
+    },
+    async wait(runIds, { timeoutMs, first }) {
+      const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
+      const { awaitTasks } = proxyActivities<KeelActivities>({
+        startToCloseTimeout: timeoutMs === undefined ? '3650 days' : timeoutMs + WAIT_MARGIN_MS,
+        heartbeatTimeout: '10 seconds',
+        retry: { initialInterval: '1 second', maximumInterval: '10 seconds' },
+        summary: 'wait for background tasks',
+      });
+      const { reports, timedOut } = await awaitTasks({ runIds: [...runIds], first, ...(deadline !== undefined ? { deadline } : {}) });
+      return { reports: markAborting(run, reports), timedOut };
+    },
+    async abort(runId) {
+      // A run that already ended cannot be cancelled; asking is then a no-op.
+      await getExternalWorkflowHandle(runId)
+        .cancel()
+        .catch(() => undefined);
+      if (!run.aborting.includes(runId)) run.aborting = [...run.aborting, runId];
+    },
+  };
+}
+
+/** A task this run asked to stop that is still running reads `aborting`. */
+function markAborting(run: RunState, reports: TaskReport[]): TaskReport[] {
+  return reports.map((report) => (report.status === 'pending' && run.aborting.includes(report.runId) ? { ...report, status: 'aborting' } : report));
 }

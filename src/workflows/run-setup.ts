@@ -10,7 +10,7 @@ import type { AgentSpec, RunInput } from '../core/run';
 import type { ResumePayload } from '../core/interrupts';
 import { instantiateMiddleware, type MiddlewareStage } from '../middleware/registry';
 import { resumedHoldsByStage } from './resume';
-import { agentRunner } from './run-agent';
+import { agentRunner, taskControl } from './run-agent';
 import type { ContributedTool } from '../middleware/types';
 import type { RunState } from './run-state';
 
@@ -37,11 +37,13 @@ export interface RunSetupOptions {
 /** Instantiates the middleware and gathers the tools (a duplicate name is INVALID_ARGUMENT); records the first conversation in the run. */
 export function setUpRun({ agent, input, run, callModel }: RunSetupOptions): RunSetup {
   let resumedHolds = new Map<number, ResumePayload[]>();
+  const inherited = () => stages.flatMap((stage) => stage.hooks.forChildRuns?.() ?? []);
   const stages: MiddlewareStage[] = instantiateMiddleware([...agent.use, ...input.use], {
     agent,
     callModel,
     usage: () => run.status.usage,
-    runAgent: agentRunner(run, () => stages.flatMap((stage) => stage.hooks.forChildRuns?.() ?? [])),
+    runAgent: agentRunner(run, inherited),
+    tasks: taskControl(run, inherited),
     artifacts: {
       list: () => run.artifacts,
       get: (name) => run.artifacts.find((artifact) => artifact.name === name),

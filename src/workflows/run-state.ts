@@ -5,6 +5,7 @@
  */
 import type { Artifact } from '../core/artifacts';
 import type { Message, ModelRequest } from '../core/messages';
+import type { TaskRecord } from '../core/tasks';
 import type { RunStatus } from '../core/run';
 
 /** One run's state. JSON-plain. */
@@ -23,17 +24,23 @@ export interface RunState {
   modelCalls: Record<string, number>;
   /** Sub-agent runs started so far (numbers their run ids). */
   children: number;
+  /** Background tasks this run started. */
+  tasks: TaskRecord[];
+  /** Run ids of tasks this run asked to stop that had not settled then. */
+  aborting: string[];
 }
 
 /** A fresh state for run `runId` of agent `agent`. */
 export function newRunState(runId: string, agent: string): RunState {
   return {
     runId,
-    status: { state: 'running', agent, turn: 0, usage: {}, interrupts: [], messageCount: 0, artifacts: [] },
+    status: { state: 'running', agent, turn: 0, usage: {}, interrupts: [], messageCount: 0, artifacts: [], tasks: [] },
     messages: [],
     artifacts: [],
     modelRequests: {},
     modelCalls: {},
     children: 0,
+    tasks: [],
+    aborting: [],
   };
 }

@@ -17,6 +17,7 @@ export function answerQueries(run: RunState): void {
   setHandler(statusQuery, () => ({
     ...run.status,
     messageCount: run.messages.length,
+    tasks: run.tasks,
     artifacts: run.artifacts.map((artifact) => ({ name: artifact.name, chars: [...artifactText(artifact)].length, ...(artifact.metadata ? { metadata: artifact.metadata } : {}) })),
   }));
   setHandler(messagesQuery, (from: number) => run.messages.slice(Math.max(0, from)));
