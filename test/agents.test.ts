@@ -104,16 +104,16 @@ describe('artifacts', () => {
 
 describe('agents: synchronous delegation', () => {
   it('lists the sub-agents in the system prompt and gives each a delegation tool', async () => {
-    agent({ name: 'researcher', description: 'Searches the web and summarizes findings.', script: [textReply('unused')] });
-    const { name, model } = agent({ script: [textReply('ok')], use: [agents({ agents: ['researcher', { name: 'coder', description: 'Writes Go code.' }] })] });
+    agent({ name: 'web_researcher', description: 'Searches the web and summarizes findings.', script: [textReply('unused')] });
+    const { name, model } = agent({ script: [textReply('ok')], use: [agents({ agents: ['web_researcher', { name: 'coder', description: 'Writes Go code.' }] })] });
     await worker.client.run(name, 'go');
     const request = model.requests[0]!.request;
     expect(request.tools.map((tool) => [tool.name, tool.description])).toEqual([
-      ['delegate_to_researcher', 'Delegates a task to the "researcher" sub-agent.'],
+      ['delegate_to_web_researcher', 'Delegates a task to the "web_researcher" sub-agent.'],
       ['delegate_to_coder', 'Writes Go code.'],
     ]);
     const block = (request.messages[0]!.content.find((part) => 'metadata' in part && part.metadata?.['agents-instructions']) as { text: string }).text;
-    expect(block).toContain('  - delegate_to_researcher: Searches the web and summarizes findings.\n  - delegate_to_coder: Writes Go code.');
+    expect(block).toContain('  - delegate_to_web_researcher: Searches the web and summarizes findings.\n  - delegate_to_coder: Writes Go code.');
     expect(block.startsWith('<sub-agents>\n') && block.endsWith('\n</sub-agents>')).toBe(true);
   });
 
@@ -253,6 +253,26 @@ describe('agents: one budget for the whole tree', () => {
 });
 
 describe('agents: background tasks', () => {
+  it('lets two async instances with their own prefixes share a run; two with the default prefix collide', async () => {
+    const prefixed = agent({ script: [textReply('ok')], use: [agents({ agents: ['quick'], toolPrefix: 'research', async: true }), agents({ agents: ['fast'], toolPrefix: 'code', async: true })] });
+    await worker.client.run(prefixed.name, 'go');
+    expect(prefixed.model.requests[0]!.request.tools.map((tool) => tool.name)).toEqual([
+      'research_quick',
+      'research_check_background_tasks',
+      'research_wait_for_background_tasks',
+      'research_abort_background_tasks',
+      'code_fast',
+      'code_check_background_tasks',
+      'code_wait_for_background_tasks',
+      'code_abort_background_tasks',
+    ]);
+    const bare = agent({ script: [textReply('never')], use: [agents({ agents: ['quick'], async: true }), agents({ agents: ['fast'], async: true })] });
+    expect(await worker.client.run(bare.name, 'go').then(() => undefined, runErrorOf)).toMatchObject({
+      status: 'INVALID_ARGUMENT',
+      message: 'tool "check_background_tasks" is contributed by middleware but already declared elsewhere',
+    });
+  });
+
   /** The one tool output of the run's messages for a call of `tool`. */
   const outputOf = (messages: Array<{ role: string; content: unknown[] }>, tool: string) =>
     messages.flatMap((message) => (message.role === 'tool' ? message.content : [])).find((part) => (part as { toolResponse: { name: string } }).toolResponse.name === tool) as

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { KeelError } from '../core/errors';
 import type { Message } from '../core/messages';
 import { agents, delegationToolName, forwardedHistory, sharedToolName } from './agents';
+import { parseTaskId } from './agents-tasks';
 import { injectSystemText } from './system-text';
 
 const configError = (config: unknown) => {
@@ -21,6 +22,10 @@ describe('agents config', () => {
       'INVALID_ARGUMENT: invalid config for middleware "agents": config.agents: tool name "delegate_to_researcher" is claimed by agent "researcher" and by agent "researcher"',
     );
     expect(configError({ agents: ['a'], maxDelegations: -1 })).toContain('config.maxDelegations');
+    expect(configError({ agents: ['a'], maxWaitSeconds: -1 })).toBe('INVALID_ARGUMENT: invalid config for middleware "agents": config.maxWaitSeconds: must not be negative');
+    expect(configError({ agents: ['check_background_tasks'], toolPrefix: '', async: true })).toBe(
+      'INVALID_ARGUMENT: invalid config for middleware "agents": config.agents: tool name "check_background_tasks" is claimed by agent "check_background_tasks" and by the background-task tools',
+    );
   });
 
   it('round-trips through JSON: the ref is the plain config a YAML file would hold', () => {
@@ -32,6 +37,8 @@ describe('agents config', () => {
         maxDelegations: 2,
         historyLength: 0,
         artifactStrategy: 'inline',
+        async: false,
+        maxWaitSeconds: 0,
       },
     });
     expect(agents.definition.configSchema.safeParse(ref.config).success).toBe(true);
@@ -43,6 +50,13 @@ describe('tool names', () => {
     expect(delegationToolName(undefined, 'researcher')).toBe('delegate_to_researcher');
     expect(delegationToolName('ask', 'researcher')).toBe('ask_researcher');
     expect(delegationToolName('', 'researcher')).toBe('researcher');
+  });
+
+  it('parses a task id by the longest configured agent name', () => {
+    expect(parseTaskId('a:b:run-1', ['a', 'a:b'])).toEqual({ agent: 'a:b', runId: 'run-1' });
+    expect(parseTaskId('a:run-1', ['a', 'a:b'])).toEqual({ agent: 'a', runId: 'run-1' });
+    expect(parseTaskId('ghost:1', ['a'])).toBeUndefined();
+    expect(parseTaskId('a:', ['a'])).toBeUndefined();
   });
 
   it('prefixes shared tools only with an explicit, non-empty prefix', () => {
