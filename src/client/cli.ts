@@ -176,20 +176,48 @@ async function commandStatus(config: KeelConfig, positionals: string[], options:
       ...(result?.text ?? status?.text ? { text: result?.text ?? status?.text } : {}),
       usage: result?.usage ?? status?.usage ?? {},
       interrupts: status?.interrupts ?? [],
-      tasks: result?.tasks ?? [],
+      tasks: status?.tasks ?? [],
       ...(error ? { error: error.toJSON() } : status?.error ? { error: status.error } : {}),
     });
     return EXIT.ok;
   });
 }
 
-async function commandAbort(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
+async function commandTasks(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
   const [runId] = positionals;
-  if (!runId) throw new UsageError('keel abort needs a run id');
+  if (!runId) throw new UsageError('keel tasks needs a run id');
   return withClient(config, async (client) => {
     try {
-      await client.getHandle(runId).cancel();
-      print(options.json, { runId, status: 'cancelling' }, `cancellation requested for ${runId}`);
+      const tasks = await client.getHandle(runId).tasks();
+      print(options.json, { tasks }, tasks.map((task) => `${task.taskId}  ${task.status}${task.result ? `  ${task.result}` : ''}${task.error ? `  ${task.error.status}: ${task.error.message}` : ''}`).join('\n') || '(no background tasks)');
+      return EXIT.ok;
+    } catch (error) {
+      process.stderr.write(`keel tasks: ${runErrorOf(error).message}\n`);
+      return EXIT.failed;
+    }
+  });
+}
+
+async function commandAbort(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
+  const [target] = positionals;
+  if (!target) throw new UsageError('keel abort needs a run id or a task id');
+  return withClient(config, async (client) => {
+    try {
+      // A task id is <agent>:<runId>; a run id may hold a colon too, so a run of that exact id wins.
+      const isRun = await client
+        .getHandle(target)
+        .describe()
+        .then(
+          () => true,
+          () => false,
+        );
+      if (!isRun && target.indexOf(':') > 0) {
+        await client.abortTask(target);
+        print(options.json, { taskId: target, status: 'aborting' }, `abort requested for task ${target}`);
+        return EXIT.ok;
+      }
+      await client.getHandle(target).cancel();
+      print(options.json, { runId: target, status: 'cancelling' }, `cancellation requested for ${target}`);
       return EXIT.ok;
     } catch (error) {
       process.stderr.write(`keel abort: ${runErrorOf(error).message}\n`);
@@ -213,11 +241,6 @@ async function commandDecide(config: KeelConfig, command: 'approve' | 'deny', po
       return EXIT.failed;
     }
   });
-}
-
-function notYet(command: string): number {
-  process.stderr.write(`keel ${command}: not available yet (background tasks arrive with a later issue)\n`);
-  return EXIT.failed;
 }
 
 /** Runs the CLI; resolves to the exit code. */
@@ -248,7 +271,7 @@ export async function main(argv: string[]): Promise<number> {
       case 'deny':
         return await commandDecide(config, command, positionals, options);
       case 'tasks':
-        return notYet(command);
+        return await commandTasks(config, positionals, options);
       case 'demo':
         return await runDemo(config);
       default:

@@ -5,7 +5,9 @@
 import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import { KeelError } from '../core/errors';
+import { inspectTask } from './inspect-task';
 import { runErrorOf } from './run-errors';
+import type { TaskStatus } from '../core/tasks';
 
 export { runErrorOf };
 import type { Message } from '../core/messages';
@@ -37,6 +39,19 @@ export interface StartRunOptions {
   artifacts?: RunInputOptions['artifacts'];
 }
 
+
+/** A background task as the client reports it. */
+export interface TaskView {
+  taskId: string;
+  agent: string;
+  /** The label the model gave it. */
+  name?: string;
+  status: TaskStatus;
+  /** With `completed`: the task's final text. */
+  result?: string;
+  /** With `failed` or `unknown`: why. */
+  error?: { status: string; message: string };
+}
 
 /** Options of `new RunHandle`. */
 export interface RunHandleOptions {
@@ -161,6 +176,24 @@ export class RunHandle {
   describe() {
     return this.workflow.describe();
   }
+
+  /** The background tasks the run started, each with where it stands now. */
+  async tasks(): Promise<TaskView[]> {
+    const records = (await this.status()).tasks;
+    return Promise.all(
+      records.map(async ({ taskId, agent, runId, name }): Promise<TaskView> => {
+        const report = await inspectTask(this.client, runId);
+        return {
+          taskId,
+          agent,
+          ...(name !== undefined ? { name } : {}),
+          status: report.status,
+          ...(report.result ? { result: report.result.text } : {}),
+          ...(report.error ? { error: report.error } : {}),
+        };
+      }),
+    );
+  }
 }
 
 /** Options of `new KeelClient`. */
@@ -218,6 +251,13 @@ export class KeelClient {
   /** A handle on an existing run. */
   getHandle(runId: string): RunHandle {
     return new RunHandle({ client: this.temporal, runId });
+  }
+
+  /** Stops a background task (`<agent>:<runId>`): its run is cancelled and settles as aborted. */
+  async abortTask(taskId: string): Promise<void> {
+    const separator = taskId.indexOf(':');
+    if (separator <= 0 || separator === taskId.length - 1) throw new KeelError('INVALID_ARGUMENT', `task id "${taskId}" is not of the form <agent>:<runId>`);
+    await this.getHandle(taskId.slice(separator + 1)).cancel();
   }
 
   /** Closes the connection. */
