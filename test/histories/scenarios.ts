@@ -10,6 +10,8 @@ import { Registry } from '../../src/registry';
 import { fallback } from '../../src/middleware/fallback';
 import { retry } from '../../src/middleware/retry';
 import { softToolErrors } from '../../src/middleware/soft-tool-errors';
+import { agents } from '../../src/middleware/agents';
+import { artifacts } from '../../src/middleware/artifacts';
 import { budget } from '../../src/middleware/budget';
 import { toolApproval } from '../../src/middleware/tool-approval';
 import { add, confirm, dangerous, echo, fail } from '../fixtures/tools';
@@ -50,6 +52,10 @@ export const SCENARIOS: Scenario[] = [
     prompt: 'confirm it',
     decisions: [{ approved: true }, { approved: true }, { restart: { answer: 'yes' }, input: { question: 'go now?' } }, { approved: true }, { restart: { answer: 'yes' } }],
   },
+  // A synchronous delegation (a child run) whose artifact is merged, with a sub-agent hold decided at the root.
+  { name: 'delegation', agent: 'replay-orchestrator', prompt: 'delegate', decisions: [{ approved: true }] },
+  // A background task: launched, waited for, collected.
+  { name: 'background-task', agent: 'replay-dispatcher', prompt: 'dispatch' },
 ];
 
 /** The registry the scenarios run against. */
@@ -82,6 +88,23 @@ export function scenarioRegistry(): Registry {
     name: 'scripted/replay-restarts',
     script: [toolCallReply({ name: 'confirm', input: { question: 'go?' } }, { usage: { inputTokens: 20 } }), textReply('restarted')],
   });
+  // orchestrator turn 1: delegate to the writer (writes report.md, then its gated echo is approved at the root); turn 2: text
+  const writer = scriptedModel({
+    name: 'scripted/replay-writer',
+    script: [toolCallReply([{ name: 'write_artifact', input: { name: 'report.md', content: 'the report' } }, { name: 'echo', input: { v: 'w' } }]), textReply('written')],
+  });
+  const orchestrator = scriptedModel({ name: 'scripted/replay-orchestrator', script: [toolCallReply({ name: 'delegate_to_replay-writer', input: { task: 'write' } }), textReply('delegated')] });
+  // dispatcher turn 1: the quick writer in the background; turn 2: wait for it; turn 3: text
+  const dispatcherModel = scriptedModel({
+    name: 'scripted/replay-dispatcher',
+    script: (request) => {
+      const launched = request.messages.flatMap((message) => message.content).find((part) => 'toolResponse' in part && part.toolResponse.name === 'delegate_to_replay-quick-writer');
+      if (!launched) return toolCallReply({ name: 'delegate_to_replay-quick-writer', input: { task: 'write', background: true } });
+      if (request.messages.at(-1)?.content.some((part) => 'toolResponse' in part && part.toolResponse.name === 'wait_for_background_tasks')) return textReply('collected');
+      return toolCallReply({ name: 'wait_for_background_tasks', input: { taskIds: [(launched as { toolResponse: { output: { taskId: string } } }).toolResponse.output.taskId] } });
+    },
+  });
+  const quickWriter = scriptedModel({ name: 'scripted/replay-quick-writer', script: [textReply('quickly written')] });
   // turn 1: fail (covered) and add with bad input (covered); turn 2: text
   const soft = scriptedModel({
     name: 'scripted/replay-soft',
@@ -103,6 +126,14 @@ export function scenarioRegistry(): Registry {
     dangerous,
     confirm,
     restarts,
+    writer,
+    orchestrator,
+    dispatcherModel,
+    quickWriter,
+    defineAgent({ name: 'replay-writer', description: 'Writes reports.', model: writer.name, tools: [echo], use: [artifacts(), toolApproval({ allowedTools: ['write_artifact'] })] }),
+    defineAgent({ name: 'replay-orchestrator', model: orchestrator.name, use: [agents({ agents: ['replay-writer'] }), artifacts()] }),
+    defineAgent({ name: 'replay-quick-writer', model: quickWriter.name }),
+    defineAgent({ name: 'replay-dispatcher', model: dispatcherModel.name, use: [agents({ agents: ['replay-quick-writer'], async: true })] }),
     defineAgent({
       name: 'replay-restarts',
       model: restarts.name,
