@@ -6,7 +6,7 @@
 import { appendFile, mkdir } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
-import { defineAgent, defineTool, openAICompatibleModel, scriptedModel, textReply, toolApproval, toolCallReply, type ModelRequest } from 'keel-agents';
+import { agents, defineAgent, defineTool, openAICompatibleModel, scriptedModel, textReply, toolApproval, toolCallReply, type ModelRequest } from 'keel-agents';
 
 const FORECASTS: Record<string, { sky: string; highC: number }> = {
   lisbon: { sky: 'sunny', highC: 24 },
@@ -85,35 +85,90 @@ export const slowStep = defineTool({
 
 const useRealModel = Boolean(process.env.OPENAI_BASE_URL || process.env.OPENAI_API_KEY);
 
+/** The task id a background delegation answered with, found in the conversation. */
+function launchedTask(request: ModelRequest): string | undefined {
+  for (const message of request.messages) {
+    for (const part of message.content) {
+      if ('toolResponse' in part && part.toolResponse.name === 'delegate_to_fare-scout') return (part.toolResponse.output as { taskId?: string }).taskId;
+    }
+  }
+  return undefined;
+}
+
+/** What the fare scout answered, once collected with wait_for_background_tasks. */
+function collectedFare(request: ModelRequest): string {
+  for (const message of request.messages) {
+    for (const part of message.content) {
+      if ('toolResponse' in part && part.toolResponse.name === 'wait_for_background_tasks') {
+        return (part.toolResponse.output as { tasks?: Array<{ response?: string }> }).tasks?.[0]?.response ?? 'no fare found';
+      }
+    }
+  }
+  return 'no fare found';
+}
+
 /** The demo's model: a real endpoint when configured, else a scripted one. */
 export const demoModel = useRealModel
   ? openAICompatibleModel({ name: `openai/${process.env.OPENAI_MODEL ?? 'gpt-4o-mini'}` })
   : scriptedModel({
       name: 'scripted/trip-planner',
       script: [
-        toolCallReply([{ name: 'lookup_weather', input: { city: 'Lisbon' } }, { name: 'lookup_weather', input: { city: 'Porto' } }], { usage: { inputTokens: 120, outputTokens: 30 } }),
-        toolCallReply({ name: 'convert_currency', input: { amount: 25, from: 'EUR', to: 'USD' } }, { usage: { inputTokens: 210, outputTokens: 20 } }),
+        // turn 1: the weather in both cities, and the fare handed to a sub-agent in the background
+        toolCallReply(
+          [
+            { name: 'lookup_weather', input: { city: 'Lisbon' } },
+            { name: 'lookup_weather', input: { city: 'Porto' } },
+            { name: 'delegate_to_fare-scout', input: { task: 'What does a 25 EUR train ticket cost in USD?', background: true, name: 'fare' } },
+          ],
+          { usage: { inputTokens: 120, outputTokens: 30 } },
+        ),
+        // turn 2: collect the fare
+        (request: ModelRequest) => toolCallReply({ name: 'wait_for_background_tasks', input: { taskIds: [launchedTask(request)] } }, { usage: { inputTokens: 210, outputTokens: 20 } }),
         toolCallReply({ name: 'book_train', input: { from: 'Porto', to: 'Lisbon' } }, { usage: { inputTokens: 240, outputTokens: 15 } }),
         (request: ModelRequest) => {
           const booked = request.messages.at(-1)?.content.find((part) => 'toolResponse' in part);
           const output = booked && 'toolResponse' in booked ? (booked.toolResponse.output as { booking?: string; error?: string }) : {};
           const booking = output.booking ? `Your ticket is booked (${output.booking}).` : 'I did not book the ticket, as you asked.';
-          return textReply(`Go to Lisbon: sunny and 24°C, while Porto expects light rain at 18°C. The 25 EUR train ticket comes to about 27 USD. ${booking}`, {
+          return textReply(`Go to Lisbon: sunny and 24°C, while Porto expects light rain at 18°C. ${collectedFare(request)} ${booking}`, {
             usage: { inputTokens: 300, outputTokens: 45 },
           });
         },
       ],
     });
 
+/** The fare scout's scripted model (with a real endpoint, the scout uses the demo's model). */
+export const fareScoutModel = useRealModel
+  ? undefined
+  : scriptedModel({
+      name: 'scripted/fare-scout',
+      script: [
+        toolCallReply({ name: 'convert_currency', input: { amount: 25, from: 'EUR', to: 'USD' } }, { usage: { inputTokens: 60, outputTokens: 10 } }),
+        textReply('The 25 EUR train ticket comes to about 27 USD.', { usage: { inputTokens: 80, outputTokens: 12 } }),
+      ],
+    });
+
+/** A sub-agent the demo delegates to in the background: it looks up prices. */
+export const fareScout = defineAgent({
+  name: 'fare-scout',
+  description: 'Finds train fares and converts prices between currencies.',
+  model: fareScoutModel?.name ?? demoModel.name,
+  system: 'You find train fares and convert prices. Answer in one sentence.',
+  tools: [convertCurrency],
+});
+
 /** The demo agent. */
 export const tripPlanner = defineAgent({
   name: 'trip-planner',
   description: 'Plans a day trip from forecasts and prices.',
   model: demoModel.name,
-  system: 'You plan day trips in Portugal and Spain. Use the tools to check the weather and convert prices, book the train, then answer in two sentences.',
-  tools: [lookupWeather, convertCurrency, bookTrain],
-  // Looking things up is fine; booking needs a person's approval.
-  use: [toolApproval({ allowedTools: ['lookup_weather', 'convert_currency'] })],
+  system: 'You plan day trips in Portugal and Spain. Check the weather, have the fare scout price the train in the background, book the train, then answer in two sentences.',
+  tools: [lookupWeather, bookTrain],
+  use: [
+    // Sub-agents, one of them working in the background while the planner goes on.
+    agents({ agents: ['fare-scout'], async: true }),
+    // Looking things up and delegating are fine; booking needs a person's approval.
+    toolApproval({ allowedTools: ['lookup_weather', 'delegate_to_fare-scout', 'wait_for_background_tasks', 'check_background_tasks', 'abort_background_tasks'] }),
+  ],
 });
 
 /** The README tour's agent: one slow step, then a line written to a file. */

@@ -15,7 +15,7 @@ describe('temporal.yaml of the repository', () => {
   it('registers the example and declarative agents, and runs the declarative one', async () => {
     const config = loadConfig({ path: join(ROOT, 'temporal.yaml'), explicit: true, env: {} });
     const registry = await loadRegistry(config);
-    expect([...registry.agents.keys()].sort()).toEqual(['helper', 'tour', 'trip-planner']);
+    expect([...registry.agents.keys()].sort()).toEqual(['fare-scout', 'helper', 'tour', 'trip-planner']);
     expect(registry.models.has('scripted/helper')).toBe(true);
 
     const out = join(ROOT, '.keel', 'demo', 'out.txt');

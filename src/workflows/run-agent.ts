@@ -71,7 +71,7 @@ export function taskControl(run: RunState, inherited: () => MiddlewareRef[]): Ta
     },
     records: () => run.tasks,
     async inspect(runIds) {
-      return markAborting(run, await inspectTasks({ runIds: [...runIds] }));
+      return learnOf(run, await inspectTasks({ runIds: [...runIds] }));
     },
     async wait(runIds, { timeoutMs, first }) {
       const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
@@ -82,7 +82,7 @@ export function taskControl(run: RunState, inherited: () => MiddlewareRef[]): Ta
         summary: 'wait for background tasks',
       });
       const { reports, timedOut } = await awaitTasks({ runIds: [...runIds], first, ...(deadline !== undefined ? { deadline } : {}) });
-      return { reports: markAborting(run, reports), timedOut };
+      return { reports: learnOf(run, reports), timedOut };
     },
     async abort(runId) {
       // A run that already ended cannot be cancelled; asking is then a no-op.
@@ -94,7 +94,16 @@ export function taskControl(run: RunState, inherited: () => MiddlewareRef[]): Ta
   };
 }
 
-/** A task this run asked to stop that is still running reads `aborting`. */
-function markAborting(run: RunState, reports: TaskReport[]): TaskReport[] {
+/**
+ * What a run learns of its tasks: one it asked to stop that is still running reads
+ * `aborting`; a finished one's usage counts in this run's, once (a background task spends
+ * against the run that launched it, as far as the run sees it finish).
+ */
+function learnOf(run: RunState, reports: TaskReport[]): TaskReport[] {
+  for (const report of reports) {
+    if (report.status !== 'completed' || !report.result || run.countedTasks.includes(report.runId)) continue;
+    run.countedTasks = [...run.countedTasks, report.runId];
+    run.status.usage = addUsage(run.status.usage, report.result.usage);
+  }
   return reports.map((report) => (report.status === 'pending' && run.aborting.includes(report.runId) ? { ...report, status: 'aborting' } : report));
 }

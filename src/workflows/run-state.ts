@@ -28,6 +28,8 @@ export interface RunState {
   tasks: TaskRecord[];
   /** Run ids of tasks this run asked to stop that had not settled then. */
   aborting: string[];
+  /** Run ids of finished tasks whose usage this run has counted. */
+  countedTasks: string[];
 }
 
 /** A fresh state for run `runId` of agent `agent`. */
@@ -42,5 +44,6 @@ export function newRunState(runId: string, agent: string): RunState {
     children: 0,
     tasks: [],
     aborting: [],
+    countedTasks: [],
   };
 }
