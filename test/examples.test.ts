@@ -17,3 +17,15 @@ describe('examples/middleware.ts', () => {
     expect([...registry.models.keys()].sort()).toEqual(['anthropic/claude-sonnet-4-5', 'ollama/llama3.1', 'openai/gpt-4o-mini']);
   });
 });
+
+describe('examples/orchestrator.ts', () => {
+  it('registers the orchestrator of docs/agents.md with its sub-agents and middleware', async () => {
+    const registry = await loadRegistry({ modules: [join(ROOT, 'examples', 'orchestrator.ts')], models: [], agents: [], baseDir: ROOT });
+    expect([...registry.agents.keys()].sort()).toEqual(['orchestrator', 'researcher', 'writer']);
+    expect(registry.agents.get('orchestrator')!.use).toEqual([
+      { name: 'budget', config: { limit: { totalTokens: 500_000 }, scope: 'run', interrupt: false } },
+      { name: 'agents', config: { agents: [{ name: 'researcher' }, { name: 'writer' }], maxDelegations: 6, historyLength: 0, artifactStrategy: 'session', async: true, maxWaitSeconds: 300 } },
+      { name: 'artifacts', config: { readonly: false } },
+    ]);
+  });
+});
