@@ -65,7 +65,15 @@ export interface Agent {
   readonly use: ReadonlyArray<MiddlewareRefInput>;
   /** Tool rounds allowed before the run fails with ABORTED. */
   readonly maxTurns: number;
+  /**
+   * Who keeps the agent's conversation between turns: `client` (default) sends it with each
+   * run and gets it back; `server` keeps it in a session workflow per session id.
+   */
+  readonly session: AgentSessionMode;
 }
+
+/** Who keeps an agent's conversation between turns. */
+export type AgentSessionMode = 'client' | 'server';
 
 /** Options of `defineAgent`; `tools`, `use` and `maxTurns` (5) are optional. */
 export interface AgentOptions {
@@ -77,11 +85,12 @@ export interface AgentOptions {
   tools?: ReadonlyArray<Tool | string>;
   use?: ReadonlyArray<MiddlewareRefInput>;
   maxTurns?: number;
+  session?: AgentSessionMode;
 }
 
 /** Declares an agent. */
-export function defineAgent({ name, description = '', model, system, config, tools = [], use = [], maxTurns = 5 }: AgentOptions): Agent {
-  return { kind: 'agent', name, description, model, system, config, tools, use, maxTurns };
+export function defineAgent({ name, description = '', model, system, config, tools = [], use = [], maxTurns = 5, session = 'client' }: AgentOptions): Agent {
+  return { kind: 'agent', name, description, model, system, config, tools, use, maxTurns, session };
 }
 
 /** What a model's `generate` receives besides the request. */

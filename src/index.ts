@@ -2,9 +2,14 @@
  * keel-agents: a durable agent runtime on Temporal. Public API (Node side).
  */
 export { defineAgent, defineModel, defineTool } from './define';
-export type { Agent, AgentOptions, Model, ModelContext, Tool, ToolContext, ToolOptions } from './define';
+export type { Agent, AgentOptions, AgentSessionMode, Model, ModelContext, Tool, ToolContext, ToolOptions } from './define';
 export { Registry } from './registry';
 export { KeelClient, RunHandle, runErrorOf } from './client/keel-client';
+export type { TaskView } from './client/keel-client';
+export { SessionHandle } from './client/session-handle';
+export type { SendOptions } from './client/session-handle';
+export { InvokeOutputSchema, SnapshotSchema, SessionStateSchema, sessionWorkflowId } from './core/session';
+export type { InvokeOutput, Snapshot, SessionState } from './core/session';
 export type { StartRunOptions } from './client/keel-client';
 export { KeelError, UNCLASSIFIED } from './core/errors';
 export type { KeelErrorDetails } from './core/errors';
@@ -65,4 +70,4 @@ export type { KeelWorkerOptions } from './worker/create-worker';
 export { loadRegistry } from './worker/load-registry';
 export { connectClient, connectWorker } from './worker/connect';
 export { findTemporalBinary, startDevServer, waitForServer } from './server/dev-server';
-export { statusQuery, messagesQuery, GENERATE_WORKFLOW } from './workflows/definitions';
+export { statusQuery, messagesQuery, snapshotQuery, invokeUpdate, waitForSnapshotUpdate, abortSessionUpdate, GENERATE_WORKFLOW, SESSION_WORKFLOW } from './workflows/definitions';

@@ -93,12 +93,18 @@ describe('keel run / status / abort', () => {
     const good = scriptedModel({ name: 'scripted/cli-good', script: [toolCallReply({ name: 'echo', input: { v: 'x' } }, { usage: { inputTokens: 4, outputTokens: 2 } }), textReply('all good')] });
     const badArgs = scriptedModel({ name: 'scripted/cli-bad-args', script: [toolCallReply({ name: 'add', input: { a: 'one', b: 2 } })] });
     const slow = scriptedModel({ name: 'scripted/cli-slow', script: [{ delayMs: 60_000, text: 'too late' }] });
+    const memo = scriptedModel({
+      name: 'scripted/cli-memo',
+      script: (request) => textReply(`I have heard: ${request.messages.filter((message) => message.role === 'user').map((message) => (message.content[0] as { text: string }).text).join(' / ')}`),
+    });
     const registry = new Registry().add(
       echo,
       add,
       good,
       badArgs,
       slow,
+      memo,
+      defineAgent({ name: 'memo', model: memo.name, session: 'server' }),
       defineAgent({ name: 'good', model: good.name, tools: [echo] }),
       defineAgent({ name: 'bad-args', model: badArgs.name, tools: [add] }),
       defineAgent({ name: 'ghost-model', model: 'scripted/not-registered' }),
@@ -119,6 +125,19 @@ describe('keel run / status / abort', () => {
     const json = await runKeel(['run', 'good', 'say hi', '--json', '--config', config]);
     expect(json.code).toBe(0);
     expect(JSON.parse(json.stdout)).toMatchObject({ status: 'completed', finishReason: 'stop', text: 'all good', usage: { inputTokens: 4, outputTokens: 2 }, interrupts: [], tasks: [] });
+  });
+
+  it('continues a session with --session: each turn sees the ones before', async () => {
+    const session = `cli-${Date.now()}`;
+    const first = await runKeel(['run', 'memo', 'my name is Ada', '--session', session, '--config', config]);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toBe('I have heard: my name is Ada\n');
+    const second = await runKeel(['run', 'memo', 'who am I?', '--session', session, '--json', '--config', config]);
+    expect(second.code, second.stderr).toBe(0);
+    expect(JSON.parse(second.stdout)).toMatchObject({ status: 'completed', text: 'I have heard: my name is Ada / who am I?', sessionId: session, runId: `session/memo/${session}/turn-2` });
+    const wrong = await runKeel(['run', 'good', 'hi', '--session', session, '--config', config]);
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toBe(`keel run: INVALID_ARGUMENT: agent "good" is client-managed (session: 'client'): send its state, not a session id\n`);
   });
 
   it('exits 1 with NOT_FOUND for an unknown agent', async () => {
@@ -181,7 +200,7 @@ describe('middleware in temporal.yaml', () => {
     const path = writeConfig('unknown-middleware.yaml', { models: [{ name: 'scripted/m', script: [] }], agents: [{ name: 'a', model: 'scripted/m', use: [{ name: 'retyr' }] }] });
     const { code, stderr } = await runKeel(['worker', '--config', path]);
     expect(code).toBe(2);
-    expect(stderr).toContain('agents[0].use[0].name: unknown middleware "retyr"; known: budget, fallback, retry, softToolErrors, toolApproval');
+    expect(stderr).toContain('agents[0].use[0].name: unknown middleware "retyr"; known: agents, artifacts, budget, fallback, retry, softToolErrors, toolApproval');
   });
 
   it('names the bad field of a middleware config', async () => {

@@ -117,7 +117,8 @@ export function createActivities({ registry, config, client, modelRequestTimeout
         maxTurns: agent.maxTurns,
         activities: config.activities,
         models: [...registry.models.keys()].sort(),
-        directory: [...registry.agents.values()].map((entry) => ({ name: entry.name, description: entry.description })).sort((a, b) => a.name.localeCompare(b.name)),
+        directory: [...registry.agents.values()].map((entry) => ({ name: entry.name, description: entry.description, session: entry.session })).sort((a, b) => a.name.localeCompare(b.name)),
+        session: agent.session,
       };
     });
 

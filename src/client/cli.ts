@@ -35,7 +35,7 @@ options:
   --config <file>             config file (default ./temporal.yaml)
   --json                      print one JSON object on stdout, nothing else
   --detach                    (run) return at once with the run id
-  --session <id>              (run) continue a session
+  --session <id>              (run) a turn of this session of a server-managed agent
   --reason <text>             (deny) why
   -h, --help                  this help`;
 
@@ -122,11 +122,25 @@ async function tryStatus(client: KeelClient, handle: RunHandle, timeoutMs = 5000
 async function commandRun(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
   const [agent, ...words] = positionals;
   if (!agent || words.length === 0) throw new UsageError('keel run needs an agent and a prompt: keel run <agent> <prompt...>');
-  if (options.session) throw new UsageError('--session is not available yet: sessions arrive with a later issue');
   return withClient(config, async (client) => {
-    const handle = await client.start(agent, words.join(' '));
+    // A session's turn runs as a run of its own: send it detached, then follow that run.
+    let session: { sessionId: string; snapshotId: string } | undefined;
+    let handle: RunHandle;
+    if (options.session) {
+      try {
+        const turn = await client.session(agent, options.session).send(words.join(' '), { detach: true });
+        session = { sessionId: turn.sessionId, snapshotId: turn.snapshotId };
+        handle = client.getHandle(turn.runId);
+      } catch (error) {
+        const failure = runErrorOf(error);
+        process.stderr.write(`keel run: ${failure.status}: ${failure.message}\n`);
+        return EXIT.failed;
+      }
+    } else {
+      handle = await client.start(agent, words.join(' '));
+    }
     if (options.detach) {
-      print(options.json, { runId: handle.runId, status: 'running' }, handle.runId);
+      print(options.json, { runId: handle.runId, status: 'running', ...session }, handle.runId);
       return EXIT.ok;
     }
     const done = handle.result();
@@ -136,7 +150,7 @@ async function commandRun(config: KeelConfig, positionals: string[], options: Cl
     }
     try {
       const result = await done;
-      print(options.json, runSummary(handle.runId, result, undefined, undefined), result.text);
+      print(options.json, { ...runSummary(handle.runId, result, undefined, undefined), ...session }, result.text);
       return EXIT.ok;
     } catch (error) {
       const failure = runErrorOf(error);

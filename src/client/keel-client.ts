@@ -6,6 +6,7 @@ import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import { KeelError } from '../core/errors';
 import { inspectTask } from './inspect-task';
+import { SessionHandle } from './session-handle';
 import { runErrorOf } from './run-errors';
 import type { TaskStatus } from '../core/tasks';
 
@@ -37,6 +38,8 @@ export interface StartRunOptions {
   resume?: RunInputOptions['resume'];
   /** Artifacts the run starts with. */
   artifacts?: RunInputOptions['artifacts'];
+  /** For a client-managed agent: the conversation so far (and artifacts, custom data); the result carries it on. */
+  state?: RunInputOptions['state'];
 }
 
 
@@ -225,7 +228,7 @@ export class KeelClient {
   async start(
     agent: string,
     prompt: string | Message[],
-    { runId = `run-${randomUUID()}`, use = [], maxTurns, taskQueue, interruptMode, interruptTimeout, onInterruptTimeout, resume, artifacts }: StartRunOptions = {},
+    { runId = `run-${randomUUID()}`, use = [], maxTurns, taskQueue, interruptMode, interruptTimeout, onInterruptTimeout, resume, artifacts, state }: StartRunOptions = {},
   ): Promise<RunHandle> {
     const messages: Message[] = typeof prompt === 'string' ? [{ role: 'user', content: [{ text: prompt }] }] : prompt;
     const input: RunInputOptions = {
@@ -238,6 +241,7 @@ export class KeelClient {
       ...(onInterruptTimeout ? { onInterruptTimeout } : {}),
       ...(resume ? { resume } : {}),
       ...(artifacts?.length ? { artifacts } : {}),
+      ...(state ? { state } : {}),
     };
     await this.temporal.workflow.start(GENERATE_WORKFLOW, { taskQueue: taskQueue ?? this.taskQueue, workflowId: runId, args: [input] });
     return new RunHandle({ client: this.temporal, runId });
@@ -251,6 +255,11 @@ export class KeelClient {
   /** A handle on an existing run. */
   getHandle(runId: string): RunHandle {
     return new RunHandle({ client: this.temporal, runId });
+  }
+
+  /** A session of a server-managed agent (session: 'server'). */
+  session(agent: string, sessionId: string): SessionHandle {
+    return new SessionHandle({ client: this.temporal, agent, sessionId, taskQueue: this.taskQueue });
   }
 
   /** Stops a background task (`<agent>:<runId>`): its run is cancelled and settles as aborted. */

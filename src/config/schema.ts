@@ -100,6 +100,8 @@ export const AgentConfigSchema = z
     tools: z.array(z.string()).default([]),
     maxTurns: z.number().int().min(0).default(5),
     use: z.array(MiddlewareRefSchema).default([]),
+    /** `client` (default): the caller keeps the conversation; `server`: a session workflow per session id keeps it. */
+    session: z.enum(['client', 'server']).default('client'),
   })
   .strict();
 export type AgentConfig = z.infer<typeof AgentConfigSchema>;

@@ -31,6 +31,14 @@ export const RunResumeSchema = z.object({
 });
 export type RunResume = z.infer<typeof RunResumeSchema>;
 
+/** A conversation's state as a client-managed agent carries it from run to run. */
+export const ClientStateSchema = z.object({
+  messages: z.array(MessageSchema).default([]),
+  artifacts: z.array(ArtifactSchema).default([]),
+  custom: z.record(z.string(), z.unknown()).default({}),
+});
+export type ClientState = z.infer<typeof ClientStateSchema>;
+
 /** The input of `generateWorkflow`: a run is fully described by this JSON. */
 export const RunInputSchema = z.object({
   /** The agent to run, by registered name. */
@@ -54,6 +62,13 @@ export const RunInputSchema = z.object({
   resume: RunResumeSchema.optional(),
   /** Artifacts the run starts with (a session's, or a client's state). */
   artifacts: z.array(ArtifactSchema).default([]),
+  /**
+   * For a client-managed agent: the conversation so far (its messages come before
+   * `messages`), artifacts and custom data; the result carries the state after the run.
+   */
+  state: ClientStateSchema.optional(),
+  /** Set by a session workflow: the session this run is a turn of, and what it spent before. */
+  session: z.object({ id: z.string(), usage: UsageSchema }).optional(),
 });
 export type RunInput = z.infer<typeof RunInputSchema>;
 export type RunInputOptions = z.input<typeof RunInputSchema>;
@@ -94,6 +109,8 @@ export const RunResultSchema = z.object({
   /** The run's artifacts at its end. */
   artifacts: z.array(ArtifactSchema),
   tasks: z.array(z.string()),
+  /** For a run given `state`: the state after it (history without the system prompt). */
+  state: ClientStateSchema.optional(),
   /** With finish reason `interrupted`: the held tool request parts (metadata.interrupt says why). */
   interrupts: z.array(PartSchema).default([]),
 });
@@ -155,8 +172,10 @@ export const AgentSpecSchema = z.object({
   activities: z.object({ model: ActivitySpecSchema, tool: ActivitySpecSchema }),
   /** Every model registered on the worker that resolved the agent (Fallback checks names against it). */
   models: z.array(z.string()).optional(),
-  /** Every agent registered on that worker, with its description (for delegation). */
-  directory: z.array(z.object({ name: z.string(), description: z.string() })).default([]),
+  /** Every agent registered on that worker, with its description and session mode (for delegation). */
+  directory: z.array(z.object({ name: z.string(), description: z.string(), session: z.enum(['client', 'server']).default('client') })).default([]),
+  /** Who keeps the agent's conversation between turns. */
+  session: z.enum(['client', 'server']).default('client'),
 });
 export type AgentSpec = z.infer<typeof AgentSpecSchema>;
 

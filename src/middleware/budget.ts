@@ -115,15 +115,17 @@ export const budget = defineMiddleware({
   configSchema: BudgetConfigSchema,
   holds: { kind: 'budget', sharedDecision: true, respond: 'decide' },
   create(config, context) {
-    if (config.scope === 'session') {
-      throw new KeelError('FAILED_PRECONDITION', 'budget: session scope needs an agent with a session store (sessions are not available in this version)');
+    if (config.scope === 'session' && !context.session) {
+      throw new KeelError('FAILED_PRECONDITION', 'budget: session scope needs an agent with a session store (session: \'server\'), run as a turn of its session');
     }
     const limit = flatten(config.limit);
     const fields = Object.keys(limit).sort();
     // Every budget counts the same calls: spent = carried + (run usage now - baseline). A budget
     // that holds renews on approval (carried 0, baseline now); one that only stops never does.
-    const handedDown = flatten(config.spent ?? {});
-    let carried = context.resuming ? (recordedSpent(context.inputMessages) ?? handedDown) : handedDown;
+    // A session-scoped budget counts what the session spent before this turn; a run-scoped one
+    // what a parent handed down, or (resuming) what the interrupted run recorded.
+    const handedDown = config.scope === 'session' ? flatten(context.session?.usage ?? {}) : flatten(config.spent ?? {});
+    let carried = context.resuming && config.scope === 'run' ? (recordedSpent(context.inputMessages) ?? handedDown) : handedDown;
     let baseline: Record<string, number> = {};
     const spent = () => add(carried, subtract(flatten(context.usage()), baseline));
     const renewals = context.shared<Renewals>(() => ({ renewers: [] }));

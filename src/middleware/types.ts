@@ -171,6 +171,8 @@ export interface MiddlewareContext {
   usage: () => Usage;
   /** The messages the run started with. */
   inputMessages: readonly Message[];
+  /** For a turn of a server-managed agent's session: its id, and what the session spent before this turn. */
+  session: { id: string; usage: Usage } | undefined;
   /** True when the run resumes an interrupted one: its first iteration only answers the held calls. */
   resuming: boolean;
   /**

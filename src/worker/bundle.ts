@@ -69,7 +69,7 @@ export async function workflowBundlePath({ cacheDir = join(PACKAGE_ROOT, '.keel'
       `import { registerExportedMiddleware } from ${source(REGISTRY_PATH)};`,
       ...middlewareModules.map((module, index) => `import * as middleware${index} from ${JSON.stringify(module)};`),
       ...middlewareModules.map((_module, index) => `registerExportedMiddleware(middleware${index});`),
-      `export { generateWorkflow } from ${source(WORKFLOWS_PATH)};`,
+      `export { generateWorkflow, sessionWorkflow } from ${source(WORKFLOWS_PATH)};`,
     ];
     writeFileSync(workflowsPath, `${lines.join('\n')}\n`);
   }

@@ -6,6 +6,7 @@ import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { Decision, DecisionAccepted } from '../core/interrupts';
 import type { Message, ModelRequest } from '../core/messages';
 import type { Interrupt, RunStatus } from '../core/run';
+import type { InvokeInput, InvokeOutput, Snapshot } from '../core/session';
 
 /** Current state of a run: lifecycle, turn, usage, pending interrupts. Works on closed runs. */
 export const statusQuery = defineQuery<RunStatus>('status');
@@ -36,3 +37,22 @@ export const childInterruptsSignal = defineSignal<[{ runId: string; interrupts: 
 
 /** Workflow type name of a generate run. */
 export const GENERATE_WORKFLOW = 'generateWorkflow';
+
+/** Workflow type name of a session (a server-managed agent's conversation). */
+export const SESSION_WORKFLOW = 'sessionWorkflow';
+
+/**
+ * One turn of a session: runs it as a child generate run and answers when it settles (or
+ * at once, with a pending snapshot, when `detach` is set). Its validator refuses client
+ * state and unknown snapshot ids.
+ */
+export const invokeUpdate = defineUpdate<InvokeOutput, [InvokeInput]>('invoke');
+
+/** A snapshot of the session, by id, or the latest when no id is given; null when there is none. */
+export const snapshotQuery = defineQuery<Snapshot | null, [string?]>('snapshot');
+
+/** Blocks until the snapshot settles (completed, failed or aborted), then answers it. */
+export const waitForSnapshotUpdate = defineUpdate<Snapshot, [string]>('waitForSnapshot');
+
+/** Stops the turn in flight, if any: its snapshot reads `aborting`, then settles as `aborted`. */
+export const abortSessionUpdate = defineUpdate<Snapshot | null, []>('abort');

@@ -83,6 +83,12 @@ export async function generateWorkflow(rawInput: RunInput): Promise<RunResult> {
     } catch (error) {
       throw asKeelError(error, `resolving agent "${input.agent}"`);
     }
+    if (input.state && agent.session === 'server') {
+      throw new KeelError('INVALID_ARGUMENT', `agent "${agent.name}" keeps its conversation on the server (session: 'server'): send a session id, not state`);
+    }
+    if (input.session && agent.session !== 'server') {
+      throw new KeelError('INVALID_ARGUMENT', `agent "${agent.name}" is client-managed (session: 'client'): send its state, not a session id`);
+    }
     const maxTurns = input.maxTurns ?? agent.maxTurns;
     if (maxTurns < 0) throw new KeelError('INVALID_ARGUMENT', `maxTurns must not be negative (got ${maxTurns})`);
 
@@ -130,6 +136,7 @@ export async function generateWorkflow(rawInput: RunInput): Promise<RunResult> {
     const generate = composeStage(hooks, 'wrapGenerate', iterate);
 
     const result = resultOf(await generate({ iteration: 0, messages: setup.messages }), run);
+    if (input.state) result.state = { messages: result.messages.filter((message) => message.role !== 'system'), artifacts: result.artifacts, custom: input.state.custom };
     settleCompleted(run, result);
     await condition(allHandlersFinished);
     return result;

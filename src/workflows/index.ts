@@ -3,3 +3,4 @@
  * no I/O, no clock or randomness except through @temporalio/workflow.
  */
 export { generateWorkflow } from './generate';
+export { sessionWorkflow } from './session';

@@ -52,6 +52,7 @@ export function setUpRun({ agent, input, run, callModel }: RunSetupOptions): Run
       },
     },
     inputMessages: input.messages,
+    session: input.session,
     resuming: input.resume !== undefined,
     // A middleware whose holds share one decision reads the holds of every instance of its name.
     resumedHolds: (index) => {
@@ -77,8 +78,10 @@ export function setUpRun({ agent, input, run, callModel }: RunSetupOptions): Run
     }
   }
   const systemText = [agent.system, ...stages.map((stage) => stage.hooks.systemPrompt)].filter((text): text is string => !!text).join('\n\n');
-  const messages: Message[] = input.messages[0]?.role === 'system' || !systemText ? [...input.messages] : [{ role: 'system', content: [{ text: systemText }] }, ...input.messages];
+  // A client-managed conversation's history comes first (without a system prompt of its own).
+  const conversation = [...(input.state?.messages ?? []).filter((message) => message.role !== 'system'), ...input.messages];
+  const messages: Message[] = conversation[0]?.role === 'system' || !systemText ? conversation : [{ role: 'system', content: [{ text: systemText }] }, ...conversation];
   run.messages = messages;
-  run.artifacts = [...input.artifacts];
+  run.artifacts = [...(input.state?.artifacts ?? []), ...input.artifacts];
   return { stages, tools, toolsByName, contributed, messages };
 }

@@ -1,0 +1,96 @@
+/**
+ * A handle on one session of a server-managed agent (session: 'server'): send a turn (the
+ * `invoke` update, with update-with-start so the first turn starts the session), read its
+ * snapshots, wait for one to settle, abort the turn in flight. Node side.
+ */
+import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
+import { KeelError } from '../core/errors';
+import type { Message } from '../core/messages';
+import { sessionWorkflowId, type InvokeOutput, type Snapshot } from '../core/session';
+import { SESSION_WORKFLOW, abortSessionUpdate, invokeUpdate, snapshotQuery, waitForSnapshotUpdate } from '../workflows/definitions';
+import { runErrorOf } from './run-errors';
+
+/** Options of `new SessionHandle`. */
+export interface SessionHandleOptions {
+  client: Client;
+  agent: string;
+  sessionId: string;
+  /** Task queue the session workflow is started on. */
+  taskQueue: string;
+}
+
+/** Options of `SessionHandle.send`. */
+export interface SendOptions {
+  /** Answer at once with a pending snapshot; the turn runs on (follow it by its `runId`). */
+  detach?: boolean;
+  /** Start the turn from this snapshot's state instead of the latest. */
+  snapshotId?: string;
+}
+
+/** One session of a server-managed agent. */
+export class SessionHandle {
+  private readonly client: Client;
+  readonly agent: string;
+  readonly sessionId: string;
+  private readonly taskQueue: string;
+  /** The session's workflow id. */
+  readonly workflowId: string;
+
+  constructor({ client, agent, sessionId, taskQueue }: SessionHandleOptions) {
+    this.client = client;
+    this.agent = agent;
+    this.sessionId = sessionId;
+    this.taskQueue = taskQueue;
+    this.workflowId = sessionWorkflowId(agent, sessionId);
+  }
+
+  /** Sends a turn: a prompt or messages. Starts the session if it is new. */
+  async send(prompt: string | Message[], { detach = false, snapshotId }: SendOptions = {}): Promise<InvokeOutput> {
+    const messages: Message[] = typeof prompt === 'string' ? [{ role: 'user', content: [{ text: prompt }] }] : prompt;
+    const startWorkflowOperation = new WithStartWorkflowOperation(SESSION_WORKFLOW, {
+      workflowId: this.workflowId,
+      taskQueue: this.taskQueue,
+      args: [{ agent: this.agent, sessionId: this.sessionId }],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+    });
+    try {
+      return await this.client.workflow.executeUpdateWithStart(invokeUpdate, { args: [{ messages, detach, ...(snapshotId ? { snapshotId } : {}) }], startWorkflowOperation });
+    } catch (error) {
+      throw runErrorOf(error);
+    }
+  }
+
+  /** A snapshot by id, or the latest; NOT_FOUND when there is none. */
+  async snapshot(snapshotId?: string): Promise<Snapshot> {
+    let snapshot: Snapshot | null;
+    try {
+      snapshot = await this.client.workflow.getHandle(this.workflowId).query(snapshotQuery, ...(snapshotId ? [snapshotId] : []));
+    } catch (error) {
+      const failure = runErrorOf(error);
+      throw failure.status === 'NOT_FOUND' ? new KeelError('NOT_FOUND', `session "${this.sessionId}" of agent "${this.agent}" does not exist`) : failure;
+    }
+    if (snapshot) return snapshot;
+    throw new KeelError(
+      'NOT_FOUND',
+      snapshotId ? `snapshot "${snapshotId}" not found in session "${this.sessionId}" of agent "${this.agent}"` : `session "${this.sessionId}" of agent "${this.agent}" has no snapshot yet`,
+    );
+  }
+
+  /** Waits until a snapshot settles, then returns it. */
+  async waitForSnapshot(snapshotId: string): Promise<Snapshot> {
+    try {
+      return await this.client.workflow.getHandle(this.workflowId).executeUpdate(waitForSnapshotUpdate, { args: [snapshotId] });
+    } catch (error) {
+      throw runErrorOf(error);
+    }
+  }
+
+  /** Stops the turn in flight; returns its snapshot (`aborting`), or null when none runs. */
+  async abort(): Promise<Snapshot | null> {
+    try {
+      return await this.client.workflow.getHandle(this.workflowId).executeUpdate(abortSessionUpdate);
+    } catch (error) {
+      throw runErrorOf(error);
+    }
+  }
+}

@@ -1,0 +1,89 @@
+/**
+ * Sessions (reference: agent sessions and snapshots): the state a server-managed agent
+ * keeps between turns, the snapshots that record each settled turn, and what an invocation
+ * sends and gets back. Client-managed agents carry the same state in and out of each run.
+ * Pure: safe in workflow code.
+ */
+import { z } from 'zod';
+import { ArtifactSchema } from './artifacts';
+import { FinishReasonSchema, MessageSchema, UsageSchema } from './messages';
+import { ClientStateSchema, RunErrorSchema } from './run';
+
+/** A conversation's state between turns: history, artifacts, usage so far, and custom data. */
+export const SessionStateSchema = ClientStateSchema.extend({ usage: UsageSchema.default({}) });
+export type SessionState = z.infer<typeof SessionStateSchema>;
+export type SessionStateInput = z.input<typeof SessionStateSchema>;
+
+/** Where a turn stands: `pending` while it runs detached, `aborting` once told to stop, then settled. */
+export const SnapshotStatusSchema = z.enum(['pending', 'aborting', 'completed', 'failed', 'aborted']);
+export type SnapshotStatus = z.infer<typeof SnapshotStatusSchema>;
+
+/** The record of one turn of a session, chained to the one before. */
+export const SnapshotSchema = z.object({
+  snapshotId: z.string(),
+  sessionId: z.string(),
+  parentId: z.string().optional(),
+  status: SnapshotStatusSchema,
+  finishReason: z.string().optional(),
+  error: RunErrorSchema.optional(),
+  /** The run (workflow id) the turn ran as. */
+  runId: z.string(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  /** How many messages of the session's history the turn left (its resume point). */
+  messageCount: z.number().int(),
+});
+export type Snapshot = z.infer<typeof SnapshotSchema>;
+
+/** One invocation of a server-managed agent: the `invoke` update of its session. */
+export const InvokeInputSchema = z.object({
+  /** New messages for this turn (usually one user message). */
+  messages: z.array(MessageSchema).min(1),
+  /** Runs the turn from this snapshot's state instead of the latest. */
+  snapshotId: z.string().optional(),
+  /** Returns at once with a pending snapshot; the turn runs on. */
+  detach: z.boolean().default(false),
+  /** Client-managed state: refused here (a server-managed agent keeps its own). */
+  state: z.unknown().optional(),
+});
+export type InvokeInput = z.input<typeof InvokeInputSchema>;
+
+/** What an invocation answers. */
+export const InvokeOutputSchema = z.object({
+  sessionId: z.string(),
+  snapshotId: z.string(),
+  /** The turn's run (workflow id). */
+  runId: z.string(),
+  status: SnapshotStatusSchema,
+  finishReason: z.string(),
+  message: MessageSchema.optional(),
+  text: z.string(),
+  artifacts: z.array(ArtifactSchema),
+  usage: UsageSchema,
+  error: RunErrorSchema.optional(),
+});
+export type InvokeOutput = z.infer<typeof InvokeOutputSchema>;
+
+/** The input of `sessionWorkflow` (and what it carries across continue-as-new). */
+export const SessionInputSchema = z.object({
+  agent: z.string().min(1),
+  sessionId: z.string().min(1),
+  state: SessionStateSchema.prefault({}),
+  snapshots: z.array(SnapshotSchema).default([]),
+  /** States of the latest settled snapshots, by id (the resume points a later turn can start from). */
+  snapshotStates: z.record(z.string(), SessionStateSchema).default({}),
+  /** Turns started so far (numbers their run ids). */
+  turns: z.number().int().default(0),
+});
+export type SessionInput = z.input<typeof SessionInputSchema>;
+
+/** How many snapshots keep their state, so a later turn can start from them. */
+export const KEPT_SNAPSHOT_STATES = 20;
+
+/** The workflow id of a session of an agent. */
+export function sessionWorkflowId(agent: string, sessionId: string): string {
+  return `session/${agent}/${sessionId}`;
+}
+
+/** The finish reasons that carry an answer. */
+export const RESULT_FINISH_REASONS: ReadonlySet<z.infer<typeof FinishReasonSchema> | string> = new Set(['stop', 'other', 'unknown']);

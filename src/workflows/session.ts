@@ -1,0 +1,240 @@
+/**
+ * sessionWorkflow: the conversation of a server-managed agent (session: 'server'), one
+ * workflow per session id. It keeps the history, artifacts, usage and custom state, and a
+ * chain of snapshots, one per settled turn. Each turn is an `invoke` update (sent with
+ * update-with-start, so the first turn starts the session) that runs the turn as a child
+ * generate run; turns run one at a time. A detached turn answers at once with a pending
+ * snapshot, rewritten when it settles. A failed turn records no snapshot; a stopped one
+ * (budget) records an aborted one with what it spent. The session continues-as-new between
+ * turns when Temporal suggests it, carrying its state.
+ *
+ * Runs in the workflow sandbox: deterministic, no I/O.
+ */
+import {
+  ApplicationFailure,
+  CancellationScope,
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  isCancellation,
+  proxyLocalActivities,
+  setHandler,
+  startChild,
+  uuid4,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { KeelError, fromApplicationFailure, toApplicationFailure, toKeelError } from '../core/errors';
+import { addUsage, messageText, type Message, type Usage } from '../core/messages';
+import type { RunResult } from '../core/run';
+import { describeZodError } from '../core/schema-errors';
+import { InvokeInputSchema, KEPT_SNAPSHOT_STATES, SessionInputSchema, type InvokeInput, type InvokeOutput, type SessionInput, type SessionState, type Snapshot } from '../core/session';
+import type { KeelActivities } from '../activities/types';
+import { GENERATE_WORKFLOW, abortSessionUpdate, invokeUpdate, snapshotQuery, waitForSnapshotUpdate } from './definitions';
+
+const { resolveAgent } = proxyLocalActivities<KeelActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { maximumAttempts: 3, nonRetryableErrorTypes: ['NOT_FOUND', 'INVALID_ARGUMENT', 'INTERNAL'] },
+});
+
+/** An ApplicationFailure (what rejects an update) with a status and a message. */
+function refusal(status: KeelError['status'], message: string): ApplicationFailure {
+  return ApplicationFailure.create({ type: status, nonRetryable: true, message });
+}
+
+/** How a turn's run ended. */
+type TurnEnd = { result: RunResult } | { stopped: { status: KeelError['status']; message: string; partial?: { messages?: Message[]; usage?: Usage } } } | { aborted: true } | { failed: KeelError };
+
+/** A settled snapshot status. */
+const settled = (snapshot: Snapshot) => snapshot.status !== 'pending' && snapshot.status !== 'aborting';
+
+/** The session. */
+export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
+  const parsed = SessionInputSchema.safeParse(rawInput);
+  if (!parsed.success) throw toApplicationFailure(new KeelError('INVALID_ARGUMENT', `invalid session input: ${describeZodError(parsed.error)}`));
+  const { agent, sessionId } = parsed.data;
+  let state: SessionState = parsed.data.state;
+  let snapshots: Snapshot[] = parsed.data.snapshots;
+  let snapshotStates: Record<string, SessionState> = parsed.data.snapshotStates;
+  let turns = parsed.data.turns;
+  const sessionRunId = workflowInfo().workflowId;
+  let busy = false;
+  let checkedAgent = false;
+  /** Set when the session was started for an agent that cannot have one: it ends at once. */
+  let refusedAgent = false;
+  let current: { snapshotId: string; scope: CancellationScope } | undefined;
+
+  const find = (snapshotId: string): Snapshot | undefined => snapshots.find((snapshot) => snapshot.snapshotId === snapshotId);
+  const latest = (): Snapshot | undefined => [...snapshots].reverse().find(settled);
+  const update = (snapshotId: string, change: Partial<Snapshot>) => {
+    snapshots = snapshots.map((snapshot) => (snapshot.snapshotId === snapshotId ? { ...snapshot, ...change, updatedAt: new Date().toISOString() } : snapshot));
+  };
+  const notFound = (snapshotId: string) => refusal('NOT_FOUND', `snapshot "${snapshotId}" not found in session "${sessionId}" of agent "${agent}"`);
+
+  setHandler(snapshotQuery, (snapshotId?: string) => (snapshotId ? find(snapshotId) : snapshots[snapshots.length - 1]) ?? null);
+
+  setHandler(
+    waitForSnapshotUpdate,
+    async (snapshotId) => {
+      await condition(() => settled(find(snapshotId)!));
+      return find(snapshotId)!;
+    },
+    { validator: (snapshotId) => void (find(snapshotId) ?? (() => { throw notFound(snapshotId); })()) },
+  );
+
+  setHandler(abortSessionUpdate, () => {
+    if (!current) return null;
+    update(current.snapshotId, { status: 'aborting' });
+    current.scope.cancel();
+    return find(current.snapshotId)!;
+  });
+
+  /**
+   * Starts one turn as a child generate run, in a scope `abort` can cancel; resolves once the
+   * run has started (so its id can be followed), with how it will end.
+   */
+  const startTurn = async (snapshotId: string, runId: string, base: SessionState, messages: Message[]): Promise<{ ended: Promise<TurnEnd> }> => {
+    const scope = new CancellationScope();
+    current = { snapshotId, scope };
+    const ending = (error: unknown): TurnEnd => {
+      if (isCancellation(error)) return { aborted: true };
+      const cause = (error as { cause?: unknown }).cause;
+      const failure = cause instanceof ApplicationFailure ? fromApplicationFailure(cause) : toKeelError(error);
+      const partial = failure.details.partial as { messages?: Message[]; usage?: Usage } | undefined;
+      return partial ? { stopped: { status: failure.status, message: failure.message, partial } } : { failed: failure };
+    };
+    const finish = (end: TurnEnd): TurnEnd => {
+      current = undefined;
+      return end;
+    };
+    let child;
+    try {
+      child = await scope.run(() =>
+        startChild(GENERATE_WORKFLOW, { workflowId: runId, args: [{ agent, messages, artifacts: base.artifacts, session: { id: sessionId, usage: base.usage } }] }),
+      );
+    } catch (error) {
+      return { ended: Promise.resolve(finish(ending(error))) };
+    }
+    const started = child;
+    const ended = scope.run(() => started.result()).then(
+      (result) => finish({ result: result as RunResult }),
+      (error: unknown) => finish(ending(error)),
+    );
+    return { ended };
+  };
+
+  /** Records how a turn ended: the new state and its snapshot (none for a failed, undetached turn). */
+  const settle = (snapshot: Snapshot, base: SessionState, end: TurnEnd, detached: boolean): InvokeOutput => {
+    const history = (messages: Message[]) => messages.filter((message) => message.role !== 'system');
+    const output = (status: Snapshot['status'], finishReason: string, next: SessionState, extra: Partial<InvokeOutput> = {}): InvokeOutput => ({
+      sessionId,
+      snapshotId: snapshot.snapshotId,
+      runId: snapshot.runId,
+      status,
+      finishReason,
+      text: '',
+      artifacts: next.artifacts,
+      usage: next.usage,
+      ...extra,
+    });
+    if ('failed' in end) {
+      if (!detached) throw refusal(end.failed.status, end.failed.message);
+      update(snapshot.snapshotId, { status: 'failed', finishReason: 'failed', error: end.failed.toJSON(), messageCount: base.messages.length });
+      return output('failed', 'failed', base, { error: end.failed.toJSON() });
+    }
+    let next: SessionState;
+    let status: Snapshot['status'];
+    let finishReason: string;
+    let message: Message | undefined;
+    if ('result' in end) {
+      next = { ...base, messages: history(end.result.messages), artifacts: end.result.artifacts, usage: addUsage(base.usage, end.result.usage) };
+      status = 'completed';
+      finishReason = end.result.finishReason;
+      message = end.result.message;
+    } else if ('stopped' in end) {
+      next = { ...base, messages: history(end.stopped.partial?.messages ?? base.messages), usage: addUsage(base.usage, end.stopped.partial?.usage ?? {}) };
+      status = 'aborted';
+      finishReason = 'aborted';
+    } else {
+      next = base;
+      status = 'aborted';
+      finishReason = 'aborted';
+    }
+    state = next;
+    // Only the latest snapshots keep a state to start a turn from (history grows with each).
+    snapshotStates = Object.fromEntries([...Object.entries(snapshotStates), [snapshot.snapshotId, next] as const].slice(-KEPT_SNAPSHOT_STATES));
+    const recorded: Partial<Snapshot> = {
+      status,
+      finishReason,
+      messageCount: next.messages.length,
+      ...('stopped' in end ? { error: { status: end.stopped.status, message: end.stopped.message } } : {}),
+    };
+    if (find(snapshot.snapshotId)) update(snapshot.snapshotId, recorded);
+    else snapshots = [...snapshots, { ...snapshot, ...recorded }];
+    return output(status, finishReason, next, {
+      ...(message ? { message, text: messageText(message) } : {}),
+      ...('stopped' in end ? { error: { status: end.stopped.status, message: end.stopped.message } } : {}),
+    });
+  };
+
+  setHandler(
+    invokeUpdate,
+    async (raw: InvokeInput): Promise<InvokeOutput> => {
+      const request = InvokeInputSchema.parse(raw);
+      await condition(() => !busy);
+      busy = true;
+      let detachedTurn = false;
+      try {
+        if (!checkedAgent) {
+          const spec = await resolveAgent({ agent }).catch((error: unknown) => {
+            const failure = toKeelError(error);
+            throw refusal(failure.status, failure.message);
+          });
+          if (spec.session !== 'server') {
+            refusedAgent = snapshots.length === 0;
+            throw refusal('INVALID_ARGUMENT', `agent "${agent}" is client-managed (session: 'client'): send its state, not a session id`);
+          }
+          checkedAgent = true;
+        }
+        const base = request.snapshotId ? (snapshotStates[request.snapshotId] ?? state) : state;
+        const now = new Date().toISOString();
+        const snapshot: Snapshot = {
+          snapshotId: uuid4(),
+          sessionId,
+          ...(latest() ? { parentId: latest()!.snapshotId } : {}),
+          status: 'pending',
+          runId: `${sessionRunId}/turn-${++turns}`,
+          createdAt: now,
+          updatedAt: now,
+          messageCount: base.messages.length,
+        };
+        const { ended } = await startTurn(snapshot.snapshotId, snapshot.runId, base, [...base.messages, ...request.messages]);
+        if (!request.detach) return settle(snapshot, base, await ended, false);
+        // Detached: answer now with the pending snapshot; the turn settles it later.
+        detachedTurn = true;
+        snapshots = [...snapshots, snapshot];
+        void ended
+          .then((end) => settle(snapshot, base, end, true))
+          .finally(() => {
+            busy = false;
+          });
+        return { sessionId, snapshotId: snapshot.snapshotId, runId: snapshot.runId, status: 'pending', finishReason: 'detached', text: '', artifacts: base.artifacts, usage: base.usage };
+      } finally {
+        if (!detachedTurn) busy = false;
+      }
+    },
+    {
+      validator: (raw: InvokeInput) => {
+        const request = InvokeInputSchema.safeParse(raw);
+        if (!request.success) throw refusal('INVALID_ARGUMENT', `invalid invocation: ${describeZodError(request.error)}`);
+        if (request.data.state !== undefined) throw refusal('INVALID_ARGUMENT', `agent "${agent}" keeps its conversation on the server (session: 'server'): send a session id, not state`);
+        if (request.data.snapshotId && !snapshotStates[request.data.snapshotId]) throw notFound(request.data.snapshotId);
+      },
+    },
+  );
+
+  // Idle between turns; continue-as-new when Temporal suggests it, carrying the state.
+  await condition(() => refusedAgent || (!busy && workflowInfo().continueAsNewSuggested));
+  await condition(allHandlersFinished);
+  if (refusedAgent) return;
+  await continueAsNew<typeof sessionWorkflow>({ agent, sessionId, state, snapshots: snapshots.filter(settled), snapshotStates, turns });
+}

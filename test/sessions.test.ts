@@ -1,0 +1,119 @@
+/**
+ * Sessions (BEHAVIOR §13): a server-managed agent keeps its conversation in a session
+ * workflow; each turn is an update that runs a child generate run and records a snapshot.
+ * Client-managed agents carry their state in and out of each run.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runErrorOf } from '../src/client/keel-client';
+import type { ModelRequest } from '../src/core/messages';
+import { defineAgent } from '../src/define';
+import { budget } from '../src/middleware/budget';
+import { errorReply, scriptedModel, textReply, type ScriptedReply } from '../src/models/scripted';
+import { Registry } from '../src/registry';
+import { startTestWorker, type TestWorker } from './support/harness';
+
+const registry = new Registry();
+let worker: TestWorker;
+beforeAll(async () => {
+  worker = await startTestWorker(registry);
+});
+afterAll(async () => {
+  await worker?.stop();
+});
+
+let count = 0;
+function agent(options: { session?: 'server' | 'client'; script: ScriptedReply[] | ((request: ModelRequest) => ScriptedReply); use?: Parameters<typeof defineAgent>[0]['use'] }) {
+  const name = `sessions-${++count}`;
+  const model = scriptedModel({ name: `scripted/${name}`, script: options.script });
+  registry.add(model, defineAgent({ name, model: model.name, session: options.session ?? 'server', use: options.use }));
+  return { name, model };
+}
+
+/** The user texts of a request, in order. */
+const userTexts = (request: ModelRequest) => request.messages.filter((message) => message.role === 'user').map((message) => (message.content[0] as { text: string }).text);
+
+describe('server-managed sessions', () => {
+  it('keeps the conversation across turns, each a child run with a snapshot chained to the last', async () => {
+    // turn 1: "my name is Ada" → "hello Ada"; turn 2: "what is my name?" → the model sees turn 1
+    const { name, model } = agent({ script: (request) => textReply(`heard ${userTexts(request).length}`) });
+    const session = worker.client.session(name, `ada-${Date.now()}`);
+    const first = await session.send('my name is Ada');
+    const second = await session.send('what is my name?');
+    expect([first.text, second.text]).toEqual(['heard 1', 'heard 2']);
+    expect(userTexts(model.requests[1]!.request)).toEqual(['my name is Ada', 'what is my name?']);
+    expect(model.requests[1]!.request.messages.filter((message) => message.role === 'model').map((message) => (message.content[0] as { text: string }).text)).toEqual(['heard 1']);
+    expect(second).toMatchObject({ sessionId: session.sessionId, status: 'completed', finishReason: 'stop', runId: `${session.workflowId}/turn-2` });
+    const latest = await session.snapshot();
+    expect(latest).toMatchObject({ snapshotId: second.snapshotId, parentId: first.snapshotId, status: 'completed', finishReason: 'stop', messageCount: 4 });
+    expect(await session.snapshot(first.snapshotId)).toMatchObject({ snapshotId: first.snapshotId, status: 'completed', messageCount: 2 });
+    expect((await worker.client.getHandle(second.runId).result()).text).toBe('heard 2');
+  });
+
+  it('records no snapshot for a failed turn, and starts a turn from an earlier snapshot when asked', async () => {
+    // turn 1 ok; turn 2 fails (the model errors); turn 3 from turn 1's snapshot sees only turn 1
+    const { name, model } = agent({ script: (request) => (userTexts(request).at(-1) === 'fail' ? errorReply('PERMISSION_DENIED', 'no') : textReply(`seen ${userTexts(request).join(',')}`)) });
+    const session = worker.client.session(name, `fail-${Date.now()}`);
+    const first = await session.send('one');
+    await expect(session.send('fail')).rejects.toMatchObject({ status: 'PERMISSION_DENIED', message: 'no' });
+    expect((await session.snapshot()).snapshotId).toBe(first.snapshotId);
+    const second = await session.send('two');
+    const third = await session.send('three', { snapshotId: first.snapshotId });
+    expect([second.text, third.text]).toEqual(['seen one,two', 'seen one,three']);
+    expect(model.requests).toHaveLength(4);
+  });
+
+  it('answers the reference’s errors: an unknown snapshot, state for a server-managed agent, a session id for a client-managed one', async () => {
+    const server = agent({ script: [textReply('x')] });
+    const client = agent({ session: 'client', script: [textReply('x')] });
+    const session = worker.client.session(server.name, `errors-${Date.now()}`);
+    await expect(session.snapshot()).rejects.toMatchObject({ status: 'NOT_FOUND' });
+    await session.send('hi');
+    await expect(session.snapshot('nope')).rejects.toMatchObject({ status: 'NOT_FOUND', message: expect.stringContaining('snapshot "nope" not found') });
+    await expect(session.send('again', { snapshotId: 'nope' })).rejects.toMatchObject({ status: 'NOT_FOUND', message: expect.stringContaining('snapshot "nope" not found') });
+    expect(await worker.client.run(server.name, 'hi', { state: { messages: [] } }).then(() => undefined, runErrorOf)).toMatchObject({
+      status: 'INVALID_ARGUMENT',
+      message: `agent "${server.name}" keeps its conversation on the server (session: 'server'): send a session id, not state`,
+    });
+    await expect(worker.client.session(client.name, 'x').send('hi')).rejects.toMatchObject({
+      status: 'INVALID_ARGUMENT',
+      message: `agent "${client.name}" is client-managed (session: 'client'): send its state, not a session id`,
+    });
+  });
+
+  it('detaches a turn with a pending snapshot that settles later, and aborts one in flight', async () => {
+    const { name } = agent({ script: (request) => textReply(`done ${userTexts(request).at(-1)}`, { delayMs: userTexts(request).at(-1) === 'slow' ? 20_000 : 500 }) });
+    const session = worker.client.session(name, `detach-${Date.now()}`);
+    const pending = await session.send('quick', { detach: true });
+    expect(pending).toMatchObject({ status: 'pending', finishReason: 'detached', text: '' });
+    expect(await session.waitForSnapshot(pending.snapshotId)).toMatchObject({ snapshotId: pending.snapshotId, status: 'completed', finishReason: 'stop' });
+    const slow = await session.send('slow', { detach: true });
+    await expect.poll(async () => (await worker.client.getHandle(slow.runId).status().catch(() => undefined))?.state, { timeout: 10_000 }).toBe('running');
+    expect(await session.abort()).toMatchObject({ snapshotId: slow.snapshotId, status: 'aborting' });
+    expect(await session.waitForSnapshot(slow.snapshotId)).toMatchObject({ status: 'aborted', finishReason: 'aborted' });
+    expect(await session.abort()).toBeNull();
+  });
+
+  it('counts a session-scoped budget across turns: the second turn stops before any model call', async () => {
+    // turn 1 spends 20 of 15: it finishes its turn, then the check stops it (aborted, usage recorded)
+    // turn 2 starts at 20 of 15: stopped before its first model call
+    const { name, model } = agent({ script: (request) => (request.messages.at(-1)?.role === 'tool' ? textReply('x') : textReply('spent', { usage: { inputTokens: 20 } })), use: [budget({ limit: { inputTokens: 15 }, scope: 'session' })] });
+    const session = worker.client.session(name, `budget-${Date.now()}`);
+    const first = await session.send('one');
+    expect(first).toMatchObject({ status: 'completed', usage: { inputTokens: 20 } });
+    const second = await session.send('two');
+    expect(second).toMatchObject({ status: 'aborted', finishReason: 'aborted', error: { status: 'ABORTED', message: 'budget: used 20 of 15 inputTokens' } });
+    expect(model.requests).toHaveLength(1);
+  });
+});
+
+describe('client-managed state', () => {
+  it('takes the conversation in and gives it back, with artifacts and custom data', async () => {
+    const { name, model } = agent({ session: 'client', script: (request) => textReply(`seen ${userTexts(request).join(',')}`) });
+    const first = await worker.client.run(name, 'one', { state: { custom: { step: 1 } } });
+    expect(first.state).toEqual({ messages: [{ role: 'user', content: [{ text: 'one' }] }, { role: 'model', content: [{ text: 'seen one' }] }], artifacts: [], custom: { step: 1 } });
+    const second = await worker.client.run(name, 'two', { state: first.state });
+    expect(second.text).toBe('seen one,two');
+    expect(second.state!.messages).toHaveLength(4);
+    expect(userTexts(model.requests[1]!.request)).toEqual(['one', 'two']);
+  });
+});
