@@ -34,6 +34,18 @@ async function main(): Promise<void> {
         console.log(`${scenario.name}: kept ${file}`);
         continue;
       }
+      if (scenario.turns) {
+        const session = client.session(scenario.agent, `replay-${scenario.name}`);
+        for (const [index, turn] of scenario.turns.entries()) {
+          const detached = index === scenario.turns.length - 1;
+          const sent = await session.send(turn, { detach: detached });
+          if (detached) await session.waitForSnapshot(sent.snapshotId);
+        }
+        const history = await temporal.workflow.getHandle(session.workflowId).fetchHistory();
+        writeFileSync(file, `${historyToJSON(history)}\n`);
+        console.log(`${scenario.name}: ${scenario.turns.length} turns (${history.events?.length} events) -> ${file}`);
+        continue;
+      }
       const handle = await client.start(scenario.agent, scenario.prompt, { runId: `replay-${scenario.name}`, maxTurns: scenario.maxTurns });
       if (scenario.cancelAtTurn !== undefined) {
         while ((await handle.status()).turn < scenario.cancelAtTurn) await new Promise((resolve) => setTimeout(resolve, 100));

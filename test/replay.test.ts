@@ -7,6 +7,7 @@ import { Worker } from '@temporalio/worker';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
+import { sessionWorkflowId } from '../src/core/session';
 import { SCENARIOS } from './histories/scenarios';
 
 const dir = join(__dirname, 'histories');
@@ -20,7 +21,9 @@ describe('replay of recorded histories', () => {
   for (const file of files) {
     it(`replays ${file} without nondeterminism`, async () => {
       const history = historyFromJSON(JSON.parse(readFileSync(join(dir, file), 'utf8')));
-      await Worker.runReplayHistory({ workflowBundle: { codePath: inject('bundlePath') } }, history, `replay-${file.replace(/\.json$/, '')}`);
+      const scenario = SCENARIOS.find((candidate) => `${candidate.name}.json` === file);
+      const workflowId = scenario?.turns ? sessionWorkflowId(scenario.agent, `replay-${scenario.name}`) : `replay-${file.replace(/\.json$/, '')}`;
+      await Worker.runReplayHistory({ workflowBundle: { codePath: inject('bundlePath') } }, history, workflowId);
     });
   }
 });

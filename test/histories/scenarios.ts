@@ -32,6 +32,8 @@ export interface Scenario {
   maxTurns?: number;
   /** Cancel the run once it reached this turn. */
   cancelAtTurn?: number;
+  /** For a server-managed agent: the turns sent to session `replay-<name>` (the session's history is recorded). */
+  turns?: string[];
   /** Decisions for the run's holds, in order (sent through the resume update, without the id). */
   decisions?: Array<Record<string, unknown>>;
 }
@@ -56,6 +58,8 @@ export const SCENARIOS: Scenario[] = [
   { name: 'delegation', agent: 'replay-orchestrator', prompt: 'delegate', decisions: [{ approved: true }] },
   // A background task: launched, waited for, collected.
   { name: 'background-task', agent: 'replay-dispatcher', prompt: 'dispatch' },
+  // A session: two turns, the second detached and waited for.
+  { name: 'session', agent: 'replay-session', prompt: '', turns: ['remember 42', 'what was it?'] },
 ];
 
 /** The registry the scenarios run against. */
@@ -105,6 +109,10 @@ export function scenarioRegistry(): Registry {
     },
   });
   const quickWriter = scriptedModel({ name: 'scripted/replay-quick-writer', script: [textReply('quickly written')] });
+  const sessionModel = scriptedModel({
+    name: 'scripted/replay-session',
+    script: (request) => textReply(`heard ${request.messages.filter((message) => message.role === 'user').length}`, { usage: { inputTokens: 3 } }),
+  });
   // turn 1: fail (covered) and add with bad input (covered); turn 2: text
   const soft = scriptedModel({
     name: 'scripted/replay-soft',
@@ -130,6 +138,8 @@ export function scenarioRegistry(): Registry {
     orchestrator,
     dispatcherModel,
     quickWriter,
+    sessionModel,
+    defineAgent({ name: 'replay-session', model: sessionModel.name, session: 'server' }),
     defineAgent({ name: 'replay-writer', description: 'Writes reports.', model: writer.name, tools: [echo], use: [artifacts(), toolApproval({ allowedTools: ['write_artifact'] })] }),
     defineAgent({ name: 'replay-orchestrator', model: orchestrator.name, use: [agents({ agents: ['replay-writer'] }), artifacts()] }),
     defineAgent({ name: 'replay-quick-writer', model: quickWriter.name }),
