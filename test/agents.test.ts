@@ -392,3 +392,95 @@ describe('agents: background tasks', () => {
     await expect.poll(async () => (await worker.client.getHandle(slowId!.slice('slow:'.length)).status()).state, { timeout: 20_000 }).toBe('cancelled');
   });
 });
+
+describe('agents: sub-agents that keep a session', () => {
+  /** A server-managed sub-agent whose replies `reply` computes from its user texts. */
+  function sessionAgent(reply: (texts: string[]) => ScriptedReply) {
+    const name = `keeper-${++count}`;
+    const model = scriptedModel({ name: `scripted/${name}`, script: (request) => reply(request.messages.filter((message) => message.role === 'user').map((message) => (message.content[0] as { text: string }).text)) });
+    registry.add(model, defineAgent({ name, model: model.name, session: 'server' }));
+    return { name, model };
+  }
+  const outputs = (messages: Array<{ role: string; content: unknown[] }>) => toolOutputs(messages) as Array<Record<string, unknown>>;
+
+  it('runs a delegation as a turn of a session of its own, answers with its task id, and continues it with instructions', async () => {
+    // orchestrator turn 1: delegate (with history asked for, which a session agent does not get); turn 2: continue
+    // with instructions (the sub-agent sees its first turn); turn 3: continue the completed task without instructions
+    // (refused); turn 4: done
+    const sub = sessionAgent((texts) => textReply(`seen ${texts.join(' + ')}`));
+    let taskId = '';
+    const { name } = agent({
+      script: [
+        toolCallReply({ name: `delegate_to_${sub.name}`, input: { task: 'draft it' } }),
+        (request: ModelRequest) => {
+          taskId = ((request.messages.at(-1)!.content[0] as { toolResponse: { output: { taskId: string } } }).toolResponse.output.taskId);
+          return toolCallReply({ name: 'continue_task', input: { taskId, instructions: 'shorten it' } });
+        },
+        (request: ModelRequest) => toolCallReply({ name: 'continue_task', input: { taskId: ((request.messages.at(-1)!.content[0] as { toolResponse: { output: { taskId: string } } }).toolResponse.output.taskId) } }),
+        textReply('done'),
+      ] as unknown as ScriptedReply[],
+      use: [agents({ agents: [sub.name], historyLength: 4 })],
+    });
+    const handle = await worker.client.start(name, 'write something');
+    const result = await handle.result();
+    const sessionId = `${handle.runId}/${sub.name}-1`;
+    const [first, second, third] = outputs(result.messages);
+    expect(first).toEqual({ taskId: `${sub.name}:session/${sub.name}/${sessionId}/turn-1`, status: 'completed', response: 'seen draft it' });
+    expect(second).toEqual({ taskId: `${sub.name}:session/${sub.name}/${sessionId}/turn-2`, status: 'completed', response: 'seen draft it + shorten it' });
+    expect(third).toEqual({ response: `Error: task ${second!.taskId} already completed. Call continue_task again with instructions for what to do next.` });
+    expect(sub.model.requests[0]!.request.messages.map((message) => message.role)).toEqual(['user']);
+    // Synchronous turns are not background tasks.
+    expect((await worker.client.getHandle(handle.runId).status()).tasks).toEqual([]);
+  });
+
+  it('retries a task that ended without an answer from where it stopped, and refuses foreign and client-managed task ids', async () => {
+    // the sub-agent's first turn ends "blocked"; continue_task without instructions re-attempts it
+    const sub = sessionAgent((texts) => (texts.length === 1 ? textReply('no', { finishReason: 'blocked' }) : textReply(`recovered after ${texts.at(-1)}`)));
+    const plain = agent({ script: [textReply('plain answer')] });
+    const { name } = agent({
+      script: (request) => {
+        const responses = request.messages.filter((message) => message.role === 'tool');
+        if (responses.length === 0) return toolCallReply([{ name: `delegate_to_${sub.name}`, input: { task: 'try' } }, { name: `delegate_to_${plain.name}`, input: { task: 'x' } }]);
+        if (responses.length === 1) {
+          const taskId = (responses[0]!.content[0] as { toolResponse: { output: { taskId: string } } }).toolResponse.output.taskId;
+          return toolCallReply([
+            { name: 'continue_task', input: { taskId } },
+            { name: 'continue_task', input: { taskId: `${sub.name}:session/${sub.name}/someone-else/turn-1` } },
+            { name: 'continue_task', input: { taskId: `${plain.name}:whatever` } },
+          ]);
+        }
+        return textReply('done');
+      },
+      use: [agents({ agents: [sub.name, plain.name] })],
+    });
+    const result = await worker.client.run(name, 'go');
+    const [blocked, , retried, foreign, clientManaged] = outputs(result.messages);
+    expect(blocked).toMatchObject({ status: 'failed', response: expect.stringContaining(`Error calling agent "${sub.name}": its run ended as "blocked" without completing the task; its last message was: no.`) });
+    expect(blocked!.response).toContain('call continue_task with this taskId to continue it');
+    expect(retried).toMatchObject({ status: 'completed', response: 'recovered after Continue the task from where it stopped.' });
+    expect(foreign).toEqual({ response: 'Error: this conversation did not launch this task, so it cannot be continued from here.' });
+    expect(clientManaged).toEqual({ response: 'Error: this conversation did not launch this task, so it cannot be continued from here.' });
+  });
+
+  it('runs a background delegation as a detached turn and collects it', async () => {
+    const sub = sessionAgent(() => textReply('background answer', { delayMs: 500 }));
+    let taskId = '';
+    const { name } = agent({
+      script: [
+        toolCallReply({ name: `delegate_to_${sub.name}`, input: { task: 'later', background: true } }),
+        (request: ModelRequest) => {
+          taskId = ((request.messages.at(-1)!.content[0] as { toolResponse: { output: { taskId: string } } }).toolResponse.output.taskId);
+          return toolCallReply({ name: 'wait_for_background_tasks', input: { taskIds: [taskId] } });
+        },
+        textReply('done'),
+      ] as unknown as ScriptedReply[],
+      use: [agents({ agents: [sub.name], async: true })],
+    });
+    const result = await worker.client.run(name, 'go');
+    const [launched, waited] = outputs(result.messages);
+    expect(launched).toMatchObject({ taskId, status: 'pending' });
+    expect(taskId).toMatch(new RegExp(`^${sub.name}:session/${sub.name}/.+/turn-1$`));
+    expect(waited).toEqual({ tasks: [{ taskId, agent: sub.name, status: 'completed', response: 'background answer' }] });
+    expect(result.tasks).toEqual([taskId]);
+  });
+});

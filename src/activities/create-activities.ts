@@ -22,6 +22,7 @@ import { withHeartbeat } from './heartbeat';
 import { InfrastructureError, toRetryableFailure } from './infrastructure-error';
 import { assertPayloadFits } from './payload-limit';
 import { DEFAULT_MODEL_REQUEST_TIMEOUT, readModelRequest } from './read-model-request';
+import { invokeSession } from './invoke-session';
 import { awaitTasks, inspectTasks } from './tasks';
 import type { KeelActivities } from './types';
 
@@ -212,5 +213,6 @@ export function createActivities({ registry, config, client, modelRequestTimeout
     validateToolOutput,
     inspectTasks: (input) => asActivity(() => inspectTasks(client, input)),
     awaitTasks: (input) => asActivity(() => awaitTasks(client, input)),
+    invokeSession: (input) => asActivity(() => invokeSession(client, input)),
   };
 }

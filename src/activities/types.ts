@@ -4,6 +4,7 @@
  */
 import type { ModelResponse } from '../core/messages';
 import type { AgentSpec, CallModelInput, CallToolInput, ResolveAgentInput, ValidateToolOutputInput } from '../core/run';
+import type { InvokeOutput, InvokeSessionInput } from '../core/session';
 import type { AwaitTasksInput, AwaitTasksResult, InspectTasksInput, TaskReport } from '../core/tasks';
 
 /** Activities a keel worker registers. */
@@ -20,4 +21,6 @@ export interface KeelActivities {
   inspectTasks(input: InspectTasksInput): Promise<TaskReport[]>;
   /** Waits, heartbeating, until background tasks settle (or the first does, or a deadline). */
   awaitTasks(input: AwaitTasksInput): Promise<AwaitTasksResult>;
+  /** One turn of a sub-agent's session (update-with-start), waited for while heartbeating. */
+  invokeSession(input: InvokeSessionInput): Promise<InvokeOutput>;
 }

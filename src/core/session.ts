@@ -41,6 +41,8 @@ export const InvokeInputSchema = z.object({
   messages: z.array(MessageSchema).min(1),
   /** Runs the turn from this snapshot's state instead of the latest. */
   snapshotId: z.string().optional(),
+  /** Runs the turn from the state of the snapshot of this earlier turn's run (a task id's run). */
+  fromRunId: z.string().optional(),
   /** Returns at once with a pending snapshot; the turn runs on. */
   detach: z.boolean().default(false),
   /** Client-managed state: refused here (a server-managed agent keeps its own). */
@@ -59,7 +61,10 @@ export const InvokeOutputSchema = z.object({
   message: MessageSchema.optional(),
   text: z.string(),
   artifacts: z.array(ArtifactSchema),
+  /** What this turn spent. */
   usage: UsageSchema,
+  /** What the session has spent in all. */
+  sessionUsage: UsageSchema,
   error: RunErrorSchema.optional(),
 });
 export type InvokeOutput = z.infer<typeof InvokeOutputSchema>;
@@ -87,3 +92,21 @@ export function sessionWorkflowId(agent: string, sessionId: string): string {
 
 /** The finish reasons that carry an answer. */
 export const RESULT_FINISH_REASONS: ReadonlySet<z.infer<typeof FinishReasonSchema> | string> = new Set(['stop', 'other', 'unknown']);
+
+/** Input of the `invokeSession` activity: one turn of a sub-agent's session, sent by a run. */
+export const InvokeSessionInputSchema = z.object({
+  agent: z.string(),
+  sessionId: z.string(),
+  invoke: InvokeInputSchema,
+  /** Makes the turn idempotent across retries of the activity. */
+  updateId: z.string(),
+});
+export type InvokeSessionInput = z.input<typeof InvokeSessionInputSchema>;
+
+/** The session id and turn number of a session turn's run id (`session/<agent>/<sessionId>/turn-<n>`). */
+export function sessionOfTurn(runId: string, agent: string): { sessionId: string } | undefined {
+  const prefix = `session/${agent}/`;
+  const match = /^(.*)\/turn-\d+$/.exec(runId);
+  if (!runId.startsWith(prefix) || !match) return undefined;
+  return { sessionId: match[1]!.slice(prefix.length) };
+}

@@ -61,7 +61,7 @@ export function parseTaskId(taskId: string, agents: readonly string[]): { agent:
 }
 
 /** Task ids (with their labels) carried by delegation results in the conversation. */
-function launchedInConversation(messages: readonly Message[], delegationTools: ReadonlySet<string>): Map<string, string | undefined> {
+export function launchedInConversation(messages: readonly Message[], delegationTools: ReadonlySet<string>): Map<string, string | undefined> {
   const found = new Map<string, string | undefined>();
   for (const message of messages) {
     for (const part of message.content) {

@@ -11,7 +11,9 @@ import { artifactText, type Artifact } from '../core/artifacts';
 import type { Message } from '../core/messages';
 import type { RunResult } from '../core/run';
 import { defineMiddleware } from './define-middleware';
-import { BACKGROUND_TOOLS, backgroundTools } from './agents-tasks';
+import { taskIdOf } from '../core/tasks';
+import { sessionOfTurn } from '../core/session';
+import { BACKGROUND_TOOLS, backgroundTools, launchedInConversation, parseTaskId } from './agents-tasks';
 import { injectSystemText } from './system-text';
 import type { ContributedTool, MiddlewareContext, ToolCallParams } from './types';
 
@@ -84,12 +86,12 @@ interface DelegationOutput {
   response: string;
   artifacts?: Array<{ name: string; content?: string }>;
   taskId?: string;
-  status?: 'pending';
+  status?: 'pending' | 'completed' | 'failed' | 'aborted';
   name?: string;
 }
 
 /** The `<sub-agents>` block: every delegation tool with what its agent does, and how background tasks work. */
-export function subAgentsBlock(entries: ReadonlyArray<{ tool: string; description: string }>, background?: { check: string; wait: string; abort: string }): string {
+export function subAgentsBlock(entries: ReadonlyArray<{ tool: string; description: string }>, background?: { check: string; wait: string; abort: string }, continueTool?: string): string {
   return [
     '<sub-agents>',
     'You can hand tasks to these sub-agents, each through its own tool:',
@@ -100,6 +102,12 @@ export function subAgentsBlock(entries: ReadonlyArray<{ tool: string; descriptio
       ? [
           '',
           `To let a sub-agent work while you go on, delegate with "background": true: you get a taskId at once. ${background.check} reports where tasks stand, ${background.wait} waits for them (all, or the first to finish) and returns their results, ${background.abort} stops tasks you no longer need. Background tasks keep running across turns; the taskIds you were given stay valid.`,
+        ]
+      : []),
+    ...(continueTool
+      ? [
+          '',
+          `A task of a sub-agent that keeps its own session comes back with a taskId. ${continueTool} continues such a task once it has settled: a failed or aborted one from where it stopped, a completed one with new instructions. An interrupted task cannot be continued.`,
         ]
       : []),
     '</sub-agents>',
@@ -119,9 +127,14 @@ export function forwardedHistory(messages: readonly Message[], count: number): M
 
 /** The namespace of a sub-agent run's artifacts: `<agent>_<n>` from its run id `<parent>/<agent>-<n>`. */
 function namespaceOf(agent: string, runId: string): string {
-  const match = /-(\d+)$/.exec(runId);
-  return `${agent}_${match ? match[1] : runId.slice(-8)}`;
+  // A session turn's run is `session/<agent>/<sessionId>/turn-<k>`: its session names the delegation.
+  const base = sessionOfTurn(runId, agent)?.sessionId ?? runId;
+  const match = /-(\d+)$/.exec(base);
+  return `${agent}_${match ? match[1] : base.slice(-8)}`;
 }
+
+/** The hint a server-managed task's failure carries: its progress is kept for continue_task. */
+const CONTINUE_HINT = (tool: string) => ` The run's progress up to that point is saved; call ${tool} with this taskId to continue it, optionally with instructions.`;
 
 /** The answer a finished sub-agent run gives the delegating model. */
 function foldResult(agent: string, result: RunResult, artifacts: number): string {
@@ -141,6 +154,9 @@ export const agents = defineMiddleware({
   configSchema: AgentsConfigSchema,
   create(config: ResolvedConfig, context: MiddlewareContext) {
     const registered = new Map(context.agent.directory.map((entry) => [entry.name, entry.description]));
+    const serverManaged = new Set(context.agent.directory.filter((entry) => entry.session === 'server').map((entry) => entry.name));
+    // continue_task exists when any configured agent may keep a session (an unknown one may).
+    const continueTool = config.agents.some((ref) => serverManaged.has(ref.name) || !registered.has(ref.name)) ? sharedToolName(config.toolPrefix, 'continue_task') : undefined;
     let delegations = 0;
     const background = config.async
       ? { check: sharedToolName(config.toolPrefix, BACKGROUND_TOOLS.check), wait: sharedToolName(config.toolPrefix, BACKGROUND_TOOLS.wait), abort: sharedToolName(config.toolPrefix, BACKGROUND_TOOLS.abort) }
@@ -168,19 +184,79 @@ export const agents = defineMiddleware({
       if (!registered.has(agent)) {
         return { response: `Error: agent "${agent}" is configured on the agents middleware but is not registered on this worker.`, ...label };
       }
-      const messages: Message[] = [...forwardedHistory(params.requestMessages, config.historyLength), { role: 'user', content: [{ text: input.data.task }] }];
-      if (input.data.background && config.async) {
-        const task = await context.tasks.start({ agent, messages: [{ role: 'user', content: [{ text: input.data.task }] }], ...label });
-        return {
-          taskId: task.taskId,
-          status: 'pending',
-          response: `Background task ${task.taskId} started for agent "${agent}". Collect its result with ${background!.check} or ${background!.wait}, or stop it with ${background!.abort}.`,
-          ...label,
-        };
+      const task: Message = { role: 'user', content: [{ text: input.data.task }] };
+      const inBackground = input.data.background === true && config.async;
+      if (serverManaged.has(agent)) return { ...(await sessionTurn(agent, { messages: [task], detach: inBackground }, label.name)), ...label };
+      if (inBackground) {
+        const started = await context.tasks.start({ agent, messages: [task], ...label });
+        return { taskId: started.taskId, status: 'pending', response: launched(agent, started.taskId), ...label };
       }
-      const outcome = await context.runAgent({ agent, messages });
+      // History goes to client-managed sub-agents only; a server-managed one keeps its own.
+      const outcome = await context.runAgent({ agent, messages: [...forwardedHistory(params.requestMessages, config.historyLength), task] });
       if ('error' in outcome) return { response: `Error calling agent "${agent}": ${outcome.error.message}`, ...label };
       return { ...settled(agent, outcome.runId, outcome.result), ...label };
+    };
+
+    const ContinueInputSchema = z.object({ taskId: z.string(), instructions: z.string().optional(), background: z.boolean().optional() }).loose();
+
+    /** continue_task: a settled task of a server-managed sub-agent goes on from its snapshot, as a new task. */
+    const continueTask = async (rawInput: unknown, params: ToolCallParams): Promise<DelegationOutput> => {
+      const input = ContinueInputSchema.safeParse(rawInput);
+      if (!input.success) return { response: 'Error: give the "taskId" of the task to continue.' };
+      const { taskId, instructions } = input.data;
+      const parsed = parseTaskId(taskId, config.agents.map((ref) => ref.name));
+      if (!parsed) return { response: `Error: task ID "${taskId}" does not match any configured agent (expected "<agent>:<runId>").` };
+      const known = launchedInConversation(params.requestMessages, delegationToolNames);
+      for (const record of context.tasks.records()) known.set(record.taskId, record.name);
+      if (!known.has(taskId)) return { response: 'Error: this conversation did not launch this task, so it cannot be continued from here.' };
+      const label = known.get(taskId) !== undefined ? { name: known.get(taskId)! } : {};
+      if (config.maxDelegations > 0 && delegations >= config.maxDelegations) {
+        return { response: `Delegation limit reached (${config.maxDelegations}). Finish the task with what you have gathered so far.`, ...label };
+      }
+      delegations += 1;
+      const session = sessionOfTurn(parsed.runId, parsed.agent);
+      if (!serverManaged.has(parsed.agent) || !session) {
+        return { response: `Error: agent "${parsed.agent}" does not keep a session, so its tasks cannot be continued. Delegate the task again.`, ...label };
+      }
+      const refund = (response: string): DelegationOutput => {
+        delegations -= 1;
+        return { response, ...label };
+      };
+      const [report] = await context.tasks.inspect([parsed.runId]);
+      switch (report?.status) {
+        case 'pending':
+          return refund(`Error: task ${taskId} is still running; only a settled task can be continued. Wait for it first.`);
+        case 'aborting':
+          return refund(`Error: task ${taskId} is winding down after an abort. Retry this taskId once it settles.`);
+        case 'unknown':
+        case undefined:
+          return { response: `Error: no record of task ${taskId} exists. Delegate the task again.`, ...label };
+        case 'completed':
+          if (!instructions && RESULT_REASONS.has(report.result?.finishReason ?? 'stop')) {
+            return refund(`Error: task ${taskId} already completed. Call ${continueTool} again with instructions for what to do next.`);
+          }
+      }
+      const message: Message = { role: 'user', content: [{ text: instructions ?? 'Continue the task from where it stopped.' }] };
+      const detach = input.data.background === true && config.async;
+      return { ...(await sessionTurn(parsed.agent, { messages: [message], detach, fromRunId: parsed.runId, sessionId: session.sessionId }, label.name)), ...label };
+    };
+
+    const launched = (agent: string, taskId: string) =>
+      `Background task ${taskId} started for agent "${agent}". Collect its result with ${background!.check} or ${background!.wait}, or stop it with ${background!.abort}.`;
+
+    /** A turn of a server-managed sub-agent's session: its answer and task id, or its pending task. */
+    const sessionTurn = async (agent: string, options: { messages: Message[]; detach: boolean; fromRunId?: string; sessionId?: string }, name?: string): Promise<DelegationOutput> => {
+      const outcome = await context.invokeSession({ agent, ...options, ...(name !== undefined ? { name } : {}) });
+      if ('error' in outcome) return { response: `Error calling agent "${agent}": ${outcome.error.message}` };
+      const { output } = outcome;
+      const taskId = taskIdOf(agent, output.runId);
+      if (output.status === 'pending') return { taskId, status: 'pending', response: launched(agent, taskId) };
+      const merged = mergeArtifacts(agent, namespaceOf(agent, output.runId), output.artifacts);
+      if (output.status === 'completed' && RESULT_REASONS.has(output.finishReason)) {
+        return { taskId, status: 'completed', response: output.text || foldResult(agent, { text: '', finishReason: 'stop' } as RunResult, merged.length), ...(merged.length ? { artifacts: merged } : {}) };
+      }
+      const why = output.error ? output.error.message : `its run ended as "${output.finishReason}" without completing the task; its last message was: ${output.text}.`;
+      return { taskId, status: output.status === 'aborted' ? 'aborted' : 'failed', response: `Error calling agent "${agent}": ${why}${continueTool ? CONTINUE_HINT(continueTool) : ''}` };
     };
 
     /** What a finished sub-agent run answers: its text (or why it has none) and its artifacts, merged under `<agent>_<n>`. */
@@ -195,6 +271,8 @@ export const agents = defineMiddleware({
       description: ref.description ?? (registered.get(ref.name) || 'No description available.'),
       toolDescription: ref.description ?? `Delegates a task to the "${ref.name}" sub-agent.`,
     }));
+    // Results of these tools carry the task ids this conversation launched.
+    const delegationToolNames = new Set([...entries.map((entry) => entry.tool), ...(continueTool ? [continueTool] : [])]);
     const tools: ContributedTool[] = entries.map(({ agent, tool, toolDescription }) => ({
       definition: {
         name: tool,
@@ -211,14 +289,32 @@ export const agents = defineMiddleware({
       },
       run: (input, params) => delegate(agent, input, params),
     }));
-    const block = subAgentsBlock(entries, background);
+    if (continueTool) {
+      tools.push({
+        definition: {
+          name: continueTool,
+          description: 'Continues a settled task of a sub-agent that keeps its own session (failed, aborted, or completed with new instructions).',
+          inputSchema: {
+            type: 'object',
+            properties: {
+              taskId: { type: 'string', description: 'The taskId of the task to continue.' },
+              instructions: { type: 'string', description: 'What to do next; omit to retry where it stopped.' },
+              ...(config.async ? { background: { type: 'boolean', description: 'Continue it in the background.' } } : {}),
+            },
+            required: ['taskId'],
+          },
+        },
+        run: (input, params) => continueTask(input, params),
+      });
+    }
+    const block = subAgentsBlock(entries, background, continueTool);
     if (background) {
       tools.push(
         ...backgroundTools({
           context,
           agents: config.agents.map((ref) => ref.name),
           names: background,
-          delegationTools: new Set(entries.map((entry) => entry.tool)),
+          delegationTools: delegationToolNames,
           maxWaitSeconds: config.maxWaitSeconds,
           completed: (agent, runId, result) => {
             const row = settled(agent, runId, result);

@@ -32,6 +32,8 @@ export type {
   AgentRunOptions,
   AgentRunOutcome,
   ArtifactStore,
+  SessionTurnOptions,
+  TaskControl,
   MiddlewareContext,
   MiddlewareDefinition,
   MiddlewareHooks,

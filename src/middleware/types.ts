@@ -14,6 +14,7 @@ import type { Artifact } from '../core/artifacts';
 import type { KeelError } from '../core/errors';
 import type { AgentSpec, MiddlewareRef, RunResult } from '../core/run';
 import type { TaskRecord, TaskReport } from '../core/tasks';
+import type { InvokeOutput } from '../core/session';
 
 /** One iteration of the tool loop, as `wrapGenerate` sees it. */
 export interface GenerateParams {
@@ -152,6 +153,18 @@ export interface TaskControl {
   abort: (runId: string) => Promise<void>;
 }
 
+/** One turn of a server-managed sub-agent's session. */
+export interface SessionTurnOptions {
+  agent: string;
+  messages: Message[];
+  /** The session; by default a new one for this turn (`<runId>/<agent>-<n>`). */
+  sessionId?: string;
+  /** Start from the snapshot of this earlier turn's run (a task id's run). */
+  fromRunId?: string;
+  /** Answer at once with a pending snapshot; the turn runs on as a background task. */
+  detach?: boolean;
+}
+
 /** What a middleware may use while it works. */
 export interface MiddlewareContext {
   /** The agent being run. */
@@ -167,6 +180,12 @@ export interface MiddlewareContext {
   artifacts: ArtifactStore;
   /** The run's background tasks. */
   tasks: TaskControl;
+  /**
+   * Runs a turn of a server-managed agent's session and waits for it (or, detached, for its
+   * pending snapshot, recorded as a background task). Its usage counts in this run's. A failed
+   * turn comes back as `{ error }`.
+   */
+  invokeSession: (options: SessionTurnOptions & { name?: string }) => Promise<{ output: InvokeOutput } | { error: KeelError }>;
   /** Usage of every model call of the run so far. */
   usage: () => Usage;
   /** The messages the run started with. */

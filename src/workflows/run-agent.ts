@@ -10,7 +10,9 @@ import { addUsage, type Usage } from '../core/messages';
 import type { MiddlewareRef, RunInputOptions, RunResult } from '../core/run';
 import { taskIdOf, type TaskRecord, type TaskReport } from '../core/tasks';
 import type { KeelActivities } from '../activities/types';
-import type { AgentRunOptions, AgentRunOutcome, TaskControl } from '../middleware/types';
+import type { AgentRunOptions, AgentRunOutcome, SessionTurnOptions, TaskControl } from '../middleware/types';
+import type { InvokeOutput } from '../core/session';
+import { asKeelError } from './activity-errors';
 import { GENERATE_WORKFLOW } from './definitions';
 import type { RunState } from './run-state';
 
@@ -106,4 +108,31 @@ function learnOf(run: RunState, reports: TaskReport[]): TaskReport[] {
     run.status.usage = addUsage(run.status.usage, report.result.usage);
   }
   return reports.map((report) => (report.status === 'pending' && run.aborting.includes(report.runId) ? { ...report, status: 'aborting' } : report));
+}
+
+/**
+ * Turns of server-managed sub-agents' sessions, sent through the `invokeSession` activity
+ * (update-with-start with an update id from this run, so a retry attaches to the same turn).
+ * A detached turn is recorded as a background task; a finished one's usage counts here.
+ */
+export function sessionInvoker(run: RunState): (options: SessionTurnOptions & { name?: string }) => Promise<{ output: InvokeOutput } | { error: KeelError }> {
+  return async ({ agent, messages, sessionId, fromRunId, detach = false, name }) => {
+    run.children += 1;
+    const session = sessionId ?? `${run.runId}/${agent}-${run.children}`;
+    const { invokeSession } = proxyActivities<KeelActivities>({
+      startToCloseTimeout: detach ? '1 minute' : '3650 days',
+      heartbeatTimeout: '10 seconds',
+      retry: { initialInterval: '1 second', maximumInterval: '10 seconds' },
+      summary: `session turn of ${agent}`,
+    });
+    try {
+      const output = await invokeSession({ agent, sessionId: session, invoke: { messages, detach, ...(fromRunId ? { fromRunId } : {}) }, updateId: `${run.runId}/turn-${run.children}` });
+      if (detach) run.tasks = [...run.tasks, { taskId: taskIdOf(agent, output.runId), agent, runId: output.runId, ...(name !== undefined ? { name } : {}) }];
+      else run.status.usage = addUsage(run.status.usage, output.usage);
+      return { output };
+    } catch (error) {
+      if (isCancellation(error)) throw error;
+      return { error: asKeelError(error, `the session of agent "${agent}"`) };
+    }
+  };
 }

@@ -10,7 +10,7 @@ import type { AgentSpec, RunInput } from '../core/run';
 import type { ResumePayload } from '../core/interrupts';
 import { instantiateMiddleware, type MiddlewareStage } from '../middleware/registry';
 import { resumedHoldsByStage } from './resume';
-import { agentRunner, taskControl } from './run-agent';
+import { agentRunner, sessionInvoker, taskControl } from './run-agent';
 import type { ContributedTool } from '../middleware/types';
 import type { RunState } from './run-state';
 
@@ -44,6 +44,7 @@ export function setUpRun({ agent, input, run, callModel }: RunSetupOptions): Run
     usage: () => run.status.usage,
     runAgent: agentRunner(run, inherited),
     tasks: taskControl(run, inherited),
+    invokeSession: sessionInvoker(run),
     artifacts: {
       list: () => run.artifacts,
       get: (name) => run.artifacts.find((artifact) => artifact.name === name),

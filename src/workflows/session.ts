@@ -133,7 +133,8 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
       finishReason,
       text: '',
       artifacts: next.artifacts,
-      usage: next.usage,
+      usage: 'result' in end ? end.result.usage : 'stopped' in end ? (end.stopped.partial?.usage ?? {}) : {},
+      sessionUsage: next.usage,
       ...extra,
     });
     if ('failed' in end) {
@@ -195,7 +196,8 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
           }
           checkedAgent = true;
         }
-        const base = request.snapshotId ? (snapshotStates[request.snapshotId] ?? state) : state;
+        const from = request.snapshotId ?? (request.fromRunId ? snapshots.find((snapshot) => snapshot.runId === request.fromRunId)?.snapshotId : undefined);
+        const base = from ? (snapshotStates[from] ?? state) : state;
         const now = new Date().toISOString();
         const snapshot: Snapshot = {
           snapshotId: uuid4(),
@@ -217,7 +219,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
           .finally(() => {
             busy = false;
           });
-        return { sessionId, snapshotId: snapshot.snapshotId, runId: snapshot.runId, status: 'pending', finishReason: 'detached', text: '', artifacts: base.artifacts, usage: base.usage };
+        return { sessionId, snapshotId: snapshot.snapshotId, runId: snapshot.runId, status: 'pending', finishReason: 'detached', text: '', artifacts: base.artifacts, usage: {}, sessionUsage: base.usage };
       } finally {
         if (!detachedTurn) busy = false;
       }
@@ -228,6 +230,9 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
         if (!request.success) throw refusal('INVALID_ARGUMENT', `invalid invocation: ${describeZodError(request.error)}`);
         if (request.data.state !== undefined) throw refusal('INVALID_ARGUMENT', `agent "${agent}" keeps its conversation on the server (session: 'server'): send a session id, not state`);
         if (request.data.snapshotId && !snapshotStates[request.data.snapshotId]) throw notFound(request.data.snapshotId);
+        if (request.data.fromRunId && !snapshots.some((snapshot) => snapshot.runId === request.data.fromRunId)) {
+          throw refusal('NOT_FOUND', `no snapshot of run "${request.data.fromRunId}" in session "${sessionId}" of agent "${agent}"`);
+        }
       },
     },
   );

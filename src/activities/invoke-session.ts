@@ -1,0 +1,29 @@
+/**
+ * One turn of a sub-agent's session, sent by a run (a delegation to a server-managed agent):
+ * the session's `invoke` update with update-with-start, waited for while heartbeating. The
+ * update id comes from the run, so a retried activity attaches to the same turn instead of
+ * sending another. Node side.
+ */
+import { Context } from '@temporalio/activity';
+import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
+import { sessionWorkflowId, type InvokeOutput, type InvokeSessionInput } from '../core/session';
+import { runErrorOf } from '../client/run-errors';
+import { SESSION_WORKFLOW, invokeUpdate } from '../workflows/definitions';
+import { withHeartbeat } from './heartbeat';
+
+/** The `invokeSession` activity. */
+export async function invokeSession(client: Client, { agent, sessionId, invoke, updateId }: InvokeSessionInput): Promise<InvokeOutput> {
+  const startWorkflowOperation = new WithStartWorkflowOperation(SESSION_WORKFLOW, {
+    workflowId: sessionWorkflowId(agent, sessionId),
+    taskQueue: Context.current().info.taskQueue,
+    args: [{ agent, sessionId }],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+  });
+  return withHeartbeat(async () => {
+    try {
+      return await client.workflow.executeUpdateWithStart(invokeUpdate, { args: [invoke], updateId, startWorkflowOperation });
+    } catch (error) {
+      throw runErrorOf(error);
+    }
+  });
+}
