@@ -108,9 +108,11 @@ describe('agents: synchronous delegation', () => {
     const { name, model } = agent({ script: [textReply('ok')], use: [agents({ agents: ['web_researcher', { name: 'coder', description: 'Writes Go code.' }] })] });
     await worker.client.run(name, 'go');
     const request = model.requests[0]!.request;
+    // coder is not registered on this worker: it may keep a session, so continue_task is there too
     expect(request.tools.map((tool) => [tool.name, tool.description])).toEqual([
       ['delegate_to_web_researcher', 'Delegates a task to the "web_researcher" sub-agent.'],
       ['delegate_to_coder', 'Writes Go code.'],
+      ['continue_task', 'Continues a settled task of a sub-agent that keeps its own session (failed, aborted, or completed with new instructions).'],
     ]);
     const block = (request.messages[0]!.content.find((part) => 'metadata' in part && part.metadata?.['agents-instructions']) as { text: string }).text;
     expect(block).toContain('  - delegate_to_web_researcher: Searches the web and summarizes findings.\n  - delegate_to_coder: Writes Go code.');
@@ -256,15 +258,18 @@ describe('agents: background tasks', () => {
   it('lets two async instances with their own prefixes share a run; two with the default prefix collide', async () => {
     const prefixed = agent({ script: [textReply('ok')], use: [agents({ agents: ['quick'], toolPrefix: 'research', async: true }), agents({ agents: ['fast'], toolPrefix: 'code', async: true })] });
     await worker.client.run(prefixed.name, 'go');
+    // quick and fast are not registered yet: they may keep a session, so each instance has its continue tool
     expect(prefixed.model.requests[0]!.request.tools.map((tool) => tool.name)).toEqual([
       'research_quick',
       'research_check_background_tasks',
       'research_wait_for_background_tasks',
       'research_abort_background_tasks',
+      'research_continue_task',
       'code_fast',
       'code_check_background_tasks',
       'code_wait_for_background_tasks',
       'code_abort_background_tasks',
+      'code_continue_task',
     ]);
     const bare = agent({ script: [textReply('never')], use: [agents({ agents: ['quick'], async: true }), agents({ agents: ['fast'], async: true })] });
     expect(await worker.client.run(bare.name, 'go').then(() => undefined, runErrorOf)).toMatchObject({
@@ -460,6 +465,32 @@ describe('agents: sub-agents that keep a session', () => {
     expect(retried).toMatchObject({ status: 'completed', response: 'recovered after Continue the task from where it stopped.' });
     expect(foreign).toEqual({ response: 'Error: this conversation did not launch this task, so it cannot be continued from here.' });
     expect(clientManaged).toEqual({ response: 'Error: this conversation did not launch this task, so it cannot be continued from here.' });
+  });
+
+  it("shows a session sub-agent's hold at the root and lets the root decide it; the root's budget holds for its turns too", async () => {
+    // root turn 1: delegate to the guarded session agent; its dangerous call is held; approved at the root; root turn 2: done
+    const name = `keeper-guarded-${++count}`;
+    const model = scriptedModel({ name: `scripted/${name}`, script: [toolCallReply({ name: 'dangerous', input: { v: 'y' } }), textReply('guarded done')] });
+    registry.add(model, defineAgent({ name, model: model.name, session: 'server', tools: [dangerous], use: [toolApproval()] }));
+    const root = agent({ script: [toolCallReply({ name: `delegate_to_${name}`, input: { task: 'clean' } }), textReply('done')], use: [agents({ agents: [name] })] });
+    const handle = await worker.client.start(root.name, 'go');
+    let pending: Interrupt[] = [];
+    await expect.poll(async () => (pending = await handle.pendingInterrupts()).length, { timeout: 20_000, interval: 50 }).toBe(1);
+    expect(pending[0]).toMatchObject({ id: `${name}-1/i1`, kind: 'approval', toolName: 'dangerous', path: [`session/${name}/${handle.runId}/${name}-1/turn-1`] });
+    await handle.approve(pending[0]!.id);
+    expect(outputs((await handle.result()).messages)[0]).toMatchObject({ status: 'completed', response: 'guarded done' });
+
+    // a root that has spent its budget cannot have a session sub-agent spend more
+    const sub = sessionAgent(() => textReply('never'));
+    const broke = agent({
+      script: [toolCallReply({ name: `delegate_to_${sub.name}`, input: { task: 'go' } }, { usage: { totalTokens: 30 } }), textReply('never')],
+      use: [budget({ limit: { totalTokens: 25 } }), agents({ agents: [sub.name] })],
+    });
+    const stopped = await worker.client.start(broke.name, 'go');
+    expect(await stopped.result().then(() => undefined, runErrorOf)).toMatchObject({ status: 'ABORTED', message: 'budget: used 30 of 25 totalTokens' });
+    expect(sub.model.requests).toHaveLength(0);
+    const messages = await worker.client.temporal.workflow.getHandle(stopped.runId).query(messagesQuery, 0);
+    expect(outputs(messages)[0]).toMatchObject({ status: 'aborted', response: expect.stringContaining(`Error calling agent "${sub.name}": budget: used 30 of 25 totalTokens`) });
   });
 
   it('runs a background delegation as a detached turn and collects it', async () => {

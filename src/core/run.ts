@@ -69,6 +69,8 @@ export const RunInputSchema = z.object({
   state: ClientStateSchema.optional(),
   /** Set by a session workflow: the session this run is a turn of, and what it spent before. */
   session: z.object({ id: z.string(), usage: UsageSchema }).optional(),
+  /** The run this run's holds are reported to, when it is not the Temporal parent (a session turn a run delegated). */
+  reportTo: z.string().optional(),
 });
 export type RunInput = z.infer<typeof RunInputSchema>;
 export type RunInputOptions = z.input<typeof RunInputSchema>;

@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { ArtifactSchema } from './artifacts';
 import { FinishReasonSchema, MessageSchema, UsageSchema } from './messages';
-import { ClientStateSchema, RunErrorSchema } from './run';
+import { ClientStateSchema, MiddlewareRefSchema, RunErrorSchema } from './run';
 
 /** A conversation's state between turns: history, artifacts, usage so far, and custom data. */
 export const SessionStateSchema = ClientStateSchema.extend({ usage: UsageSchema.default({}) });
@@ -47,6 +47,10 @@ export const InvokeInputSchema = z.object({
   detach: z.boolean().default(false),
   /** Client-managed state: refused here (a server-managed agent keeps its own). */
   state: z.unknown().optional(),
+  /** Middleware the turn's run gets besides the agent's own (what a delegating run hands down, e.g. its budget). */
+  use: z.array(MiddlewareRefSchema).default([]),
+  /** The run the turn's holds are reported to (a delegating run), so they are decided at its root. */
+  reportTo: z.string().optional(),
 });
 export type InvokeInput = z.input<typeof InvokeInputSchema>;
 

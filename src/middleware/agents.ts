@@ -289,24 +289,6 @@ export const agents = defineMiddleware({
       },
       run: (input, params) => delegate(agent, input, params),
     }));
-    if (continueTool) {
-      tools.push({
-        definition: {
-          name: continueTool,
-          description: 'Continues a settled task of a sub-agent that keeps its own session (failed, aborted, or completed with new instructions).',
-          inputSchema: {
-            type: 'object',
-            properties: {
-              taskId: { type: 'string', description: 'The taskId of the task to continue.' },
-              instructions: { type: 'string', description: 'What to do next; omit to retry where it stopped.' },
-              ...(config.async ? { background: { type: 'boolean', description: 'Continue it in the background.' } } : {}),
-            },
-            required: ['taskId'],
-          },
-        },
-        run: (input, params) => continueTask(input, params),
-      });
-    }
     const block = subAgentsBlock(entries, background, continueTool);
     if (background) {
       tools.push(
@@ -325,6 +307,24 @@ export const agents = defineMiddleware({
       );
     }
 
+    if (continueTool) {
+      tools.push({
+        definition: {
+          name: continueTool,
+          description: 'Continues a settled task of a sub-agent that keeps its own session (failed, aborted, or completed with new instructions).',
+          inputSchema: {
+            type: 'object',
+            properties: {
+              taskId: { type: 'string', description: 'The taskId of the task to continue.' },
+              instructions: { type: 'string', description: 'What to do next; omit to retry where it stopped.' },
+              ...(config.async ? { background: { type: 'boolean', description: 'Continue it in the background.' } } : {}),
+            },
+            required: ['taskId'],
+          },
+        },
+        run: (input, params) => continueTask(input, params),
+      });
+    }
     return {
       tools,
       wrapGenerate: (params, next) => next({ ...params, messages: injectSystemText(params.messages, AGENTS_INSTRUCTIONS_MARKER, block) }),

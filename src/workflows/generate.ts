@@ -69,6 +69,7 @@ export async function generateWorkflow(rawInput: RunInput): Promise<RunResult> {
   const checkOutput = (toolName: string, output: unknown) => (localTools.has(toolName) ? Promise.resolve(output) : validateOutput(toolName, output));
   const board: InterruptBoard = new InterruptBoard({
     runId: info.workflowId,
+    ...(parsed.success && parsed.data.reportTo ? { reportTo: parsed.data.reportTo } : {}),
     validateOutput: checkOutput,
     onChange: () => showInterrupts(run, board.pending()),
     timeout: parsed.success ? parsed.data.interruptTimeout : undefined,

@@ -25,6 +25,8 @@ interface Entry {
 export interface InterruptBoardOptions {
   /** The run's id (its sub-agent runs' ids extend it). */
   runId: string;
+  /** The run to report pending interrupts to instead of the Temporal parent. */
+  reportTo?: string;
   /** Checks a stand-in output against the tool's output schema; returns it parsed (may throw). */
   validateOutput: (toolName: string, output: unknown) => Promise<unknown>;
   /** Called whenever the set of pending interrupts changes. */
@@ -47,7 +49,7 @@ export class InterruptBoard {
 
   constructor(options: InterruptBoardOptions) {
     this.options = options;
-    this.nested = new SubAgentInterrupts({ runId: options.runId, onChange: () => this.changed() });
+    this.nested = new SubAgentInterrupts({ runId: options.runId, reportTo: options.reportTo, onChange: () => this.changed() });
     setHandler(resumeUpdate, (decision) => this.accept(decision), { validator: (decision) => void this.check(decision) });
     setHandler(resumeSignal, async (decision) => {
       try {

@@ -115,7 +115,7 @@ function learnOf(run: RunState, reports: TaskReport[]): TaskReport[] {
  * (update-with-start with an update id from this run, so a retry attaches to the same turn).
  * A detached turn is recorded as a background task; a finished one's usage counts here.
  */
-export function sessionInvoker(run: RunState): (options: SessionTurnOptions & { name?: string }) => Promise<{ output: InvokeOutput } | { error: KeelError }> {
+export function sessionInvoker(run: RunState, inherited: () => MiddlewareRef[]): (options: SessionTurnOptions & { name?: string }) => Promise<{ output: InvokeOutput } | { error: KeelError }> {
   return async ({ agent, messages, sessionId, fromRunId, detach = false, name }) => {
     run.children += 1;
     const session = sessionId ?? `${run.runId}/${agent}-${run.children}`;
@@ -126,7 +126,8 @@ export function sessionInvoker(run: RunState): (options: SessionTurnOptions & { 
       summary: `session turn of ${agent}`,
     });
     try {
-      const output = await invokeSession({ agent, sessionId: session, invoke: { messages, detach, ...(fromRunId ? { fromRunId } : {}) }, updateId: `${run.runId}/turn-${run.children}` });
+      const invoke = { messages, detach, use: inherited(), reportTo: run.runId, ...(fromRunId ? { fromRunId } : {}) };
+      const output = await invokeSession({ agent, sessionId: session, invoke, updateId: `${run.runId}/turn-${run.children}` });
       if (detach) run.tasks = [...run.tasks, { taskId: taskIdOf(agent, output.runId), agent, runId: output.runId, ...(name !== undefined ? { name } : {}) }];
       else run.status.usage = addUsage(run.status.usage, output.usage);
       return { output };

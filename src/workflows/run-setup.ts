@@ -44,7 +44,7 @@ export function setUpRun({ agent, input, run, callModel }: RunSetupOptions): Run
     usage: () => run.status.usage,
     runAgent: agentRunner(run, inherited),
     tasks: taskControl(run, inherited),
-    invokeSession: sessionInvoker(run),
+    invokeSession: sessionInvoker(run, inherited),
     artifacts: {
       list: () => run.artifacts,
       get: (name) => run.artifacts.find((artifact) => artifact.name === name),

@@ -25,7 +25,7 @@ import {
 } from '@temporalio/workflow';
 import { KeelError, fromApplicationFailure, toApplicationFailure, toKeelError } from '../core/errors';
 import { addUsage, messageText, type Message, type Usage } from '../core/messages';
-import type { RunResult } from '../core/run';
+import type { MiddlewareRef, RunResult } from '../core/run';
 import { describeZodError } from '../core/schema-errors';
 import { InvokeInputSchema, KEPT_SNAPSHOT_STATES, SessionInputSchema, type InvokeInput, type InvokeOutput, type SessionInput, type SessionState, type Snapshot } from '../core/session';
 import type { KeelActivities } from '../activities/types';
@@ -92,7 +92,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
    * Starts one turn as a child generate run, in a scope `abort` can cancel; resolves once the
    * run has started (so its id can be followed), with how it will end.
    */
-  const startTurn = async (snapshotId: string, runId: string, base: SessionState, messages: Message[]): Promise<{ ended: Promise<TurnEnd> }> => {
+  const startTurn = async (snapshotId: string, runId: string, base: SessionState, messages: Message[], extra: { use: MiddlewareRef[]; reportTo?: string }): Promise<{ ended: Promise<TurnEnd> }> => {
     const scope = new CancellationScope();
     current = { snapshotId, scope };
     const ending = (error: unknown): TurnEnd => {
@@ -109,7 +109,10 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
     let child;
     try {
       child = await scope.run(() =>
-        startChild(GENERATE_WORKFLOW, { workflowId: runId, args: [{ agent, messages, artifacts: base.artifacts, session: { id: sessionId, usage: base.usage } }] }),
+        startChild(GENERATE_WORKFLOW, {
+          workflowId: runId,
+          args: [{ agent, messages, artifacts: base.artifacts, session: { id: sessionId, usage: base.usage }, use: extra.use, ...(extra.reportTo ? { reportTo: extra.reportTo } : {}) }],
+        }),
       );
     } catch (error) {
       return { ended: Promise.resolve(finish(ending(error))) };
@@ -209,7 +212,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
           updatedAt: now,
           messageCount: base.messages.length,
         };
-        const { ended } = await startTurn(snapshot.snapshotId, snapshot.runId, base, [...base.messages, ...request.messages]);
+        const { ended } = await startTurn(snapshot.snapshotId, snapshot.runId, base, [...base.messages, ...request.messages], { use: request.use, ...(request.reportTo ? { reportTo: request.reportTo } : {}) });
         if (!request.detach) return settle(snapshot, base, await ended, false);
         // Detached: answer now with the pending snapshot; the turn settles it later.
         detachedTurn = true;

@@ -15,6 +15,8 @@ import { childInterruptsSignal, resumeSignal } from './definitions';
 export interface SubAgentInterruptsOptions {
   /** This run's id (its children's ids extend it). */
   runId: string;
+  /** The run to report to instead of the Temporal parent (a session turn a run delegated). */
+  reportTo?: string;
   /** Called whenever a child's pending interrupts change. */
   onChange: () => void;
 }
@@ -22,28 +24,43 @@ export interface SubAgentInterruptsOptions {
 /** The pending interrupts of a run's sub-agent runs, and the way decisions reach them. */
 export class SubAgentInterrupts {
   private readonly runId: string;
+  private readonly reportTo: string | undefined;
   private readonly onChange: () => void;
-  /** Each child's pending interrupts, as this run shows them, by the child's key (`<agent>-<n>`). */
-  private readonly byChild = new Map<string, Interrupt[]>();
+  /** Each child's run id and pending interrupts, as this run shows them, by the child's key (`<agent>-<n>`). */
+  private readonly byChild = new Map<string, { runId: string; interrupts: Interrupt[] }>();
   /** What this run last reported to its parent, so an unchanged list is not sent again. */
   private reported = '[]';
 
-  constructor({ runId, onChange }: SubAgentInterruptsOptions) {
+  constructor({ runId, reportTo, onChange }: SubAgentInterruptsOptions) {
     this.runId = runId;
+    this.reportTo = reportTo;
     this.onChange = onChange;
     setHandler(childInterruptsSignal, ({ runId: childRunId, interrupts }) => {
-      if (!childRunId.startsWith(`${this.runId}/`)) return;
-      const key = childRunId.slice(this.runId.length + 1);
+      const key = this.keyOf(childRunId);
+      if (!key) return;
       const shown = interrupts.map((interrupt) => ({ ...interrupt, id: `${key}/${interrupt.id}`, path: [childRunId, ...(interrupt.path ?? [])] }));
-      if (shown.length) this.byChild.set(key, shown);
+      if (shown.length) this.byChild.set(key, { runId: childRunId, interrupts: shown });
       else this.byChild.delete(key);
       this.onChange();
     });
   }
 
+  /**
+   * The key a sub-agent run of this run is shown under: `<agent>-<n>` of a child run
+   * (`<runId>/<agent>-<n>`) or of a session this run delegated to
+   * (`session/<agent>/<runId>/<agent>-<n>/turn-<k>`); undefined for any other run.
+   */
+  private keyOf(childRunId: string): string | undefined {
+    if (childRunId.startsWith(`${this.runId}/`)) return childRunId.slice(this.runId.length + 1);
+    const marker = `/${this.runId}/`;
+    const at = childRunId.indexOf(marker);
+    if (!childRunId.startsWith('session/') || at < 0) return undefined;
+    return childRunId.slice(at + marker.length).replace(/\/turn-\d+$/, '');
+  }
+
   /** Every pending interrupt of the sub-agent runs, oldest child first. */
   pending(): Interrupt[] {
-    return [...this.byChild.values()].flat();
+    return [...this.byChild.values()].flatMap((child) => child.interrupts);
   }
 
   /** True for an id of a sub-agent's interrupt (`<agent>-<n>/<id>`). */
@@ -66,23 +83,24 @@ export class SubAgentInterrupts {
   async forward(decision: Decision): Promise<void> {
     const separator = decision.interruptId.indexOf('/');
     const key = decision.interruptId.slice(0, separator);
-    const childRunId = `${this.runId}/${key}`;
-    await getExternalWorkflowHandle(childRunId).signal(resumeSignal, { ...decision, interruptId: decision.interruptId.slice(separator + 1) });
+    const child = this.byChild.get(key);
+    if (!child) return;
+    await getExternalWorkflowHandle(child.runId).signal(resumeSignal, { ...decision, interruptId: decision.interruptId.slice(separator + 1) });
     // Shown as decided until the child reports again.
-    const remaining = (this.byChild.get(key) ?? []).filter((interrupt) => interrupt.id !== decision.interruptId);
-    if (remaining.length) this.byChild.set(key, remaining);
+    const remaining = child.interrupts.filter((interrupt) => interrupt.id !== decision.interruptId);
+    if (remaining.length) this.byChild.set(key, { ...child, interrupts: remaining });
     else this.byChild.delete(key);
     this.onChange();
   }
 
   /** Reports this run's pending interrupts (its own and its sub-agents') to its parent run, if it has one. */
   reportToParent(pending: readonly Interrupt[]): void {
-    const parent = workflowInfo().parent;
+    const parent = this.reportTo ?? workflowInfo().parent?.workflowId;
     const json = JSON.stringify(pending);
     if (!parent || json === this.reported) return;
     this.reported = json;
     // A parent that has finished cannot be told; its status no longer matters.
-    void getExternalWorkflowHandle(parent.workflowId)
+    void getExternalWorkflowHandle(parent)
       .signal(childInterruptsSignal, { runId: this.runId, interrupts: [...pending] })
       .catch(() => undefined);
   }
