@@ -64,6 +64,8 @@ const CaseSchema = z
         turns: z.number().int().optional(),
         /** Compared whole: a field the schema does not know must still show up. */
         usage: z.record(z.string(), z.unknown()).optional(),
+        /** The final message's metadata (matched as a subset). */
+        finalMetadata: z.record(z.string(), z.unknown()).optional(),
         transcript: z.array(z.string()).optional(),
         error: z.object({ status: StatusNameSchema, includes: z.string() }).strict().optional(),
         /** Model calls of the primary model. */
@@ -166,6 +168,7 @@ export function runSpecFile(file: string): void {
           if (expected.text !== undefined) expect(result.text).toBe(expected.text);
           if (expected.turns !== undefined) expect(result.turns).toBe(expected.turns);
           if (expected.usage) expect(result.usage).toEqual(expected.usage);
+          if (expected.finalMetadata) expect(result.message?.metadata).toMatchObject(expected.finalMetadata);
           if (expected.transcript) expect(transcript(result.messages)).toEqual(expected.transcript);
           expect((await handle.status()).state).toBe('completed');
         }
