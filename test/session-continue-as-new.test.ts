@@ -34,7 +34,8 @@ describe('session continue-as-new', () => {
     const outputs = [];
     for (let turn = 1; turn <= 8; turn++) outputs.push(await session.send(`message ${turn}`));
     expect(outputs.map((output) => output.text)).toEqual(['turn 1', 'turn 2', 'turn 3', 'turn 4', 'turn 5', 'turn 6', 'turn 7', 'turn 8']);
-    expect(outputs.at(-1)!.usage).toEqual({ inputTokens: 8 });
+    expect(outputs.at(-1)!.usage).toEqual({ inputTokens: 1 });
+    expect(outputs.at(-1)!.sessionUsage).toEqual({ inputTokens: 8 });
     // Earlier runs of the session continued as new; the latest one runs on.
     const runs: string[] = [];
     for await (const execution of worker.client.temporal.workflow.list({ query: `WorkflowId = "${session.workflowId}"` })) runs.push(execution.status.name);
