@@ -6,7 +6,7 @@ import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ModelRequest } from '../src/core/messages';
 import { defineAgent } from '../src/define';
-import { agents } from '../src/middleware/agents';
+import { agents, namespaceOf } from '../src/middleware/agents';
 import { artifacts } from '../src/middleware/artifacts';
 import { toolApproval } from '../src/middleware/tool-approval';
 import type { Interrupt } from '../src/core/run';
@@ -183,16 +183,37 @@ describe('agents: synchronous delegation', () => {
     const delegation = toolCallReply({ name: 'delegate_to_writer', input: { task: 'write the report' } });
     const inline = agent({ script: [delegation, textReply('done')], use: [agents({ agents: ['writer'] }), artifacts()] });
     const session = agent({ script: [delegation, textReply('done')], use: [agents({ agents: ['writer'], artifactStrategy: 'session' }), artifacts()] });
-    const inlineResult = await worker.client.run(inline.name, 'go');
-    const sessionResult = await worker.client.run(session.name, 'go');
+    const inlineHandle = await worker.client.start(inline.name, 'go');
+    const sessionHandle = await worker.client.start(session.name, 'go');
+    const [inlineResult, sessionResult] = await Promise.all([inlineHandle.result(), sessionHandle.result()]);
+    // Each delegation's namespace comes from its run's id: unique, so later ones never replace earlier ones.
+    const inlineNs = namespaceOf('writer', `${inlineHandle.runId}/writer-1`);
+    const sessionNs = namespaceOf('writer', `${sessionHandle.runId}/writer-1`);
+    expect(inlineNs).toMatch(/^writer_[0-9a-f]{8}$/);
+    expect(sessionNs).not.toBe(inlineNs);
     const notice = 'The task completed without a final message; its result is in the one artifact it produced.';
-    expect(toolOutputs(inlineResult.messages)).toEqual([{ response: notice, artifacts: [{ name: 'writer_1/report.md', content: 'the report' }] }]);
-    expect(toolOutputs(sessionResult.messages)).toEqual([{ response: notice, artifacts: [{ name: 'writer_1/report.md' }] }]);
-    for (const result of [inlineResult, sessionResult]) {
-      expect(result.artifacts).toEqual([{ name: 'writer_1/report.md', parts: [{ text: 'the report' }], metadata: { source: 'writer', invocationId: 'writer_1' } }]);
+    expect(toolOutputs(inlineResult.messages)).toEqual([{ response: notice, artifacts: [{ name: `${inlineNs}/report.md`, content: 'the report' }] }]);
+    expect(toolOutputs(sessionResult.messages)).toEqual([{ response: notice, artifacts: [{ name: `${sessionNs}/report.md` }] }]);
+    for (const [result, ns] of [[inlineResult, inlineNs], [sessionResult, sessionNs]] as const) {
+      expect(result.artifacts).toEqual([{ name: `${ns}/report.md`, parts: [{ text: 'the report' }], metadata: { source: 'writer', invocationId: ns } }]);
     }
-    expect(inline.model.requests[1]!.request.messages[0]!.content.at(-1)).toMatchObject({ text: expect.stringContaining('  - writer_1/report.md (10 chars) [from: writer]') });
+    expect(inline.model.requests[1]!.request.messages[0]!.content.at(-1)).toMatchObject({ text: expect.stringContaining(`  - ${inlineNs}/report.md (10 chars) [from: writer]`) });
     expect(writer.model.requests).toHaveLength(4);
+  });
+});
+
+describe('agents: a sub-agent run cancelled on its own', () => {
+  it('answers the delegation with the cancellation; the parent goes on', async () => {
+    // parent turn 1: delegate to a slow sub-agent, whose run is cancelled from outside; turn 2: done
+    const sub = agent({ script: [textReply('too late', { delayMs: 30_000 })] });
+    const { name } = agent({ script: [toolCallReply({ name: `delegate_to_${sub.name}`, input: { task: 'slowly' } }), textReply('done')], use: [agents({ agents: [sub.name] })] });
+    const handle = await worker.client.start(name, 'go');
+    const child = worker.client.getHandle(`${handle.runId}/${sub.name}-1`);
+    await expect.poll(async () => (await child.status().catch(() => undefined))?.state, { timeout: 10_000 }).toBe('running');
+    await child.cancel();
+    const result = await handle.result();
+    expect(result.text).toBe('done');
+    expect(toolOutputs(result.messages)).toEqual([{ response: `Error calling agent "${sub.name}": the run of agent "${sub.name}" was cancelled` }]);
   });
 });
 
@@ -321,10 +342,10 @@ describe('agents: background tasks', () => {
     });
     expect(outputOf(result.messages, 'check_background_tasks')!.toolResponse.output).toEqual({ tasks: [{ taskId, agent: 'researcher', name: 'lit review', status: 'pending' }] });
     expect(outputOf(result.messages, 'wait_for_background_tasks')!.toolResponse.output).toEqual({
-      tasks: [{ taskId, agent: 'researcher', name: 'lit review', status: 'completed', response: 'research complete', artifacts: [{ name: 'researcher_1/findings.md', content: 'found it' }] }],
+      tasks: [{ taskId, agent: 'researcher', name: 'lit review', status: 'completed', response: 'research complete', artifacts: [{ name: `${namespaceOf('researcher', runId)}/findings.md`, content: 'found it' }] }],
     });
     expect(result.tasks).toEqual([taskId]);
-    expect(result.artifacts.map((artifact) => artifact.name)).toEqual(['researcher_1/findings.md']);
+    expect(result.artifacts.map((artifact) => artifact.name)).toEqual([`${namespaceOf('researcher', runId)}/findings.md`]);
     expect((await handle.status()).tasks).toEqual([{ taskId, agent: 'researcher', runId, name: 'lit review' }]);
     const system = JSON.stringify(model.requests[0]!.request.messages[0]);
     expect(system).toContain('\\"background\\": true');

@@ -106,6 +106,32 @@ describe('server-managed sessions', () => {
   });
 });
 
+describe('sessions under load and misuse', () => {
+  it('runs turns sent at once one after another, each on the history the one before left', async () => {
+    const { name } = agent({ script: (request) => textReply(`heard ${userTexts(request).length}`, { delayMs: 200 }) });
+    const session = worker.client.session(name, `concurrent-${Date.now()}`);
+    const outputs = await Promise.all(['a', 'b', 'c'].map((text) => session.send(text)));
+    expect(outputs.map((output) => output.text).sort()).toEqual(['heard 1', 'heard 2', 'heard 3']);
+    expect(await session.snapshot()).toMatchObject({ messageCount: 6 });
+  });
+
+  it('keeps counting what the session spent when a turn starts from an earlier snapshot', async () => {
+    // turn 1 spends 10 (snapshot s1); turn 2 spends 10 (20 of 15); a turn from s1 is still over the session's limit
+    const { name, model } = agent({ script: [textReply('one', { usage: { inputTokens: 10 } }), textReply('two', { usage: { inputTokens: 10 } }), textReply('never')], use: [budget({ limit: { inputTokens: 15 }, scope: 'session' })] });
+    const session = worker.client.session(name, `branch-${Date.now()}`);
+    const first = await session.send('one');
+    await session.send('two');
+    expect(await session.send('again', { snapshotId: first.snapshotId })).toMatchObject({ status: 'aborted', error: { status: 'ABORTED', message: 'budget: used 20 of 15 inputTokens' } });
+    expect(model.requests).toHaveLength(2);
+  });
+
+  it('ends a session started for an agent that does not exist', async () => {
+    const session = worker.client.session('no-such-agent', `ghost-${Date.now()}`);
+    await expect(session.send('hi')).rejects.toMatchObject({ status: 'NOT_FOUND', message: expect.stringContaining('agent "no-such-agent" is not registered') });
+    await expect.poll(async () => (await worker.client.temporal.workflow.getHandle(session.workflowId).describe()).status.name, { timeout: 10_000 }).toBe('COMPLETED');
+  });
+});
+
 describe('client-managed state', () => {
   it('takes the conversation in and gives it back, with artifacts and custom data', async () => {
     const { name, model } = agent({ session: 'client', script: (request) => textReply(`seen ${userTexts(request).join(',')}`) });

@@ -69,8 +69,11 @@ export const RunInputSchema = z.object({
   state: ClientStateSchema.optional(),
   /** Set by a session workflow: the session this run is a turn of, and what it spent before. */
   session: z.object({ id: z.string(), usage: UsageSchema }).optional(),
-  /** The run this run's holds are reported to, when it is not the Temporal parent (a session turn a run delegated). */
-  reportTo: z.string().optional(),
+  /**
+   * The run this run's holds are reported to, and the key they are shown under there, when it
+   * is not the Temporal parent (a session turn a run delegated).
+   */
+  reportTo: z.object({ runId: z.string(), key: z.string() }).optional(),
 });
 export type RunInput = z.infer<typeof RunInputSchema>;
 export type RunInputOptions = z.input<typeof RunInputSchema>;
@@ -99,6 +102,15 @@ export const InterruptSchema = z.object({
   data: z.record(z.string(), z.unknown()).optional(),
 });
 export type Interrupt = z.infer<typeof InterruptSchema>;
+
+/** What a sub-agent run reports to the run it answers to: its pending interrupts (its own and its descendants'). */
+export const ChildInterruptsSchema = z.object({
+  runId: z.string(),
+  /** The key the receiving run shows them under (default: the part of `runId` after the receiver's id). */
+  key: z.string().optional(),
+  interrupts: z.array(InterruptSchema),
+});
+export type ChildInterrupts = z.infer<typeof ChildInterruptsSchema>;
 
 /** What a finished run returns. */
 export const RunResultSchema = z.object({

@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { ArtifactSchema } from './artifacts';
-import { FinishReasonSchema, MessageSchema, UsageSchema } from './messages';
+import { MessageSchema, UsageSchema } from './messages';
 import { ClientStateSchema, MiddlewareRefSchema, RunErrorSchema } from './run';
 
 /** A conversation's state between turns: history, artifacts, usage so far, and custom data. */
@@ -49,8 +49,8 @@ export const InvokeInputSchema = z.object({
   state: z.unknown().optional(),
   /** Middleware the turn's run gets besides the agent's own (what a delegating run hands down, e.g. its budget). */
   use: z.array(MiddlewareRefSchema).default([]),
-  /** The run the turn's holds are reported to (a delegating run), so they are decided at its root. */
-  reportTo: z.string().optional(),
+  /** The run the turn's holds are reported to (a delegating run), and their key there, so they are decided at its root. */
+  reportTo: z.object({ runId: z.string(), key: z.string() }).optional(),
 });
 export type InvokeInput = z.input<typeof InvokeInputSchema>;
 
@@ -79,23 +79,18 @@ export const SessionInputSchema = z.object({
   sessionId: z.string().min(1),
   state: SessionStateSchema.prefault({}),
   snapshots: z.array(SnapshotSchema).default([]),
-  /** States of the latest settled snapshots, by id (the resume points a later turn can start from). */
-  snapshotStates: z.record(z.string(), SessionStateSchema).default({}),
   /** Turns started so far (numbers their run ids). */
   turns: z.number().int().default(0),
 });
 export type SessionInput = z.input<typeof SessionInputSchema>;
 
-/** How many snapshots keep their state, so a later turn can start from them. */
-export const KEPT_SNAPSHOT_STATES = 20;
+/** How many settled snapshots a session carries across continue-as-new (older ones are dropped). */
+export const KEPT_SNAPSHOTS = 200;
 
 /** The workflow id of a session of an agent. */
 export function sessionWorkflowId(agent: string, sessionId: string): string {
   return `session/${agent}/${sessionId}`;
 }
-
-/** The finish reasons that carry an answer. */
-export const RESULT_FINISH_REASONS: ReadonlySet<z.infer<typeof FinishReasonSchema> | string> = new Set(['stop', 'other', 'unknown']);
 
 /** Input of the `invokeSession` activity: one turn of a sub-agent's session, sent by a run. */
 export const InvokeSessionInputSchema = z.object({

@@ -125,12 +125,18 @@ export function forwardedHistory(messages: readonly Message[], count: number): M
   return texts.slice(-count);
 }
 
-/** The namespace of a sub-agent run's artifacts: `<agent>_<n>` from its run id `<parent>/<agent>-<n>`. */
-function namespaceOf(agent: string, runId: string): string {
-  // A session turn's run is `session/<agent>/<sessionId>/turn-<k>`: its session names the delegation.
-  const base = sessionOfTurn(runId, agent)?.sessionId ?? runId;
-  const match = /-(\d+)$/.exec(base);
-  return `${agent}_${match ? match[1] : base.slice(-8)}`;
+/**
+ * The namespace of a sub-agent run's artifacts: `<agent>_<8 hex digits>` from the run's id
+ * (FNV-1a), unique across the runs and turns of a conversation, so a later delegation never
+ * replaces an earlier one's artifacts.
+ */
+export function namespaceOf(agent: string, runId: string): string {
+  let hash = 0x811c9dc5;
+  for (let index = 0; index < runId.length; index++) {
+    hash ^= runId.charCodeAt(index);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return `${agent}_${hash.toString(16).padStart(8, '0')}`;
 }
 
 /** The hint a server-managed task's failure carries: its progress is kept for continue_task. */

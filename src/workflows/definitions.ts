@@ -5,7 +5,7 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { Decision, DecisionAccepted } from '../core/interrupts';
 import type { Message, ModelRequest } from '../core/messages';
-import type { Interrupt, RunStatus } from '../core/run';
+import type { ChildInterrupts, RunStatus } from '../core/run';
 import type { InvokeInput, InvokeOutput, Snapshot } from '../core/session';
 
 /** Current state of a run: lifecycle, turn, usage, pending interrupts. Works on closed runs. */
@@ -33,7 +33,7 @@ export const resumeSignal = defineSignal<[Decision]>('resume');
  * Internal: a sub-agent run reports its pending interrupts (its own and its descendants') to
  * its parent, which shows them in its status and forwards decisions for them.
  */
-export const childInterruptsSignal = defineSignal<[{ runId: string; interrupts: Interrupt[] }]>('childInterrupts');
+export const childInterruptsSignal = defineSignal<[ChildInterrupts]>('childInterrupts');
 
 /** Workflow type name of a generate run. */
 export const GENERATE_WORKFLOW = 'generateWorkflow';

@@ -25,8 +25,8 @@ interface Entry {
 export interface InterruptBoardOptions {
   /** The run's id (its sub-agent runs' ids extend it). */
   runId: string;
-  /** The run to report pending interrupts to instead of the Temporal parent. */
-  reportTo?: string;
+  /** The run to report pending interrupts to instead of the Temporal parent, and the key to report under. */
+  reportTo?: { runId: string; key: string };
   /** Checks a stand-in output against the tool's output schema; returns it parsed (may throw). */
   validateOutput: (toolName: string, output: unknown) => Promise<unknown>;
   /** Called whenever the set of pending interrupts changes. */
@@ -67,6 +67,11 @@ export class InterruptBoard {
 
   private own(): Interrupt[] {
     return [...this.entries.values()].filter((entry) => !entry.decision).map((entry) => entry.record);
+  }
+
+  /** Forgets the holds of a sub-agent run that has settled. */
+  forgetChild(childRunId: string): void {
+    this.nested.forget(childRunId);
   }
 
   /** The set of pending interrupts changed: tell the run and its parent. */

@@ -4,11 +4,11 @@
  * Temporal. The child gets the middleware the parent's hand down (`forChildRuns`), and its
  * usage counts in the parent's. Runs in the workflow: no I/O.
  */
-import { ApplicationFailure, ChildWorkflowFailure, ParentClosePolicy, executeChild, getExternalWorkflowHandle, isCancellation, proxyActivities, startChild } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, ChildWorkflowFailure, ParentClosePolicy, executeChild, getExternalWorkflowHandle, isCancellation, proxyActivities, startChild } from '@temporalio/workflow';
 import { KeelError, fromApplicationFailure, toKeelError } from '../core/errors';
 import { addUsage, type Usage } from '../core/messages';
 import type { MiddlewareRef, RunInputOptions, RunResult } from '../core/run';
-import { taskIdOf, type TaskRecord, type TaskReport } from '../core/tasks';
+import { isSettled, taskIdOf, type TaskRecord, type TaskReport } from '../core/tasks';
 import type { KeelActivities } from '../activities/types';
 import type { AgentRunOptions, AgentRunOutcome, SessionTurnOptions, TaskControl } from '../middleware/types';
 import type { InvokeOutput } from '../core/session';
@@ -19,6 +19,7 @@ import type { RunState } from './run-state';
 /** The KeelError a failed child run ended with (its status kept), and the usage it reported. */
 function childFailure(error: unknown, agent: string): { error: KeelError; usage?: Usage } {
   const cause = error instanceof ChildWorkflowFailure ? error.cause : error;
+  if (isCancellation(cause ?? error)) return { error: new KeelError('CANCELLED', `the run of agent "${agent}" was cancelled`) };
   if (cause instanceof ApplicationFailure) {
     const failure = fromApplicationFailure(cause);
     const partial = failure.details.partial as { usage?: Usage } | undefined;
@@ -34,17 +35,36 @@ function childRun(run: RunState, inherited: () => MiddlewareRef[], { agent, mess
   return { runId: `${run.runId}/${agent}-${run.children}`, input: { agent, messages, artifacts, use: inherited() } };
 }
 
+/** What the sub-agent runners of a run need. */
+export interface SubAgentRunnerOptions {
+  run: RunState;
+  /** The middleware the run hands down to its sub-agents (`forChildRuns`). */
+  inherited: () => MiddlewareRef[];
+  /** Forgets the holds of a sub-agent run that has settled. */
+  forgetChild: (runId: string) => void;
+}
+
+/**
+ * True when the run itself is being cancelled (not only a child of it): then the cancellation
+ * ends the run; a child cancelled on its own is that child's failure.
+ */
+function runCancelled(error: unknown): boolean {
+  return isCancellation(error) && CancellationScope.current().consideredCancelled;
+}
+
 /** Runs sub-agents of `run` as child workflows, each with the middleware `inherited()` hands down. */
-export function agentRunner(run: RunState, inherited: () => MiddlewareRef[]): (options: AgentRunOptions) => Promise<AgentRunOutcome> {
+export function agentRunner({ run, inherited, forgetChild }: SubAgentRunnerOptions): (options: AgentRunOptions) => Promise<AgentRunOutcome> {
   return async (options) => {
     const { agent } = options;
     const { runId, input } = childRun(run, inherited, options);
     try {
       const result: RunResult = await executeChild(GENERATE_WORKFLOW, { workflowId: runId, args: [input] });
       run.status.usage = addUsage(run.status.usage, result.usage);
+      forgetChild(runId);
       return { runId, result };
     } catch (error) {
-      if (isCancellation(error)) throw error;
+      if (runCancelled(error)) throw error;
+      forgetChild(runId);
       const { error: failure, usage } = childFailure(error, agent);
       if (usage) run.status.usage = addUsage(run.status.usage, usage);
       return { runId, error: failure };
@@ -52,7 +72,12 @@ export function agentRunner(run: RunState, inherited: () => MiddlewareRef[]): (o
   };
 }
 
-const { inspectTasks } = proxyActivities<KeelActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 5 } });
+const { inspectTasks } = proxyActivities<KeelActivities>({
+  startToCloseTimeout: '1 minute',
+  // Temporal unreachable for a while: keep trying (the reads are idempotent) rather than fail the run.
+  retry: { initialInterval: '1 second', maximumInterval: '10 seconds' },
+  scheduleToCloseTimeout: '10 minutes',
+});
 
 /** How long a wait may take past its own deadline before its activity is given up. */
 const WAIT_MARGIN_MS = 60_000;
@@ -62,7 +87,7 @@ const WAIT_MARGIN_MS = 60_000;
  * so they go on when this run finishes; asked about through activities (a task may have
  * been started by an earlier run of the conversation).
  */
-export function taskControl(run: RunState, inherited: () => MiddlewareRef[]): TaskControl {
+export function taskControl({ run, inherited, forgetChild }: SubAgentRunnerOptions): TaskControl {
   return {
     async start(options) {
       const { runId, input } = childRun(run, inherited, options);
@@ -73,7 +98,7 @@ export function taskControl(run: RunState, inherited: () => MiddlewareRef[]): Ta
     },
     records: () => run.tasks,
     async inspect(runIds) {
-      return learnOf(run, await inspectTasks({ runIds: [...runIds] }));
+      return learnOf(run, await inspectTasks({ runIds: [...runIds] }), forgetChild);
     },
     async wait(runIds, { timeoutMs, first }) {
       const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
@@ -84,7 +109,7 @@ export function taskControl(run: RunState, inherited: () => MiddlewareRef[]): Ta
         summary: 'wait for background tasks',
       });
       const { reports, timedOut } = await awaitTasks({ runIds: [...runIds], first, ...(deadline !== undefined ? { deadline } : {}) });
-      return { reports: learnOf(run, reports), timedOut };
+      return { reports: learnOf(run, reports, forgetChild), timedOut };
     },
     async abort(runId) {
       // A run that already ended cannot be cancelled; asking is then a no-op.
@@ -101,8 +126,9 @@ export function taskControl(run: RunState, inherited: () => MiddlewareRef[]): Ta
  * `aborting`; a finished one's usage counts in this run's, once (a background task spends
  * against the run that launched it, as far as the run sees it finish).
  */
-function learnOf(run: RunState, reports: TaskReport[]): TaskReport[] {
+function learnOf(run: RunState, reports: TaskReport[], forgetChild: (runId: string) => void): TaskReport[] {
   for (const report of reports) {
+    if (isSettled(report.status)) forgetChild(report.runId);
     if (report.status !== 'completed' || !report.result || run.countedTasks.includes(report.runId)) continue;
     run.countedTasks = [...run.countedTasks, report.runId];
     run.status.usage = addUsage(run.status.usage, report.result.usage);
@@ -115,24 +141,30 @@ function learnOf(run: RunState, reports: TaskReport[]): TaskReport[] {
  * (update-with-start with an update id from this run, so a retry attaches to the same turn).
  * A detached turn is recorded as a background task; a finished one's usage counts here.
  */
-export function sessionInvoker(run: RunState, inherited: () => MiddlewareRef[]): (options: SessionTurnOptions & { name?: string }) => Promise<{ output: InvokeOutput } | { error: KeelError }> {
+export function sessionInvoker({ run, inherited, forgetChild }: SubAgentRunnerOptions): (options: SessionTurnOptions & { name?: string }) => Promise<{ output: InvokeOutput } | { error: KeelError }> {
   return async ({ agent, messages, sessionId, fromRunId, detach = false, name }) => {
     run.children += 1;
     const session = sessionId ?? `${run.runId}/${agent}-${run.children}`;
     const { invokeSession } = proxyActivities<KeelActivities>({
-      startToCloseTimeout: detach ? '1 minute' : '3650 days',
+      // A detached turn may queue behind a busy session before it is admitted.
+      startToCloseTimeout: detach ? '30 minutes' : '3650 days',
       heartbeatTimeout: '10 seconds',
       retry: { initialInterval: '1 second', maximumInterval: '10 seconds' },
       summary: `session turn of ${agent}`,
     });
     try {
-      const invoke = { messages, detach, use: inherited(), reportTo: run.runId, ...(fromRunId ? { fromRunId } : {}) };
+      const invoke = { messages, detach, use: inherited(), reportTo: { runId: run.runId, key: `${agent}-${run.children}` }, ...(fromRunId ? { fromRunId } : {}) };
       const output = await invokeSession({ agent, sessionId: session, invoke, updateId: `${run.runId}/turn-${run.children}` });
       if (detach) run.tasks = [...run.tasks, { taskId: taskIdOf(agent, output.runId), agent, runId: output.runId, ...(name !== undefined ? { name } : {}) }];
-      else run.status.usage = addUsage(run.status.usage, output.usage);
+      else {
+        // Counted now: a later check of this task id must not count it again.
+        run.status.usage = addUsage(run.status.usage, output.usage);
+        run.countedTasks = [...run.countedTasks, output.runId];
+        forgetChild(output.runId);
+      }
       return { output };
     } catch (error) {
-      if (isCancellation(error)) throw error;
+      if (runCancelled(error)) throw error;
       return { error: asKeelError(error, `the session of agent "${agent}"`) };
     }
   };

@@ -31,20 +31,22 @@ export interface RunSetupOptions {
   agent: AgentSpec;
   input: RunInput;
   run: RunState;
+  /** Forgets the holds of a sub-agent run that has settled. */
+  forgetChild: (runId: string) => void;
   callModel: (model: string, request: ModelRequest) => Promise<ModelResponse>;
 }
 
 /** Instantiates the middleware and gathers the tools (a duplicate name is INVALID_ARGUMENT); records the first conversation in the run. */
-export function setUpRun({ agent, input, run, callModel }: RunSetupOptions): RunSetup {
+export function setUpRun({ agent, input, run, callModel, forgetChild }: RunSetupOptions): RunSetup {
   let resumedHolds = new Map<number, ResumePayload[]>();
-  const inherited = () => stages.flatMap((stage) => stage.hooks.forChildRuns?.() ?? []);
+  const runners = { run, inherited: () => stages.flatMap((stage) => stage.hooks.forChildRuns?.() ?? []), forgetChild };
   const stages: MiddlewareStage[] = instantiateMiddleware([...agent.use, ...input.use], {
     agent,
     callModel,
     usage: () => run.status.usage,
-    runAgent: agentRunner(run, inherited),
-    tasks: taskControl(run, inherited),
-    invokeSession: sessionInvoker(run, inherited),
+    runAgent: agentRunner(runners),
+    tasks: taskControl(runners),
+    invokeSession: sessionInvoker(runners),
     artifacts: {
       list: () => run.artifacts,
       get: (name) => run.artifacts.find((artifact) => artifact.name === name),

@@ -27,7 +27,7 @@ import { KeelError, fromApplicationFailure, toApplicationFailure, toKeelError } 
 import { addUsage, messageText, type Message, type Usage } from '../core/messages';
 import type { MiddlewareRef, RunResult } from '../core/run';
 import { describeZodError } from '../core/schema-errors';
-import { InvokeInputSchema, KEPT_SNAPSHOT_STATES, SessionInputSchema, type InvokeInput, type InvokeOutput, type SessionInput, type SessionState, type Snapshot } from '../core/session';
+import { InvokeInputSchema, KEPT_SNAPSHOTS, SessionInputSchema, type InvokeInput, type InvokeOutput, type SessionInput, type SessionState, type Snapshot } from '../core/session';
 import type { KeelActivities } from '../activities/types';
 import { GENERATE_WORKFLOW, abortSessionUpdate, invokeUpdate, snapshotQuery, waitForSnapshotUpdate } from './definitions';
 
@@ -54,7 +54,6 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
   const { agent, sessionId } = parsed.data;
   let state: SessionState = parsed.data.state;
   let snapshots: Snapshot[] = parsed.data.snapshots;
-  let snapshotStates: Record<string, SessionState> = parsed.data.snapshotStates;
   let turns = parsed.data.turns;
   const sessionRunId = workflowInfo().workflowId;
   let busy = false;
@@ -64,7 +63,23 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
   let current: { snapshotId: string; scope: CancellationScope } | undefined;
 
   const find = (snapshotId: string): Snapshot | undefined => snapshots.find((snapshot) => snapshot.snapshotId === snapshotId);
-  const latest = (): Snapshot | undefined => [...snapshots].reverse().find(settled);
+  /** The tip of the chain: the latest turn that left a state (completed or aborted). */
+  const latest = (): Snapshot | undefined => [...snapshots].reverse().find((snapshot) => snapshot.status === 'completed' || snapshot.status === 'aborted');
+  /** The snapshot whose state a turn from `snapshot` starts with: itself, or for a failed turn its parent. */
+  const anchorOf = (snapshot: Snapshot): Snapshot | undefined => (snapshot.status === 'failed' ? (snapshot.parentId ? find(snapshot.parentId) : undefined) : snapshot);
+  /**
+   * The state a turn starting from `snapshot` gets: the history up to it, and the session's
+   * artifacts, usage (cumulative: a branch does not reset what the session spent) and custom
+   * data. History only grows along the chain, so the snapshot must be on the chain from the
+   * tip (or a failed turn started from a snapshot on it); otherwise undefined.
+   */
+  const resumePoint = (snapshot: Snapshot): SessionState | undefined => {
+    const onChain = new Set<string>();
+    for (let at = latest(); at; at = at.parentId ? find(at.parentId) : undefined) onChain.add(at.snapshotId);
+    const anchor = anchorOf(snapshot);
+    if (anchor ? !onChain.has(anchor.snapshotId) : onChain.size > 0 && snapshot.messageCount > 0) return undefined;
+    return { ...state, messages: state.messages.slice(0, snapshot.messageCount) };
+  };
   const update = (snapshotId: string, change: Partial<Snapshot>) => {
     snapshots = snapshots.map((snapshot) => (snapshot.snapshotId === snapshotId ? { ...snapshot, ...change, updatedAt: new Date().toISOString() } : snapshot));
   };
@@ -92,7 +107,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
    * Starts one turn as a child generate run, in a scope `abort` can cancel; resolves once the
    * run has started (so its id can be followed), with how it will end.
    */
-  const startTurn = async (snapshotId: string, runId: string, base: SessionState, messages: Message[], extra: { use: MiddlewareRef[]; reportTo?: string }): Promise<{ ended: Promise<TurnEnd> }> => {
+  const startTurn = async (snapshotId: string, runId: string, base: SessionState, messages: Message[], extra: { use: MiddlewareRef[]; reportTo?: { runId: string; key: string } }): Promise<{ ended: Promise<TurnEnd> }> => {
     const scope = new CancellationScope();
     current = { snapshotId, scope };
     const ending = (error: unknown): TurnEnd => {
@@ -150,22 +165,20 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
     let finishReason: string;
     let message: Message | undefined;
     if ('result' in end) {
-      next = { ...base, messages: history(end.result.messages), artifacts: end.result.artifacts, usage: addUsage(base.usage, end.result.usage) };
+      next = { ...base, messages: history(end.result.messages), artifacts: end.result.artifacts, usage: addUsage(state.usage, end.result.usage) };
       status = 'completed';
       finishReason = end.result.finishReason;
       message = end.result.message;
     } else if ('stopped' in end) {
-      next = { ...base, messages: history(end.stopped.partial?.messages ?? base.messages), usage: addUsage(base.usage, end.stopped.partial?.usage ?? {}) };
+      next = { ...base, messages: history(end.stopped.partial?.messages ?? base.messages), usage: addUsage(state.usage, end.stopped.partial?.usage ?? {}) };
       status = 'aborted';
       finishReason = 'aborted';
     } else {
-      next = base;
+      next = { ...base, usage: state.usage };
       status = 'aborted';
       finishReason = 'aborted';
     }
     state = next;
-    // Only the latest snapshots keep a state to start a turn from (history grows with each).
-    snapshotStates = Object.fromEntries([...Object.entries(snapshotStates), [snapshot.snapshotId, next] as const].slice(-KEPT_SNAPSHOT_STATES));
     const recorded: Partial<Snapshot> = {
       status,
       finishReason,
@@ -183,14 +196,18 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
   setHandler(
     invokeUpdate,
     async (raw: InvokeInput): Promise<InvokeOutput> => {
-      const request = InvokeInputSchema.parse(raw);
-      await condition(() => !busy);
+      const parsedRequest = InvokeInputSchema.safeParse(raw);
+      if (!parsedRequest.success) throw refusal('INVALID_ARGUMENT', `invalid invocation: ${describeZodError(parsedRequest.error)}`);
+      const request = parsedRequest.data;
+      // One turn at a time: every waiting invocation wakes when a turn ends, so each checks again.
+      while (busy) await condition(() => !busy);
       busy = true;
       let detachedTurn = false;
       try {
         if (!checkedAgent) {
           const spec = await resolveAgent({ agent }).catch((error: unknown) => {
             const failure = toKeelError(error);
+            refusedAgent = snapshots.length === 0;
             throw refusal(failure.status, failure.message);
           });
           if (spec.session !== 'server') {
@@ -199,13 +216,16 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
           }
           checkedAgent = true;
         }
-        const from = request.snapshotId ?? (request.fromRunId ? snapshots.find((snapshot) => snapshot.runId === request.fromRunId)?.snapshotId : undefined);
-        const base = from ? (snapshotStates[from] ?? state) : state;
+        const fromSnapshot = request.snapshotId ? find(request.snapshotId) : request.fromRunId ? snapshots.find((snapshot) => snapshot.runId === request.fromRunId) : undefined;
+        const base = fromSnapshot ? resumePoint(fromSnapshot) : state;
+        if (!base) throw refusal('FAILED_PRECONDITION', `snapshot "${fromSnapshot!.snapshotId}" is on a branch this session left; start from a snapshot on the current one`);
+        // The new turn continues the chain from where it starts (a failed turn left no state: from its parent).
+        const parent = fromSnapshot ? anchorOf(fromSnapshot) : latest();
         const now = new Date().toISOString();
         const snapshot: Snapshot = {
           snapshotId: uuid4(),
           sessionId,
-          ...(latest() ? { parentId: latest()!.snapshotId } : {}),
+          ...(parent ? { parentId: parent.snapshotId } : {}),
           status: 'pending',
           runId: `${sessionRunId}/turn-${++turns}`,
           createdAt: now,
@@ -232,7 +252,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
         const request = InvokeInputSchema.safeParse(raw);
         if (!request.success) throw refusal('INVALID_ARGUMENT', `invalid invocation: ${describeZodError(request.error)}`);
         if (request.data.state !== undefined) throw refusal('INVALID_ARGUMENT', `agent "${agent}" keeps its conversation on the server (session: 'server'): send a session id, not state`);
-        if (request.data.snapshotId && !snapshotStates[request.data.snapshotId]) throw notFound(request.data.snapshotId);
+        if (request.data.snapshotId && !find(request.data.snapshotId)) throw notFound(request.data.snapshotId);
         if (request.data.fromRunId && !snapshots.some((snapshot) => snapshot.runId === request.data.fromRunId)) {
           throw refusal('NOT_FOUND', `no snapshot of run "${request.data.fromRunId}" in session "${sessionId}" of agent "${agent}"`);
         }
@@ -240,9 +260,13 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
     },
   );
 
-  // Idle between turns; continue-as-new when Temporal suggests it, carrying the state.
-  await condition(() => refusedAgent || (!busy && workflowInfo().continueAsNewSuggested));
-  await condition(allHandlersFinished);
-  if (refusedAgent) return;
-  await continueAsNew<typeof sessionWorkflow>({ agent, sessionId, state, snapshots: snapshots.filter(settled), snapshotStates, turns });
+  // Idle between turns; continue-as-new when Temporal suggests it, carrying the state. A turn
+  // admitted while the handlers finished holds it back until it settles.
+  for (;;) {
+    await condition(() => refusedAgent || (!busy && workflowInfo().continueAsNewSuggested));
+    await condition(allHandlersFinished);
+    if (refusedAgent) return;
+    if (!busy) break;
+  }
+  await continueAsNew<typeof sessionWorkflow>({ agent, sessionId, state, snapshots: snapshots.filter(settled).slice(-KEPT_SNAPSHOTS), turns });
 }

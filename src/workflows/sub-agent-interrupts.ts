@@ -6,17 +6,17 @@
  * the child as a `resume` signal, where it is decided like any other. A person approves
  * everything from one place. Runs in the workflow: deterministic, no I/O.
  */
-import { ApplicationFailure, getExternalWorkflowHandle, setHandler, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, getExternalWorkflowHandle, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Decision } from '../core/interrupts';
-import type { Interrupt } from '../core/run';
+import { ChildInterruptsSchema, type Interrupt } from '../core/run';
 import { childInterruptsSignal, resumeSignal } from './definitions';
 
 /** Options of `SubAgentInterrupts`. */
 export interface SubAgentInterruptsOptions {
   /** This run's id (its children's ids extend it). */
   runId: string;
-  /** The run to report to instead of the Temporal parent (a session turn a run delegated). */
-  reportTo?: string;
+  /** The run to report to instead of the Temporal parent, and the key to report under (a session turn a run delegated). */
+  reportTo?: { runId: string; key: string };
   /** Called whenever a child's pending interrupts change. */
   onChange: () => void;
 }
@@ -24,7 +24,7 @@ export interface SubAgentInterruptsOptions {
 /** The pending interrupts of a run's sub-agent runs, and the way decisions reach them. */
 export class SubAgentInterrupts {
   private readonly runId: string;
-  private readonly reportTo: string | undefined;
+  private readonly reportTo: { runId: string; key: string } | undefined;
   private readonly onChange: () => void;
   /** Each child's run id and pending interrupts, as this run shows them, by the child's key (`<agent>-<n>`). */
   private readonly byChild = new Map<string, { runId: string; interrupts: Interrupt[] }>();
@@ -35,27 +35,18 @@ export class SubAgentInterrupts {
     this.runId = runId;
     this.reportTo = reportTo;
     this.onChange = onChange;
-    setHandler(childInterruptsSignal, ({ runId: childRunId, interrupts }) => {
-      const key = this.keyOf(childRunId);
-      if (!key) return;
+    setHandler(childInterruptsSignal, (raw) => {
+      // Signals are not validated by Temporal: a malformed one is ignored, never fails the run.
+      const report = ChildInterruptsSchema.safeParse(raw);
+      if (!report.success) return;
+      const { runId: childRunId, interrupts } = report.data;
+      const key = report.data.key ?? (childRunId.startsWith(`${this.runId}/`) ? childRunId.slice(this.runId.length + 1) : undefined);
+      if (!key || key.includes('/')) return;
       const shown = interrupts.map((interrupt) => ({ ...interrupt, id: `${key}/${interrupt.id}`, path: [childRunId, ...(interrupt.path ?? [])] }));
       if (shown.length) this.byChild.set(key, { runId: childRunId, interrupts: shown });
       else this.byChild.delete(key);
       this.onChange();
     });
-  }
-
-  /**
-   * The key a sub-agent run of this run is shown under: `<agent>-<n>` of a child run
-   * (`<runId>/<agent>-<n>`) or of a session this run delegated to
-   * (`session/<agent>/<runId>/<agent>-<n>/turn-<k>`); undefined for any other run.
-   */
-  private keyOf(childRunId: string): string | undefined {
-    if (childRunId.startsWith(`${this.runId}/`)) return childRunId.slice(this.runId.length + 1);
-    const marker = `/${this.runId}/`;
-    const at = childRunId.indexOf(marker);
-    if (!childRunId.startsWith('session/') || at < 0) return undefined;
-    return childRunId.slice(at + marker.length).replace(/\/turn-\d+$/, '');
   }
 
   /** Every pending interrupt of the sub-agent runs, oldest child first. */
@@ -95,13 +86,19 @@ export class SubAgentInterrupts {
 
   /** Reports this run's pending interrupts (its own and its sub-agents') to its parent run, if it has one. */
   reportToParent(pending: readonly Interrupt[]): void {
-    const parent = this.reportTo ?? workflowInfo().parent?.workflowId;
+    const parent = this.reportTo?.runId ?? workflowInfo().parent?.workflowId;
     const json = JSON.stringify(pending);
     if (!parent || json === this.reported) return;
     this.reported = json;
-    // A parent that has finished cannot be told; its status no longer matters.
-    void getExternalWorkflowHandle(parent)
-      .signal(childInterruptsSignal, { runId: this.runId, interrupts: [...pending] })
-      .catch(() => undefined);
+    const report = { runId: this.runId, interrupts: [...pending], ...(this.reportTo ? { key: this.reportTo.key } : {}) };
+    // Sent even from a cancelled run (its last report clears its holds); a parent that has
+    // finished cannot be told, and its status no longer matters.
+    void CancellationScope.nonCancellable(() => getExternalWorkflowHandle(parent).signal(childInterruptsSignal, report)).catch(() => undefined);
+  }
+
+  /** Forgets a sub-agent run that has settled: none of its holds can be decided any more. */
+  forget(childRunId: string): void {
+    for (const [key, child] of this.byChild) if (child.runId === childRunId) this.byChild.delete(key);
+    this.onChange();
   }
 }
