@@ -230,6 +230,9 @@ describe('agents: holds inside a sub-agent', () => {
     expect(pending[0]).toMatchObject({ id: `${sub.name}-1/i1`, kind: 'approval', toolName: 'dangerous', input: { v: 'x' }, path: [childRunId] });
     expect((await handle.status()).state).toBe('waiting');
     await expect(handle.approve(`${sub.name}-9/i1`)).rejects.toMatchObject({ status: 'NOT_FOUND', message: `unknown interrupt id "${sub.name}-9/i1"; pending interrupts: ${sub.name}-1/i1` });
+    // a stand-in output is checked at the root, so a bad one is refused there and the hold stays
+    await expect(handle.respond(pending[0]!.id, { deleted: 5 })).rejects.toMatchObject({ status: 'INVALID_ARGUMENT', message: expect.stringContaining('deleted') });
+    expect((await handle.pendingInterrupts()).map((interrupt) => interrupt.id)).toEqual([pending[0]!.id]);
     await handle.approve(pending[0]!.id);
     const result = await handle.result();
     expect(toolOutputs(result.messages)).toEqual([{ response: 'cleaned' }]);

@@ -5,11 +5,12 @@
  * sending another. Node side.
  */
 import { Context } from '@temporalio/activity';
-import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
+import { ServiceError, WithStartWorkflowOperation, isGrpcServiceError, type Client } from '@temporalio/client';
 import { sessionWorkflowId, type InvokeOutput, type InvokeSessionInput } from '../core/session';
 import { runErrorOf } from '../client/run-errors';
 import { SESSION_WORKFLOW, invokeUpdate } from '../workflows/definitions';
 import { withHeartbeat } from './heartbeat';
+import { InfrastructureError } from './infrastructure-error';
 
 /** The `invokeSession` activity. */
 export async function invokeSession(client: Client, { agent, sessionId, invoke, updateId }: InvokeSessionInput): Promise<InvokeOutput> {
@@ -23,6 +24,8 @@ export async function invokeSession(client: Client, { agent, sessionId, invoke, 
     try {
       return await client.workflow.executeUpdateWithStart(invokeUpdate, { args: [invoke], updateId, startWorkflowOperation });
     } catch (error) {
+      // Temporal could not be reached: retried by the activity's policy (the update id makes it the same turn).
+      if (error instanceof ServiceError || isGrpcServiceError(error)) throw new InfrastructureError(`could not send a turn to session "${sessionId}" of agent "${agent}": ${(error as Error).message}`);
       throw runErrorOf(error);
     }
   });

@@ -29,8 +29,12 @@ export async function inspectTasks(client: Client, { runIds }: InspectTasksInput
 /** The `awaitTasks` activity: waits, heartbeating, until the tasks settle, the first does, or the deadline. */
 export async function awaitTasks(client: Client, { runIds, deadline, first = false }: AwaitTasksInput): Promise<AwaitTasksResult> {
   const context = Context.current();
+  // A settled task does not change: read it once, then look only at the others.
+  const known = new Map<string, TaskReport>();
   for (;;) {
-    const reports = await inspectTasks(client, { runIds });
+    const fresh = await inspectTasks(client, { runIds: runIds.filter((runId) => !known.has(runId)) });
+    for (const report of fresh) if (isSettled(report.status)) known.set(report.runId, report);
+    const reports = runIds.map((runId) => known.get(runId) ?? fresh.find((report) => report.runId === runId)!);
     const settled = reports.filter((report) => isSettled(report.status));
     if (settled.length === reports.length || (first && settled.length > 0)) return { reports, timedOut: false };
     if (deadline !== undefined && Date.now() >= deadline) return { reports, timedOut: true };

@@ -32,8 +32,10 @@ export async function inspectTask(client: Client, runId: string): Promise<TaskRe
         () => undefined,
         (failure: unknown) => runErrorOf(failure),
       );
+      // A run stopped on purpose (a budget) kept its partial result: it was aborted, not failed.
+      if (error) return { runId, status: error.details.partial ? 'aborted' : 'failed', error: { status: error.status, message: error.message } };
       const status = await handle.query(statusQuery).catch(() => undefined);
-      return { runId, status: 'failed', error: error ? { status: error.status, message: error.message } : (status?.error ?? { status: 'UNKNOWN', message: `the run ended ${description.status.name.toLowerCase()}` }) };
+      return { runId, status: 'failed', error: status?.error ?? { status: 'UNKNOWN', message: `the run ended ${description.status.name.toLowerCase()}` } };
     }
   }
 }

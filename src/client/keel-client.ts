@@ -186,12 +186,15 @@ export class RunHandle {
     return Promise.all(
       records.map(async ({ taskId, agent, runId, name }): Promise<TaskView> => {
         const report = await inspectTask(this.client, runId);
+        // A run that finished without an answer (blocked, length, ...) failed as a task, as the agents' tools report it.
+        const answered = !report.result || ['stop', 'other', 'unknown'].includes(report.result.finishReason);
         return {
           taskId,
           agent,
           ...(name !== undefined ? { name } : {}),
-          status: report.status,
-          ...(report.result ? { result: report.result.text } : {}),
+          status: answered ? report.status : 'failed',
+          ...(report.result && answered ? { result: report.result.text } : {}),
+          ...(report.result && !answered ? { error: { status: 'ABORTED', message: `the run ended as "${report.result.finishReason}" without an answer` } } : {}),
           ...(report.error ? { error: report.error } : {}),
         };
       }),

@@ -163,23 +163,37 @@ export class InterruptBoard {
     return parsed.data;
   }
 
+  /** A stand-in output checked against the tool's output schema; an ApplicationFailure naming the field when it fails. */
+  private async checkedOutput(toolName: string, decision: Decision & { respond: unknown }): Promise<unknown> {
+    try {
+      return await this.options.validateOutput(toolName, decision.respond);
+    } catch (error) {
+      const failure = KeelError.isInstance(error) ? error : new KeelError('INVALID_ARGUMENT', String((error as Error)?.message ?? error));
+      throw ApplicationFailure.create({ type: failure.status, nonRetryable: true, message: `respond for interrupt ${decision.interruptId}: ${failure.message}` });
+    }
+  }
+
   /** Validates and records a decision (for a shared decision: on every pending hold of the same middleware). */
   private async accept(raw: Decision): Promise<DecisionAccepted> {
     let decision = this.check(raw);
     if (SubAgentInterrupts.isNested(decision.interruptId)) {
+      // A stand-in output is checked here, so the sub-agent run never has to refuse (and drop) it.
+      const held = this.nested.find(decision.interruptId);
+      if ('respond' in decision && held?.toolName && held.kind !== 'budget') {
+        const respond = decision.respond;
+        // A tool this worker does not know (a sub-agent's own workflow-local tool) is left to the sub-agent to check.
+        const checked = await this.checkedOutput(held.toolName, decision).catch((error: unknown) => {
+          if (error instanceof ApplicationFailure && error.type === 'NOT_FOUND') return respond;
+          throw error;
+        });
+        decision = { interruptId: decision.interruptId, respond: checked };
+      }
       await this.nested.forward(decision);
       return { interruptId: decision.interruptId, decided: [decision.interruptId] };
     }
     const entry = this.entries.get(decision.interruptId)!;
     if ('respond' in decision && entry.policy.respond !== 'decide') {
-      let output: unknown;
-      try {
-        output = await this.options.validateOutput(entry.record.toolName ?? '', decision.respond);
-      } catch (error) {
-        const failure = KeelError.isInstance(error) ? error : new KeelError('INVALID_ARGUMENT', String((error as Error)?.message ?? error));
-        throw ApplicationFailure.create({ type: failure.status, nonRetryable: true, message: `respond for interrupt ${decision.interruptId}: ${failure.message}` });
-      }
-      decision = { interruptId: decision.interruptId, respond: output };
+      decision = { interruptId: decision.interruptId, respond: await this.checkedOutput(entry.record.toolName ?? '', decision) };
       this.check(decision); // decided meanwhile by another handler?
     }
     const targets = entry.policy.sharedDecision

@@ -11,9 +11,9 @@ import type { MiddlewareRef, RunInputOptions, RunResult } from '../core/run';
 import { isSettled, taskIdOf, type TaskRecord, type TaskReport } from '../core/tasks';
 import type { KeelActivities } from '../activities/types';
 import type { AgentRunOptions, AgentRunOutcome, SessionTurnOptions, TaskControl } from '../middleware/types';
-import type { InvokeOutput } from '../core/session';
+import { sessionWorkflowId, type InvokeOutput } from '../core/session';
 import { asKeelError } from './activity-errors';
-import { GENERATE_WORKFLOW } from './definitions';
+import { GENERATE_WORKFLOW, abortTurnSignal } from './definitions';
 import type { RunState } from './run-state';
 
 /** The KeelError a failed child run ended with (its status kept), and the usage it reported. */
@@ -164,7 +164,11 @@ export function sessionInvoker({ run, inherited, forgetChild }: SubAgentRunnerOp
       }
       return { output };
     } catch (error) {
-      if (runCancelled(error)) throw error;
+      if (runCancelled(error)) {
+        // The turn runs in the sub-agent's session, not under this run: stop it explicitly.
+        await CancellationScope.nonCancellable(() => getExternalWorkflowHandle(sessionWorkflowId(agent, session)).signal(abortTurnSignal, { requestedBy: run.runId }).catch(() => undefined));
+        throw error;
+      }
       return { error: asKeelError(error, `the session of agent "${agent}"`) };
     }
   };

@@ -29,7 +29,7 @@ import type { MiddlewareRef, RunResult } from '../core/run';
 import { describeZodError } from '../core/schema-errors';
 import { InvokeInputSchema, KEPT_SNAPSHOTS, SessionInputSchema, type InvokeInput, type InvokeOutput, type SessionInput, type SessionState, type Snapshot } from '../core/session';
 import type { KeelActivities } from '../activities/types';
-import { GENERATE_WORKFLOW, abortSessionUpdate, invokeUpdate, snapshotQuery, waitForSnapshotUpdate } from './definitions';
+import { GENERATE_WORKFLOW, abortSessionUpdate, abortTurnSignal, invokeUpdate, snapshotQuery, waitForSnapshotUpdate } from './definitions';
 
 const { resolveAgent } = proxyLocalActivities<KeelActivities>({
   startToCloseTimeout: '30 seconds',
@@ -60,7 +60,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
   let checkedAgent = false;
   /** Set when the session was started for an agent that cannot have one: it ends at once. */
   let refusedAgent = false;
-  let current: { snapshotId: string; scope: CancellationScope } | undefined;
+  let current: { snapshot: Snapshot; scope: CancellationScope; requestedBy?: string } | undefined;
 
   const find = (snapshotId: string): Snapshot | undefined => snapshots.find((snapshot) => snapshot.snapshotId === snapshotId);
   /** The tip of the chain: the latest turn that left a state (completed or aborted). */
@@ -96,20 +96,27 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
     { validator: (snapshotId) => void (find(snapshotId) ?? (() => { throw notFound(snapshotId); })()) },
   );
 
-  setHandler(abortSessionUpdate, () => {
+  /** Stops the turn in flight: its snapshot reads `aborting` until it settles as `aborted`. */
+  const abortCurrent = (): Snapshot | null => {
     if (!current) return null;
-    update(current.snapshotId, { status: 'aborting' });
+    current.snapshot = { ...current.snapshot, status: 'aborting', updatedAt: new Date().toISOString() };
+    if (find(current.snapshot.snapshotId)) update(current.snapshot.snapshotId, { status: 'aborting' });
     current.scope.cancel();
-    return find(current.snapshotId)!;
+    return current.snapshot;
+  };
+  setHandler(abortSessionUpdate, abortCurrent);
+  setHandler(abortTurnSignal, ({ requestedBy }) => {
+    if (current && current.requestedBy === requestedBy) abortCurrent();
   });
 
   /**
    * Starts one turn as a child generate run, in a scope `abort` can cancel; resolves once the
    * run has started (so its id can be followed), with how it will end.
    */
-  const startTurn = async (snapshotId: string, runId: string, base: SessionState, messages: Message[], extra: { use: MiddlewareRef[]; reportTo?: { runId: string; key: string } }): Promise<{ ended: Promise<TurnEnd> }> => {
+  const startTurn = async ({ snapshot, base, messages, use, reportTo }: { snapshot: Snapshot; base: SessionState; messages: Message[]; use: MiddlewareRef[]; reportTo?: { runId: string; key: string } }): Promise<{ ended: Promise<TurnEnd> }> => {
+    const runId = snapshot.runId;
     const scope = new CancellationScope();
-    current = { snapshotId, scope };
+    current = { snapshot, scope, ...(reportTo ? { requestedBy: reportTo.runId } : {}) };
     const ending = (error: unknown): TurnEnd => {
       if (isCancellation(error)) return { aborted: true };
       const cause = (error as { cause?: unknown }).cause;
@@ -126,7 +133,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
       child = await scope.run(() =>
         startChild(GENERATE_WORKFLOW, {
           workflowId: runId,
-          args: [{ agent, messages, artifacts: base.artifacts, session: { id: sessionId, usage: base.usage }, use: extra.use, ...(extra.reportTo ? { reportTo: extra.reportTo } : {}) }],
+          args: [{ agent, messages, artifacts: base.artifacts, session: { id: sessionId, usage: base.usage }, use, ...(reportTo ? { reportTo } : {}) }],
         }),
       );
     } catch (error) {
@@ -232,7 +239,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
           updatedAt: now,
           messageCount: base.messages.length,
         };
-        const { ended } = await startTurn(snapshot.snapshotId, snapshot.runId, base, [...base.messages, ...request.messages], { use: request.use, ...(request.reportTo ? { reportTo: request.reportTo } : {}) });
+        const { ended } = await startTurn({ snapshot, base, messages: [...base.messages, ...request.messages], use: request.use, ...(request.reportTo ? { reportTo: request.reportTo } : {}) });
         if (!request.detach) return settle(snapshot, base, await ended, false);
         // Detached: answer now with the pending snapshot; the turn settles it later.
         detachedTurn = true;

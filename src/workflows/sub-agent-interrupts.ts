@@ -70,7 +70,12 @@ export class SubAgentInterrupts {
     });
   }
 
-  /** Sends a decision on to the sub-agent run that holds it. */
+  /** The pending sub-agent interrupt with this id, if any. */
+  find(interruptId: string): Interrupt | undefined {
+    return this.pending().find((interrupt) => interrupt.id === interruptId);
+  }
+
+  /** Sends a decision on to the sub-agent run that holds it (a stand-in output already checked by the caller). */
   async forward(decision: Decision): Promise<void> {
     const separator = decision.interruptId.indexOf('/');
     const key = decision.interruptId.slice(0, separator);
