@@ -539,3 +539,89 @@ describe('agents: sub-agents that keep a session', () => {
     expect(result.tasks).toEqual([taskId]);
   });
 });
+
+describe('agents: how finished tasks read', () => {
+  /** The outputs of the tool messages, in order, one array per turn. */
+  const turns = (messages: Array<{ role: string; content: unknown[] }>) =>
+    messages.filter((message) => message.role === 'tool').map((message) => message.content.map((part) => (part as { toolResponse: { output: unknown } }).toolResponse.output));
+  const idsOf = (request: ModelRequest) =>
+    request.messages.flatMap((message) => message.content).flatMap((part) => ('toolResponse' in part && typeof (part.toolResponse.output as { taskId?: unknown }).taskId === 'string' ? [(part.toolResponse.output as { taskId: string }).taskId] : []));
+
+  it('reports a run without an answer as failed, a finished task as completed even when aborted late, and an aborted one as aborted', async () => {
+    // turn 1: launch blocker (ends "blocked"), quick and slowpoke (30 s) in the background; turn 2: wait for blocker and quick;
+    // turn 3: abort quick (already done) and slowpoke; turn 4: wait for slowpoke; turn 5: done
+    const blocker = agent({ script: [textReply('cannot say', { finishReason: 'blocked' })] });
+    const quick = agent({ script: [textReply('quick answer')] });
+    const slowpoke = agent({ script: [textReply('never', { delayMs: 30_000 })] });
+    const launch = [blocker, quick, slowpoke].map((sub) => ({ name: `delegate_to_${sub.name}`, input: { task: 't', background: true } }));
+    const { name } = agent({
+      script: [
+        toolCallReply(launch),
+        (request: ModelRequest) => toolCallReply({ name: 'wait_for_background_tasks', input: { taskIds: idsOf(request).slice(0, 2) } }),
+        (request: ModelRequest) => toolCallReply({ name: 'abort_background_tasks', input: { taskIds: idsOf(request).slice(1, 3) } }),
+        (request: ModelRequest) => toolCallReply({ name: 'wait_for_background_tasks', input: { taskIds: [idsOf(request)[2]] } }),
+        textReply('done'),
+      ] as unknown as ScriptedReply[],
+      use: [agents({ agents: [blocker.name, quick.name, slowpoke.name], async: true })],
+    });
+    const result = await worker.client.run(name, 'go');
+    const [, waited, aborted, waitedAgain] = turns(result.messages) as Array<Array<{ tasks: Array<Record<string, unknown>> }>>;
+    expect(waited![0]!.tasks).toEqual([
+      expect.objectContaining({ agent: blocker.name, status: 'failed', error: `Error calling agent "${blocker.name}": its run ended as "blocked" without completing the task; its last message was: cannot say.` }),
+      expect.objectContaining({ agent: quick.name, status: 'completed', response: 'quick answer' }),
+    ]);
+    expect(aborted![0]!.tasks).toEqual([
+      expect.objectContaining({ agent: quick.name, status: 'completed', response: 'quick answer' }),
+      expect.objectContaining({ agent: slowpoke.name, status: 'aborting' }),
+    ]);
+    expect(waitedAgain![0]!.tasks).toEqual([expect.objectContaining({ agent: slowpoke.name, status: 'aborted', response: 'The task was stopped before it finished.' })]);
+  });
+
+  it('says where the result is when a sub-agent gives no final message', async () => {
+    const two = agent({
+      script: (request) =>
+        request.messages.at(-1)?.role === 'tool'
+          ? textReply('')
+          : toolCallReply([{ name: 'write_artifact', input: { name: 'a.md', content: 'a' } }, { name: 'write_artifact', input: { name: 'b.md', content: 'b' } }]),
+      use: [artifacts()],
+    });
+    const none = agent({ script: [textReply('')] });
+    const { name } = agent({
+      script: [toolCallReply([{ name: `delegate_to_${two.name}`, input: { task: 'x' } }, { name: `delegate_to_${none.name}`, input: { task: 'y' } }]), textReply('done')],
+      use: [agents({ agents: [two.name, none.name], artifactStrategy: 'session' })],
+    });
+    const [first, second] = toolOutputs((await worker.client.run(name, 'go')).messages) as Array<{ response: string }>;
+    expect(first!.response).toBe('The task completed without a final message; its result is in the 2 artifacts it produced.');
+    expect(second!.response).toBe('The task completed, but the agent gave no final message and produced no artifacts.');
+  });
+
+  it('merges a session sub-agent’s artifact once, however often its task is read; continues a task in the background', async () => {
+    // turn 1: delegate to the writer (a session agent writing report.md); turn 2: check its task id; turn 3: continue it in
+    // the background; turn 4: wait for the continuation; turn 5: done
+    const writerName = `session-writer-${++count}`;
+    const model = scriptedModel({
+      name: `scripted/${writerName}`,
+      script: (request) => (request.messages.at(-1)?.role === 'tool' ? textReply('written') : toolCallReply({ name: 'write_artifact', input: { name: 'report.md', content: `v${request.messages.filter((message) => message.role === 'user').length}` } })),
+    });
+    registry.add(model, defineAgent({ name: writerName, model: model.name, session: 'server', use: [artifacts()] }));
+    const { name } = agent({
+      script: [
+        toolCallReply({ name: `delegate_to_${writerName}`, input: { task: 'write' } }),
+        (request: ModelRequest) => toolCallReply({ name: 'check_background_tasks', input: { taskIds: [idsOf(request)[0]] } }),
+        (request: ModelRequest) => toolCallReply({ name: 'continue_task', input: { taskId: idsOf(request)[0], instructions: 'again', background: true } }),
+        (request: ModelRequest) => toolCallReply({ name: 'wait_for_background_tasks', input: { taskIds: [idsOf(request).at(-1)] } }),
+        textReply('done'),
+      ] as unknown as ScriptedReply[],
+      use: [agents({ agents: [writerName], async: true }), artifacts()],
+    });
+    const result = await worker.client.run(name, 'go');
+    const [delegated, checked, continued, waited] = turns(result.messages) as Array<Array<Record<string, unknown>>>;
+    expect(delegated![0]).toMatchObject({ status: 'completed', response: 'written' });
+    expect((checked![0] as { tasks: Array<Record<string, unknown>> }).tasks[0]).toMatchObject({ status: 'completed', response: 'written' });
+    expect(continued![0]).toMatchObject({ status: 'pending', taskId: expect.stringMatching(/\/turn-2$/) });
+    expect((waited![0] as { tasks: Array<Record<string, unknown>> }).tasks[0]).toMatchObject({ status: 'completed', response: 'written' });
+    // the first turn's report.md, merged when delegated and again when checked, is there once; the continuation's has its own namespace
+    const reports = result.artifacts.filter((artifact) => artifact.name.endsWith('/report.md'));
+    expect(reports.map((artifact) => artifact.parts)).toEqual([[{ text: 'v1' }], [{ text: 'v2' }]]);
+  });
+});
