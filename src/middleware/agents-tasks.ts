@@ -60,8 +60,15 @@ export function parseTaskId(taskId: string, agents: readonly string[]): { agent:
   return agent ? { agent, runId: taskId.slice(agent.length + 1) } : undefined;
 }
 
+/** Task ids (with their labels) this conversation launched: started by this run, or carried by a delegation result in `messages`. */
+export function conversationTasks(context: MiddlewareContext, messages: readonly Message[], delegationTools: ReadonlySet<string>): Map<string, string | undefined> {
+  const launched = launchedInConversation(messages, delegationTools);
+  for (const record of context.tasks.records()) launched.set(record.taskId, record.name);
+  return launched;
+}
+
 /** Task ids (with their labels) carried by delegation results in the conversation. */
-export function launchedInConversation(messages: readonly Message[], delegationTools: ReadonlySet<string>): Map<string, string | undefined> {
+function launchedInConversation(messages: readonly Message[], delegationTools: ReadonlySet<string>): Map<string, string | undefined> {
   const found = new Map<string, string | undefined>();
   for (const message of messages) {
     for (const part of message.content) {
@@ -89,8 +96,7 @@ export function backgroundTools({ context, agents, names, delegationTools, maxWa
 
   /** Resolves the ids a tool was given: in scope and parseable, or a row saying why not. */
   const resolve = (taskIds: readonly string[], requestMessages: readonly Message[]): Resolved[] => {
-    const launched = launchedInConversation(requestMessages, delegationTools);
-    for (const record of context.tasks.records()) launched.set(record.taskId, record.name);
+    const launched = conversationTasks(context, requestMessages, delegationTools);
     return [...new Set(taskIds)].map((taskId): Resolved => {
       const parsed = parseTaskId(taskId, agents);
       if (!parsed) {
@@ -140,16 +146,24 @@ export function backgroundTools({ context, agents, names, delegationTools, maxWa
     });
 
   const live = (resolved: readonly Resolved[]) => resolved.filter((task): task is Live => !('row' in task) && !settledRows.has(task.taskId));
+  /** What the runs of the tasks not yet reported settled say now. */
+  const inspectLive = async (resolved: readonly Resolved[]): Promise<TaskReport[]> => {
+    const pending = live(resolved);
+    return pending.length ? context.tasks.inspect(pending.map((task) => task.runId)) : [];
+  };
+  /** The ids a tool was given, resolved against the conversation; none is a note. */
+  const given = (input: unknown, requestMessages: readonly Message[]): Resolved[] | undefined => {
+    const taskIds = TaskIdsSchema.safeParse(input).data?.taskIds ?? [];
+    return taskIds.length ? resolve(taskIds, requestMessages) : undefined;
+  };
   const noIds: TasksOutput = { note: 'No task IDs given. Pass the taskId values returned by background delegations.' };
 
   const check: ContributedTool = {
     definition: { name: names.check, description: 'Reports the status and, once finished, the result of background tasks, without waiting.', inputSchema: { type: 'object', properties: { taskIds: taskIdsProperty } } },
     run: async (input, params) => {
-      const taskIds = TaskIdsSchema.safeParse(input).data?.taskIds ?? [];
-      if (taskIds.length === 0) return noIds;
-      const resolved = resolve(taskIds, params.requestMessages);
-      const pending = live(resolved);
-      return { tasks: rows(resolved, pending.length ? await context.tasks.inspect(pending.map((task) => task.runId)) : []) };
+      const resolved = given(input, params.requestMessages);
+      if (!resolved) return noIds;
+      return { tasks: rows(resolved, await inspectLive(resolved)) };
     },
   };
 
@@ -195,11 +209,9 @@ export function backgroundTools({ context, agents, names, delegationTools, maxWa
   const abort: ContributedTool = {
     definition: { name: names.abort, description: 'Stops background tasks whose results are no longer needed.', inputSchema: { type: 'object', properties: { taskIds: taskIdsProperty } } },
     run: async (input, params) => {
-      const taskIds = TaskIdsSchema.safeParse(input).data?.taskIds ?? [];
-      if (taskIds.length === 0) return noIds;
-      const resolved = resolve(taskIds, params.requestMessages);
-      const pending = live(resolved);
-      const reports = pending.length ? await context.tasks.inspect(pending.map((task) => task.runId)) : [];
+      const resolved = given(input, params.requestMessages);
+      if (!resolved) return noIds;
+      const reports = await inspectLive(resolved);
       for (const report of reports) if (report.status === 'pending') await context.tasks.abort(report.runId);
       const now = reports.map((report) => (report.status === 'pending' ? { ...report, status: 'aborting' as const } : report));
       return { tasks: rows(resolved, now) };

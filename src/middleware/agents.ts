@@ -13,7 +13,7 @@ import type { RunResult } from '../core/run';
 import { defineMiddleware } from './define-middleware';
 import { taskIdOf } from '../core/tasks';
 import { sessionOfTurn } from '../core/session';
-import { BACKGROUND_TOOLS, backgroundTools, launchedInConversation, parseTaskId } from './agents-tasks';
+import { BACKGROUND_TOOLS, backgroundTools, conversationTasks, parseTaskId } from './agents-tasks';
 import { injectSystemText } from './system-text';
 import type { ContributedTool, MiddlewareContext, ToolCallParams } from './types';
 
@@ -212,8 +212,7 @@ export const agents = defineMiddleware({
       const { taskId, instructions } = input.data;
       const parsed = parseTaskId(taskId, config.agents.map((ref) => ref.name));
       if (!parsed) return { response: `Error: task ID "${taskId}" does not match any configured agent (expected "<agent>:<runId>").` };
-      const known = launchedInConversation(params.requestMessages, delegationToolNames);
-      for (const record of context.tasks.records()) known.set(record.taskId, record.name);
+      const known = conversationTasks(context, params.requestMessages, delegationToolNames);
       if (!known.has(taskId)) return { response: 'Error: this conversation did not launch this task, so it cannot be continued from here.' };
       const label = known.get(taskId) !== undefined ? { name: known.get(taskId)! } : {};
       if (config.maxDelegations > 0 && delegations >= config.maxDelegations) {
