@@ -22,6 +22,7 @@ import { withHeartbeat } from './heartbeat';
 import { InfrastructureError, toRetryableFailure } from './infrastructure-error';
 import { assertPayloadFits } from './payload-limit';
 import { DEFAULT_MODEL_REQUEST_TIMEOUT, readModelRequest } from './read-model-request';
+import { runFileOperation } from './files';
 import { invokeSession } from './invoke-session';
 import { awaitTasks, inspectTasks } from './tasks';
 import type { KeelActivities } from './types';
@@ -214,5 +215,6 @@ export function createActivities({ registry, config, client, modelRequestTimeout
     inspectTasks: (input) => asActivity(() => inspectTasks(client, input)),
     awaitTasks: (input) => asActivity(() => awaitTasks(client, input)),
     invokeSession: (input) => asActivity(() => invokeSession(client, input)),
+    files: (operation) => asActivity(() => runFileOperation(operation)),
   };
 }

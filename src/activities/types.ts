@@ -4,6 +4,7 @@
  */
 import type { ModelResponse } from '../core/messages';
 import type { AgentSpec, CallModelInput, CallToolInput, ResolveAgentInput, ValidateToolOutputInput } from '../core/run';
+import type { FileOperation, FileResult } from '../core/files';
 import type { InvokeOutput, InvokeSessionInput } from '../core/session';
 import type { AwaitTasksInput, AwaitTasksResult, InspectTasksInput, TaskReport } from '../core/tasks';
 
@@ -23,4 +24,6 @@ export interface KeelActivities {
   awaitTasks(input: AwaitTasksInput): Promise<AwaitTasksResult>;
   /** One turn of a sub-agent's session (update-with-start), waited for while heartbeating. */
   invokeSession(input: InvokeSessionInput): Promise<InvokeOutput>;
+  /** One Filesystem operation on a root directory, every path confined to it. */
+  files(operation: FileOperation): Promise<FileResult>;
 }

@@ -20,6 +20,8 @@ export { artifacts, artifactsListing, ArtifactsConfigSchema, ARTIFACTS_LISTING_M
 export type { ArtifactsConfig } from './artifacts';
 export { agents, AgentsConfigSchema, AGENTS_INSTRUCTIONS_MARKER, DEFAULT_TOOL_PREFIX, delegationToolName, sharedToolName } from './agents';
 export type { AgentsConfig } from './agents';
+export { filesystem, FilesystemConfigSchema, FILESYSTEM_MESSAGE_MARKER, UNCHANGED_STUB } from './filesystem';
+export type { FilesystemConfig } from './filesystem';
 export { injectSystemText } from './system-text';
 export { BUILTIN_MIDDLEWARE, instantiateMiddleware, middlewareNames, registerExportedMiddleware, registerMiddleware, registeredMiddleware } from './registry';
 export type { MiddlewareStage } from './registry';

@@ -13,6 +13,7 @@ import { artifacts } from './artifacts';
 import { budget } from './budget';
 import { isMiddlewareFactory, type MiddlewareFactory } from './define-middleware';
 import { fallback } from './fallback';
+import { filesystem } from './filesystem';
 import { retry } from './retry';
 import { softToolErrors } from './soft-tool-errors';
 import { toolApproval } from './tool-approval';
@@ -27,6 +28,7 @@ const builtins: Array<[MiddlewareFactory, string]> = [
   [budget as MiddlewareFactory, 'genkit-middleware-exp/budget'],
   [artifacts as MiddlewareFactory, 'genkit-middleware-exp/artifacts'],
   [agents as MiddlewareFactory, 'genkit-middleware-exp/agents'],
+  [filesystem as MiddlewareFactory, 'genkit-middleware/filesystem'],
 ];
 
 /**

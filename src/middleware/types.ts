@@ -15,6 +15,7 @@ import type { KeelError } from '../core/errors';
 import type { AgentSpec, MiddlewareRef, RunResult } from '../core/run';
 import type { TaskRecord, TaskReport } from '../core/tasks';
 import type { InvokeOutput } from '../core/session';
+import type { FileOperation, FileResult } from '../core/files';
 
 /** One iteration of the tool loop, as `wrapGenerate` sees it. */
 export interface GenerateParams {
@@ -186,6 +187,8 @@ export interface MiddlewareContext {
    * turn comes back as `{ error }`.
    */
   invokeSession: (options: SessionTurnOptions & { name?: string }) => Promise<{ output: InvokeOutput } | { error: KeelError }>;
+  /** Runs a file operation (an activity, confined to its root); throws a KeelError saying what went wrong. */
+  files: (operation: FileOperation) => Promise<FileResult>;
   /** Usage of every model call of the run so far. */
   usage: () => Usage;
   /** The messages the run started with. */

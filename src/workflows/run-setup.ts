@@ -10,6 +10,9 @@ import type { AgentSpec, RunInput } from '../core/run';
 import type { ResumePayload } from '../core/interrupts';
 import { instantiateMiddleware, type MiddlewareStage } from '../middleware/registry';
 import { resumedHoldsByStage } from './resume';
+import { proxyActivities } from '@temporalio/workflow';
+import type { KeelActivities } from '../activities/types';
+import { activityOptions, asKeelError } from './activity-errors';
 import { agentRunner, sessionInvoker, taskControl } from './run-agent';
 import type { ContributedTool } from '../middleware/types';
 import type { RunState } from './run-state';
@@ -47,6 +50,13 @@ export function setUpRun({ agent, input, run, callModel, forgetChild }: RunSetup
     runAgent: agentRunner(runners),
     tasks: taskControl(runners),
     invokeSession: sessionInvoker(runners),
+    files: async (operation) => {
+      try {
+        return await proxyActivities<KeelActivities>({ ...activityOptions(agent.activities.tool), summary: `files ${operation.op}` }).files(operation);
+      } catch (error) {
+        throw asKeelError(error, `file operation ${operation.op}`);
+      }
+    },
     artifacts: {
       list: () => run.artifacts,
       get: (name) => run.artifacts.find((artifact) => artifact.name === name),
