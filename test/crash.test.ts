@@ -3,7 +3,7 @@
  * other worker, the sibling tool that had finished is not run again, and the retried tool
  * sees the idempotency key of its first attempt.
  */
-import { readFileSync, existsSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { KeelClient } from '../src/client/keel-client';
@@ -57,6 +57,40 @@ describe('worker crash', () => {
       expect(second[2]).toBe('2');
       expect(second[3]).toBe(first[3]);
       expect(first[3]).toMatch(new RegExp(`^${handle.runId}/\\d+$`));
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('worker crash between a read and an edit', () => {
+  it('rebuilds the read cache on the next worker, so the edit still sees the read', async () => {
+    // turn 1: read_file notes.txt; turn 2: slow_work (the only worker is SIGKILLed; a new one starts);
+    // turn 3: edit_file notes.txt, which needs the read of turn 1; turn 4: edited
+    const { dir, configPath } = writeTestConfig('fs-crash', {
+      activities: { tool: { startToCloseTimeout: '1 minute', heartbeatTimeout: '2 seconds', retry: { initialInterval: '200ms' } } },
+      modules: [join(ROOT, 'test', 'fixtures', 'fs-agents.ts')],
+    });
+    mkdirSync(join(dir, 'root'));
+    writeFileSync(join(dir, 'root', 'notes.txt'), 'a draft\n');
+    const env = { KEEL_TEST_DIR: dir };
+    const first = spawnKeel(['worker', '--config', configPath], { env });
+    track(first);
+    await first.waitFor(/keel: worker \d+ on task queue/);
+    const client = await KeelClient.connect(loadConfig({ path: configPath }));
+    try {
+      const handle = await client.start('editor', 'go');
+      await expect.poll(() => lines(join(dir, 'slow.log')).length, { timeout: 30_000 }).toBeGreaterThan(0);
+      first.kill('SIGKILL');
+      await first.exited;
+      const second = spawnKeel(['worker', '--config', configPath], { env });
+      track(second);
+      await second.waitFor(/keel: worker \d+ on task queue/);
+      const result = await handle.result();
+      expect(result.text).toBe('edited');
+      expect(readFileSync(join(dir, 'root', 'notes.txt'), 'utf8')).toBe('a final\n');
+      const answers = result.messages.filter((message) => message.role === 'tool').map((message) => (message.content[0] as { toolResponse: { output: unknown } }).toolResponse.output);
+      expect(answers.at(-1)).toBe('Successfully applied 1 edit(s) to notes.txt.');
     } finally {
       await client.close();
     }
