@@ -24,6 +24,7 @@ import { assertPayloadFits } from './payload-limit';
 import { DEFAULT_MODEL_REQUEST_TIMEOUT, readModelRequest } from './read-model-request';
 import { runFileOperation } from './files';
 import { invokeSession } from './invoke-session';
+import { runSkillOperation } from './skills';
 import { awaitTasks, inspectTasks } from './tasks';
 import type { KeelActivities } from './types';
 
@@ -216,5 +217,6 @@ export function createActivities({ registry, config, client, modelRequestTimeout
     awaitTasks: (input) => asActivity(() => awaitTasks(client, input)),
     invokeSession: (input) => asActivity(() => invokeSession(client, input)),
     files: (operation) => asActivity(() => runFileOperation(operation)),
+    skills: (operation) => asActivity(() => runSkillOperation(operation)),
   };
 }

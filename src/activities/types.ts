@@ -5,6 +5,7 @@
 import type { ModelResponse } from '../core/messages';
 import type { AgentSpec, CallModelInput, CallToolInput, ResolveAgentInput, ValidateToolOutputInput } from '../core/run';
 import type { FileOperation, FileResult } from '../core/files';
+import type { SkillOperation, SkillResult } from '../core/skills';
 import type { InvokeOutput, InvokeSessionInput } from '../core/session';
 import type { AwaitTasksInput, AwaitTasksResult, InspectTasksInput, TaskReport } from '../core/tasks';
 
@@ -26,4 +27,6 @@ export interface KeelActivities {
   invokeSession(input: InvokeSessionInput): Promise<InvokeOutput>;
   /** One Filesystem operation on a root directory, every path confined to it. */
   files(operation: FileOperation): Promise<FileResult>;
+  /** One Skills operation: scan skill directories, load a skill, read a file it bundles (confined to it). */
+  skills(operation: SkillOperation): Promise<SkillResult>;
 }

@@ -22,6 +22,8 @@ export { agents, AgentsConfigSchema, AGENTS_INSTRUCTIONS_MARKER, DEFAULT_TOOL_PR
 export type { AgentsConfig } from './agents';
 export { filesystem, FilesystemConfigSchema, FILESYSTEM_MESSAGE_MARKER, UNCHANGED_STUB } from './filesystem';
 export type { FilesystemConfig } from './filesystem';
+export { skills, skillsCatalog, SkillsConfigSchema, SKILLS_CATALOG_MARKER, SKILL_ACTIVATION } from './skills';
+export type { SkillsConfig } from './skills';
 export { injectSystemText } from './system-text';
 export { BUILTIN_MIDDLEWARE, instantiateMiddleware, middlewareNames, registerExportedMiddleware, registerMiddleware, registeredMiddleware } from './registry';
 export type { MiddlewareStage } from './registry';

@@ -13,6 +13,7 @@ import { artifacts } from './artifacts';
 import { budget } from './budget';
 import { isMiddlewareFactory, type MiddlewareFactory } from './define-middleware';
 import { fallback } from './fallback';
+import { skills } from './skills';
 import { filesystem } from './filesystem';
 import { retry } from './retry';
 import { softToolErrors } from './soft-tool-errors';
@@ -29,6 +30,7 @@ const builtins: Array<[MiddlewareFactory, string]> = [
   [artifacts as MiddlewareFactory, 'genkit-middleware-exp/artifacts'],
   [agents as MiddlewareFactory, 'genkit-middleware-exp/agents'],
   [filesystem as MiddlewareFactory, 'genkit-middleware/filesystem'],
+  [skills as MiddlewareFactory, 'genkit-middleware/skills'],
 ];
 
 /**
@@ -95,13 +97,15 @@ export type SharedMiddlewareContext = Omit<MiddlewareContext, 'stageIndex' | 'st
  * order (first = outermost). Unknown name → NOT_FOUND; bad config → INVALID_ARGUMENT naming
  * the middleware and the field.
  */
-export function instantiateMiddleware(
+export async function instantiateMiddleware(
   refs: readonly MiddlewareRef[],
   context: SharedMiddlewareContext,
   registry: Readonly<Record<string, MiddlewareDefinition>> = registered,
-): MiddlewareStage[] {
+): Promise<MiddlewareStage[]> {
   const sharedState = new Map<string, object>();
-  return refs.map((ref, index) => {
+  const stages: MiddlewareStage[] = [];
+  // One after another, in order: a middleware's create may wait on activities (Skills scans).
+  for (const [index, ref] of refs.entries()) {
     const definition = registry[ref.name];
     if (!definition) {
       const known = middlewareNames(registry);
@@ -115,7 +119,7 @@ export function instantiateMiddleware(
       throw new KeelError('INVALID_ARGUMENT', `invalid config for middleware "${ref.name}" (use[${index}]): ${describeZodError(parsed.error, 'config')}`);
     }
     const holds = definition.holds ?? {};
-    const hooks = definition.create(parsed.data, {
+    const hooks = await definition.create(parsed.data, {
       ...context,
       stageIndex: index,
       stageName: definition.name,
@@ -128,6 +132,7 @@ export function instantiateMiddleware(
         return sharedState.get(definition.name) as T;
       },
     });
-    return { index, name: definition.name, holds, hooks };
-  });
+    stages.push({ index, name: definition.name, holds, hooks });
+  }
+  return stages;
 }

@@ -8,13 +8,14 @@ import type { Message, Part } from '../core/messages';
 
 /**
  * The conversation with `text` in the system prompt, in a text part tagged with metadata
- * `{ [marker]: true }`: the tagged part is replaced in place if present (and unchanged if its
+ * `{ [marker]: value }` (two instances with different values keep two parts): the tagged part is replaced in place if present (and unchanged if its
  * text is the same), else appended to the first system message, else a system message is put
  * at the front.
  */
-export function injectSystemText(messages: readonly Message[], marker: string, text: string): Message[] {
-  const part: Part = { text, metadata: { [marker]: true } };
-  const tagged = (candidate: Part) => 'text' in candidate && candidate.metadata?.[marker] !== undefined;
+export function injectSystemText(messages: readonly Message[], marker: string, text: string, value: string | true = true): Message[] {
+  const part: Part = { text, metadata: { [marker]: value } };
+  // A part tagged with this value is ours; so is one tagged `true` (a legacy tag), which is upgraded.
+  const tagged = (candidate: Part) => 'text' in candidate && (candidate.metadata?.[marker] === value || candidate.metadata?.[marker] === true);
   const holder = messages.findIndex((message) => message.role === 'system' && message.content.some(tagged));
   if (holder >= 0) {
     const message = messages[holder]!;

@@ -16,6 +16,7 @@ import type { AgentSpec, MiddlewareRef, RunResult } from '../core/run';
 import type { TaskRecord, TaskReport } from '../core/tasks';
 import type { InvokeOutput } from '../core/session';
 import type { FileOperation, FileResult } from '../core/files';
+import type { SkillOperation, SkillResult } from '../core/skills';
 
 /** One iteration of the tool loop, as `wrapGenerate` sees it. */
 export interface GenerateParams {
@@ -189,6 +190,8 @@ export interface MiddlewareContext {
   invokeSession: (options: SessionTurnOptions & { name?: string }) => Promise<{ output: InvokeOutput } | { error: KeelError }>;
   /** Runs a file operation (an activity, confined to its root); throws a KeelError saying what went wrong. */
   files: (operation: FileOperation) => Promise<FileResult>;
+  /** Runs a skills operation (an activity); throws a KeelError saying what went wrong. */
+  skills: (operation: SkillOperation) => Promise<SkillResult>;
   /** Usage of every model call of the run so far. */
   usage: () => Usage;
   /** The messages the run started with. */
@@ -229,5 +232,6 @@ export interface MiddlewareDefinition<Schema extends z.ZodType = z.ZodType> {
   configSchema: Schema;
   /** How this middleware's holds are shown and decided. */
   holds?: HoldPolicy;
-  create: (config: z.output<Schema>, context: MiddlewareContext) => MiddlewareHooks;
+  /** Makes the run's hooks; may wait on the context's activities (e.g. a scan of the disk). */
+  create: (config: z.output<Schema>, context: MiddlewareContext) => MiddlewareHooks | Promise<MiddlewareHooks>;
 }

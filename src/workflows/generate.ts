@@ -94,7 +94,7 @@ export async function generateWorkflow(rawInput: RunInput): Promise<RunResult> {
     if (maxTurns < 0) throw new KeelError('INVALID_ARGUMENT', `maxTurns must not be negative (got ${maxTurns})`);
 
     const callModel = modelCaller(run, activityOptions(agent.activities.model), info.runId);
-    const setup = setUpRun({ agent, input, run, callModel, forgetChild: (runId) => board.forgetChild(runId) });
+    const setup = await setUpRun({ agent, input, run, callModel, forgetChild: (runId) => board.forgetChild(runId) });
     for (const name of setup.contributed.keys()) localTools.add(name);
     const hooks = setup.stages.map((stage) => stage.hooks);
     const modelStage = composeStage(hooks, 'wrapModel', (params) => callModel(params.model, params.request));

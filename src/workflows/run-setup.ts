@@ -40,10 +40,10 @@ export interface RunSetupOptions {
 }
 
 /** Instantiates the middleware and gathers the tools (a duplicate name is INVALID_ARGUMENT); records the first conversation in the run. */
-export function setUpRun({ agent, input, run, callModel, forgetChild }: RunSetupOptions): RunSetup {
+export async function setUpRun({ agent, input, run, callModel, forgetChild }: RunSetupOptions): Promise<RunSetup> {
   let resumedHolds = new Map<number, ResumePayload[]>();
   const runners = { run, inherited: () => stages.flatMap((stage) => stage.hooks.forChildRuns?.() ?? []), forgetChild };
-  const stages: MiddlewareStage[] = instantiateMiddleware([...agent.use, ...input.use], {
+  const stages: MiddlewareStage[] = await instantiateMiddleware([...agent.use, ...input.use], {
     agent,
     callModel,
     usage: () => run.status.usage,
@@ -55,6 +55,13 @@ export function setUpRun({ agent, input, run, callModel, forgetChild }: RunSetup
         return await proxyActivities<KeelActivities>({ ...activityOptions(agent.activities.tool), summary: `files ${operation.op}` }).files(operation);
       } catch (error) {
         throw asKeelError(error, `file operation ${operation.op}`);
+      }
+    },
+    skills: async (operation) => {
+      try {
+        return await proxyActivities<KeelActivities>({ ...activityOptions(agent.activities.tool), summary: `skills ${operation.op}` }).skills(operation);
+      } catch (error) {
+        throw asKeelError(error, `skills operation ${operation.op}`);
       }
     },
     artifacts: {

@@ -8,7 +8,7 @@ import type { InterruptBoard } from './interrupt-board';
 import { settleTurn, type ToolTurnContext } from './tool-turn';
 
 const context = {} as MiddlewareContext;
-const cover = (tools: string[]): MiddlewareHooks => softToolErrors.definition.create({ tools }, context);
+const cover = (tools: string[]): MiddlewareHooks => softToolErrors.definition.create({ tools }, context) as MiddlewareHooks;
 
 /** A turn context whose tool-error policy is that of `hooks` (as the loop builds it). */
 function turnWith(hooks: MiddlewareHooks[], stopped: unknown[] = []): ToolTurnContext {

@@ -11,13 +11,14 @@
 import { isCancellation } from '@temporalio/workflow';
 import { ToolFailure } from '../core/errors';
 import { INTERRUPT_METADATA, ModelVisibleToolError, ToolInterrupt, decisionPayload } from '../core/interrupts';
+import { isToolAnswer } from '../core/tool-answer';
 import type { Message, Part, ToolDefinition, ToolRequest, ToolRequestPart } from '../core/messages';
 import type { ToolCall, ToolRestart } from '../middleware/compose';
 import type { InterruptBoard } from './interrupt-board';
 
 /** What one tool call came to. */
 export type CallOutcome =
-  | { output: unknown; toolError?: true; fromPending?: true }
+  | { output: unknown; toolError?: true; fromPending?: true; responseMetadata?: Record<string, unknown> }
   /** Held; `request` is the call as it was held (a restart may have replaced its input). */
   | { interrupt: ToolInterrupt; request: ToolRequest };
 
@@ -67,7 +68,8 @@ export async function runCall(context: ToolTurnContext, { part, iteration, reque
   let next = restart;
   for (;;) {
     try {
-      return { output: await context.chain({ request, tool, iteration, requestMessages, ...(original !== undefined ? { originalInput: original } : {}) }, next) };
+      const value = await context.chain({ request, tool, iteration, requestMessages, ...(original !== undefined ? { originalInput: original } : {}) }, next);
+      return isToolAnswer(value) ? { output: value.output, responseMetadata: value.metadata } : { output: value };
     } catch (error) {
       if (ModelVisibleToolError.isInstance(error)) return { output: { error: error.message }, toolError: true };
       if (!ToolInterrupt.isInstance(error)) throw error;
@@ -149,7 +151,11 @@ export async function settleTurn(context: ToolTurnContext, { modelMessage, reque
   const content = results.map((result, index): Part => {
     const { name, ref } = requests[index]!.toolRequest;
     const output = 'output' in result ? result.output : undefined;
-    const metadata = { ...('toolError' in result && result.toolError ? { toolError: true } : {}), ...('fromPending' in result && result.fromPending ? { source: 'pending' } : {}) };
+    const metadata = {
+      ...('responseMetadata' in result ? result.responseMetadata : {}),
+      ...('toolError' in result && result.toolError ? { toolError: true } : {}),
+      ...('fromPending' in result && result.fromPending ? { source: 'pending' } : {}),
+    };
     return { toolResponse: { name, ref, output }, ...(Object.keys(metadata).length ? { metadata } : {}) };
   });
   return { toolMessage: { role: 'tool', content } };
