@@ -3,10 +3,11 @@
  * set, the demo agent talks to that OpenAI-compatible endpoint (model $OPENAI_MODEL,
  * default gpt-4o-mini); otherwise it uses a scripted model, so it runs with no API key.
  */
+import { mkdirSync } from 'node:fs';
 import { appendFile, mkdir } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
-import { agents, defineAgent, defineTool, openAICompatibleModel, scriptedModel, textReply, toolApproval, toolCallReply, type ModelRequest } from 'keel-agents';
+import { agents, defineAgent, defineTool, filesystem, openAICompatibleModel, scriptedModel, skills, textReply, toolApproval, toolCallReply, type ModelRequest } from 'keel-agents';
 
 const FORECASTS: Record<string, { sky: string; highC: number }> = {
   lisbon: { sky: 'sunny', highC: 24 },
@@ -85,6 +86,12 @@ export const slowStep = defineTool({
 
 const useRealModel = Boolean(process.env.OPENAI_BASE_URL || process.env.OPENAI_API_KEY);
 
+/** The demo's skills (a sample skill ships with the repository). */
+export const SKILLS_DIR = resolve(__dirname, 'skills');
+/** Where the demo writes its itinerary (created when a worker loads this module). */
+export const TRIPS_DIR = resolve(__dirname, '..', '.keel', 'trips');
+mkdirSync(TRIPS_DIR, { recursive: true });
+
 /** The task id a background delegation answered with, found in the conversation. */
 function launchedTask(request: ModelRequest): string | undefined {
   for (const message of request.messages) {
@@ -113,20 +120,30 @@ export const demoModel = useRealModel
   : scriptedModel({
       name: 'scripted/trip-planner',
       script: [
-        // turn 1: the weather in both cities, and the fare handed to a sub-agent in the background
+        // turn 1: the weather in both cities, the fare handed to a sub-agent in the background, the house style loaded
         toolCallReply(
           [
             { name: 'lookup_weather', input: { city: 'Lisbon' } },
             { name: 'lookup_weather', input: { city: 'Porto' } },
             { name: 'delegate_to_fare-scout', input: { task: 'What does a 25 EUR train ticket cost in USD?', background: true, name: 'fare' } },
+            { name: 'use_skill', input: { skillName: 'trip-writer' } },
           ],
           { usage: { inputTokens: 120, outputTokens: 30 } },
         ),
         // turn 2: collect the fare
         (request: ModelRequest) => toolCallReply({ name: 'wait_for_background_tasks', input: { taskIds: [launchedTask(request)] } }, { usage: { inputTokens: 210, outputTokens: 20 } }),
         toolCallReply({ name: 'book_train', input: { from: 'Porto', to: 'Lisbon' } }, { usage: { inputTokens: 240, outputTokens: 15 } }),
+        // turn 4: the itinerary, as the trip-writer skill asks
+        (request: ModelRequest) =>
+          toolCallReply(
+            {
+              name: 'write_file',
+              input: { filePath: `itinerary-${(launchedTask(request) ?? 'trip').split(':run-')[1]?.slice(0, 8) ?? 'trip'}.md`, content: `# Lisbon tomorrow\n\n1. Go to Lisbon: sunny and 24°C (Porto: light rain, 18°C).\n2. Train Porto → Lisbon: ${collectedFare(request)}\n3. On arrival: a pastel de nata in Belém.\n` },
+            },
+            { usage: { inputTokens: 260, outputTokens: 40 } },
+          ),
         (request: ModelRequest) => {
-          const booked = request.messages.at(-1)?.content.find((part) => 'toolResponse' in part);
+          const booked = request.messages.flatMap((message) => message.content).find((part) => 'toolResponse' in part && part.toolResponse.name === 'book_train');
           const output = booked && 'toolResponse' in booked ? (booked.toolResponse.output as { booking?: string; error?: string }) : {};
           const booking = output.booking ? `Your ticket is booked (${output.booking}).` : 'I did not book the ticket, as you asked.';
           return textReply(`Go to Lisbon: sunny and 24°C, while Porto expects light rain at 18°C. ${collectedFare(request)} ${booking}`, {
@@ -161,13 +178,19 @@ export const tripPlanner = defineAgent({
   name: 'trip-planner',
   description: 'Plans a day trip from forecasts and prices.',
   model: demoModel.name,
-  system: 'You plan day trips in Portugal and Spain. Check the weather, have the fare scout price the train in the background, book the train, then answer in two sentences.',
+  system: 'You plan day trips in Portugal and Spain. Check the weather, have the fare scout price the train in the background, book the train, write the itinerary, then answer in two sentences.',
   tools: [lookupWeather, bookTrain],
   use: [
     // Sub-agents, one of them working in the background while the planner goes on.
     agents({ agents: ['fare-scout'], async: true }),
-    // Looking things up and delegating are fine; booking needs a person's approval.
-    toolApproval({ allowedTools: ['lookup_weather', 'delegate_to_fare-scout', 'wait_for_background_tasks', 'check_background_tasks', 'abort_background_tasks'] }),
+    // The house style for itineraries, as a skill the model loads when it needs it.
+    skills({ skillPaths: [SKILLS_DIR] }),
+    // A folder of its own for the itinerary.
+    filesystem({ rootDirectory: TRIPS_DIR, allowWriteAccess: true }),
+    // Looking things up, delegating and writing the itinerary are fine; booking needs a person's approval.
+    toolApproval({
+      allowedTools: ['lookup_weather', 'delegate_to_fare-scout', 'wait_for_background_tasks', 'check_background_tasks', 'abort_background_tasks', 'use_skill', 'list_files', 'read_file', 'write_file', 'edit_file'],
+    }),
   ],
 });
 

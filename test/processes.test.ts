@@ -3,7 +3,7 @@
  * SQLite file and stops on SIGTERM; `keel dev` runs server + worker; `keel demo` (what
  * `npm start` runs) starts what it needs, runs the demo agent and prints the UI address.
  */
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
@@ -60,7 +60,7 @@ describe('keel dev', () => {
       await expect.poll(async () => (await status()).interrupts[0]?.toolName, { timeout: 30_000, interval: 300 }).toBe('book_train');
       expect((await runKeel(['approve', runId, 'i1', '--config', path])).code).toBe(0);
       await expect.poll(async () => (await status()).status, { timeout: 30_000, interval: 300 }).toBe('completed');
-      expect(await status()).toMatchObject({ finishReason: 'stop', text: expect.stringContaining('Your ticket is booked'), usage: { inputTokens: 1010, outputTokens: 132 }, tasks: [expect.objectContaining({ agent: 'fare-scout' })] });
+      expect(await status()).toMatchObject({ finishReason: 'stop', text: expect.stringContaining('Your ticket is booked'), usage: { inputTokens: 1270, outputTokens: 172 }, tasks: [expect.objectContaining({ agent: 'fare-scout' })] });
       dev.kill('SIGTERM');
       expect(await dev.exited).toBe(0);
     } finally {
@@ -89,7 +89,12 @@ describe('keel demo', () => {
     expect(stdout).toContain('Your ticket is booked');
     expect(stdout).toContain('The 25 EUR train ticket comes to about 27 USD. Your ticket is booked');
     // the sub-agent's usage (60 + 80 input, 10 + 12 output) counts in the run's
-    expect(stdout).toContain('answer (stop, 4 turns, 1010 input / 132 output tokens)');
+    // the skill is loaded and the itinerary written under .keel/trips, as the trip-writer skill asks
+    expect(stdout).toMatch(/← use_skill: <skill_content name="trip-writer"/);
+    const written = /← write_file: File (itinerary-[0-9a-f]{8}\.md) written successfully\./.exec(stdout);
+    expect(written, stdout).not.toBeNull();
+    expect(readFileSync(join(ROOT, '.keel', 'trips', written![1]!), 'utf8')).toContain('2. Train Porto → Lisbon: The 25 EUR train ticket comes to about 27 USD.');
+    expect(stdout).toContain('answer (stop, 5 turns, 1270 input / 172 output tokens)');
     expect(stdout).toMatch(new RegExp(`http://127\\.0\\.0\\.1:${uiPort}/namespaces/default/workflows/run-`));
   });
 
