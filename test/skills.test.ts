@@ -171,3 +171,73 @@ describe('parseFrontmatter', () => {
     expect(parseFrontmatter('---\nname: a\ndescription: uses: colons: everywhere\n---\n')).toMatchObject({ name: 'a', description: 'uses: colons: everywhere' });
   });
 });
+
+describe('skills: names, markers and failures', () => {
+  it('prefixes both tools and the catalog; two prefixed instances keep two catalogs, each refreshed in place', async () => {
+    const { root } = library();
+    const other = mkdtempSync(join(tmpdir(), 'keel-skills-b-'));
+    mkdirSync(join(other, 'go'));
+    writeFileSync(join(other, 'go', 'SKILL.md'), '---\ndescription: Go\n---\n');
+    const name = `skills-${++count}`;
+    const model = scriptedModel({ name: `scripted/${name}`, script: [toolCallReply({ name: 'sk_use_skill', input: { skillName: 'python' } }), textReply('done')] });
+    registry.add(model, defineAgent({ name, model: model.name, use: [skills({ skillPaths: [root], toolNamePrefix: 'sk_', allowResourceAccess: true }), skills({ skillPaths: [other], toolNamePrefix: 'b_' })] }));
+    await worker.client.run(name, 'go');
+    expect(model.requests[0]!.request.tools.map((tool) => tool.name)).toEqual(['sk_use_skill', 'sk_read_skill_file', 'b_use_skill']);
+    for (const request of model.requests) {
+      const tags = request.request.messages[0]!.content.map((part) => part.metadata?.['skills-instructions']);
+      expect(tags).toEqual(['sk_use_skill', 'b_use_skill']);
+    }
+    expect((model.requests[0]!.request.messages[0]!.content[0] as { text: string }).text).toContain('Call the sk_use_skill tool');
+  });
+
+  it('upgrades a legacy catalog marker in place instead of adding a second catalog', async () => {
+    const { root } = library();
+    const { name, model } = agent([textReply('ok')], { skillPaths: [root] });
+    await worker.client.run(name, [
+      { role: 'system', content: [{ text: 'Be helpful.' }, { text: '<skills>old</skills>', metadata: { 'skills-instructions': true } }] },
+      { role: 'user', content: [{ text: 'go' }] },
+    ]);
+    const system = model.requests[0]!.request.messages[0]!.content;
+    expect(system).toHaveLength(2);
+    expect(system[1]).toMatchObject({ metadata: { 'skills-instructions': 'use_skill' } });
+    expect((system[1] as { text: string }).text).toContain(' - python - A python expert skill');
+  });
+
+  it('answers the model when a SKILL.md disappears after the scan, and the skill stays loadable', async () => {
+    const { root } = library();
+    const { name } = agent(
+      [
+        () => {
+          rmSync(join(root, 'python', 'SKILL.md'));
+          return toolCallReply({ name: 'use_skill', input: { skillName: 'python' } });
+        },
+        () => {
+          writeFileSync(join(root, 'python', 'SKILL.md'), '---\ndescription: back\n---\nagain\n');
+          return toolCallReply({ name: 'use_skill', input: { skillName: 'python' } });
+        },
+        textReply('done'),
+      ] as unknown as ScriptedReply[],
+      { skillPaths: [root] },
+    );
+    const result = await worker.client.run(name, 'go');
+    const [gone, back] = outputs(result.messages) as Array<{ toolResponse: { output: string } }>;
+    expect(gone!.toolResponse.output).toBe('Tool "use_skill" failed: SKILL.md is gone or is not a regular file. Available skills: "javascript", "python".');
+    expect(back!.toolResponse.output).toContain('again');
+  });
+
+  it('ignores a lowercase skill.md and an oversized SKILL.md, and clips a long description in the catalog only', async () => {
+    const { root } = library();
+    mkdirSync(join(root, 'lower'));
+    writeFileSync(join(root, 'lower', 'skill.md'), '---\ndescription: x\n---\n');
+    mkdirSync(join(root, 'huge'));
+    writeFileSync(join(root, 'huge', 'SKILL.md'), `---\ndescription: big\n---\n${'x'.repeat(1024 * 1024)}`);
+    mkdirSync(join(root, 'wordy'));
+    writeFileSync(join(root, 'wordy', 'SKILL.md'), `---\ndescription: ${'y'.repeat(1100)}\n---\n`);
+    const { name, model } = agent([textReply('ok')], { skillPaths: [root] });
+    await worker.client.run(name, 'go');
+    const catalog = (model.requests[0]!.request.messages[0]!.content[1] as { text: string }).text;
+    expect(catalog).not.toContain(' - lower');
+    expect(catalog).not.toContain(' - huge');
+    expect(catalog).toContain(` - wordy - ${'y'.repeat(1024)}...`);
+  });
+});
