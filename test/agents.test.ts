@@ -3,7 +3,7 @@
  * delegation is a child workflow the parent awaits, artifacts are run state.
  */
 import { temporal } from '@temporalio/proto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ModelRequest } from '../src/core/messages';
 import { defineAgent } from '../src/define';
 import { agents, namespaceOf } from '../src/middleware/agents';
@@ -16,16 +16,10 @@ import { runErrorOf } from '../src/client/keel-client';
 import { messagesQuery } from '../src/workflows/definitions';
 import { errorReply, scriptedModel, textReply, toolCallReply, type ScriptedReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
-import { startTestWorker, type TestWorker } from './support/harness';
+import { sharedTestWorker } from './support/harness';
 
 const registry = new Registry();
-let worker: TestWorker;
-beforeAll(async () => {
-  worker = await startTestWorker(registry);
-});
-afterAll(async () => {
-  await worker?.stop();
-});
+const worker = sharedTestWorker(registry);
 
 let count = 0;
 /** Registers an agent with a fresh scripted model; returns the model. */
@@ -48,7 +42,7 @@ const toolOutputs = (messages: Array<{ role: string; content: unknown[] }>) =>
   messages.filter((message) => message.role === 'tool').flatMap((message) => message.content.map((part) => (part as { toolResponse: { output: unknown } }).toolResponse.output));
 
 async function childWorkflowsOf(runId: string): Promise<string[]> {
-  const history = await worker.client.temporal.workflow.getHandle(runId).fetchHistory();
+  const history = await worker().client.temporal.workflow.getHandle(runId).fetchHistory();
   return (history.events ?? []).flatMap((event) =>
     event.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED ? [event.startChildWorkflowExecutionInitiatedEventAttributes!.workflowId!] : [],
   );
@@ -58,8 +52,8 @@ describe('artifacts', () => {
   it('gives the model read_artifact and write_artifact, or only read_artifact when read-only', async () => {
     const writer = agent({ script: [textReply('ok')], use: [artifacts()] });
     const reader = agent({ script: [textReply('ok')], use: [artifacts({ readonly: true })] });
-    await worker.client.run(writer.name, 'go');
-    await worker.client.run(reader.name, 'go');
+    await worker().client.run(writer.name, 'go');
+    await worker().client.run(reader.name, 'go');
     expect(writer.model.requests[0]!.request.tools.map((tool) => tool.name)).toEqual(['read_artifact', 'write_artifact']);
     expect(reader.model.requests[0]!.request.tools.map((tool) => tool.name)).toEqual(['read_artifact']);
   });
@@ -76,7 +70,7 @@ describe('artifacts', () => {
       ],
       use: [artifacts()],
     });
-    const handle = await worker.client.start(name, 'write a report');
+    const handle = await worker().client.start(name, 'write a report');
     const result = await handle.result();
     expect(toolOutputs(result.messages)).toEqual([
       { status: 'Saved artifact "report.md".' },
@@ -97,7 +91,7 @@ describe('artifacts', () => {
 
   it('lists the artifacts a run starts with', async () => {
     const { name, model } = agent({ script: [textReply('ok')], use: [artifacts()] });
-    await worker.client.run(name, 'go', { artifacts: [{ name: 'notes.md', parts: [{ text: 'abc' }], metadata: { source: 'researcher' } }] });
+    await worker().client.run(name, 'go', { artifacts: [{ name: 'notes.md', parts: [{ text: 'abc' }], metadata: { source: 'researcher' } }] });
     expect(JSON.stringify(model.requests[0]!.request.messages[0])).toContain('  - notes.md (3 chars) [from: researcher]');
   });
 });
@@ -106,7 +100,7 @@ describe('agents: synchronous delegation', () => {
   it('lists the sub-agents in the system prompt and gives each a delegation tool', async () => {
     agent({ name: 'web_researcher', description: 'Searches the web and summarizes findings.', script: [textReply('unused')] });
     const { name, model } = agent({ script: [textReply('ok')], use: [agents({ agents: ['web_researcher', { name: 'coder', description: 'Writes Go code.' }] })] });
-    await worker.client.run(name, 'go');
+    await worker().client.run(name, 'go');
     const request = model.requests[0]!.request;
     // coder is not registered on this worker: it may keep a session, so continue_task is there too
     expect(request.tools.map((tool) => [tool.name, tool.description])).toEqual([
@@ -126,7 +120,7 @@ describe('agents: synchronous delegation', () => {
       script: [toolCallReply({ name: `delegate_to_${sub.name}`, input: { task: 'find it', name: 'search' } }, { usage: { inputTokens: 3 } }), textReply('done', { usage: { inputTokens: 5 } })],
       use: [agents({ agents: [sub.name] })],
     });
-    const handle = await worker.client.start(name, 'go');
+    const handle = await worker().client.start(name, 'go');
     const result = await handle.result();
     expect(toolOutputs(result.messages)).toEqual([{ response: 'research complete', name: 'search' }]);
     expect(result.usage).toEqual({ inputTokens: 15 });
@@ -141,7 +135,7 @@ describe('agents: synchronous delegation', () => {
         request.messages.at(-1)?.role === 'tool' ? textReply('done') : toolCallReply([{ name: 'delegate_to_ghost', input: { task: 'a' } }, { name: 'delegate_to_ghost', input: { task: 'b' } }]),
       use: [agents({ agents: ['ghost'], maxDelegations: 1 })],
     });
-    const handle = await worker.client.start(name, 'go');
+    const handle = await worker().client.start(name, 'go');
     expect(toolOutputs((await handle.result()).messages)).toEqual([
       { response: 'Error: agent "ghost" is configured on the agents middleware but is not registered on this worker.' },
       { response: 'Delegation limit reached (1). Finish the task with what you have gathered so far.' },
@@ -152,7 +146,7 @@ describe('agents: synchronous delegation', () => {
   it('forwards the last messages of the conversation as text when asked to', async () => {
     const sub = agent({ script: [textReply('noted')] });
     const { name } = agent({ script: [toolCallReply({ name: `delegate_to_${sub.name}`, input: { task: 'summarize' } }), textReply('done')], use: [agents({ agents: [sub.name], historyLength: 2 })] });
-    await worker.client.run(name, [
+    await worker().client.run(name, [
       { role: 'user', content: [{ text: 'my name is Ada' }] },
       { role: 'model', content: [{ text: 'hello Ada' }] },
       { role: 'user', content: [{ text: 'summarize our chat' }] },
@@ -167,7 +161,7 @@ describe('agents: synchronous delegation', () => {
   it('reports a failed sub-agent run as an error the model sees', async () => {
     const sub = agent({ script: [errorReply('PERMISSION_DENIED', 'no access to the archive')] });
     const { name } = agent({ script: [toolCallReply({ name: `delegate_to_${sub.name}`, input: { task: 'dig' } }), textReply('done')], use: [agents({ agents: [sub.name] })] });
-    const result = await worker.client.run(name, 'go');
+    const result = await worker().client.run(name, 'go');
     expect(toolOutputs(result.messages)).toEqual([{ response: `Error calling agent "${sub.name}": no access to the archive` }]);
     expect(result.text).toBe('done');
   });
@@ -183,8 +177,8 @@ describe('agents: synchronous delegation', () => {
     const delegation = toolCallReply({ name: 'delegate_to_writer', input: { task: 'write the report' } });
     const inline = agent({ script: [delegation, textReply('done')], use: [agents({ agents: ['writer'] }), artifacts()] });
     const session = agent({ script: [delegation, textReply('done')], use: [agents({ agents: ['writer'], artifactStrategy: 'session' }), artifacts()] });
-    const inlineHandle = await worker.client.start(inline.name, 'go');
-    const sessionHandle = await worker.client.start(session.name, 'go');
+    const inlineHandle = await worker().client.start(inline.name, 'go');
+    const sessionHandle = await worker().client.start(session.name, 'go');
     const [inlineResult, sessionResult] = await Promise.all([inlineHandle.result(), sessionHandle.result()]);
     // Each delegation's namespace comes from its run's id: unique, so later ones never replace earlier ones.
     const inlineNs = namespaceOf('writer', `${inlineHandle.runId}/writer-1`);
@@ -207,8 +201,8 @@ describe('agents: a sub-agent run cancelled on its own', () => {
     // parent turn 1: delegate to a slow sub-agent, whose run is cancelled from outside; turn 2: done
     const sub = agent({ script: [textReply('too late', { delayMs: 30_000 })] });
     const { name } = agent({ script: [toolCallReply({ name: `delegate_to_${sub.name}`, input: { task: 'slowly' } }), textReply('done')], use: [agents({ agents: [sub.name] })] });
-    const handle = await worker.client.start(name, 'go');
-    const child = worker.client.getHandle(`${handle.runId}/${sub.name}-1`);
+    const handle = await worker().client.start(name, 'go');
+    const child = worker().client.getHandle(`${handle.runId}/${sub.name}-1`);
     await expect.poll(async () => (await child.status().catch(() => undefined))?.state, { timeout: 10_000 }).toBe('running');
     await child.cancel();
     const result = await handle.result();
@@ -223,7 +217,7 @@ describe('agents: holds inside a sub-agent', () => {
     // the hold is approved at the root; the sub-agent finishes; root turn 2: done
     const sub = agent({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }), textReply('cleaned')], tools: [dangerous], use: [toolApproval()] });
     const { name } = agent({ script: [toolCallReply({ name: `delegate_to_${sub.name}`, input: { task: 'clean' } }), textReply('done')], use: [agents({ agents: [sub.name] })] });
-    const handle = await worker.client.start(name, 'go');
+    const handle = await worker().client.start(name, 'go');
     let pending: Interrupt[] = [];
     await expect.poll(async () => (pending = await handle.pendingInterrupts()).length, { timeout: 20_000, interval: 50 }).toBe(1);
     const childRunId = `${handle.runId}/${sub.name}-1`;
@@ -236,7 +230,7 @@ describe('agents: holds inside a sub-agent', () => {
     await handle.approve(pending[0]!.id);
     const result = await handle.result();
     expect(toolOutputs(result.messages)).toEqual([{ response: 'cleaned' }]);
-    expect((await worker.client.getHandle(childRunId).result()).messages.at(-2)!.content).toEqual([{ toolResponse: { name: 'dangerous', ref: '0', output: { deleted: 'x' } } }]);
+    expect((await worker().client.getHandle(childRunId).result()).messages.at(-2)!.content).toEqual([{ toolResponse: { name: 'dangerous', ref: '0', output: { deleted: 'x' } } }]);
     expect(await handle.pendingInterrupts()).toEqual([]);
   });
 });
@@ -256,11 +250,11 @@ describe('agents: one budget for the whole tree', () => {
       ],
       use: [budget({ limit: { totalTokens: 25 } }), agents({ agents: [a.name, b.name] })],
     });
-    const handle = await worker.client.start(parent.name, 'go');
+    const handle = await worker().client.start(parent.name, 'go');
     const error = await handle.result().then(() => undefined, runErrorOf);
     expect(error).toMatchObject({ status: 'ABORTED', message: 'budget: used 30 of 25 totalTokens' });
     expect([parent.model.requests.length, a.model.requests.length, b.model.requests.length]).toEqual([2, 1, 1]);
-    const messages = await worker.client.temporal.workflow.getHandle(handle.runId).query(messagesQuery, 0);
+    const messages = await worker().client.temporal.workflow.getHandle(handle.runId).query(messagesQuery, 0);
     expect(toolOutputs(messages)).toEqual([{ response: 'a done' }, { response: `Error calling agent "${b.name}": budget: used 30 of 25 totalTokens` }]);
   });
 
@@ -270,10 +264,10 @@ describe('agents: one budget for the whole tree', () => {
       script: [toolCallReply({ name: `delegate_to_${sub.name}`, input: { task: 'go' } }, { usage: { totalTokens: 30 } }), textReply('never')],
       use: [budget({ limit: { totalTokens: 25 } }), agents({ agents: [sub.name] })],
     });
-    const handle = await worker.client.start(parent.name, 'go');
+    const handle = await worker().client.start(parent.name, 'go');
     expect(await handle.result().then(() => undefined, runErrorOf)).toMatchObject({ status: 'ABORTED', message: 'budget: used 30 of 25 totalTokens' });
     expect(sub.model.requests).toHaveLength(0);
-    const messages = await worker.client.temporal.workflow.getHandle(handle.runId).query(messagesQuery, 0);
+    const messages = await worker().client.temporal.workflow.getHandle(handle.runId).query(messagesQuery, 0);
     expect(toolOutputs(messages)).toEqual([{ response: `Error calling agent "${sub.name}": budget: used 30 of 25 totalTokens` }]);
   });
 });
@@ -281,7 +275,7 @@ describe('agents: one budget for the whole tree', () => {
 describe('agents: background tasks', () => {
   it('lets two async instances with their own prefixes share a run; two with the default prefix collide', async () => {
     const prefixed = agent({ script: [textReply('ok')], use: [agents({ agents: ['quick'], toolPrefix: 'research', async: true }), agents({ agents: ['fast'], toolPrefix: 'code', async: true })] });
-    await worker.client.run(prefixed.name, 'go');
+    await worker().client.run(prefixed.name, 'go');
     // quick and fast are not registered yet: they may keep a session, so each instance has its continue tool
     expect(prefixed.model.requests[0]!.request.tools.map((tool) => tool.name)).toEqual([
       'research_quick',
@@ -296,7 +290,7 @@ describe('agents: background tasks', () => {
       'code_continue_task',
     ]);
     const bare = agent({ script: [textReply('never')], use: [agents({ agents: ['quick'], async: true }), agents({ agents: ['fast'], async: true })] });
-    expect(await worker.client.run(bare.name, 'go').then(() => undefined, runErrorOf)).toMatchObject({
+    expect(await worker().client.run(bare.name, 'go').then(() => undefined, runErrorOf)).toMatchObject({
       status: 'INVALID_ARGUMENT',
       message: 'tool "check_background_tasks" is contributed by middleware but already declared elsewhere',
     });
@@ -333,7 +327,7 @@ describe('agents: background tasks', () => {
       ] as unknown as ScriptedReply[],
       use: [agents({ agents: ['researcher'], async: true }), artifacts()],
     });
-    const handle = await worker.client.start(name, 'go');
+    const handle = await worker().client.start(name, 'go');
     const result = await handle.result();
     const runId = `${handle.runId}/researcher-1`;
     expect(taskId).toBe(`researcher:${runId}`);
@@ -372,10 +366,10 @@ describe('agents: background tasks', () => {
       },
       use: [agents({ agents: ['quick'], async: true })],
     });
-    const first = await worker.client.run(name, 'go');
+    const first = await worker().client.run(name, 'go');
     expect(first.text).toBe('launched');
     const [taskId] = first.tasks;
-    const second = await worker.client.run(name, [...first.messages, { role: 'user', content: [{ text: 'any news?' }] }]);
+    const second = await worker().client.run(name, [...first.messages, { role: 'user', content: [{ text: 'any news?' }] }]);
     expect(outputOf(second.messages, 'wait_for_background_tasks')!.toolResponse.output).toEqual({
       tasks: [
         { taskId, agent: 'quick', status: 'completed', response: 'quick answer' },
@@ -404,7 +398,7 @@ describe('agents: background tasks', () => {
       ] as unknown as ScriptedReply[],
       use: [agents({ agents: ['slow', 'fast'], async: true, maxWaitSeconds: 1 })],
     });
-    const result = await worker.client.run(name, 'go');
+    const result = await worker().client.run(name, 'go');
     const waits = result.messages.filter((message) => message.role === 'tool').slice(1).map((message) => message.content.map((part) => (part as { toolResponse: { output: unknown } }).toolResponse.output));
     const [slowId, fastId] = ids;
     const stillRunning = { timedOut: true, note: 'Stopped waiting; the pending tasks are still running. Check them again later.' };
@@ -418,7 +412,7 @@ describe('agents: background tasks', () => {
       { note: 'waitFor must be "all" or "first", not "any".' },
       { note: 'No task IDs given. Pass the taskId values returned by background delegations.' },
     ]);
-    await expect.poll(async () => (await worker.client.getHandle(slowId!.slice('slow:'.length)).status()).state, { timeout: 20_000 }).toBe('cancelled');
+    await expect.poll(async () => (await worker().client.getHandle(slowId!.slice('slow:'.length)).status()).state, { timeout: 20_000 }).toBe('cancelled');
   });
 });
 
@@ -450,7 +444,7 @@ describe('agents: sub-agents that keep a session', () => {
       ] as unknown as ScriptedReply[],
       use: [agents({ agents: [sub.name], historyLength: 4 })],
     });
-    const handle = await worker.client.start(name, 'write something');
+    const handle = await worker().client.start(name, 'write something');
     const result = await handle.result();
     const sessionId = `${handle.runId}/${sub.name}-1`;
     const [first, second, third] = outputs(result.messages);
@@ -459,7 +453,7 @@ describe('agents: sub-agents that keep a session', () => {
     expect(third).toEqual({ response: `Error: task ${second!.taskId} already completed. Call continue_task again with instructions for what to do next.` });
     expect(sub.model.requests[0]!.request.messages.map((message) => message.role)).toEqual(['user']);
     // Synchronous turns are not background tasks.
-    expect((await worker.client.getHandle(handle.runId).status()).tasks).toEqual([]);
+    expect((await worker().client.getHandle(handle.runId).status()).tasks).toEqual([]);
   });
 
   it('retries a task that ended without an answer from where it stopped, and refuses foreign and client-managed task ids', async () => {
@@ -482,7 +476,7 @@ describe('agents: sub-agents that keep a session', () => {
       },
       use: [agents({ agents: [sub.name, plain.name] })],
     });
-    const result = await worker.client.run(name, 'go');
+    const result = await worker().client.run(name, 'go');
     const [blocked, , retried, foreign, clientManaged] = outputs(result.messages);
     expect(blocked).toMatchObject({ status: 'failed', response: expect.stringContaining(`Error calling agent "${sub.name}": its run ended as "blocked" without completing the task; its last message was: no.`) });
     expect(blocked!.response).toContain('call continue_task with this taskId to continue it');
@@ -497,7 +491,7 @@ describe('agents: sub-agents that keep a session', () => {
     const model = scriptedModel({ name: `scripted/${name}`, script: [toolCallReply({ name: 'dangerous', input: { v: 'y' } }), textReply('guarded done')] });
     registry.add(model, defineAgent({ name, model: model.name, session: 'server', tools: [dangerous], use: [toolApproval()] }));
     const root = agent({ script: [toolCallReply({ name: `delegate_to_${name}`, input: { task: 'clean' } }), textReply('done')], use: [agents({ agents: [name] })] });
-    const handle = await worker.client.start(root.name, 'go');
+    const handle = await worker().client.start(root.name, 'go');
     let pending: Interrupt[] = [];
     await expect.poll(async () => (pending = await handle.pendingInterrupts()).length, { timeout: 20_000, interval: 50 }).toBe(1);
     expect(pending[0]).toMatchObject({ id: `${name}-1/i1`, kind: 'approval', toolName: 'dangerous', path: [`session/${name}/${handle.runId}/${name}-1/turn-1`] });
@@ -510,10 +504,10 @@ describe('agents: sub-agents that keep a session', () => {
       script: [toolCallReply({ name: `delegate_to_${sub.name}`, input: { task: 'go' } }, { usage: { totalTokens: 30 } }), textReply('never')],
       use: [budget({ limit: { totalTokens: 25 } }), agents({ agents: [sub.name] })],
     });
-    const stopped = await worker.client.start(broke.name, 'go');
+    const stopped = await worker().client.start(broke.name, 'go');
     expect(await stopped.result().then(() => undefined, runErrorOf)).toMatchObject({ status: 'ABORTED', message: 'budget: used 30 of 25 totalTokens' });
     expect(sub.model.requests).toHaveLength(0);
-    const messages = await worker.client.temporal.workflow.getHandle(stopped.runId).query(messagesQuery, 0);
+    const messages = await worker().client.temporal.workflow.getHandle(stopped.runId).query(messagesQuery, 0);
     expect(outputs(messages)[0]).toMatchObject({ status: 'aborted', response: expect.stringContaining(`Error calling agent "${sub.name}": budget: used 30 of 25 totalTokens`) });
   });
 
@@ -531,7 +525,7 @@ describe('agents: sub-agents that keep a session', () => {
       ] as unknown as ScriptedReply[],
       use: [agents({ agents: [sub.name], async: true })],
     });
-    const result = await worker.client.run(name, 'go');
+    const result = await worker().client.run(name, 'go');
     const [launched, waited] = outputs(result.messages);
     expect(launched).toMatchObject({ taskId, status: 'pending' });
     expect(taskId).toMatch(new RegExp(`^${sub.name}:session/${sub.name}/.+/turn-1$`));
@@ -564,7 +558,7 @@ describe('agents: how finished tasks read', () => {
       ] as unknown as ScriptedReply[],
       use: [agents({ agents: [blocker.name, quick.name, slowpoke.name], async: true })],
     });
-    const result = await worker.client.run(name, 'go');
+    const result = await worker().client.run(name, 'go');
     const [, waited, aborted, waitedAgain] = turns(result.messages) as Array<Array<{ tasks: Array<Record<string, unknown>> }>>;
     expect(waited![0]!.tasks).toEqual([
       expect.objectContaining({ agent: blocker.name, status: 'failed', error: `Error calling agent "${blocker.name}": its run ended as "blocked" without completing the task; its last message was: cannot say.` }),
@@ -590,7 +584,7 @@ describe('agents: how finished tasks read', () => {
       script: [toolCallReply([{ name: `delegate_to_${two.name}`, input: { task: 'x' } }, { name: `delegate_to_${none.name}`, input: { task: 'y' } }]), textReply('done')],
       use: [agents({ agents: [two.name, none.name], artifactStrategy: 'session' })],
     });
-    const [first, second] = toolOutputs((await worker.client.run(name, 'go')).messages) as Array<{ response: string }>;
+    const [first, second] = toolOutputs((await worker().client.run(name, 'go')).messages) as Array<{ response: string }>;
     expect(first!.response).toBe('The task completed without a final message; its result is in the 2 artifacts it produced.');
     expect(second!.response).toBe('The task completed, but the agent gave no final message and produced no artifacts.');
   });
@@ -614,7 +608,7 @@ describe('agents: how finished tasks read', () => {
       ] as unknown as ScriptedReply[],
       use: [agents({ agents: [writerName], async: true }), artifacts()],
     });
-    const result = await worker.client.run(name, 'go');
+    const result = await worker().client.run(name, 'go');
     const [delegated, checked, continued, waited] = turns(result.messages) as Array<Array<Record<string, unknown>>>;
     expect(delegated![0]).toMatchObject({ status: 'completed', response: 'written' });
     expect((checked![0] as { tasks: Array<Record<string, unknown>> }).tasks[0]).toMatchObject({ status: 'completed', response: 'written' });

@@ -7,23 +7,17 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runErrorOf } from '../src/client/keel-client';
 import type { Message, ModelRequest } from '../src/core/messages';
 import { defineAgent } from '../src/define';
 import { filesystem } from '../src/middleware/filesystem';
 import { scriptedModel, textReply, toolCallReply, type ScriptedReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
-import { startTestWorker, type TestWorker } from './support/harness';
+import { sharedTestWorker } from './support/harness';
 
 const registry = new Registry();
-let worker: TestWorker;
-beforeAll(async () => {
-  worker = await startTestWorker(registry);
-});
-afterAll(async () => {
-  await worker?.stop();
-});
+const worker = sharedTestWorker(registry);
 
 /** A fresh root with a few files, and a secret beside it (outside). */
 function workspace() {
@@ -55,7 +49,7 @@ describe('filesystem tools', () => {
   it('lists files, flat and recursive, with sizes', async () => {
     const { root } = workspace();
     const { name } = agent([toolCallReply([{ name: 'list_files', input: {} }, { name: 'list_files', input: { dirPath: 'docs', recursive: true } }]), textReply('done')], { rootDirectory: root });
-    const [flat, recursive] = outputs((await worker.client.run(name, 'go')).messages);
+    const [flat, recursive] = outputs((await worker().client.run(name, 'go')).messages);
     expect(flat).toEqual([
       { path: 'docs', isDirectory: true },
       { path: 'notes.txt', isDirectory: false, sizeBytes: 10 },
@@ -79,7 +73,7 @@ describe('filesystem tools', () => {
       ],
       { rootDirectory: root },
     );
-    const result = await worker.client.run(name, 'go');
+    const result = await worker().client.run(name, 'go');
     expect(outputs(result.messages)).toEqual([
       'File notes.txt read successfully (5 lines). See contents below.',
       'File notes.txt read successfully (lines 2-3 of 5 total). See contents below.',
@@ -107,7 +101,7 @@ describe('filesystem tools', () => {
   it('has no write tools without write access; with it, write and edit need an unchanged read', async () => {
     const { root } = workspace();
     const readOnly = agent([textReply('ok')], { rootDirectory: root });
-    await worker.client.run(readOnly.name, 'go');
+    await worker().client.run(readOnly.name, 'go');
     expect(readOnly.model.requests[0]!.request.tools.map((tool) => tool.name)).toEqual(['list_files', 'read_file']);
 
     // turn 1: write new.txt (new: fine) and overwrite notes.txt (never read: refused); turn 2: edit notes.txt (refused, not read);
@@ -130,7 +124,7 @@ describe('filesystem tools', () => {
       ] as unknown as ScriptedReply[],
       { rootDirectory: root, allowWriteAccess: true },
     );
-    const result = await worker.client.run(writer.name, 'go');
+    const result = await worker().client.run(writer.name, 'go');
     expect(outputs(result.messages)).toEqual([
       'File sub/new.txt written successfully.',
       { error: 'file "notes.txt" exists but has not been read yet; read_file it first' },
@@ -155,7 +149,7 @@ describe('filesystem tools', () => {
       ],
       { rootDirectory: root, allowWriteAccess: true },
     );
-    const result = await worker.client.run(name, 'go');
+    const result = await worker().client.run(name, 'go');
     expect(outputs(result.messages).slice(1)).toEqual([
       { error: 'edit 2: oldString not found in the file; it must match the file byte-for-byte, including whitespace and indentation' },
       { error: 'edit 1: oldString matches 5 locations; add surrounding context to make it unique, or set replaceAll=true' },
@@ -166,14 +160,14 @@ describe('filesystem tools', () => {
   it('renames its tools with a prefix; a blank root is rejected where the agent is defined', async () => {
     const { root } = workspace();
     const { name, model } = agent([textReply('ok')], { rootDirectory: root, allowWriteAccess: true, toolNamePrefix: 'fs_' });
-    await worker.client.run(name, 'go');
+    await worker().client.run(name, 'go');
     expect(model.requests[0]!.request.tools.map((tool) => tool.name)).toEqual(['fs_list_files', 'fs_read_file', 'fs_write_file', 'fs_edit_file']);
     expect(() => filesystem({ rootDirectory: '  ' })).toThrow('invalid config for middleware "filesystem": config.rootDirectory: rootDirectory is required');
   });
 
   it('answers a missing root directory to the model', async () => {
     const { name } = agent([toolCallReply({ name: 'list_files', input: {} }), textReply('done')], { rootDirectory: join(tmpdir(), 'keel-no-such-root') });
-    const [answer] = outputs((await worker.client.run(name, 'go')).messages);
+    const [answer] = outputs((await worker().client.run(name, 'go')).messages);
     expect(answer).toEqual({ error: expect.stringContaining('cannot be opened: ENOENT') });
   });
 });
@@ -201,7 +195,7 @@ describe('filesystem confinement', () => {
       { name: 'edit_file', input: { filePath: '../secret.txt', edits: [{ oldString: 'TOP', newString: 'NOT' }] } },
     ];
     const { name } = agent([toolCallReply(escapes), toolCallReply({ name: 'read_file', input: { filePath: 'inner-link' } }), textReply('still here')], { rootDirectory: root, allowWriteAccess: true });
-    const result = await worker.client.run(name, 'go');
+    const result = await worker().client.run(name, 'go');
     expect(result.text).toBe('still here');
     const answers = outputs(result.messages);
     for (const [index, answer] of answers.slice(0, escapes.length).entries()) {
@@ -234,7 +228,7 @@ describe('filesystem confinement', () => {
       ] as unknown as ScriptedReply[],
       { rootDirectory: root },
     );
-    const result = await worker.client.run(name, 'go');
+    const result = await worker().client.run(name, 'go');
     expect(outputs(result.messages)[1]).toEqual({ error: expect.stringContaining('resolves outside the root directory') });
     expect(JSON.stringify(result.messages)).not.toContain('OUTSIDE');
   });
@@ -242,6 +236,6 @@ describe('filesystem confinement', () => {
   it('fails the run for other tools as before (only its own tools answer the model)', async () => {
     const { root } = workspace();
     const { name } = agent([toolCallReply({ name: 'no_such_tool', input: {} })], { rootDirectory: root });
-    expect(await worker.client.run(name, 'go').then(() => undefined, runErrorOf)).toMatchObject({ status: 'NOT_FOUND' });
+    expect(await worker().client.run(name, 'go').then(() => undefined, runErrorOf)).toMatchObject({ status: 'NOT_FOUND' });
   });
 });

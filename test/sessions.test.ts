@@ -3,23 +3,17 @@
  * workflow; each turn is an update that runs a child generate run and records a snapshot.
  * Client-managed agents carry their state in and out of each run.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runErrorOf } from '../src/client/keel-client';
 import type { ModelRequest } from '../src/core/messages';
 import { defineAgent } from '../src/define';
 import { budget } from '../src/middleware/budget';
 import { errorReply, scriptedModel, textReply, type ScriptedReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
-import { startTestWorker, type TestWorker } from './support/harness';
+import { sharedTestWorker } from './support/harness';
 
 const registry = new Registry();
-let worker: TestWorker;
-beforeAll(async () => {
-  worker = await startTestWorker(registry);
-});
-afterAll(async () => {
-  await worker?.stop();
-});
+const worker = sharedTestWorker(registry);
 
 let count = 0;
 function agent(options: { session?: 'server' | 'client'; script: ScriptedReply[] | ((request: ModelRequest) => ScriptedReply); use?: Parameters<typeof defineAgent>[0]['use'] }) {
@@ -36,7 +30,7 @@ describe('server-managed sessions', () => {
   it('keeps the conversation across turns, each a child run with a snapshot chained to the last', async () => {
     // turn 1: "my name is Ada" → "hello Ada"; turn 2: "what is my name?" → the model sees turn 1
     const { name, model } = agent({ script: (request) => textReply(`heard ${userTexts(request).length}`) });
-    const session = worker.client.session(name, `ada-${Date.now()}`);
+    const session = worker().client.session(name, `ada-${Date.now()}`);
     const first = await session.send('my name is Ada');
     const second = await session.send('what is my name?');
     expect([first.text, second.text]).toEqual(['heard 1', 'heard 2']);
@@ -46,13 +40,13 @@ describe('server-managed sessions', () => {
     const latest = await session.snapshot();
     expect(latest).toMatchObject({ snapshotId: second.snapshotId, parentId: first.snapshotId, status: 'completed', finishReason: 'stop', messageCount: 4 });
     expect(await session.snapshot(first.snapshotId)).toMatchObject({ snapshotId: first.snapshotId, status: 'completed', messageCount: 2 });
-    expect((await worker.client.getHandle(second.runId).result()).text).toBe('heard 2');
+    expect((await worker().client.getHandle(second.runId).result()).text).toBe('heard 2');
   });
 
   it('records no snapshot for a failed turn, and starts a turn from an earlier snapshot when asked', async () => {
     // turn 1 ok; turn 2 fails (the model errors); turn 3 from turn 1's snapshot sees only turn 1
     const { name, model } = agent({ script: (request) => (userTexts(request).at(-1) === 'fail' ? errorReply('PERMISSION_DENIED', 'no') : textReply(`seen ${userTexts(request).join(',')}`)) });
-    const session = worker.client.session(name, `fail-${Date.now()}`);
+    const session = worker().client.session(name, `fail-${Date.now()}`);
     const first = await session.send('one');
     await expect(session.send('fail')).rejects.toMatchObject({ status: 'PERMISSION_DENIED', message: 'no' });
     expect((await session.snapshot()).snapshotId).toBe(first.snapshotId);
@@ -65,16 +59,16 @@ describe('server-managed sessions', () => {
   it('answers the reference’s errors: an unknown snapshot, state for a server-managed agent, a session id for a client-managed one', async () => {
     const server = agent({ script: [textReply('x')] });
     const client = agent({ session: 'client', script: [textReply('x')] });
-    const session = worker.client.session(server.name, `errors-${Date.now()}`);
+    const session = worker().client.session(server.name, `errors-${Date.now()}`);
     await expect(session.snapshot()).rejects.toMatchObject({ status: 'NOT_FOUND' });
     await session.send('hi');
     await expect(session.snapshot('nope')).rejects.toMatchObject({ status: 'NOT_FOUND', message: expect.stringContaining('snapshot "nope" not found') });
     await expect(session.send('again', { snapshotId: 'nope' })).rejects.toMatchObject({ status: 'NOT_FOUND', message: expect.stringContaining('snapshot "nope" not found') });
-    expect(await worker.client.run(server.name, 'hi', { state: { messages: [] } }).then(() => undefined, runErrorOf)).toMatchObject({
+    expect(await worker().client.run(server.name, 'hi', { state: { messages: [] } }).then(() => undefined, runErrorOf)).toMatchObject({
       status: 'INVALID_ARGUMENT',
       message: `agent "${server.name}" keeps its conversation on the server (session: 'server'): send a session id, not state`,
     });
-    await expect(worker.client.session(client.name, 'x').send('hi')).rejects.toMatchObject({
+    await expect(worker().client.session(client.name, 'x').send('hi')).rejects.toMatchObject({
       status: 'INVALID_ARGUMENT',
       message: `agent "${client.name}" is client-managed (session: 'client'): send its state, not a session id`,
     });
@@ -82,12 +76,12 @@ describe('server-managed sessions', () => {
 
   it('detaches a turn with a pending snapshot that settles later, and aborts one in flight', async () => {
     const { name } = agent({ script: (request) => textReply(`done ${userTexts(request).at(-1)}`, { delayMs: userTexts(request).at(-1) === 'slow' ? 20_000 : 500 }) });
-    const session = worker.client.session(name, `detach-${Date.now()}`);
+    const session = worker().client.session(name, `detach-${Date.now()}`);
     const pending = await session.send('quick', { detach: true });
     expect(pending).toMatchObject({ status: 'pending', finishReason: 'detached', text: '' });
     expect(await session.waitForSnapshot(pending.snapshotId)).toMatchObject({ snapshotId: pending.snapshotId, status: 'completed', finishReason: 'stop' });
     const slow = await session.send('slow', { detach: true });
-    await expect.poll(async () => (await worker.client.getHandle(slow.runId).status().catch(() => undefined))?.state, { timeout: 10_000 }).toBe('running');
+    await expect.poll(async () => (await worker().client.getHandle(slow.runId).status().catch(() => undefined))?.state, { timeout: 10_000 }).toBe('running');
     expect(await session.abort()).toMatchObject({ snapshotId: slow.snapshotId, status: 'aborting' });
     expect(await session.waitForSnapshot(slow.snapshotId)).toMatchObject({ status: 'aborted', finishReason: 'aborted' });
     expect(await session.abort()).toBeNull();
@@ -97,7 +91,7 @@ describe('server-managed sessions', () => {
     // turn 1 spends 20 of 15: it finishes its turn, then the check stops it (aborted, usage recorded)
     // turn 2 starts at 20 of 15: stopped before its first model call
     const { name, model } = agent({ script: (request) => (request.messages.at(-1)?.role === 'tool' ? textReply('x') : textReply('spent', { usage: { inputTokens: 20 } })), use: [budget({ limit: { inputTokens: 15 }, scope: 'session' })] });
-    const session = worker.client.session(name, `budget-${Date.now()}`);
+    const session = worker().client.session(name, `budget-${Date.now()}`);
     const first = await session.send('one');
     expect(first).toMatchObject({ status: 'completed', usage: { inputTokens: 20 } });
     const second = await session.send('two');
@@ -109,7 +103,7 @@ describe('server-managed sessions', () => {
 describe('sessions under load and misuse', () => {
   it('runs turns sent at once one after another, each on the history the one before left', async () => {
     const { name } = agent({ script: (request) => textReply(`heard ${userTexts(request).length}`, { delayMs: 200 }) });
-    const session = worker.client.session(name, `concurrent-${Date.now()}`);
+    const session = worker().client.session(name, `concurrent-${Date.now()}`);
     const outputs = await Promise.all(['a', 'b', 'c'].map((text) => session.send(text)));
     expect(outputs.map((output) => output.text).sort()).toEqual(['heard 1', 'heard 2', 'heard 3']);
     expect(await session.snapshot()).toMatchObject({ messageCount: 6 });
@@ -118,7 +112,7 @@ describe('sessions under load and misuse', () => {
   it('keeps counting what the session spent when a turn starts from an earlier snapshot', async () => {
     // turn 1 spends 10 (snapshot s1); turn 2 spends 10 (20 of 15); a turn from s1 is still over the session's limit
     const { name, model } = agent({ script: [textReply('one', { usage: { inputTokens: 10 } }), textReply('two', { usage: { inputTokens: 10 } }), textReply('never')], use: [budget({ limit: { inputTokens: 15 }, scope: 'session' })] });
-    const session = worker.client.session(name, `branch-${Date.now()}`);
+    const session = worker().client.session(name, `branch-${Date.now()}`);
     const first = await session.send('one');
     await session.send('two');
     expect(await session.send('again', { snapshotId: first.snapshotId })).toMatchObject({ status: 'aborted', error: { status: 'ABORTED', message: 'budget: used 20 of 15 inputTokens' } });
@@ -126,18 +120,18 @@ describe('sessions under load and misuse', () => {
   });
 
   it('ends a session started for an agent that does not exist', async () => {
-    const session = worker.client.session('no-such-agent', `ghost-${Date.now()}`);
+    const session = worker().client.session('no-such-agent', `ghost-${Date.now()}`);
     await expect(session.send('hi')).rejects.toMatchObject({ status: 'NOT_FOUND', message: expect.stringContaining('agent "no-such-agent" is not registered') });
-    await expect.poll(async () => (await worker.client.temporal.workflow.getHandle(session.workflowId).describe()).status.name, { timeout: 10_000 }).toBe('COMPLETED');
+    await expect.poll(async () => (await worker().client.temporal.workflow.getHandle(session.workflowId).describe()).status.name, { timeout: 10_000 }).toBe('COMPLETED');
   });
 });
 
 describe('client-managed state', () => {
   it('takes the conversation in and gives it back, with artifacts and custom data', async () => {
     const { name, model } = agent({ session: 'client', script: (request) => textReply(`seen ${userTexts(request).join(',')}`) });
-    const first = await worker.client.run(name, 'one', { state: { custom: { step: 1 } } });
+    const first = await worker().client.run(name, 'one', { state: { custom: { step: 1 } } });
     expect(first.state).toEqual({ messages: [{ role: 'user', content: [{ text: 'one' }] }, { role: 'model', content: [{ text: 'seen one' }] }], artifacts: [], custom: { step: 1 } });
-    const second = await worker.client.run(name, 'two', { state: first.state });
+    const second = await worker().client.run(name, 'two', { state: first.state });
     expect(second.text).toBe('seen one,two');
     expect(second.state!.messages).toHaveLength(4);
     expect(userTexts(model.requests[1]!.request)).toEqual(['one', 'two']);

@@ -4,7 +4,7 @@
  */
 import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { KeelClient } from '../../src/client/keel-client';
 import { defineConfig } from '../../src/config/load';
 import type { KeelConfig, KeelConfigInput } from '../../src/config/schema';
@@ -70,5 +70,23 @@ export async function startTestWorker(registry: Registry, overrides: KeelConfigI
       await connection.close();
       await temporal.connection.close();
     },
+  };
+}
+
+/**
+ * Starts a worker for `registry` before a file's tests and stops it after them; returns a
+ * function giving that worker (call it inside tests).
+ */
+export function sharedTestWorker(registry: Registry, overrides: KeelConfigInput = {}): () => TestWorker {
+  let worker: TestWorker | undefined;
+  beforeAll(async () => {
+    worker = await startTestWorker(registry, overrides);
+  });
+  afterAll(async () => {
+    await worker?.stop();
+  });
+  return () => {
+    if (!worker) throw new Error('the test worker is not running yet (call this inside a test)');
+    return worker;
   };
 }
