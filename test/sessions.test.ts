@@ -7,8 +7,9 @@ import { describe, expect, it } from 'vitest';
 import { runErrorOf } from '../src/client/keel-client';
 import type { ModelRequest } from '../src/core/messages';
 import { defineAgent } from '../src/define';
+import { artifacts } from '../src/middleware/artifacts';
 import { budget } from '../src/middleware/budget';
-import { errorReply, scriptedModel, textReply, type ScriptedReply } from '../src/models/scripted';
+import { errorReply, scriptedModel, textReply, toolCallReply, type ScriptedReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
 import { sharedTestWorker } from './support/harness';
 
@@ -117,6 +118,16 @@ describe('sessions under load and misuse', () => {
     await session.send('two');
     expect(await session.send('again', { snapshotId: first.snapshotId })).toMatchObject({ status: 'aborted', error: { status: 'ABORTED', message: 'budget: used 20 of 15 inputTokens' } });
     expect(model.requests).toHaveLength(2);
+  });
+
+  it('keeps what a turn stopped by its budget wrote', async () => {
+    // turn 1: write notes.md (20 tokens of 15), then the check before call 2 stops the turn; the session keeps the artifact
+    const { name } = agent({
+      script: [toolCallReply({ name: 'write_artifact', input: { name: 'notes.md', content: 'kept' } }, { usage: { inputTokens: 20 } }), textReply('never')],
+      use: [budget({ limit: { inputTokens: 15 }, scope: 'session' }), artifacts()],
+    });
+    const session = worker().client.session(name, `stopped-${Date.now()}`);
+    expect(await session.send('write')).toMatchObject({ status: 'aborted', artifacts: [{ name: 'notes.md', parts: [{ text: 'kept' }] }] });
   });
 
   it('ends a session started for an agent that does not exist', async () => {

@@ -75,6 +75,6 @@ export function settleFailure(run: RunState, error: unknown): unknown {
   status.state = failure.cancelled ? 'cancelled' : 'failed';
   status.finishReason = 'aborted';
   status.text = lastModelText;
-  const partial = { finishReason: 'aborted', text: lastModelText, messages: run.messages, usage: status.usage, turns: status.turn };
+  const partial = { finishReason: 'aborted', text: lastModelText, messages: run.messages, usage: status.usage, turns: status.turn, artifacts: run.artifacts };
   return toApplicationFailure(new KeelError(failure.status, failure.message, { ...failure.details, partial }, failure.classified));
 }

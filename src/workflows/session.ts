@@ -24,12 +24,13 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { KeelError, fromApplicationFailure, toApplicationFailure, toKeelError } from '../core/errors';
+import type { Artifact } from '../core/artifacts';
 import { addUsage, messageText, type Message, type Usage } from '../core/messages';
 import type { MiddlewareRef, RunResult } from '../core/run';
 import { describeZodError } from '../core/schema-errors';
 import { InvokeInputSchema, KEPT_SNAPSHOTS, SessionInputSchema, type InvokeInput, type InvokeOutput, type SessionInput, type SessionState, type Snapshot } from '../core/session';
 import type { KeelActivities } from '../activities/types';
-import { GENERATE_WORKFLOW, abortSessionUpdate, abortTurnSignal, invokeUpdate, snapshotQuery, waitForSnapshotUpdate } from './definitions';
+import { GENERATE_WORKFLOW, abortSessionUpdate, abortTurnSignal, childInterruptsSignal, invokeUpdate, snapshotQuery, waitForSnapshotUpdate } from './definitions';
 
 const { resolveAgent } = proxyLocalActivities<KeelActivities>({
   startToCloseTimeout: '30 seconds',
@@ -42,7 +43,9 @@ function refusal(status: KeelError['status'], message: string): ApplicationFailu
 }
 
 /** How a turn's run ended. */
-type TurnEnd = { result: RunResult } | { stopped: { status: KeelError['status']; message: string; partial?: { messages?: Message[]; usage?: Usage } } } | { aborted: true } | { failed: KeelError };
+/** What a stopped run kept (RunStoppedError's partial result). */
+type KeptPartial = { messages?: Message[]; usage?: Usage; artifacts?: Artifact[] };
+type TurnEnd = { result: RunResult } | { stopped: { status: KeelError['status']; message: string; partial?: KeptPartial } } | { aborted: true } | { failed: KeelError };
 
 /** A settled snapshot status. */
 const settled = (snapshot: Snapshot) => snapshot.status !== 'pending' && snapshot.status !== 'aborting';
@@ -105,6 +108,8 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
     return current.snapshot;
   };
   setHandler(abortSessionUpdate, abortCurrent);
+  // A turn reports its holds to its parent, this session; they are followed on the turn's own run.
+  setHandler(childInterruptsSignal, () => undefined);
   setHandler(abortTurnSignal, ({ requestedBy }) => {
     if (current && current.requestedBy === requestedBy) abortCurrent();
   });
@@ -121,7 +126,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
       if (isCancellation(error)) return { aborted: true };
       const cause = (error as { cause?: unknown }).cause;
       const failure = cause instanceof ApplicationFailure ? fromApplicationFailure(cause) : toKeelError(error);
-      const partial = failure.details.partial as { messages?: Message[]; usage?: Usage } | undefined;
+      const partial = failure.details.partial as KeptPartial | undefined;
       return partial ? { stopped: { status: failure.status, message: failure.message, partial } } : { failed: failure };
     };
     const finish = (end: TurnEnd): TurnEnd => {
@@ -177,7 +182,8 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
       finishReason = end.result.finishReason;
       message = end.result.message;
     } else if ('stopped' in end) {
-      next = { ...base, messages: history(end.stopped.partial?.messages ?? base.messages), usage: addUsage(state.usage, end.stopped.partial?.usage ?? {}) };
+      const partial = end.stopped.partial;
+      next = { ...base, messages: history(partial?.messages ?? base.messages), artifacts: partial?.artifacts ?? base.artifacts, usage: addUsage(state.usage, partial?.usage ?? {}) };
       status = 'aborted';
       finishReason = 'aborted';
     } else {
