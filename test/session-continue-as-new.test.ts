@@ -32,7 +32,7 @@ describe('session continue-as-new', () => {
     const session = worker.client.session('long-session', 'many-turns');
     const handle = worker.client.temporal.workflow.getHandle(session.workflowId);
     const outputs = [];
-    for (let turn = 1; turn <= 8; turn++) outputs.push(await session.send(`message ${turn}`));
+    for (let turn = 1; turn <= 8; turn++) outputs.push(await session.send(`message ${turn}`, { requestId: `request-${turn}` }));
     expect(outputs.map((output) => output.text)).toEqual(['turn 1', 'turn 2', 'turn 3', 'turn 4', 'turn 5', 'turn 6', 'turn 7', 'turn 8']);
     expect(outputs.at(-1)!.usage).toEqual({ inputTokens: 1 });
     expect(outputs.at(-1)!.sessionUsage).toEqual({ inputTokens: 8 });
@@ -45,5 +45,9 @@ describe('session continue-as-new', () => {
     expect(latest).toMatchObject({ snapshotId: outputs.at(-1)!.snapshotId, parentId: outputs.at(-2)!.snapshotId, messageCount: 16 });
     expect(await session.snapshot(outputs[0]!.snapshotId)).toMatchObject({ status: 'completed' });
     expect((await handle.describe()).status.name).toBe('RUNNING');
+    // an invocation sent again after the session moved to a new run still gets its first answer, with no new turn
+    const calls = model.requests.length;
+    expect(await session.send('message 1', { requestId: 'request-1' })).toEqual(outputs[0]);
+    expect(model.requests).toHaveLength(calls);
   });
 });

@@ -120,6 +120,16 @@ describe('sessions under load and misuse', () => {
     expect(model.requests).toHaveLength(2);
   });
 
+  it('answers an invocation sent again with the same request id with its first answer, without another turn', async () => {
+    const { name, model } = agent({ script: (request) => textReply(`turn with ${userTexts(request).length} user messages`) });
+    const session = worker().client.session(name, `idempotent-${Date.now()}`);
+    const first = await session.send('once', { requestId: 'req-1' });
+    const again = await session.send('once', { requestId: 'req-1' });
+    expect(again).toEqual(first);
+    expect(model.requests).toHaveLength(1);
+    expect((await session.send('twice', { requestId: 'req-2' })).text).toBe('turn with 2 user messages');
+  });
+
   it('keeps what a turn stopped by its budget wrote', async () => {
     // turn 1: write notes.md (20 tokens of 15), then the check before call 2 stops the turn; the session keeps the artifact
     const { name } = agent({

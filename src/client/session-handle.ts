@@ -25,6 +25,8 @@ export interface SendOptions {
   detach?: boolean;
   /** Start the turn from this snapshot's state instead of the latest. */
   snapshotId?: string;
+  /** Makes the send idempotent: sent again with the same id, it gets the first answer instead of a second turn. */
+  requestId?: string;
 }
 
 /** One session of a server-managed agent. */
@@ -45,7 +47,7 @@ export class SessionHandle {
   }
 
   /** Sends a turn: a prompt or messages. Starts the session if it is new. */
-  async send(prompt: string | Message[], { detach = false, snapshotId }: SendOptions = {}): Promise<InvokeOutput> {
+  async send(prompt: string | Message[], { detach = false, snapshotId, requestId }: SendOptions = {}): Promise<InvokeOutput> {
     const messages: Message[] = typeof prompt === 'string' ? [{ role: 'user', content: [{ text: prompt }] }] : prompt;
     const startWorkflowOperation = new WithStartWorkflowOperation(SESSION_WORKFLOW, {
       workflowId: this.workflowId,
@@ -54,7 +56,11 @@ export class SessionHandle {
       workflowIdConflictPolicy: 'USE_EXISTING',
     });
     try {
-      return await this.client.workflow.executeUpdateWithStart(invokeUpdate, { args: [{ messages, detach, ...(snapshotId ? { snapshotId } : {}) }], startWorkflowOperation });
+      return await this.client.workflow.executeUpdateWithStart(invokeUpdate, {
+        args: [{ messages, detach, ...(snapshotId ? { snapshotId } : {}), ...(requestId ? { requestId } : {}) }],
+        ...(requestId ? { updateId: requestId } : {}),
+        startWorkflowOperation,
+      });
     } catch (error) {
       throw runErrorOf(error);
     }

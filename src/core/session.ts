@@ -49,6 +49,11 @@ export const InvokeInputSchema = z.object({
   state: z.unknown().optional(),
   /** Middleware the turn's run gets besides the agent's own (what a delegating run hands down, e.g. its budget). */
   use: z.array(MiddlewareRefSchema).default([]),
+  /**
+   * Identifies the invocation: one sent again with the same id (a retried activity) gets the
+   * first one's answer instead of running another turn, even after a continue-as-new.
+   */
+  requestId: z.string().optional(),
   /** The run the turn's holds are reported to (a delegating run), and their key there, so they are decided at its root. */
   reportTo: z.object({ runId: z.string(), key: z.string() }).optional(),
 });
@@ -81,8 +86,13 @@ export const SessionInputSchema = z.object({
   snapshots: z.array(SnapshotSchema).default([]),
   /** Turns started so far (numbers their run ids). */
   turns: z.number().int().default(0),
+  /** Answers of the latest invocations that carried a request id, by id. */
+  answered: z.record(z.string(), InvokeOutputSchema).default({}),
 });
 export type SessionInput = z.input<typeof SessionInputSchema>;
+
+/** How many answered request ids a session remembers. */
+export const KEPT_ANSWERS = 50;
 
 /** How many settled snapshots a session carries across continue-as-new (older ones are dropped). */
 export const KEPT_SNAPSHOTS = 200;

@@ -153,8 +153,9 @@ export function sessionInvoker({ run, inherited, forgetChild }: SubAgentRunnerOp
       summary: `session turn of ${agent}`,
     });
     try {
-      const invoke = { messages, detach, use: inherited(), reportTo: { runId: run.runId, key: `${agent}-${run.children}` }, ...(fromRunId ? { fromRunId } : {}) };
-      const output = await invokeSession({ agent, sessionId: session, invoke, updateId: `${run.runId}/turn-${run.children}` });
+      const requestId = `${run.runId}/turn-${run.children}`;
+      const invoke = { messages, detach, requestId, use: inherited(), reportTo: { runId: run.runId, key: `${agent}-${run.children}` }, ...(fromRunId ? { fromRunId } : {}) };
+      const output = await invokeSession({ agent, sessionId: session, invoke, updateId: requestId });
       if (detach) run.tasks = [...run.tasks, { taskId: taskIdOf(agent, output.runId), agent, runId: output.runId, ...(name !== undefined ? { name } : {}) }];
       else {
         // Counted now: a later check of this task id must not count it again.

@@ -28,7 +28,7 @@ import type { Artifact } from '../core/artifacts';
 import { addUsage, messageText, type Message, type Usage } from '../core/messages';
 import type { MiddlewareRef, RunResult } from '../core/run';
 import { describeZodError } from '../core/schema-errors';
-import { InvokeInputSchema, KEPT_SNAPSHOTS, SessionInputSchema, type InvokeInput, type InvokeOutput, type SessionInput, type SessionState, type Snapshot } from '../core/session';
+import { InvokeInputSchema, KEPT_ANSWERS, KEPT_SNAPSHOTS, SessionInputSchema, type InvokeInput, type InvokeOutput, type SessionInput, type SessionState, type Snapshot } from '../core/session';
 import type { KeelActivities } from '../activities/types';
 import { GENERATE_WORKFLOW, abortSessionUpdate, abortTurnSignal, childInterruptsSignal, invokeUpdate, snapshotQuery, waitForSnapshotUpdate } from './definitions';
 
@@ -58,6 +58,12 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
   let state: SessionState = parsed.data.state;
   let snapshots: Snapshot[] = parsed.data.snapshots;
   let turns = parsed.data.turns;
+  let answered: Record<string, InvokeOutput> = parsed.data.answered;
+  /** Remembers the answer of an invocation that carried a request id (the latest KEPT_ANSWERS). */
+  const remember = (requestId: string | undefined, output: InvokeOutput): InvokeOutput => {
+    if (requestId) answered = Object.fromEntries([...Object.entries(answered).filter(([id]) => id !== requestId), [requestId, output] as const].slice(-KEPT_ANSWERS));
+    return output;
+  };
   const sessionRunId = workflowInfo().workflowId;
   let busy = false;
   let checkedAgent = false;
@@ -214,6 +220,9 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
       const request = parsedRequest.data;
       // One turn at a time: every waiting invocation wakes when a turn ends, so each checks again.
       while (busy) await condition(() => !busy);
+      // The same invocation sent again (a retried activity) gets its first answer.
+      const earlier = request.requestId ? answered[request.requestId] : undefined;
+      if (earlier) return earlier;
       busy = true;
       let detachedTurn = false;
       try {
@@ -246,7 +255,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
           messageCount: base.messages.length,
         };
         const { ended } = await startTurn({ snapshot, base, messages: [...base.messages, ...request.messages], use: request.use, ...(request.reportTo ? { reportTo: request.reportTo } : {}) });
-        if (!request.detach) return settle(snapshot, base, await ended, false);
+        if (!request.detach) return remember(request.requestId, settle(snapshot, base, await ended, false));
         // Detached: answer now with the pending snapshot; the turn settles it later.
         detachedTurn = true;
         snapshots = [...snapshots, snapshot];
@@ -255,7 +264,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
           .finally(() => {
             busy = false;
           });
-        return { sessionId, snapshotId: snapshot.snapshotId, runId: snapshot.runId, status: 'pending', finishReason: 'detached', text: '', artifacts: base.artifacts, usage: {}, sessionUsage: base.usage };
+        return remember(request.requestId, { sessionId, snapshotId: snapshot.snapshotId, runId: snapshot.runId, status: 'pending', finishReason: 'detached', text: '', artifacts: base.artifacts, usage: {}, sessionUsage: base.usage });
       } finally {
         if (!detachedTurn) busy = false;
       }
@@ -281,5 +290,5 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
     if (refusedAgent) return;
     if (!busy) break;
   }
-  await continueAsNew<typeof sessionWorkflow>({ agent, sessionId, state, snapshots: snapshots.filter(settled).slice(-KEPT_SNAPSHOTS), turns });
+  await continueAsNew<typeof sessionWorkflow>({ agent, sessionId, state, snapshots: snapshots.filter(settled).slice(-KEPT_SNAPSHOTS), turns, answered });
 }
