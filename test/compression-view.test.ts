@@ -1,0 +1,180 @@
+/**
+ * ContextCompression's pure pieces (BEHAVIOR §12): the size estimate, how a tool response is
+ * cut to a limit (the reference's exact strings), and how a history that records its
+ * compression resolves to the model's view. The middleware that writes these records is not
+ * wired yet; these are the functions it and the session resume path share.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Message } from '../src/core/messages';
+import {
+  COMPRESSION_KEY,
+  DEDUPE_NOTICE,
+  DROP_NOTICE,
+  SUMMARY_PREFIX,
+  cutToolResponse,
+  estimateTokens,
+  isPinned,
+  resolveCompressedHistory,
+} from '../src/middleware/compression/view';
+
+const user = (text: string, metadata?: Record<string, unknown>): Message => ({ role: 'user', content: [{ text }], ...(metadata ? { metadata } : {}) });
+const model = (text: string, metadata?: Record<string, unknown>): Message => ({ role: 'model', content: [{ text }], ...(metadata ? { metadata } : {}) });
+const system = (text: string): Message => ({ role: 'system', content: [{ text }] });
+const call = (name: string, ref: string): Message => ({ role: 'model', content: [{ toolRequest: { name, ref, input: {} } }] });
+const result = (name: string, ref: string, output: unknown, metadata?: Record<string, unknown>): Message => ({
+  role: 'tool',
+  content: [{ toolResponse: { name, ref, output }, ...(metadata ? { metadata } : {}) }],
+});
+/** A message rendered as `role:text` (tool responses as their output), for compact comparisons. */
+const texts = (messages: Message[]) =>
+  messages.map(
+    (message) =>
+      `${message.role}:${message.content
+        .map((part) => ('text' in part ? part.text : 'toolResponse' in part ? String(part.toolResponse.output) : 'toolRequest' in part ? `call ${part.toolRequest.name}` : '?'))
+        .join('|')}`,
+  );
+
+describe('the size estimate', () => {
+  it('counts characters (code points) at 3.5 per token, inline media at a flat 1000', () => {
+    expect(estimateTokens([user('x'.repeat(35))])).toBe(10);
+    expect(estimateTokens([user('😀'.repeat(7))])).toBe(2);
+    const inline = { role: 'user', content: [{ media: { url: `data:image/png;base64,${'A'.repeat(500_000)}`, contentType: 'image/png' } }] } as Message;
+    expect(estimateTokens([inline])).toBe(Math.ceil(1000 / 3.5));
+    const response = { role: 'tool', content: [{ toolResponse: { name: 't', output: 'ok', content: [{ media: { url: 'data:x', contentType: 'image/png' } }] } }] } as Message;
+    expect(estimateTokens([response])).toBe(Math.ceil(1002 / 3.5));
+  });
+});
+
+describe('cutting a tool response', () => {
+  const response = (output: unknown, ...content: Array<Record<string, unknown>>) => ({ name: 't', ref: '1', output, content });
+
+  it('folds text content into the truncated output', () => {
+    const cut = cutToolResponse(response('ok', { text: 'X'.repeat(200_000) }), 100, 'truncated');
+    expect(cut.output).toBe(`ok\n\n${'X'.repeat(96)}\n\n[Truncated 199904 characters]`);
+    expect(cut.content).toBeUndefined();
+  });
+
+  it('marks a safety cap with the response size', () => {
+    const cut = cutToolResponse(response('ok', { text: 'A'.repeat(100) }, { text: 'B'.repeat(1000) }, { text: 'C'.repeat(500) }), 500, 'capped');
+    expect(cut.output).toBe(`ok\n\n${'A'.repeat(100)}\n\n${'B'.repeat(394)}\n\n---\n\n[TRUNCATED: Response was 1602 chars but only first 500 are shown.]`);
+    expect(cut.content).toBeUndefined();
+  });
+
+  it('drops the content when the output alone exceeds the limit', () => {
+    const cut = cutToolResponse(response('O'.repeat(200), { text: 'C'.repeat(300) }), 100, 'truncated');
+    expect(cut.output).toBe(`${'O'.repeat(100)}\n\n[Truncated 400 characters]`);
+    expect(cut.content).toBeUndefined();
+  });
+
+  it('never splits a character', () => {
+    const cut = cutToolResponse(response('😀'.repeat(10)), 3, 'truncated');
+    expect(cut.output).toBe('😀😀😀\n\n[Truncated 7 characters]');
+  });
+
+  it('describes media that does not fit, whole or not at all', () => {
+    const dataUrl = `data:image/png;base64,${'A'.repeat(500_000)}`;
+    const inline = cutToolResponse(response('ok', { media: { url: dataUrl, contentType: 'image/png' } }), 100, 'truncated');
+    expect(inline.output).toBe(`ok\n\n[media: image/png]\n\n[Truncated ${dataUrl.length - '[media: image/png]'.length} characters]`);
+    const url = `https://example.com/assets/${'img'.repeat(100)}.jpg`;
+    const remote = response('ok', { media: { url, contentType: 'image/jpeg' } });
+    expect(cutToolResponse(remote, 50, 'truncated').output).toBe(`ok\n\n[media: image/jpeg]\n\n[Truncated ${url.length - '[media: image/jpeg]'.length} characters]`);
+    expect(cutToolResponse(remote, 10, 'truncated').output).toBe(`ok\n\n[Truncated ${url.length} characters]`);
+  });
+
+  it('keeps a structured part that fits exactly', () => {
+    const data = { data: { status: 'ready' } };
+    const cut = cutToolResponse(response('ok', data, { text: 'X'.repeat(200) }), 20, 'truncated');
+    expect(cut.output).toBe('ok\n\n[Truncated 200 characters]');
+    expect(cut.content).toEqual([data]);
+  });
+
+  it('cuts a structured output as its JSON', () => {
+    const cut = cutToolResponse(response({ rows: 'r'.repeat(50) }), 10, 'truncated');
+    expect(cut.output).toBe(`{"rows":"r\n\n[Truncated ${JSON.stringify({ rows: 'r'.repeat(50) }).length - 10} characters]`);
+  });
+});
+
+describe('resolving a compressed history', () => {
+  it('without a boundary re-applies recorded tool edits and hides rawOutput', () => {
+    const big = 'x'.repeat(600);
+    const history = [
+      user('go'),
+      call('search', '1'),
+      result('search', '1', big, { [COMPRESSION_KEY]: { truncated: true, maxChars: 10, rawOutput: true } }),
+      call('search', '2'),
+      result('search', '2', big, { [COMPRESSION_KEY]: { deduplicated: true, rawOutput: true } }),
+    ];
+    const view = resolveCompressedHistory(history);
+    expect(texts(view)).toEqual(['user:go', 'model:call search', `tool:xxxxxxxxxx\n\n[Truncated 590 characters]`, 'model:call search', `tool:${DEDUPE_NOTICE}`]);
+    const edited = view[2]!.content[0]!;
+    expect(edited.metadata?.[COMPRESSION_KEY]).toEqual({ truncated: true, maxChars: 10 });
+    // The history itself is untouched: it keeps the original output.
+    expect((history[2]!.content[0] as { toolResponse: { output: unknown } }).toolResponse.output).toBe(big);
+  });
+
+  it('with a boundary: system messages, the notice, the summary, then what follows the boundary', () => {
+    const history = [
+      system('Sys'),
+      user('q1'),
+      model('a1', { [COMPRESSION_KEY]: { summary: 'SUMMARY', stats: { truncationNoticeInserted: true } } }),
+      user('q2'),
+      model('a2'),
+    ];
+    const view = resolveCompressedHistory(history);
+    expect(texts(view)).toEqual([`system:Sys|\n\n${DROP_NOTICE}`, `user:${SUMMARY_PREFIX}SUMMARY`, 'user:q2', 'model:a2']);
+  });
+
+  it('a standalone notice when there is no system message, and a custom notice text', () => {
+    const history = [user('q1'), model('a1', { [COMPRESSION_KEY]: { summary: '', truncationNotice: 'Older turns removed.' } }), user('q2'), model('a2')];
+    const view = resolveCompressedHistory(history);
+    expect(texts(view)).toEqual(['system:Older turns removed.', 'user:q2', 'model:a2']);
+    expect(view[0]!.metadata?.[COMPRESSION_KEY]).toEqual({ notice: true, standaloneNotice: true });
+  });
+
+  it('keeps the anchor user message and lifts protected messages ahead of the summary', () => {
+    const history = [
+      system('Sys'),
+      user('Earlier question'),
+      model('Earlier answer'),
+      { role: 'user', content: [{ text: 'Original task' }, { text: 'Output JSON.', metadata: { purpose: 'output' } }] } as Message,
+      user('Follow-up'),
+      call('t1', '1'),
+      { ...result('t1', '1', 'r1'), metadata: { [COMPRESSION_KEY]: { summary: '', anchorUser: true } } },
+      call('t2', '2'),
+      result('t2', '2', 'r2'),
+    ];
+    expect(isPinned(history[3]!)).toBe(true);
+    expect(texts(resolveCompressedHistory(history))).toEqual(['system:Sys', 'user:Original task|Output JSON.', 'user:Follow-up', 'model:call t2', 'tool:r2']);
+  });
+
+  it('the newest boundary wins', () => {
+    const history = [
+      user('q1'),
+      model('a1', { [COMPRESSION_KEY]: { summary: 'OLD' } }),
+      user('q2'),
+      model('a2', { [COMPRESSION_KEY]: { summary: 'NEW' } }),
+      user('q3'),
+      model('a3'),
+    ];
+    expect(texts(resolveCompressedHistory(history))).toEqual([`user:${SUMMARY_PREFIX}NEW`, 'user:q3', 'model:a3']);
+  });
+
+  it('ignores a boundary forged on a trailing user message', () => {
+    const history = [user('q1'), model('a1'), user('q2', { [COMPRESSION_KEY]: { summary: 'forged' } })];
+    expect(texts(resolveCompressedHistory(history))).toEqual(['user:q1', 'model:a1', 'user:q2']);
+  });
+
+  it('survives a JSON round trip', () => {
+    const history = [
+      system('Sys'),
+      user('q1'),
+      call('t', '1'),
+      result('t', '1', 'y'.repeat(300), { [COMPRESSION_KEY]: { capped: true, maxChars: 100, rawOutput: true } }),
+      model('a1', { [COMPRESSION_KEY]: { summary: 'S', stats: { triggered: true } } }),
+      user('q2'),
+      model('a2'),
+    ];
+    const decoded = JSON.parse(JSON.stringify(history)) as Message[];
+    expect(resolveCompressedHistory(decoded)).toEqual(resolveCompressedHistory(history));
+  });
+});
