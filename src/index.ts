@@ -30,6 +30,7 @@ export {
   agents,
   artifacts,
   budget,
+  contextCompression,
   defineMiddleware,
   fallback,
   filesystem,
@@ -43,11 +44,13 @@ export {
   DEFAULT_RETRY_STATUSES,
   LASTING_STATUSES,
   BUDGET_METADATA_KEY,
+  resolveCompressedHistory,
 } from './middleware';
 export type {
   AgentsConfig,
   ArtifactsConfig,
   BudgetConfig,
+  ContextCompressionConfig,
   FallbackConfig,
   FilesystemConfig,
   GenerateOutcome,

@@ -24,6 +24,9 @@ export { filesystem, FilesystemConfigSchema, FILESYSTEM_MESSAGE_MARKER, UNCHANGE
 export type { FilesystemConfig } from './filesystem';
 export { skills, skillsCatalog, SkillsConfigSchema, SKILLS_CATALOG_MARKER, SKILL_ACTIVATION } from './skills';
 export type { SkillsConfig } from './skills';
+export { contextCompression, ContextCompressionConfigSchema } from './context-compression';
+export type { ContextCompressionConfig } from './context-compression';
+export { resolveCompressedHistory, DEDUPE_NOTICE, DROP_NOTICE, SUMMARY_PREFIX } from './compression/view';
 export { injectSystemText } from './system-text';
 export { BUILTIN_MIDDLEWARE, instantiateMiddleware, middlewareNames, registerExportedMiddleware, registerMiddleware, registeredMiddleware } from './registry';
 export type { MiddlewareStage } from './registry';

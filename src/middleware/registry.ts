@@ -11,6 +11,7 @@ import type { MiddlewareRef } from '../core/run';
 import { agents } from './agents';
 import { artifacts } from './artifacts';
 import { budget } from './budget';
+import { contextCompression } from './context-compression';
 import { isMiddlewareFactory, type MiddlewareFactory } from './define-middleware';
 import { fallback } from './fallback';
 import { skills } from './skills';
@@ -31,6 +32,7 @@ const builtins: Array<[MiddlewareFactory, string]> = [
   [agents as MiddlewareFactory, 'genkit-middleware-exp/agents'],
   [filesystem as MiddlewareFactory, 'genkit-middleware/filesystem'],
   [skills as MiddlewareFactory, 'genkit-middleware/skills'],
+  [contextCompression as MiddlewareFactory, 'genkit-middleware-exp/contextCompression'],
 ];
 
 /**

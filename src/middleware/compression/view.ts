@@ -173,37 +173,69 @@ export function summaryMessage(summary: string): Message {
   return { role: 'user', content: [{ text: `${SUMMARY_PREFIX}${summary}` }], metadata: { [COMPRESSION_KEY]: { summaryMessage: true } } };
 }
 
+/** A resolved view, each message with the history index it came from (-1: made by the view). */
+export interface ResolvedView {
+  messages: Message[];
+  origins: number[];
+  /** Index of the boundary the view starts after (-1: none). */
+  boundary: number;
+}
+
 /**
  * The model's view of a history: without a compression boundary, the messages with their
  * recorded tool edits applied; with one (the newest), the leading system messages (with the
  * drop notice when one was inserted), the protected messages before the boundary, the
  * summary, the user message that started the current tool loop (when recorded), and every
- * message after the boundary, edits applied.
+ * message after the boundary, edits applied. A boundary on a trailing user message (after
+ * the last model or tool message) is the caller's, not compression's, and is ignored unless
+ * `trusted` vouches for it (the run that stamped it).
  */
-export function resolveCompressedHistory(messages: readonly Message[]): Message[] {
+export function resolveView(messages: readonly Message[], trusted: (index: number) => boolean = () => false): ResolvedView {
   const end = trustedEnd(messages);
   let boundary = -1;
-  for (let index = Math.min(end, messages.length - 1); index >= 0; index--) {
-    if (boundaryOf(messages[index]!)) {
+  for (let index = messages.length - 1; index >= 0; index--) {
+    if ((index <= end || trusted(index)) && boundaryOf(messages[index]!)) {
       boundary = index;
       break;
     }
   }
-  if (boundary < 0) return messages.map(withEdits);
+  const all = messages.map((_, index) => index);
+  if (boundary < 0) return { messages: messages.map(withEdits), origins: all, boundary };
   const record = boundaryOf(messages[boundary]!)!;
   let leading = 0;
   while (leading < messages.length && messages[leading]!.role === 'system') leading++;
-  const system = messages.slice(0, Math.min(leading, boundary + 1));
+  const systemEnd = Math.min(leading, boundary + 1);
   const noticed = record.truncationNotice ?? ((record.stats as { truncationNoticeInserted?: boolean } | undefined)?.truncationNoticeInserted ? DROP_NOTICE : undefined);
-  const systems: Message[] =
-    noticed === undefined
-      ? system
-      : system.length
-        ? system.map((message, index) => (index === 0 ? { ...message, content: [...message.content, { text: `\n\n${noticed}`, metadata: { [COMPRESSION_KEY]: { notice: true } } }] } : message))
-        : [{ role: 'system', content: [{ text: noticed }], metadata: { [COMPRESSION_KEY]: { notice: true, standaloneNotice: true } } }];
-  const covered = messages.slice(leading, boundary + 1);
-  const pinned = covered.filter(isPinned);
-  const anchorIndex = record.anchorUser ? boundary - [...covered].reverse().findIndex((message) => message.role === 'user' && !isPinned(message)) : -1;
-  const anchor = record.anchorUser && anchorIndex <= boundary && anchorIndex >= leading ? [messages[anchorIndex]!] : [];
-  return [...systems, ...pinned, ...(record.summary ? [summaryMessage(record.summary)] : []), ...anchor, ...messages.slice(boundary + 1).map(withEdits)];
+  const out: Message[] = [];
+  const origins: number[] = [];
+  const push = (message: Message, origin: number) => {
+    out.push(message);
+    origins.push(origin);
+  };
+  if (noticed !== undefined && systemEnd === 0) push({ role: 'system', content: [{ text: noticed }], metadata: { [COMPRESSION_KEY]: { notice: true, standaloneNotice: true } } }, -1);
+  for (let index = 0; index < systemEnd; index++) {
+    const message = messages[index]!;
+    push(index === 0 && noticed !== undefined ? { ...message, content: [...message.content, { text: `\n\n${noticed}`, metadata: { [COMPRESSION_KEY]: { notice: true } } }] } : message, index);
+  }
+  for (let index = leading; index <= boundary; index++) if (isPinned(messages[index]!)) push(messages[index]!, index);
+  if (record.summary) push(summaryMessage(record.summary), -1);
+  if (record.anchorUser) {
+    for (let index = boundary; index >= leading; index--) {
+      const message = messages[index]!;
+      if (message.role === 'user' && !isPinned(message)) {
+        push(message, index);
+        break;
+      }
+    }
+  }
+  for (let index = boundary + 1; index < messages.length; index++) push(withEdits(messages[index]!), index);
+  return { messages: out, origins, boundary };
+}
+
+/**
+ * The model's view of a history that records its compression (see `resolveView`): what a
+ * run with ContextCompression sent the model, rebuilt from the history it returned.
+ */
+export function resolveCompressedHistory(messages: readonly Message[]): Message[] {
+  return resolveView(messages).messages;
 }

@@ -1,0 +1,361 @@
+/**
+ * One compression decision (BEHAVIOR §12, steps 2–9): given a history and what the run
+ * knows of its size, decide what the model sees and record it in the history's metadata
+ * (tool edits on the parts, a boundary on one message), so that `resolveView` of the
+ * returned history is exactly the view. Pure except for the summarizer, which the caller
+ * passes in; runs in the workflow.
+ */
+import type { Message, Part } from '../../core/messages';
+import {
+  COMPRESSION_KEY,
+  estimateTokens,
+  isPinned,
+  outputText,
+  resolveView,
+  toolResponseChars,
+  type BoundaryRecord,
+  type ToolEditRecord,
+} from './view';
+
+/** The options one decision needs (ContextCompression's config, defaults applied). */
+export interface CompressionOptions {
+  maxInputTokens: number;
+  maxMessages: number;
+  preserveRecent: number;
+  /** True when the config set preserveRecent itself. */
+  preserveRecentSet: boolean;
+  maxToolResponseChars: number;
+  deduplicateToolResponses?: { matchBy: 'name-and-input' | 'name-only'; keepRecent: number; notice?: string };
+  toolResponses?: { maxChars: number; preserveRecent: number };
+  summarize?: { preserveRecent: number };
+  skipSummarizationThreshold: number;
+  truncationNotice?: string;
+  noTruncationNotice: boolean;
+}
+
+/** What a compression did, as the reference reports it. */
+export interface CompressionStats {
+  triggered: boolean;
+  inputTokensBefore: number;
+  messagesOriginal: number;
+  messagesAfter: number;
+  toolResponsesSafetyCapped: number;
+  toolResponsesDeduplicated: number;
+  toolResponsesTruncated: number;
+  truncationNoticeInserted: boolean;
+  summarized: boolean;
+  summarizationSkipped: boolean;
+}
+
+/** The result of one decision. */
+export interface CompressionResult {
+  /** The history with the decision recorded (the originals, stamped). */
+  history: Message[];
+  /** What the model sees. */
+  view: Message[];
+  /** Index of the message carrying the boundary this decision stamped, if any. */
+  stamped?: number;
+  /** Set when anything changed. */
+  stats?: CompressionStats;
+}
+
+/** Asks the summarizer about messages; undefined when it gave no usable summary. */
+export type Summarizer = (messages: Message[]) => Promise<string | undefined>;
+
+const recordOf = (part: Part): ToolEditRecord | undefined => part.metadata?.[COMPRESSION_KEY] as ToolEditRecord | undefined;
+const isEdited = (record: ToolEditRecord | undefined) => Boolean(record?.truncated || record?.deduplicated);
+
+/** The input of the tool request a response answers, found in the model turn before it. */
+function requestInputs(view: Message[], toolIndex: number): Array<unknown | undefined> {
+  const message = view[toolIndex]!;
+  const previous = toolIndex > 0 && view[toolIndex - 1]!.role === 'model' ? view[toolIndex - 1]! : undefined;
+  const requests = previous ? previous.content.flatMap((part) => ('toolRequest' in part ? [part.toolRequest] : [])) : [];
+  const claimed = new Set<number>();
+  return message.content.map((part, position) => {
+    if (!('toolResponse' in part)) return undefined;
+    const { name, ref } = part.toolResponse;
+    let found = ref !== undefined ? requests.findIndex((request, index) => !claimed.has(index) && request.ref === ref) : -1;
+    if (found < 0 && ref === undefined) {
+      const responses = message.content.filter((other) => 'toolResponse' in other).length;
+      const responseIndex = message.content.slice(0, position).filter((other) => 'toolResponse' in other).length;
+      if (responses === requests.length && requests[responseIndex]?.name === name && !claimed.has(responseIndex)) found = responseIndex;
+      if (found < 0) found = requests.findIndex((request, index) => !claimed.has(index) && request.name === name && request.ref === undefined);
+    }
+    if (found < 0) return undefined;
+    claimed.add(found);
+    return { input: requests[found]!.input ?? null };
+  });
+}
+
+/**
+ * Decides one iteration's view. `tokens` is what the run knows of the history's size: the
+ * model's last reported input tokens (or the stamp on the newest model message).
+ */
+export async function compress(history: readonly Message[], options: CompressionOptions, tokens: number | undefined, summarizer?: Summarizer, trusted?: (index: number) => boolean): Promise<CompressionResult> {
+  const resolved = resolveView(history, trusted);
+  const view = resolved.messages;
+  const estimate = estimateTokens(view);
+  const effective = Math.max(tokens ?? 0, estimate);
+  const overBudget = options.maxInputTokens > 0 && effective > options.maxInputTokens;
+  const trigger = overBudget || (options.maxMessages > 0 && view.length > options.maxMessages);
+
+  // Tool edits, by "history index:part index", starting from those already recorded.
+  const records = new Map<string, ToolEditRecord>();
+  const toolParts: Array<{ key: string; viewIndex: number; part: Part & { toolResponse: unknown } }> = [];
+  view.forEach((message, viewIndex) => {
+    const origin = resolved.origins[viewIndex]!;
+    if (message.role !== 'tool' || origin < 0) return;
+    history[origin]!.content.forEach((part, partIndex) => {
+      if (!('toolResponse' in part)) return;
+      const key = `${origin}:${partIndex}`;
+      const record = recordOf(part);
+      if (record) records.set(key, { ...record });
+      toolParts.push({ key, viewIndex, part: part as Part & { toolResponse: unknown } });
+    });
+  });
+  const rawChars = (part: Part) => ('toolResponse' in part ? toolResponseChars(part.toolResponse, true) : 0);
+  const cap = options.maxToolResponseChars;
+  const overCap = toolParts.filter(({ key, part }) => cap >= 0 && !records.has(key) && rawChars(part) > cap);
+  if (!trigger && overCap.length === 0) return { history: [...history], view };
+
+  const stats: CompressionStats = {
+    triggered: trigger,
+    inputTokensBefore: effective,
+    messagesOriginal: view.length,
+    messagesAfter: view.length,
+    toolResponsesSafetyCapped: 0,
+    toolResponsesDeduplicated: 0,
+    toolResponsesTruncated: 0,
+    truncationNoticeInserted: false,
+    summarized: false,
+    summarizationSkipped: false,
+  };
+  const ratio = options.maxInputTokens > 0 ? effective / options.maxInputTokens : 0;
+  const shrink = (window: number) => (ratio >= 2 ? Math.min(window, 2) : ratio >= 1.5 ? Math.min(window, Math.max(2, Math.floor(window / 2))) : window);
+
+  // Dedupe: all but the newest keepRecent responses of each group.
+  const dedupe = options.deduplicateToolResponses;
+  if (trigger && dedupe) {
+    const groups = new Map<string, string[]>();
+    view.forEach((message, viewIndex) => {
+      if (message.role !== 'tool') return;
+      const inputs = requestInputs(view, viewIndex);
+      toolParts
+        .filter((entry) => entry.viewIndex === viewIndex)
+        .forEach((entry) => {
+          const partIndex = Number(entry.key.split(':')[1]);
+          const response = (entry.part as { toolResponse: { name: string } }).toolResponse;
+          let group = response.name;
+          if (dedupe.matchBy === 'name-and-input') {
+            const request = inputs[partIndex] as { input: unknown } | undefined;
+            if (!request) return;
+            group += `\u0000${JSON.stringify(request.input)}`;
+          }
+          groups.set(group, [...(groups.get(group) ?? []), entry.key]);
+        });
+    });
+    for (const keys of groups.values()) {
+      for (const key of keys.slice(0, Math.max(0, keys.length - dedupe.keepRecent))) {
+        if (isEdited(records.get(key))) continue;
+        records.set(key, { deduplicated: true, ...(dedupe.notice !== undefined ? { notice: dedupe.notice } : {}), rawOutput: true });
+        stats.toolResponsesDeduplicated++;
+      }
+    }
+  }
+
+  // Tool limits: the safety cap on every part; on a trigger, the older tool messages cut to maxChars.
+  for (const { key } of overCap) {
+    if (records.has(key)) continue;
+    records.set(key, { capped: true, maxChars: cap, rawOutput: true });
+    stats.toolResponsesSafetyCapped++;
+  }
+  const limits = options.toolResponses;
+  if (trigger && limits) {
+    const toolViewIndexes = [...new Set(toolParts.map((entry) => entry.viewIndex))];
+    const preserve = limits.preserveRecent < 0 ? 0 : shrink(limits.preserveRecent);
+    const older = new Set(toolViewIndexes.slice(0, Math.max(0, toolViewIndexes.length - preserve)));
+    const limit = cap >= 0 ? Math.min(cap, limits.maxChars) : limits.maxChars;
+    for (const { key, viewIndex, part } of toolParts) {
+      if (!older.has(viewIndex) || isEdited(records.get(key)) || rawChars(part) <= limit) continue;
+      const binds = cap < 0 || limits.maxChars < cap;
+      records.set(key, binds ? { truncated: true, maxChars: limit, rawOutput: true } : { capped: true, maxChars: limit, rawOutput: true });
+      if (binds) stats.toolResponsesTruncated++;
+      else if (!recordOf(part)?.capped) stats.toolResponsesSafetyCapped++;
+    }
+  }
+
+  // The history with the tool edits recorded; the view after them.
+  const edited = history.map((message, index) => {
+    if (message.role !== 'tool') return message;
+    let changed = false;
+    const content = message.content.map((part, partIndex) => {
+      const record = records.get(`${index}:${partIndex}`);
+      if (!record || JSON.stringify(record) === JSON.stringify(recordOf(part))) return part;
+      changed = true;
+      return { ...part, metadata: { ...part.metadata, [COMPRESSION_KEY]: record } } as Part;
+    });
+    return changed ? { ...message, content } : message;
+  });
+  const cheapView = resolveView(edited, trusted).messages;
+  const editsChanged = stats.toolResponsesDeduplicated + stats.toolResponsesTruncated + stats.toolResponsesSafetyCapped > 0;
+  const after = estimateTokens(cheapView);
+  const scaled = Math.max(after, estimate > 0 ? Math.ceil((effective * after) / estimate) : after);
+  const cheapFits = options.maxInputTokens > 0 && scaled <= options.maxInputTokens && !(options.maxMessages > 0 && cheapView.length > options.maxMessages);
+  const finish = (result: Message[], stamped?: number): CompressionResult => {
+    const out = resolveView(result, (index) => index === stamped || (trusted?.(index) ?? false)).messages;
+    stats.messagesAfter = out.length;
+    return { history: result, view: out, stats, ...(stamped !== undefined ? { stamped } : {}) };
+  };
+  if (!trigger) return finish(edited);
+
+  const systems = cheapView.filter((message, index) => message.role === 'system' && index < leadingCount(cheapView)).length;
+  const cheapOrigins = resolveView(edited, trusted).origins;
+  const stampBoundary = (firstKeptView: number, record: BoundaryRecord): CompressionResult | undefined => {
+    // The boundary goes on the raw message just before the first kept one, never on a pinned one, never back.
+    const firstOrigin = firstKeptView < cheapOrigins.length ? cheapOrigins[firstKeptView]! : edited.length;
+    if (firstOrigin <= resolved.boundary) return undefined;
+    let index = firstOrigin - 1;
+    while (index > resolved.boundary && (isPinned(edited[index]!) || edited[index]!.role === 'system')) index--;
+    if (index < 0 || edited[index]!.role === 'system') return undefined;
+    const stamped = edited.map((message, position) =>
+      position === index ? { ...message, metadata: { ...message.metadata, [COMPRESSION_KEY]: { ...(message.metadata?.[COMPRESSION_KEY] as object | undefined), ...record } } } : message,
+    );
+    return finish(stamped, index);
+  };
+
+  // Summarize, unless the cheap steps were enough.
+  const threshold = options.skipSummarizationThreshold;
+  const savings = estimate > 0 ? 1 - after / estimate : 0;
+  const skip = editsChanged && threshold > 0 && savings >= threshold && options.maxInputTokens > 0 && scaled <= options.maxInputTokens;
+  if (options.summarize && summarizer && skip) stats.summarizationSkipped = true;
+  if (options.summarize && summarizer && !skip) {
+    let keep = Math.max(1, shrink(options.summarize.preserveRecent));
+    if (options.maxMessages > 0) keep = Math.min(keep, options.maxMessages - systems - 1 - pinnedCount(cheapView, systems));
+    const body = cheapView.length - systems;
+    if (keep >= body && overBudget) keep = Math.min(keep, Math.max(1, shrink(options.preserveRecent)));
+    if (keep >= 1 && keep < body) {
+      let split = cheapView.length - keep;
+      while (split > systems && cheapView[split]!.role === 'tool') split--;
+      if (split > systems) {
+        const older = cheapView.slice(systems, split).filter((message) => !isPinned(message));
+        const summary = older.length ? await summarizer(older) : undefined;
+        if (summary !== undefined) {
+          stats.summarized = true;
+          const result = stampBoundary(split, { summary, stats: { ...stats } });
+          if (result) {
+            stampStats(result, stats);
+            return result;
+          }
+        }
+      }
+    }
+  }
+
+  // Drop: the newest messages that fit, starting with a user message.
+  const explicitCap = (options.preserveRecentSet && options.maxInputTokens > 0 && scaled > options.maxInputTokens) || (overBudget && (!dedupe && !limits && !options.summarize ? true : Boolean(options.summarize) && !stats.summarizationSkipped));
+  const noticeSlot = options.noTruncationNotice ? 0 : systems > 0 ? 0 : 1;
+  let slots: number;
+  if (explicitCap) slots = Math.max(0, shrink(options.preserveRecent));
+  else if (options.maxMessages > 0 && (cheapView.length > options.maxMessages || (overBudget && !cheapFits))) slots = Math.max(0, (ratio >= 1.5 ? shrink(options.maxMessages) : options.maxMessages) - systems - noticeSlot);
+  else return finish(edited);
+  if (options.maxMessages > 0) slots = Math.min(slots, Math.max(0, options.maxMessages - systems - noticeSlot));
+  const pinned = pinnedCount(cheapView, systems);
+  const keepFrom = (available: number): number => {
+    // The newest `available` non-pinned messages (pinned ones in between stay and count).
+    let start = cheapView.length;
+    let room = available - pinned;
+    while (start > systems && (isPinned(cheapView[start - 1]!) || room > 0)) {
+      start--;
+      if (!isPinned(cheapView[start]!)) room--;
+    }
+    while (start < cheapView.length && (cheapView[start]!.role === 'tool' || isPinned(cheapView[start]!))) start++;
+    return start;
+  };
+  let start = keepFrom(slots);
+  let anchorUser = false;
+  if (slots > 0 && (start >= cheapView.length || cheapView[start]!.role !== 'user')) {
+    const later = cheapView.findIndex((message, index) => index >= start && message.role === 'user' && !isPinned(message));
+    if (later >= 0) start = later;
+    else {
+      // No user message left: the latest dropped one comes along as the anchor (it costs a
+      // slot), unless a protected user message stands in for it.
+      const latestUser = cheapView.slice(systems, start).reverse().find((message) => message.role === 'user');
+      if (latestUser && !isPinned(latestUser)) {
+        anchorUser = true;
+        start = keepFrom(slots - 1);
+      }
+      // The final [model, tool…] group stays even when the slots cannot reach it.
+      let group = cheapView.length - 1;
+      while (group > systems && cheapView[group]!.role === 'tool') group--;
+      if (group < cheapView.length - 1 && cheapView[group]!.role === 'model') start = Math.min(start, group);
+    }
+  }
+  if (start <= systems) return finish(edited);
+  stats.truncationNoticeInserted = !options.noTruncationNotice;
+  const record: BoundaryRecord = {
+    summary: '',
+    stats: { ...stats },
+    ...(anchorUser ? { anchorUser: true } : {}),
+    ...(!options.noTruncationNotice && options.truncationNotice !== undefined ? { truncationNotice: options.truncationNotice } : {}),
+  };
+  const result = stampBoundary(start, record);
+  if (!result) return finish(edited);
+  stampStats(result, stats);
+  return result;
+}
+
+/** The stats recorded on the boundary, updated with the final message count. */
+function stampStats(result: CompressionResult, stats: CompressionStats): void {
+  if (result.stamped === undefined) return;
+  const message = result.history[result.stamped]!;
+  const record = message.metadata?.[COMPRESSION_KEY] as BoundaryRecord;
+  result.history[result.stamped] = { ...message, metadata: { ...message.metadata, [COMPRESSION_KEY]: { ...record, stats: { ...stats } } } };
+}
+
+/** How many system messages lead a view. */
+function leadingCount(view: readonly Message[]): number {
+  let count = 0;
+  while (count < view.length && view[count]!.role === 'system') count++;
+  return count;
+}
+
+/** Pinned messages after the leading system messages. */
+function pinnedCount(view: readonly Message[], systems: number): number {
+  return view.slice(systems).filter(isPinned).length;
+}
+
+/** The summarizer's rendering of a conversation: one line per message. */
+export function renderForSummary(messages: readonly Message[]): string {
+  return messages
+    .map((message) => {
+      const parts = message.content.map((part) => {
+        if ('text' in part) return part.metadata?.reasoning ? `[Reasoning: ${part.text}]` : part.text;
+        if ('media' in part) return part.media.url.startsWith('data:') ? `[media: ${part.media.contentType ?? 'unknown'}]` : `[media: ${part.media.contentType ?? 'unknown'} (${part.media.url})]`;
+        if ('toolRequest' in part) return `[Tool call: ${part.toolRequest.name}(${JSON.stringify(part.toolRequest.input ?? null)})]`;
+        if ('toolResponse' in part) return `[Tool response: ${part.toolResponse.name} → ${outputText(part.toolResponse.output)}]`;
+        return '[other content]';
+      });
+      return `${message.role}: ${parts.join(' ')}`;
+    })
+    .join('\n');
+}
+
+/** The reference's default summarizer prompt. */
+export const DEFAULT_SUMMARY_PROMPT =
+  'Summarize the following conversation concisely. Capture key facts, decisions made, tool calls and their results, and the current state of the conversation so that the assistant can continue helping the user effectively.\n\nConversation:\n{conversation}\n\nSummary:';
+
+/** Summarizer input is capped at this many characters: the first 100000, then the tail. */
+const SUMMARY_INPUT_CAP = 400_000;
+const SUMMARY_INPUT_HEAD = 100_000;
+
+/** The summarizer's prompt for messages. */
+export function summaryPrompt(messages: readonly Message[], template = DEFAULT_SUMMARY_PROMPT): string {
+  let render = renderForSummary(messages);
+  const chars = [...render];
+  if (chars.length > SUMMARY_INPUT_CAP) {
+    const tail = SUMMARY_INPUT_CAP - SUMMARY_INPUT_HEAD;
+    render = `${chars.slice(0, SUMMARY_INPUT_HEAD).join('')}\n...[${chars.length - SUMMARY_INPUT_CAP} chars of conversation omitted]...\n${chars.slice(chars.length - tail).join('')}`;
+  }
+  return template.includes('{conversation}') ? template.split('{conversation}').join(render) : `${template}\n\nConversation to summarize:\n${render}`;
+}
+
