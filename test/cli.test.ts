@@ -200,7 +200,7 @@ describe('middleware in temporal.yaml', () => {
     const path = writeConfig('unknown-middleware.yaml', { models: [{ name: 'scripted/m', script: [] }], agents: [{ name: 'a', model: 'scripted/m', use: [{ name: 'retyr' }] }] });
     const { code, stderr } = await runKeel(['worker', '--config', path]);
     expect(code).toBe(2);
-    expect(stderr).toContain('agents[0].use[0].name: unknown middleware "retyr"; known: agents, artifacts, budget, fallback, filesystem, retry, skills, softToolErrors, toolApproval');
+    expect(stderr).toContain('agents[0].use[0].name: unknown middleware "retyr"; known: agents, artifacts, budget, contextCompression, fallback, filesystem, retry, skills, softToolErrors, toolApproval');
   });
 
   it('names the bad field of a middleware config', async () => {

@@ -178,3 +178,29 @@ describe('resolving a compressed history', () => {
     expect(resolveCompressedHistory(decoded)).toEqual(resolveCompressedHistory(history));
   });
 });
+
+describe('tokenizer counts cached per message', () => {
+  it('sends only messages it has not counted to the tokenizer, and counts each text with js-tiktoken', async () => {
+    const { TokenCache } = await import('../src/middleware/compression/token-cache');
+    const { countTokens } = await import('../src/activities/tokens');
+    const batches: string[][] = [];
+    const cache = new TokenCache('o200k_base', (input) => {
+      batches.push(input.texts);
+      return Promise.resolve(countTokens(input));
+    });
+    const history: Message[] = [system('You are terse.'), user('hello world'), model('hi there')];
+    const first = await cache.measure(history);
+    expect(first).toBe(countTokens({ encoding: 'o200k_base', texts: ['system: You are terse.', 'user: hello world', 'model: hi there'] }).reduce((a, b) => a + b, 0));
+    const second = await cache.measure([...history, user('and more')]);
+    expect(batches).toEqual([['system: You are terse.', 'user: hello world', 'model: hi there'], ['user: and more']]);
+    expect(second).toBeGreaterThan(first);
+    // Media is not tokenized: it counts the estimate (inline: 1000 characters).
+    const withMedia = await cache.measure([{ role: 'user', content: [{ media: { url: 'data:image/png;base64,AAAA', contentType: 'image/png' } }] }]);
+    expect(withMedia).toBe(countTokens({ encoding: 'o200k_base', texts: ['user: '] })[0]! + Math.ceil(1000 / 3.5));
+  });
+
+  it('rejects an unknown encoding', async () => {
+    const { countTokens } = await import('../src/activities/tokens');
+    expect(() => countTokens({ encoding: 'nope' as 'gpt2', texts: ['x'] })).toThrow('unknown tiktoken encoding "nope"; known: o200k_base, cl100k_base');
+  });
+});

@@ -144,6 +144,18 @@ describe('contextCompression', () => {
     await expect(worker().client.run(name, 'go')).rejects.toMatchObject({ status: 'NOT_FOUND', message: expect.stringContaining('summarize.model "scripted/no-such-summarizer" is not registered') });
   });
 
+  it('counts tokens with js-tiktoken when asked, where the estimate would have compressed', async () => {
+    // 1000 repetitions of "hello " are ~1000 tokens for o200k_base, but 1715 by the estimate.
+    const long = 'hello '.repeat(1000);
+    const estimated = agent([textReply('ok')], { maxInputTokens: 1300, maxMessages: 0, preserveRecent: 1 });
+    await worker().client.run(estimated.name, [user(long), model('noted'), user('next')]);
+    expect(texts(estimated.model.requests[0]!.request.messages)).toEqual([`system:${DROP_NOTICE}`, 'user:next']);
+    const counted = agent([textReply('ok')], { maxInputTokens: 1300, preserveRecent: 1, tokenizer: 'tiktoken', encoding: 'o200k_base' });
+    await worker().client.run(counted.name, [user(long), model('noted'), user('next')]);
+    expect(counted.model.requests[0]!.request.messages).toHaveLength(3);
+    expect(() => contextCompression({ tokenizer: 'tiktoken', encoding: 'p99k' as 'gpt2' })).toThrow('config.encoding');
+  });
+
   it('keeps a 200-turn tool loop under its token budget every turn, and the history resolves to the last view', async () => {
     const budget = 2000;
     let turn = 0;

@@ -25,6 +25,7 @@ import { DEFAULT_MODEL_REQUEST_TIMEOUT, readModelRequest } from './read-model-re
 import { runFileOperation } from './files';
 import { invokeSession } from './invoke-session';
 import { runSkillOperation } from './skills';
+import { countTokens } from './tokens';
 import { awaitTasks, inspectTasks } from './tasks';
 import type { KeelActivities } from './types';
 
@@ -218,5 +219,6 @@ export function createActivities({ registry, config, client, modelRequestTimeout
     invokeSession: (input) => asActivity(() => invokeSession(client, input)),
     files: (operation) => asActivity(() => runFileOperation(operation)),
     skills: (operation) => asActivity(() => runSkillOperation(operation)),
+    countTokens: (input) => asActivity(async () => countTokens(input)),
   };
 }

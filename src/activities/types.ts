@@ -6,6 +6,7 @@ import type { ModelResponse } from '../core/messages';
 import type { AgentSpec, CallModelInput, CallToolInput, ResolveAgentInput, ValidateToolOutputInput } from '../core/run';
 import type { FileOperation, FileResult } from '../core/files';
 import type { SkillOperation, SkillResult } from '../core/skills';
+import type { CountTokensInput } from '../core/tokens';
 import type { InvokeOutput, InvokeSessionInput } from '../core/session';
 import type { AwaitTasksInput, AwaitTasksResult, InspectTasksInput, TaskReport } from '../core/tasks';
 
@@ -29,4 +30,6 @@ export interface KeelActivities {
   files(operation: FileOperation): Promise<FileResult>;
   /** One Skills operation: scan skill directories, load a skill, read a file it bundles (confined to it). */
   skills(operation: SkillOperation): Promise<SkillResult>;
+  /** Local activity: js-tiktoken counts of texts (ContextCompression's `tokenizer: 'tiktoken'`). */
+  countTokens(input: CountTokensInput): Promise<number[]>;
 }

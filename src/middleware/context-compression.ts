@@ -14,6 +14,8 @@ import { KeelError } from '../core/errors';
 import { messageText, type Message } from '../core/messages';
 import { compress, summaryPrompt, type CompressionOptions, type CompressionStats } from './compression/compress';
 import { COMPRESSION_KEY, resolveView } from './compression/view';
+import { TokenCache } from './compression/token-cache';
+import { TIKTOKEN_ENCODINGS } from '../core/tokens';
 import { defineMiddleware } from './define-middleware';
 
 const NonNegative = (what: string) => z.number().int(`${what} must be a whole number`).min(0, `${what} must not be negative`);
@@ -71,6 +73,13 @@ export const ContextCompressionConfigSchema = z
     noTruncationNotice: z.boolean().default(false),
     /** Return the compressed conversation as the run's history instead of the stamped originals. */
     replaceHistory: z.boolean().default(false),
+    /**
+     * How tokens are counted when the model has not reported them: the reference's estimate
+     * (characters / 3.5), or js-tiktoken in an activity, each message counted once.
+     */
+    tokenizer: z.enum(['estimate', 'tiktoken']).default('estimate'),
+    /** The tiktoken encoding. */
+    encoding: z.enum(TIKTOKEN_ENCODINGS).default('o200k_base'),
   })
   .strict();
 export type ContextCompressionConfig = z.input<typeof ContextCompressionConfigSchema>;
@@ -129,9 +138,16 @@ export const contextCompression = defineMiddleware({
     const totals = { toolResponsesSafetyCapped: 0, toolResponsesDeduplicated: 0, toolResponsesTruncated: 0 };
     const trustedIn = (messages: readonly Message[]) => (index: number) => stampedByRun.has(messages[index]!);
 
+    const tokens = config.tokenizer === 'tiktoken' ? new TokenCache(config.encoding, context.countTokens) : undefined;
+
     return {
       wrapGenerate: async (params, next) => {
-        const result = await compress(params.messages, options, reportedTokens ?? stampedTokens(params.messages), summarizer, trustedIn(params.messages));
+        const result = await compress(params.messages, options, {
+          tokens: reportedTokens ?? stampedTokens(params.messages),
+          summarizer,
+          trusted: trustedIn(params.messages),
+          ...(tokens ? { measure: (messages: readonly Message[]) => tokens.measure(messages) } : {}),
+        });
         if (result.stamped !== undefined) stampedByRun.add(result.history[result.stamped]!);
         if (result.stats) {
           totals.toolResponsesSafetyCapped += result.stats.toolResponsesSafetyCapped;
@@ -150,11 +166,11 @@ export const contextCompression = defineMiddleware({
         const messages = params.request.messages;
         const view = resolveView(messages, trustedIn(messages)).messages;
         const response = await next({ ...params, request: { ...params.request, messages: view } });
-        const tokens = response.usage.inputTokens;
-        if (!tokens || tokens <= 0) return response;
-        reportedTokens = tokens;
+        const reported = response.usage.inputTokens;
+        if (!reported || reported <= 0) return response;
+        reportedTokens = reported;
         const message = response.message;
-        return { ...response, message: { ...message, metadata: { ...message.metadata, [COMPRESSION_KEY]: { ...(message.metadata?.[COMPRESSION_KEY] as object | undefined), inputTokens: tokens } } } };
+        return { ...response, message: { ...message, metadata: { ...message.metadata, [COMPRESSION_KEY]: { ...(message.metadata?.[COMPRESSION_KEY] as object | undefined), inputTokens: reported } } } };
       },
     };
   },

@@ -17,6 +17,7 @@ import type { TaskRecord, TaskReport } from '../core/tasks';
 import type { InvokeOutput } from '../core/session';
 import type { FileOperation, FileResult } from '../core/files';
 import type { SkillOperation, SkillResult } from '../core/skills';
+import type { CountTokensInput } from '../core/tokens';
 
 /** One iteration of the tool loop, as `wrapGenerate` sees it. */
 export interface GenerateParams {
@@ -192,6 +193,8 @@ export interface MiddlewareContext {
   files: (operation: FileOperation) => Promise<FileResult>;
   /** Runs a skills operation (an activity); throws a KeelError saying what went wrong. */
   skills: (operation: SkillOperation) => Promise<SkillResult>;
+  /** Counts tokens of texts with a js-tiktoken encoding (a local activity). */
+  countTokens: (input: CountTokensInput) => Promise<number[]>;
   /** Usage of every model call of the run so far. */
   usage: () => Usage;
   /** The messages the run started with. */

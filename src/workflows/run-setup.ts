@@ -10,7 +10,7 @@ import type { AgentSpec, RunInput } from '../core/run';
 import type { ResumePayload } from '../core/interrupts';
 import { instantiateMiddleware, type MiddlewareStage } from '../middleware/registry';
 import { resumedHoldsByStage } from './resume';
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { KeelActivities } from '../activities/types';
 import { activityOptions, asKeelError } from './activity-errors';
 import { agentRunner, sessionInvoker, taskControl } from './run-agent';
@@ -62,6 +62,13 @@ export async function setUpRun({ agent, input, run, callModel, forgetChild }: Ru
         return await proxyActivities<KeelActivities>({ ...activityOptions(agent.activities.tool), summary: `skills ${operation.op}` }).skills(operation);
       } catch (error) {
         throw asKeelError(error, `skills operation ${operation.op}`);
+      }
+    },
+    countTokens: async (count) => {
+      try {
+        return await proxyLocalActivities<KeelActivities>({ ...activityOptions(agent.activities.tool), summary: `countTokens ${count.texts.length} texts` }).countTokens(count);
+      } catch (error) {
+        throw asKeelError(error, 'counting tokens');
       }
     },
     artifacts: {

@@ -87,14 +87,23 @@ function requestInputs(view: Message[], toolIndex: number): Array<unknown | unde
   });
 }
 
-/**
- * Decides one iteration's view. `tokens` is what the run knows of the history's size: the
- * model's last reported input tokens (or the stamp on the newest model message).
- */
-export async function compress(history: readonly Message[], options: CompressionOptions, tokens: number | undefined, summarizer?: Summarizer, trusted?: (index: number) => boolean): Promise<CompressionResult> {
+/** What a decision knows of its run. */
+export interface CompressionRun {
+  /** The model's last reported input tokens (or the stamp on the newest model message). */
+  tokens?: number | undefined;
+  summarizer?: Summarizer | undefined;
+  /** History indexes whose boundary this run stamped (trusted even when they trail). */
+  trusted?: (index: number) => boolean;
+  /** Tokens of messages: the estimate by default, or a tokenizer's count. */
+  measure?: (messages: readonly Message[]) => Promise<number>;
+}
+
+/** Decides one iteration's view. */
+export async function compress(history: readonly Message[], options: CompressionOptions, run: CompressionRun = {}): Promise<CompressionResult> {
+  const { tokens, summarizer, trusted, measure = (messages: readonly Message[]) => Promise.resolve(estimateTokens(messages)) } = run;
   const resolved = resolveView(history, trusted);
   const view = resolved.messages;
-  const estimate = estimateTokens(view);
+  const estimate = await measure(view);
   const effective = Math.max(tokens ?? 0, estimate);
   const overBudget = options.maxInputTokens > 0 && effective > options.maxInputTokens;
   const trigger = overBudget || (options.maxMessages > 0 && view.length > options.maxMessages);
@@ -198,7 +207,7 @@ export async function compress(history: readonly Message[], options: Compression
   });
   const cheapView = resolveView(edited, trusted).messages;
   const editsChanged = stats.toolResponsesDeduplicated + stats.toolResponsesTruncated + stats.toolResponsesSafetyCapped > 0;
-  const after = estimateTokens(cheapView);
+  const after = await measure(cheapView);
   const scaled = Math.max(after, estimate > 0 ? Math.ceil((effective * after) / estimate) : after);
   const cheapFits = options.maxInputTokens > 0 && scaled <= options.maxInputTokens && !(options.maxMessages > 0 && cheapView.length > options.maxMessages);
   const finish = (result: Message[], stamped?: number): CompressionResult => {

@@ -23,8 +23,38 @@ const CHARS_PER_TOKEN = 3.5;
 /** What an inline (data:) media part counts as. */
 const INLINE_MEDIA_CHARS = 1000;
 
+const SURROGATE = /[\uD800-\uDFFF]/;
+
 /** Characters of a string: code points, never split. */
-export const codePoints = (text: string): number => [...text].length;
+export function codePoints(text: string): number {
+  if (!SURROGATE.test(text)) return text.length;
+  let count = 0;
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index);
+    // A high surrogate followed by a low one is one character.
+    if (code >= 0xd800 && code <= 0xdbff && index + 1 < text.length) {
+      const next = text.charCodeAt(index + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) index++;
+    }
+    count++;
+  }
+  return count;
+}
+
+/** The first `chars` characters (code points) of a string. */
+export function firstChars(text: string, chars: number): string {
+  if (chars <= 0) return '';
+  if (!SURROGATE.test(text)) return text.slice(0, chars);
+  let taken = 0;
+  let index = 0;
+  while (index < text.length && taken < chars) {
+    const code = text.charCodeAt(index);
+    const pair = code >= 0xd800 && code <= 0xdbff && index + 1 < text.length && text.charCodeAt(index + 1) >= 0xdc00 && text.charCodeAt(index + 1) <= 0xdfff;
+    index += pair ? 2 : 1;
+    taken++;
+  }
+  return text.slice(0, index);
+}
 
 /** A tool response's output as text. */
 export function outputText(output: unknown): string {
@@ -86,9 +116,8 @@ export function cutToolResponse(response: { name: string; ref?: string; output: 
   const output = outputText(response.output);
   const content = response.content ?? [];
   const marker = (removed: number) => (kind === 'truncated' ? `\n\n[Truncated ${removed} characters]` : `\n\n---\n\n[TRUNCATED: Response was ${total} chars but only first ${limit} are shown.]`);
-  const cut = (text: string, chars: number) => [...text].slice(0, Math.max(0, chars)).join('');
   if (content.length === 0 || codePoints(output) > limit) {
-    const kept = cut(output, limit);
+    const kept = firstChars(output, limit);
     return { ...response, output: kept + marker(total - codePoints(kept)), content: undefined };
   }
   let text = output;
@@ -99,7 +128,7 @@ export function cutToolResponse(response: { name: string; ref?: string; output: 
     if (typeof part.text === 'string') {
       const room = limit - used - 2;
       if (room <= 0) break;
-      const piece = cut(part.text, room);
+      const piece = firstChars(part.text, room);
       text += `\n\n${piece}`;
       used += 2 + codePoints(piece);
       keptRaw += codePoints(piece);
