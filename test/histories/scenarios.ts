@@ -14,6 +14,7 @@ import { agents } from '../../src/middleware/agents';
 import { artifacts } from '../../src/middleware/artifacts';
 import { budget } from '../../src/middleware/budget';
 import { toolApproval } from '../../src/middleware/tool-approval';
+import { contextCompression } from '../../src/middleware/context-compression';
 import { add, confirm, dangerous, echo, fail } from '../fixtures/tools';
 
 /** A tool that waits until cancelled. */
@@ -60,6 +61,8 @@ export const SCENARIOS: Scenario[] = [
   { name: 'background-task', agent: 'replay-dispatcher', prompt: 'dispatch' },
   // A session: two turns, the second detached and waited for.
   { name: 'session', agent: 'replay-session', prompt: '', turns: ['remember 42', 'what was it?'] },
+  // ContextCompression: tiktoken counts (local activities), older responses truncated, then a summary by a second model.
+  { name: 'compression', agent: 'replay-compression', prompt: 'research it' },
 ];
 
 /** The registry the scenarios run against. */
@@ -118,7 +121,29 @@ export function scenarioRegistry(): Registry {
     name: 'scripted/replay-soft',
     script: [toolCallReply([{ name: 'fail', input: { message: 'flaky' } }, { name: 'add', input: { a: 'x', b: 1 } }]), textReply('recovered')],
   });
+  // compression turns 1–4: echo a long text each time; turn 5: text. The summarizer answers once asked.
+  const compressing = scriptedModel({
+    name: 'scripted/replay-compression',
+    script: [1, 2, 3, 4].map((turn) => toolCallReply({ name: 'echo', input: { v: `${turn} ${'long text '.repeat(40)}` } }, { usage: { inputTokens: 40 * turn } })).concat(textReply('compressed')),
+  });
+  const summarizer = scriptedModel({ name: 'scripted/replay-summarizer', script: () => textReply('what happened so far', { usage: { inputTokens: 9, outputTokens: 4 } }) });
   return new Registry().add(
+    compressing,
+    summarizer,
+    defineAgent({
+      name: 'replay-compression',
+      model: compressing.name,
+      tools: [echo],
+      maxTurns: 10,
+      use: [
+        contextCompression({
+          maxInputTokens: 250,
+          tokenizer: 'tiktoken',
+          toolResponses: { maxChars: 40, preserveRecent: 1 },
+          summarize: { model: summarizer.name, preserveRecent: 3 },
+        }),
+      ],
+    }),
     add,
     echo,
     fail,
