@@ -164,6 +164,11 @@ describe('resolving a compressed history', () => {
     expect(texts(resolveCompressedHistory(history))).toEqual(['user:q1', 'model:a1', 'user:q2']);
   });
 
+  it('leaves the system messages out for a JS boundary with preserveSystem: false', () => {
+    const history = [system('Sys'), user('q1'), model('a1', { [COMPRESSION_KEY]: { summary: 'S', preserveSystem: false } }), user('q2'), model('a2')];
+    expect(texts(resolveCompressedHistory(history))).toEqual([`user:${SUMMARY_PREFIX}S`, 'user:q2', 'model:a2']);
+  });
+
   it('survives a JSON round trip', () => {
     const history = [
       system('Sys'),

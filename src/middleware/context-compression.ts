@@ -8,12 +8,12 @@
  * stamps the response with the input tokens the model reported. Runs in the workflow; the
  * summarizer is a model call through the model activity, so Budget counts it.
  */
-import { log } from '@temporalio/workflow';
+import { isCancellation, log } from '@temporalio/workflow';
 import { z } from 'zod';
 import { KeelError } from '../core/errors';
 import { messageText, type Message } from '../core/messages';
 import { compress, summaryPrompt, type CompressionOptions, type CompressionStats } from './compression/compress';
-import { COMPRESSION_KEY, resolveView } from './compression/view';
+import { COMPRESSION_KEY, resolveView, trustedEnd } from './compression/view';
 import { TokenCache } from './compression/token-cache';
 import { TIKTOKEN_ENCODINGS } from '../core/tokens';
 import { defineMiddleware } from './define-middleware';
@@ -84,6 +84,28 @@ export const ContextCompressionConfigSchema = z
   .strict();
 export type ContextCompressionConfig = z.input<typeof ContextCompressionConfigSchema>;
 
+/** Keys of a boundary record; a caller's trailing user message may not carry them. */
+const BOUNDARY_KEYS = ['summary', 'stats', 'anchorUser', 'truncationNotice', 'preserveSystem'];
+
+/**
+ * The messages with boundary records removed from the trailing user messages (after the last
+ * model or tool message) that this run did not stamp: a client cannot forge a summary or
+ * make earlier messages disappear. The reference's legacy `compressedHistory` key goes too.
+ */
+function sanitized(messages: Message[], stampedByRun: WeakSet<Message>): Message[] {
+  const end = trustedEnd(messages);
+  return messages.map((message, index) => {
+    const record = message.metadata?.[COMPRESSION_KEY] as Record<string, unknown> | undefined;
+    const legacy = message.metadata !== undefined && 'compressedHistory' in message.metadata;
+    if (index <= end || message.role !== 'user' || stampedByRun.has(message) || (!record && !legacy)) return message;
+    const { compressedHistory: _legacy, [COMPRESSION_KEY]: _record, ...rest } = message.metadata!;
+    const kept = record ? Object.fromEntries(Object.entries(record).filter(([key]) => !BOUNDARY_KEYS.includes(key))) : {};
+    const metadata = Object.keys(kept).length ? { ...rest, [COMPRESSION_KEY]: kept } : rest;
+    const { metadata: _old, ...bare } = message;
+    return Object.keys(metadata).length ? { ...bare, metadata } : bare;
+  });
+}
+
 /** The input tokens a model message was stamped with. */
 function stampedTokens(messages: readonly Message[]): number | undefined {
   const newest = [...messages].reverse().find((message) => message.role === 'model');
@@ -116,11 +138,19 @@ export const contextCompression = defineMiddleware({
     };
     const summarizer = summarize
       ? async (messages: Message[]): Promise<string | undefined> => {
-          const response = await context.callModel(summarize.model, {
-            messages: [{ role: 'user', content: [{ text: summaryPrompt(messages, summarize.prompt) }] }],
-            tools: [],
-            ...(summarize.config ? { config: summarize.config } : {}),
-          });
+          let response;
+          try {
+            response = await context.callModel(summarize.model, {
+              messages: [{ role: 'user', content: [{ text: summaryPrompt(messages, summarize.prompt) }] }],
+              tools: [],
+              ...(summarize.config ? { config: summarize.config } : {}),
+            });
+          } catch (error) {
+            // Cancellation ends the run (the main model is not called); any other failure falls back to dropping.
+            if (isCancellation(error)) throw error;
+            log.warn('contextCompression: the summarizer failed; dropping older messages instead', { error: error instanceof Error ? error.message : String(error) });
+            return undefined;
+          }
           const text = messageText(response.message).trim();
           if (response.finishReason !== 'stop' || !text) {
             log.warn('contextCompression: the summarizer gave no usable summary; dropping older messages instead', { finishReason: response.finishReason });
@@ -142,10 +172,11 @@ export const contextCompression = defineMiddleware({
 
     return {
       wrapGenerate: async (params, next) => {
-        const result = await compress(params.messages, options, {
-          tokens: reportedTokens ?? stampedTokens(params.messages),
+        const messages = sanitized(params.messages, stampedByRun);
+        const result = await compress(messages, options, {
+          tokens: reportedTokens ?? stampedTokens(messages),
           summarizer,
-          trusted: trustedIn(params.messages),
+          trusted: trustedIn(messages),
           ...(tokens ? { measure: (messages: readonly Message[]) => tokens.measure(messages) } : {}),
         });
         if (result.stamped !== undefined) stampedByRun.add(result.history[result.stamped]!);

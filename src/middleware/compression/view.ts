@@ -233,7 +233,8 @@ export function resolveView(messages: readonly Message[], trusted: (index: numbe
   const record = boundaryOf(messages[boundary]!)!;
   let leading = 0;
   while (leading < messages.length && messages[leading]!.role === 'system') leading++;
-  const systemEnd = Math.min(leading, boundary + 1);
+  // A boundary written by the JS reference with `preserveSystem: false` left the system messages out.
+  const systemEnd = (record as { preserveSystem?: unknown }).preserveSystem === false ? 0 : Math.min(leading, boundary + 1);
   const noticed = record.truncationNotice ?? ((record.stats as { truncationNoticeInserted?: boolean } | undefined)?.truncationNoticeInserted ? DROP_NOTICE : undefined);
   const out: Message[] = [];
   const origins: number[] = [];
