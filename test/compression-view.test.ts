@@ -209,3 +209,55 @@ describe('tokenizer counts cached per message', () => {
     expect(() => countTokens({ encoding: 'nope' as 'gpt2', texts: ['x'] })).toThrow('unknown tiktoken encoding "nope"; known: o200k_base, cl100k_base');
   });
 });
+
+describe('one compression decision (the reference’s slot and anchor rules)', async () => {
+  const { compress } = await import('../src/middleware/compression/compress');
+  type Options = Parameters<typeof compress>[1];
+  const options = (overrides: Partial<Options>): Options => ({
+    maxInputTokens: 0,
+    maxMessages: 0,
+    preserveRecent: 4,
+    preserveRecentSet: false,
+    maxToolResponseChars: 400_000,
+    skipSummarizationThreshold: 0,
+    noTruncationNotice: false,
+    ...overrides,
+  });
+  const alternating = (pairs: number) => Array.from({ length: pairs * 2 - 1 }, (_, index) => (index % 2 === 0 ? user(`u${index / 2 + 1}`) : model(`m${(index + 1) / 2}`)));
+
+  it('an explicit preserveRecent bounds a drop triggered by maxMessages', async () => {
+    const result = await compress(alternating(6), options({ maxMessages: 10, preserveRecent: 2, preserveRecentSet: true }));
+    expect(texts(result.view)).toEqual([`system:${DROP_NOTICE}`, 'user:u6']);
+  });
+
+  it('drops nothing over budget while the view fits the slots, and reports nothing', async () => {
+    const result = await compress([user(`u1${'X'.repeat(100)}`), model('m1'), user('u2'), model('m2'), user('u3')], options({ maxInputTokens: 30 }));
+    expect(result.view).toHaveLength(5);
+    expect(result.stats).toBeUndefined();
+    const deduped = await compress([user('x'.repeat(100))], options({ maxInputTokens: 10, deduplicateToolResponses: { matchBy: 'name-and-input', keepRecent: 1 } }));
+    expect(deduped.stats).toBeUndefined();
+  });
+
+  it('with one slot keeps the newest user message as the anchor and the model reply after it', async () => {
+    const result = await compress([user('u1'), model('m1'), user('u2'), model('m2')], options({ maxMessages: 2 }));
+    expect(texts(result.view)).toEqual([`system:${DROP_NOTICE}`, 'user:u2', 'model:m2']);
+    expect(resolveCompressedHistory(result.history)).toEqual(result.view);
+  });
+
+  it('drops a system message in the middle of the conversation like any other', async () => {
+    const result = await compress([user('u1'), model('m1'), system('mid'), user('u2')], options({ maxMessages: 2 }));
+    expect(texts(result.view)).toEqual([`system:${DROP_NOTICE}`, 'user:u2']);
+  });
+
+  it('leaves a part saved already cut as it is, and an edited part that fits uncut', () => {
+    const saved = result('t', '1', '12345\n\n[Truncated 95 characters]', { [COMPRESSION_KEY]: { truncated: true, maxChars: 5 } });
+    const fits = result('t', '2', 'abc', { [COMPRESSION_KEY]: { truncated: true, maxChars: 10, rawOutput: true } });
+    expect(texts(resolveCompressedHistory([user('go'), call('t', '1'), saved, call('t', '2'), fits])).slice(2)).toEqual(['tool:12345\n\n[Truncated 95 characters]', 'model:call t', 'tool:abc']);
+  });
+
+  it('does not add the notice twice to a system message that already has it', () => {
+    const noticed: Message = { role: 'system', content: [{ text: 'Sys' }, { text: `\n\n${DROP_NOTICE}`, metadata: { [COMPRESSION_KEY]: { notice: true } } }] };
+    const view = resolveCompressedHistory([noticed, user('q1'), model('a1', { [COMPRESSION_KEY]: { summary: '', stats: { truncationNoticeInserted: true } } }), user('q2')]);
+    expect(view[0]!.content).toHaveLength(2);
+  });
+});

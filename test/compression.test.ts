@@ -69,7 +69,7 @@ describe('contextCompression', () => {
     const { name, model: m } = agent([toolCallReply({ name: 'search', input: { q: 'a' } }), textReply('done')], { maxToolResponseChars: 100 });
     const result = await worker().client.run(name, 'go');
     expect(toolOutputs(m.requests[1]!.request.messages)).toEqual([`results for a: ${'R'.repeat(85)}\n\n---\n\n[TRUNCATED: Response was 615 chars but only first 100 are shown.]`]);
-    expect(statsOf(result.messages)).toMatchObject({ triggered: false, toolResponsesSafetyCapped: 1 });
+    expect(statsOf(result.messages)).toMatchObject({ triggered: true, toolResponsesSafetyCapped: 1, truncationNoticeInserted: false });
   });
 
   it('replaces older responses to the same call with the dedupe notice, keeping distinct inputs', async () => {

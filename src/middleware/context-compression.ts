@@ -126,12 +126,13 @@ export const contextCompression = defineMiddleware({
     const options: CompressionOptions = {
       maxInputTokens: config.maxInputTokens,
       maxMessages: config.maxMessages,
-      preserveRecent: config.preserveRecent ?? 4,
-      preserveRecentSet: config.preserveRecent !== undefined,
-      maxToolResponseChars: config.maxToolResponseChars,
-      ...(config.deduplicateToolResponses ? { deduplicateToolResponses: config.deduplicateToolResponses } : {}),
-      ...(config.toolResponses ? { toolResponses: config.toolResponses } : {}),
-      ...(summarize ? { summarize: { preserveRecent: summarize.preserveRecent ?? config.preserveRecent ?? 6 } } : {}),
+      // As in the reference, 0 means "not set": the default applies.
+      preserveRecent: config.preserveRecent || 4,
+      preserveRecentSet: Boolean(config.preserveRecent),
+      maxToolResponseChars: config.maxToolResponseChars || 400_000,
+      ...(config.deduplicateToolResponses ? { deduplicateToolResponses: { ...config.deduplicateToolResponses, keepRecent: config.deduplicateToolResponses.keepRecent || 1 } } : {}),
+      ...(config.toolResponses ? { toolResponses: { ...config.toolResponses, preserveRecent: config.toolResponses.preserveRecent || 2 } } : {}),
+      ...(summarize ? { summarize: { preserveRecent: summarize.preserveRecent || config.preserveRecent || 6 } } : {}),
       skipSummarizationThreshold: config.skipSummarizationThreshold,
       ...(config.truncationNotice !== undefined ? { truncationNotice: config.truncationNotice } : {}),
       noTruncationNotice: config.noTruncationNotice,
@@ -184,7 +185,12 @@ export const contextCompression = defineMiddleware({
           totals.toolResponsesSafetyCapped += result.stats.toolResponsesSafetyCapped;
           totals.toolResponsesDeduplicated += result.stats.toolResponsesDeduplicated;
           totals.toolResponsesTruncated += result.stats.toolResponsesTruncated;
-          latestStats = { ...result.stats, ...totals };
+          latestStats = {
+            ...result.stats,
+            ...totals,
+            truncationNoticeInserted: result.stats.truncationNoticeInserted || (latestStats?.truncationNoticeInserted ?? false),
+            summarized: result.stats.summarized || (latestStats?.summarized ?? false),
+          };
         }
         const outcome = await next({ ...params, messages: config.replaceHistory ? result.view : result.history });
         if (params.iteration !== 0 || !latestStats) return outcome;

@@ -122,13 +122,14 @@ export async function compress(history: readonly Message[], options: Compression
       toolParts.push({ key, viewIndex, part: part as Part & { toolResponse: unknown } });
     });
   });
-  const rawChars = (part: Part) => ('toolResponse' in part ? toolResponseChars(part.toolResponse, true) : 0);
+  // Limits compare the estimate's size (inline media at its flat size); markers count raw characters.
+  const rawChars = (part: Part) => ('toolResponse' in part ? toolResponseChars(part.toolResponse) : 0);
   const cap = options.maxToolResponseChars;
   const overCap = toolParts.filter(({ key, part }) => cap >= 0 && !records.has(key) && rawChars(part) > cap);
   if (!trigger && overCap.length === 0) return { history: [...history], view };
 
   const stats: CompressionStats = {
-    triggered: trigger,
+    triggered: true,
     inputTokensBefore: effective,
     messagesOriginal: view.length,
     messagesAfter: view.length,
@@ -181,13 +182,14 @@ export async function compress(history: readonly Message[], options: Compression
   const limits = options.toolResponses;
   if (trigger && limits) {
     const toolViewIndexes = [...new Set(toolParts.map((entry) => entry.viewIndex))];
-    const preserve = limits.preserveRecent < 0 ? 0 : shrink(limits.preserveRecent);
+    const preserve = Math.max(0, limits.preserveRecent);
     const older = new Set(toolViewIndexes.slice(0, Math.max(0, toolViewIndexes.length - preserve)));
     const limit = cap >= 0 ? Math.min(cap, limits.maxChars) : limits.maxChars;
     for (const { key, viewIndex, part } of toolParts) {
       if (!older.has(viewIndex) || isEdited(records.get(key)) || rawChars(part) <= limit) continue;
-      const binds = cap < 0 || limits.maxChars < cap;
-      records.set(key, binds ? { truncated: true, maxChars: limit, rawOutput: true } : { capped: true, maxChars: limit, rawOutput: true });
+      const binds = cap < 0 || limits.maxChars <= cap;
+      const capped = records.get(key)?.capped ? { capped: true } : {};
+      records.set(key, binds ? { truncated: true, ...capped, maxChars: limit, rawOutput: true } : { capped: true, maxChars: limit, rawOutput: true });
       if (binds) stats.toolResponsesTruncated++;
       else if (!recordOf(part)?.capped) stats.toolResponsesSafetyCapped++;
     }
@@ -206,14 +208,15 @@ export async function compress(history: readonly Message[], options: Compression
     return changed ? { ...message, content } : message;
   });
   const cheapView = resolveView(edited, trusted).messages;
-  const editsChanged = stats.toolResponsesDeduplicated + stats.toolResponsesTruncated + stats.toolResponsesSafetyCapped > 0;
+  const editsChanged = stats.toolResponsesDeduplicated + stats.toolResponsesTruncated > 0;
   const after = await measure(cheapView);
   const scaled = Math.max(after, estimate > 0 ? Math.ceil((effective * after) / estimate) : after);
   const cheapFits = options.maxInputTokens > 0 && scaled <= options.maxInputTokens && !(options.maxMessages > 0 && cheapView.length > options.maxMessages);
   const finish = (result: Message[], stamped?: number): CompressionResult => {
     const out = resolveView(result, (index) => index === stamped || (trusted?.(index) ?? false)).messages;
     stats.messagesAfter = out.length;
-    return { history: result, view: out, stats, ...(stamped !== undefined ? { stamped } : {}) };
+    const changed = stamped !== undefined || stats.toolResponsesDeduplicated + stats.toolResponsesTruncated + stats.toolResponsesSafetyCapped > 0;
+    return { history: result, view: out, ...(changed ? { stats } : {}), ...(stamped !== undefined ? { stamped } : {}) };
   };
   if (!trigger) return finish(edited);
 
@@ -224,18 +227,21 @@ export async function compress(history: readonly Message[], options: Compression
     const firstOrigin = firstKeptView < cheapOrigins.length ? cheapOrigins[firstKeptView]! : edited.length;
     if (firstOrigin <= resolved.boundary) return undefined;
     let index = firstOrigin - 1;
-    while (index > resolved.boundary && (isPinned(edited[index]!) || edited[index]!.role === 'system')) index--;
-    if (index < 0 || edited[index]!.role === 'system') return undefined;
-    const stamped = edited.map((message, position) =>
-      position === index ? { ...message, metadata: { ...message.metadata, [COMPRESSION_KEY]: { ...(message.metadata?.[COMPRESSION_KEY] as object | undefined), ...record } } } : message,
-    );
-    return finish(stamped, index);
+    while (index > resolved.boundary && isPinned(edited[index]!)) index--;
+    if (index < leadingCount(edited)) return undefined;
+    const stampWith = (now: CompressionStats) =>
+      edited.map((message, position) =>
+        position === index ? { ...message, metadata: { ...message.metadata, [COMPRESSION_KEY]: { ...(message.metadata?.[COMPRESSION_KEY] as object | undefined), ...record, stats: { ...now } } } } : message,
+      );
+    // The stats recorded on the boundary count the view they describe.
+    stats.messagesAfter = resolveView(stampWith(stats), (position) => position === index || (trusted?.(position) ?? false)).messages.length;
+    return finish(stampWith(stats), index);
   };
 
   // Summarize, unless the cheap steps were enough.
   const threshold = options.skipSummarizationThreshold;
   const savings = estimate > 0 ? 1 - after / estimate : 0;
-  const skip = editsChanged && threshold > 0 && savings >= threshold && options.maxInputTokens > 0 && scaled <= options.maxInputTokens;
+  const skip = editsChanged && threshold > 0 && savings >= threshold && (options.maxInputTokens === 0 || scaled <= options.maxInputTokens);
   if (options.summarize && summarizer && skip) stats.summarizationSkipped = true;
   if (options.summarize && summarizer && !skip) {
     let keep = Math.max(1, shrink(options.summarize.preserveRecent));
@@ -251,23 +257,26 @@ export async function compress(history: readonly Message[], options: Compression
         if (summary !== undefined) {
           stats.summarized = true;
           const result = stampBoundary(split, { summary, stats: { ...stats } });
-          if (result) {
-            stampStats(result, stats);
-            return result;
-          }
+          if (result) return result;
         }
       }
     }
   }
 
   // Drop: the newest messages that fit, starting with a user message.
-  const explicitCap = (options.preserveRecentSet && options.maxInputTokens > 0 && scaled > options.maxInputTokens) || (overBudget && (!dedupe && !limits && !options.summarize ? true : Boolean(options.summarize) && !stats.summarizationSkipped));
+  // The cheap steps met the budget only when they changed something and the result fits.
+  const cheapMissed = !(editsChanged && cheapFits);
+  const explicitCap = (options.preserveRecentSet && cheapMissed) || (overBudget && (!dedupe && !limits && !options.summarize ? true : Boolean(options.summarize) && !stats.summarizationSkipped));
   const noticeSlot = options.noTruncationNotice ? 0 : systems > 0 ? 0 : 1;
+  const fixed = systems + noticeSlot;
   let slots: number;
-  if (explicitCap) slots = Math.max(0, shrink(options.preserveRecent));
-  else if (options.maxMessages > 0 && (cheapView.length > options.maxMessages || (overBudget && !cheapFits))) slots = Math.max(0, (ratio >= 1.5 ? shrink(options.maxMessages) : options.maxMessages) - systems - noticeSlot);
+  if (explicitCap) slots = shrink(options.preserveRecent);
+  else if (options.maxMessages > 0) slots = ratio >= 1.5 ? shrink(Math.max(0, options.maxMessages - fixed)) : options.maxMessages - fixed;
   else return finish(edited);
-  if (options.maxMessages > 0) slots = Math.min(slots, Math.max(0, options.maxMessages - systems - noticeSlot));
+  if (options.maxMessages > 0) slots = Math.min(slots, options.maxMessages - fixed);
+  slots = Math.max(0, slots);
+  // Nothing to drop while the view fits the slots.
+  if (cheapView.length <= fixed + slots) return finish(edited);
   const pinned = pinnedCount(cheapView, systems);
   const keepFrom = (available: number): number => {
     // The newest `available` non-pinned messages (pinned ones in between stay and count).
@@ -291,7 +300,10 @@ export async function compress(history: readonly Message[], options: Compression
       const latestUser = cheapView.slice(systems, start).reverse().find((message) => message.role === 'user');
       if (latestUser && !isPinned(latestUser)) {
         anchorUser = true;
-        start = keepFrom(slots - 1);
+        if (slots > 1) {
+          const fewer = keepFrom(slots - 1);
+          if (fewer < cheapView.length) start = fewer;
+        }
       }
       // The final [model, tool…] group stays even when the slots cannot reach it.
       let group = cheapView.length - 1;
@@ -307,18 +319,7 @@ export async function compress(history: readonly Message[], options: Compression
     ...(anchorUser ? { anchorUser: true } : {}),
     ...(!options.noTruncationNotice && options.truncationNotice !== undefined ? { truncationNotice: options.truncationNotice } : {}),
   };
-  const result = stampBoundary(start, record);
-  if (!result) return finish(edited);
-  stampStats(result, stats);
-  return result;
-}
-
-/** The stats recorded on the boundary, updated with the final message count. */
-function stampStats(result: CompressionResult, stats: CompressionStats): void {
-  if (result.stamped === undefined) return;
-  const message = result.history[result.stamped]!;
-  const record = message.metadata?.[COMPRESSION_KEY] as BoundaryRecord;
-  result.history[result.stamped] = { ...message, metadata: { ...message.metadata, [COMPRESSION_KEY]: { ...record, stats: { ...stats } } } };
+  return stampBoundary(start, record) ?? finish(edited);
 }
 
 /** How many system messages lead a view. */

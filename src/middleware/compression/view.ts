@@ -157,14 +157,17 @@ export function cutToolResponse(response: { name: string; ref?: string; output: 
 export function appliedEdit(part: Part): Part {
   if (!('toolResponse' in part)) return part;
   const record = part.metadata?.[COMPRESSION_KEY] as ToolEditRecord | undefined;
-  if (!record || !(record.truncated || record.capped || record.deduplicated)) return part;
+  // Only a part that keeps its raw output is cut again; one saved already cut is shown as saved.
+  if (!record?.rawOutput || !(record.truncated || record.capped || record.deduplicated)) return part;
   const { rawOutput: _raw, ...shown } = record;
   const metadata = { ...part.metadata, [COMPRESSION_KEY]: shown };
   if (record.deduplicated) {
     const { content: _content, ...rest } = part.toolResponse;
     return { toolResponse: { ...rest, output: record.notice ?? DEDUPE_NOTICE }, metadata };
   }
-  const cut = cutToolResponse(part.toolResponse, record.maxChars ?? Number.MAX_SAFE_INTEGER, record.truncated ? 'truncated' : 'capped');
+  const limit = record.maxChars ?? Number.MAX_SAFE_INTEGER;
+  if (toolResponseChars(part.toolResponse) <= limit) return { ...part, metadata };
+  const cut = cutToolResponse(part.toolResponse, limit, record.truncated ? 'truncated' : 'capped');
   const { content, ...rest } = cut;
   return { toolResponse: { ...rest, ...(content ? { content } : {}) }, metadata };
 }
@@ -245,7 +248,8 @@ export function resolveView(messages: readonly Message[], trusted: (index: numbe
   if (noticed !== undefined && systemEnd === 0) push({ role: 'system', content: [{ text: noticed }], metadata: { [COMPRESSION_KEY]: { notice: true, standaloneNotice: true } } }, -1);
   for (let index = 0; index < systemEnd; index++) {
     const message = messages[index]!;
-    push(index === 0 && noticed !== undefined ? { ...message, content: [...message.content, { text: `\n\n${noticed}`, metadata: { [COMPRESSION_KEY]: { notice: true } } }] } : message, index);
+    const hasNotice = messages[index]!.content.some((part) => (part.metadata?.[COMPRESSION_KEY] as { notice?: unknown } | undefined)?.notice);
+    push(index === 0 && noticed !== undefined && !hasNotice ? { ...message, content: [...message.content, { text: `\n\n${noticed}`, metadata: { [COMPRESSION_KEY]: { notice: true } } }] } : message, index);
   }
   for (let index = leading; index <= boundary; index++) if (isPinned(messages[index]!)) push(messages[index]!, index);
   if (record.summary) push(summaryMessage(record.summary), -1);
