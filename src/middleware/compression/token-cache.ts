@@ -56,6 +56,8 @@ function contentKey(text: string): string {
 export class TokenCache {
   private counts = new Map<string, number>();
   private used = new Set<string>();
+  /** Each message object's key, so an unchanged message is neither rendered nor hashed again. */
+  private keys = new WeakMap<Message, { key: string; text: string; media: number }>();
   /** Texts sent to the tokenizer so far (for tests and the benchmark). */
   counted = 0;
 
@@ -67,8 +69,12 @@ export class TokenCache {
   /** Tokens of the messages; only messages not seen before reach the tokenizer. */
   async measure(messages: readonly Message[]): Promise<number> {
     const entries = messages.map((message) => {
+      const known = this.keys.get(message);
+      if (known) return known;
       const { text, media } = tokenizable(message);
-      return { key: contentKey(text), text, media };
+      const entry = { key: contentKey(text), text, media };
+      this.keys.set(message, entry);
+      return entry;
     });
     const missing = new Map<string, string>();
     for (const entry of entries) if (!this.counts.has(entry.key)) missing.set(entry.key, entry.text);

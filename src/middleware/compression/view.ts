@@ -173,7 +173,12 @@ export function appliedEdit(part: Part): Part {
 }
 
 /** A message with its tool edits applied. */
-const withEdits = (message: Message): Message => (message.role === 'tool' ? { ...message, content: message.content.map(appliedEdit) } : message);
+function withEdits(message: Message): Message {
+  if (message.role !== 'tool') return message;
+  const content = message.content.map(appliedEdit);
+  // Unedited messages stay the same objects, so per-message caches keep hitting.
+  return content.every((part, index) => part === message.content[index]) ? message : { ...message, content };
+}
 
 /** Protected messages: an agent's prompt scaffolding, or injected output-format instructions. Never summarized or dropped. */
 export function isPinned(message: Message): boolean {
