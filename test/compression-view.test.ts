@@ -261,3 +261,24 @@ describe('one compression decision (the reference’s slot and anchor rules)', a
     expect(view[0]!.content).toHaveLength(2);
   });
 });
+
+describe('dropping after a summary', async () => {
+  const { compress } = await import('../src/middleware/compression/compress');
+  const base = { maxInputTokens: 0, preserveRecent: 4, preserveRecentSet: false, maxToolResponseChars: 400_000, skipSummarizationThreshold: 0, noTruncationNotice: false };
+
+  it('never takes the summary for the anchor: with no user message left, the summary is carried onto the new boundary', async () => {
+    const history = [user('u1'), model('m1', { [COMPRESSION_KEY]: { summary: 'S' } }), call('t', '1'), result('t', '1', 'r1'), call('t', '2'), result('t', '2', 'r2'), call('t', '3'), result('t', '3', 'r3')];
+    const decided = await compress(history, { ...base, maxMessages: 4 });
+    expect(texts(decided.view)).toEqual([`system:${DROP_NOTICE}`, `user:${SUMMARY_PREFIX}S`, 'model:call t', 'tool:r3']);
+    expect(resolveCompressedHistory(decided.history)).toEqual(decided.view);
+  });
+
+  it('does not summarize past maxMessages: dropping decides instead', async () => {
+    const history = [user('u1'), model('m1'), user('u2'), call('t', '1'), result('t', '1', 'a'), result('t', '1', 'b')];
+    let asked = 0;
+    const decided = await compress(history, { ...base, maxMessages: 3, summarize: { preserveRecent: 6 } }, { summarizer: () => Promise.resolve(`S${++asked}`) });
+    expect(asked).toBe(0);
+    // The final [model, tool…] group is kept whole even past the cap, behind the user message it answers.
+    expect(texts(decided.view)).toEqual([`system:${DROP_NOTICE}`, 'user:u2', 'model:call t', 'tool:a', 'tool:b']);
+  });
+});

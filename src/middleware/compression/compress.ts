@@ -8,6 +8,7 @@
 import type { Message, Part } from '../../core/messages';
 import {
   COMPRESSION_KEY,
+  boundaryOf,
   estimateTokens,
   isPinned,
   outputText,
@@ -251,7 +252,10 @@ export async function compress(history: readonly Message[], options: Compression
     if (keep >= 1 && keep < body) {
       let split = cheapView.length - keep;
       while (split > systems && cheapView[split]!.role === 'tool') split--;
-      if (split > systems) {
+      // Lifted protected messages, the summary and the kept ones must fit maxMessages; otherwise dropping decides.
+      const lifted = cheapView.slice(systems, split).filter(isPinned).length;
+      const fits = options.maxMessages === 0 || systems + lifted + 1 + (cheapView.length - split) <= options.maxMessages;
+      if (split > systems && fits) {
         const older = cheapView.slice(systems, split).filter((message) => !isPinned(message));
         const summary = older.length ? await summarizer(older) : undefined;
         if (summary !== undefined) {
@@ -291,13 +295,21 @@ export async function compress(history: readonly Message[], options: Compression
   };
   let start = keepFrom(slots);
   let anchorUser = false;
+  let carriedSummary = '';
   if (slots > 0 && (start >= cheapView.length || cheapView[start]!.role !== 'user')) {
     const later = cheapView.findIndex((message, index) => index >= start && message.role === 'user' && !isPinned(message));
     if (later >= 0) start = later;
     else {
       // No user message left: the latest dropped one comes along as the anchor (it costs a
       // slot), unless a protected user message stands in for it.
-      const latestUser = cheapView.slice(systems, start).reverse().find((message) => message.role === 'user');
+      const latestUser = cheapView
+        .slice(systems, start)
+        .reverse()
+        .find((message) => message.role === 'user' && !isSummaryMessage(message));
+      if (!latestUser && cheapView.slice(systems, start).some(isSummaryMessage)) {
+        // No user message at all: the previous summary is the last resort, carried onto the new boundary.
+        carriedSummary = boundaryOf(history[resolved.boundary]!)?.summary ?? '';
+      }
       if (latestUser && !isPinned(latestUser)) {
         anchorUser = true;
         if (slots > 1) {
@@ -314,13 +326,16 @@ export async function compress(history: readonly Message[], options: Compression
   if (start <= systems) return finish(edited);
   stats.truncationNoticeInserted = !options.noTruncationNotice;
   const record: BoundaryRecord = {
-    summary: '',
+    summary: carriedSummary,
     stats: { ...stats },
     ...(anchorUser ? { anchorUser: true } : {}),
     ...(!options.noTruncationNotice && options.truncationNotice !== undefined ? { truncationNotice: options.truncationNotice } : {}),
   };
   return stampBoundary(start, record) ?? finish(edited);
 }
+
+/** The summary message a view shows for a boundary. */
+const isSummaryMessage = (message: Message) => (message.metadata?.[COMPRESSION_KEY] as { summaryMessage?: unknown } | undefined)?.summaryMessage === true;
 
 /** How many system messages lead a view. */
 function leadingCount(view: readonly Message[]): number {
