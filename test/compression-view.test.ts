@@ -282,3 +282,30 @@ describe('dropping after a summary', async () => {
     expect(texts(decided.view)).toEqual([`system:${DROP_NOTICE}`, 'user:u2', 'model:call t', 'tool:a', 'tool:b']);
   });
 });
+
+describe('dedupe of a truncated response', async () => {
+  const { compress } = await import('../src/middleware/compression/compress');
+  it('replaces an older duplicate even when it was truncated, and records the notice', async () => {
+    const search = (ref: string): Message => ({ role: 'model', content: [{ toolRequest: { name: 'search', ref, input: { q: 1 } } }] });
+    const history = [
+      user('go'),
+      search('1'),
+      result('search', '1', 'x'.repeat(300), { [COMPRESSION_KEY]: { truncated: true, maxChars: 20, rawOutput: true } }),
+      search('2'),
+      result('search', '2', 'fresh'),
+    ];
+    const decided = await compress(history, {
+      maxInputTokens: 10,
+      maxMessages: 0,
+      preserveRecent: 4,
+      preserveRecentSet: false,
+      maxToolResponseChars: 400_000,
+      deduplicateToolResponses: { matchBy: 'name-and-input', keepRecent: 1 },
+      skipSummarizationThreshold: 0,
+      noTruncationNotice: false,
+    });
+    expect(texts(decided.view).filter((line) => line.startsWith('tool:'))).toEqual([`tool:${DEDUPE_NOTICE}`, 'tool:fresh']);
+    expect(decided.history[2]!.content[0]!.metadata?.[COMPRESSION_KEY]).toEqual({ deduplicated: true, notice: DEDUPE_NOTICE, rawOutput: true });
+    expect(decided.stats?.toolResponsesDeduplicated).toBe(1);
+  });
+});

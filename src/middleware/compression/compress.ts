@@ -8,6 +8,7 @@
 import type { Message, Part } from '../../core/messages';
 import {
   COMPRESSION_KEY,
+  DEDUPE_NOTICE,
   boundaryOf,
   estimateTokens,
   isPinned,
@@ -167,8 +168,9 @@ export async function compress(history: readonly Message[], options: Compression
     });
     for (const keys of groups.values()) {
       for (const key of keys.slice(0, Math.max(0, keys.length - dedupe.keepRecent))) {
-        if (isEdited(records.get(key))) continue;
-        records.set(key, { deduplicated: true, ...(dedupe.notice !== undefined ? { notice: dedupe.notice } : {}), rawOutput: true });
+        // A truncated response is replaced too: the newer duplicate says it all.
+        if (records.get(key)?.deduplicated) continue;
+        records.set(key, { deduplicated: true, notice: dedupe.notice ?? DEDUPE_NOTICE, rawOutput: true });
         stats.toolResponsesDeduplicated++;
       }
     }
