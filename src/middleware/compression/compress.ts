@@ -210,7 +210,7 @@ export async function compress(history: readonly Message[], options: Compression
     });
     return changed ? { ...message, content } : message;
   });
-  const cheapView = resolveView(edited, trusted).messages;
+  const { messages: cheapView, origins: cheapOrigins } = resolveView(edited, trusted);
   const editsChanged = stats.toolResponsesDeduplicated + stats.toolResponsesTruncated > 0;
   const after = await measure(cheapView);
   const scaled = Math.max(after, estimate > 0 ? Math.ceil((effective * after) / estimate) : after);
@@ -223,8 +223,7 @@ export async function compress(history: readonly Message[], options: Compression
   };
   if (!trigger) return finish(edited);
 
-  const systems = cheapView.filter((message, index) => message.role === 'system' && index < leadingCount(cheapView)).length;
-  const cheapOrigins = resolveView(edited, trusted).origins;
+  const systems = leadingCount(cheapView);
   const stampBoundary = (firstKeptView: number, record: BoundaryRecord): CompressionResult | undefined => {
     // The boundary goes on the raw message just before the first kept one, never on a pinned one, never back.
     const firstOrigin = firstKeptView < cheapOrigins.length ? cheapOrigins[firstKeptView]! : edited.length;

@@ -6,11 +6,7 @@
  */
 import type { Message } from '../../core/messages';
 import type { CountTokensInput, TiktokenEncodingName } from '../../core/tokens';
-import { outputText } from './view';
-
-/** Characters per token of the estimate, for what a tokenizer cannot read (media). */
-const CHARS_PER_TOKEN = 3.5;
-const INLINE_MEDIA_CHARS = 1000;
+import { CHARS_PER_TOKEN, INLINE_MEDIA_CHARS, outputText } from './view';
 
 /** The text of a message a tokenizer counts, and the estimated tokens of its media. */
 export function tokenizable(message: Message): { text: string; media: number } {
