@@ -10,7 +10,7 @@
  */
 import { z } from 'zod';
 import { KeelError } from '../core/errors';
-import { FileEditSchema, normalizeRel, type FileResult, type FileStamp } from '../core/files';
+import { FileEditSchema, normalizeRel, type FileOperation, type FileResult, type FileStamp } from '../core/files';
 import type { Part } from '../core/messages';
 import { defineMiddleware } from './define-middleware';
 import type { ContributedTool } from './types';
@@ -86,6 +86,18 @@ export const filesystem = defineMiddleware({
       if (result.kind !== kind) throw new KeelError('INTERNAL', `file activity answered ${result.kind}, expected ${kind}`);
       return result as Extract<FileResult, { kind: K }>;
     };
+    /**
+     * A write or an edit of a path, after the calls under way on it: sends the stamp of the
+     * last read (the activity refuses a file changed since) and remembers the written file.
+     */
+    const writeThrough = (path: string, operation: (read: { read?: FileStamp }) => FileOperation) =>
+      serialized(path, async () => {
+        const key = normalizeRel(path);
+        const last = reads.get(key);
+        const written = expect(await context.files(operation(last ? { read: last.stamp } : {})), 'written');
+        remember(key, { stamp: written.stamp, offset: 0, limit: 0 });
+        return written;
+      });
 
     const tools: ContributedTool[] = [
       {
@@ -145,12 +157,8 @@ export const filesystem = defineMiddleware({
           },
           run: async (input) => {
             const { filePath, content } = parsed(WriteInput, input, names.write);
-            return serialized(filePath, async () => {
-              const key = normalizeRel(filePath);
-              const written = expect(await context.files({ op: 'write', root, filePath, content, ...(reads.get(key) ? { read: reads.get(key)!.stamp } : {}) }), 'written');
-              remember(key, { stamp: written.stamp, offset: 0, limit: 0 });
-              return `File ${written.path} written successfully.`;
-            });
+            const written = await writeThrough(filePath, (read) => ({ op: 'write', root, filePath, content, ...read }));
+            return `File ${written.path} written successfully.`;
           },
         },
         {
@@ -171,12 +179,8 @@ export const filesystem = defineMiddleware({
           },
           run: async (input) => {
             const { filePath, edits } = parsed(EditInput, input, names.edit);
-            return serialized(filePath, async () => {
-              const key = normalizeRel(filePath);
-              const written = expect(await context.files({ op: 'edit', root, filePath, edits, ...(reads.get(key) ? { read: reads.get(key)!.stamp } : {}) }), 'written');
-              remember(key, { stamp: written.stamp, offset: 0, limit: 0 });
-              return `Successfully applied ${written.edits ?? edits.length} edit(s) to ${written.path}.`;
-            });
+            const written = await writeThrough(filePath, (read) => ({ op: 'edit', root, filePath, edits, ...read }));
+            return `Successfully applied ${written.edits ?? edits.length} edit(s) to ${written.path}.`;
           },
         },
       );
