@@ -41,7 +41,10 @@ describe('the size estimate', () => {
     const inline = { role: 'user', content: [{ media: { url: `data:image/png;base64,${'A'.repeat(500_000)}`, contentType: 'image/png' } }] } as Message;
     expect(estimateTokens([inline])).toBe(Math.ceil(1000 / 3.5));
     const response = { role: 'tool', content: [{ toolResponse: { name: 't', output: 'ok', content: [{ media: { url: 'data:x', contentType: 'image/png' } }] } }] } as Message;
-    expect(estimateTokens([response])).toBe(Math.ceil(1002 / 3.5));
+    // A tool response counts as the JSON of its name, ref and output, plus its content.
+    expect(estimateTokens([response])).toBe(Math.ceil(('{"name":"t","output":"ok"}'.length + 1000) / 3.5));
+    const request = { role: 'model', content: [{ toolRequest: { name: 'search', ref: 'r1', input: { q: 'x' } } }] } as Message;
+    expect(estimateTokens([request])).toBe(Math.ceil('{"name":"search","ref":"r1","input":{"q":"x"}}'.length / 3.5));
   });
 });
 
@@ -204,6 +207,21 @@ describe('tokenizer counts cached per message', () => {
     expect(withMedia).toBe(countTokens({ encoding: 'o200k_base', texts: ['user: '] })[0]! + Math.ceil(1000 / 3.5));
   });
 
+  it('remembers counts per worker, so a new run of a session does not tokenize its history again', async () => {
+    const { countTokens, tokenizerStats } = await import('../src/activities/tokens');
+    const texts = [`user: ${'a long message '.repeat(50)}${Math.random()}`, `model: ${Math.random()}`];
+    const before = { ...tokenizerStats };
+    const first = countTokens({ encoding: 'cl100k_base', texts });
+    expect(tokenizerStats.tokenized - before.tokenized).toBe(2);
+    const again = countTokens({ encoding: 'cl100k_base', texts: [...texts, 'user: new'] });
+    expect(again.slice(0, 2)).toEqual(first);
+    expect(tokenizerStats.tokenized - before.tokenized).toBe(3);
+    expect(tokenizerStats.remembered - before.remembered).toBe(2);
+    // Another encoding counts the same text afresh.
+    countTokens({ encoding: 'o200k_base', texts: texts.slice(0, 1) });
+    expect(tokenizerStats.tokenized - before.tokenized).toBe(4);
+  });
+
   it('rejects an unknown encoding', async () => {
     const { countTokens } = await import('../src/activities/tokens');
     expect(() => countTokens({ encoding: 'nope' as 'gpt2', texts: ['x'] })).toThrow('unknown tiktoken encoding "nope"; known: o200k_base, cl100k_base');
@@ -307,5 +325,85 @@ describe('dedupe of a truncated response', async () => {
     expect(texts(decided.view).filter((line) => line.startsWith('tool:'))).toEqual([`tool:${DEDUPE_NOTICE}`, 'tool:fresh']);
     expect(decided.history[2]!.content[0]!.metadata?.[COMPRESSION_KEY]).toEqual({ deduplicated: true, notice: DEDUPE_NOTICE, rawOutput: true });
     expect(decided.stats?.toolResponsesDeduplicated).toBe(1);
+  });
+});
+
+describe('reference parity details', async () => {
+  const { compress, answeredInputs } = await import('../src/middleware/compression/compress');
+  const { reconcileNotices } = await import('../src/middleware/compression/view');
+  type Options = Parameters<typeof compress>[1];
+  const options = (overrides: Partial<Options>): Options => ({
+    maxInputTokens: 0,
+    maxMessages: 0,
+    preserveRecent: 4,
+    preserveRecentSet: false,
+    maxToolResponseChars: 400_000,
+    skipSummarizationThreshold: 0,
+    noTruncationNotice: false,
+    ...overrides,
+  });
+  const requests = (...calls: Array<[string, string | undefined, unknown]>): Message => ({
+    role: 'model',
+    content: calls.map(([name, ref, input]) => ({ toolRequest: { name, ...(ref ? { ref } : {}), input } })),
+  });
+  const answers = (...responses: Array<[string, string | undefined]>): Message => ({
+    role: 'tool',
+    content: responses.map(([name, ref]) => ({ toolResponse: { name, ...(ref ? { ref } : {}), output: `${name}:${ref ?? '-'}` } })),
+  });
+
+  it('matches responses in several tool messages of one turn, claiming refs before positions', () => {
+    // The refless response sits first, but request 0 is named by the second response's ref.
+    const view = [user('go'), requests(['search', 'a', { q: 1 }], ['search', undefined, { q: 2 }]), answers(['search', undefined]), answers(['search', 'a'])];
+    const inputs = answeredInputs(view);
+    expect(inputs.get('3:0')).toEqual({ q: 1 });
+    expect(inputs.get('2:0')).toEqual({ q: 2 });
+  });
+
+  it('finds a request by ref in an earlier turn, and groups no response it cannot match', () => {
+    const view = [user('go'), requests(['read', 'r1', { path: 'a' }]), answers(['read', 'r1']), user('again'), answers(['read', 'r1']), answers(['read', undefined])];
+    const inputs = answeredInputs(view);
+    expect(inputs.get('4:0')).toEqual({ path: 'a' });
+    // After a user message no turn's requests are open: a refless response matches nothing.
+    expect(inputs.has('5:0')).toBe(false);
+  });
+
+  it('deduplicates across tool messages of one turn by the request each answers', async () => {
+    const history = [user('go'), requests(['search', 'a', { q: 1 }], ['search', 'b', { q: 1 }], ['search', 'c', { q: 2 }]), answers(['search', 'a']), answers(['search', 'b'], ['search', 'c'])];
+    const result = await compress(history, options({ maxMessages: 3, noTruncationNotice: true, deduplicateToolResponses: { matchBy: 'name-and-input', keepRecent: 1 } }));
+    expect(result.stats?.toolResponsesDeduplicated).toBe(1);
+    const outputs = resolveCompressedHistory(result.history).flatMap((message) => message.content.flatMap((part) => ('toolResponse' in part ? [part.toolResponse.output] : [])));
+    expect(outputs).toEqual([DEDUPE_NOTICE, 'search:b', 'search:c']);
+  });
+
+  it('folds a saved standalone notice into the real system message, or keeps only the first', () => {
+    const notice: Message = { role: 'system', content: [{ text: DROP_NOTICE }], metadata: { [COMPRESSION_KEY]: { notice: true, standaloneNotice: true } } };
+    const folded = reconcileNotices([notice, system('Sys'), user('q')], DROP_NOTICE);
+    expect(texts(folded.messages)).toEqual([`system:Sys|\n\n${DROP_NOTICE}`, 'user:q']);
+    expect(folded.messages[0]!.metadata?.[COMPRESSION_KEY]).toEqual({ notice: true });
+    expect(folded.sources).toEqual([1, 2]);
+    const twice = reconcileNotices([notice, user('q'), { ...notice }, model('a')], DROP_NOTICE);
+    expect(texts(twice.messages)).toEqual([`system:${DROP_NOTICE}`, 'user:q', 'model:a']);
+    const alone = [notice, user('q')];
+    expect(reconcileNotices(alone, DROP_NOTICE).messages).toEqual(alone);
+  });
+
+  it('a JS boundary with preserveSystem: false adds no notice and hides notice messages after it', () => {
+    const notice: Message = { role: 'system', content: [{ text: 'old notice' }], metadata: { [COMPRESSION_KEY]: { notice: true } } };
+    const history = [user('q1'), model('a1', { [COMPRESSION_KEY]: { summary: '', preserveSystem: false, stats: { truncationNoticeInserted: true } } }), notice, user('q2'), model('a2')];
+    expect(texts(resolveCompressedHistory(history))).toEqual(['user:q2', 'model:a2']);
+  });
+
+  it('a protected latest user message is the anchor already in the view: nothing is added', () => {
+    const pinned = user('instructions', { _genkit_prompt: true });
+    const history = [user('q0'), pinned, { ...call('t', '1'), metadata: { [COMPRESSION_KEY]: { summary: '', anchorUser: true } } }, result('t', '1', 'r'), model('done')];
+    expect(texts(resolveCompressedHistory(history))).toEqual(['user:instructions', 'tool:r', 'model:done']);
+  });
+
+  it('without a token budget reports the stamped input tokens, and the estimate when there are none', async () => {
+    const history = [user('x'.repeat(70)), model('m1'), user('u2'), model('m2'), user('u3')];
+    const stamped = await compress(history, options({ maxMessages: 2 }), { tokens: 3 });
+    expect(stamped.stats?.inputTokensBefore).toBe(3);
+    const estimated = await compress(history, options({ maxMessages: 2 }));
+    expect(estimated.stats?.inputTokensBefore).toBe(estimateTokens(history));
   });
 });

@@ -13,7 +13,7 @@ import { z } from 'zod';
 import { KeelError } from '../core/errors';
 import { messageText, type Message } from '../core/messages';
 import { compress, summaryPrompt, type CompressionOptions, type CompressionStats } from './compression/compress';
-import { COMPRESSION_KEY, resolveView, trustedEnd } from './compression/view';
+import { COMPRESSION_KEY, DROP_NOTICE, reconcileNotices, resolveView, trustedEnd } from './compression/view';
 import { TokenCache } from './compression/token-cache';
 import { TIKTOKEN_ENCODINGS } from '../core/tokens';
 import { defineMiddleware } from './define-middleware';
@@ -169,11 +169,13 @@ export const contextCompression = defineMiddleware({
     const totals = { toolResponsesSafetyCapped: 0, toolResponsesDeduplicated: 0, toolResponsesTruncated: 0 };
     const trustedIn = (messages: readonly Message[]) => (index: number) => stampedByRun.has(messages[index]!);
 
+    const noticeText = config.truncationNotice || DROP_NOTICE;
     const tokens = config.tokenizer === 'tiktoken' ? new TokenCache(config.encoding, context.countTokens) : undefined;
 
     return {
       wrapGenerate: async (params, next) => {
-        const messages = sanitized(params.messages, stampedByRun);
+        // A caller's forged boundaries go, and standalone notices a saved view carried fold into the system message.
+        const messages = reconcileNotices(sanitized(params.messages, stampedByRun), noticeText).messages;
         const result = await compress(messages, options, {
           tokens: reportedTokens ?? stampedTokens(messages),
           summarizer,
@@ -201,7 +203,7 @@ export const contextCompression = defineMiddleware({
       },
       wrapModel: async (params, next) => {
         const messages = params.request.messages;
-        const view = resolveView(messages, trustedIn(messages)).messages;
+        const view = reconcileNotices(resolveView(messages, trustedIn(messages)).messages, noticeText).messages;
         const response = await next({ ...params, request: { ...params.request, messages: view } });
         const reported = response.usage.inputTokens;
         if (!reported || reported <= 0) return response;

@@ -9,6 +9,9 @@ import type { Message, Part } from '../../core/messages';
 import {
   COMPRESSION_KEY,
   DEDUPE_NOTICE,
+  DROP_NOTICE,
+  reconcileNotices,
+  type ResolvedView,
   boundaryOf,
   estimateTokens,
   isPinned,
@@ -67,26 +70,63 @@ export type Summarizer = (messages: Message[]) => Promise<string | undefined>;
 const recordOf = (part: Part): ToolEditRecord | undefined => part.metadata?.[COMPRESSION_KEY] as ToolEditRecord | undefined;
 const isEdited = (record: ToolEditRecord | undefined) => Boolean(record?.truncated || record?.deduplicated);
 
-/** The input of the tool request a response answers, found in the model turn before it. */
-function requestInputs(view: Message[], toolIndex: number): Array<unknown | undefined> {
-  const message = view[toolIndex]!;
-  const previous = toolIndex > 0 && view[toolIndex - 1]!.role === 'model' ? view[toolIndex - 1]! : undefined;
-  const requests = previous ? previous.content.flatMap((part) => ('toolRequest' in part ? [part.toolRequest] : [])) : [];
-  const claimed = new Set<number>();
-  return message.content.map((part, position) => {
-    if (!('toolResponse' in part)) return undefined;
-    const { name, ref } = part.toolResponse;
-    let found = ref !== undefined ? requests.findIndex((request, index) => !claimed.has(index) && request.ref === ref) : -1;
-    if (found < 0 && ref === undefined) {
-      const responses = message.content.filter((other) => 'toolResponse' in other).length;
-      const responseIndex = message.content.slice(0, position).filter((other) => 'toolResponse' in other).length;
-      if (responses === requests.length && requests[responseIndex]?.name === name && !claimed.has(responseIndex)) found = responseIndex;
-      if (found < 0) found = requests.findIndex((request, index) => !claimed.has(index) && request.name === name && request.ref === undefined);
+/**
+ * The input of the tool request each tool response of a view answers, keyed "view index:part
+ * index" (absent: no request found, the response joins no group). A response reads its
+ * request by ref among the turn's requests (the model message before its tool messages; ref
+ * matches are claimed across all the turn's tool messages first), then by ref in any earlier
+ * turn, then the request at its position among the turn's responses if the name agrees, then
+ * the first unclaimed request of that name.
+ */
+export function answeredInputs(view: readonly Message[]): Map<string, unknown> {
+  const inputs = new Map<string, unknown>();
+  const byRef = new Map<string, unknown>();
+  type Request = { name: string; ref?: string | undefined; input?: unknown };
+  let requests: Request[] = [];
+  let claimed = new Set<number>();
+  let claimedByPart = new Map<string, Request>();
+  let ordinal = 0;
+  view.forEach((message, index) => {
+    if (message.role === 'model') {
+      requests = message.content.flatMap((part) => ('toolRequest' in part ? [part.toolRequest as Request] : []));
+      for (const request of requests) if (request.ref) byRef.set(request.ref, request.input);
+      claimed = new Set();
+      claimedByPart = new Map();
+      ordinal = 0;
+      for (let next = index + 1; next < view.length && view[next]!.role === 'tool'; next++) {
+        view[next]!.content.forEach((part, partIndex) => {
+          if (!('toolResponse' in part) || !part.toolResponse.ref) return;
+          const found = requests.findIndex((request, at) => !claimed.has(at) && request.ref === part.toolResponse.ref);
+          if (found < 0) return;
+          claimed.add(found);
+          claimedByPart.set(`${next}:${partIndex}`, requests[found]!);
+        });
+      }
+      return;
     }
-    if (found < 0) return undefined;
-    claimed.add(found);
-    return { input: requests[found]!.input ?? null };
+    if (message.role !== 'tool') {
+      requests = [];
+      claimed = new Set();
+      claimedByPart = new Map();
+      ordinal = 0;
+      return;
+    }
+    message.content.forEach((part, partIndex) => {
+      if (!('toolResponse' in part)) return;
+      const key = `${index}:${partIndex}`;
+      const { name, ref } = part.toolResponse;
+      const position = ordinal++;
+      const byClaim = claimedByPart.get(key);
+      if (byClaim) return inputs.set(key, byClaim.input);
+      if (ref && byRef.has(ref)) return inputs.set(key, byRef.get(ref));
+      let found = position < requests.length && !claimed.has(position) && requests[position]!.name === name ? position : -1;
+      if (found < 0) found = requests.findIndex((request, at) => !claimed.has(at) && request.name === name);
+      if (found < 0) return;
+      claimed.add(found);
+      inputs.set(key, requests[found]!.input);
+    });
   });
+  return inputs;
 }
 
 /** What a decision knows of its run. */
@@ -103,10 +143,18 @@ export interface CompressionRun {
 /** Decides one iteration's view. */
 export async function compress(history: readonly Message[], options: CompressionOptions, run: CompressionRun = {}): Promise<CompressionResult> {
   const { tokens, summarizer, trusted, measure = (messages: readonly Message[]) => Promise.resolve(estimateTokens(messages)) } = run;
-  const resolved = resolveView(history, trusted);
+  // The view, with any standalone notice a saved view carried folded into the system message.
+  const noticeText = options.truncationNotice || DROP_NOTICE;
+  const resolve = (messages: readonly Message[], trust?: (index: number) => boolean): ResolvedView => {
+    const resolvedView = resolveView(messages, trust);
+    const { messages: reconciled, sources } = reconcileNotices(resolvedView.messages, noticeText);
+    return { messages: reconciled, origins: sources.map((source) => resolvedView.origins[source]!), boundary: resolvedView.boundary };
+  };
+  const resolved = resolve(history, trusted);
   const view = resolved.messages;
   const estimate = await measure(view);
-  const effective = Math.max(tokens ?? 0, estimate);
+  // Without a token budget only a reported count is taken (the estimate stands in when there is none).
+  const effective = options.maxInputTokens > 0 ? Math.max(tokens ?? 0, estimate) : (tokens ?? 0);
   const overBudget = options.maxInputTokens > 0 && effective > options.maxInputTokens;
   const trigger = overBudget || (options.maxMessages > 0 && view.length > options.maxMessages);
 
@@ -132,7 +180,7 @@ export async function compress(history: readonly Message[], options: Compression
 
   const stats: CompressionStats = {
     triggered: true,
-    inputTokensBefore: effective,
+    inputTokensBefore: effective > 0 ? effective : estimate,
     messagesOriginal: view.length,
     messagesAfter: view.length,
     toolResponsesSafetyCapped: 0,
@@ -149,23 +197,19 @@ export async function compress(history: readonly Message[], options: Compression
   const dedupe = options.deduplicateToolResponses;
   if (trigger && dedupe) {
     const groups = new Map<string, string[]>();
-    view.forEach((message, viewIndex) => {
-      if (message.role !== 'tool') return;
-      const inputs = requestInputs(view, viewIndex);
-      toolParts
-        .filter((entry) => entry.viewIndex === viewIndex)
-        .forEach((entry) => {
-          const partIndex = Number(entry.key.split(':')[1]);
-          const response = (entry.part as { toolResponse: { name: string } }).toolResponse;
-          let group = response.name;
-          if (dedupe.matchBy === 'name-and-input') {
-            const request = inputs[partIndex] as { input: unknown } | undefined;
-            if (!request) return;
-            group += `\u0000${JSON.stringify(request.input)}`;
-          }
-          groups.set(group, [...(groups.get(group) ?? []), entry.key]);
-        });
-    });
+    const inputs = dedupe.matchBy === 'name-and-input' ? answeredInputs(view) : undefined;
+    for (const entry of toolParts) {
+      // A view message keeps its history message's parts in place, so the part index carries over.
+      const partIndex = Number(entry.key.split(':')[1]);
+      const response = (entry.part as { toolResponse: { name: string } }).toolResponse;
+      let group = response.name;
+      if (inputs) {
+        const viewKey = `${entry.viewIndex}:${partIndex}`;
+        if (!inputs.has(viewKey)) continue;
+        group += `\u0000${JSON.stringify(inputs.get(viewKey) ?? null)}`;
+      }
+      groups.set(group, [...(groups.get(group) ?? []), entry.key]);
+    }
     for (const keys of groups.values()) {
       for (const key of keys.slice(0, Math.max(0, keys.length - dedupe.keepRecent))) {
         // A truncated response is replaced too: the newer duplicate says it all.
@@ -210,13 +254,14 @@ export async function compress(history: readonly Message[], options: Compression
     });
     return changed ? { ...message, content } : message;
   });
-  const { messages: cheapView, origins: cheapOrigins } = resolveView(edited, trusted);
+  const { messages: cheapView, origins: cheapOrigins } = resolve(edited, trusted);
   const editsChanged = stats.toolResponsesDeduplicated + stats.toolResponsesTruncated > 0;
   const after = await measure(cheapView);
   const scaled = Math.max(after, estimate > 0 ? Math.ceil((effective * after) / estimate) : after);
-  const cheapFits = options.maxInputTokens > 0 && scaled <= options.maxInputTokens && !(options.maxMessages > 0 && cheapView.length > options.maxMessages);
+  // The cheap steps brought the context under budget only when they changed something.
+  const cheapUnderBudget = editsChanged && (options.maxInputTokens === 0 || scaled <= options.maxInputTokens);
   const finish = (result: Message[], stamped?: number): CompressionResult => {
-    const out = resolveView(result, (index) => index === stamped || (trusted?.(index) ?? false)).messages;
+    const out = resolve(result, (index) => index === stamped || (trusted?.(index) ?? false)).messages;
     stats.messagesAfter = out.length;
     const changed = stamped !== undefined || stats.toolResponsesDeduplicated + stats.toolResponsesTruncated + stats.toolResponsesSafetyCapped > 0;
     return { history: result, view: out, ...(changed ? { stats } : {}), ...(stamped !== undefined ? { stamped } : {}) };
@@ -236,14 +281,14 @@ export async function compress(history: readonly Message[], options: Compression
         position === index ? { ...message, metadata: { ...message.metadata, [COMPRESSION_KEY]: { ...(message.metadata?.[COMPRESSION_KEY] as object | undefined), ...record, stats: { ...now } } } } : message,
       );
     // The stats recorded on the boundary count the view they describe.
-    stats.messagesAfter = resolveView(stampWith(stats), (position) => position === index || (trusted?.(position) ?? false)).messages.length;
+    stats.messagesAfter = resolve(stampWith(stats), (position) => position === index || (trusted?.(position) ?? false)).messages.length;
     return finish(stampWith(stats), index);
   };
 
   // Summarize, unless the cheap steps were enough.
   const threshold = options.skipSummarizationThreshold;
   const savings = estimate > 0 ? 1 - after / estimate : 0;
-  const skip = editsChanged && threshold > 0 && savings >= threshold && (options.maxInputTokens === 0 || scaled <= options.maxInputTokens);
+  const skip = cheapUnderBudget && threshold > 0 && savings >= threshold;
   if (options.summarize && summarizer && skip) stats.summarizationSkipped = true;
   if (options.summarize && summarizer && !skip) {
     let keep = Math.max(1, shrink(options.summarize.preserveRecent));
@@ -269,14 +314,14 @@ export async function compress(history: readonly Message[], options: Compression
   }
 
   // Drop: the newest messages that fit, starting with a user message.
-  // The cheap steps met the budget only when they changed something and the result fits.
-  const cheapMissed = !(editsChanged && cheapFits);
-  const explicitCap = (options.preserveRecentSet && cheapMissed) || (overBudget && (!dedupe && !limits && !options.summarize ? true : Boolean(options.summarize) && !stats.summarizationSkipped));
+  // With a summarizer configured, only a skipped summary means the cheap steps were enough.
+  const cheapSatisfied = options.summarize && summarizer ? stats.summarizationSkipped : cheapUnderBudget;
+  const explicitCap = (options.preserveRecentSet && !cheapSatisfied) || (overBudget && (!dedupe && !limits && !options.summarize ? true : Boolean(options.summarize) && !stats.summarizationSkipped));
   const noticeSlot = options.noTruncationNotice ? 0 : systems > 0 ? 0 : 1;
   const fixed = systems + noticeSlot;
   let slots: number;
   if (explicitCap) slots = shrink(options.preserveRecent);
-  else if (options.maxMessages > 0) slots = ratio >= 1.5 ? shrink(Math.max(0, options.maxMessages - fixed)) : options.maxMessages - fixed;
+  else if (options.maxMessages > 0) slots = ratio >= 1.5 ? shrink(Math.max(1, options.maxMessages - fixed)) : options.maxMessages - fixed;
   else return finish(edited);
   if (options.maxMessages > 0) slots = Math.min(slots, options.maxMessages - fixed);
   slots = Math.max(0, slots);

@@ -77,8 +77,12 @@ function contentChars(part: Record<string, unknown>, raw = false): number {
 export function partChars(part: Part): number {
   if ('text' in part) return codePoints(part.text);
   if ('media' in part) return part.media.url.startsWith('data:') ? INLINE_MEDIA_CHARS : codePoints(part.media.url);
-  if ('toolRequest' in part) return codePoints(part.toolRequest.name) + codePoints(JSON.stringify(part.toolRequest.input ?? null));
-  if ('toolResponse' in part) return toolResponseChars(part.toolResponse);
+  // Tool requests and responses count as the JSON a model is sent: name, ref and input or output.
+  if ('toolRequest' in part) return codePoints(JSON.stringify(part.toolRequest));
+  if ('toolResponse' in part) {
+    const { content, ...rest } = part.toolResponse;
+    return codePoints(JSON.stringify({ ...rest, output: rest.output ?? '' })) + (content ?? []).reduce((sum, item) => sum + contentChars(item), 0);
+  }
   return codePoints(JSON.stringify(part.custom));
 }
 
@@ -239,36 +243,83 @@ export function resolveView(messages: readonly Message[], trusted: (index: numbe
   const all = messages.map((_, index) => index);
   if (boundary < 0) return { messages: messages.map(withEdits), origins: all, boundary };
   const record = boundaryOf(messages[boundary]!)!;
+  // A boundary written by the JS reference with `preserveSystem: false` left the system
+  // messages out, and with them any notice.
+  const preserveSystem = (record as { preserveSystem?: unknown }).preserveSystem !== false;
   let leading = 0;
-  while (leading < messages.length && messages[leading]!.role === 'system') leading++;
-  // A boundary written by the JS reference with `preserveSystem: false` left the system messages out.
-  const systemEnd = (record as { preserveSystem?: unknown }).preserveSystem === false ? 0 : Math.min(leading, boundary + 1);
-  const noticed = record.truncationNotice ?? ((record.stats as { truncationNoticeInserted?: boolean } | undefined)?.truncationNoticeInserted ? DROP_NOTICE : undefined);
+  while (preserveSystem && leading < messages.length && messages[leading]!.role === 'system') leading++;
+  const noticed = record.truncationNotice || ((record.stats as { truncationNoticeInserted?: unknown } | undefined)?.truncationNoticeInserted ? DROP_NOTICE : undefined);
   const out: Message[] = [];
   const origins: number[] = [];
   const push = (message: Message, origin: number) => {
     out.push(message);
     origins.push(origin);
   };
-  if (noticed !== undefined && systemEnd === 0) push({ role: 'system', content: [{ text: noticed }], metadata: { [COMPRESSION_KEY]: { notice: true, standaloneNotice: true } } }, -1);
-  for (let index = 0; index < systemEnd; index++) {
-    const message = messages[index]!;
-    const hasNotice = messages[index]!.content.some((part) => (part.metadata?.[COMPRESSION_KEY] as { notice?: unknown } | undefined)?.notice);
-    push(index === 0 && noticed !== undefined && !hasNotice ? { ...message, content: [...message.content, { text: `\n\n${noticed}`, metadata: { [COMPRESSION_KEY]: { notice: true } } }] } : message, index);
-  }
-  for (let index = leading; index <= boundary; index++) if (isPinned(messages[index]!)) push(messages[index]!, index);
+  if (noticed !== undefined && preserveSystem) {
+    if (leading === 0) push(standaloneNotice(noticed), -1);
+    const noticedAlready = messages.slice(0, leading).some(hasNoticeFlag);
+    for (let index = 0; index < leading; index++) push(index === 0 && !noticedAlready ? withNotice(messages[index]!, noticed) : messages[index]!, index);
+  } else for (let index = 0; index < leading; index++) push(messages[index]!, index);
+  for (let index = leading; index <= boundary; index++) if (isPinned(messages[index]!)) push(withEdits(messages[index]!), index);
   if (record.summary) push(summaryMessage(record.summary), -1);
   if (record.anchorUser) {
+    // The latest user message at or before the boundary; a protected one is in the view already.
     for (let index = boundary; index >= leading; index--) {
       const message = messages[index]!;
-      if (message.role === 'user' && !isPinned(message)) {
-        push(message, index);
-        break;
-      }
+      if (message.role !== 'user') continue;
+      if (!isPinned(message)) push(message, index);
+      break;
     }
   }
-  for (let index = boundary + 1; index < messages.length; index++) push(withEdits(messages[index]!), index);
+  for (let index = Math.max(leading, boundary + 1); index < messages.length; index++) {
+    if (!preserveSystem && hasNoticeFlag(messages[index]!)) continue;
+    push(withEdits(messages[index]!), index);
+  }
   return { messages: out, origins, boundary };
+}
+
+/** Whether a message carries the drop notice (flag `notice` on the message or one of its parts). */
+export function hasNoticeFlag(message: Message): boolean {
+  const flagged = (metadata: Record<string, unknown> | undefined) => Boolean((metadata?.[COMPRESSION_KEY] as { notice?: unknown } | undefined)?.notice);
+  return flagged(message.metadata) || message.content.some((part) => flagged(part.metadata));
+}
+
+/** A standalone system message carrying the drop notice, for a conversation without a system message. */
+export function standaloneNotice(text: string): Message {
+  return { role: 'system', content: [{ text }], metadata: { [COMPRESSION_KEY]: { notice: true, standaloneNotice: true } } };
+}
+
+/** A system message with the drop notice appended and flagged. */
+export function withNotice(message: Message, text: string): Message {
+  return {
+    ...message,
+    content: [...message.content, { text: `\n\n${text}` }],
+    metadata: { ...message.metadata, [COMPRESSION_KEY]: { ...(message.metadata?.[COMPRESSION_KEY] as object | undefined), notice: true } },
+  };
+}
+
+/** Whether a message is a standalone drop notice a view inserted (and a client may have saved). */
+export const isStandaloneNotice = (message: Message) => Boolean((message.metadata?.[COMPRESSION_KEY] as { standaloneNotice?: unknown } | undefined)?.standaloneNotice);
+
+/**
+ * Standalone notices a saved view carries, folded into the conversation's real system message
+ * (the first, unless one already carries the notice), so a request never holds two system
+ * messages; without a real system message, only the first standalone notice stays, first.
+ * A single standalone notice leading a conversation without a system message stays as is.
+ * `sources[i]` is the index of the message the i-th result came from.
+ */
+export function reconcileNotices(messages: readonly Message[], text: string): { messages: Message[]; sources: number[] } {
+  const all = messages.map((_, index) => index);
+  const standalone = all.filter((index) => isStandaloneNotice(messages[index]!));
+  const realSystem = messages.some((message) => message.role === 'system' && !isStandaloneNotice(message));
+  if (standalone.length === 0 || (!realSystem && standalone.length === 1 && messages[0]!.role === 'system')) return { messages: [...messages], sources: all };
+  const others = all.filter((index) => !isStandaloneNotice(messages[index]!));
+  if (!realSystem) {
+    const sources = [standalone[0]!, ...others];
+    return { messages: sources.map((index) => messages[index]!), sources };
+  }
+  const first = others.find((index) => messages[index]!.role === 'system')!;
+  return { messages: others.map((index) => (index === first && !hasNoticeFlag(messages[index]!) ? withNotice(messages[index]!, text) : messages[index]!)), sources: others };
 }
 
 /**
