@@ -14,6 +14,7 @@ import {
   type ResolvedView,
   boundaryOf,
   estimateTokens,
+  mediaDescriptor,
   isPinned,
   outputText,
   resolveView,
@@ -220,12 +221,8 @@ export async function compress(history: readonly Message[], options: Compression
     }
   }
 
-  // Tool limits: the safety cap on every part; on a trigger, the older tool messages cut to maxChars.
-  for (const { key } of overCap) {
-    if (records.has(key)) continue;
-    records.set(key, { capped: true, maxChars: cap, rawOutput: true });
-    stats.toolResponsesSafetyCapped++;
-  }
+  // Tool limits: on a trigger, the older tool messages cut to maxChars (or the cap when it is
+  // stricter); then the safety cap on every other part over it.
   const limits = options.toolResponses;
   if (trigger && limits) {
     const toolViewIndexes = [...new Set(toolParts.map((entry) => entry.viewIndex))];
@@ -240,6 +237,11 @@ export async function compress(history: readonly Message[], options: Compression
       if (binds) stats.toolResponsesTruncated++;
       else if (!recordOf(part)?.capped) stats.toolResponsesSafetyCapped++;
     }
+  }
+  for (const { key } of overCap) {
+    if (records.has(key)) continue;
+    records.set(key, { capped: true, maxChars: cap, rawOutput: true });
+    stats.toolResponsesSafetyCapped++;
   }
 
   // The history with the tool edits recorded; the view after them.
@@ -401,9 +403,19 @@ export function renderForSummary(messages: readonly Message[]): string {
     .map((message) => {
       const parts = message.content.map((part) => {
         if ('text' in part) return part.metadata?.reasoning ? `[Reasoning: ${part.text}]` : part.text;
-        if ('media' in part) return part.media.url.startsWith('data:') ? `[media: ${part.media.contentType ?? 'unknown'}]` : `[media: ${part.media.contentType ?? 'unknown'} (${part.media.url})]`;
+        if ('media' in part) return mediaDescriptor(part.media);
         if ('toolRequest' in part) return `[Tool call: ${part.toolRequest.name}(${JSON.stringify(part.toolRequest.input ?? null)})]`;
-        if ('toolResponse' in part) return `[Tool response: ${part.toolResponse.name} → ${outputText(part.toolResponse.output)}]`;
+        if ('toolResponse' in part) {
+          const { output, content } = part.toolResponse;
+          const rendered = (content ?? []).map((item) => {
+            if (typeof item.text === 'string' && item.text) return item.metadata && (item.metadata as { reasoning?: unknown }).reasoning ? `[Reasoning: ${item.text}]` : item.text;
+            if (item.media) return mediaDescriptor(item.media as { url: string; contentType?: string });
+            if (item.data !== undefined) return `[data: ${JSON.stringify(item.data)}]`;
+            return '[other content]';
+          });
+          const texts = [output === undefined ? '' : outputText(output), rendered.join(' ')].filter(Boolean);
+          return `[Tool response: ${part.toolResponse.name} → ${texts.join(' ')}]`;
+        }
         return '[other content]';
       });
       return `${message.role}: ${parts.join(' ')}`;

@@ -56,6 +56,21 @@ export function firstChars(text: string, chars: number): string {
   return text.slice(0, index);
 }
 
+/**
+ * How a media part is described in text: its content type (read from a data URI when it has
+ * none) and, unless it is inline or `compact`, its URL.
+ */
+export function mediaDescriptor(media: { url: string; contentType?: string | undefined }, compact = false): string {
+  const inline = media.url.startsWith('data:');
+  let type = media.contentType ?? '';
+  if (!type && inline) {
+    const end = media.url.slice(5).search(/[;,]/);
+    if (end > 0) type = media.url.slice(5, 5 + end).trim();
+  }
+  if (inline || compact) return `[media: ${type || (inline ? 'data' : 'media')}]`;
+  return type ? `[media: ${type} (${media.url})]` : `[media: ${media.url}]`;
+}
+
 /** A tool response's output as text. */
 export function outputText(output: unknown): string {
   return typeof output === 'string' ? output : output === undefined ? '' : JSON.stringify(output);
@@ -142,7 +157,7 @@ export function cutToolResponse(response: { name: string; ref?: string; output: 
     const size = contentChars(part, true);
     if (used + size > limit) {
       const media = part.media as { contentType?: string; url?: string } | undefined;
-      const descriptor = media ? `[media: ${media.contentType ?? 'unknown'}]` : undefined;
+      const descriptor = media?.url !== undefined ? mediaDescriptor({ url: media.url, ...(media.contentType ? { contentType: media.contentType } : {}) }, true) : undefined;
       if (descriptor && used + 2 + codePoints(descriptor) <= limit) {
         text += `\n\n${descriptor}`;
         used += 2 + codePoints(descriptor);
