@@ -20,7 +20,7 @@ import type { Tool } from '../define';
 import type { Registry } from '../registry';
 import { withHeartbeat } from './heartbeat';
 import { InfrastructureError, toRetryableFailure } from './infrastructure-error';
-import { assertPayloadFits } from './payload-limit';
+import { assertPayloadFits, payloadLimit } from './payload-limit';
 import { DEFAULT_MODEL_REQUEST_TIMEOUT, readModelRequest } from './read-model-request';
 import { runFileOperation } from './files';
 import { invokeSession } from './invoke-session';
@@ -32,7 +32,7 @@ import type { KeelActivities } from './types';
 /** What the activities need. */
 export interface ActivityDependencies {
   registry: Registry;
-  config: Pick<KeelConfig, 'activities'>;
+  config: Pick<KeelConfig, 'activities'> & Partial<Pick<KeelConfig, 'externalStorage'>>;
   /** Client used to read model requests back from their run. */
   client: Client;
   /** How long reading a model request back from its run may wait for an answer (default 10 s). */
@@ -88,6 +88,7 @@ async function asActivity<T>(work: () => Promise<T>): Promise<T> {
 
 /** Builds the activity implementations for one worker. */
 export function createActivities({ registry, config, client, modelRequestTimeout = DEFAULT_MODEL_REQUEST_TIMEOUT }: ActivityDependencies): KeelActivities {
+  const limit = payloadLimit(config.externalStorage);
   const resolveAgent = ({ agent: name }: ResolveAgentInput): Promise<AgentSpec> =>
     asActivity(async () => {
       const agent = registry.agents.get(name);
@@ -143,7 +144,7 @@ export function createActivities({ registry, config, client, modelRequestTimeout
       if (!parsed.success) {
         throw new KeelError('INTERNAL', `model "${input.model}" returned a malformed response: ${describeZodError(parsed.error)}`, { modelName: input.model });
       }
-      assertPayloadFits(parsed.data, `the response of model "${input.model}"`);
+      assertPayloadFits(parsed.data, `the response of model "${input.model}"`, limit);
       return parsed.data;
     });
 
@@ -193,7 +194,7 @@ export function createActivities({ registry, config, client, modelRequestTimeout
         }
         output = parsedOutput.data;
       }
-      assertPayloadFits(output ?? null, `the output of tool "${toolName}"`);
+      assertPayloadFits(output ?? null, `the output of tool "${toolName}"`, limit);
       return output ?? null;
     });
 

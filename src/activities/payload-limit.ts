@@ -1,17 +1,27 @@
 /**
- * Guards Temporal's payload limit: a result that would be rejected by the server fails at
- * once, non-retryably, naming the tool or model, instead of a workflow task retried forever.
+ * Guards the payload limits: a result that would be rejected fails at once, non-retryably,
+ * naming the tool or model and the size, instead of a workflow task retried forever. Inline
+ * (External Storage off) the server takes at most 2 MiB per payload; stored, a payload may
+ * be as large as the storage driver takes (the S3 driver's default bound, 50 MiB).
  */
 import { KeelError } from '../core/errors';
 
 /** Temporal's hard limit for one payload is 2 MiB; keep headroom for the envelope. */
 export const MAX_PAYLOAD_BYTES = 2 * 1024 * 1024 - 64 * 1024;
 
+/** The most one stored payload may hold (the S3 driver's default bound; the file driver keeps the same). */
+export const MAX_STORED_PAYLOAD_BYTES = 50 * 1024 * 1024;
+
+/** The payload limit of a worker: stored payloads when External Storage is on, inline otherwise. */
+export function payloadLimit(storage: { driver: string } | undefined): number {
+  return storage && storage.driver !== 'none' ? MAX_STORED_PAYLOAD_BYTES : MAX_PAYLOAD_BYTES;
+}
+
 /** Throws OUT_OF_RANGE when `value` serializes to more than `limit` bytes. */
 export function assertPayloadFits(value: unknown, what: string, limit = MAX_PAYLOAD_BYTES): void {
   const size = Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8');
   if (size > limit) {
-    throw new KeelError('OUT_OF_RANGE', `${what} is ${(size / 1024 / 1024).toFixed(2)} MiB, over the ${(limit / 1024 / 1024).toFixed(2)} MiB payload limit of one Temporal event`, {
+    throw new KeelError('OUT_OF_RANGE', `${what} is ${(size / 1024 / 1024).toFixed(2)} MiB, over the ${(limit / 1024 / 1024).toFixed(2)} MiB limit of one payload${limit > MAX_PAYLOAD_BYTES ? ' in External Storage' : ' (External Storage is off; turn it on in temporal.yaml to carry larger ones)'}`, {
       sizeBytes: size,
       limitBytes: limit,
     });

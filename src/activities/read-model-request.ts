@@ -32,9 +32,13 @@ export async function readModelRequest({ client, input, timeout = DEFAULT_MODEL_
   const { model, requestKey, runId, temporalRunId } = input;
   const handle = client.workflow.getHandle(runId, temporalRunId);
   try {
-    return await client.withAbortSignal(Context.current().cancellationSignal, () =>
-      client.withDeadline(Date.now() + msToNumber(timeout), () => handle.query(modelRequestQuery, requestKey)),
-    );
+    // Page by page (each answer far under the payload limit), each page within the timeout.
+    const page = (index: number) =>
+      client.withAbortSignal(Context.current().cancellationSignal, () => client.withDeadline(Date.now() + msToNumber(timeout), () => handle.query(modelRequestQuery, requestKey, index)));
+    const first = await page(0);
+    const texts = [first.text];
+    for (let index = 1; index < first.pages; index++) texts.push((await page(index)).text);
+    return JSON.parse(texts.join('')) as ModelRequest;
   } catch (error) {
     // ServiceError wraps a failed gRPC call ("Failed to query Workflow"); its cause says why.
     const cause = error instanceof ServiceError ? error.cause : undefined;

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { KeelError } from '../core/errors';
 import { inspectTask } from './inspect-task';
 import { SessionHandle } from './session-handle';
+import { assertInputFits } from './input-limit';
 import { runErrorOf } from './run-errors';
 import type { TaskStatus } from '../core/tasks';
 
@@ -246,6 +247,7 @@ export class KeelClient {
       ...(artifacts?.length ? { artifacts } : {}),
       ...(state ? { state } : {}),
     };
+    assertInputFits(this.temporal, input, `the input of run ${runId} (agent "${agent}")`);
     await this.temporal.workflow.start(GENERATE_WORKFLOW, { taskQueue: taskQueue ?? this.taskQueue, workflowId: runId, args: [input] });
     return new RunHandle({ client: this.temporal, runId });
   }

@@ -8,6 +8,7 @@ import { KeelError } from '../core/errors';
 import type { Message } from '../core/messages';
 import { sessionWorkflowId, type InvokeOutput, type Snapshot } from '../core/session';
 import { SESSION_WORKFLOW, abortSessionUpdate, invokeUpdate, snapshotQuery, waitForSnapshotUpdate } from '../workflows/definitions';
+import { assertInputFits } from './input-limit';
 import { runErrorOf } from './run-errors';
 
 /** Options of `new SessionHandle`. */
@@ -55,6 +56,7 @@ export class SessionHandle {
       args: [{ agent: this.agent, sessionId: this.sessionId }],
       workflowIdConflictPolicy: 'USE_EXISTING',
     });
+    assertInputFits(this.client, messages, `the messages sent to session "${this.sessionId}"`);
     try {
       return await this.client.workflow.executeUpdateWithStart(invokeUpdate, {
         args: [{ messages, detach, ...(snapshotId ? { snapshotId } : {}), ...(requestId ? { requestId } : {}) }],

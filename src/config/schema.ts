@@ -106,6 +106,36 @@ export const AgentConfigSchema = z
   .strict();
 export type AgentConfig = z.infer<typeof AgentConfigSchema>;
 
+/**
+ * Temporal External Storage: payloads over `threshold` bytes (a big tool output, a long
+ * conversation carried into the next run of a chain, a large prompt or result) go to a store
+ * and history keeps a reference. `file` (default) writes under `directory` and suits workers
+ * on one machine or a shared mount; `s3` suits workers on several machines; `none` keeps
+ * every payload inline (each then limited to the server's 2 MiB).
+ */
+export const ExternalStorageConfigSchema = z
+  .object({
+    driver: z.enum(['file', 's3', 'none']).default('file'),
+    /** Payloads larger than this many bytes are stored (the SDK's default: 256 KiB). */
+    threshold: z.number().int().min(0).default(256 * 1024),
+    /** Directory of the file driver; relative to the config file. */
+    directory: z.string().min(1).default('.keel/payloads'),
+    /** The S3 driver (`@temporalio/external-storage-s3`); credentials come from the AWS SDK's usual sources (AWS_ACCESS_KEY_ID, profiles, roles). */
+    s3: z
+      .object({
+        bucket: z.string().min(1),
+        region: z.string().min(1).default('us-east-1'),
+        /** An S3-compatible endpoint (MinIO, a local server); omit for AWS. */
+        endpoint: z.string().url().optional(),
+        /** Path-style URLs (bucket in the path), as most S3-compatible servers need. */
+        forcePathStyle: z.boolean().default(false),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict()
+  .refine((storage) => storage.driver !== 's3' || storage.s3 !== undefined, { message: 'driver s3 needs s3.bucket', path: ['s3'] });
+
 /** The whole temporal.yaml. */
 export const KeelConfigSchema = z
   .object({
@@ -113,6 +143,7 @@ export const KeelConfigSchema = z
     taskQueue: z.string().min(1).default('keel'),
     server: ServerConfigSchema.prefault({}),
     worker: WorkerConfigSchema.prefault({}),
+    externalStorage: ExternalStorageConfigSchema.prefault({}),
     activities: z
       .object({
         model: activitySpec({ startToCloseTimeout: '5 minutes' }),

@@ -7,8 +7,9 @@ import { NativeConnection } from '@temporalio/worker';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { KeelConfig } from '../config/schema';
+import { keelDataConverter } from '../storage/data-converter';
 
-type Connectable = Pick<KeelConfig, 'temporal' | 'baseDir'>;
+type Connectable = Pick<KeelConfig, 'temporal' | 'baseDir'> & Partial<Pick<KeelConfig, 'externalStorage'>>;
 
 function tlsOptions(config: Connectable): ConnectionOptions['tls'] {
   const tls = config.temporal.tls;
@@ -32,7 +33,9 @@ export function connectionOptions(config: Connectable): { address: string; tls: 
 /** A Temporal client for the configured namespace. */
 export async function connectClient(config: Connectable, { connectTimeout = 10_000 }: { connectTimeout?: number } = {}): Promise<Client> {
   const connection = await Connection.connect({ ...connectionOptions(config), connectTimeout });
-  return new Client({ connection, namespace: config.temporal.namespace });
+  // The same External Storage as the workers, so offloaded inputs, results and queries read back.
+  const dataConverter = config.externalStorage ? await keelDataConverter({ externalStorage: config.externalStorage, baseDir: config.baseDir }) : undefined;
+  return new Client({ connection, namespace: config.temporal.namespace, ...(dataConverter ? { dataConverter } : {}) });
 }
 
 /** A native connection for workers. */

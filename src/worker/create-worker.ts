@@ -9,6 +9,7 @@ import { resolve } from 'node:path';
 import { createActivities } from '../activities/create-activities';
 import type { KeelConfig } from '../config/schema';
 import type { Registry } from '../registry';
+import { keelDataConverter } from '../storage/data-converter';
 import { workflowBundlePath } from './bundle';
 
 /** Options of `createKeelWorker`. */
@@ -25,8 +26,10 @@ export interface KeelWorkerOptions {
 
 /** A worker ready to `run()`. */
 export async function createKeelWorker({ config, registry, connection, client, taskQueue, bundlePath }: KeelWorkerOptions): Promise<Worker> {
+  const dataConverter = await keelDataConverter(config);
   return Worker.create({
     connection,
+    ...(dataConverter ? { dataConverter } : {}),
     namespace: config.temporal.namespace,
     taskQueue: taskQueue ?? config.taskQueue,
     workflowBundle: { codePath: bundlePath ?? (await workflowBundlePath({ middlewareModules: config.middlewareModules.map((module) => resolve(config.baseDir, module)) })) },

@@ -1,8 +1,7 @@
 /**
- * A model call by reference: the request is kept in the run's state and the `callModel`
- * activity reads it back through the `modelRequest` query, so history records each message
- * once (DESIGN §6). A request too large for that query fails the run at once, naming the
- * model. Runs in the workflow: deterministic, no I/O.
+ * A model call by reference: the request's JSON is kept in the run's state and the
+ * `callModel` activity reads it back through the `modelRequest` query, page by page, so
+ * history records each message once (DESIGN §6) and no request is too large for a payload. Runs in the workflow: deterministic, no I/O.
  */
 import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import { KeelError } from '../core/errors';
@@ -12,10 +11,10 @@ import { asKeelError } from './activity-errors';
 import type { RunState } from './run-state';
 
 /**
- * The model activity reads its request through a query, whose answer must fit one gRPC
- * message (4 MiB); keep headroom for the envelope.
+ * The largest request a run hands to its model activity. The activity reads it in pages,
+ * so this is not a payload limit but a sanity bound: no model takes a context this size.
  */
-const MAX_MODEL_REQUEST_BYTES = 3.5 * 1024 * 1024;
+const MAX_MODEL_REQUEST_BYTES = 64 * 1024 * 1024;
 
 /** Byte length of a string in UTF-8 (no Buffer or TextEncoder needed in the sandbox). */
 export function utf8Length(text: string): number {
@@ -38,15 +37,17 @@ export function modelCaller(run: RunState, options: ActivityOptions, temporalRun
     const callIndex = run.modelCalls[model] ?? 0;
     run.modelCalls[model] = callIndex + 1;
     const requestKey = `${model}#${callIndex}`;
-    const requestBytes = utf8Length(JSON.stringify(request));
+    const text = JSON.stringify(request);
+    // Cheap bound first: a string's UTF-8 length is at most 3 bytes per UTF-16 unit.
+    const requestBytes = text.length * 3 > MAX_MODEL_REQUEST_BYTES ? utf8Length(text) : text.length;
     if (requestBytes > MAX_MODEL_REQUEST_BYTES) {
       throw new KeelError(
         'OUT_OF_RANGE',
-        `the request to model "${model}" is ${(requestBytes / 1024 / 1024).toFixed(2)} MiB, over the ${(MAX_MODEL_REQUEST_BYTES / 1024 / 1024).toFixed(1)} MiB a run can hand to its model activity; shorten the conversation (ContextCompression) or the tool outputs`,
+        `the request to model "${model}" is ${(requestBytes / 1024 / 1024).toFixed(2)} MiB, over the ${(MAX_MODEL_REQUEST_BYTES / 1024 / 1024).toFixed(0)} MiB a run hands to its model activity; shorten the conversation (ContextCompression) or the tool outputs`,
         { modelName: model, sizeBytes: requestBytes },
       );
     }
-    run.modelRequests[requestKey] = request;
+    run.modelRequests[requestKey] = text;
     try {
       const response = await proxyActivities<KeelActivities>({ ...options, summary: `model ${model}` }).callModel({
         model,

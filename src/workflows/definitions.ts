@@ -4,7 +4,7 @@
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { Decision, DecisionAccepted } from '../core/interrupts';
-import type { Message, ModelRequest } from '../core/messages';
+import type { Message } from '../core/messages';
 import type { ChildInterrupts, RunStatus } from '../core/run';
 import type { InvokeInput, InvokeOutput, Snapshot } from '../core/session';
 
@@ -15,10 +15,22 @@ export const statusQuery = defineQuery<RunStatus>('status');
 export const messagesQuery = defineQuery<Message[], [number]>('messages');
 
 /**
- * The model request an in-flight `callModel` activity must send, by key. The activity
- * reads it back from the run so history records the conversation once (DESIGN §6).
+ * One page of the JSON text of a model request an in-flight `callModel` activity must send,
+ * by key and page index. The activity reads it back from the run so history records the
+ * conversation once (DESIGN §6); pages keep each answer far under the server's payload
+ * limit, and under External Storage's threshold, so a request of any size is read without
+ * storing it anywhere.
  */
-export const modelRequestQuery = defineQuery<ModelRequest, [string]>('modelRequest');
+export const modelRequestQuery = defineQuery<ModelRequestPage, [string, number]>('modelRequest');
+
+/** A page of a model request's JSON text, and how many pages it has. */
+export interface ModelRequestPage {
+  pages: number;
+  text: string;
+}
+
+/** Characters of one page of a model request (at most ~384 KiB of UTF-8, usually 128 KiB). */
+export const MODEL_REQUEST_PAGE_CHARS = 128 * 1024;
 
 /**
  * A decision on a pending interrupt. Its validator rejects an unknown or already-decided

@@ -4,7 +4,7 @@
  * back by the model activity). Runs in the workflow: deterministic, no I/O.
  */
 import type { Artifact } from '../core/artifacts';
-import type { Message, ModelRequest } from '../core/messages';
+import type { Message } from '../core/messages';
 import type { TaskRecord } from '../core/tasks';
 import type { RunStatus } from '../core/run';
 
@@ -18,8 +18,8 @@ export interface RunState {
   messages: Message[];
   /** The run's artifacts (a name is unique). */
   artifacts: Artifact[];
-  /** Model requests whose activity is in flight, by request key. */
-  modelRequests: Record<string, ModelRequest>;
+  /** The JSON text of the model requests whose activity is in flight, by request key. */
+  modelRequests: Record<string, string>;
   /** Model calls made so far, per model (a scripted reply's index). */
   modelCalls: Record<string, number>;
   /** Sub-agent runs started so far (numbers their run ids). */

@@ -9,7 +9,7 @@ import { ToolInterrupt } from '../core/interrupts';
 import { artifactText } from '../core/artifacts';
 import { messageText } from '../core/messages';
 import type { Interrupt, RunResult } from '../core/run';
-import { messagesQuery, modelRequestQuery, statusQuery } from './definitions';
+import { MODEL_REQUEST_PAGE_CHARS, messagesQuery, modelRequestQuery, statusQuery } from './definitions';
 import type { RunState } from './run-state';
 
 /** Answers the run's queries from its state. */
@@ -21,10 +21,12 @@ export function answerQueries(run: RunState): void {
     artifacts: run.artifacts.map((artifact) => ({ name: artifact.name, chars: [...artifactText(artifact)].length, ...(artifact.metadata ? { metadata: artifact.metadata } : {}) })),
   }));
   setHandler(messagesQuery, (from: number) => run.messages.slice(Math.max(0, from)));
-  setHandler(modelRequestQuery, (key: string) => {
+  setHandler(modelRequestQuery, (key: string, page = 0) => {
     const request = run.modelRequests[key];
-    if (!request) throw new Error(`no model request "${key}" is pending in run ${run.runId}`);
-    return request;
+    if (request === undefined) throw new Error(`no model request "${key}" is pending in run ${run.runId}`);
+    const pages = Math.max(1, Math.ceil(request.length / MODEL_REQUEST_PAGE_CHARS));
+    if (!Number.isInteger(page) || page < 0 || page >= pages) throw new Error(`model request "${key}" has ${pages} pages; there is no page ${page}`);
+    return { pages, text: request.slice(page * MODEL_REQUEST_PAGE_CHARS, (page + 1) * MODEL_REQUEST_PAGE_CHARS) };
   });
 }
 
