@@ -37,7 +37,8 @@ function median(values: number[]): number {
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const dynamicConfig = process.env.BENCH_PARTITIONS ? { 'matching.numTaskqueueReadPartitions': Number(process.env.BENCH_PARTITIONS), 'matching.numTaskqueueWritePartitions': Number(process.env.BENCH_PARTITIONS) } : {};
+  // The embedded server's defaults (DEV_SERVER_DYNAMIC_CONFIG), overridden by BENCH_DYNAMIC (JSON) to compare settings.
+  const dynamicConfig = process.env.BENCH_DYNAMIC ? (JSON.parse(process.env.BENCH_DYNAMIC) as Record<string, unknown>) : {};
   const server = await startDevServer({ binary: findTemporalBinary(defineConfig({})), port: await freePort(), headless: true, logLevel: 'error', dynamicConfig });
   const config = defineConfig({ temporal: { address: server.address }, taskQueue: `bench-${randomUUID()}` });
 
@@ -64,6 +65,7 @@ async function main(): Promise<void> {
       bareModel: async (turn: number) => ({ turn }),
       bareTool: async () => ({ ok: true }),
     },
+    ...(process.env.BENCH_WORKER ? (JSON.parse(process.env.BENCH_WORKER) as object) : {}),
   });
   const running = worker.run();
   const client = new KeelClient({ temporal: temporalClient, taskQueue: config.taskQueue });

@@ -1,11 +1,14 @@
 /**
  * The Temporal server (SQLite file) stops in the middle of a run and starts again: the run
- * completes. Uses a server of its own, so the shared one is never disturbed.
+ * completes; a worker started while the server is down waits for it. Uses servers of its
+ * own, so the shared one is never disturbed.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
+import { KeelClient } from '../src/client/keel-client';
+import { defineConfig } from '../src/config/load';
 import { z } from 'zod';
 import { defineAgent, defineTool } from '../src/define';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
@@ -13,6 +16,7 @@ import { Registry } from '../src/registry';
 import { startDevServer, type DevServer } from '../src/server/dev-server';
 import { freePort } from './support/free-port';
 import { startTestWorker } from './support/harness';
+import { killAfterEach, spawnKeel, writeTestConfig } from './support/processes';
 
 let server: DevServer | undefined;
 afterAll(async () => {
@@ -70,6 +74,37 @@ describe('server restart', () => {
       expect(model.requests.map((request) => request.callIndex)).toEqual([0, 1, 2]);
     } finally {
       await worker.stop();
+    }
+  });
+});
+
+describe('a worker started while the server is down', () => {
+  const track = killAfterEach(afterEach);
+
+  it('keeps trying with backoff, says so, and serves runs once the server is up', async () => {
+    const port = await freePort();
+    const { configPath, taskQueue } = writeTestConfig('late-server', {
+      temporal: { address: `127.0.0.1:${port}` },
+      externalStorage: { driver: 'none' },
+      agents: [{ name: 'late', description: 'Answers.', model: 'scripted/late' }],
+      models: [{ name: 'scripted/late', script: [{ text: 'served' }] }],
+    });
+    const worker = track(spawnKeel(['worker', '--config', configPath]));
+    await worker.waitFor(/cannot reach Temporal at 127\.0\.0\.1:\d+ \(attempt 2: .*\); retrying in 1\.0 s/, 30_000);
+    const dir = mkdtempSync(join(tmpdir(), 'keel-late-'));
+    const late = await startDevServer({ binary: inject('temporalBinary'), port, headless: true, dbFile: join(dir, 'temporal.db'), logLevel: 'error' });
+    try {
+      await worker.waitFor(/reached Temporal at 127\.0\.0\.1:\d+ \(attempt \d+\)/, 30_000);
+      const client = await KeelClient.connect(defineConfig({ temporal: { address: late.address }, taskQueue, externalStorage: { driver: 'none' } }));
+      try {
+        expect((await client.run('late', 'hi')).text).toBe('served');
+      } finally {
+        await client.temporal.connection.close();
+      }
+      worker.kill('SIGTERM');
+      expect(await worker.exited).toBe(0);
+    } finally {
+      await late.stop();
     }
   });
 });

@@ -19,6 +19,39 @@ import { InfrastructureError } from './infrastructure-error';
 /** How long one read waits for an answer by default (the server's own limit is 30 s). */
 export const DEFAULT_MODEL_REQUEST_TIMEOUT: Duration = '10 seconds';
 
+/** How many pages of a large request are read at once. */
+const PARALLEL_PAGES = 8;
+
+/**
+ * Pages of model requests this worker has read, by page id (least recently used first). A
+ * turn's request repeats every page of the previous one but the last, so a worker reads
+ * only what is new.
+ */
+class PageCache {
+  private pages = new Map<string, string>();
+  private chars = 0;
+  constructor(private readonly maxChars: number) {}
+  get(id: string): string | undefined {
+    const text = this.pages.get(id);
+    if (text !== undefined) {
+      this.pages.delete(id);
+      this.pages.set(id, text);
+    }
+    return text;
+  }
+  set(id: string, text: string): void {
+    if (this.pages.has(id)) return;
+    this.pages.set(id, text);
+    this.chars += text.length;
+    for (const [oldest, old] of this.pages) {
+      if (this.chars <= this.maxChars) break;
+      this.pages.delete(oldest);
+      this.chars -= old.length;
+    }
+  }
+}
+const pageCache = new PageCache(64 * 1024 * 1024);
+
 /** Options of `readModelRequest`. */
 export interface ReadModelRequestOptions {
   client: Client;
@@ -36,8 +69,19 @@ export async function readModelRequest({ client, input, timeout = DEFAULT_MODEL_
     const page = (index: number) =>
       client.withAbortSignal(Context.current().cancellationSignal, () => client.withDeadline(Date.now() + msToNumber(timeout), () => handle.query(modelRequestQuery, requestKey, index)));
     const first = await page(0);
-    const texts = [first.text];
-    for (let index = 1; index < first.pages; index++) texts.push((await page(index)).text);
+    const ids = first.ids ?? [];
+    const texts: Array<string | undefined> = Array.from({ length: first.pages }, (_, index) => (index === 0 ? first.text : ids[index] !== undefined ? pageCache.get(ids[index]) : undefined));
+    if (ids[0] !== undefined) pageCache.set(ids[0], first.text);
+    // Pages this worker has not seen, a few at a time: each is a query the run's worker answers from memory.
+    const missing = texts.flatMap((text, index) => (text === undefined ? [index] : []));
+    for (let start = 0; start < missing.length; start += PARALLEL_PAGES) {
+      const batch = missing.slice(start, start + PARALLEL_PAGES);
+      const answers = await Promise.all(batch.map((index) => page(index)));
+      batch.forEach((index, position) => {
+        texts[index] = answers[position]!.text;
+        if (ids[index] !== undefined) pageCache.set(ids[index], answers[position]!.text);
+      });
+    }
     return JSON.parse(texts.join('')) as ModelRequest;
   } catch (error) {
     // ServiceError wraps a failed gRPC call ("Failed to query Workflow"); its cause says why.

@@ -41,6 +41,8 @@ export interface StartRunOptions {
   artifacts?: RunInputOptions['artifacts'];
   /** For a client-managed agent: the conversation so far (and artifacts, custom data); the result carries it on. */
   state?: RunInputOptions['state'];
+  /** When a long run continues as new (history bytes or events; defaults 4 MiB, 10,000 events). */
+  continueAsNewAt?: RunInputOptions['continueAsNewAt'];
 }
 
 
@@ -232,7 +234,7 @@ export class KeelClient {
   async start(
     agent: string,
     prompt: string | Message[],
-    { runId = `run-${randomUUID()}`, use = [], maxTurns, taskQueue, interruptMode, interruptTimeout, onInterruptTimeout, resume, artifacts, state }: StartRunOptions = {},
+    { runId = `run-${randomUUID()}`, use = [], maxTurns, taskQueue, interruptMode, interruptTimeout, onInterruptTimeout, resume, artifacts, state, continueAsNewAt }: StartRunOptions = {},
   ): Promise<RunHandle> {
     const messages: Message[] = typeof prompt === 'string' ? [{ role: 'user', content: [{ text: prompt }] }] : prompt;
     const input: RunInputOptions = {
@@ -246,6 +248,7 @@ export class KeelClient {
       ...(resume ? { resume } : {}),
       ...(artifacts?.length ? { artifacts } : {}),
       ...(state ? { state } : {}),
+      ...(continueAsNewAt ? { continueAsNewAt } : {}),
     };
     assertInputFits(this.temporal, input, `the input of run ${runId} (agent "${agent}")`);
     await this.temporal.workflow.start(GENERATE_WORKFLOW, { taskQueue: taskQueue ?? this.taskQueue, workflowId: runId, args: [input] });

@@ -36,6 +36,21 @@ function waitForSignal(): Promise<NodeJS.Signals> {
   });
 }
 
+/** Waits `ms`; resolves early with the signal when SIGINT or SIGTERM arrives (undefined when the time ran out). */
+function sleepUnlessSignalled(ms: number): Promise<NodeJS.Signals | undefined> {
+  return new Promise((resolve) => {
+    const finish = (signal?: NodeJS.Signals) => {
+      clearTimeout(timer);
+      process.off('SIGINT', finish);
+      process.off('SIGTERM', finish);
+      resolve(signal);
+    };
+    const timer = setTimeout(finish, ms);
+    process.on('SIGINT', finish);
+    process.on('SIGTERM', finish);
+  });
+}
+
 /** `keel server`: the embedded dev server in the foreground. */
 export async function runServer(config: KeelConfig): Promise<number> {
   const server = await startConfiguredServer(config, { stdio: 'inherit' });
@@ -54,12 +69,7 @@ export async function runServer(config: KeelConfig): Promise<number> {
 export async function prepareWorker(config: KeelConfig): Promise<{ worker: Worker; agents: string[]; close: () => Promise<void> }> {
   const registry = await loadRegistry(config);
   installRuntime();
-  let connection;
-  try {
-    connection = await connectWorker(config);
-  } catch (error) {
-    throw new KeelError('UNAVAILABLE', `cannot reach Temporal at ${config.temporal.address}: ${(error as Error).message}. Start one with \`npx keel server\`.`);
-  }
+  const connection = await connectWithRetry(config);
   const client = await connectClient(config);
   const worker = await createKeelWorker({ config, registry, connection, client });
   return {
@@ -70,6 +80,31 @@ export async function prepareWorker(config: KeelConfig): Promise<{ worker: Worke
       await client.connection.close();
     },
   };
+}
+
+/** First and longest wait between attempts to reach the server. */
+const CONNECT_BACKOFF = { initialMs: 500, maxMs: 10_000 };
+
+/**
+ * Connects a worker, waiting for the server while it is down (a worker started during a
+ * server restart or before the cluster is up): attempts back off from 0.5 s to 10 s, each
+ * failure is reported on stderr, and SIGINT/SIGTERM give up (UNAVAILABLE).
+ */
+export async function connectWithRetry(config: KeelConfig, { backoff = CONNECT_BACKOFF, log = (line: string) => process.stderr.write(line) } = {}) {
+  let delay = backoff.initialMs;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const connection = await connectWorker(config);
+      if (attempt > 1) log(`keel: reached Temporal at ${config.temporal.address} (attempt ${attempt})\n`);
+      return connection;
+    } catch (error) {
+      const reason = (error as Error).message.split('\n')[0];
+      log(`keel: cannot reach Temporal at ${config.temporal.address} (attempt ${attempt}: ${reason}); retrying in ${(delay / 1000).toFixed(1)} s. Start one with \`npx keel server\`; Ctrl-C to stop.\n`);
+      const signal = await sleepUnlessSignalled(delay);
+      if (signal) throw new KeelError('UNAVAILABLE', `gave up reaching Temporal at ${config.temporal.address} after ${attempt} attempts (${signal}): ${reason}`);
+      delay = Math.min(backoff.maxMs, delay * 2);
+    }
+  }
 }
 
 /** `keel worker`: one worker in the foreground; SIGINT/SIGTERM drain it gracefully. */

@@ -74,6 +74,28 @@ export const RunInputSchema = z.object({
    * is not the Temporal parent (a session turn a run delegated).
    */
   reportTo: z.object({ runId: z.string(), key: z.string() }).optional(),
+  /**
+   * When the run continues as new (at a turn boundary, once its history passes either bound
+   * or Temporal suggests it). Defaults: 4 MiB or 10,000 events.
+   */
+  continueAsNewAt: z
+    .object({ historyBytes: z.number().int().positive().default(4 * 1024 * 1024), historyEvents: z.number().int().positive().default(10_000) })
+    .strict()
+    .prefault({}),
+  /**
+   * Set by keel on the input of the next run of a chain (continue-as-new): the iteration it
+   * goes on at, the run's state (usage, turn, call counters, artifacts, tasks) and what each
+   * middleware carried (by `<position>:<name>`). `messages` holds the conversation so far.
+   */
+  continued: z
+    .object({
+      iteration: z.number().int().min(1),
+      state: z.record(z.string(), z.unknown()),
+      middleware: z.record(z.string(), z.unknown()).default({}),
+      /** How many runs the chain has had before this one. */
+      runs: z.number().int().min(1),
+    })
+    .optional(),
 });
 export type RunInput = z.infer<typeof RunInputSchema>;
 export type RunInputOptions = z.input<typeof RunInputSchema>;

@@ -163,7 +163,8 @@ export const agents = defineMiddleware({
     const serverManaged = new Set(context.agent.directory.filter((entry) => entry.session === 'server').map((entry) => entry.name));
     // continue_task exists when any configured agent may keep a session (an unknown one may).
     const continueTool = config.agents.some((ref) => serverManaged.has(ref.name) || !registered.has(ref.name)) ? sharedToolName(config.toolPrefix, 'continue_task') : undefined;
-    let delegations = 0;
+    // Delegations count across the runs of a long run's chain.
+    let delegations = typeof context.carried === 'number' ? context.carried : 0;
     const background = config.async
       ? { check: sharedToolName(config.toolPrefix, BACKGROUND_TOOLS.check), wait: sharedToolName(config.toolPrefix, BACKGROUND_TOOLS.wait), abort: sharedToolName(config.toolPrefix, BACKGROUND_TOOLS.abort) }
       : undefined;
@@ -331,6 +332,7 @@ export const agents = defineMiddleware({
       });
     }
     return {
+      carry: () => delegations,
       tools,
       wrapGenerate: (params, next) => next({ ...params, messages: injectSystemText(params.messages, AGENTS_INSTRUCTIONS_MARKER, block) }),
     };

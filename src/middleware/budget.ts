@@ -127,6 +127,9 @@ export const budget = defineMiddleware({
     const handedDown = config.scope === 'session' ? flatten(context.session?.usage ?? {}) : flatten(config.spent ?? {});
     let carried = context.resuming && config.scope === 'run' ? (recordedSpent(context.inputMessages) ?? handedDown) : handedDown;
     let baseline: Record<string, number> = {};
+    // In the next run of a long run's chain, the budget goes on where it was (a renewal included).
+    const restored = context.carried as { carried: Record<string, number>; baseline: Record<string, number> } | undefined;
+    if (restored) ({ carried, baseline } = restored);
     const spent = () => add(carried, subtract(flatten(context.usage()), baseline));
     const renewals = context.shared<Renewals>(() => ({ renewers: [] }));
     if (config.interrupt) {
@@ -154,6 +157,7 @@ export const budget = defineMiddleware({
     };
 
     return {
+      carry: () => ({ carried, baseline }),
       // A sub-agent counts against this limit too: it starts with what the tree has spent.
       forChildRuns: (): MiddlewareRef[] => [{ name: 'budget', config: { limit: config.limit, spent: spentUsage() } }],
       async wrapGenerate(params, next) {

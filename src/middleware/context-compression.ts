@@ -165,15 +165,22 @@ export const contextCompression = defineMiddleware({
     // stamped with a boundary (trusted even when they trail), the cumulative and newest stats.
     let reportedTokens: number | undefined;
     const stampedByRun = new WeakSet<Message>();
-    let latestStats: CompressionStats | undefined;
-    const totals = { toolResponsesSafetyCapped: 0, toolResponsesDeduplicated: 0, toolResponsesTruncated: 0 };
+    // The newest stats and the cumulative counts go on in the next run of a long run's chain.
+    type Totals = { toolResponsesSafetyCapped: number; toolResponsesDeduplicated: number; toolResponsesTruncated: number };
+    const restored = context.carried as { latestStats?: CompressionStats; totals: Totals } | undefined;
+    let latestStats: CompressionStats | undefined = restored?.latestStats;
+    const totals: Totals = restored?.totals ?? { toolResponsesSafetyCapped: 0, toolResponsesDeduplicated: 0, toolResponsesTruncated: 0 };
+    /** The iteration this run started at: its outermost (the run's final message gets the stats there). */
+    let outermost: number | undefined;
     const trustedIn = (messages: readonly Message[]) => (index: number) => stampedByRun.has(messages[index]!);
 
     const noticeText = config.truncationNotice || DROP_NOTICE;
     const tokens = config.tokenizer === 'tiktoken' ? new TokenCache(config.encoding, context.countTokens) : undefined;
 
     return {
+      carry: () => ({ ...(latestStats ? { latestStats } : {}), totals }),
       wrapGenerate: async (params, next) => {
+        outermost ??= params.iteration;
         // A caller's forged boundaries go, and standalone notices a saved view carried fold into the system message.
         const messages = reconcileNotices(sanitized(params.messages, stampedByRun), noticeText).messages;
         const result = await compress(messages, options, {
@@ -195,7 +202,7 @@ export const contextCompression = defineMiddleware({
           };
         }
         const outcome = await next({ ...params, messages: config.replaceHistory ? result.view : result.history });
-        if (params.iteration !== 0 || !latestStats) return outcome;
+        if (params.iteration !== outermost || !latestStats) return outcome;
         // The newest stats go on the run's final message, as the reference reports them on the final response.
         const final = outcome.response.message;
         const stamped: Message = { ...final, metadata: { ...final.metadata, [COMPRESSION_KEY]: { ...(final.metadata?.[COMPRESSION_KEY] as object | undefined), stats: latestStats } } };

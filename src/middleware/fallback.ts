@@ -40,7 +40,10 @@ export const fallback = defineMiddleware({
   configSchema: FallbackConfigSchema,
   create(config, context) {
     const statuses = config.statuses?.length ? config.statuses : DEFAULT_FALLBACK_STATUSES;
-    const failed = new Map<string, unknown>();
+    // Lasting failures (a model that is gone) stay remembered in the next run of a long run's chain.
+    const failed = new Map<string, unknown>(
+      Object.entries((context.carried as Record<string, { status: string; message: string }> | undefined) ?? {}).map(([model, error]) => [model, new KeelError(error.status as KeelError['status'], error.message)]),
+    );
     /** True when the error lets the chain go on to the next model; records lasting failures. */
     const eligible = (model: string, error: unknown): boolean => {
       if (isCancellation(error)) return false;
@@ -50,6 +53,7 @@ export const fallback = defineMiddleware({
       return true;
     };
     return {
+      carry: () => Object.fromEntries([...failed].map(([model, error]) => [model, { status: toKeelError(error).status, message: toKeelError(error).message }])),
       async wrapModel(params, next) {
         let lastError: unknown;
         let lastModel = params.model;

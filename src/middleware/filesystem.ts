@@ -59,7 +59,7 @@ export const filesystem = defineMiddleware({
     const name = (base: string) => `${config.toolNamePrefix}${base}`;
     const names = { list: name('list_files'), read: name('read_file'), write: name('write_file'), edit: name('edit_file') };
     /** Last read of each path: its stamp and the range read. */
-    const reads = new Map<string, { stamp: FileStamp; offset: number; limit: number }>();
+    const reads = new Map<string, { stamp: FileStamp; offset: number; limit: number }>((context.carried as Array<[string, { stamp: FileStamp; offset: number; limit: number }]> | undefined) ?? []);
     /** What reads fetched, for the next iteration's user message. */
     let pending: Part[] = [];
     /** Per path, the call under way: calls on one path run one after another. */
@@ -188,6 +188,8 @@ export const filesystem = defineMiddleware({
     const own = new Set(tools.map((tool) => tool.definition.name));
     return {
       tools,
+      // The read cache goes on into the next run of a long run's chain.
+      carry: () => [...reads.entries()],
       // Failures of these tools (bad input, a path outside the root, a missing file) are the model's to fix.
       coversToolError: (toolName) => own.has(toolName),
       wrapGenerate: (params, next) => {

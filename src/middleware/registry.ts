@@ -89,10 +89,15 @@ export interface MiddlewareStage {
 }
 
 /** What every middleware of a run shares; each gets it with its own stage fields. */
-export type SharedMiddlewareContext = Omit<MiddlewareContext, 'stageIndex' | 'stageName' | 'interrupt' | 'shared' | 'resumedHolds'> & {
+export type SharedMiddlewareContext = Omit<MiddlewareContext, 'stageIndex' | 'stageName' | 'interrupt' | 'shared' | 'resumedHolds' | 'carried'> & {
   /** The resumed holds addressed to the stage at `stageIndex` (see MiddlewareContext.resumedHolds). */
   resumedHolds: (stageIndex: number) => ResumePayload[];
+  /** What the stage with this `carryKey` carried from the previous run of the chain. */
+  carried?: (key: string) => unknown;
 };
+
+/** The key a stage's carried state goes under: its position and name. */
+export const carryKey = (index: number, name: string) => `${index}:${name}`;
 
 /**
  * Validates each ref's config against its middleware's schema and creates its hooks, in
@@ -123,6 +128,7 @@ export async function instantiateMiddleware(
     const holds = definition.holds ?? {};
     const hooks = await definition.create(parsed.data, {
       ...context,
+      carried: context.carried?.(carryKey(index, definition.name)),
       stageIndex: index,
       stageName: definition.name,
       resumedHolds: () => context.resumedHolds(index),

@@ -103,6 +103,12 @@ export interface MiddlewareHooks {
    * is answered when any middleware of the run covers it.
    */
   coversToolError?: (toolName: string) => boolean;
+  /**
+   * State to carry into the next run of the chain when a long run continues as new at a turn
+   * boundary (JSON-plain); it comes back there as `context.carried`. Only what the messages
+   * and the run's usage do not already hold (a read cache, a renewed budget's baseline).
+   */
+  carry?: () => unknown;
 }
 
 /** What a contributed tool's `run` gets besides its input. */
@@ -211,6 +217,12 @@ export interface MiddlewareContext {
    * `wrapGenerate` at iteration 0 to decide before any restarted call runs.
    */
   resumedHolds: () => ResumePayload[];
+  /**
+   * What this stage's `carry` hook returned in the previous run of the chain, when the run
+   * continued as new (a long run moves to a fresh Temporal run at a turn boundary); undefined
+   * otherwise. Restore from it whatever the hooks keep that the messages do not.
+   */
+  carried: unknown;
   /** This middleware's position in the chain (0 = outermost). */
   stageIndex: number;
   /** This middleware's name. */

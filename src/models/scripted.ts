@@ -54,15 +54,18 @@ export interface ScriptedModelOptions {
   /** Registered name, conventionally `scripted/<something>`. */
   name: string;
   script: Script;
+  /** How many of the latest requests `requests` keeps (default: all; a long run's requests add up). */
+  keepRequests?: number;
 }
 
 /** Builds a scripted model. */
-export function scriptedModel({ name, script }: ScriptedModelOptions): ScriptedModel {
+export function scriptedModel({ name, script, keepRequests }: ScriptedModelOptions): ScriptedModel {
   const requests: RecordedRequest[] = [];
   const model = defineModel({
     name,
     async generate(request: ModelRequest, context: ModelContext): Promise<ModelResponse> {
       requests.push({ runId: context.runId, callIndex: context.callIndex, request });
+      if (keepRequests !== undefined && requests.length > keepRequests) requests.splice(0, requests.length - keepRequests);
       const raw = await replyFor(name, script, request, context.callIndex);
       const reply = ScriptedReplySchema.parse(raw);
       if (reply.delayMs) await abortableSleep(reply.delayMs, context);

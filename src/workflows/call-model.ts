@@ -3,9 +3,10 @@
  * `callModel` activity reads it back through the `modelRequest` query, page by page, so
  * history records each message once (DESIGN §6) and no request is too large for a payload. Runs in the workflow: deterministic, no I/O.
  */
-import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
+import { proxyActivities, workflowInfo, type ActivityOptions } from '@temporalio/workflow';
 import { KeelError } from '../core/errors';
-import { addUsage, type ModelRequest, type ModelResponse } from '../core/messages';
+import { addUsage, type Message, type ModelRequest, type ModelResponse } from '../core/messages';
+import { MODEL_REQUEST_PAGE_CHARS } from './definitions';
 import type { KeelActivities } from '../activities/types';
 import { asKeelError } from './activity-errors';
 import type { RunState } from './run-state';
@@ -31,13 +32,49 @@ export function utf8Length(text: string): number {
   return bytes;
 }
 
+/** Each message's JSON, made once per message object: a turn stringifies only what is new. */
+const messageJson = new WeakMap<Message, string>();
+
+/** The JSON text of a request (the same value JSON.stringify gives), each message's JSON cached. */
+export function requestJson(request: ModelRequest): string {
+  const { messages, ...rest } = request;
+  const parts = messages.map((message) => {
+    let json = messageJson.get(message);
+    if (json === undefined) {
+      json = JSON.stringify(message);
+      messageJson.set(message, json);
+    }
+    return json;
+  });
+  const restJson = JSON.stringify(rest);
+  return `{"messages":[${parts.join(',')}]${restJson === '{}' ? '' : `,${restJson.slice(1, -1)}`}}`;
+}
+
+/**
+ * Ids of a request's pages, for the activity's page cache: a page equal to the same page of
+ * the previous request to that model keeps its id, any other gets a new one (unique in the
+ * chain of runs: `<first run id>/<request key>/<page>`). A conversation only grows at the
+ * end, so a turn's request shares all but its last pages with the one before.
+ */
+function pageIds(previous: { text: string; ids: string[] } | undefined, text: string, prefix: string): string[] {
+  const pages = Math.max(1, Math.ceil(text.length / MODEL_REQUEST_PAGE_CHARS));
+  return Array.from({ length: pages }, (_, page) => {
+    const from = page * MODEL_REQUEST_PAGE_CHARS;
+    const same = previous && page < previous.ids.length && text.slice(from, from + MODEL_REQUEST_PAGE_CHARS) === previous.text.slice(from, from + MODEL_REQUEST_PAGE_CHARS);
+    return same ? previous.ids[page]! : `${prefix}/${page}`;
+  });
+}
+
 /** Calls models through the model activity, adding their usage to the run's. */
 export function modelCaller(run: RunState, options: ActivityOptions, temporalRunId: string): (model: string, request: ModelRequest) => Promise<ModelResponse> {
+  /** The latest request to each model, with its page ids. */
+  const latest = new Map<string, { text: string; ids: string[] }>();
+  const chain = workflowInfo().firstExecutionRunId;
   return async (model, request) => {
     const callIndex = run.modelCalls[model] ?? 0;
     run.modelCalls[model] = callIndex + 1;
     const requestKey = `${model}#${callIndex}`;
-    const text = JSON.stringify(request);
+    const text = requestJson(request);
     // Cheap bound first: a string's UTF-8 length is at most 3 bytes per UTF-16 unit.
     const requestBytes = text.length * 3 > MAX_MODEL_REQUEST_BYTES ? utf8Length(text) : text.length;
     if (requestBytes > MAX_MODEL_REQUEST_BYTES) {
@@ -47,7 +84,9 @@ export function modelCaller(run: RunState, options: ActivityOptions, temporalRun
         { modelName: model, sizeBytes: requestBytes },
       );
     }
-    run.modelRequests[requestKey] = text;
+    const ids = pageIds(latest.get(model), text, `${chain}/${requestKey}`);
+    latest.set(model, { text, ids });
+    run.modelRequests[requestKey] = { text, ids };
     try {
       const response = await proxyActivities<KeelActivities>({ ...options, summary: `model ${model}` }).callModel({
         model,

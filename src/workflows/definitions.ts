@@ -27,6 +27,8 @@ export const modelRequestQuery = defineQuery<ModelRequestPage, [string, number]>
 export interface ModelRequestPage {
   pages: number;
   text: string;
+  /** On page 0: each page's id; a page with an id seen before has the same text. */
+  ids?: string[];
 }
 
 /** Characters of one page of a model request (at most ~384 KiB of UTF-8, usually 128 KiB). */

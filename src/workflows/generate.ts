@@ -9,7 +9,7 @@
  * Runs in the workflow sandbox: deterministic, no I/O. Everything external goes through
  * the activities proxied by the steps (call-model, call-tool).
  */
-import { allHandlersFinished, condition, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, condition, continueAsNew, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import { KeelError } from '../core/errors';
 import { INTERRUPT_METADATA } from '../core/interrupts';
 import { assignToolRefs, messageText, toolRequestParts, type Message, type ModelRequest } from '../core/messages';
@@ -23,6 +23,7 @@ import { modelCaller } from './call-model';
 import { toolRunner } from './call-tool';
 import { InterruptBoard } from './interrupt-board';
 import { resumeHeldCalls } from './resume';
+import { continuedInput, restoreRunState, shouldContinueAsNew } from './continue-run';
 import { newRunState, type RunState } from './run-state';
 import { answerQueries, settleCompleted, settleFailure, showInterrupts } from './run-status';
 import { setUpRun } from './run-setup';
@@ -90,6 +91,8 @@ export async function generateWorkflow(rawInput: RunInput): Promise<RunResult> {
     if (input.session && agent.session !== 'server') {
       throw new KeelError('INVALID_ARGUMENT', `agent "${agent.name}" is client-managed (session: 'client'): send its state, not a session id`);
     }
+    // The next run of a chain goes on with the state the previous one carried.
+    if (input.continued) restoreRunState(run, input.continued.state);
     const maxTurns = input.maxTurns ?? agent.maxTurns;
     if (maxTurns < 0) throw new KeelError('INVALID_ARGUMENT', `maxTurns must not be negative (got ${maxTurns})`);
 
@@ -116,6 +119,11 @@ export async function generateWorkflow(rawInput: RunInput): Promise<RunResult> {
         run.messages = resumed.messages;
         return generate({ iteration: 1, messages: resumed.messages });
       }
+      if (iteration > firstIteration && shouldContinueAsNew(input.continueAsNewAt)) {
+        // A turn boundary with the history grown past its bounds: go on in a fresh run.
+        await condition(allHandlersFinished);
+        await continueAsNew<typeof generateWorkflow>(continuedInput(input, run, { iteration, messages, stages: setup.stages }));
+      }
       run.status.turn += 1;
       const request: ModelRequest = { messages, tools: setup.tools, ...(agent.config ? { config: agent.config } : {}) };
       const response = await modelStage({ model: agent.model, request, iteration });
@@ -136,7 +144,8 @@ export async function generateWorkflow(rawInput: RunInput): Promise<RunResult> {
     };
     const generate = composeStage(hooks, 'wrapGenerate', iterate);
 
-    const result = resultOf(await generate({ iteration: 0, messages: setup.messages }), run);
+    const firstIteration = input.continued?.iteration ?? 0;
+    const result = resultOf(await generate({ iteration: firstIteration, messages: setup.messages }), run);
     if (input.state) result.state = { messages: result.messages.filter((message) => message.role !== 'system'), artifacts: result.artifacts, custom: input.state.custom };
     settleCompleted(run, result);
     await condition(allHandlersFinished);

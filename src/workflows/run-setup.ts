@@ -79,6 +79,7 @@ export async function setUpRun({ agent, input, run, callModel, forgetChild }: Ru
       },
     },
     inputMessages: input.messages,
+    carried: (key) => input.continued?.middleware[key],
     session: input.session,
     resuming: input.resume !== undefined,
     // A middleware whose holds share one decision reads the holds of every instance of its name.

@@ -18,8 +18,8 @@ export interface RunState {
   messages: Message[];
   /** The run's artifacts (a name is unique). */
   artifacts: Artifact[];
-  /** The JSON text of the model requests whose activity is in flight, by request key. */
-  modelRequests: Record<string, string>;
+  /** The model requests whose activity is in flight, by request key: their JSON text and page ids. */
+  modelRequests: Record<string, { text: string; ids: string[] }>;
   /** Model calls made so far, per model (a scripted reply's index). */
   modelCalls: Record<string, number>;
   /** Sub-agent runs started so far (numbers their run ids). */

@@ -3,7 +3,7 @@
  * query handlers over the run's state, and how the state settles when the run completes,
  * fails, is stopped or is cancelled. Runs in the workflow: deterministic, no I/O.
  */
-import { ApplicationFailure, isCancellation, setHandler } from '@temporalio/workflow';
+import { ApplicationFailure, ContinueAsNew, isCancellation, setHandler } from '@temporalio/workflow';
 import { KeelError, RunStoppedError, fromApplicationFailure, toApplicationFailure, toKeelError } from '../core/errors';
 import { ToolInterrupt } from '../core/interrupts';
 import { artifactText } from '../core/artifacts';
@@ -24,9 +24,11 @@ export function answerQueries(run: RunState): void {
   setHandler(modelRequestQuery, (key: string, page = 0) => {
     const request = run.modelRequests[key];
     if (request === undefined) throw new Error(`no model request "${key}" is pending in run ${run.runId}`);
-    const pages = Math.max(1, Math.ceil(request.length / MODEL_REQUEST_PAGE_CHARS));
+    const pages = request.ids.length;
     if (!Number.isInteger(page) || page < 0 || page >= pages) throw new Error(`model request "${key}" has ${pages} pages; there is no page ${page}`);
-    return { pages, text: request.slice(page * MODEL_REQUEST_PAGE_CHARS, (page + 1) * MODEL_REQUEST_PAGE_CHARS) };
+    const text = request.text.slice(page * MODEL_REQUEST_PAGE_CHARS, (page + 1) * MODEL_REQUEST_PAGE_CHARS);
+    // The first page also lists every page's id, so the activity fetches only pages it has not seen.
+    return { pages, text, ...(page === 0 ? { ids: request.ids } : {}) };
   });
 }
 
@@ -50,6 +52,8 @@ export function settleCompleted(run: RunState, result: RunResult): void {
  * result, with finish reason `aborted`; anything else as a failure with its status.
  */
 export function settleFailure(run: RunState, error: unknown): unknown {
+  // Moving to the next run of the chain is not a failure: the error goes through untouched.
+  if (error instanceof ContinueAsNew) return error;
   const { status } = run;
   status.interrupts = [];
   const lastModelText = messageText([...run.messages].reverse().find((message) => message.role === 'model'));

@@ -1,0 +1,41 @@
+/**
+ * Continue-as-new for long runs: at a turn boundary whose history has passed its bounds (or
+ * when Temporal suggests it), a run hands the conversation, its state and what each
+ * middleware carries to a fresh run of the same workflow id, so history stays small and
+ * nothing re-runs; clients keep using the one run id (the workflow id). Runs in the
+ * workflow: deterministic, no I/O.
+ */
+import { workflowInfo } from '@temporalio/workflow';
+import type { Message } from '../core/messages';
+import type { RunInput } from '../core/run';
+import { carryKey, type MiddlewareStage } from '../middleware/registry';
+import type { RunState } from './run-state';
+
+/** True when the run's history has passed either bound, or the server suggests continuing as new. */
+export function shouldContinueAsNew(bounds: RunInput['continueAsNewAt']): boolean {
+  const info = workflowInfo();
+  return info.continueAsNewSuggested || info.historySize > bounds.historyBytes || info.historyLength > bounds.historyEvents;
+}
+
+/** The state a run carries into the next one (everything but the requests in flight, of which there are none at a boundary). */
+function carriedState(run: RunState): Record<string, unknown> {
+  const { runId: _runId, modelRequests: _requests, messages: _messages, ...state } = run;
+  return state;
+}
+
+/** Puts a carried state back into a fresh run's state (the same object: the queries read it). */
+export function restoreRunState(run: RunState, state: Record<string, unknown>): void {
+  Object.assign(run, state, { modelRequests: {} });
+}
+
+/** The input of the next run of the chain, going on at `iteration` with `messages`. */
+export function continuedInput(input: RunInput, run: RunState, { iteration, messages, stages }: { iteration: number; messages: Message[]; stages: readonly MiddlewareStage[] }): RunInput {
+  const middleware: Record<string, unknown> = {};
+  for (const stage of stages) {
+    const carried = stage.hooks.carry?.();
+    if (carried !== undefined) middleware[carryKey(stage.index, stage.name)] = carried;
+  }
+  // What only the first run uses (a resume, a client's state, starting artifacts) is in the state and messages now.
+  const { resume: _resume, state: _state, artifacts: _artifacts, ...rest } = input;
+  return { ...rest, artifacts: [], messages, continued: { iteration, state: carriedState(run), middleware, runs: (input.continued?.runs ?? 0) + 1 } };
+}
