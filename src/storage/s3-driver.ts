@@ -14,7 +14,9 @@ type S3Config = NonNullable<KeelConfig['externalStorage']['s3']>;
 
 /** The S3 driver for a bucket; credentials come from the AWS SDK's default chain. */
 export function s3StorageDriver({ bucket, region, endpoint, forcePathStyle }: S3Config): StorageDriver {
-  const client = new S3Client({ region, forcePathStyle, ...(endpoint ? { endpoint } : {}) });
+  // S3-compatible servers (an endpoint) often lack the newer default checksums: ask for them only when required.
+  const compatible = endpoint ? { endpoint, requestChecksumCalculation: 'WHEN_REQUIRED' as const, responseChecksumValidation: 'WHEN_REQUIRED' as const } : {};
+  const client = new S3Client({ region, forcePathStyle, ...compatible });
   // The driver is built against the SDK's StorageDriver interface (structurally the same across 1.22–1.24).
   return new S3StorageDriver({ client: new AwsSdkS3StorageDriverClient(client), bucket }) as unknown as StorageDriver;
 }
