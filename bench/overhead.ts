@@ -4,7 +4,8 @@
  *
  * 1. Overhead: an N-turn keel run (scripted model, trivial tool) versus a bare workflow
  *    scheduling the same activities, same server, same worker, interleaved repetitions;
- *    prints medians and their ratio (goal ≤ 1.15).
+ *    prints medians and their ratio (goal ≤ 1.10), and the model activity's own time
+ *    (reading its request) against a bare activity's (goal ≤ 5 ms more).
  * 2. History growth: runs whose tool returns 20 KB each turn, for several turn counts;
  *    prints history bytes and bytes per turn (goal: linear growth, constant increments).
  *
@@ -24,6 +25,7 @@ import { Registry } from '../src/registry';
 import { findTemporalBinary, startDevServer } from '../src/server/dev-server';
 import { connectClient, connectWorker } from '../src/worker/connect';
 import { freePort } from '../test/support/free-port';
+import { result } from './report';
 
 const TURNS = Number(process.env.BENCH_TURNS ?? 10);
 const REPS = Number(process.env.BENCH_REPS ?? 7);
@@ -81,8 +83,23 @@ async function main(): Promise<void> {
         previous = millis(event);
       }
     }
+    // Started → completed of each model-like activity (keel's callModel, the baseline's bareModel).
+    const scheduled = new Map<string, string>();
+    const started = new Map<string, number>();
+    for (const event of events) {
+      const attributes = event.activityTaskScheduledEventAttributes;
+      if (attributes) scheduled.set(String(event.eventId), attributes.activityType?.name ?? '');
+      if (event.activityTaskStartedEventAttributes) started.set(String(event.activityTaskStartedEventAttributes.scheduledEventId), millis(event));
+      const completed = event.activityTaskCompletedEventAttributes;
+      if (completed) {
+        const type = scheduled.get(String(completed.scheduledEventId));
+        const began = started.get(String(completed.scheduledEventId));
+        if (began !== undefined && (type === 'callModel' || type === 'bareModel')) (type === 'callModel' ? modelActivityMs.keel : modelActivityMs.bare).push(millis(event) - began);
+      }
+    }
     return millis(events.at(-1)!) - millis(events[0]!);
   };
+  const modelActivityMs = { keel: [] as number[], bare: [] as number[] };
   const timeKeel = async () => {
     const handle = await client.start('bench-loop', 'go');
     await handle.result();
@@ -97,6 +114,8 @@ async function main(): Promise<void> {
   try {
     await timeKeel();
     await timeBaseline();
+    modelActivityMs.keel.length = 0;
+    modelActivityMs.bare.length = 0;
     const keel: number[] = [];
     const baseline: number[] = [];
     for (let rep = 0; rep < REPS; rep++) {
@@ -108,7 +127,15 @@ async function main(): Promise<void> {
     console.log(`overhead: ${TURNS}-turn tool loop, ${REPS} interleaved repetitions each`);
     console.log(`  bare workflow, same ${2 * TURNS + 1} activities: median ${baselineMedian.toFixed(1)} ms  (all: ${baseline.map((v) => v.toFixed(0)).join(', ')})`);
     console.log(`  keel generateWorkflow:                  median ${keelMedian.toFixed(1)} ms  (all: ${keel.map((v) => v.toFixed(0)).join(', ')})`);
-    console.log(`  ratio keel / bare: ${(keelMedian / baselineMedian).toFixed(3)}  (goal ≤ 1.15)`);
+    console.log(`  ratio keel / bare: ${(keelMedian / baselineMedian).toFixed(3)}  (goal ≤ 1.10)`);
+    result(`loop: ${TURNS}-turn keel run (ms, median)`, keelMedian, '≤ 600');
+    result(`loop: bare workflow, same ${2 * TURNS + 1} activities (ms)`, baselineMedian, '');
+    result('loop: keel / bare workflow', keelMedian / baselineMedian, '≤ 1.10');
+    // The model activity's own time (started → completed): reading the request from the run, against a bare activity.
+    const keelModel = median(modelActivityMs.keel);
+    const bareModel = median(modelActivityMs.bare);
+    console.log(`  model activity, started→completed: keel callModel median ${keelModel.toFixed(2)} ms, bare activity ${bareModel.toFixed(2)} ms`);
+    result('loop: model-activity overhead per call (ms)', keelModel - bareModel, '≤ 5');
 
     console.log('history growth: tool returns 20 KB per turn');
     let previous: { turns: number; bytes: number } | undefined;
@@ -118,6 +145,7 @@ async function main(): Promise<void> {
       const history = await temporalClient.workflow.getHandle(handle.runId).fetchHistory();
       const bytes = temporal.api.history.v1.History.encode(history).finish().length;
       const increment = previous ? (bytes - previous.bytes) / (turns - previous.turns) : undefined;
+      result(`history: ${turns} turns of 20 KiB tool output (KiB per turn)`, bytes / turns / 1024, 'constant (linear growth)');
       console.log(
         `  ${String(turns).padStart(2)} turns: ${(bytes / 1024).toFixed(1)} KiB, ${(bytes / turns / 1024).toFixed(1)} KiB/turn${increment !== undefined ? `, +${(increment / 1024).toFixed(1)} KiB per added turn` : ''} (${history.events?.length} events)`,
       );

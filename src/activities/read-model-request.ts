@@ -13,14 +13,14 @@ import { msToNumber } from '@temporalio/common/lib/time';
 import { KeelError } from '../core/errors';
 import type { ModelRequest } from '../core/messages';
 import type { CallModelInput } from '../core/run';
-import { modelRequestQuery } from '../workflows/definitions';
+import { modelRequestQuery, type ModelRequestPage } from '../workflows/definitions';
 import { InfrastructureError } from './infrastructure-error';
 
 /** How long one read waits for an answer by default (the server's own limit is 30 s). */
 export const DEFAULT_MODEL_REQUEST_TIMEOUT: Duration = '10 seconds';
 
 /** How many pages of a large request are read at once. */
-const PARALLEL_PAGES = 8;
+const PARALLEL_PAGES = 4;
 
 /**
  * Pages of model requests this worker has read, by page id (least recently used first). A
@@ -65,24 +65,10 @@ export async function readModelRequest({ client, input, timeout = DEFAULT_MODEL_
   const { model, requestKey, runId, temporalRunId } = input;
   const handle = client.workflow.getHandle(runId, temporalRunId);
   try {
-    // Page by page (each answer far under the payload limit), each page within the timeout.
-    const page = (index: number) =>
-      client.withAbortSignal(Context.current().cancellationSignal, () => client.withDeadline(Date.now() + msToNumber(timeout), () => handle.query(modelRequestQuery, requestKey, index)));
-    const first = await page(0);
-    const ids = first.ids ?? [];
-    const texts: Array<string | undefined> = Array.from({ length: first.pages }, (_, index) => (index === 0 ? first.text : ids[index] !== undefined ? pageCache.get(ids[index]) : undefined));
-    if (ids[0] !== undefined) pageCache.set(ids[0], first.text);
-    // Pages this worker has not seen, a few at a time: each is a query the run's worker answers from memory.
-    const missing = texts.flatMap((text, index) => (text === undefined ? [index] : []));
-    for (let start = 0; start < missing.length; start += PARALLEL_PAGES) {
-      const batch = missing.slice(start, start + PARALLEL_PAGES);
-      const answers = await Promise.all(batch.map((index) => page(index)));
-      batch.forEach((index, position) => {
-        texts[index] = answers[position]!.text;
-        if (ids[index] !== undefined) pageCache.set(ids[index], answers[position]!.text);
-      });
-    }
-    return JSON.parse(texts.join('')) as ModelRequest;
+    // Page by page (each answer far under the payload limit), each page within the timeout;
+    // the activity's cancellation aborts the whole read (one listener, however many pages).
+    const page = (index: number) => client.withDeadline(Date.now() + msToNumber(timeout), () => handle.query(modelRequestQuery, requestKey, index));
+    return await client.withAbortSignal(Context.current().cancellationSignal, () => readPages(page));
   } catch (error) {
     // ServiceError wraps a failed gRPC call ("Failed to query Workflow"); its cause says why.
     const cause = error instanceof ServiceError ? error.cause : undefined;
@@ -91,4 +77,22 @@ export async function readModelRequest({ client, input, timeout = DEFAULT_MODEL_
     if (error instanceof ServiceError || isGrpcServiceError(error)) throw new InfrastructureError(message, { modelName: model });
     throw new KeelError('INTERNAL', message, { modelName: model });
   }
+}
+
+/** A request's pages: the first (with every page's id), then those this worker has not cached, a few at a time. */
+async function readPages(page: (index: number) => Promise<ModelRequestPage>): Promise<ModelRequest> {
+  const first = await page(0);
+  const ids = first.ids ?? [];
+  const texts: Array<string | undefined> = Array.from({ length: first.pages }, (_, index) => (index === 0 ? first.text : ids[index] !== undefined ? pageCache.get(ids[index]) : undefined));
+  if (ids[0] !== undefined) pageCache.set(ids[0], first.text);
+  const missing = texts.flatMap((text, index) => (text === undefined ? [index] : []));
+  for (let start = 0; start < missing.length; start += PARALLEL_PAGES) {
+    const batch = missing.slice(start, start + PARALLEL_PAGES);
+    const answers = await Promise.all(batch.map((index) => page(index)));
+    batch.forEach((index, position) => {
+      texts[index] = answers[position]!.text;
+      if (ids[index] !== undefined) pageCache.set(ids[index], answers[position]!.text);
+    });
+  }
+  return JSON.parse(texts.join('')) as ModelRequest;
 }

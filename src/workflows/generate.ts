@@ -23,7 +23,7 @@ import { modelCaller } from './call-model';
 import { toolRunner } from './call-tool';
 import { InterruptBoard } from './interrupt-board';
 import { resumeHeldCalls } from './resume';
-import { continuedInput, restoreRunState, shouldContinueAsNew } from './continue-run';
+import { continuedInput, messageChunks, restoreRunState, shouldContinueAsNew } from './continue-run';
 import { newRunState, type RunState } from './run-state';
 import { answerQueries, settleCompleted, settleFailure, showInterrupts } from './run-status';
 import { setUpRun } from './run-setup';
@@ -60,7 +60,9 @@ function resultOf(outcome: GenerateOutcome, { status, artifacts, tasks }: RunSta
 }
 
 /** The tool loop. */
-export async function generateWorkflow(rawInput: RunInput): Promise<RunResult> {
+export async function generateWorkflow(input0: RunInput, ...carriedMessages: Message[][]): Promise<RunResult> {
+  // The next run of a chain gets its conversation as separate chunks (see continue-run.ts).
+  const rawInput = carriedMessages.length && input0?.continued ? { ...input0, messages: carriedMessages.flat() } : input0;
   const info = workflowInfo();
   const run = newRunState(info.workflowId, typeof rawInput?.agent === 'string' ? rawInput.agent : '');
   answerQueries(run);
@@ -122,7 +124,8 @@ export async function generateWorkflow(rawInput: RunInput): Promise<RunResult> {
       if (iteration > firstIteration && shouldContinueAsNew(input.continueAsNewAt)) {
         // A turn boundary with the history grown past its bounds: go on in a fresh run.
         await condition(allHandlersFinished);
-        await continueAsNew<typeof generateWorkflow>(continuedInput(input, run, { iteration, messages, stages: setup.stages }));
+        const next = continuedInput(input, run, { iteration, messages, stages: setup.stages });
+        await continueAsNew<typeof generateWorkflow>({ ...next, messages: [] }, ...messageChunks(next.messages));
       }
       run.status.turn += 1;
       const request: ModelRequest = { messages, tools: setup.tools, ...(agent.config ? { config: agent.config } : {}) };

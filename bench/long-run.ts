@@ -1,0 +1,93 @@
+/**
+ * bench/long-run: a run of N turns (default 1,000) whose tool returns 20 KiB each turn, on
+ * the embedded dev server with keel's defaults (file External Storage, continue-as-new past
+ * 4 MiB of history). Prints each run of the chain (history bytes, events), the store's bytes,
+ * and the same for N/4 and N/2 turns, to show growth in turns. Not a test: asserts nothing.
+ *
+ * Run: npx tsx bench/long-run.ts   (env: BENCH_LONG_TURNS)
+ */
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { temporal } from '@temporalio/proto';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readdirSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { KeelClient } from '../src/client/keel-client';
+import { defineConfig } from '../src/config/load';
+import { defineAgent, defineTool } from '../src/define';
+import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
+import { Registry } from '../src/registry';
+import { findTemporalBinary, startDevServer } from '../src/server/dev-server';
+import { connectClient, connectWorker } from '../src/worker/connect';
+import { createKeelWorker } from '../src/worker/create-worker';
+import { freePort } from '../test/support/free-port';
+import { result } from './report';
+
+const TURNS = Number(process.env.BENCH_LONG_TURNS ?? 1000);
+
+function storedBytes(directory: string): number {
+  let total = 0;
+  for (const entry of readdirSync(directory, { withFileTypes: true, recursive: true })) if (entry.isFile()) total += statSync(join(entry.parentPath, entry.name)).size;
+  return total;
+}
+
+async function main(): Promise<void> {
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const server = await startDevServer({ binary: findTemporalBinary(defineConfig({})), port: await freePort(), headless: true, logLevel: 'error' });
+  const store = mkdtempSync(join(tmpdir(), 'keel-bench-store-'));
+  const config = defineConfig({ temporal: { address: server.address }, taskQueue: `bench-long-${randomUUID()}`, externalStorage: { directory: store } });
+  const chunk = defineTool({ name: 'chunk', description: 'Returns 20 KiB.', input: z.object({ turn: z.number() }), run: ({ turn }) => ({ turn, data: 'x'.repeat(20 * 1024) }) });
+  const registry = new Registry().add(chunk);
+  const counts = [TURNS / 4, TURNS / 2, TURNS].map(Math.round);
+  for (const turns of counts) {
+    const model = scriptedModel({ name: `scripted/long-${turns}`, keepRequests: 0, script: [...Array.from({ length: turns }, (_, turn) => toolCallReply({ name: 'chunk', input: { turn } }, { usage: { inputTokens: 1 } })), textReply('done')] });
+    registry.add(model, defineAgent({ name: `long-${turns}`, model: model.name, tools: ['chunk'], maxTurns: turns }));
+  }
+  const connection = await connectWorker(config);
+  const temporalClient = await connectClient(config);
+  const worker = await createKeelWorker({ config, registry, connection, client: temporalClient });
+  const running = worker.run();
+  const client = new KeelClient({ temporal: temporalClient, taskQueue: config.taskQueue });
+  try {
+    const rows: Array<{ turns: number; seconds: number; runs: number; maxHistory: number; totalHistory: number; store: number }> = [];
+    for (const turns of counts) {
+      const before = storedBytes(store);
+      const started = Date.now();
+      const handle = await client.start(`long-${turns}`, 'go');
+      const outcome = await handle.result();
+      const seconds = (Date.now() - started) / 1000;
+      if (outcome.usage.inputTokens !== turns) throw new Error(`usage not summed: ${JSON.stringify(outcome.usage)}`);
+      const histories: number[] = [];
+      for await (const execution of temporalClient.workflow.list({ query: `WorkflowId = "${handle.runId}"` })) {
+        const history = await temporalClient.workflow.getHandle(handle.runId, execution.runId).fetchHistory();
+        histories.push(temporal.api.history.v1.History.encode(history).finish().length);
+      }
+      const row = { turns, seconds, runs: histories.length, maxHistory: Math.max(...histories), totalHistory: histories.reduce((a, b) => a + b, 0), store: storedBytes(store) - before };
+      rows.push(row);
+      console.log(
+        `long run: ${turns} turns in ${seconds.toFixed(1)} s, ${row.runs} runs in the chain, history per run max ${(row.maxHistory / 1024 / 1024).toFixed(2)} MiB (all runs ${(row.totalHistory / 1024 / 1024).toFixed(1)} MiB), store +${(row.store / 1024 / 1024).toFixed(1)} MiB`,
+      );
+    }
+    const last = rows.at(-1)!;
+    const half = rows[1]!;
+    result('long run: turns', last.turns, '1,000 turns complete');
+    result('long run: largest history of one run (MiB)', last.maxHistory / 1024 / 1024, '≤ 5');
+    result('long run: runs in the chain', last.runs, '');
+    result('long run: history bytes per turn (KiB)', last.totalHistory / last.turns / 1024, 'constant');
+    result('long run: store bytes per turn (KiB)', last.store / last.turns / 1024, 'constant (linear in turns)');
+    result(`long run: store ${last.turns} turns / ${half.turns} turns`, last.store / half.store, '≈ 2 (linear)');
+    result('long run: wall time (s)', last.seconds, '');
+  } finally {
+    worker.shutdown();
+    await running;
+    await connection.close();
+    await temporalClient.connection.close();
+    await server.stop();
+  }
+}
+
+void main().catch((error) => {
+  console.error(error);
+  process.exitCode = 1;
+});

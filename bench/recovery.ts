@@ -1,0 +1,90 @@
+/**
+ * bench/recovery: time from SIGKILL of a worker in the middle of a tool call to the call
+ * running again on the other worker (goal ≤ heartbeat timeout + 2 s). Two real `keel
+ * worker` processes, the embedded dev server, REPS repetitions; prints each and the median.
+ * Not a test.
+ *
+ * Run: npx tsx bench/recovery.ts   (env: BENCH_RECOVERY_REPS, BENCH_HEARTBEAT_S)
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { stringify } from 'yaml';
+import { KeelClient } from '../src/client/keel-client';
+import { defineConfig, loadConfig } from '../src/config/load';
+import { findTemporalBinary, startDevServer } from '../src/server/dev-server';
+import { freePort } from '../test/support/free-port';
+import { result } from './report';
+
+const REPS = Number(process.env.BENCH_RECOVERY_REPS ?? 5);
+const HEARTBEAT_S = Number(process.env.BENCH_HEARTBEAT_S ?? 2);
+const ROOT = resolve(__dirname, '..');
+
+const lines = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : []);
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+
+async function until<T>(probe: () => T | undefined, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error('timed out');
+    await sleep(20);
+  }
+}
+
+function worker(configPath: string, dir: string): { child: ChildProcess; ready: Promise<void> } {
+  const child = spawn(process.execPath, [join(ROOT, 'bin', 'keel.cjs'), 'worker', '--config', configPath], { env: { ...process.env, KEEL_TEST_DIR: dir }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let output = '';
+  const ready = new Promise<void>((done) => child.stderr!.on('data', (chunk: Buffer) => ((output += chunk.toString()), /keel: worker \d+ on task queue/.test(output) && done())));
+  return { child, ready };
+}
+
+async function main(): Promise<void> {
+  const server = await startDevServer({ binary: findTemporalBinary(defineConfig({})), port: await freePort(), headless: true, logLevel: 'error' });
+  const times: number[] = [];
+  try {
+    for (let rep = 0; rep < REPS; rep++) {
+      const dir = mkdtempSync(join(tmpdir(), 'keel-recovery-'));
+      const configPath = join(dir, 'temporal.yaml');
+      writeFileSync(
+        configPath,
+        stringify({
+          temporal: { address: server.address },
+          taskQueue: `recovery-${rep}-${Date.now()}`,
+          activities: { tool: { heartbeatTimeout: `${HEARTBEAT_S} seconds`, retry: { initialInterval: '100ms' } } },
+          modules: [join(ROOT, 'test', 'fixtures', 'crash-agents.ts')],
+          models: [{ name: 'scripted/crash', script: [{ toolRequests: [{ name: 'slow_work', input: { seconds: 3 } }] }, { text: 'done' }] }],
+        }),
+      );
+      const workers = [worker(configPath, dir), worker(configPath, dir)];
+      await Promise.all(workers.map((entry) => entry.ready));
+      const client = await KeelClient.connect(loadConfig({ path: configPath }));
+      try {
+        const handle = await client.start('crash', 'go');
+        const slowLog = join(dir, 'slow.log');
+        const victimPid = await until(() => lines(slowLog)[0]?.split(' ')[1]);
+        const victim = workers.find((entry) => String(entry.child.pid) === victimPid)!;
+        victim.child.kill('SIGKILL');
+        const killedAt = Date.now();
+        await until(() => (lines(slowLog).filter((line) => line.startsWith('start ')).length >= 2 ? true : undefined));
+        times.push((Date.now() - killedAt) / 1000);
+        await handle.result();
+        console.log(`recovery ${rep + 1}/${REPS}: the call ran again ${times.at(-1)!.toFixed(2)} s after SIGKILL (heartbeat timeout ${HEARTBEAT_S} s)`);
+      } finally {
+        await client.close();
+        for (const entry of workers) entry.child.kill('SIGKILL');
+      }
+    }
+    const sorted = [...times].sort((a, b) => a - b);
+    result(`recovery: SIGKILL to the call running again (s), heartbeat ${HEARTBEAT_S} s`, sorted[Math.floor(sorted.length / 2)]!, `≤ ${HEARTBEAT_S + 2}`);
+  } finally {
+    await server.stop();
+  }
+}
+
+void main().catch((error) => {
+  console.error(error);
+  process.exitCode = 1;
+});

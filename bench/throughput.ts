@@ -1,0 +1,155 @@
+/**
+ * bench/throughput: many concurrent runs on the embedded dev server. Not a test.
+ *
+ * 1. Model-bound: N (default 500) concurrent 3-turn runs, a 50 ms scripted model and a
+ *    trivial tool, one worker; against N bare workflows scheduling the same activities
+ *    (same sleeps) on the same worker. Runs/s, p50/p95 latency, ratio (goal ≥ 0.8).
+ * 2. Activity-bound: M (default 200) concurrent 3-turn runs with two 300 ms tool calls a
+ *    turn, workers limited to 20 concurrent activities: one worker against two (goal ≥ 1.7).
+ *
+ * Run: npx tsx bench/throughput.ts   (env: BENCH_RUNS, BENCH_TOOL_RUNS)
+ */
+import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type NativeConnection } from '@temporalio/worker';
+import type { Client } from '@temporalio/client';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { createActivities } from '../src/activities/create-activities';
+import { KeelClient } from '../src/client/keel-client';
+import { defineConfig } from '../src/config/load';
+import type { KeelConfig } from '../src/config/schema';
+import { defineAgent, defineTool } from '../src/define';
+import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
+import { Registry } from '../src/registry';
+import { findTemporalBinary, startDevServer } from '../src/server/dev-server';
+import { connectClient, connectWorker } from '../src/worker/connect';
+import { freePort } from '../test/support/free-port';
+import { result } from './report';
+
+const RUNS = Number(process.env.BENCH_RUNS ?? 500);
+const TOOL_RUNS = Number(process.env.BENCH_TOOL_RUNS ?? 200);
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+/** Starts `count` runs at once with `start` and waits for all; runs/s and latencies. */
+async function load(count: number, start: (index: number) => Promise<() => Promise<unknown>>): Promise<{ perSecond: number; p50: number; p95: number; seconds: number }> {
+  const began = Date.now();
+  const latencies = await Promise.all(
+    Array.from({ length: count }, async (_, index) => {
+      const started = Date.now();
+      const wait = await start(index);
+      await wait();
+      return Date.now() - started;
+    }),
+  );
+  const seconds = (Date.now() - began) / 1000;
+  return { perSecond: count / seconds, p50: percentile(latencies, 50), p95: percentile(latencies, 95), seconds };
+}
+
+async function main(): Promise<void> {
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const server = await startDevServer({ binary: findTemporalBinary(defineConfig({})), port: await freePort(), headless: true, logLevel: 'error' });
+  const { code } = await bundleWorkflowCode({ workflowsPath: join(__dirname, 'workflows.ts'), logger: new DefaultLogger('ERROR') });
+
+  const noop = defineTool({ name: 'noop', description: 'Does nothing.', input: z.object({ turn: z.number() }), run: () => ({ ok: true }) });
+  const slow = defineTool({ name: 'slow', description: 'Takes 300 ms.', input: z.object({ turn: z.number(), call: z.number() }), run: async () => (await sleep(300), { ok: true }) });
+  const registry = new Registry().add(noop, slow);
+  const modelBound = scriptedModel({ name: 'scripted/tp-model', keepRequests: 0, script: [0, 1, 2].map((turn) => toolCallReply({ name: 'noop', input: { turn } }, { delayMs: 50 })).concat([textReply('done', { delayMs: 50 })]) });
+  const toolBound = scriptedModel({
+    name: 'scripted/tp-tools',
+    keepRequests: 0,
+    script: [0, 1, 2].map((turn) => toolCallReply([{ name: 'slow', input: { turn, call: 0 } }, { name: 'slow', input: { turn, call: 1 } }])).concat([textReply('done')]),
+  });
+  registry.add(modelBound, defineAgent({ name: 'tp-model', model: modelBound.name, tools: ['noop'] }), toolBound, defineAgent({ name: 'tp-tools', model: toolBound.name, tools: ['slow'] }));
+
+  const connections: NativeConnection[] = [];
+  const clients: Client[] = [];
+  const startWorkers = async (config: KeelConfig, count: number, maxActivities?: number) => {
+    const workers = await Promise.all(
+      Array.from({ length: count }, async () => {
+        const connection = await connectWorker(config);
+        const temporalClient = await connectClient(config);
+        connections.push(connection);
+        clients.push(temporalClient);
+        return Worker.create({
+          connection,
+          taskQueue: config.taskQueue,
+          workflowBundle: { code },
+          ...(maxActivities ? { maxConcurrentActivityTaskExecutions: maxActivities } : {}),
+          activities: {
+            ...createActivities({ registry, config, client: temporalClient }),
+            bareModel: async (turn: number, ms = 0) => (ms && (await sleep(ms)), { turn }),
+            bareTool: async (_turn: number, ms = 0) => (ms && (await sleep(ms)), { ok: true }),
+          },
+        });
+      }),
+    );
+    const running = workers.map((worker) => worker.run());
+    return async () => {
+      workers.forEach((worker) => worker.shutdown());
+      await Promise.all(running);
+    };
+  };
+
+  try {
+    // 1. Model-bound, one worker: keel against bare workflows, alternated.
+    const config = defineConfig({ temporal: { address: server.address }, taskQueue: `bench-tp-${randomUUID()}` });
+    const stop = await startWorkers(config, 1);
+    const temporalClient = await connectClient(config);
+    clients.push(temporalClient);
+    const client = new KeelClient({ temporal: temporalClient, taskQueue: config.taskQueue });
+    const keelRun = async () => {
+      const handle = await client.start('tp-model', 'go');
+      return () => handle.result();
+    };
+    const bareRun = async () => {
+      const handle = await temporalClient.workflow.start('baselineWorkflow', { taskQueue: config.taskQueue, workflowId: `bare-${randomUUID()}`, args: [3, 50, 0, 1] });
+      return () => handle.result();
+    };
+    await load(20, keelRun);
+    await load(20, bareRun);
+    const bare = await load(RUNS, bareRun);
+    const keel = await load(RUNS, keelRun);
+    console.log(`throughput, model-bound: ${RUNS} concurrent 3-turn runs, 50 ms model, one worker`);
+    console.log(`  bare workflows: ${bare.perSecond.toFixed(1)} runs/s, p50 ${bare.p50} ms, p95 ${bare.p95} ms (${bare.seconds.toFixed(1)} s)`);
+    console.log(`  keel runs:      ${keel.perSecond.toFixed(1)} runs/s, p50 ${keel.p50} ms, p95 ${keel.p95} ms (${keel.seconds.toFixed(1)} s)`);
+    result('throughput: keel runs/s (model-bound, 1 worker)', keel.perSecond, '');
+    result('throughput: keel p50 / p95 latency (ms)', keel.p50, `p95 ${keel.p95}`);
+    result('throughput: keel / bare runs/s', keel.perSecond / bare.perSecond, '≥ 0.8');
+    await stop();
+
+    // 2. Activity-bound: one worker against two, 20 activity slots each.
+    const scale = async (workers: number) => {
+      const scaled = defineConfig({ temporal: { address: server.address }, taskQueue: `bench-scale-${randomUUID()}` });
+      const stopScaled = await startWorkers(scaled, workers, 20);
+      const scaledClient = new KeelClient({ temporal: temporalClient, taskQueue: scaled.taskQueue });
+      try {
+        return await load(TOOL_RUNS, async () => {
+          const handle = await scaledClient.start('tp-tools', 'go');
+          return () => handle.result();
+        });
+      } finally {
+        await stopScaled();
+      }
+    };
+    const one = await scale(1);
+    const two = await scale(2);
+    console.log(`throughput, activity-bound: ${TOOL_RUNS} concurrent 3-turn runs, two 300 ms tools a turn, 20 activity slots per worker`);
+    console.log(`  one worker:  ${one.perSecond.toFixed(2)} runs/s, p50 ${one.p50} ms, p95 ${one.p95} ms`);
+    console.log(`  two workers: ${two.perSecond.toFixed(2)} runs/s, p50 ${two.p50} ms, p95 ${two.p95} ms`);
+    result('scale: two workers / one (activity-bound)', two.perSecond / one.perSecond, '≥ 1.7');
+  } finally {
+    await Promise.all(connections.map((connection) => connection.close()));
+    await Promise.all(clients.map((temporalClient) => temporalClient.connection.close()));
+    await server.stop();
+  }
+}
+
+void main().catch((error) => {
+  console.error(error);
+  process.exitCode = 1;
+});
