@@ -4,8 +4,8 @@
  * 1. Model-bound: N (default 500) concurrent 3-turn runs, a 50 ms scripted model and a
  *    trivial tool, one worker; against N bare workflows scheduling the same activities
  *    (same sleeps) on the same worker. Runs/s, p50/p95 latency, ratio (goal ≥ 0.8).
- * 2. Activity-bound: M (default 200) concurrent 3-turn runs with two 300 ms tool calls a
- *    turn, workers limited to 20 concurrent activities: one worker against two (goal ≥ 1.7).
+ * 2. Activity-bound: M (default 100) concurrent 3-turn runs with two 500 ms tool calls a
+ *    turn, workers limited to 10 concurrent activities: one worker against two (goal ≥ 1.7).
  *
  * Run: npx tsx bench/throughput.ts   (env: BENCH_RUNS, BENCH_TOOL_RUNS)
  */
@@ -27,7 +27,7 @@ import { freePort } from '../test/support/free-port';
 import { result } from './report';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 500);
-const TOOL_RUNS = Number(process.env.BENCH_TOOL_RUNS ?? 200);
+const TOOL_RUNS = Number(process.env.BENCH_TOOL_RUNS ?? 100);
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
 
 function percentile(values: number[], p: number): number {
@@ -56,7 +56,7 @@ async function main(): Promise<void> {
   const { code } = await bundleWorkflowCode({ workflowsPath: join(__dirname, 'workflows.ts'), logger: new DefaultLogger('ERROR') });
 
   const noop = defineTool({ name: 'noop', description: 'Does nothing.', input: z.object({ turn: z.number() }), run: () => ({ ok: true }) });
-  const slow = defineTool({ name: 'slow', description: 'Takes 300 ms.', input: z.object({ turn: z.number(), call: z.number() }), run: async () => (await sleep(300), { ok: true }) });
+  const slow = defineTool({ name: 'slow', description: 'Takes 500 ms.', input: z.object({ turn: z.number(), call: z.number() }), run: async () => (await sleep(500), { ok: true }) });
   const registry = new Registry().add(noop, slow);
   const modelBound = scriptedModel({ name: 'scripted/tp-model', keepRequests: 0, script: [0, 1, 2].map((turn) => toolCallReply({ name: 'noop', input: { turn } }, { delayMs: 50 })).concat([textReply('done', { delayMs: 50 })]) });
   const toolBound = scriptedModel({
@@ -125,7 +125,7 @@ async function main(): Promise<void> {
     // 2. Activity-bound: one worker against two, 20 activity slots each.
     const scale = async (workers: number) => {
       const scaled = defineConfig({ temporal: { address: server.address }, taskQueue: `bench-scale-${randomUUID()}` });
-      const stopScaled = await startWorkers(scaled, workers, 20);
+      const stopScaled = await startWorkers(scaled, workers, 10);
       const scaledClient = new KeelClient({ temporal: temporalClient, taskQueue: scaled.taskQueue });
       try {
         return await load(TOOL_RUNS, async () => {
@@ -138,7 +138,7 @@ async function main(): Promise<void> {
     };
     const one = await scale(1);
     const two = await scale(2);
-    console.log(`throughput, activity-bound: ${TOOL_RUNS} concurrent 3-turn runs, two 300 ms tools a turn, 20 activity slots per worker`);
+    console.log(`throughput, activity-bound: ${TOOL_RUNS} concurrent 3-turn runs, two 500 ms tools a turn, 10 activity slots per worker`);
     console.log(`  one worker:  ${one.perSecond.toFixed(2)} runs/s, p50 ${one.p50} ms, p95 ${one.p95} ms`);
     console.log(`  two workers: ${two.perSecond.toFixed(2)} runs/s, p50 ${two.p50} ms, p95 ${two.p95} ms`);
     result('scale: two workers / one (activity-bound)', two.perSecond / one.perSecond, '≥ 1.7');

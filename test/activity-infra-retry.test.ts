@@ -1,6 +1,6 @@
 /**
- * The model activity reads its request back from the run through the `modelRequest`
- * query. While no workflow worker can answer (all of them down or restarting), that read
+ * The model activity reads a request too large to travel inline (over 8 KiB) back from the
+ * run through the `modelRequest` query. While no workflow worker can answer (all of them down or restarting), that read
  * fails: an infrastructure failure, which the activity's own retry policy retries until a
  * workflow worker is back, instead of failing the run.
  */
@@ -98,7 +98,7 @@ describe('model activity retries', () => {
     });
 
     const stopFirstWorkflowWorker = running(await workflowWorker(config, registry, connection, client));
-    const handle = await new KeelClient({ temporal: client, taskQueue: config.taskQueue }).start('infra-retry', 'hello');
+    const handle = await new KeelClient({ temporal: client, taskQueue: config.taskQueue }).start('infra-retry', `hello ${'x'.repeat(10_000)}`);
     await expect.poll(() => scheduledActivities(client, handle.runId), { timeout: 20_000 }).toContain('callModel');
     await stopFirstWorkflowWorker();
 

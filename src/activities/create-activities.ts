@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { KeelError, toApplicationFailure, toKeelError } from '../core/errors';
 import { ModelVisibleToolError, TOOL_FAIL_FAILURE, TOOL_INTERRUPT_FAILURE } from '../core/interrupts';
 import { ModelResponseSchema, type ModelResponse } from '../core/messages';
-import type { ToolDefinition } from '../core/messages';
+import type { ModelRequest, ToolDefinition } from '../core/messages';
 import type { AgentSpec, CallModelInput, CallToolInput, ResolveAgentInput, ValidateToolOutputInput } from '../core/run';
 import { describeZodError, firstIssuePath } from '../core/schema-errors';
 import type { KeelConfig } from '../config/schema';
@@ -137,7 +137,7 @@ export function createActivities({ registry, config, client, modelRequestTimeout
         });
       }
       const response = await withHeartbeat(async (heartbeat) => {
-        const request = await readModelRequest({ client, input, timeout: modelRequestTimeout });
+        const request = input.requestText !== undefined ? (JSON.parse(input.requestText) as ModelRequest) : await readModelRequest({ client, input, timeout: modelRequestTimeout });
         return model.generate(request, { callIndex: input.callIndex, runId: input.runId, heartbeat, signal: context.cancellationSignal });
       });
       const parsed = ModelResponseSchema.safeParse(response);

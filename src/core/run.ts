@@ -215,7 +215,7 @@ export const AgentSpecSchema = z.object({
 });
 export type AgentSpec = z.infer<typeof AgentSpecSchema>;
 
-/** Input of the `callModel` activity: the request travels by reference (DESIGN §6). */
+/** Input of the `callModel` activity: the request travels by reference (DESIGN §6), or inline when small. */
 export const CallModelInputSchema = z.object({
   model: z.string(),
   /** How many calls this run made to this model before this one (scripted replies use it). */
@@ -226,6 +226,8 @@ export const CallModelInputSchema = z.object({
   runId: z.string(),
   /** Temporal's id of the run's current execution (changes on continue-as-new). */
   temporalRunId: z.string(),
+  /** A small request's JSON, carried in the input itself (no read back from the run). */
+  requestText: z.string().optional(),
 });
 export type CallModelInput = z.infer<typeof CallModelInputSchema>;
 

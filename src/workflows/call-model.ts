@@ -32,6 +32,9 @@ export function utf8Length(text: string): number {
   return bytes;
 }
 
+/** Requests up to this many characters of JSON travel inline, in the model activity's input. */
+export const INLINE_REQUEST_CHARS = 8 * 1024;
+
 /** Each message's JSON, made once per message object: a turn stringifies only what is new. */
 const messageJson = new WeakMap<Message, string>();
 
@@ -84,9 +87,14 @@ export function modelCaller(run: RunState, options: ActivityOptions, temporalRun
         { modelName: model, sizeBytes: requestBytes },
       );
     }
-    const ids = pageIds(latest.get(model), text, `${chain}/${requestKey}`);
-    latest.set(model, { text, ids });
-    run.modelRequests[requestKey] = { text, ids };
+    // A small request rides in the activity's input (history holds at most INLINE_REQUEST_CHARS
+    // more per call, and no read back is needed); a larger one is read from the run by reference.
+    const inline = text.length <= INLINE_REQUEST_CHARS;
+    if (!inline) {
+      const ids = pageIds(latest.get(model), text, `${chain}/${requestKey}`);
+      latest.set(model, { text, ids });
+      run.modelRequests[requestKey] = { text, ids };
+    }
     try {
       const response = await proxyActivities<KeelActivities>({ ...options, summary: `model ${model}` }).callModel({
         model,
@@ -94,6 +102,7 @@ export function modelCaller(run: RunState, options: ActivityOptions, temporalRun
         requestKey,
         runId: run.runId,
         temporalRunId,
+        ...(inline ? { requestText: text } : {}),
       });
       run.status.usage = addUsage(run.status.usage, response.usage);
       return response;
