@@ -23,6 +23,7 @@ import { defineAgent, defineTool } from '../src/define';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
 import { findTemporalBinary, startDevServer } from '../src/server/dev-server';
+import { keelDataConverter } from '../src/storage/data-converter';
 import { connectClient, connectWorker } from '../src/worker/connect';
 import { freePort } from '../test/support/free-port';
 import { result } from './report';
@@ -58,8 +59,11 @@ async function main(): Promise<void> {
   const connection = await connectWorker(config);
   const temporalClient = await connectClient(config);
   const { code } = await bundleWorkflowCode({ workflowsPath: join(__dirname, 'workflows.ts'), logger: new DefaultLogger('ERROR') });
+  const dataConverter = await keelDataConverter(config);
   const worker = await Worker.create({
     connection,
+    // keel's own data converter (External Storage, as every keel worker has it).
+    ...(dataConverter ? { dataConverter } : {}),
     taskQueue: config.taskQueue,
     workflowBundle: { code },
     activities: {
