@@ -9,7 +9,7 @@
  * Runs in the workflow sandbox: deterministic, no I/O. Everything external goes through
  * the activities proxied by the steps (call-model, call-tool).
  */
-import { allHandlersFinished, condition, continueAsNew, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, condition, continueAsNew, patched, proxyLocalActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import { KeelError } from '../core/errors';
 import { INTERRUPT_METADATA } from '../core/interrupts';
 import { assignToolRefs, messageText, toolRequestParts, type Message, type ModelRequest } from '../core/messages';
@@ -33,6 +33,9 @@ const { resolveAgent, validateToolOutput } = proxyLocalActivities<KeelActivities
   startToCloseTimeout: '30 seconds',
   retry: { maximumAttempts: 3, nonRetryableErrorTypes: ['NOT_FOUND', 'INVALID_ARGUMENT', 'INTERNAL'] },
 });
+
+/** The patch that put a workflow task boundary after `resolveAgent` (runs started before it replay without one). */
+export const BOUNDARY_AFTER_RESOLVE_PATCH = 'keel-task-boundary-after-resolve-agent';
 
 /** Checks a stand-in output against the tool's output schema; returns it parsed. */
 async function validateOutput(toolName: string, output: unknown): Promise<unknown> {
@@ -78,6 +81,8 @@ export async function generateWorkflow(input0: RunInput, ...carriedMessages: Mes
     timeout: parsed.success ? parsed.data.interruptTimeout : undefined,
     onTimeout: parsed.success ? parsed.data.onInterruptTimeout : 'deny',
   });
+  // Decided before the first await, where no local activity can shift it (see below).
+  const boundaryAfterResolve = patched(BOUNDARY_AFTER_RESOLVE_PATCH);
   try {
     if (!parsed.success) throw new KeelError('INVALID_ARGUMENT', `invalid run input: ${describeZodError(parsed.error)}`);
     const input: RunInput = parsed.data;
@@ -87,6 +92,12 @@ export async function generateWorkflow(input0: RunInput, ...carriedMessages: Mes
     } catch (error) {
       throw asKeelError(error, `resolving agent "${input.agent}"`);
     }
+    // A workflow task boundary between the agent's local activity and the middleware's
+    // creation: a query that arrives during the first task can close it early, and on replay
+    // the local activity's result then comes one task sooner, so a `patched()` call in a
+    // middleware's create (or first hooks) would not see its marker (a nondeterminism error
+    // after a worker restart). After a 1 ms timer, setup always starts a task of its own.
+    if (boundaryAfterResolve) await sleep(1);
     if (input.state && agent.session === 'server') {
       throw new KeelError('INVALID_ARGUMENT', `agent "${agent.name}" keeps its conversation on the server (session: 'server'): send a session id, not state`);
     }
