@@ -36,6 +36,8 @@ const { resolveAgent, validateToolOutput } = proxyLocalActivities<KeelActivities
 
 /** The patch that put a workflow task boundary after `resolveAgent` (runs started before it replay without one). */
 export const BOUNDARY_AFTER_RESOLVE_PATCH = 'keel-task-boundary-after-resolve-agent';
+/** The summary of that boundary's 1 ms timer (how the UI and tests tell it from a middleware's waits). */
+export const BOUNDARY_TIMER_SUMMARY = 'keel: workflow task boundary before middleware setup';
 
 /** Checks a stand-in output against the tool's output schema; returns it parsed. */
 async function validateOutput(toolName: string, output: unknown): Promise<unknown> {
@@ -97,7 +99,7 @@ export async function generateWorkflow(input0: RunInput, ...carriedMessages: Mes
     // the local activity's result then comes one task sooner, so a `patched()` call in a
     // middleware's create (or first hooks) would not see its marker (a nondeterminism error
     // after a worker restart). After a 1 ms timer, setup always starts a task of its own.
-    if (boundaryAfterResolve) await sleep(1);
+    if (boundaryAfterResolve) await sleep(1, { summary: BOUNDARY_TIMER_SUMMARY });
     if (input.state && agent.session === 'server') {
       throw new KeelError('INVALID_ARGUMENT', `agent "${agent.name}" keeps its conversation on the server (session: 'server'): send a session id, not state`);
     }

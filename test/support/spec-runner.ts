@@ -21,6 +21,7 @@ import { fixtureTools } from '../fixtures/tools';
 import { answerInterrupts } from './answer-interrupts';
 import { startTestWorker, type TestWorker } from './harness';
 import { transcript } from './transcript';
+import { isBoundaryTimer } from './history';
 
 const Replies = z.array(ScriptedReplySchema);
 
@@ -102,7 +103,7 @@ function substituteModels(value: unknown, names: Record<string, string>): unknow
 async function timersOf(worker: TestWorker, runId: string): Promise<number[]> {
   const history = await worker.client.temporal.workflow.getHandle(runId).fetchHistory();
   return (history.events ?? [])
-    .filter((event) => event.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_TIMER_STARTED)
+    .filter((event) => event.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_TIMER_STARTED && !isBoundaryTimer(event))
     .map((event) => {
       const timeout = event.timerStartedEventAttributes!.startToFireTimeout!;
       return Number(timeout.seconds ?? 0) * 1000 + Math.round((timeout.nanos ?? 0) / 1e6);
