@@ -160,8 +160,8 @@ function executionsByKey(dir: string): Map<string, Execution[]> {
   return byKey;
 }
 
-/** The activities a four-turn `faults` run schedules, in order. */
-const FAULT_RUN_ACTIVITIES = ['callModel', 'callTool', 'callTool', 'callModel', 'callTool', 'callModel', 'callTool', 'callModel'];
+/** The activities a four-turn `faults` run schedules, in order (the agent lookup first). */
+const FAULT_RUN_ACTIVITIES = ['resolveAgent', 'callModel', 'callTool', 'callTool', 'callModel', 'callTool', 'callModel', 'callTool', 'callModel'];
 
 
 type HistoryEvent = NonNullable<temporal.api.history.v1.IHistory['events']>[number];

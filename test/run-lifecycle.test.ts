@@ -42,7 +42,7 @@ afterAll(async () => {
 });
 
 describe('run history', () => {
-  it('records every model and tool call as a scheduled activity and resolves the agent locally', async () => {
+  it('records every model and tool call as a scheduled activity, and the agent lookup before them', async () => {
     // turn 1: two echo calls; turn 2: one echo call; turn 3: text
     const model = scriptedModel({
       name: 'scripted/history',
@@ -52,7 +52,12 @@ describe('run history', () => {
     const handle = await worker.client.start('history', 'hi');
     await handle.result();
     expect(await scheduledActivities(worker.client.temporal, handle.runId)).toEqual(['callModel', 'callTool', 'callTool', 'callModel', 'callTool', 'callModel']);
-    expect(await markerCount(worker.client.temporal, handle.runId)).toBe(1);
+    // The lookup is an activity of its own (a workflow task boundary before middleware setup), recorded once.
+    const history = await worker.client.temporal.workflow.getHandle(handle.runId).fetchHistory();
+    const types = (history.events ?? []).flatMap((event) => (event.activityTaskScheduledEventAttributes ? [event.activityTaskScheduledEventAttributes.activityType?.name] : []));
+    expect(types[0]).toBe('resolveAgent');
+    expect(types.filter((type) => type === 'resolveAgent')).toHaveLength(1);
+    expect(await markerCount(worker.client.temporal, handle.runId)).toBe(0);
   });
 
   it('does not copy the conversation into each model call (inputs stay small as it grows)', async () => {
@@ -103,7 +108,8 @@ describe('cancel', () => {
     // The 60 s tool was cancelled, not waited for.
     const history = await worker.client.temporal.workflow.getHandle(handle.runId).fetchHistory();
     expect((history.events ?? []).some((event) => event.activityTaskCancelRequestedEventAttributes)).toBe(true);
-    expect((history.events ?? []).filter((event) => event.activityTaskCompletedEventAttributes)).toHaveLength(1);
+    // Completed: the agent lookup and the one model call; never the tool.
+    expect((history.events ?? []).filter((event) => event.activityTaskCompletedEventAttributes)).toHaveLength(2);
     const status = await handle.status();
     expect(status).toMatchObject({ state: 'cancelled', finishReason: 'aborted', text: 'working on it' });
     expect((await handle.describe()).status.name).toBe('CANCELLED');

@@ -9,7 +9,7 @@
  * Runs in the workflow sandbox: deterministic, no I/O. Everything external goes through
  * the activities proxied by the steps (call-model, call-tool).
  */
-import { allHandlersFinished, condition, continueAsNew, patched, proxyLocalActivities, sleep, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, condition, continueAsNew, patched, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import { KeelError } from '../core/errors';
 import { INTERRUPT_METADATA } from '../core/interrupts';
 import { assignToolRefs, messageText, toolRequestParts, type Message, type ModelRequest } from '../core/messages';
@@ -34,10 +34,21 @@ const { resolveAgent, validateToolOutput } = proxyLocalActivities<KeelActivities
   retry: { maximumAttempts: 3, nonRetryableErrorTypes: ['NOT_FOUND', 'INVALID_ARGUMENT', 'INTERNAL'] },
 });
 
-/** The patch that put a workflow task boundary after `resolveAgent` (runs started before it replay without one). */
-export const BOUNDARY_AFTER_RESOLVE_PATCH = 'keel-task-boundary-after-resolve-agent';
-/** The summary of that boundary's 1 ms timer (how the UI and tests tell it from a middleware's waits). */
-export const BOUNDARY_TIMER_SUMMARY = 'keel: workflow task boundary before middleware setup';
+/**
+ * The patch that made `resolveAgent` a regular activity (runs started before it replay with
+ * the local activity). Why: a query that arrives while a local activity runs in the first
+ * workflow task can close that task early, and on replay the local activity's result then
+ * comes one task sooner, so a `patched()` call in a middleware's create (or first hooks) would
+ * not find its marker (a nondeterminism error after a worker restart). A regular activity's
+ * result always starts a task of its own, so setup never shares one with it.
+ */
+export const RESOLVE_AS_ACTIVITY_PATCH = 'keel-resolve-agent-as-activity';
+
+/** The same lookup as a regular activity (eagerly dispatched to this worker when it can). */
+const { resolveAgent: resolveAgentActivity } = proxyActivities<KeelActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { maximumAttempts: 3, nonRetryableErrorTypes: ['NOT_FOUND', 'INVALID_ARGUMENT', 'INTERNAL'] },
+});
 
 /** Checks a stand-in output against the tool's output schema; returns it parsed. */
 async function validateOutput(toolName: string, output: unknown): Promise<unknown> {
@@ -83,23 +94,17 @@ export async function generateWorkflow(input0: RunInput, ...carriedMessages: Mes
     timeout: parsed.success ? parsed.data.interruptTimeout : undefined,
     onTimeout: parsed.success ? parsed.data.onInterruptTimeout : 'deny',
   });
-  // Decided before the first await, where no local activity can shift it (see below).
-  const boundaryAfterResolve = patched(BOUNDARY_AFTER_RESOLVE_PATCH);
+  // Decided before the first await, where no local activity can shift it.
+  const resolveAsActivity = patched(RESOLVE_AS_ACTIVITY_PATCH);
   try {
     if (!parsed.success) throw new KeelError('INVALID_ARGUMENT', `invalid run input: ${describeZodError(parsed.error)}`);
     const input: RunInput = parsed.data;
     let agent: AgentSpec;
     try {
-      agent = await resolveAgent({ agent: input.agent });
+      agent = await (resolveAsActivity ? resolveAgentActivity : resolveAgent)({ agent: input.agent });
     } catch (error) {
       throw asKeelError(error, `resolving agent "${input.agent}"`);
     }
-    // A workflow task boundary between the agent's local activity and the middleware's
-    // creation: a query that arrives during the first task can close it early, and on replay
-    // the local activity's result then comes one task sooner, so a `patched()` call in a
-    // middleware's create (or first hooks) would not see its marker (a nondeterminism error
-    // after a worker restart). After a 1 ms timer, setup always starts a task of its own.
-    if (boundaryAfterResolve) await sleep(1, { summary: BOUNDARY_TIMER_SUMMARY });
     if (input.state && agent.session === 'server') {
       throw new KeelError('INVALID_ARGUMENT', `agent "${agent.name}" keeps its conversation on the server (session: 'server'): send a session id, not state`);
     }

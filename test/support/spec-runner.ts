@@ -21,7 +21,6 @@ import { fixtureTools } from '../fixtures/tools';
 import { answerInterrupts } from './answer-interrupts';
 import { startTestWorker, type TestWorker } from './harness';
 import { transcript } from './transcript';
-import { isBoundaryTimer } from './history';
 
 const Replies = z.array(ScriptedReplySchema);
 
@@ -103,7 +102,7 @@ function substituteModels(value: unknown, names: Record<string, string>): unknow
 async function timersOf(worker: TestWorker, runId: string): Promise<number[]> {
   const history = await worker.client.temporal.workflow.getHandle(runId).fetchHistory();
   return (history.events ?? [])
-    .filter((event) => event.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_TIMER_STARTED && !isBoundaryTimer(event))
+    .filter((event) => event.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_TIMER_STARTED)
     .map((event) => {
       const timeout = event.timerStartedEventAttributes!.startToFireTimeout!;
       return Number(timeout.seconds ?? 0) * 1000 + Math.round((timeout.nanos ?? 0) / 1e6);
@@ -112,7 +111,9 @@ async function timersOf(worker: TestWorker, runId: string): Promise<number[]> {
 
 async function activitiesOf(worker: TestWorker, runId: string): Promise<string[]> {
   const history = await worker.client.temporal.workflow.getHandle(runId).fetchHistory();
-  return (history.events ?? []).flatMap((event) => (event.activityTaskScheduledEventAttributes ? [event.activityTaskScheduledEventAttributes.activityType?.name ?? '?'] : []));
+  return (history.events ?? [])
+    .flatMap((event) => (event.activityTaskScheduledEventAttributes ? [event.activityTaskScheduledEventAttributes.activityType?.name ?? '?'] : []))
+    .filter((type) => type !== 'resolveAgent');
 }
 
 /** Declares one describe block with a test per case of `file` (relative to test/spec). */
