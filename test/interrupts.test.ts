@@ -13,6 +13,7 @@ import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted'
 import { Registry } from '../src/registry';
 import { add, confirm, dangerous, echo } from './fixtures/tools';
 import { startTestWorker, type TestWorker } from './support/harness';
+import { resumeSignal } from '../src/workflows/definitions';
 
 const registry = new Registry().add(add, confirm, dangerous, echo);
 let worker: TestWorker;
@@ -63,8 +64,12 @@ describe('update resume', () => {
     expect(unknown).toMatchObject({ status: 'NOT_FOUND', message: `unknown interrupt id "i99"; pending interrupts: ${id}` });
     const malformed = await handle.decide({ interruptId: id, approved: 'yes' } as never).then(() => undefined, runErrorOf);
     expect(malformed?.status).toBe('INVALID_ARGUMENT');
-    expect(malformed?.message).toContain('malformed decision');
+    expect(malformed?.message).toBe('malformed decision { interruptId, approved, reason? } (approve or deny): approved: expected boolean, received string');
     expect(await handle.status()).toMatchObject({ state: 'waiting', interrupts: [{ id }] });
+
+    // By signal nobody gets an answer: the refusal shows in status instead.
+    await worker.client.temporal.workflow.getHandle(handle.runId).signal(resumeSignal, { interruptId: 'i42', approved: true });
+    await expect.poll(async () => (await handle.status()).refusedDecision, { timeout: 10_000 }).toEqual({ interruptId: 'i42', reason: `unknown interrupt id "i42"; pending interrupts: ${id}` });
 
     expect(await handle.approve(id)).toEqual({ interruptId: id, decided: [id] });
     const again = await handle.deny(id).then(() => undefined, runErrorOf);

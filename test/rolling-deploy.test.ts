@@ -21,14 +21,15 @@ function slowLog(dir: string): string[][] {
   return readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((line) => line.split(' '));
 }
 
-/** Each completed activity of a run as [activity type, pid of the worker that completed it], in order. */
+/** Each completed model and tool activity of a run as [activity type, pid of the worker that completed it], in order (the agent lookup left out). */
 async function completedBy(client: KeelClient, runId: string): Promise<Array<[string, string]>> {
   const events = (await client.temporal.workflow.getHandle(runId).fetchHistory()).events ?? [];
   const typeOf = new Map(events.filter((event) => event.activityTaskScheduledEventAttributes).map((event) => [String(event.eventId), event.activityTaskScheduledEventAttributes!.activityType!.name!]));
   return events
     .map((event) => event.activityTaskCompletedEventAttributes)
     .filter((completed) => !!completed)
-    .map((completed) => [typeOf.get(String(completed.scheduledEventId))!, completed.identity!.split('@')[0]!]);
+    .map((completed): [string, string] => [typeOf.get(String(completed.scheduledEventId))!, completed.identity!.split('@')[0]!])
+    .filter(([type]) => type !== 'resolveAgent');
 }
 
 /**

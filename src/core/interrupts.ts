@@ -127,19 +127,43 @@ export const ResumePayloadSchema = z.union([z.literal(true), z.record(z.string()
 export type ResumePayload = z.infer<typeof ResumePayloadSchema>;
 
 /** A decision on a pending interrupt, as the `resume` update or signal carries it. */
-export const DecisionSchema = z.union([
-  z.object({ interruptId: z.string().min(1), approved: z.boolean(), reason: z.string().optional() }).strict(),
-  z.object({ interruptId: z.string().min(1), respond: z.unknown() }).strict(),
-  z
-    .object({
-      interruptId: z.string().min(1),
-      restart: ResumePayloadSchema,
-      /** Runs the call with this input instead; every gate checks it again. */
-      input: z.unknown().optional(),
-    })
-    .strict(),
-]);
+const ApprovalSchema = z.object({ interruptId: z.string().min(1), approved: z.boolean(), reason: z.string().optional() }).strict();
+const RespondSchema = z.object({ interruptId: z.string().min(1), respond: z.unknown() }).strict();
+const RestartSchema = z
+  .object({
+    interruptId: z.string().min(1),
+    restart: ResumePayloadSchema,
+    /** Runs the call with this input instead; every gate checks it again. */
+    input: z.unknown().optional(),
+  })
+  .strict();
+export const DecisionSchema = z.union([ApprovalSchema, RespondSchema, RestartSchema]);
 export type Decision = z.infer<typeof DecisionSchema>;
+
+/** The three shapes of a decision, by the key that tells them apart. */
+const DECISION_SHAPES = [
+  { key: 'approved', schema: ApprovalSchema, shape: '{ interruptId, approved, reason? } (approve or deny)' },
+  { key: 'respond', schema: RespondSchema, shape: '{ interruptId, respond } (answer the call with a stand-in output)' },
+  { key: 'restart', schema: RestartSchema, shape: '{ interruptId, restart, input? } (run the call again)' },
+] as const;
+
+/**
+ * Parses a decision, telling its three shapes apart by their key (`approved`, `respond` or
+ * `restart`) so an error names the shape meant and the bad field, e.g.
+ * `malformed decision { interruptId, approved, reason? } (approve or deny): approved: expected boolean, received string`.
+ */
+export function parseDecision(raw: unknown): { success: true; data: Decision } | { success: false; error: string } {
+  const all = `one of ${DECISION_SHAPES.map((entry) => entry.shape).join(', ')}`;
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return { success: false, error: `malformed decision: expected a JSON object, ${all}; got ${raw === null ? 'null' : Array.isArray(raw) ? 'an array' : typeof raw}` };
+  const present = DECISION_SHAPES.filter((entry) => entry.key in raw);
+  if (present.length === 0) return { success: false, error: `malformed decision: expected ${all}; got the keys ${Object.keys(raw).join(', ') || '(none)'}` };
+  if (present.length > 1) return { success: false, error: `malformed decision: it has ${present.map((entry) => `"${entry.key}"`).join(' and ')}; send exactly one of them (${all})` };
+  const [{ schema, shape }] = present as [(typeof DECISION_SHAPES)[number]];
+  const parsed = schema.safeParse(raw);
+  if (parsed.success) return { success: true, data: parsed.data };
+  const fields = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message.replace(/^Invalid input: /, '')}`).join('; ');
+  return { success: false, error: `malformed decision ${shape}: ${fields}` };
+}
 
 /**
  * The payload a decision hands to the stage that raised the hold, exactly as given:

@@ -171,6 +171,8 @@ export const RunStatusSchema = z.object({
   tasks: z.array(z.object({ taskId: z.string(), agent: z.string(), runId: z.string(), name: z.string().optional() })).default([]),
   /** The run's artifacts so far, by name and size (the result carries their content). */
   artifacts: z.array(z.object({ name: z.string(), chars: z.number().int(), metadata: z.record(z.string(), z.unknown()).optional() })).default([]),
+  /** The last decision sent by signal that the run refused, and why (a signal gets no answer). */
+  refusedDecision: z.object({ interruptId: z.string().optional(), reason: z.string() }).optional(),
 });
 export type RunStatus = z.infer<typeof RunStatusSchema>;
 

@@ -91,6 +91,9 @@ export async function generateWorkflow(input0: RunInput, ...carriedMessages: Mes
     ...(parsed.success && parsed.data.reportTo ? { reportTo: parsed.data.reportTo } : {}),
     validateOutput: checkOutput,
     onChange: () => showInterrupts(run, board.pending()),
+    onRefused: (refusal) => {
+      run.status.refusedDecision = refusal;
+    },
     timeout: parsed.success ? parsed.data.interruptTimeout : undefined,
     onTimeout: parsed.success ? parsed.data.onInterruptTimeout : 'deny',
   });

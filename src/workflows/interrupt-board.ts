@@ -8,10 +8,9 @@
 import { ApplicationFailure, condition, log, setHandler } from '@temporalio/workflow';
 import type { Duration } from '@temporalio/common';
 import { KeelError } from '../core/errors';
-import { DecisionSchema, type Decision, type DecisionAccepted, type HoldPolicy, type ToolInterrupt } from '../core/interrupts';
+import { parseDecision, type Decision, type DecisionAccepted, type HoldPolicy, type ToolInterrupt } from '../core/interrupts';
 import type { ToolRequest } from '../core/messages';
 import type { Interrupt } from '../core/run';
-import { describeZodError } from '../core/schema-errors';
 import { resumeSignal, resumeUpdate } from './definitions';
 import { SubAgentInterrupts } from './sub-agent-interrupts';
 
@@ -31,6 +30,8 @@ export interface InterruptBoardOptions {
   validateOutput: (toolName: string, output: unknown) => Promise<unknown>;
   /** Called whenever the set of pending interrupts changes. */
   onChange: () => void;
+  /** Called when a signalled decision is refused (a signal has no caller to answer). */
+  onRefused?: (refusal: { interruptId?: string; reason: string }) => void;
   timeout?: Duration;
   onTimeout: 'deny' | 'fail';
 }
@@ -55,7 +56,11 @@ export class InterruptBoard {
       try {
         await this.accept(decision);
       } catch (error) {
-        log.warn('ignored a resume signal', { error: (error as Error).message });
+        // Nobody waits for a signal's answer: the refusal is logged and shown in `status`.
+        const reason = (error as Error).message;
+        const interruptId = typeof (decision as { interruptId?: unknown } | null)?.interruptId === 'string' ? (decision as { interruptId: string }).interruptId : undefined;
+        log.warn('refused a decision sent by signal', { interruptId, reason });
+        this.options.onRefused?.({ ...(interruptId ? { interruptId } : {}), reason });
       }
     });
   }
@@ -135,14 +140,8 @@ export class InterruptBoard {
 
   /** Throws an ApplicationFailure saying what is wrong with a decision; returns it parsed. */
   private check(raw: unknown): Decision {
-    const parsed = DecisionSchema.safeParse(raw);
-    if (!parsed.success) {
-      throw ApplicationFailure.create({
-        type: 'INVALID_ARGUMENT',
-        nonRetryable: true,
-        message: `malformed decision: expected { interruptId, approved, reason? }, { interruptId, respond } or { interruptId, restart }: ${describeZodError(parsed.error)}`,
-      });
-    }
+    const parsed = parseDecision(raw);
+    if (!parsed.success) throw ApplicationFailure.create({ type: 'INVALID_ARGUMENT', nonRetryable: true, message: parsed.error });
     const { interruptId } = parsed.data;
     if (SubAgentInterrupts.isNested(interruptId)) {
       this.nested.check(interruptId, this.own().map((record) => record.id));
