@@ -9,6 +9,7 @@ import { runErrorOf } from '../src/client/keel-client';
 import { defineAgent, defineTool } from '../src/define';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
+import { GENERATE_WORKFLOW } from '../src/workflows/definitions';
 import { blob, echo } from './fixtures/tools';
 import { markerCount, scheduledActivities } from './support/history';
 import { startTestWorker, type TestWorker } from './support/harness';
@@ -113,5 +114,36 @@ describe('cancel', () => {
     const status = await handle.status();
     expect(status).toMatchObject({ state: 'cancelled', finishReason: 'aborted', text: 'working on it' });
     expect((await handle.describe()).status.name).toBe('CANCELLED');
+  });
+});
+
+describe('start input', () => {
+  it('refuses an unknown field in the start input, naming it, before any call', async () => {
+    const model = scriptedModel({ name: 'scripted/strict-input', script: [textReply('never')] });
+    registry.add(model, defineAgent({ name: 'strict-input', model: model.name }));
+    // A client that is not keel's sends the input as plain JSON, with a misspelt field.
+    const handle = await worker.client.temporal.workflow.start(GENERATE_WORKFLOW, {
+      taskQueue: worker.taskQueue,
+      workflowId: `strict-input-${Date.now()}`,
+      args: [{ agent: 'strict-input', messages: [{ role: 'user', content: [{ text: 'hi' }] }], maxTurn: 3 } as never],
+    });
+    const error = await handle.result().then(() => undefined, runErrorOf);
+    expect(error).toMatchObject({ status: 'INVALID_ARGUMENT', message: 'invalid run input: (root): Unrecognized key: "maxTurn"' });
+    expect(model.requests).toHaveLength(0);
+  });
+});
+
+describe('a run ended from outside', () => {
+  it('reports terminated, with who and why, when Temporal terminated it', async () => {
+    const model = scriptedModel({ name: 'scripted/terminated', script: [toolCallReply({ name: 'wait', input: { ms: 60_000 } })] });
+    registry.add(model, defineAgent({ name: 'terminated', model: model.name, tools: [wait] }));
+    const handle = await worker.client.start('terminated', 'hi');
+    await expect.poll(async () => (await handle.status()).turn, { timeout: 10_000 }).toBe(1);
+    // As an operator would, with Temporal's own tools.
+    await worker.client.temporal.workflow.getHandle(handle.runId).terminate('stuck in a loop');
+    const status = await handle.status();
+    expect(status.state).toBe('terminated');
+    expect(status.error).toMatchObject({ status: 'ABORTED', message: expect.stringMatching(/^the run was terminated( by \S+)?: stuck in a loop$/) as unknown });
+    expect(status.interrupts).toEqual([]);
   });
 });

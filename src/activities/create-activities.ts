@@ -20,7 +20,7 @@ import type { Tool } from '../define';
 import type { Registry } from '../registry';
 import { withHeartbeat } from './heartbeat';
 import { InfrastructureError, toRetryableFailure } from './infrastructure-error';
-import { assertPayloadFits, payloadLimit } from './payload-limit';
+import { assertPayloadFits, payloadLimit, unrepresentable } from './payload-limit';
 import { DEFAULT_MODEL_REQUEST_TIMEOUT, readModelRequest } from './read-model-request';
 import { runFileOperation } from './files';
 import { invokeSession } from './invoke-session';
@@ -194,6 +194,9 @@ export function createActivities({ registry, config, client, modelRequestTimeout
         }
         output = parsedOutput.data;
       }
+      // A tool that returns nothing answers null; anything JSON would drop or change is refused, naming where.
+      const problem = output === undefined ? undefined : unrepresentable(output);
+      if (problem) throw new KeelError('INTERNAL', `tool "${toolName}" returned a value JSON cannot carry: ${problem}`, { toolName });
       assertPayloadFits(output ?? null, `the output of tool "${toolName}"`, limit);
       return output ?? null;
     });

@@ -27,3 +27,39 @@ export function assertPayloadFits(value: unknown, what: string, limit = MAX_PAYL
     });
   }
 }
+
+/**
+ * The first place in `value` that JSON cannot carry as it is (undefined, a function, a
+ * symbol, a BigInt, NaN or an infinity, a cycle), as a path like `items[2].price`, with what
+ * is there; undefined when the whole value survives JSON unchanged. Dates, and objects with
+ * `toJSON`, are taken as JSON takes them.
+ */
+export function unrepresentable(value: unknown, path = '(output)', seen = new Set<object>()): string | undefined {
+  const at = (key: string | number) => (typeof key === 'number' ? `${path}[${key}]` : /^[A-Za-z_$][\w$]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`);
+  switch (typeof value) {
+    case 'undefined':
+      return `${path} is undefined`;
+    case 'function':
+      return `${path} is a function`;
+    case 'symbol':
+      return `${path} is a symbol`;
+    case 'bigint':
+      return `${path} is a BigInt (${value}n); send it as a string or a number`;
+    case 'number':
+      return Number.isFinite(value) ? undefined : `${path} is ${value}`;
+    case 'object': {
+      if (value === null || typeof (value as { toJSON?: unknown }).toJSON === 'function') return undefined;
+      if (seen.has(value)) return `${path} refers back to an object that contains it (a cycle)`;
+      seen.add(value);
+      const entries: Array<[string | number, unknown]> = Array.isArray(value) ? value.map((item, index) => [index, item]) : Object.entries(value);
+      for (const [key, item] of entries) {
+        const problem = unrepresentable(item, at(key), seen);
+        if (problem) return problem;
+      }
+      seen.delete(value);
+      return undefined;
+    }
+    default:
+      return undefined;
+  }
+}

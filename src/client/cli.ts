@@ -181,7 +181,8 @@ async function commandStatus(config: KeelConfig, positionals: string[], options:
     let error: KeelError | undefined;
     if (temporalStatus === 'COMPLETED') result = await handle.result();
     else if (temporalStatus !== 'RUNNING') error = await handle.result().then(() => undefined, runErrorOf);
-    const state = status?.state ?? (temporalStatus === 'RUNNING' ? 'running' : temporalStatus === 'COMPLETED' ? 'completed' : temporalStatus === 'CANCELLED' ? 'cancelled' : 'failed');
+    const byTemporal: Record<string, RunStatus['state']> = { RUNNING: 'running', COMPLETED: 'completed', CANCELLED: 'cancelled', TERMINATED: 'terminated', TIMED_OUT: 'timed_out' };
+    const state = status?.state ?? byTemporal[temporalStatus ?? ''] ?? 'failed';
     print(options.json, {
       runId,
       status: state,

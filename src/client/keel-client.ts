@@ -83,11 +83,28 @@ export class RunHandle {
 
   /** Lifecycle, turn, usage and pending interrupts (works on finished runs too). */
   async status(): Promise<RunStatus> {
+    let status: RunStatus;
     try {
-      return await this.workflow.query(statusQuery);
+      status = await this.workflow.query(statusQuery);
     } catch (error) {
       throw runErrorOf(error);
     }
+    if (status.state !== 'running' && status.state !== 'waiting') return status;
+    // A run ended from outside (terminated, timed out) still answers its last state: Temporal's word wins.
+    const ended = await this.endedFromOutside();
+    return ended ? { ...status, ...ended, interrupts: [] } : status;
+  }
+
+  /** How Temporal says the run ended, when it was from outside the run (terminated, timed out). */
+  private async endedFromOutside(): Promise<Pick<RunStatus, 'state' | 'error'> | undefined> {
+    const description = await this.workflow.describe();
+    const name = description.status.name;
+    if (name !== 'TERMINATED' && name !== 'TIMED_OUT') return undefined;
+    if (name === 'TIMED_OUT') return { state: 'timed_out', error: { status: 'DEADLINE_EXCEEDED', message: 'the run exceeded its Temporal execution timeout' } };
+    const history = await this.workflow.fetchHistory();
+    const terminated = history.events?.at(-1)?.workflowExecutionTerminatedEventAttributes;
+    const reason = terminated?.reason ? `: ${terminated.reason}` : '';
+    return { state: 'terminated', error: { status: 'ABORTED', message: `the run was terminated${terminated?.identity ? ` by ${terminated.identity}` : ''}${reason}` } };
   }
 
   /** Messages from index `from` on. */

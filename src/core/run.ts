@@ -96,7 +96,9 @@ export const RunInputSchema = z.object({
       runs: z.number().int().min(1),
     })
     .optional(),
-});
+})
+  // An unknown field is an error naming it, never silently dropped.
+  .strict();
 export type RunInput = z.infer<typeof RunInputSchema>;
 export type RunInputOptions = z.input<typeof RunInputSchema>;
 
@@ -153,7 +155,11 @@ export const RunResultSchema = z.object({
 export type RunResult = z.infer<typeof RunResultSchema>;
 
 /** Lifecycle state of a run as the `status` query reports it. */
-export const RunStateSchema = z.enum(['running', 'waiting', 'completed', 'failed', 'cancelled']);
+/**
+ * A run's lifecycle. `terminated` and `timed_out` come from Temporal (a run ended from outside,
+ * by `temporal workflow terminate` or an execution timeout): the run itself never reports them.
+ */
+export const RunStateSchema = z.enum(['running', 'waiting', 'completed', 'failed', 'cancelled', 'terminated', 'timed_out']);
 export type RunState = z.infer<typeof RunStateSchema>;
 
 /** The `status` query's answer. */
