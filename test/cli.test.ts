@@ -175,6 +175,10 @@ describe('keel run / status / abort', () => {
     await expect
       .poll(async () => JSON.parse((await runKeel(['status', runId, '--json', '--config', config])).stdout).status, { timeout: 20_000, interval: 500 })
       .toBe('cancelled');
+    // Once it has ended there is nothing to abort: one line saying how it ended, exit 1.
+    const again = await runKeel(['abort', runId, '--config', config]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toBe(`keel abort: run "${runId}" has already ended (cancelled); there is nothing to abort\n`);
   });
 
   it('reports status from Temporal itself when no worker answers', async () => {

@@ -189,6 +189,9 @@ export class RunHandle {
   /** Cancels the run; the model or tool call under way is cancelled too. */
   async cancel(): Promise<void> {
     try {
+      // Temporal accepts a cancellation of a run that has ended and does nothing: say it ended, and how.
+      const status = (await this.workflow.describe()).status.name;
+      if (status !== 'RUNNING') throw new KeelError('FAILED_PRECONDITION', `run "${this.runId}" has already ended (${status.toLowerCase()}); there is nothing to abort`);
       await this.workflow.cancel();
     } catch (error) {
       throw runErrorOf(error);
