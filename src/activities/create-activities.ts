@@ -21,6 +21,9 @@ import type { Registry } from '../registry';
 import { withHeartbeat } from './heartbeat';
 import { InfrastructureError, toRetryableFailure } from './infrastructure-error';
 import { assertPayloadFits, payloadLimit, unrepresentable } from './payload-limit';
+import { temporal } from '@temporalio/proto';
+import { log } from '@temporalio/activity';
+import { KEEL_SEARCH_ATTRIBUTES, registerCommand } from '../core/search-attributes';
 import { DEFAULT_MODEL_REQUEST_TIMEOUT, readModelRequest } from './read-model-request';
 import { runFileOperation } from './files';
 import { invokeSession } from './invoke-session';
@@ -86,11 +89,32 @@ async function asActivity<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * True when the client's namespace has keel's search attributes (as Keyword). When it has not,
+ * says once how to register them; runs then work without them. A lookup that fails (no
+ * permission for the operator service) counts as absent.
+ */
+async function hasSearchAttributes(client: Client): Promise<boolean> {
+  const namespace = client.options.namespace;
+  try {
+    const { customAttributes } = await client.connection.operatorService.listSearchAttributes({ namespace });
+    const Keyword = temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
+    if (KEEL_SEARCH_ATTRIBUTES.every((name) => customAttributes?.[name] === Keyword)) return true;
+  } catch {
+    // Fall through: treated as not registered.
+  }
+  log.warn(`keel: the search attributes ${KEEL_SEARCH_ATTRIBUTES.join(', ')} are not registered in namespace "${namespace}", so runs cannot be listed by agent or status; register them with: ${registerCommand(namespace)}`);
+  return false;
+}
+
 /** Builds the activity implementations for one worker. */
 export function createActivities({ registry, config, client, modelRequestTimeout = DEFAULT_MODEL_REQUEST_TIMEOUT }: ActivityDependencies): KeelActivities {
   const limit = payloadLimit(config.externalStorage);
+  // Whether the namespace has keel's search attributes: asked once per worker, on the first run.
+  let searchAttributes: Promise<boolean> | undefined;
   const resolveAgent = ({ agent: name }: ResolveAgentInput): Promise<AgentSpec> =>
     asActivity(async () => {
+      searchAttributes ??= hasSearchAttributes(client);
       const agent = registry.agents.get(name);
       if (!agent) {
         const known = [...registry.agents.keys()].sort();
@@ -124,6 +148,7 @@ export function createActivities({ registry, config, client, modelRequestTimeout
         models: [...registry.models.keys()].sort(),
         directory: [...registry.agents.values()].map((entry) => ({ name: entry.name, description: entry.description, session: entry.session })).sort((a, b) => a.name.localeCompare(b.name)),
         session: agent.session,
+        searchAttributes: await searchAttributes,
       };
     });
 

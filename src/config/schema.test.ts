@@ -58,7 +58,9 @@ describe('config namespace', () => {
     const config = parseConfig({ server: { ip: '0.0.0.0', port: 9000, uiPort: 9001, dbFile: 'data/t.db', logLevel: 'error' } }, { baseDir: '/srv/keel', env: {} });
     expect(devServerArgs(devServerOptions(config))).toEqual([
       'server', 'start-dev', '--ip', '0.0.0.0', '--port', '9000', '--namespace', 'default', '--log-level', 'error', '--ui-port', '9001', '--db-filename', '/srv/keel/data/t.db',
-      // Eager activity execution and one task queue partition, as every embedded server starts.
+      // keel's search attributes; eager activity execution and one task queue partition, as every embedded server starts.
+      '--search-attribute', 'KeelAgent=Keyword',
+      '--search-attribute', 'KeelStatus=Keyword',
       '--dynamic-config-value', 'system.enableActivityEagerExecution=true',
       '--dynamic-config-value', 'matching.numTaskqueueReadPartitions=1',
       '--dynamic-config-value', 'matching.numTaskqueueWritePartitions=1',

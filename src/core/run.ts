@@ -220,6 +220,8 @@ export const AgentSpecSchema = z.object({
   directory: z.array(z.object({ name: z.string(), description: z.string(), session: z.enum(['client', 'server']).default('client') })).default([]),
   /** Who keeps the agent's conversation between turns. */
   session: z.enum(['client', 'server']).default('client'),
+  /** True when the namespace has keel's search attributes (KeelAgent, KeelStatus): the run keeps them current. */
+  searchAttributes: z.boolean().optional(),
 });
 export type AgentSpec = z.infer<typeof AgentSpecSchema>;
 

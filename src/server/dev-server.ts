@@ -9,6 +9,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { KeelConfig } from '../config/schema';
 import { PACKAGE_ROOT } from '../worker/bundle';
+import { KEEL_SEARCH_ATTRIBUTES } from '../core/search-attributes';
 
 /** The binary could not be found or installed. */
 export class ServerError extends Error {
@@ -141,6 +142,8 @@ export function devServerArgs({
   if (headless || uiPort === undefined) args.push('--headless');
   else args.push('--ui-port', String(uiPort));
   if (dbFile) args.push('--db-filename', dbFile);
+  // keel's search attributes, so runs can be listed by agent and state.
+  for (const name of KEEL_SEARCH_ATTRIBUTES) args.push('--search-attribute', `${name}=Keyword`);
   for (const [key, value] of Object.entries({ ...DEV_SERVER_DYNAMIC_CONFIG, ...dynamicConfig })) args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
   return args;
 }

@@ -25,7 +25,7 @@ import { InterruptBoard } from './interrupt-board';
 import { resumeHeldCalls } from './resume';
 import { continuedInput, messageChunks, restoreRunState, shouldContinueAsNew } from './continue-run';
 import { newRunState, type RunState } from './run-state';
-import { answerQueries, settleCompleted, settleFailure, showInterrupts } from './run-status';
+import { answerQueries, settleCompleted, settleFailure, showInterrupts, startIndexing } from './run-status';
 import { setUpRun } from './run-setup';
 import { runCall, settleTurn, type ToolTurnContext } from './tool-turn';
 
@@ -116,6 +116,8 @@ export async function generateWorkflow(input0: RunInput, ...carriedMessages: Mes
     }
     // The next run of a chain goes on with the state the previous one carried.
     if (input.continued) restoreRunState(run, input.continued.state);
+    // Listable by agent and state, when the namespace has keel's search attributes.
+    if (agent.searchAttributes) startIndexing(run);
     const maxTurns = input.maxTurns ?? agent.maxTurns;
     if (maxTurns < 0) throw new KeelError('INVALID_ARGUMENT', `maxTurns must not be negative (got ${maxTurns})`);
 

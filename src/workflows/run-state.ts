@@ -30,6 +30,8 @@ export interface RunState {
   aborting: string[];
   /** Run ids of finished tasks whose usage this run has counted. */
   countedTasks: string[];
+  /** Set while the run keeps its search attributes (KeelAgent, KeelStatus): the state last upserted. */
+  indexed?: { state: string };
 }
 
 /** A fresh state for run `runId` of agent `agent`. */

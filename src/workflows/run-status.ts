@@ -3,7 +3,8 @@
  * query handlers over the run's state, and how the state settles when the run completes,
  * fails, is stopped or is cancelled. Runs in the workflow: deterministic, no I/O.
  */
-import { ApplicationFailure, ContinueAsNew, isCancellation, setHandler } from '@temporalio/workflow';
+import { ApplicationFailure, ContinueAsNew, isCancellation, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { KEEL_AGENT, KEEL_STATUS } from '../core/search-attributes';
 import { KeelError, RunStoppedError, fromApplicationFailure, toApplicationFailure, toKeelError } from '../core/errors';
 import { ToolInterrupt } from '../core/interrupts';
 import { artifactText } from '../core/artifacts';
@@ -36,6 +37,26 @@ export function answerQueries(run: RunState): void {
 export function showInterrupts(run: RunState, pending: Interrupt[]): void {
   run.status.interrupts = pending;
   if (run.status.state === 'running' || run.status.state === 'waiting') run.status.state = pending.length ? 'waiting' : 'running';
+  indexState(run);
+}
+
+/**
+ * Starts keeping the run's search attributes (when the namespace has them): the agent, and
+ * the state from now on.
+ */
+export function startIndexing(run: RunState): void {
+  run.indexed = { state: run.status.state };
+  upsertSearchAttributes([
+    { key: KEEL_AGENT, value: run.status.agent },
+    { key: KEEL_STATUS, value: run.status.state },
+  ]);
+}
+
+/** Upserts `KeelStatus` when the run's state changed since it was last indexed. */
+function indexState(run: RunState): void {
+  if (!run.indexed || run.indexed.state === run.status.state) return;
+  run.indexed.state = run.status.state;
+  upsertSearchAttributes([{ key: KEEL_STATUS, value: run.status.state }]);
 }
 
 /** Records a completed run. */
@@ -44,6 +65,7 @@ export function settleCompleted(run: RunState, result: RunResult): void {
   run.status.state = 'completed';
   run.status.finishReason = result.finishReason;
   run.status.text = result.text;
+  indexState(run);
 }
 
 /**
@@ -54,6 +76,12 @@ export function settleCompleted(run: RunState, result: RunResult): void {
 export function settleFailure(run: RunState, error: unknown): unknown {
   // Moving to the next run of the chain is not a failure: the error goes through untouched.
   if (error instanceof ContinueAsNew) return error;
+  const thrown = failureOf(run, error);
+  indexState(run);
+  return thrown;
+}
+
+function failureOf(run: RunState, error: unknown): unknown {
   const { status } = run;
   status.interrupts = [];
   const lastModelText = messageText([...run.messages].reverse().find((message) => message.role === 'model'));

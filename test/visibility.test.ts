@@ -1,0 +1,46 @@
+/**
+ * Finding runs with any Temporal client: each run keeps the search attributes `KeelAgent`
+ * and `KeelStatus` current (the embedded dev server registers them), so a visibility query
+ * lists the runs of an agent that wait for a person.
+ */
+import { describe, expect, it } from 'vitest';
+import { defineAgent } from '../src/define';
+import { toolApproval } from '../src/middleware/tool-approval';
+import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
+import { Registry } from '../src/registry';
+import { dangerous } from './fixtures/tools';
+import { sharedTestWorker } from './support/harness';
+
+const agent = `vis-${Date.now()}`;
+const model = scriptedModel({ name: `scripted/${agent}`, script: (request) => (request.messages.some((message) => message.role === 'tool') ? textReply('done') : toolCallReply({ name: 'dangerous', input: { v: 'x' } })) });
+const registry = new Registry().add(dangerous, model, defineAgent({ name: agent, model: model.name, tools: [dangerous], use: [toolApproval()] }));
+const worker = sharedTestWorker(registry);
+
+/** Run ids a visibility query lists (visibility is eventually consistent: poll). */
+async function listed(query: string): Promise<string[]> {
+  const ids: string[] = [];
+  for await (const execution of worker().client.temporal.workflow.list({ query })) ids.push(execution.workflowId);
+  return ids.sort();
+}
+
+describe('search attributes', () => {
+  it('lists the runs of an agent waiting for approval, and follows them as they finish', async () => {
+    const { client } = worker();
+    const waiting = await client.start(agent, 'go');
+    const other = await client.start(agent, 'go');
+    await expect.poll(async () => (await other.pendingInterrupts()).length, { timeout: 20_000 }).toBe(1);
+    const [hold] = await other.pendingInterrupts();
+    await other.approve(hold!.id);
+    expect((await other.result()).text).toBe('done');
+    await expect.poll(async () => (await waiting.pendingInterrupts()).length, { timeout: 20_000 }).toBe(1);
+
+    await expect.poll(() => listed(`KeelAgent = '${agent}' AND KeelStatus = 'waiting'`), { timeout: 20_000, interval: 300 }).toEqual([waiting.runId]);
+    await expect.poll(() => listed(`KeelAgent = '${agent}' AND KeelStatus = 'completed'`), { timeout: 20_000, interval: 300 }).toEqual([other.runId]);
+
+    const [held] = await waiting.pendingInterrupts();
+    await waiting.approve(held!.id);
+    await waiting.result();
+    await expect.poll(() => listed(`KeelAgent = '${agent}' AND KeelStatus = 'completed'`), { timeout: 20_000, interval: 300 }).toEqual([waiting.runId, other.runId].sort());
+    expect(await listed(`KeelAgent = '${agent}' AND KeelStatus = 'waiting'`)).toEqual([]);
+  });
+});
