@@ -44,3 +44,16 @@ describe('search attributes', () => {
     expect(await listed(`KeelAgent = '${agent}' AND KeelStatus = 'waiting'`)).toEqual([]);
   });
 });
+
+describe('memo and summary', () => {
+  it('shows the agent and the start of the prompt in describe', async () => {
+    const { client } = worker();
+    const handle = await client.start(agent, `Please   review the quarterly report ${'and more '.repeat(30)}`);
+    const description = await handle.describe();
+    const memo = description.memo;
+    expect(memo).toEqual({ agent, prompt: expect.stringMatching(/^Please review the quarterly report and more .*…$/) as unknown });
+    expect([...(memo as { prompt: string }).prompt]).toHaveLength(100);
+    expect(await description.staticSummary?.()).toBe(`${agent}: ${(memo as { prompt: string }).prompt}`);
+    await handle.cancel();
+  });
+});

@@ -46,6 +46,14 @@ export interface StartRunOptions {
 }
 
 
+/** The first 100 characters of a prompt's last user text (what a list of runs shows). */
+export function promptExcerpt(messages: readonly Message[]): string {
+  const user = [...messages].reverse().find((message) => message.role === 'user');
+  const text = (user?.content ?? []).flatMap((part) => ('text' in part ? [part.text] : [])).join(' ').replace(/\s+/g, ' ').trim();
+  const chars = [...text];
+  return chars.length > 100 ? `${chars.slice(0, 99).join('')}…` : text;
+}
+
 /** A background task as the client reports it. */
 export interface TaskView {
   taskId: string;
@@ -271,7 +279,15 @@ export class KeelClient {
       ...(continueAsNewAt ? { continueAsNewAt } : {}),
     };
     assertInputFits(this.temporal, input, `the input of run ${runId} (agent "${agent}")`);
-    await this.temporal.workflow.start(GENERATE_WORKFLOW, { taskQueue: taskQueue ?? this.taskQueue, workflowId: runId, args: [input] });
+    // What `describe`, `list` and the Web UI show of the run: its agent and how its prompt starts.
+    const excerpt = promptExcerpt(messages);
+    await this.temporal.workflow.start(GENERATE_WORKFLOW, {
+      taskQueue: taskQueue ?? this.taskQueue,
+      workflowId: runId,
+      args: [input],
+      memo: { agent, prompt: excerpt },
+      staticSummary: `${agent}: ${excerpt}`,
+    });
     return new RunHandle({ client: this.temporal, runId });
   }
 
