@@ -8,11 +8,9 @@ import { ConfigError, loadConfig } from '../config/load';
 import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
 import type { RunResult, RunStatus } from '../core/run';
-import { ServerError } from '../server/dev-server';
-import { runDemo } from './demo';
+import { ServerError } from '../server/server-error';
 import { KeelClient, runErrorOf, type RunHandle } from './keel-client';
 import { followRun } from './progress';
-import { runDev, runServer, runWorker } from './processes';
 
 /** Bad usage: exit code 2, message on stderr. */
 export class UsageError extends Error {}
@@ -270,12 +268,13 @@ export async function main(argv: string[]): Promise<number> {
     const { command, positionals, options } = parsed;
     const config = loadConfig({ path: options.config, explicit: options.config !== undefined });
     switch (command) {
+      // The worker, the server and the demo load only for the commands that need them.
       case 'server':
-        return await runServer(config);
+        return await (await import('./processes')).runServer(config);
       case 'worker':
-        return await runWorker(config);
+        return await (await import('./processes')).runWorker(config);
       case 'dev':
-        return await runDev(config);
+        return await (await import('./processes')).runDev(config);
       case 'run':
         return await commandRun(config, positionals, options);
       case 'status':
@@ -288,7 +287,7 @@ export async function main(argv: string[]): Promise<number> {
       case 'tasks':
         return await commandTasks(config, positionals, options);
       case 'demo':
-        return await runDemo(config);
+        return await (await import('./demo')).runDemo(config);
       default:
         throw new UsageError(`unknown command "${command}"\n\n${USAGE}`);
     }

@@ -11,13 +11,8 @@ import type { KeelConfig } from '../config/schema';
 import { PACKAGE_ROOT } from '../worker/bundle';
 import { KEEL_SEARCH_ATTRIBUTES } from '../core/search-attributes';
 
-/** The binary could not be found or installed. */
-export class ServerError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ServerError';
-  }
-}
+export { ServerError } from './server-error';
+import { ServerError } from './server-error';
 
 function works(path: string | undefined): path is string {
   if (!path || !existsSync(path)) return false;
