@@ -9,6 +9,7 @@ import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
 import type { RunResult, RunStatus } from '../core/run';
 import { ServerError } from '../server/server-error';
+import { requireModule } from '../worker/require-ts';
 import { KeelClient, runErrorOf, type RunHandle } from './keel-client';
 import { followRun } from './progress';
 
@@ -256,6 +257,11 @@ async function commandDecide(config: KeelConfig, command: 'approve' | 'deny', po
   });
 }
 
+/** A module of the CLI, loaded when a command needs it (the worker, server and demo are slow to load). */
+function later<T>(specifier: string): T {
+  return requireModule<T>(specifier, __filename);
+}
+
 /** Runs the CLI; resolves to the exit code. */
 export async function main(argv: string[]): Promise<number> {
   let parsed;
@@ -270,11 +276,11 @@ export async function main(argv: string[]): Promise<number> {
     switch (command) {
       // The worker, the server and the demo load only for the commands that need them.
       case 'server':
-        return await (await import('./processes')).runServer(config);
+        return await later<typeof import('./processes')>('./processes').runServer(config);
       case 'worker':
-        return await (await import('./processes')).runWorker(config);
+        return await later<typeof import('./processes')>('./processes').runWorker(config);
       case 'dev':
-        return await (await import('./processes')).runDev(config);
+        return await later<typeof import('./processes')>('./processes').runDev(config);
       case 'run':
         return await commandRun(config, positionals, options);
       case 'status':
@@ -287,7 +293,7 @@ export async function main(argv: string[]): Promise<number> {
       case 'tasks':
         return await commandTasks(config, positionals, options);
       case 'demo':
-        return await (await import('./demo')).runDemo(config);
+        return await later<typeof import('./demo')>('./demo').runDemo(config);
       default:
         throw new UsageError(`unknown command "${command}"\n\n${USAGE}`);
     }

@@ -6,6 +6,7 @@
 import { ExternalStorage, type DataConverter, type StorageDriver } from '@temporalio/common';
 import { resolve } from 'node:path';
 import type { KeelConfig } from '../config/schema';
+import { requireModule } from '../worker/require-ts';
 import { FileStorageDriver } from './file-driver';
 
 type StorageConfig = Pick<KeelConfig, 'externalStorage' | 'baseDir'>;
@@ -15,7 +16,8 @@ export async function storageDriver(config: StorageConfig): Promise<StorageDrive
   const storage = config.externalStorage;
   if (storage.driver === 'none') return undefined;
   if (storage.driver === 'file') return new FileStorageDriver(resolve(config.baseDir, storage.directory));
-  const { s3StorageDriver } = await import('./s3-driver');
+  // Loaded only when asked for: the AWS SDK is slow to load.
+  const { s3StorageDriver } = requireModule<typeof import('./s3-driver')>('./s3-driver', __filename);
   return s3StorageDriver(storage.s3!);
 }
 

@@ -4,7 +4,6 @@
  * agent's model and tools exist, naming the config field when one does not. Node side.
  */
 import { resolve } from 'node:path';
-import { createRequire } from 'node:module';
 import { ConfigError } from '../config/load';
 import { describeZodError } from '../core/schema-errors';
 import { middlewareNames, registerExportedMiddleware, registeredMiddleware } from '../middleware/registry';
@@ -14,17 +13,11 @@ import { anthropicModel } from '../models/anthropic';
 import { openAICompatibleModel } from '../models/openai-compatible';
 import { scriptedModel } from '../models/scripted';
 import { Registry } from '../registry';
-
-let tsLoaderRegistered = false;
+import { requireModule } from './require-ts';
 
 /** Loads a .ts or .js module through tsx's CommonJS hook, so config modules may be TypeScript. */
 function loadModule(file: string): Record<string, unknown> {
-  const load = createRequire(__filename);
-  if (!tsLoaderRegistered) {
-    tsLoaderRegistered = true;
-    (load('tsx/cjs/api') as { register: () => void }).register();
-  }
-  return load(file) as Record<string, unknown>;
+  return requireModule(file, __filename);
 }
 
 /** A model from its config entry; an HTTP provider's key comes from `apiKey` or the variable `apiKeyEnv` names. */
