@@ -21,7 +21,7 @@ export const messagesQuery = defineQuery<Message[], [number]>('messages');
  * limit, and under External Storage's threshold, so a request of any size is read without
  * storing it anywhere.
  */
-export const modelRequestQuery = defineQuery<ModelRequestPage, [string, number]>('modelRequest');
+export const modelRequestQuery = defineQuery<ModelRequestPage, [string, number]>('__keel_internal_modelRequest');
 
 /** A page of a model request's JSON text, and how many pages it has. */
 export interface ModelRequestPage {

@@ -51,7 +51,10 @@ export class InterruptBoard {
   constructor(options: InterruptBoardOptions) {
     this.options = options;
     this.nested = new SubAgentInterrupts({ runId: options.runId, reportTo: options.reportTo, onChange: () => this.changed() });
-    setHandler(resumeUpdate, (decision) => this.accept(decision), { validator: (decision) => void this.check(decision) });
+    setHandler(resumeUpdate, (decision) => this.accept(decision), {
+      validator: (decision) => void this.check(decision),
+      description: 'Decides a held tool call: { interruptId, approved, reason? }, { interruptId, respond } or { interruptId, restart, input? }. Refused (with why) for an unknown, decided or malformed decision.',
+    });
     setHandler(resumeSignal, async (decision) => {
       try {
         await this.accept(decision);
@@ -62,7 +65,7 @@ export class InterruptBoard {
         log.warn('refused a decision sent by signal', { interruptId, reason });
         this.options.onRefused?.({ ...(interruptId ? { interruptId } : {}), reason });
       }
-    });
+    }, { description: 'The resume decision, fire-and-forget: a refused one is logged and shown in status.refusedDecision.' });
   }
 
   /** Interrupts waiting for a decision, oldest first: the run's own, then its sub-agents'. */

@@ -20,9 +20,10 @@ export function answerQueries(run: RunState): void {
     messageCount: run.messages.length,
     tasks: run.tasks,
     artifacts: run.artifacts.map((artifact) => ({ name: artifact.name, chars: [...artifactText(artifact)].length, ...(artifact.metadata ? { metadata: artifact.metadata } : {}) })),
-  }));
-  setHandler(messagesQuery, (from: number) => run.messages.slice(Math.max(0, from)));
-  setHandler(modelRequestQuery, (key: string, page = 0) => {
+  }), { description: 'The run: state (running, waiting, completed, failed, cancelled), turn, usage, pending interrupts, tasks, artifacts.' });
+  setHandler(messagesQuery, (from: number) => run.messages.slice(Math.max(0, from)), { description: "The run's conversation from index `from` on." });
+  // Internal: not part of the protocol (docs/protocol.md); the model activity reads its request with it.
+  const modelRequestPage = (key: string, page = 0) => {
     const request = run.modelRequests[key];
     if (request === undefined) throw new Error(`no model request "${key}" is pending in run ${run.runId}`);
     const pages = request.ids.length;
@@ -30,7 +31,8 @@ export function answerQueries(run: RunState): void {
     const text = request.text.slice(page * MODEL_REQUEST_PAGE_CHARS, (page + 1) * MODEL_REQUEST_PAGE_CHARS);
     // The first page also lists every page's id, so the activity fetches only pages it has not seen.
     return { pages, text, ...(page === 0 ? { ids: request.ids } : {}) };
-  });
+  };
+  setHandler(modelRequestQuery, modelRequestPage, { description: 'Internal to keel (its model activity reads a request by reference); not part of the protocol.' });
 }
 
 /** Records the pending interrupts: a run with any is `waiting`. */
