@@ -181,6 +181,18 @@ describe('keel run / status / abort', () => {
     expect(again.stderr).toBe(`keel abort: run "${runId}" has already ended (cancelled); there is nothing to abort\n`);
   });
 
+  it('names a run with --id or --id-prefix, and refuses an id already open in one line', async () => {
+    const id = `chosen-${Date.now()}`;
+    const first = await runKeel(['run', 'slow', 'hi', '--id', id, '--detach', '--json', '--config', config]);
+    expect(JSON.parse(first.stdout)).toMatchObject({ runId: id });
+    const again = await runKeel(['run', 'slow', 'hi', '--id', id, '--detach', '--config', config]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toBe(`keel run: ALREADY_EXISTS: a run with id "${id}" is already open; choose another id\n`);
+    const prefixed = await runKeel(['run', 'slow', 'hi', '--id-prefix', 'nightly', '--detach', '--json', '--config', config]);
+    expect(JSON.parse(prefixed.stdout).runId).toMatch(/^nightly-[0-9a-f-]{36}$/);
+    for (const runId of [id, JSON.parse(prefixed.stdout).runId as string]) await runKeel(['abort', runId, '--config', config]);
+  });
+
   it('reports status from Temporal itself when no worker answers', async () => {
     const orphanConfig = writeConfig('no-worker.yaml', { temporal: { address: worker.config.temporal.address }, taskQueue: `nobody-${Date.now()}`, server: { enabled: false } });
     const detached = await runKeel(['run', 'good', 'hi', '--detach', '--json', '--config', orphanConfig]);

@@ -3,14 +3,17 @@
  * SQLite file and stops on SIGTERM; `keel dev` runs server + worker; `keel demo` (what
  * `npm start` runs) starts what it needs, runs the demo agent and prints the UI address.
  */
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
 import { stringify } from 'yaml';
+import { KeelClient } from '../src/client/keel-client';
+import { loadConfig } from '../src/config/load';
 import { isServerReachable } from '../src/server/dev-server';
 import { freePort } from './support/free-port';
-import { ROOT, runKeel, spawnKeel } from './support/processes';
+import { ROOT, runKeel, spawnKeel, writeTestConfig } from './support/processes';
 
 async function configWithOwnServer(extra: object = {}): Promise<{ path: string; dir: string; port: number; uiPort: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'keel-proc-'));
@@ -104,5 +107,31 @@ describe('keel demo', () => {
     expect(code).toBe(0);
     expect(stdout).toContain(`using the Temporal server at ${inject('temporalAddress')}`);
     expect(stdout).toContain('Go to Lisbon');
+  });
+});
+
+describe('worker.ts', () => {
+  it('starts a worker from the temporal.yaml of its working directory, as a project of your own would', async () => {
+    const { dir, configPath } = writeTestConfig('worker-ts', {
+      agents: [{ name: 'from-file', description: 'Answers.', model: 'scripted/from-file' }],
+      models: [{ name: 'scripted/from-file', script: [{ text: 'started by worker.ts' }] }],
+    });
+    const child = spawn(process.execPath, [join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(ROOT, 'worker.ts')], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<number | null>((done) => child.once('close', done));
+    try {
+      await expect.poll(() => output, { timeout: 60_000, interval: 100 }).toMatch(/keel: worker \d+ on task queue/);
+      const client = await KeelClient.connect(loadConfig({ path: configPath }));
+      try {
+        expect((await client.run('from-file', 'hi')).text).toBe('started by worker.ts');
+      } finally {
+        await client.close();
+      }
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
 });

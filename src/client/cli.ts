@@ -22,7 +22,8 @@ commands:
   server                      run the embedded Temporal dev server until stopped
   worker                      run one worker (start several to scale out)
   dev                         server + one worker, for local work
-  run <agent> <prompt...>     start a run and wait for its answer (--detach: print the run id)
+  run <agent> <prompt...>     start a run and wait for its answer (--detach: print the run id;
+                              --id <runId> or --id-prefix <prefix> to name it)
   status <runId>              the run's state, turn, usage and pending interrupts (JSON)
   abort <runId>               cancel a run
   approve <runId> <id>        approve a pending interrupt
@@ -47,6 +48,8 @@ interface CliOptions {
   detach: boolean;
   session?: string;
   reason?: string;
+  id?: string;
+  'id-prefix'?: string;
 }
 
 function parse(argv: string[]): { command: string | undefined; positionals: string[]; options: CliOptions; help: boolean } {
@@ -61,6 +64,8 @@ function parse(argv: string[]): { command: string | undefined; positionals: stri
         detach: { type: 'boolean', default: false },
         session: { type: 'string' },
         reason: { type: 'string' },
+        id: { type: 'string' },
+        'id-prefix': { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -136,7 +141,14 @@ async function commandRun(config: KeelConfig, positionals: string[], options: Cl
         return EXIT.failed;
       }
     } else {
-      handle = await client.start(agent, words.join(' '));
+      try {
+        handle = await client.start(agent, words.join(' '), { ...(options.id ? { runId: options.id } : {}), ...(options['id-prefix'] ? { idPrefix: options['id-prefix'] } : {}) });
+      } catch (error) {
+        const failure = runErrorOf(error);
+        process.stderr.write(`keel run: ${failure.status}: ${failure.message}
+`);
+        return EXIT.failed;
+      }
     }
     if (options.detach) {
       print(options.json, { runId: handle.runId, status: 'running', ...session }, handle.runId);

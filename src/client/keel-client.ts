@@ -2,7 +2,7 @@
  * The typed client: start a run, get its handle, read its status and result, cancel it.
  * Node side; uses the same message constants as the workflow.
  */
-import { Client, WorkflowNotFoundError } from '@temporalio/client';
+import { Client, ServiceError, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import { KeelError } from '../core/errors';
 import { inspectTask } from './inspect-task';
@@ -21,8 +21,10 @@ import { GENERATE_WORKFLOW, messagesQuery, resumeSignal, resumeUpdate, statusQue
 
 /** Options of `KeelClient.start`. */
 export interface StartRunOptions {
-  /** Run id (the workflow id); a fresh `run-<uuid>` when absent. */
+  /** Run id (the workflow id) of your choosing; a fresh `<idPrefix>-<uuid>` when absent. */
   runId?: string;
+  /** Prefix of the generated run id (default `run`): `<idPrefix>-<uuid>`. */
+  idPrefix?: string;
   /** Middleware added after the agent's own. */
   use?: MiddlewareRefInput[];
   /** Overrides the agent's maxTurns. */
@@ -262,7 +264,7 @@ export class KeelClient {
   async start(
     agent: string,
     prompt: string | Message[],
-    { runId = `run-${randomUUID()}`, use = [], maxTurns, taskQueue, interruptMode, interruptTimeout, onInterruptTimeout, resume, artifacts, state, continueAsNewAt }: StartRunOptions = {},
+    { idPrefix = 'run', runId = `${idPrefix}-${randomUUID()}`, use = [], maxTurns, taskQueue, interruptMode, interruptTimeout, onInterruptTimeout, resume, artifacts, state, continueAsNewAt }: StartRunOptions = {},
   ): Promise<RunHandle> {
     const messages: Message[] = typeof prompt === 'string' ? [{ role: 'user', content: [{ text: prompt }] }] : prompt;
     const input: RunInputOptions = {
@@ -281,13 +283,20 @@ export class KeelClient {
     assertInputFits(this.temporal, input, `the input of run ${runId} (agent "${agent}")`);
     // What `describe`, `list` and the Web UI show of the run: its agent and how its prompt starts.
     const excerpt = promptExcerpt(messages);
-    await this.temporal.workflow.start(GENERATE_WORKFLOW, {
-      taskQueue: taskQueue ?? this.taskQueue,
-      workflowId: runId,
-      args: [input],
-      memo: { agent, prompt: excerpt },
-      staticSummary: `${agent}: ${excerpt}`,
-    });
+    try {
+      await this.temporal.workflow.start(GENERATE_WORKFLOW, {
+        taskQueue: taskQueue ?? this.taskQueue,
+        workflowId: runId,
+        args: [input],
+        memo: { agent, prompt: excerpt },
+        staticSummary: `${agent}: ${excerpt}`,
+      });
+    } catch (error) {
+      if (error instanceof WorkflowExecutionAlreadyStartedError) throw new KeelError('ALREADY_EXISTS', `a run with id "${runId}" is already open; choose another id`);
+      // The gRPC failure's cause says what to do (an unknown namespace, a refused input).
+      const cause = error instanceof ServiceError && error.cause ? `: ${error.cause.message}` : '';
+      throw new KeelError(KeelError.isInstance(error) ? error.status : 'UNAVAILABLE', `could not start run "${runId}" of agent "${agent}": ${(error as Error).message}${cause}`);
+    }
     return new RunHandle({ client: this.temporal, runId });
   }
 
