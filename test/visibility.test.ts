@@ -57,3 +57,20 @@ describe('memo and summary', () => {
     await handle.cancel();
   });
 });
+
+describe('a hold in history', () => {
+  it('shows as a timer named after the hold, cancelled by the decision', async () => {
+    const { client } = worker();
+    const handle = await client.start(agent, 'go');
+    await expect.poll(async () => (await handle.pendingInterrupts()).length, { timeout: 20_000 }).toBe(1);
+    const [hold] = await handle.pendingInterrupts();
+    const events = async () => (await client.temporal.workflow.getHandle(handle.runId).fetchHistory()).events ?? [];
+    const summaryOf = (event: { userMetadata?: { summary?: { data?: Uint8Array | null } | null } | null }) => JSON.parse(Buffer.from(event.userMetadata?.summary?.data ?? []).toString() || 'null') as unknown;
+    await expect
+      .poll(async () => (await events()).filter((event) => event.timerStartedEventAttributes).map(summaryOf), { timeout: 10_000 })
+      .toEqual([`waiting for a decision on ${hold!.id}: approval of tool "dangerous"`]);
+    await handle.approve(hold!.id);
+    expect((await handle.result()).text).toBe('done');
+    expect((await events()).filter((event) => event.timerCanceledEventAttributes)).toHaveLength(1);
+  });
+});

@@ -5,7 +5,7 @@
  * of that middleware's holds and whether a stand-in output answers the call or goes to the
  * stage to decide. Runs in the workflow: deterministic, no I/O.
  */
-import { ApplicationFailure, condition, log, setHandler } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, condition, log, patched, setHandler, sleep } from '@temporalio/workflow';
 import type { Duration } from '@temporalio/common';
 import { KeelError } from '../core/errors';
 import { parseDecision, type Decision, type DecisionAccepted, type HoldPolicy, type ToolInterrupt } from '../core/interrupts';
@@ -19,6 +19,11 @@ interface Entry {
   policy: HoldPolicy;
   decision?: Decision;
 }
+
+/** The patch that gave each hold without a deadline a named timer (runs from before replay without). */
+export const HOLD_TIMER_PATCH = 'keel-hold-timer';
+/** The length of that timer: longer than any wait (the decision cancels it). */
+const HOLD_TIMER_LENGTH = '3650 days';
 
 /** Options of the board. */
 export interface InterruptBoardOptions {
@@ -125,7 +130,18 @@ export class InterruptBoard {
     this.changed();
     try {
       const settled = () => entry.decision !== undefined || this.stoppedBy !== undefined;
-      const settledInTime = this.options.timeout === undefined ? (await condition(settled), true) : await condition(settled, this.options.timeout);
+      let settledInTime: boolean;
+      if (this.options.timeout !== undefined) settledInTime = await condition(settled, this.options.timeout);
+      else if (patched(HOLD_TIMER_PATCH)) {
+        // A wait with no deadline records nothing in history by itself: a timer named after the
+        // hold makes it visible there and in the Web UI; the decision cancels it.
+        await CancellationScope.cancellable(async () => {
+          sleep(HOLD_TIMER_LENGTH, { summary: `waiting for a decision on ${id}: ${interrupt.kind} of tool "${request.name}"` }).catch(() => undefined);
+          await condition(settled);
+          CancellationScope.current().cancel();
+        });
+        settledInTime = true;
+      } else settledInTime = (await condition(settled), true);
       if (entry.decision === undefined && this.stoppedBy !== undefined) throw this.stoppedBy;
       if (!settledInTime) {
         if (this.options.onTimeout === 'fail') {
