@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Message } from '../src/core/messages';
+import { answeredInputs, compress, type CompressionOptions } from '../src/middleware/compression/compress';
 import {
   COMPRESSION_KEY,
   DEDUPE_NOTICE,
@@ -17,6 +18,17 @@ import {
   resolveCompressedHistory,
 } from '../src/middleware/compression/view';
 
+/** One decision's options: the middleware's defaults, then `overrides`. */
+const options = (overrides: Partial<CompressionOptions>): CompressionOptions => ({
+  maxInputTokens: 0,
+  maxMessages: 0,
+  preserveRecent: 4,
+  preserveRecentSet: false,
+  maxToolResponseChars: 400_000,
+  skipSummarizationThreshold: 0,
+  noTruncationNotice: false,
+  ...overrides,
+});
 const user = (text: string, metadata?: Record<string, unknown>): Message => ({ role: 'user', content: [{ text }], ...(metadata ? { metadata } : {}) });
 const model = (text: string, metadata?: Record<string, unknown>): Message => ({ role: 'model', content: [{ text }], ...(metadata ? { metadata } : {}) });
 const system = (text: string): Message => ({ role: 'system', content: [{ text }] });
@@ -229,18 +241,6 @@ describe('tokenizer counts cached per message', () => {
 });
 
 describe('one compression decision (the reference’s slot and anchor rules)', async () => {
-  const { compress } = await import('../src/middleware/compression/compress');
-  type Options = Parameters<typeof compress>[1];
-  const options = (overrides: Partial<Options>): Options => ({
-    maxInputTokens: 0,
-    maxMessages: 0,
-    preserveRecent: 4,
-    preserveRecentSet: false,
-    maxToolResponseChars: 400_000,
-    skipSummarizationThreshold: 0,
-    noTruncationNotice: false,
-    ...overrides,
-  });
   const alternating = (pairs: number) => Array.from({ length: pairs * 2 - 1 }, (_, index) => (index % 2 === 0 ? user(`u${index / 2 + 1}`) : model(`m${(index + 1) / 2}`)));
 
   it('an explicit preserveRecent bounds a drop triggered by maxMessages', async () => {
@@ -281,7 +281,6 @@ describe('one compression decision (the reference’s slot and anchor rules)', a
 });
 
 describe('dropping after a summary', async () => {
-  const { compress } = await import('../src/middleware/compression/compress');
   const base = { maxInputTokens: 0, preserveRecent: 4, preserveRecentSet: false, maxToolResponseChars: 400_000, skipSummarizationThreshold: 0, noTruncationNotice: false };
 
   it('never takes the summary for the anchor: with no user message left, the summary is carried onto the new boundary', async () => {
@@ -302,7 +301,6 @@ describe('dropping after a summary', async () => {
 });
 
 describe('dedupe of a truncated response', async () => {
-  const { compress } = await import('../src/middleware/compression/compress');
   it('replaces an older duplicate even when it was truncated, and records the notice', async () => {
     const search = (ref: string): Message => ({ role: 'model', content: [{ toolRequest: { name: 'search', ref, input: { q: 1 } } }] });
     const history = [
@@ -329,19 +327,7 @@ describe('dedupe of a truncated response', async () => {
 });
 
 describe('reference parity details', async () => {
-  const { compress, answeredInputs } = await import('../src/middleware/compression/compress');
   const { reconcileNotices } = await import('../src/middleware/compression/view');
-  type Options = Parameters<typeof compress>[1];
-  const options = (overrides: Partial<Options>): Options => ({
-    maxInputTokens: 0,
-    maxMessages: 0,
-    preserveRecent: 4,
-    preserveRecentSet: false,
-    maxToolResponseChars: 400_000,
-    skipSummarizationThreshold: 0,
-    noTruncationNotice: false,
-    ...overrides,
-  });
   const requests = (...calls: Array<[string, string | undefined, unknown]>): Message => ({
     role: 'model',
     content: calls.map(([name, ref, input]) => ({ toolRequest: { name, ...(ref ? { ref } : {}), input } })),
