@@ -11,7 +11,8 @@ import json
 import sys
 import uuid
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowQueryFailedError
+from temporalio.service import RPCError
 
 
 async def main(address: str, task_queue: str, agent: str, prompt: str) -> None:
@@ -23,9 +24,14 @@ async def main(address: str, task_queue: str, agent: str, prompt: str) -> None:
         id=f"py-{uuid.uuid4()}",
         task_queue=task_queue,
     )
-    # The `status` query says when the run waits for a person, and for what.
+    # The `status` query says when the run waits for a person, and for what. (A query sent
+    # before the run's first workflow task has completed is refused: ask again.)
     while True:
-        status = await handle.query("status")
+        try:
+            status = await handle.query("status")
+        except (RPCError, WorkflowQueryFailedError):
+            await asyncio.sleep(0.2)
+            continue
         if status["state"] == "waiting":
             break
         if status["state"] not in ("running", "waiting"):
