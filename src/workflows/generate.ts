@@ -76,9 +76,9 @@ function resultOf(outcome: GenerateOutcome, { status, artifacts, tasks }: RunSta
 }
 
 /** The tool loop. */
-export async function generateWorkflow(input0: RunInput, ...carriedMessages: Message[][]): Promise<RunResult> {
+export async function generateWorkflow(startInput: RunInput, ...carriedMessages: Message[][]): Promise<RunResult> {
   // The next run of a chain gets its conversation as separate chunks (see continue-run.ts).
-  const rawInput = carriedMessages.length && input0?.continued ? { ...input0, messages: carriedMessages.flat() } : input0;
+  const rawInput = carriedMessages.length && startInput?.continued ? { ...startInput, messages: carriedMessages.flat() } : startInput;
   const info = workflowInfo();
   const run = newRunState(info.workflowId, typeof rawInput?.agent === 'string' ? rawInput.agent : '');
   answerQueries(run);
