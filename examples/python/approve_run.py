@@ -8,6 +8,7 @@ approves the held call with the `resume` update and prints the result as one JSO
 
 import asyncio
 import json
+import os
 import sys
 import uuid
 
@@ -46,3 +47,7 @@ async def main(address: str, task_queue: str, agent: str, prompt: str) -> None:
 
 if __name__ == "__main__":
     asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else "clean up the temp files"))
+    # The SDK's native runtime threads can crash the interpreter's own shutdown now and then
+    # ("PyGILState_Release ... finalizing"): the work is done, so leave without it.
+    sys.stdout.flush()
+    os._exit(0)
