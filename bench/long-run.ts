@@ -6,22 +6,13 @@
  *
  * Run: npx tsx bench/long-run.ts   (env: BENCH_LONG_TURNS)
  */
-import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { temporal } from '@temporalio/proto';
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { z } from 'zod';
-import { KeelClient } from '../src/client/keel-client';
-import { defineConfig } from '../src/config/load';
-import { defineAgent, defineTool } from '../src/define';
+import { defineAgent } from '../src/define';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
-import { findTemporalBinary, startDevServer } from '../src/server/dev-server';
-import { connectClient, connectWorker } from '../src/worker/connect';
-import { createKeelWorker } from '../src/worker/create-worker';
-import { freePort } from '../test/support/free-port';
+import { chunkTool, historyBytes, startBenchServer, startBenchWorker } from './harness';
 import { result } from './report';
 
 const TURNS = Number(process.env.BENCH_LONG_TURNS ?? 1000);
@@ -33,22 +24,15 @@ function storedBytes(directory: string): number {
 }
 
 async function main(): Promise<void> {
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const server = await startDevServer({ binary: findTemporalBinary(defineConfig({})), port: await freePort(), headless: true, logLevel: 'error' });
+  const server = await startBenchServer();
   const store = mkdtempSync(join(tmpdir(), 'keel-bench-store-'));
-  const config = defineConfig({ temporal: { address: server.address }, taskQueue: `bench-long-${randomUUID()}`, externalStorage: { directory: store } });
-  const chunk = defineTool({ name: 'chunk', description: 'Returns 20 KiB.', input: z.object({ turn: z.number() }), run: ({ turn }) => ({ turn, data: 'x'.repeat(20 * 1024) }) });
-  const registry = new Registry().add(chunk);
+  const registry = new Registry().add(chunkTool);
   const counts = [TURNS / 4, TURNS / 2, TURNS].map(Math.round);
   for (const turns of counts) {
     const model = scriptedModel({ name: `scripted/long-${turns}`, keepRequests: 0, script: [...Array.from({ length: turns }, (_, turn) => toolCallReply({ name: 'chunk', input: { turn } }, { usage: { inputTokens: 1 } })), textReply('done')] });
     registry.add(model, defineAgent({ name: `long-${turns}`, model: model.name, tools: ['chunk'], maxTurns: turns }));
   }
-  const connection = await connectWorker(config);
-  const temporalClient = await connectClient(config);
-  const worker = await createKeelWorker({ config, registry, connection, client: temporalClient });
-  const running = worker.run();
-  const client = new KeelClient({ temporal: temporalClient, taskQueue: config.taskQueue });
+  const { client, temporalClient, stop } = await startBenchWorker(server, registry, { externalStorage: { directory: store } });
   try {
     const rows: Array<{ turns: number; seconds: number; runs: number; maxHistory: number; totalHistory: number; store: number }> = [];
     for (const turns of counts) {
@@ -60,8 +44,7 @@ async function main(): Promise<void> {
       if (outcome.usage.inputTokens !== turns) throw new Error(`usage not summed: ${JSON.stringify(outcome.usage)}`);
       const histories: number[] = [];
       for await (const execution of temporalClient.workflow.list({ query: `WorkflowId = "${handle.runId}"` })) {
-        const history = await temporalClient.workflow.getHandle(handle.runId, execution.runId).fetchHistory();
-        histories.push(temporal.api.history.v1.History.encode(history).finish().length);
+        histories.push(await historyBytes(temporalClient, handle.runId, execution.runId));
       }
       const row = { turns, seconds, runs: histories.length, maxHistory: Math.max(...histories), totalHistory: histories.reduce((a, b) => a + b, 0), store: storedBytes(store) - before };
       rows.push(row);
@@ -79,11 +62,7 @@ async function main(): Promise<void> {
     result(`long run: store ${last.turns} turns / ${half.turns} turns`, last.store / half.store, '≈ 2 (linear)');
     result('long run: wall time (s)', last.seconds, '');
   } finally {
-    worker.shutdown();
-    await running;
-    await connection.close();
-    await temporalClient.connection.close();
-    await server.stop();
+    await stop();
   }
 }
 

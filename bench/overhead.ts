@@ -11,7 +11,7 @@
  *
  * Run: npm run bench   (env: BENCH_TURNS, BENCH_REPS)
  */
-import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
@@ -22,10 +22,9 @@ import { defineConfig } from '../src/config/load';
 import { defineAgent, defineTool } from '../src/define';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
-import { findTemporalBinary, startDevServer } from '../src/server/dev-server';
 import { keelDataConverter } from '../src/storage/data-converter';
 import { connectClient, connectWorker } from '../src/worker/connect';
-import { freePort } from '../test/support/free-port';
+import { startBenchServer } from './harness';
 import { result } from './report';
 
 const TURNS = Number(process.env.BENCH_TURNS ?? 10);
@@ -39,10 +38,9 @@ function median(values: number[]): number {
 }
 
 async function main(): Promise<void> {
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
   // The embedded server's defaults (DEV_SERVER_DYNAMIC_CONFIG), overridden by BENCH_DYNAMIC (JSON) to compare settings.
   const dynamicConfig = process.env.BENCH_DYNAMIC ? (JSON.parse(process.env.BENCH_DYNAMIC) as Record<string, unknown>) : {};
-  const server = await startDevServer({ binary: findTemporalBinary(defineConfig({})), port: await freePort(), headless: true, logLevel: 'error', dynamicConfig });
+  const server = await startBenchServer(dynamicConfig);
   const config = defineConfig({ temporal: { address: server.address }, taskQueue: `bench-${randomUUID()}` });
 
   const noop = defineTool({ name: 'noop', description: 'Does nothing.', input: z.object({ turn: z.number() }), run: () => ({ ok: true }) });

@@ -9,22 +9,13 @@
  *
  * Run: npx tsx bench/peer.ts   (env: BENCH_PEER_TURNS, BENCH_PEER_REPS)
  */
-import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { temporal } from '@temporalio/proto';
 import { execFileSync } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { z } from 'zod';
-import { KeelClient } from '../src/client/keel-client';
-import { defineConfig } from '../src/config/load';
-import { defineAgent, defineTool } from '../src/define';
+import { defineAgent } from '../src/define';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
-import { findTemporalBinary, startDevServer } from '../src/server/dev-server';
-import { connectClient, connectWorker } from '../src/worker/connect';
-import { createKeelWorker } from '../src/worker/create-worker';
-import { freePort } from '../test/support/free-port';
+import { chunkTool, historyBytes, startBenchServer, startBenchWorker } from './harness';
 import { result } from './report';
 
 const TURNS = Number(process.env.BENCH_PEER_TURNS ?? 16);
@@ -38,24 +29,17 @@ async function main(): Promise<void> {
     console.log('peer: not installed; run `npm install --prefix bench/peer` first (it brings @temporalio/ai-sdk and a Node 22 binary)');
     return;
   }
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const server = await startDevServer({ binary: findTemporalBinary(defineConfig({})), port: await freePort(), headless: true, logLevel: 'error' });
-  const config = defineConfig({ temporal: { address: server.address }, taskQueue: `bench-peer-${randomUUID()}` });
-  const chunk = defineTool({ name: 'chunk', description: 'Returns 20 KiB.', input: z.object({ turn: z.number() }), run: ({ turn }) => ({ turn, data: 'x'.repeat(20 * 1024) }) });
+  const server = await startBenchServer();
   const script = (turns: number) => [...Array.from({ length: turns }, (_, turn) => toolCallReply({ name: 'chunk', input: { turn } })), textReply('done')];
   const warm = scriptedModel({ name: 'scripted/peer-warm', keepRequests: 0, script: script(2) });
   const loop = scriptedModel({ name: 'scripted/peer-loop', keepRequests: 0, script: script(TURNS) });
-  const registry = new Registry().add(chunk, warm, loop, defineAgent({ name: 'peer-warm', model: warm.name, tools: ['chunk'] }), defineAgent({ name: 'peer-loop', model: loop.name, tools: ['chunk'], maxTurns: TURNS }));
-  const connection = await connectWorker(config);
-  const temporalClient = await connectClient(config);
-  const worker = await createKeelWorker({ config, registry, connection, client: temporalClient });
-  const running = worker.run();
-  const client = new KeelClient({ temporal: temporalClient, taskQueue: config.taskQueue });
+  const registry = new Registry().add(chunkTool, warm, loop, defineAgent({ name: 'peer-warm', model: warm.name, tools: ['chunk'] }), defineAgent({ name: 'peer-loop', model: loop.name, tools: ['chunk'], maxTurns: TURNS }));
+  const { client, temporalClient, stop } = await startBenchWorker(server, registry);
   try {
     await client.run('peer-warm', 'go');
     const walls: number[] = [];
     const cpus: number[] = [];
-    let historyBytes = 0;
+    let bytes = 0;
     for (let rep = 0; rep < REPS; rep++) {
       const cpu = process.cpuUsage();
       const started = Date.now();
@@ -64,9 +48,9 @@ async function main(): Promise<void> {
       walls.push(Date.now() - started);
       const used = process.cpuUsage(cpu);
       cpus.push((used.user + used.system) / 1000);
-      historyBytes = temporal.api.history.v1.History.encode(await temporalClient.workflow.getHandle(handle.runId).fetchHistory()).finish().length;
+      bytes = await historyBytes(temporalClient, handle.runId);
     }
-    const keel = { wallMs: median(walls), cpuMs: median(cpus), historyBytes };
+    const keel = { wallMs: median(walls), cpuMs: median(cpus), historyBytes: bytes };
     const peer = JSON.parse(execFileSync(NODE22, [join(PEER, 'peer.mjs'), server.address, String(TURNS), String(REPS)], { encoding: 'utf8' }).trim().split('\n').at(-1)!) as { node: string; wallMs: number; cpuMs: number; historyBytes: number };
     console.log(`peer: ${TURNS}-turn loop, 20 KiB tool output per turn, median of ${REPS}`);
     console.log(`  keel (Node ${process.version}):             wall ${keel.wallMs} ms, worker+client CPU ${keel.cpuMs.toFixed(0)} ms, history ${(keel.historyBytes / 1024).toFixed(0)} KiB (${(keel.historyBytes / TURNS / 1024).toFixed(1)} KiB/turn)`);
@@ -75,11 +59,7 @@ async function main(): Promise<void> {
     result(`peer: ${TURNS}-turn loop CPU, keel / ai-sdk`, keel.cpuMs / peer.cpuMs, '');
     result(`peer: history bytes, keel / ai-sdk (${TURNS} turns of 20 KiB)`, keel.historyBytes / peer.historyBytes, '< 1 (linear vs quadratic)');
   } finally {
-    worker.shutdown();
-    await running;
-    await connection.close();
-    await temporalClient.connection.close();
-    await server.stop();
+    await stop();
   }
 }
 
