@@ -1,8 +1,19 @@
 #!/usr/bin/env node
-// The `keel` command. Registers tsx so the TypeScript sources (and the .ts modules a
-// temporal.yaml lists) load directly, then hands over to the CLI.
-require('tsx/cjs/api').register();
-require('../src/client/cli.ts')
+// The `keel` command. In the installed package it runs the built CLI (dist/); in a keel
+// checkout, where src/ is present, it runs the TypeScript sources through tsx. Either way the
+// .ts modules a temporal.yaml lists load through tsx when a command needs them.
+const { existsSync } = require('node:fs');
+const { join } = require('node:path');
+
+const source = join(__dirname, '..', 'src', 'client', 'cli.ts');
+let cli;
+if (existsSync(source)) {
+  require('tsx/cjs/api').register();
+  cli = require(source);
+} else {
+  cli = require('../dist/client/cli.js');
+}
+cli
   .main(process.argv.slice(2))
   .then((code) => {
     process.exitCode = code;

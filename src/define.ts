@@ -46,7 +46,19 @@ export type ToolOptions<Input extends z.ZodType, Output extends z.ZodType> = Omi
 export function defineTool<Input extends z.ZodType, Output extends z.ZodType = z.ZodType>(
   options: ToolOptions<Input, Output>,
 ): Tool<Input, Output> {
+  // Plain JavaScript modules get no type check: say what is wrong with the definition now, not at the first call.
+  const name = typeof options?.name === 'string' && options.name ? options.name : undefined;
+  const where = `defineTool(${name ? JSON.stringify(name) : '...'})`;
+  if (!name) throw new TypeError(`${where}: name must be a non-empty string`);
+  if (typeof options.description !== 'string') throw new TypeError(`${where}: description must be a string`);
+  if (!isZodSchema(options.input)) throw new TypeError(`${where}: input must be a zod schema, e.g. z.object({})`);
+  if (options.output !== undefined && !isZodSchema(options.output)) throw new TypeError(`${where}: output must be a zod schema when given`);
+  if (typeof options.run !== 'function') throw new TypeError(`${where}: run must be a function`);
   return { kind: 'tool', ...options };
+}
+
+function isZodSchema(value: unknown): value is z.ZodType {
+  return typeof value === 'object' && value !== null && '_zod' in value && typeof (value as z.ZodType).safeParse === 'function';
 }
 
 /** An agent: a model, a system prompt, tools and middleware. */

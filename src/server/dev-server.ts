@@ -33,11 +33,13 @@ export function findTemporalBinary(config: Pick<KeelConfig, 'server' | 'baseDir'
   }
   const onPath = spawnSync('sh', ['-c', 'command -v temporal'], { encoding: 'utf8' }).stdout.trim();
   if (works(onPath)) return onPath;
-  const cached = join(PACKAGE_ROOT, '.keel', 'bin', 'temporal');
-  if (works(cached)) return cached;
+  // The project's cache first, then (in a keel checkout) keel's own.
+  const caches = [...new Set([config.baseDir, PACKAGE_ROOT].map((root) => join(root, '.keel', 'bin')))];
+  const cached = caches.map((dir) => join(dir, 'temporal')).find((path) => works(path));
+  if (cached) return cached;
   if (!install) throw new ServerError('no temporal binary found (set server.binary or TEMPORAL_CLI, or run npm run setup)');
   const script = join(PACKAGE_ROOT, 'scripts', 'install-temporal.sh');
-  const result = spawnSync('bash', [script], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const result = spawnSync('bash', [script], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, KEEL_BIN_DIR: caches[0] } });
   const installed = result.stdout.trim().split('\n').pop();
   if (result.status === 0 && works(installed)) return installed;
   throw new ServerError('could not install the temporal binary: see the messages above');

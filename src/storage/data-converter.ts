@@ -5,6 +5,7 @@
  */
 import { ExternalStorage, type DataConverter, type StorageDriver } from '@temporalio/common';
 import { resolve } from 'node:path';
+import { ConfigError } from '../config/load';
 import type { KeelConfig } from '../config/schema';
 import { requireModule } from '../worker/require-ts';
 import { FileStorageDriver } from './file-driver';
@@ -16,9 +17,21 @@ export async function storageDriver(config: StorageConfig): Promise<StorageDrive
   const storage = config.externalStorage;
   if (storage.driver === 'none') return undefined;
   if (storage.driver === 'file') return new FileStorageDriver(resolve(config.baseDir, storage.directory));
-  // Loaded only when asked for: the AWS SDK is slow to load.
-  const { s3StorageDriver } = requireModule<typeof import('./s3-driver')>('./s3-driver', __filename);
-  return s3StorageDriver(storage.s3!);
+  return loadS3Driver().s3StorageDriver(storage.s3!);
+}
+
+/** The S3 packages, optional peer dependencies of keel: only projects that store payloads in S3 install them. */
+const S3_PACKAGES = ['@aws-sdk/client-s3', '@temporalio/external-storage-s3', '@temporalio/external-storage-s3-aws-sdk'];
+
+/** The S3 driver module, loaded only when asked for (the AWS SDK is slow to load and optional). */
+function loadS3Driver(): typeof import('./s3-driver') {
+  try {
+    return requireModule<typeof import('./s3-driver')>('./s3-driver', __filename);
+  } catch (error) {
+    const missing = S3_PACKAGES.find((name) => (error as Error).message.includes(`'${name}'`));
+    if ((error as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND' || !missing) throw error;
+    throw new ConfigError(`externalStorage.driver: "s3" needs ${missing}, which is not installed; install the S3 packages: npm install ${S3_PACKAGES.join(' ')}`);
+  }
 }
 
 /** The data converter of the config (undefined: the SDK's default, nothing stored). */

@@ -10,29 +10,52 @@ import { dirname, join, resolve } from 'node:path';
 
 /** Root of the keel package (where package.json lives). */
 export const PACKAGE_ROOT = resolve(__dirname, '..', '..');
+/** keel's own code: src/ in a checkout (run through tsx), dist/ in the installed package. */
+const CODE_DIR = resolve(__dirname, '..');
+/** `.ts` in a checkout, `.js` once built. */
+const CODE_EXTENSION = __filename.endsWith('.ts') ? '.ts' : '.js';
 /** The workflow entry point. */
-export const WORKFLOWS_PATH = join(PACKAGE_ROOT, 'src', 'workflows', 'index.ts');
+export const WORKFLOWS_PATH = join(CODE_DIR, 'workflows', `index${CODE_EXTENSION}`);
 /** The middleware registry, which the entry of a bundle with middleware modules calls. */
-const REGISTRY_PATH = join(PACKAGE_ROOT, 'src', 'middleware', 'registry.ts');
+const REGISTRY_PATH = join(CODE_DIR, 'middleware', `registry${CODE_EXTENSION}`);
+/**
+ * What `keel-agents/workflow` and `keel-agents/middleware` mean inside a bundle: this keel's
+ * own code, whichever copy a middleware module would otherwise resolve, so the bundle holds
+ * one middleware registry.
+ */
+const BUNDLE_ALIASES = {
+  'keel-agents/workflow$': WORKFLOWS_PATH,
+  'keel-agents/middleware$': join(CODE_DIR, 'middleware', `index${CODE_EXTENSION}`),
+};
 
 function sourceFiles(dir: string): string[] {
   const out: string[] = [];
   for (const entry of readdirSync(dir).sort()) {
     const full = join(dir, entry);
     if (statSync(full).isDirectory()) out.push(...sourceFiles(full));
-    else if (entry.endsWith('.ts') && !entry.endsWith('.test.ts')) out.push(full);
+    else if (entry.endsWith(CODE_EXTENSION) && !entry.endsWith('.test.ts') && !entry.endsWith('.d.ts')) out.push(full);
   }
   return out;
 }
 
+/** The version of an installed package, or '' when it cannot be read. */
+function packageVersion(name: string): string {
+  try {
+    return (JSON.parse(readFileSync(require.resolve(`${name}/package.json`), 'utf8')) as { version?: string }).version ?? '';
+  } catch {
+    return '';
+  }
+}
+
 /**
- * Hash of every source file, the lockfile, and each middleware module with the other
- * sources in its folder: a change to any of them means a new bundle.
+ * Hash of keel's code, the lockfile (in a checkout) or the Temporal SDK's version, and each
+ * middleware module with the other sources in its folder: a change to any of them means a
+ * new bundle.
  */
 export function bundleHash(middlewareModules: readonly string[] = []): string {
   const hash = createHash('sha256');
-  for (const file of sourceFiles(join(PACKAGE_ROOT, 'src'))) {
-    hash.update(file.slice(PACKAGE_ROOT.length)).update(readFileSync(file));
+  for (const file of sourceFiles(CODE_DIR)) {
+    hash.update(file.slice(CODE_DIR.length)).update(readFileSync(file));
   }
   for (const module of middlewareModules) {
     hash.update(module);
@@ -44,6 +67,7 @@ export function bundleHash(middlewareModules: readonly string[] = []): string {
   }
   const lock = join(PACKAGE_ROOT, 'package-lock.json');
   if (existsSync(lock)) hash.update(readFileSync(lock));
+  hash.update(packageVersion('@temporalio/workflow'));
   return hash.digest('hex').slice(0, 16);
 }
 
@@ -54,8 +78,11 @@ export interface WorkflowBundleOptions {
   middlewareModules?: readonly string[];
 }
 
-/** Path of a bundle of the current workflow code, building it if the cache has none. */
-export async function workflowBundlePath({ cacheDir = join(PACKAGE_ROOT, '.keel', 'cache'), middlewareModules = [] }: WorkflowBundleOptions = {}): Promise<string> {
+/**
+ * Path of a bundle of the current workflow code, building it if the cache has none. The cache
+ * is `.keel/cache` of the working directory unless `cacheDir` says otherwise.
+ */
+export async function workflowBundlePath({ cacheDir = resolve('.keel', 'cache'), middlewareModules = [] }: WorkflowBundleOptions = {}): Promise<string> {
   const key = bundleHash(middlewareModules);
   const path = join(cacheDir, `workflow-bundle-${key}.js`);
   if (existsSync(path)) return path;
@@ -64,7 +91,7 @@ export async function workflowBundlePath({ cacheDir = join(PACKAGE_ROOT, '.keel'
   if (middlewareModules.length) {
     // An entry that registers the middleware the modules export (or register) before the workflow runs.
     workflowsPath = join(cacheDir, `workflow-entry-${key}.ts`);
-    const source = (path: string) => JSON.stringify(path.replace(/\.ts$/, ''));
+    const source = (path: string) => JSON.stringify(path.replace(/\.[jt]s$/, ''));
     const lines = [
       `import { registerExportedMiddleware } from ${source(REGISTRY_PATH)};`,
       ...middlewareModules.map((module, index) => `import * as middleware${index} from ${JSON.stringify(module)};`),
@@ -73,7 +100,11 @@ export async function workflowBundlePath({ cacheDir = join(PACKAGE_ROOT, '.keel'
     ];
     writeFileSync(workflowsPath, `${lines.join('\n')}\n`);
   }
-  const { code } = await bundleWorkflowCode({ workflowsPath, logger: quietLogger });
+  const { code } = await bundleWorkflowCode({
+    workflowsPath,
+    logger: quietLogger,
+    webpackConfigHook: (webpackConfig) => ({ ...webpackConfig, resolve: { ...webpackConfig.resolve, alias: { ...webpackConfig.resolve?.alias, ...BUNDLE_ALIASES } } }),
+  });
   const temporary = `${path}.${process.pid}.tmp`;
   writeFileSync(temporary, code);
   renameSync(temporary, path);

@@ -24,8 +24,17 @@ export interface KeelProcess {
 }
 
 /** Starts `keel <args>`. */
-export function spawnKeel(args: string[], { env = {}, cwd = ROOT }: { env?: Record<string, string>; cwd?: string } = {}): KeelProcess {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export function spawnKeel(args: string[], options: { env?: Record<string, string>; cwd?: string } = {}): KeelProcess {
+  return spawnCommand(process.execPath, [BIN, ...args], { label: `keel ${args.join(' ')}`, ...options });
+}
+
+/** Starts any command (`label` names it in errors), capturing its output like `spawnKeel`. */
+export function spawnCommand(
+  command: string,
+  args: string[],
+  { env = {}, cwd = ROOT, label = `${command} ${args.join(' ')}` }: { env?: Record<string, string>; cwd?: string; label?: string } = {},
+): KeelProcess {
+  const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   let stdout = '';
   let stderr = '';
@@ -49,8 +58,8 @@ export function spawnKeel(args: string[], { env = {}, cwd = ROOT }: { env?: Reco
     async waitFor(pattern, timeoutMs = 60_000) {
       const deadline = Date.now() + timeoutMs;
       while (!pattern.test(output)) {
-        if (child.exitCode !== null) throw new Error(`keel ${args.join(' ')} exited (${child.exitCode}) before printing ${pattern}:\n${output}`);
-        if (Date.now() > deadline) throw new Error(`keel ${args.join(' ')} did not print ${pattern} within ${timeoutMs} ms:\n${output}`);
+        if (child.exitCode !== null) throw new Error(`${label} exited (${child.exitCode}) before printing ${pattern}:\n${output}`);
+        if (Date.now() > deadline) throw new Error(`${label} did not print ${pattern} within ${timeoutMs} ms:\n${output}`);
         await new Promise((resolveTick) => setTimeout(resolveTick, 100));
       }
     },
