@@ -16,6 +16,8 @@ import { createKeelWorker } from '../src/worker/create-worker';
 import { SCENARIOS, scenarioRegistry } from '../test/histories/scenarios';
 import { answerInterrupts } from '../test/support/answer-interrupts';
 import { freePort } from '../test/support/free-port';
+import { resetToFirstTask } from '../test/support/history';
+import type { RunResult } from '../src/core/run';
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
@@ -59,11 +61,16 @@ async function main(): Promise<void> {
           scenario.decisions,
         );
       }
-      const outcome = await handle.result().then(
+      let outcome = await handle.result().then(
         (result) => `completed: ${result.text}`,
         (error: Error) => `ended: ${error.message}`,
       );
-      const history = await temporal.workflow.getHandle(handle.runId).fetchHistory();
+      let runId: string | undefined;
+      if (scenario.resetToStart) {
+        runId = await resetToFirstTask(temporal, config.temporal.namespace, handle.runId);
+        outcome = `reset, then ${await temporal.workflow.getHandle(handle.runId, runId).result().then((result: RunResult) => `completed: ${result.text}`)}`;
+      }
+      const history = await temporal.workflow.getHandle(handle.runId, runId).fetchHistory();
       writeFileSync(file, `${historyToJSON(history)}\n`);
       console.log(`${scenario.name}: ${outcome} (${history.events?.length} events) -> ${file}`);
     }

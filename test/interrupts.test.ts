@@ -55,6 +55,17 @@ describe('update resume', () => {
     expect(await handle.status()).toMatchObject({ state: 'completed', interrupts: [] });
   });
 
+  it('refuses a decision meant for another tool than the one its interrupt holds', async () => {
+    const { name } = agentWith({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }), textReply('done')] });
+    const handle = await worker.client.start(name, 'go');
+    const id = await waitForInterrupt(handle);
+    const refused = await handle.decide({ interruptId: id, approved: true, toolName: 'echo' }).catch((error: unknown) => runErrorOf(error));
+    expect(refused).toMatchObject({ status: 'FAILED_PRECONDITION', message: expect.stringContaining(`interrupt ${id} holds tool "dangerous" (ref 0); the decision is for tool "echo"`) });
+    // The client names the held tool itself; the same id then goes through.
+    await handle.approve(id);
+    expect((await handle.result()).text).toBe('done');
+  });
+
   it('rejects an unknown interrupt id and a second decision for the same id, and the run is unaffected', async () => {
     const { name } = agentWith({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }), textReply('done')] });
     const handle = await worker.client.start(name, 'go');

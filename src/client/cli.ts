@@ -10,7 +10,7 @@ import { KeelError } from '../core/errors';
 import type { RunResult, RunStatus } from '../core/run';
 import { ServerError } from '../server/server-error';
 import { requireModule } from '../worker/require-ts';
-import { KeelClient, runErrorOf, type RunHandle } from './keel-client';
+import type { KeelClient, RunHandle } from './keel-client';
 import { followRun } from './progress';
 
 /** Bad usage: exit code 2, message on stderr. */
@@ -82,9 +82,19 @@ function print(json: boolean, value: unknown, human?: string): void {
   else process.stdout.write(`${human}\n`);
 }
 
+/** The client module: loaded by the commands that talk to Temporal, since it loads the Temporal client. */
+function clientModule(): typeof import('./keel-client') {
+  return later<typeof import('./keel-client')>('./keel-client');
+}
+
+/** The KeelError a failed call or run comes down to. */
+function runErrorOf(error: unknown): KeelError {
+  return clientModule().runErrorOf(error);
+}
+
 async function connect(config: KeelConfig): Promise<KeelClient> {
   try {
-    return await KeelClient.connect(config);
+    return await clientModule().KeelClient.connect(config);
   } catch (error) {
     throw new KeelError('UNAVAILABLE', `cannot reach Temporal at ${config.temporal.address}: ${(error as Error).message}. Start one with \`npx keel server\` (or \`npx keel dev\`).`);
   }

@@ -77,6 +77,9 @@ export interface RunHandleOptions {
 }
 
 /** A handle on one run. */
+/** How long a decision waits to learn which call its interrupt holds before it goes without. */
+const TARGET_LOOKUP_MS = 5000;
+
 export class RunHandle {
   private readonly client: Client;
   /** The run id (the workflow id). */
@@ -147,10 +150,27 @@ export class RunHandle {
    */
   async decide(decision: Decision): Promise<DecisionAccepted> {
     try {
-      return await this.workflow.executeUpdate(resumeUpdate, { args: [decision] });
+      return await this.workflow.executeUpdate(resumeUpdate, { args: [await this.targeted(decision)] });
     } catch (error) {
       throw await this.closedRunError(error);
     }
+  }
+
+  /**
+   * The decision with the tool and call of the hold it is meant for (from the run's pending
+   * interrupts), so the run refuses it for any other call with that id: after a `workflow
+   * reset` the server re-applies decisions to a run whose holds may come back in another order.
+   */
+  private async targeted(decision: Decision): Promise<Decision> {
+    if (decision.toolName !== undefined) return decision;
+    // Bounded: a signal is for when no worker may be answering; the run itself says what else is wrong.
+    const held = await this.client
+      .withDeadline(Date.now() + TARGET_LOOKUP_MS, () => this.workflow.query(statusQuery))
+      .then(
+        (status) => status.interrupts.find((interrupt) => interrupt.id === decision.interruptId),
+        () => undefined,
+      );
+    return held?.toolName ? { ...decision, toolName: held.toolName, ...(held.ref !== undefined ? { ref: held.ref } : {}) } : decision;
   }
 
   /**
@@ -190,7 +210,7 @@ export class RunHandle {
   /** Sends a decision as the `resume` signal: fire-and-forget, an invalid one is ignored by the run. */
   async signalDecision(decision: Decision): Promise<void> {
     try {
-      await this.workflow.signal(resumeSignal, decision);
+      await this.workflow.signal(resumeSignal, await this.targeted(decision));
     } catch (error) {
       throw await this.closedRunError(error);
     }

@@ -126,15 +126,28 @@ export function toolFail(message: string): ModelVisibleToolError {
 export const ResumePayloadSchema = z.union([z.literal(true), z.record(z.string(), z.unknown())]);
 export type ResumePayload = z.infer<typeof ResumePayloadSchema>;
 
+/**
+ * What a decision may say about the hold it is meant for: when given, the run refuses it for
+ * a hold of another tool (or call). keel's client fills them in, so a decision the server
+ * re-applies after a `workflow reset` never lands on a different call that got the same id.
+ */
+const HOLD_TARGET = {
+  /** The held tool's name. */
+  toolName: z.string().min(1).optional(),
+  /** The held call's ref (its position in the model message). */
+  ref: z.string().optional(),
+};
+
 /** A decision on a pending interrupt, as the `resume` update or signal carries it. */
-const ApprovalSchema = z.object({ interruptId: z.string().min(1), approved: z.boolean(), reason: z.string().optional() }).strict();
-const RespondSchema = z.object({ interruptId: z.string().min(1), respond: z.unknown() }).strict();
+const ApprovalSchema = z.object({ interruptId: z.string().min(1), approved: z.boolean(), reason: z.string().optional(), ...HOLD_TARGET }).strict();
+const RespondSchema = z.object({ interruptId: z.string().min(1), respond: z.unknown(), ...HOLD_TARGET }).strict();
 const RestartSchema = z
   .object({
     interruptId: z.string().min(1),
     restart: ResumePayloadSchema,
     /** Runs the call with this input instead; every gate checks it again. */
     input: z.unknown().optional(),
+    ...HOLD_TARGET,
   })
   .strict();
 export const DecisionSchema = z.union([ApprovalSchema, RespondSchema, RestartSchema]);
@@ -163,6 +176,15 @@ export function parseDecision(raw: unknown): { success: true; data: Decision } |
   if (parsed.success) return { success: true, data: parsed.data };
   const fields = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message.replace(/^Invalid input: /, '')}`).join('; ');
   return { success: false, error: `malformed decision ${shape}: ${fields}` };
+}
+
+/** Why a decision does not fit the hold with its id (another tool or call), or undefined when it fits. */
+export function holdMismatch(decision: Decision, hold: { id: string; toolName?: string; ref?: string }): string | undefined {
+  const meant = decision.toolName !== undefined && decision.toolName !== hold.toolName;
+  const call = decision.ref !== undefined && hold.ref !== undefined && decision.ref !== hold.ref;
+  if (!meant && !call) return undefined;
+  const describe = (toolName?: string, ref?: string) => `tool "${toolName ?? '?'}"${ref !== undefined ? ` (ref ${ref})` : ''}`;
+  return `interrupt ${hold.id} holds ${describe(hold.toolName, hold.ref)}; the decision is for ${describe(decision.toolName ?? hold.toolName, decision.ref ?? hold.ref)}`;
 }
 
 /**

@@ -162,6 +162,22 @@ export type RunResult = z.infer<typeof RunResultSchema>;
 export const RunStateSchema = z.enum(['running', 'waiting', 'completed', 'failed', 'cancelled', 'terminated', 'timed_out']);
 export type RunState = z.infer<typeof RunStateSchema>;
 
+/**
+ * A decision the server re-applied to a run made by `workflow reset` (it was sent after the
+ * reset point): kept until the run raises that hold again (`waiting`), then `applied`, or
+ * `dropped` when the run ended first or the hold with its id is for another tool or call.
+ */
+export const ReappliedDecisionSchema = z.object({
+  interruptId: z.string(),
+  decision: z.enum(['approved', 'denied', 'respond', 'restart']),
+  state: z.enum(['waiting', 'applied', 'dropped']),
+  /** The tool of the hold raised again with its id. */
+  toolName: z.string().optional(),
+  /** Why it was dropped. */
+  reason: z.string().optional(),
+});
+export type ReappliedDecision = z.infer<typeof ReappliedDecisionSchema>;
+
 /** The `status` query's answer. */
 export const RunStatusSchema = z.object({
   state: RunStateSchema,
@@ -179,6 +195,8 @@ export const RunStatusSchema = z.object({
   artifacts: z.array(z.object({ name: z.string(), chars: z.number().int(), metadata: z.record(z.string(), z.unknown()).optional() })).default([]),
   /** The last decision sent by signal that the run refused, and why (a signal gets no answer). */
   refusedDecision: z.object({ interruptId: z.string().optional(), reason: z.string() }).optional(),
+  /** After a `workflow reset`: the decisions the server re-applied, and what became of them. */
+  reappliedDecisions: z.array(ReappliedDecisionSchema).optional(),
 });
 export type RunStatus = z.infer<typeof RunStatusSchema>;
 

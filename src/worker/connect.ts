@@ -3,7 +3,7 @@
  * queries) and a native connection (workers). Node side.
  */
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
+import type { NativeConnection } from '@temporalio/worker';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { KeelConfig } from '../config/schema';
@@ -39,6 +39,8 @@ export async function connectClient(config: Connectable, { connectTimeout = 10_0
 }
 
 /** A native connection for workers. */
-export function connectWorker(config: Connectable): Promise<NativeConnection> {
+export async function connectWorker(config: Connectable): Promise<NativeConnection> {
+  // Loaded here, not above: clients (the CLI's status, approve, ...) never need the worker's native bridge.
+  const { NativeConnection } = await import('@temporalio/worker');
   return NativeConnection.connect(connectionOptions(config));
 }

@@ -10,7 +10,9 @@ let registered = false;
 /** `require(specifier)` relative to `base` (a file path), with .ts support. */
 export function requireModule<T = Record<string, unknown>>(specifier: string, base: string): T {
   const load = createRequire(base);
-  if (!registered) {
+  // A relative module of built keel (dist/*.js) is CommonJS: it needs no hook.
+  const ownBuiltModule = base.endsWith('.js') && specifier.startsWith('./');
+  if (!registered && !ownBuiltModule) {
     registered = true;
     (load('tsx/cjs/api') as { register: () => void }).register();
   }

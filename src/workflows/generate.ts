@@ -94,6 +94,9 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     onRefused: (refusal) => {
       run.status.refusedDecision = refusal;
     },
+    onReapplied: (decisions) => {
+      run.status.reappliedDecisions = decisions;
+    },
     timeout: parsed.success ? parsed.data.interruptTimeout : undefined,
     onTimeout: parsed.success ? parsed.data.onInterruptTimeout : 'deny',
   });
@@ -146,6 +149,7 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
       }
       if (iteration > firstIteration && shouldContinueAsNew(input.continueAsNewAt)) {
         // A turn boundary with the history grown past its bounds: go on in a fresh run.
+        board.close();
         await condition(allHandlersFinished);
         const next = continuedInput(input, run, { iteration, messages, stages: setup.stages });
         await continueAsNew<typeof generateWorkflow>({ ...next, messages: [] }, ...messageChunks(next.messages));
@@ -174,6 +178,7 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     const result = resultOf(await generate({ iteration: firstIteration, messages: setup.messages }), run);
     if (input.state) result.state = { messages: result.messages.filter((message) => message.role !== 'system'), artifacts: result.artifacts, custom: input.state.custom };
     settleCompleted(run, result);
+    board.close();
     await condition(allHandlersFinished);
     return result;
   } catch (error) {

@@ -5,12 +5,12 @@
  * of that middleware's holds and whether a stand-in output answers the call or goes to the
  * stage to decide. Runs in the workflow: deterministic, no I/O.
  */
-import { ApplicationFailure, CancellationScope, condition, log, patched, setHandler, sleep } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, condition, log, patched, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
 import type { Duration } from '@temporalio/common';
 import { KeelError } from '../core/errors';
-import { parseDecision, type Decision, type DecisionAccepted, type HoldPolicy, type ToolInterrupt } from '../core/interrupts';
+import { holdMismatch, parseDecision, type Decision, type DecisionAccepted, type HoldPolicy, type ToolInterrupt } from '../core/interrupts';
 import type { ToolRequest } from '../core/messages';
-import type { Interrupt } from '../core/run';
+import type { Interrupt, ReappliedDecision } from '../core/run';
 import { resumeSignal, resumeUpdate } from './definitions';
 import { SubAgentInterrupts } from './sub-agent-interrupts';
 
@@ -35,6 +35,8 @@ export interface InterruptBoardOptions {
   validateOutput: (toolName: string, output: unknown) => Promise<unknown>;
   /** Called whenever the set of pending interrupts changes. */
   onChange: () => void;
+  /** Called when a decision the server re-applied after a reset is kept, applied or dropped. */
+  onReapplied?: (decisions: ReappliedDecision[]) => void;
   /** Called when a signalled decision is refused (a signal has no caller to answer). */
   onRefused?: (refusal: { interruptId?: string; reason: string }) => void;
   timeout?: Duration;
@@ -48,6 +50,15 @@ export class InterruptBoard {
   private counter = 0;
   /** Set once the run is ending: no hold waits any more. */
   private stoppedBy: unknown = undefined;
+  /**
+   * A run made by `workflow reset` keeps the original's first run id. The server re-applies
+   * the decisions sent after the reset point at the new run's first workflow task, before the
+   * run has raised those holds again: they wait here for their hold.
+   */
+  private readonly resetRun = workflowInfo().runId !== workflowInfo().originalExecutionRunId;
+  private readonly reapplied = new Map<string, ReappliedDecision>();
+  /** Set when the run ends: re-applied decisions still waiting for their hold are dropped. */
+  private closed = false;
 
   private readonly options: InterruptBoardOptions;
   /** Holds of the run's sub-agents, decided through this board. */
@@ -56,13 +67,16 @@ export class InterruptBoard {
   constructor(options: InterruptBoardOptions) {
     this.options = options;
     this.nested = new SubAgentInterrupts({ runId: options.runId, reportTo: options.reportTo, onChange: () => this.changed() });
-    setHandler(resumeUpdate, (decision) => this.accept(decision), {
-      validator: (decision) => void this.check(decision),
+    // Whether a decision may wait for its hold is decided by the validator, which runs only on
+    // live delivery: the replayer runs a reset run under its original run id, so the handler
+    // must not ask again.
+    setHandler(resumeUpdate, (decision) => this.accept(decision, { mayAwaitHold: true }), {
+      validator: (decision) => void this.check(decision, { mayAwaitHold: this.resetRun }),
       description: 'Decides a held tool call: { interruptId, approved, reason? }, { interruptId, respond } or { interruptId, restart, input? }. Refused (with why) for an unknown, decided or malformed decision.',
     });
     setHandler(resumeSignal, async (decision) => {
       try {
-        await this.accept(decision);
+        await this.accept(decision, { mayAwaitHold: this.resetRun });
       } catch (error) {
         // Nobody waits for a signal's answer: the refusal is logged and shown in `status`.
         const reason = (error as Error).message;
@@ -158,7 +172,7 @@ export class InterruptBoard {
   }
 
   /** Throws an ApplicationFailure saying what is wrong with a decision; returns it parsed. */
-  private check(raw: unknown): Decision {
+  private check(raw: unknown, { mayAwaitHold = false }: { mayAwaitHold?: boolean } = {}): Decision {
     const parsed = parseDecision(raw);
     if (!parsed.success) throw ApplicationFailure.create({ type: 'INVALID_ARGUMENT', nonRetryable: true, message: parsed.error });
     const { interruptId } = parsed.data;
@@ -171,6 +185,7 @@ export class InterruptBoard {
       throw ApplicationFailure.create({ type: 'FAILED_PRECONDITION', nonRetryable: true, message: `interrupt ${interruptId} was already decided` });
     }
     if (!entry) {
+      if (mayAwaitHold && this.awaitsHold(interruptId)) return parsed.data;
       const pending = this.pending().map((record) => record.id);
       throw ApplicationFailure.create({
         type: 'NOT_FOUND',
@@ -178,6 +193,8 @@ export class InterruptBoard {
         message: `unknown interrupt id "${interruptId}"; pending interrupts: ${pending.length ? pending.join(', ') : '(none)'}`,
       });
     }
+    const mismatch = holdMismatch(parsed.data, entry.record);
+    if (mismatch) throw ApplicationFailure.create({ type: 'FAILED_PRECONDITION', nonRetryable: true, message: mismatch });
     return parsed.data;
   }
 
@@ -191,9 +208,49 @@ export class InterruptBoard {
     }
   }
 
+  /** An id of this run's own that it has not raised (again) yet, and no decision kept for it. */
+  private awaitsHold(interruptId: string): boolean {
+    const number = /^i(\d+)$/.exec(interruptId)?.[1];
+    return !this.closed && number !== undefined && Number(number) > this.counter && !this.reapplied.has(interruptId);
+  }
+
+  /** Keeps a decision re-applied after a reset until the run raises its hold again; then it is decided as sent. */
+  private async awaitHold(decision: Decision): Promise<void> {
+    const { interruptId } = decision;
+    const kept: ReappliedDecision = { interruptId, decision: decisionKind(decision), state: 'waiting' };
+    this.reapplied.set(interruptId, kept);
+    this.reportReapplied();
+    log.warn('keeping a decision re-applied after a reset until its hold is raised again', { interruptId });
+    await condition(() => this.entries.has(interruptId) || this.closed);
+    const hold = this.entries.get(interruptId)?.record;
+    // Raised again, but for another call (the model answered differently this time): the hold waits for a person.
+    const reason = hold ? holdMismatch(decision, hold) : `the run ended before it raised interrupt ${interruptId} again after the reset`;
+    if (hold?.toolName) kept.toolName = hold.toolName;
+    kept.state = reason ? 'dropped' : 'applied';
+    if (reason) kept.reason = reason;
+    this.reportReapplied();
+    if (reason) {
+      log.warn('dropped a decision re-applied after a reset', { interruptId, reason });
+      throw ApplicationFailure.create({ type: 'FAILED_PRECONDITION', nonRetryable: true, message: reason });
+    }
+  }
+
+  private reportReapplied(): void {
+    this.options.onReapplied?.([...this.reapplied.values()].map((decision) => ({ ...decision })));
+  }
+
+  /** The run is ending: decisions re-applied after a reset that found no hold are dropped. */
+  close(): void {
+    this.closed = true;
+  }
+
   /** Validates and records a decision (for a shared decision: on every pending hold of the same middleware). */
-  private async accept(raw: Decision): Promise<DecisionAccepted> {
-    let decision = this.check(raw);
+  private async accept(raw: Decision, { mayAwaitHold }: { mayAwaitHold: boolean }): Promise<DecisionAccepted> {
+    let decision = this.check(raw, { mayAwaitHold });
+    if (!SubAgentInterrupts.isNested(decision.interruptId) && !this.entries.has(decision.interruptId)) {
+      await this.awaitHold(decision);
+      decision = this.check(decision);
+    }
     if (SubAgentInterrupts.isNested(decision.interruptId)) {
       // A stand-in output is checked here, so the sub-agent run never has to refuse (and drop) it.
       const held = this.nested.find(decision.interruptId);
@@ -225,4 +282,10 @@ export class InterruptBoard {
     }
     return { interruptId: decision.interruptId, decided: targets.map((target) => target.record.id) };
   }
+}
+
+/** What a decision says, in one word (for status). */
+function decisionKind(decision: Decision): ReappliedDecision['decision'] {
+  if ('approved' in decision) return decision.approved ? 'approved' : 'denied';
+  return 'respond' in decision ? 'respond' : 'restart';
 }

@@ -37,6 +37,8 @@ export interface Scenario {
   turns?: string[];
   /** Decisions for the run's holds, in order (sent through the resume update, without the id). */
   decisions?: Array<Record<string, unknown>>;
+  /** Once the run ended: reset it to its first workflow task and record the new run (decisions re-applied by the server). */
+  resetToStart?: boolean;
 }
 
 /** The scenarios, in recording order. */
@@ -48,6 +50,9 @@ export const SCENARIOS: Scenario[] = [
   { name: 'retry-fallback', agent: 'replay-resilient', prompt: 'survive' },
   { name: 'soft-tool-errors', agent: 'replay-soft', prompt: 'recover' },
   { name: 'approval-and-budget', agent: 'replay-guarded', prompt: 'guarded', decisions: [{ approved: true }, { approved: true }, { approved: false, reason: 'no' }] },
+  // Two holds in two turns, decided, then the run reset to its start: the server re-applies both
+  // decisions before the holds come back; each is kept until its hold is raised again.
+  { name: 'reset-with-decisions', agent: 'replay-reset', prompt: 'again', decisions: [{ approved: true }, { approved: false, reason: 'no' }], resetToStart: true },
   {
     // Recorded with the middleware contract of defineMiddleware: decisions routed by position.
     name: 'restarts-and-stacked-budgets',
@@ -87,6 +92,11 @@ export function scenarioRegistry(): Registry {
   const guarded = scriptedModel({
     name: 'scripted/replay-guarded',
     script: [toolCallReply([{ name: 'dangerous', input: { v: 'x' } }, { name: 'echo', input: { v: 'y' } }], { usage: { inputTokens: 20 } }), textReply('guarded done')],
+  });
+  // turn 1: dangerous, held and approved; turn 2: echo, held and denied; turn 3: text
+  const resetModel = scriptedModel({
+    name: 'scripted/replay-reset',
+    script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }), toolCallReply({ name: 'echo', input: { v: 'y' } }), textReply('reset done')],
   });
   // turn 1 spends 20: confirm is held by the gate (approved), then once by the stacked budgets
   // (approved, renewing both); the tool asks its question, answered with another input, so the
@@ -175,6 +185,8 @@ export function scenarioRegistry(): Registry {
       tools: [confirm],
       use: [toolApproval(), budget({ limit: { inputTokens: 10 }, interrupt: true }), budget({ limit: { inputTokens: 15 }, interrupt: true })],
     }),
+    resetModel,
+    defineAgent({ name: 'replay-reset', model: resetModel.name, tools: [dangerous, echo], use: [toolApproval()] }),
     defineAgent({ name: 'replay-guarded', model: guarded.name, tools: [dangerous, echo], use: [toolApproval(), budget({ limit: { inputTokens: 10 }, interrupt: true })] }),
     defineAgent({
       name: 'replay-resilient',
