@@ -39,8 +39,12 @@ async def main(address: str, task_queue: str, agent: str, prompt: str) -> None:
             raise SystemExit(f"run ended before it waited: {status['state']}")
         await asyncio.sleep(0.2)
     held = status["interrupts"][0]
-    # The `resume` update: validated by the run, refused with the reason if wrong.
-    accepted = await handle.execute_update("resume", {"interruptId": held["id"], "approved": True, "reason": "ok from Python"})
+    # The `resume` update: validated by the run, refused with the reason if wrong. Naming the
+    # held tool and call keeps the decision on that call (also if a reset re-applies it).
+    decision = {"interruptId": held["id"], "approved": True, "reason": "ok from Python", "toolName": held["toolName"]}
+    if "ref" in held:
+        decision["ref"] = held["ref"]
+    accepted = await handle.execute_update("resume", decision)
     result = await handle.result()
     print(json.dumps({"runId": handle.id, "held": held["toolName"], "decided": accepted["decided"], "text": result["text"], "turns": result["turns"]}))
 
