@@ -77,6 +77,11 @@ export interface RunHandleOptions {
 }
 
 /** A handle on one run. */
+/** Whether a worker refused a decision for its `toolName`/`ref` fields, which it does not know. */
+function refusesTarget(error: unknown): boolean {
+  return /Unrecognized keys?: .*"(toolName|ref)"/.test(runErrorOf(error).message);
+}
+
 /** How long a decision waits to learn which call its interrupt holds before it goes without. */
 const TARGET_LOOKUP_MS = 5000;
 
@@ -149,8 +154,15 @@ export class RunHandle {
    * output schema) throws a KeelError saying why; the run is unaffected.
    */
   async decide(decision: Decision): Promise<DecisionAccepted> {
+    const targeted = await this.targeted(decision);
     try {
-      return await this.workflow.executeUpdate(resumeUpdate, { args: [await this.targeted(decision)] });
+      return await this.workflow.executeUpdate(resumeUpdate, { args: [targeted] });
+    } catch (error) {
+      if (targeted === decision || !refusesTarget(error)) throw await this.closedRunError(error);
+    }
+    // A worker from before decisions could name their call refuses those fields: send the decision as given.
+    try {
+      return await this.workflow.executeUpdate(resumeUpdate, { args: [decision] });
     } catch (error) {
       throw await this.closedRunError(error);
     }
@@ -207,10 +219,13 @@ export class RunHandle {
     return this.decide({ interruptId, restart: payload });
   }
 
-  /** Sends a decision as the `resume` signal: fire-and-forget, an invalid one is ignored by the run. */
+  /**
+   * Sends a decision as the `resume` signal, exactly as given (add `toolName` and `ref` to
+   * guard it): fire-and-forget, a refused one shows in `status.refusedDecision`.
+   */
   async signalDecision(decision: Decision): Promise<void> {
     try {
-      await this.workflow.signal(resumeSignal, await this.targeted(decision));
+      await this.workflow.signal(resumeSignal, decision);
     } catch (error) {
       throw await this.closedRunError(error);
     }
