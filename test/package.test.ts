@@ -230,6 +230,15 @@ describe('npm pack, installed into a fresh project', () => {
     expect(await inProject(project, keel, ['--help'])).toMatch(/^usage: keel <command>/);
   });
 
+  it('says that `keel demo` belongs to a keel checkout, without starting anything', async () => {
+    const demo = await inProject(project, keel, ['demo']).then(
+      () => 'exit 0',
+      (error: Error) => error.message,
+    );
+    expect(demo).toContain('the demo runs the "trip-planner" agent of a keel checkout (examples/agents.ts); the config in');
+    expect(demo).toContain('registers: greeter');
+  });
+
   it('typechecks a project module against the published declarations', async () => {
     await inProject(project, process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json']);
   });

@@ -9,6 +9,7 @@ import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
 import type { Interrupt } from '../core/run';
 import { KeelClient, runErrorOf, type RunHandle } from './keel-client';
+import { loadRegistry } from '../worker/load-registry';
 import { ensureServer, prepareWorker } from './processes';
 import { followRun } from './progress';
 
@@ -57,6 +58,12 @@ async function decide(handle: RunHandle, interrupt: Interrupt, say: (line: strin
 export async function runDemo(config: KeelConfig): Promise<number> {
   const say = (line: string) => process.stdout.write(`${line}\n`);
   say('keel demo: an agent run as a durable Temporal workflow');
+  const registry = await loadRegistry(config);
+  if (!registry.agents.has(DEMO_AGENT)) {
+    // The demo's agent lives in a keel checkout's examples/agents.ts, not in a project that installed keel.
+    say(`demo failed: the demo runs the "${DEMO_AGENT}" agent of a keel checkout (examples/agents.ts); the config in ${config.baseDir} registers: ${[...registry.agents.keys()].sort().join(', ') || '(no agents)'}. Run one of yours with \`npx keel run <agent> "<prompt>"\`.`);
+    return 1;
+  }
   const server = await ensureServer(config);
   say(server ? `· started a Temporal dev server at ${server.address} (SQLite file ${config.server.dbFile})` : `· using the Temporal server at ${config.temporal.address}`);
   let client: KeelClient | undefined;
@@ -67,7 +74,7 @@ export async function runDemo(config: KeelConfig): Promise<number> {
     if (await hasPollers(client, config)) {
       say(`· workers are already polling task queue "${config.taskQueue}"`);
     } else {
-      worker = await prepareWorker(config);
+      worker = await prepareWorker(config, registry);
       running = worker.worker.run();
       say(`· started a worker on task queue "${config.taskQueue}"`);
     }

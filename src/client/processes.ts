@@ -9,6 +9,7 @@ import { isServerReachable, startConfiguredServer, type DevServer } from '../ser
 import { connectClient, connectWorker } from '../worker/connect';
 import { createKeelWorker } from '../worker/create-worker';
 import { loadRegistry } from '../worker/load-registry';
+import type { Registry } from '../registry';
 
 let runtimeInstalled = false;
 
@@ -66,8 +67,8 @@ export async function runServer(config: KeelConfig): Promise<number> {
 }
 
 /** Creates (not runs) a worker for the config: modules loaded, connections made. */
-export async function prepareWorker(config: KeelConfig): Promise<{ worker: Worker; agents: string[]; close: () => Promise<void> }> {
-  const registry = await loadRegistry(config);
+export async function prepareWorker(config: KeelConfig, loaded?: Registry): Promise<{ worker: Worker; agents: string[]; close: () => Promise<void> }> {
+  const registry = loaded ?? (await loadRegistry(config));
   installRuntime();
   const connection = await connectWithRetry(config);
   const client = await connectClient(config);
