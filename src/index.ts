@@ -24,6 +24,8 @@ export type { KeelConfig, KeelConfigInput } from './config/schema';
 export { errorReply, scriptedModel, textReply, toolCallReply } from './models/scripted';
 export type { ScriptedModel, ScriptedReply } from './models/scripted';
 export { openAICompatibleModel } from './models/openai-compatible';
+export { aiSdkModel } from './models/ai-sdk';
+export type { AiSdkLanguageModel, AiSdkModelOptions } from './models/ai-sdk';
 export { anthropicModel } from './models/anthropic';
 export type { AnthropicOptions } from './models/anthropic';
 export {

@@ -75,7 +75,32 @@ const HttpModelFields = {
   config: z.record(z.string(), z.unknown()).optional(),
 };
 
-/** A model declared in the config: scripted, an OpenAI-compatible endpoint, or Anthropic. */
+/**
+ * An AI SDK provider package's model: `factory` (an export of `package`) is called with
+ * `options` (plus the `optionsFromEnv` fields read from the environment) and gives a provider,
+ * whose language model `model` keel runs (src/models/ai-sdk.ts). `instance` names an export
+ * that is a provider already (`openai` of `@ai-sdk/openai`) instead.
+ */
+export const AiSdkModelConfigSchema = z
+  .object({
+    name: z.string().min(1),
+    provider: z.literal('ai-sdk'),
+    /** The provider package, loaded from the project's node_modules, e.g. `@ai-sdk/openai-compatible`. */
+    package: z.string().min(1),
+    factory: z.string().min(1).optional(),
+    instance: z.string().min(1).optional(),
+    options: z.record(z.string(), z.unknown()).default({}),
+    /** Options read from environment variables: option name to variable name, e.g. `{ apiKey: OPENAI_API_KEY }`. */
+    optionsFromEnv: z.record(z.string(), z.string()).default({}),
+    /** The provider's model id; defaults to the part of `name` after the first `/`. */
+    model: z.string().min(1).optional(),
+    /** AI SDK call options sent with every request (temperature, maxOutputTokens, providerOptions). */
+    config: z.record(z.string(), z.unknown()).optional(),
+  })
+  .strict()
+  .refine((entry) => (entry.factory === undefined) !== (entry.instance === undefined), { message: 'give exactly one of factory (an export to call with options) or instance (an export that is a provider)' });
+
+/** A model declared in the config: scripted, an OpenAI-compatible endpoint, Anthropic, or an AI SDK provider's. */
 export const ModelConfigSchema = z.union([
   z
     .object({
@@ -86,7 +111,9 @@ export const ModelConfigSchema = z.union([
     .strict(),
   z.object({ ...HttpModelFields, provider: z.literal('openai-compatible') }).strict(),
   z.object({ ...HttpModelFields, provider: z.literal('anthropic'), maxTokens: z.number().int().min(1).optional() }).strict(),
+  AiSdkModelConfigSchema,
 ]);
+export type AiSdkModelConfig = z.infer<typeof AiSdkModelConfigSchema>;
 export type ModelConfig = z.infer<typeof ModelConfigSchema>;
 
 /** An agent declared without code. */

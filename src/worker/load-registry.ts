@@ -3,11 +3,12 @@
  * modules export, plus the models and agents declared in temporal.yaml. Checks that every
  * agent's model and tools exist, naming the config field when one does not. Node side.
  */
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { ConfigError } from '../config/load';
 import { describeZodError } from '../core/schema-errors';
 import { middlewareNames, registerExportedMiddleware, registeredMiddleware } from '../middleware/registry';
-import type { KeelConfig, ModelConfig } from '../config/schema';
+import type { AiSdkModelConfig, KeelConfig, ModelConfig } from '../config/schema';
+import { aiSdkModel, type AiSdkLanguageModel } from '../models/ai-sdk';
 import { defineAgent, type Model } from '../define';
 import { anthropicModel } from '../models/anthropic';
 import { openAICompatibleModel } from '../models/openai-compatible';
@@ -21,11 +22,40 @@ function loadModule(file: string): Record<string, unknown> {
 }
 
 /** A model from its config entry; an HTTP provider's key comes from `apiKey` or the variable `apiKeyEnv` names. */
-export function modelFromConfig(entry: ModelConfig): Model {
+export function modelFromConfig(entry: ModelConfig, baseDir = process.cwd()): Model {
   if (entry.provider === 'scripted') return scriptedModel({ name: entry.name, script: entry.script });
+  if (entry.provider === 'ai-sdk') return aiSdkModelFromConfig(entry, baseDir);
   const { provider, apiKeyEnv, apiKey, ...options } = entry;
   const key = apiKey ?? (apiKeyEnv ? process.env[apiKeyEnv] : undefined);
   return provider === 'anthropic' ? anthropicModel({ ...options, apiKey: key }) : openAICompatibleModel({ ...options, apiKey: key });
+}
+
+/** A provider, as AI SDK packages make them: callable with a model id, or with a `languageModel` method. */
+type AiSdkProvider = ((modelId: string) => AiSdkLanguageModel) & { languageModel?: (modelId: string) => AiSdkLanguageModel };
+
+/** An AI SDK provider package's model, loaded from the project's own node_modules. */
+function aiSdkModelFromConfig(entry: AiSdkModelConfig, baseDir: string): Model {
+  let exports: Record<string, unknown>;
+  try {
+    exports = requireModule(entry.package, join(baseDir, 'temporal.yaml'));
+  } catch (error) {
+    throw new Error(`package: cannot load "${entry.package}" from ${baseDir} (install it there: npm install ${entry.package}): ${(error as Error).message.split('\n')[0]}`);
+  }
+  const exported = (field: 'factory' | 'instance', exportName: string): unknown => {
+    const value = exports[exportName];
+    if (value === undefined) throw new Error(`${field}: "${entry.package}" has no export "${exportName}"; its exports: ${Object.keys(exports).sort().join(', ')}`);
+    if (typeof value !== 'function') throw new Error(`${field}: "${entry.package}".${exportName} is not a function`);
+    return value;
+  };
+  const options = { ...entry.options };
+  for (const [option, variable] of Object.entries(entry.optionsFromEnv)) {
+    const value = process.env[variable];
+    if (value !== undefined) options[option] = value;
+  }
+  const provider = (entry.factory ? (exported('factory', entry.factory) as (options: Record<string, unknown>) => AiSdkProvider)(options) : exported('instance', entry.instance!)) as AiSdkProvider;
+  const modelId = entry.model ?? entry.name.slice(entry.name.indexOf('/') + 1);
+  const model = typeof provider.languageModel === 'function' ? provider.languageModel(modelId) : provider(modelId);
+  return aiSdkModel({ name: entry.name, model, ...(entry.config ? { config: entry.config } : {}) });
 }
 
 /** Loads the config's modules and declarative entries into a registry. */
@@ -55,7 +85,7 @@ export async function loadRegistry(config: Pick<KeelConfig, 'modules' | 'models'
   }
   for (const [index, entry] of config.models.entries()) {
     try {
-      registry.add(modelFromConfig(entry));
+      registry.add(modelFromConfig(entry, config.baseDir));
     } catch (error) {
       throw new ConfigError(`models[${index}]: ${(error as Error).message}`);
     }

@@ -1,0 +1,192 @@
+/**
+ * AI SDK language models as keel models: the AI SDK's own mock model (what keel sends, what
+ * it reads back, errors mapped to statuses that Retry sees), and a real provider package
+ * (@ai-sdk/openai-compatible) declared in YAML, against a loopback server that speaks Chat
+ * Completions, through whole runs.
+ */
+import { APICallError } from '@ai-sdk/provider';
+import { MockLanguageModelV3 } from 'ai/test';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../src/config/load';
+import type { ModelRequest } from '../src/core/messages';
+import { defineAgent, type ModelContext } from '../src/define';
+import { retry } from '../src/middleware/retry';
+import { aiSdkModel, type AiSdkLanguageModel } from '../src/models/ai-sdk';
+import { Registry } from '../src/registry';
+import { loadRegistry } from '../src/worker/load-registry';
+import { add } from './fixtures/tools';
+import { keelFailure } from './support/errors';
+import { sharedTestWorker } from './support/harness';
+import { startFakeHttpServer, type FakeHttpServer } from './support/http-server';
+import { ROOT } from './support/processes';
+
+const context: ModelContext = { callIndex: 0, runId: 'test', heartbeat: () => undefined, signal: new AbortController().signal };
+const request: ModelRequest = {
+  messages: [
+    { role: 'system', content: [{ text: 'Be brief.' }] },
+    { role: 'user', content: [{ text: 'add 1 and 2' }, { media: { url: 'data:image/png;base64,iVBORw0K', contentType: 'image/png' } }] },
+    { role: 'model', content: [{ text: 'adding' }, { toolRequest: { name: 'add', ref: 'call_1', input: { a: 1, b: 2 } } }] },
+    { role: 'tool', content: [{ toolResponse: { name: 'add', ref: 'call_1', output: { sum: 3 } } }] },
+  ],
+  tools: [{ name: 'add', description: 'Adds.', inputSchema: { type: 'object', properties: { a: { type: 'number' } } } }],
+  config: { temperature: 0 },
+};
+
+const usage = (input: number, output: number, reasoning?: number) => ({
+  inputTokens: { total: input, noCache: input, cacheRead: 2, cacheWrite: undefined },
+  outputTokens: { total: output, text: reasoning === undefined ? output : output - reasoning, reasoning },
+});
+
+/** A mock whose replies are given in order (the last repeats). */
+function mockModel(...results: Array<Awaited<ReturnType<MockLanguageModelV3['doGenerate']>> | Error>) {
+  let call = 0;
+  return new MockLanguageModelV3({
+    provider: 'mock-provider',
+    modelId: 'mock-1',
+    doGenerate: async () => {
+      const result = results[Math.min(call++, results.length - 1)]!;
+      if (result instanceof Error) throw result;
+      return result;
+    },
+  });
+}
+
+const text = (value: string) => ({ content: [{ type: 'text' as const, text: value }], finishReason: { unified: 'stop' as const, raw: 'stop' }, usage: usage(5, 2), warnings: [] });
+
+describe('aiSdkModel with the AI SDK mock model', () => {
+  it('sends the conversation, tools and call options; reads text, tool calls, usage and the finish reason', async () => {
+    const mock = mockModel({
+      content: [
+        { type: 'reasoning', text: 'thinking' },
+        { type: 'text', text: 'sum is' },
+        { type: 'tool-call', toolCallId: 'call_2', toolName: 'add', input: '{"a":3,"b":4}' },
+      ],
+      finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
+      usage: usage(11, 5, 2),
+      warnings: [],
+    });
+    const response = await aiSdkModel({ name: 'mock/one', model: mock, config: { maxOutputTokens: 100 } }).generate(request, context);
+
+    expect(mock.doGenerateCalls).toHaveLength(1);
+    const sent = mock.doGenerateCalls[0]!;
+    expect(sent).toMatchObject({ temperature: 0, maxOutputTokens: 100, abortSignal: context.signal });
+    expect(sent.prompt).toEqual([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: [{ type: 'text', text: 'add 1 and 2' }, { type: 'file', mediaType: 'image/png', data: 'iVBORw0K' }] },
+      { role: 'assistant', content: [{ type: 'text', text: 'adding' }, { type: 'tool-call', toolCallId: 'call_1', toolName: 'add', input: { a: 1, b: 2 } }] },
+      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'call_1', toolName: 'add', output: { type: 'json', value: { sum: 3 } } }] },
+    ]);
+    expect(sent.tools).toEqual([{ type: 'function', name: 'add', description: 'Adds.', inputSchema: { type: 'object', properties: { a: { type: 'number' } } } }]);
+    expect(response).toEqual({
+      message: { role: 'model', content: [{ custom: { reasoning: 'thinking' } }, { text: 'sum is' }, { toolRequest: { name: 'add', ref: 'call_2', input: { a: 3, b: 4 } } }] },
+      finishReason: 'stop',
+      usage: { inputTokens: 11, outputTokens: 3, thoughtsTokens: 2, cachedContentTokens: 2, totalTokens: 16 },
+    });
+  });
+
+  it('reads the flat usage and string finish reasons of specification v2 (AI SDK 5)', async () => {
+    const v2: AiSdkLanguageModel = {
+      specificationVersion: 'v2',
+      provider: 'v2-provider',
+      modelId: 'old',
+      doGenerate: async () => ({ content: [{ type: 'text', text: 'cut' }], finishReason: 'length', usage: { inputTokens: 4, outputTokens: 9, totalTokens: 13, reasoningTokens: 1 } }),
+    };
+    expect(await aiSdkModel({ name: 'v2/old', model: v2 }).generate(request, context)).toEqual({
+      message: { role: 'model', content: [{ text: 'cut' }] },
+      finishReason: 'length',
+      usage: { inputTokens: 4, outputTokens: 8, thoughtsTokens: 1, totalTokens: 13 },
+    });
+  });
+
+  it("maps the provider's errors to statuses, with Retry-After, and refuses config that is not a call option", async () => {
+    const overloaded = new APICallError({ message: 'overloaded', url: 'http://x', requestBodyValues: {}, statusCode: 429, responseHeaders: { 'retry-after': '3' }, isRetryable: true });
+    expect(await keelFailure(aiSdkModel({ name: 'mock/busy', model: mockModel(overloaded) }).generate(request, context))).toMatchObject({
+      status: 'RESOURCE_EXHAUSTED',
+      message: 'ai-sdk model "mock/busy" answered HTTP 429: overloaded',
+      details: { httpStatus: 429, retryAfterMs: 3000, modelName: 'mock/busy' },
+    });
+    const unreachable = new APICallError({ message: 'Cannot connect to API: connect ECONNREFUSED', url: 'http://x', requestBodyValues: {}, isRetryable: true });
+    expect(await keelFailure(aiSdkModel({ name: 'mock/away', model: mockModel(unreachable) }).generate(request, context))).toMatchObject({ status: 'UNAVAILABLE' });
+    expect(await keelFailure(aiSdkModel({ name: 'mock/cfg', model: mockModel(text('x')) }).generate({ ...request, config: { temprature: 1 } }, context))).toMatchObject({
+      status: 'INVALID_ARGUMENT',
+      message: expect.stringContaining('config "temprature" is not an AI SDK call option'),
+    });
+    expect(() => aiSdkModel({ name: 'bad', model: { doGenerate: () => undefined } as unknown as AiSdkLanguageModel })).toThrow(
+      'aiSdkModel("bad"): model must be an AI SDK LanguageModel of specification v2, v3 or v4 (AI SDK 5 to 7); got an object without specificationVersion',
+    );
+  });
+});
+
+describe('AI SDK models in runs', () => {
+  let server: FakeHttpServer;
+  beforeAll(async () => {
+    server = await startFakeHttpServer();
+  });
+  afterAll(async () => {
+    await server.close();
+  });
+
+  // A 503 first (Retry calls again), then a tool call, then text.
+  const flaky = mockModel(
+    new APICallError({ message: 'unavailable', url: 'http://x', requestBodyValues: {}, statusCode: 503, isRetryable: true }),
+    { content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'add', input: '{"a":2,"b":3}' }], finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage: usage(10, 4), warnings: [] },
+    text('five'),
+  );
+  const registry = new Registry().add(add, aiSdkModel({ name: 'mock/flaky', model: flaky }), defineAgent({ name: 'ai-sdk-mock', model: 'mock/flaky', tools: [add], use: [retry({ maxRetries: 2, initialDelayMs: 10 })] }));
+  const worker = sharedTestWorker(registry);
+
+  it('runs a tool loop on the mock model, Retry deciding over its 503', async () => {
+    const result = await worker().client.run('ai-sdk-mock', 'add 2 and 3');
+    expect(result).toMatchObject({ text: 'five', finishReason: 'stop', turns: 2 });
+    expect(flaky.doGenerateCalls).toHaveLength(3);
+    expect(flaky.doGenerateCalls[2]!.prompt.at(-1)).toEqual({ role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'add', output: { type: 'json', value: { sum: 5 } } }] });
+  });
+
+  it('runs a model of @ai-sdk/openai-compatible declared in temporal.yaml against a loopback server', async () => {
+    const config = parseConfig(
+      {
+        models: [
+          {
+            name: 'local/llama',
+            provider: 'ai-sdk',
+            package: '@ai-sdk/openai-compatible',
+            factory: 'createOpenAICompatible',
+            options: { name: 'local', baseURL: `${server.url}/v1` },
+            optionsFromEnv: { apiKey: 'KEEL_TEST_LOCAL_KEY' },
+            model: 'llama-3',
+          },
+        ],
+        agents: [{ name: 'ai-sdk-yaml', model: 'local/llama', tools: ['add'] }],
+      },
+      { baseDir: ROOT, env: {} },
+    );
+    process.env.KEEL_TEST_LOCAL_KEY = 'sk-local';
+    const yamlRegistry = await loadRegistry(config, new Registry().add(add));
+    delete process.env.KEEL_TEST_LOCAL_KEY;
+    for (const definition of [yamlRegistry.models.get('local/llama')!, yamlRegistry.agents.get('ai-sdk-yaml')!]) registry.add(definition);
+
+    server.answer(
+      { body: { id: 'a', object: 'chat.completion', created: 0, model: 'llama-3', choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'add', arguments: '{"a":1,"b":1}' } }] }, finish_reason: 'tool_calls' }], usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 } } },
+      { body: { id: 'b', object: 'chat.completion', created: 0, model: 'llama-3', choices: [{ index: 0, message: { role: 'assistant', content: 'two' }, finish_reason: 'stop' }], usage: { prompt_tokens: 12, completion_tokens: 1, total_tokens: 13 } } },
+    );
+    const result = await worker().client.run('ai-sdk-yaml', 'one plus one');
+    expect(result).toMatchObject({ text: 'two', finishReason: 'stop', usage: { inputTokens: 19, outputTokens: 4 } });
+    expect(server.requests).toHaveLength(2);
+    expect(server.requests[0]).toMatchObject({ path: '/v1/chat/completions', headers: { authorization: 'Bearer sk-local' }, body: { model: 'llama-3', tools: [{ type: 'function', function: { name: 'add' } }] } });
+    expect((server.requests[1]!.body as { messages: unknown[] }).messages.slice(-2)).toEqual([
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'add', arguments: '{"a":1,"b":1}' } }] },
+      { role: 'tool', tool_call_id: 'call_9', content: '{"sum":2}' },
+    ]);
+  });
+
+  it('says what is wrong with an ai-sdk model entry: a package not installed, an export that does not exist', async () => {
+    const entry = { name: 'x/y', provider: 'ai-sdk', options: {} };
+    await expect(loadRegistry(parseConfig({ models: [{ ...entry, package: '@ai-sdk/not-installed', factory: 'create' }] }, { baseDir: ROOT, env: {} }))).rejects.toThrow(
+      /^models\[0\]: package: cannot load "@ai-sdk\/not-installed" from .* \(install it there: npm install @ai-sdk\/not-installed\)/,
+    );
+    await expect(loadRegistry(parseConfig({ models: [{ ...entry, package: '@ai-sdk/openai-compatible', factory: 'createOpenAI' }] }, { baseDir: ROOT, env: {} }))).rejects.toThrow(
+      'models[0]: factory: "@ai-sdk/openai-compatible" has no export "createOpenAI"; its exports: ',
+    );
+    expect(() => parseConfig({ models: [{ ...entry, package: '@ai-sdk/openai-compatible' }] }, { baseDir: ROOT, env: {} })).toThrow('give exactly one of factory');
+  });
+});
