@@ -85,6 +85,11 @@ export const slowStep = defineTool({
 });
 
 const useRealModel = Boolean(process.env.OPENAI_BASE_URL || process.env.OPENAI_API_KEY);
+/**
+ * A model declared elsewhere for the demo's agents, by its registered name: a `models:` entry
+ * of temporal.yaml, e.g. any AI SDK provider's (`KEEL_DEMO_MODEL=ollama/llama3.1 npm start`).
+ */
+const configuredModel = process.env.KEEL_DEMO_MODEL || undefined;
 
 /** The demo's skills (a sample skill ships with the repository). */
 export const SKILLS_DIR = resolve(__dirname, 'skills');
@@ -168,7 +173,7 @@ export const fareScoutModel = useRealModel
 export const fareScout = defineAgent({
   name: 'fare-scout',
   description: 'Finds train fares and converts prices between currencies.',
-  model: fareScoutModel?.name ?? demoModel.name,
+  model: configuredModel ?? fareScoutModel?.name ?? demoModel.name,
   system: 'You find train fares and convert prices. Answer in one sentence.',
   tools: [convertCurrency],
 });
@@ -177,7 +182,7 @@ export const fareScout = defineAgent({
 export const tripPlanner = defineAgent({
   name: 'trip-planner',
   description: 'Plans a day trip from forecasts and prices.',
-  model: demoModel.name,
+  model: configuredModel ?? demoModel.name,
   system: 'You plan day trips in Portugal and Spain. Check the weather, have the fare scout price the train in the background, book the train, write the itinerary, then answer in two sentences.',
   tools: [lookupWeather, bookTrain],
   use: [

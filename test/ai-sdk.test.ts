@@ -6,7 +6,9 @@
  */
 import { APICallError } from '@ai-sdk/provider';
 import { MockLanguageModelV3 } from 'ai/test';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { symlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config/load';
 import type { ModelRequest } from '../src/core/messages';
 import { defineAgent, type ModelContext } from '../src/define';
@@ -18,7 +20,7 @@ import { add } from './fixtures/tools';
 import { keelFailure } from './support/errors';
 import { sharedTestWorker } from './support/harness';
 import { startFakeHttpServer, type FakeHttpServer } from './support/http-server';
-import { ROOT } from './support/processes';
+import { killAfterEach, ROOT, runKeel, spawnKeel, writeTestConfig } from './support/processes';
 
 const context: ModelContext = { callIndex: 0, runId: 'test', heartbeat: () => undefined, signal: new AbortController().signal };
 const request: ModelRequest = {
@@ -188,5 +190,29 @@ describe('AI SDK models in runs', () => {
       'models[0]: factory: "@ai-sdk/openai-compatible" has no export "createOpenAI"; its exports: ',
     );
     expect(() => parseConfig({ models: [{ ...entry, package: '@ai-sdk/openai-compatible' }] }, { baseDir: ROOT, env: {} })).toThrow('give exactly one of factory');
+  });
+});
+
+describe('the demo on an AI SDK provider, by config', () => {
+  const keep = killAfterEach(afterEach);
+  it('runs trip-planner on the model KEEL_DEMO_MODEL names, declared in temporal.yaml', async () => {
+    const server = await startFakeHttpServer();
+    try {
+      server.answer({ body: { id: 'p', object: 'chat.completion', created: 0, model: 'llama', choices: [{ index: 0, message: { role: 'assistant', content: 'Porto, by train.' }, finish_reason: 'stop' }], usage: { prompt_tokens: 40, completion_tokens: 4 } } });
+      const { configPath, dir } = writeTestConfig('ai-sdk-demo', {
+        modules: [join(ROOT, 'examples', 'agents.ts')],
+        models: [{ name: 'local/llama', provider: 'ai-sdk', package: '@ai-sdk/openai-compatible', factory: 'createOpenAICompatible', options: { name: 'local', baseURL: `${server.url}/v1` } }],
+      });
+      // The project has the provider package installed (keel's own node_modules, linked).
+      symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+      const env = { KEEL_DEMO_MODEL: 'local/llama', OPENAI_API_KEY: '', OPENAI_BASE_URL: '' };
+      const worker = keep(spawnKeel(['worker', '--config', configPath], { env }));
+      await worker.waitFor(/keel: worker \d+ on task queue/);
+      const run = await runKeel(['run', 'trip-planner', 'Lisbon or Porto?', '--json', '--config', configPath], { env });
+      expect(JSON.parse(run.stdout)).toMatchObject({ status: 'completed', text: 'Porto, by train.' });
+      expect(server.requests[0]).toMatchObject({ path: '/v1/chat/completions', body: { model: 'llama', messages: [{ role: 'system', content: expect.stringContaining('You plan day trips') }, { role: 'user', content: 'Lisbon or Porto?' }] } });
+    } finally {
+      await server.close();
+    }
   });
 });
