@@ -13,6 +13,7 @@ async function main(): Promise<void> {
   process.stderr.write(`keel: worker ${process.pid} on task queue "${config.taskQueue}" at ${config.temporal.address}\n`);
   // Drains on SIGINT/SIGTERM: calls under way finish (or move to another worker).
   await worker.run();
+  await registry.close(); // MCP server connections
   await connection.close();
   await client.connection.close();
 }

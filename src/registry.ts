@@ -20,6 +20,18 @@ export class Registry {
   readonly tools = new Map<string, Tool>();
   readonly agents = new Map<string, Agent>();
   readonly models = new Map<string, Model>();
+  private readonly closers: Array<() => Promise<void>> = [];
+
+  /** Registers what `close` releases (the connections to MCP servers). */
+  onClose(close: () => Promise<void>): this {
+    this.closers.push(close);
+    return this;
+  }
+
+  /** Releases what the registry's tools hold open (call it when the worker has stopped). */
+  async close(): Promise<void> {
+    await Promise.all(this.closers.splice(0).map((close) => close()));
+  }
 
   /** Registers definitions; a second, different definition under a taken name is an error. */
   add(...definitions: Definition[]): this {

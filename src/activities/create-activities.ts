@@ -210,6 +210,8 @@ export function createActivities({ registry, config, client, modelRequestTimeout
         if (context.cancellationSignal.aborted || error instanceof InterruptRequest || ModelVisibleToolError.isInstance(error)) throw error;
         const message = error instanceof Error ? error.message : String(error);
         const cause = KeelError.isInstance(error) ? { toolStatus: error.status } : {};
+        // Could not reach what the tool needs (an MCP server that went away): the activity's retry policy tries again.
+        if (InfrastructureError.isInstance(error)) throw new InfrastructureError(`tool "${toolName}" failed: ${message}`, { toolName, toolMessage: message });
         throw new KeelError('INTERNAL', `tool "${toolName}" failed: ${message}`, { toolName, toolMessage: message, ...cause });
       }
       if (tool.output) {

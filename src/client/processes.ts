@@ -70,13 +70,22 @@ export async function runServer(config: KeelConfig): Promise<number> {
 export async function prepareWorker(config: KeelConfig, loaded?: Registry): Promise<{ worker: Worker; agents: string[]; close: () => Promise<void> }> {
   const registry = loaded ?? (await loadRegistry(config));
   installRuntime();
-  const connection = await connectWithRetry(config);
-  const client = await connectClient(config);
-  const worker = await createKeelWorker({ config, registry, connection, client });
+  let connection: Awaited<ReturnType<typeof connectWithRetry>>;
+  let client: Awaited<ReturnType<typeof connectClient>>;
+  let worker: Worker;
+  try {
+    connection = await connectWithRetry(config);
+    client = await connectClient(config);
+    worker = await createKeelWorker({ config, registry, connection, client });
+  } catch (error) {
+    await registry.close(); // an MCP server's process must not outlive a worker that never started
+    throw error;
+  }
   return {
     worker,
     agents: [...registry.agents.keys()].sort(),
     async close() {
+      await registry.close();
       await connection.close();
       await client.connection.close();
     },

@@ -116,6 +116,31 @@ export const ModelConfigSchema = z.union([
 export type AiSdkModelConfig = z.infer<typeof AiSdkModelConfigSchema>;
 export type ModelConfig = z.infer<typeof ModelConfigSchema>;
 
+const McpServerFields = {
+  /** The server's name: its tools are registered as `<name>_<tool>` unless `toolPrefix` says otherwise. */
+  name: z.string().regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, _ and - only'),
+  toolPrefix: z.string().regex(/^[A-Za-z0-9_-]*$/, 'letters, digits, _ and - only').optional(),
+  /** The server's tools to register (by the server's names); all of them when absent. */
+  tools: z.array(z.string().min(1)).optional(),
+};
+
+/** A Model Context Protocol server whose tools the worker registers: a command (stdio) or a URL (streamable HTTP). */
+export const McpServerConfigSchema = z.union([
+  z
+    .object({
+      ...McpServerFields,
+      command: z.string().min(1),
+      args: z.array(z.string()).default([]),
+      /** Added to a small safe environment (PATH, HOME, ...), as the SDK does. */
+      env: z.record(z.string(), z.string()).default({}),
+      /** Defaults to the config's directory. */
+      cwd: z.string().optional(),
+    })
+    .strict(),
+  z.object({ ...McpServerFields, url: z.string().url(), headers: z.record(z.string(), z.string()).default({}) }).strict(),
+]);
+export type McpServerConfig = z.infer<typeof McpServerConfigSchema>;
+
 /** An agent declared without code. */
 export const AgentConfigSchema = z
   .object({
@@ -183,6 +208,8 @@ export const KeelConfigSchema = z
     middlewareModules: z.array(z.string().min(1)).default([]),
     agents: z.array(AgentConfigSchema).default([]),
     models: z.array(ModelConfigSchema).default([]),
+    /** MCP servers whose tools every worker registers (listed once per worker). */
+    mcpServers: z.array(McpServerConfigSchema).default([]),
   })
   .strict();
 /** A validated config with defaults filled in. */

@@ -14,6 +14,7 @@ import { anthropicModel } from '../models/anthropic';
 import { openAICompatibleModel } from '../models/openai-compatible';
 import { scriptedModel } from '../models/scripted';
 import { Registry } from '../registry';
+import { connectMcpServers } from '../tools/mcp';
 import { requireModule } from './require-ts';
 
 /** Loads a .ts or .js module through tsx's CommonJS hook, so config modules may be TypeScript. */
@@ -58,8 +59,23 @@ function aiSdkModelFromConfig(entry: AiSdkModelConfig, baseDir: string): Model {
   return aiSdkModel({ name: entry.name, model, ...(entry.config ? { config: entry.config } : {}) });
 }
 
-/** Loads the config's modules and declarative entries into a registry. */
-export async function loadRegistry(config: Pick<KeelConfig, 'modules' | 'models' | 'agents' | 'baseDir'> & Partial<Pick<KeelConfig, 'middlewareModules'>>, registry = new Registry()): Promise<Registry> {
+type RegistryConfig = Pick<KeelConfig, 'modules' | 'models' | 'agents' | 'baseDir'> & Partial<Pick<KeelConfig, 'middlewareModules' | 'mcpServers'>>;
+
+/**
+ * Loads the config's modules, MCP servers and declarative entries into a registry. When it
+ * fails, what it opened (MCP connections) is closed again; otherwise `registry.close()` does
+ * that once the worker has stopped.
+ */
+export async function loadRegistry(config: RegistryConfig, registry = new Registry()): Promise<Registry> {
+  try {
+    return await fillRegistry(config, registry);
+  } catch (error) {
+    await registry.close();
+    throw error;
+  }
+}
+
+async function fillRegistry(config: RegistryConfig, registry: Registry): Promise<Registry> {
   // Middleware modules are bundled with the workflow; registering their factories here too lets configs be checked now.
   for (const [index, modulePath] of (config.middlewareModules ?? []).entries()) {
     const file = resolve(config.baseDir, modulePath);
@@ -81,6 +97,24 @@ export async function loadRegistry(config: Pick<KeelConfig, 'modules' | 'models'
       registry.addModuleExports(exports);
     } catch (error) {
       throw new ConfigError(`modules[${index}] (${modulePath}): ${(error as Error).message}`);
+    }
+  }
+  const servers = config.mcpServers ?? [];
+  if (servers.length) {
+    let connected: Awaited<ReturnType<typeof connectMcpServers>>;
+    try {
+      connected = await connectMcpServers(servers, config.baseDir);
+    } catch (error) {
+      const index = (error as { serverIndex?: number }).serverIndex ?? 0;
+      throw new ConfigError(`mcpServers[${index}] (${servers[index]?.name}): ${(error as Error).message}`);
+    }
+    registry.onClose(connected.close);
+    for (const [index, tools] of connected.tools.entries()) {
+      try {
+        registry.add(...tools);
+      } catch (error) {
+        throw new ConfigError(`mcpServers[${index}] (${servers[index]!.name}): ${(error as Error).message}; set toolPrefix to tell them apart`);
+      }
     }
   }
   for (const [index, entry] of config.models.entries()) {

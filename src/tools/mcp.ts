@@ -1,0 +1,234 @@
+/**
+ * The tools of Model Context Protocol servers as keel tools, with the official TypeScript SDK
+ * (`@modelcontextprotocol/sdk`, an optional peer dependency: install it to use `mcpServers`).
+ * A worker connects to each configured server once (a child process over stdio, or streamable
+ * HTTP), lists its tools and registers each as `<toolPrefix><tool>`; every call is then a tool
+ * activity on that one connection, with the call's idempotency key, run and attempt in the
+ * request's `_meta`. A connection that closes (the server crashed, the network dropped) fails
+ * the call as retryable and the next attempt connects again. Node side.
+ */
+import { z } from 'zod';
+import { InfrastructureError } from '../activities/infrastructure-error';
+import { KeelError } from '../core/errors';
+import { toolFail } from '../core/interrupts';
+import type { McpServerConfig } from '../config/schema';
+import { defineTool, type Tool, type ToolContext } from '../define';
+import { requireModule } from '../worker/require-ts';
+
+/** The keys of a call's `_meta` that carry keel's context to the server. */
+export const MCP_META = { idempotencyKey: 'keel/idempotencyKey', runId: 'keel/runId', attempt: 'keel/attempt' } as const;
+
+/** The SDK package keel loads when a config lists MCP servers. */
+const SDK = '@modelcontextprotocol/sdk';
+
+/** JSON-RPC error codes of the MCP SDK (its ErrorCode enum). */
+const CONNECTION_CLOSED = -32000;
+const REQUEST_TIMEOUT = -32001;
+const METHOD_NOT_FOUND = -32601;
+const INVALID_PARAMS = -32602;
+
+/** What keel uses of the SDK's Client. */
+interface McpClient {
+  connect(transport: unknown): Promise<void>;
+  listTools(params?: { cursor?: string }): Promise<{ tools: McpToolInfo[]; nextCursor?: string }>;
+  callTool(params: { name: string; arguments: Record<string, unknown>; _meta: Record<string, unknown> }, resultSchema: undefined, options: { signal: AbortSignal; timeout: number; resetTimeoutOnProgress: boolean }): Promise<McpCallResult>;
+  close(): Promise<void>;
+  onclose?: () => void;
+}
+
+interface McpToolInfo {
+  name: string;
+  description?: string;
+  inputSchema: Record<string, unknown>;
+}
+
+interface McpCallResult {
+  content?: Array<{ type: string; text?: string; [field: string]: unknown }>;
+  structuredContent?: unknown;
+  isError?: boolean;
+}
+
+/** Loads a module of the SDK from the project, saying how to install it when it is missing. */
+function sdk<T>(subpath: string, baseDir: string): T {
+  try {
+    return requireModule<T>(`${SDK}/${subpath}`, `${baseDir}/temporal.yaml`);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw error;
+    throw new Error(`mcpServers needs ${SDK}, which is not installed in ${baseDir}: npm install ${SDK}`);
+  }
+}
+
+/** The longest wait a timer takes: the call's activity timeout is what bounds it. */
+const NO_TIMEOUT = 2_147_483_647;
+
+/** One MCP server of a worker: its connection (opened on demand, again after it closed) and its tools. */
+export class McpServerConnection {
+  private client: Promise<McpClient> | undefined;
+  /** Counts connections, so a late close of an old one does not drop a newer one. */
+  private generation = 0;
+  private closed = false;
+
+  constructor(
+    readonly config: McpServerConfig,
+    private readonly baseDir: string,
+  ) {}
+
+  /** Where the server is, for messages. */
+  private get where(): string {
+    return 'url' in this.config ? this.config.url : [this.config.command, ...this.config.args].join(' ');
+  }
+
+  private connect(): Promise<McpClient> {
+    if (this.closed) return Promise.reject(new KeelError('CANCELLED', `MCP server "${this.config.name}": the worker is shutting down`));
+    if (!this.client) {
+      const opening = this.open();
+      this.client = opening;
+      opening.catch(() => {
+        if (this.client === opening) this.client = undefined;
+      });
+    }
+    return this.client;
+  }
+
+  private async open(): Promise<McpClient> {
+    const { Client } = sdk<{ Client: new (info: { name: string; version: string }) => McpClient }>('client/index.js', this.baseDir);
+    let transport: unknown;
+    if ('url' in this.config) {
+      const { StreamableHTTPClientTransport } = sdk<{ StreamableHTTPClientTransport: new (url: URL, options: { requestInit: RequestInit }) => unknown }>('client/streamableHttp.js', this.baseDir);
+      transport = new StreamableHTTPClientTransport(new URL(this.config.url), { requestInit: { headers: this.config.headers } });
+    } else {
+      const { StdioClientTransport, getDefaultEnvironment } = sdk<{
+        StdioClientTransport: new (params: { command: string; args: string[]; env: Record<string, string>; cwd: string }) => unknown;
+        getDefaultEnvironment: () => Record<string, string>;
+      }>('client/stdio.js', this.baseDir);
+      transport = new StdioClientTransport({ command: this.config.command, args: this.config.args, env: { ...getDefaultEnvironment(), ...this.config.env }, cwd: this.config.cwd ?? this.baseDir });
+    }
+    const client = new Client({ name: 'keel', version: '1' });
+    const generation = ++this.generation;
+    client.onclose = () => {
+      // The next call connects again (a crashed stdio server is started anew).
+      if (this.generation === generation) this.client = undefined;
+    };
+    await client.connect(transport);
+    return client;
+  }
+
+  /** Lists the server's tools (every page) as keel tools, under the prefix, filtered by the allow-list. */
+  async tools(): Promise<Tool[]> {
+    const client = await this.connect();
+    const listed: McpToolInfo[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await client.listTools(cursor ? { cursor } : undefined);
+      listed.push(...page.tools);
+      cursor = page.nextCursor;
+    } while (cursor);
+    const allowed = this.config.tools;
+    if (allowed) {
+      const missing = allowed.filter((name) => !listed.some((tool) => tool.name === name));
+      if (missing.length) throw new Error(`tools: the server has no tool ${missing.map((name) => `"${name}"`).join(', ')}; it has: ${listed.map((tool) => tool.name).join(', ') || '(none)'}`);
+    }
+    const prefix = this.config.toolPrefix ?? `${this.config.name}_`;
+    return listed.filter((tool) => !allowed || allowed.includes(tool.name)).map((tool) => this.asTool(tool, `${prefix}${tool.name}`));
+  }
+
+  private asTool(info: McpToolInfo, name: string): Tool {
+    return defineTool({
+      name,
+      description: info.description ?? `${info.name} of MCP server "${this.config.name}"`,
+      input: inputSchemaOf(info.inputSchema),
+      run: (input, context) => this.call(info.name, (input ?? {}) as Record<string, unknown>, context),
+    });
+  }
+
+  /** Calls a tool of the server: its output, a model-visible error for the server's own tool errors, a status for the rest. */
+  async call(toolName: string, args: Record<string, unknown>, context: ToolContext): Promise<unknown> {
+    let client: McpClient;
+    try {
+      client = await this.connect();
+    } catch (error) {
+      if (KeelError.isInstance(error)) throw error;
+      throw new InfrastructureError(`MCP server "${this.config.name}" (${this.where}) could not be reached: ${(error as Error).message}`);
+    }
+    let result: McpCallResult;
+    try {
+      result = await client.callTool(
+        { name: toolName, arguments: args, _meta: { [MCP_META.idempotencyKey]: context.idempotencyKey, [MCP_META.runId]: context.runId, [MCP_META.attempt]: context.attempt } },
+        undefined,
+        { signal: context.signal, timeout: NO_TIMEOUT, resetTimeoutOnProgress: true },
+      );
+    } catch (error) {
+      throw this.callError(toolName, error, context.signal);
+    }
+    if (result.isError) throw toolFail(textOf(result) || `MCP tool "${toolName}" failed`);
+    return outputOf(result);
+  }
+
+  private callError(toolName: string, error: unknown, signal: AbortSignal): Error {
+    if (signal.aborted) return error as Error;
+    const code = (error as { code?: unknown }).code;
+    const message = `MCP tool "${toolName}" of server "${this.config.name}": ${(error as Error).message}`;
+    switch (code) {
+      case INVALID_PARAMS:
+        return new KeelError('INVALID_ARGUMENT', message);
+      case METHOD_NOT_FOUND:
+        return new KeelError('NOT_FOUND', message);
+      case REQUEST_TIMEOUT:
+        return new KeelError('DEADLINE_EXCEEDED', message);
+      case CONNECTION_CLOSED:
+        this.client = undefined;
+        return new InfrastructureError(message);
+      default:
+        // A JSON-RPC error the server answered with is the server's word; anything else (a
+        // dropped connection, a refused HTTP request) is retried on a new connection.
+        if (typeof code === 'number') return new KeelError('INTERNAL', message);
+        this.client = undefined;
+        return new InfrastructureError(message);
+    }
+  }
+
+  /** Closes the connection (and a stdio server's process). */
+  async close(): Promise<void> {
+    this.closed = true;
+    const client = await this.client?.catch(() => undefined);
+    this.client = undefined;
+    await client?.close().catch(() => undefined);
+  }
+}
+
+/** A tool's JSON Schema as a zod schema keel validates arguments with; one zod cannot read takes any object. */
+function inputSchemaOf(schema: Record<string, unknown>): z.ZodType {
+  try {
+    return z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]);
+  } catch {
+    return z.record(z.string(), z.unknown());
+  }
+}
+
+function textOf(result: McpCallResult): string {
+  return (result.content ?? []).flatMap((part) => (part.type === 'text' && typeof part.text === 'string' ? [part.text] : [])).join('\n');
+}
+
+/** The call's output: its structured content, else its text, else its content parts as they came (images, resources). */
+function outputOf(result: McpCallResult): unknown {
+  if (result.structuredContent !== undefined) return result.structuredContent;
+  const content = result.content ?? [];
+  if (content.every((part) => part.type === 'text')) return textOf(result);
+  return { content };
+}
+
+/** Connects to each configured server and lists its tools; `close` ends every connection. */
+export async function connectMcpServers(servers: readonly McpServerConfig[], baseDir: string): Promise<{ tools: Tool[][]; close: () => Promise<void> }> {
+  const connections = servers.map((server) => new McpServerConnection(server, baseDir));
+  const close = async () => {
+    await Promise.all(connections.map((connection) => connection.close()));
+  };
+  const settled = await Promise.allSettled(connections.map((connection) => connection.tools()));
+  const failed = settled.findIndex((outcome) => outcome.status === 'rejected');
+  if (failed >= 0) {
+    await close();
+    const reason = (settled[failed] as PromiseRejectedResult).reason as Error;
+    throw Object.assign(new Error(reason.message), { serverIndex: failed });
+  }
+  return { tools: settled.map((outcome) => (outcome as PromiseFulfilledResult<Tool[]>).value), close };
+}
