@@ -12,7 +12,7 @@ import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted'
 import { Registry } from '../src/registry';
 import { add, echo } from './fixtures/tools';
 import { startTestWorker, type TestWorker } from './support/harness';
-import { runKeel } from './support/processes';
+import { runKeel, spawnKeel } from './support/processes';
 
 const dir = mkdtempSync(join(tmpdir(), 'keel-cli-'));
 function writeConfig(name: string, content: string | object): string {
@@ -200,7 +200,31 @@ describe('keel run / status / abort', () => {
     const status = await runKeel(['status', runId, '--json', '--config', orphanConfig]);
     expect(status.code).toBe(0);
     expect(JSON.parse(status.stdout)).toMatchObject({ runId, status: 'running', turn: 0, interrupts: [] });
+    expect(status.stderr).toMatch(/^keel status: no worker is polling task queue "nobody-\d+" at .*; the run waits, durably, until one starts \(npx keel worker\)\n$/);
     expect((await runKeel(['abort', runId, '--config', orphanConfig])).code).toBe(0);
+  });
+
+  it('says so when `keel run` waits on a task queue no worker polls', async () => {
+    const orphanConfig = writeConfig('no-worker-run.yaml', { temporal: { address: worker.config.temporal.address }, taskQueue: `nobody-run-${Date.now()}`, server: { enabled: false } });
+    const waiting = spawnKeel(['run', 'good', 'hi', '--config', orphanConfig]);
+    try {
+      await waiting.waitFor(/keel run: no worker is polling task queue "nobody-run-\d+"/, 30_000);
+    } finally {
+      waiting.kill('SIGKILL');
+      await waiting.exited;
+    }
+  });
+
+  it('with --json, puts a failure on stdout as { error } too', async () => {
+    const missing = await runKeel(['status', 'run-does-not-exist', '--json', '--config', config]);
+    expect(missing.code).toBe(1);
+    expect(JSON.parse(missing.stdout)).toEqual({ error: { status: 'NOT_FOUND', message: 'run "run-does-not-exist" not found' } });
+    const refused = await runKeel(['approve', 'run-does-not-exist', 'i1', '--json', '--config', config]);
+    expect(JSON.parse(refused.stdout)).toMatchObject({ error: { status: 'NOT_FOUND' } });
+    const badConfig = writeConfig('bad-json.yaml', { taskQueue: 5 });
+    const usage = await runKeel(['status', 'x', '--json', '--config', badConfig]);
+    expect(usage.code).toBe(2);
+    expect(JSON.parse(usage.stdout)).toMatchObject({ error: { status: 'INVALID_ARGUMENT', message: expect.stringContaining('taskQueue') } });
   });
 
   it('exits 1 for the status of an unknown run', async () => {

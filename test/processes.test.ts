@@ -13,7 +13,7 @@ import { KeelClient } from '../src/client/keel-client';
 import { loadConfig } from '../src/config/load';
 import { isServerReachable } from '../src/server/dev-server';
 import { freePort } from './support/free-port';
-import { ROOT, runKeel, spawnKeel, writeTestConfig } from './support/processes';
+import { BIN, ROOT, runKeel, spawnCommand, spawnKeel, writeTestConfig } from './support/processes';
 
 async function configWithOwnServer(extra: object = {}): Promise<{ path: string; dir: string; port: number; uiPort: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'keel-proc-'));
@@ -107,6 +107,26 @@ describe('keel demo', () => {
     expect(code).toBe(0);
     expect(stdout).toContain(`using the Temporal server at ${inject('temporalAddress')}`);
     expect(stdout).toContain('Go to Lisbon');
+  });
+
+  it('asks at a terminal without blocking the run, and gives way to a decision made elsewhere', async () => {
+    const { path } = await configWithOwnServer({ temporal: { address: inject('temporalAddress') }, taskQueue: `demo-tty-${Date.now()}` });
+    // `script` gives the demo a terminal; its stdin stays open and nobody types.
+    const demo = spawnCommand('script', ['-qfec', `${process.execPath} ${BIN} demo --config ${path}`, '/dev/null'], { env: { OPENAI_BASE_URL: '', OPENAI_API_KEY: '' }, stdin: 'pipe' });
+    try {
+      await demo.waitFor(/approve book_train\? \[y\/N\]/, 120_000);
+      const [, runId, interruptId] = /npx keel approve (\S+) (\S+)/.exec(demo.output())!;
+      const approved = await runKeel(['approve', runId!, interruptId!, '--config', path]);
+      expect(approved.code).toBe(0);
+      expect(await demo.exited).toBe(0);
+      const output = demo.output();
+      expect(output).toContain(`${interruptId} was decided elsewhere (or the run ended); the run goes on`);
+      // The run went on past the hold and answered; the prompt never asked again.
+      expect(output).toMatch(/← book_train:/);
+      expect(output).toMatch(/answer \(stop, \d+ turns/);
+    } finally {
+      demo.kill('SIGKILL');
+    }
   });
 });
 

@@ -77,6 +77,21 @@ function parse(argv: string[]): { command: string | undefined; positionals: stri
   return { command, positionals, options: options as CliOptions, help: help === true };
 }
 
+/** Says on stderr that `command` failed and why; with --json, also as `{ "error": ... }` on stdout. */
+function refuse(options: Pick<CliOptions, 'json'>, command: string, failure: KeelError, { withStatus = false } = {}): number {
+  process.stderr.write(`keel ${command}: ${withStatus ? `${failure.status}: ` : ''}${failure.message}\n`);
+  if (options.json) print(true, { error: failure.toJSON() });
+  return EXIT.failed;
+}
+
+/** Warns on stderr when no worker polls the task queue: a run there waits until one starts. */
+async function warnWithoutWorkers(client: KeelClient, config: KeelConfig, command: string): Promise<boolean> {
+  const polling = await client.workersPolling().catch(() => undefined);
+  if (polling !== 0) return false;
+  process.stderr.write(`keel ${command}: no worker is polling task queue "${config.taskQueue}" at ${config.temporal.address}; the run waits, durably, until one starts (npx keel worker)\n`);
+  return true;
+}
+
 function print(json: boolean, value: unknown, human?: string): void {
   if (json || human === undefined) process.stdout.write(`${JSON.stringify(value, null, json ? undefined : 2)}\n`);
   else process.stdout.write(`${human}\n`);
@@ -146,18 +161,13 @@ async function commandRun(config: KeelConfig, positionals: string[], options: Cl
         session = { sessionId: turn.sessionId, snapshotId: turn.snapshotId };
         handle = client.getHandle(turn.runId);
       } catch (error) {
-        const failure = runErrorOf(error);
-        process.stderr.write(`keel run: ${failure.status}: ${failure.message}\n`);
-        return EXIT.failed;
+        return refuse(options, 'run', runErrorOf(error), { withStatus: true });
       }
     } else {
       try {
         handle = await client.start(agent, words.join(' '), { ...(options.id ? { runId: options.id } : {}), ...(options['id-prefix'] ? { idPrefix: options['id-prefix'] } : {}) });
       } catch (error) {
-        const failure = runErrorOf(error);
-        process.stderr.write(`keel run: ${failure.status}: ${failure.message}
-`);
-        return EXIT.failed;
+        return refuse(options, 'run', runErrorOf(error), { withStatus: true });
       }
     }
     if (options.detach) {
@@ -165,6 +175,7 @@ async function commandRun(config: KeelConfig, positionals: string[], options: Cl
       return EXIT.ok;
     }
     const done = handle.result();
+    await warnWithoutWorkers(client, config, 'run');
     if (!options.json) {
       process.stderr.write(`run ${handle.runId} started (agent ${agent})\n`);
       await followRun(handle, done, (line) => process.stderr.write(`${line}\n`));
@@ -192,12 +203,12 @@ async function commandStatus(config: KeelConfig, positionals: string[], options:
     try {
       description = await handle.describe();
     } catch (error) {
-      const failure = runErrorOf(error);
-      process.stderr.write(`keel status: ${failure.message}\n`);
-      return EXIT.failed;
+      return refuse(options, 'status', runErrorOf(error));
     }
-    const status = await tryStatus(client, handle);
     const temporalStatus = description.status.name;
+    // No worker: the run cannot answer its status query; Temporal's description still can.
+    const idle = temporalStatus === 'RUNNING' && (await warnWithoutWorkers(client, config, 'status'));
+    const status = idle ? undefined : await tryStatus(client, handle);
     let result: RunResult | undefined;
     let error: KeelError | undefined;
     if (temporalStatus === 'COMPLETED') result = await handle.result();
@@ -228,8 +239,7 @@ async function commandTasks(config: KeelConfig, positionals: string[], options: 
       print(options.json, { tasks }, tasks.map((task) => `${task.taskId}  ${task.status}${task.result ? `  ${task.result}` : ''}${task.error ? `  ${task.error.status}: ${task.error.message}` : ''}`).join('\n') || '(no background tasks)');
       return EXIT.ok;
     } catch (error) {
-      process.stderr.write(`keel tasks: ${runErrorOf(error).message}\n`);
-      return EXIT.failed;
+      return refuse(options, 'tasks', runErrorOf(error));
     }
   });
 }
@@ -256,8 +266,7 @@ async function commandAbort(config: KeelConfig, positionals: string[], options: 
       print(options.json, { runId: target, status: 'cancelling' }, `cancellation requested for ${target}`);
       return EXIT.ok;
     } catch (error) {
-      process.stderr.write(`keel abort: ${runErrorOf(error).message}\n`);
-      return EXIT.failed;
+      return refuse(options, 'abort', runErrorOf(error));
     }
   });
 }
@@ -272,9 +281,7 @@ async function commandDecide(config: KeelConfig, command: 'approve' | 'deny', po
       print(options.json, { runId, ...accepted, approved: command === 'approve' }, `${command === 'approve' ? 'approved' : 'denied'} ${accepted.decided.join(', ')} of run ${runId}`);
       return EXIT.ok;
     } catch (error) {
-      const failure = runErrorOf(error);
-      process.stderr.write(`keel ${command}: ${failure.message}\n`);
-      return EXIT.failed;
+      return refuse(options, command, runErrorOf(error));
     }
   });
 }
@@ -320,18 +327,16 @@ export async function main(argv: string[]): Promise<number> {
         throw new UsageError(`unknown command "${command}"\n\n${USAGE}`);
     }
   } catch (error) {
-    if (error instanceof UsageError || error instanceof ConfigError) {
-      process.stderr.write(`keel: ${error.message}\n`);
-      return EXIT.usage;
-    }
-    if (error instanceof ServerError) {
-      process.stderr.write(`keel: ${error.message}\n`);
-      return EXIT.failed;
-    }
-    if (KeelError.isInstance(error)) {
-      process.stderr.write(`keel: ${error.status}: ${error.message}\n`);
-      return EXIT.failed;
-    }
+    // With --json, scripts get the failure on stdout too: { "error": { "status", "message" } }.
+    const json = parsed?.options.json === true;
+    const fail = (line: string, failure: { status: string; message: string }, code: number): number => {
+      process.stderr.write(`keel: ${line}\n`);
+      if (json) print(true, { error: failure });
+      return code;
+    };
+    if (error instanceof UsageError || error instanceof ConfigError) return fail(error.message, { status: 'INVALID_ARGUMENT', message: error.message }, EXIT.usage);
+    if (error instanceof ServerError) return fail(error.message, { status: 'UNAVAILABLE', message: error.message }, EXIT.failed);
+    if (KeelError.isInstance(error)) return fail(`${error.status}: ${error.message}`, error.toJSON(), EXIT.failed);
     throw error;
   }
 }

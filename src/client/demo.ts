@@ -3,7 +3,6 @@
  * reachable, runs the demo agent, prints each turn and tool call as it happens, the final
  * answer, and where to inspect the run in the Temporal UI. Node side.
  */
-import { temporal } from '@temporalio/proto';
 import { createInterface } from 'node:readline/promises';
 import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
@@ -17,28 +16,53 @@ import { followRun } from './progress';
 export const DEMO_AGENT = 'trip-planner';
 export const DEMO_PROMPT = 'Lisbon or Porto tomorrow? Compare the weather and tell me what a 25 EUR train ticket costs in USD.';
 
-async function hasPollers(client: KeelClient, config: KeelConfig): Promise<boolean> {
-  const answer = await client.temporal.workflowService.describeTaskQueue({
-    namespace: config.temporal.namespace,
-    taskQueue: { name: config.taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-    taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-  });
-  return (answer.pollers ?? []).length > 0;
+/** Resolves once `interruptId` no longer waits (decided by anyone) or the run has ended. */
+async function decidedOrEnded(handle: RunHandle, interruptId: string, done: Promise<unknown>, signal: AbortSignal): Promise<void> {
+  let ended = false;
+  void done.then(
+    () => (ended = true),
+    () => (ended = true),
+  );
+  while (!ended && !signal.aborted) {
+    const waiting = await handle.pendingInterrupts().then(
+      (pending) => pending.some((interrupt) => interrupt.id === interruptId),
+      () => true, // no answer now (between workers): ask again
+    );
+    if (!waiting) return;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
 }
 
 /**
  * Decides a hold of the demo run: asks at a terminal, approves on its own otherwise (CI,
- * pipes), saying so. Prints the same instructions `keel run` gives.
+ * pipes), saying so. Prints the same instructions `keel run` gives. The question gives way
+ * to a decision made elsewhere (`keel approve` in another terminal, another client) and to
+ * the run's end, so it never blocks the run or answers a decided hold.
  */
-async function decide(handle: RunHandle, interrupt: Interrupt, say: (line: string) => void): Promise<void> {
+async function decide(handle: RunHandle, interrupt: Interrupt, done: Promise<unknown>, say: (line: string) => void): Promise<void> {
   say(`  ⏸ ${interrupt.toolName}(${JSON.stringify(interrupt.input ?? {})}) needs approval (${interrupt.message ?? interrupt.kind}); the run waits durably for it`);
   say(`    (from anywhere: npx keel approve ${handle.runId} ${interrupt.id}   or   npx keel deny ${handle.runId} ${interrupt.id})`);
   let approved = true;
   if (process.stdin.isTTY && process.stdout.isTTY) {
+    const stop = new AbortController();
     const prompt = createInterface({ input: process.stdin, output: process.stdout });
     try {
-      approved = /^y(es)?$/i.test((await prompt.question(`    approve ${interrupt.toolName}? [y/N] `)).trim());
+      const answer = await Promise.race([
+        // Aborted once the race is over; closed input (Ctrl-D) counts as no.
+        prompt.question(`    approve ${interrupt.toolName}? [y/N] `, { signal: stop.signal }).then(
+          (text) => ({ text }),
+          () => (stop.signal.aborted ? undefined : { text: '' }),
+        ),
+        decidedOrEnded(handle, interrupt.id, done, stop.signal).then(() => undefined),
+      ]);
+      if (!answer) {
+        process.stdout.write('\n');
+        say(`    ${interrupt.id} was decided elsewhere (or the run ended); the run goes on`);
+        return;
+      }
+      approved = /^y(es)?$/i.test(answer.text.trim());
     } finally {
+      stop.abort();
       prompt.close();
     }
   } else {
@@ -71,7 +95,7 @@ export async function runDemo(config: KeelConfig): Promise<number> {
   let running: Promise<void> | undefined;
   try {
     client = await KeelClient.connect(config);
-    if (await hasPollers(client, config)) {
+    if ((await client.workersPolling()) > 0) {
       say(`· workers are already polling task queue "${config.taskQueue}"`);
     } else {
       worker = await prepareWorker(config, registry);
@@ -81,7 +105,7 @@ export async function runDemo(config: KeelConfig): Promise<number> {
     const handle = await client.start(DEMO_AGENT, DEMO_PROMPT);
     say(`· run ${handle.runId} (agent ${DEMO_AGENT})`);
     const done = handle.result();
-    await followRun(handle, done, say, { onInterrupt: (interrupt) => decide(handle, interrupt, say) });
+    await followRun(handle, done, say, { onInterrupt: (interrupt) => decide(handle, interrupt, done, say) });
     let exitCode = 0;
     try {
       const result = await done;

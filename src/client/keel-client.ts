@@ -3,6 +3,7 @@
  * Node side; uses the same message constants as the workflow.
  */
 import { Client, ServiceError, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import { randomUUID } from 'node:crypto';
 import { KeelError } from '../core/errors';
 import { inspectTask } from './inspect-task';
@@ -348,6 +349,19 @@ export class KeelClient {
   /** A session of a server-managed agent (session: 'server'). */
   session(agent: string, sessionId: string): SessionHandle {
     return new SessionHandle({ client: this.temporal, agent, sessionId, taskQueue: this.taskQueue });
+  }
+
+  /**
+   * How many workers poll the task queue for workflow tasks now (Temporal's recent pollers):
+   * 0 means a run waits until a worker starts.
+   */
+  async workersPolling(taskQueue = this.taskQueue): Promise<number> {
+    const answer = await this.temporal.workflowService.describeTaskQueue({
+      namespace: this.temporal.options.namespace,
+      taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+      taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    });
+    return (answer.pollers ?? []).length;
   }
 
   /** Stops a background task (`<agent>:<runId>`): its run is cancelled and settles as aborted. */

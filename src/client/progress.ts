@@ -36,7 +36,11 @@ export function describeInterrupt(runId: string, interrupt: Interrupt): string[]
 /** Options of `followRun`. */
 export interface FollowOptions {
   intervalMs?: number;
-  /** Called once for each interrupt that starts waiting (default: print how to decide). */
+  /**
+   * Called once for each interrupt that starts waiting (default: print how to decide). It
+   * runs beside the polling, which goes on printing meanwhile; `followRun` waits for it
+   * before it returns.
+   */
   onInterrupt?: (interrupt: Interrupt) => void | Promise<void>;
 }
 
@@ -48,6 +52,7 @@ export interface FollowOptions {
 export async function followRun(handle: RunHandle, done: Promise<unknown>, write: (line: string) => void, { intervalMs = 200, onInterrupt }: FollowOptions = {}): Promise<void> {
   const reportInterrupt = onInterrupt ?? ((interrupt: Interrupt) => describeInterrupt(handle.runId, interrupt).forEach(write));
   const announced = new Set<string>();
+  const reporting: Array<Promise<void>> = [];
   let seen = 0;
   let turn = 0;
   let finished = false;
@@ -71,7 +76,8 @@ export async function followRun(handle: RunHandle, done: Promise<unknown>, write
       for (const interrupt of status.interrupts) {
         if (announced.has(interrupt.id)) continue;
         announced.add(interrupt.id);
-        await reportInterrupt(interrupt);
+        // Not awaited: a person answering a prompt must not stop the run's events from printing.
+        reporting.push(Promise.resolve().then(() => reportInterrupt(interrupt)).catch(() => undefined));
       }
     } catch {
       // the run may be moving between workers; try again on the next tick
@@ -82,4 +88,5 @@ export async function followRun(handle: RunHandle, done: Promise<unknown>, write
     await Promise.race([done.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, intervalMs))]);
   }
   await drain();
+  await Promise.all(reporting);
 }

@@ -9,7 +9,8 @@ import { stringify } from 'yaml';
 
 /** The repository root. */
 export const ROOT = resolve(__dirname, '..', '..');
-const BIN = join(ROOT, 'bin', 'keel.cjs');
+/** The `keel` command of this checkout. */
+export const BIN = join(ROOT, 'bin', 'keel.cjs');
 
 /** A running keel process. */
 export interface KeelProcess {
@@ -32,9 +33,9 @@ export function spawnKeel(args: string[], options: { env?: Record<string, string
 export function spawnCommand(
   command: string,
   args: string[],
-  { env = {}, cwd = ROOT, label = `${command} ${args.join(' ')}` }: { env?: Record<string, string>; cwd?: string; label?: string } = {},
+  { env = {}, cwd = ROOT, label = `${command} ${args.join(' ')}`, stdin = 'ignore' }: { env?: Record<string, string>; cwd?: string; label?: string; stdin?: 'ignore' | 'pipe' } = {},
 ): KeelProcess {
-  const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: [stdin, 'pipe', 'pipe'] });
   let output = '';
   let stdout = '';
   let stderr = '';
