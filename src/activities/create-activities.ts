@@ -9,6 +9,7 @@ import { CancelledFailure, Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import { ApplicationFailure, type Duration } from '@temporalio/common';
 import { z } from 'zod';
+import { inSpan } from '../telemetry/spans';
 import { KeelError, toApplicationFailure, toKeelError } from '../core/errors';
 import { ModelVisibleToolError, TOOL_FAIL_FAILURE, TOOL_INTERRUPT_FAILURE } from '../core/interrupts';
 import { ModelResponseSchema, type ModelResponse } from '../core/messages';
@@ -161,9 +162,18 @@ export function createActivities({ registry, config, client, modelRequestTimeout
           modelName: input.model,
         });
       }
-      const response = await withHeartbeat(async (heartbeat) => {
-        const request = input.requestText !== undefined ? (JSON.parse(input.requestText) as ModelRequest) : await readModelRequest({ client, input, timeout: modelRequestTimeout });
-        return model.generate(request, { callIndex: input.callIndex, runId: input.runId, heartbeat, signal: context.cancellationSignal });
+      const attributes = { 'keel.run_id': input.runId, 'keel.model': input.model, 'gen_ai.request.model': input.model, 'keel.attempt': context.info.attempt, ...(input.agent ? { 'keel.agent': input.agent } : {}), ...(input.turn !== undefined ? { 'keel.turn': input.turn } : {}) };
+      const response = await inSpan(`keel.model ${input.model}`, attributes, async (span) => {
+        const answer = await withHeartbeat(async (heartbeat) => {
+          const request = input.requestText !== undefined ? (JSON.parse(input.requestText) as ModelRequest) : await readModelRequest({ client, input, timeout: modelRequestTimeout });
+          return model.generate(request, { callIndex: input.callIndex, runId: input.runId, heartbeat, signal: context.cancellationSignal });
+        });
+        span.setAttributes({
+          ...(answer?.finishReason ? { 'gen_ai.response.finish_reasons': [answer.finishReason], 'keel.finish_reason': answer.finishReason } : {}),
+          ...(answer?.usage?.inputTokens !== undefined ? { 'gen_ai.usage.input_tokens': answer.usage.inputTokens } : {}),
+          ...(answer?.usage?.outputTokens !== undefined ? { 'gen_ai.usage.output_tokens': answer.usage.outputTokens } : {}),
+        });
+        return answer;
       });
       const parsed = ModelResponseSchema.safeParse(response);
       if (!parsed.success) {
@@ -191,21 +201,18 @@ export function createActivities({ registry, config, client, modelRequestTimeout
       const runId = info.workflowExecution?.workflowId ?? 'standalone';
       let output: unknown;
       try {
-        output = await withHeartbeat((heartbeat) =>
-          Promise.resolve(
-            tool.run(parsedInput.data, {
-              idempotencyKey: `${runId}/${info.activityId}`,
-              runId,
-              attempt: info.attempt,
-              heartbeat,
-              signal: context.cancellationSignal,
-              interrupt: (data = {}) => {
-                throw new InterruptRequest(data);
-              },
-              ...(resumed !== undefined ? { resumed } : {}),
-            }),
-          ),
-        );
+        const toolContext = {
+          idempotencyKey: `${runId}/${info.activityId}`,
+          runId,
+          attempt: info.attempt,
+          signal: context.cancellationSignal,
+          interrupt: (data: Record<string, unknown> = {}): never => {
+            throw new InterruptRequest(data);
+          },
+          ...(resumed !== undefined ? { resumed } : {}),
+        };
+        const attributes = { 'keel.run_id': runId, 'keel.tool': toolName, 'gen_ai.tool.name': toolName, 'keel.attempt': info.attempt };
+        output = await inSpan(`keel.tool ${toolName}`, attributes, () => withHeartbeat((heartbeat) => Promise.resolve(tool.run(parsedInput.data, { ...toolContext, heartbeat }))));
       } catch (error) {
         if (context.cancellationSignal.aborted || error instanceof InterruptRequest || ModelVisibleToolError.isInstance(error)) throw error;
         const message = error instanceof Error ? error.message : String(error);

@@ -291,8 +291,16 @@ function later<T>(specifier: string): T {
   return requireModule<T>(specifier, __filename);
 }
 
-/** Runs the CLI; resolves to the exit code. */
+/** Runs the CLI; resolves to the exit code. Spans buffered for an OTLP exporter are sent before it resolves. */
 export async function main(argv: string[]): Promise<number> {
+  try {
+    return await command(argv);
+  } finally {
+    await later<typeof import('../telemetry/tracing')>('../telemetry/tracing').activeTracing()?.shutdown().catch(() => undefined);
+  }
+}
+
+async function command(argv: string[]): Promise<number> {
   let parsed;
   try {
     parsed = parse(argv);

@@ -6,6 +6,7 @@ import { Client, ServiceError, WorkflowExecutionAlreadyStartedError, WorkflowNot
 import { temporal } from '@temporalio/proto';
 import { randomUUID } from 'node:crypto';
 import { KeelError } from '../core/errors';
+import { inSpan } from '../telemetry/spans';
 import { inspectTask } from './inspect-task';
 import { SessionHandle } from './session-handle';
 import { assertInputFits } from './input-limit';
@@ -320,13 +321,16 @@ export class KeelClient {
     // What `describe`, `list` and the Web UI show of the run: its agent and how its prompt starts.
     const excerpt = promptExcerpt(messages);
     try {
-      await this.temporal.workflow.start(GENERATE_WORKFLOW, {
-        taskQueue: taskQueue ?? this.taskQueue,
-        workflowId: runId,
-        args: [input],
-        memo: { agent, prompt: excerpt },
-        staticSummary: `${agent}: ${excerpt}`,
-      });
+      // The root of the run's trace when tracing is on: Temporal's spans for the start, the workflow and its activities go under it.
+      await inSpan(`keel.run ${agent}`, { 'keel.run_id': runId, 'keel.agent': agent }, () =>
+        this.temporal.workflow.start(GENERATE_WORKFLOW, {
+          taskQueue: taskQueue ?? this.taskQueue,
+          workflowId: runId,
+          args: [input],
+          memo: { agent, prompt: excerpt },
+          staticSummary: `${agent}: ${excerpt}`,
+        }),
+      );
     } catch (error) {
       if (error instanceof WorkflowExecutionAlreadyStartedError) throw new KeelError('ALREADY_EXISTS', `a run with id "${runId}" is already open; choose another id`);
       // The gRPC failure's cause says what to do (an unknown namespace, a refused input).

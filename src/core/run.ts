@@ -254,6 +254,9 @@ export const CallModelInputSchema = z.object({
   runId: z.string(),
   /** Temporal's id of the run's current execution (changes on continue-as-new). */
   temporalRunId: z.string(),
+  /** The run's agent and turn, for traces and logs (absent from runs started before them). */
+  agent: z.string().optional(),
+  turn: z.number().int().optional(),
   /** A small request's JSON, carried in the input itself (no read back from the run). */
   requestText: z.string().optional(),
 });

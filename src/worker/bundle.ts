@@ -3,7 +3,7 @@
  * the bundle on disk, keyed by a hash of the sources it is built from, so a worker (or a
  * test) starts in a second after the first build. Node side.
  */
-import { bundleWorkflowCode } from '@temporalio/worker';
+import { bundleWorkflowCode, defaultWorkflowInterceptorModules } from '@temporalio/worker';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -76,14 +76,16 @@ export interface WorkflowBundleOptions {
   cacheDir?: string;
   /** Absolute paths of modules that register middleware; bundled before the workflow. */
   middlewareModules?: readonly string[];
+  /** Workflow interceptor modules to bundle (OpenTelemetry's, when tracing). */
+  workflowInterceptorModules?: readonly string[];
 }
 
 /**
  * Path of a bundle of the current workflow code, building it if the cache has none. The cache
  * is `.keel/cache` of the working directory unless `cacheDir` says otherwise.
  */
-export async function workflowBundlePath({ cacheDir = resolve('.keel', 'cache'), middlewareModules = [] }: WorkflowBundleOptions = {}): Promise<string> {
-  const key = bundleHash(middlewareModules);
+export async function workflowBundlePath({ cacheDir = resolve('.keel', 'cache'), middlewareModules = [], workflowInterceptorModules = [] }: WorkflowBundleOptions = {}): Promise<string> {
+  const key = bundleHash([...middlewareModules, ...workflowInterceptorModules]);
   const path = join(cacheDir, `workflow-bundle-${key}.js`);
   if (existsSync(path)) return path;
   mkdirSync(cacheDir, { recursive: true });
@@ -103,6 +105,7 @@ export async function workflowBundlePath({ cacheDir = resolve('.keel', 'cache'),
   const { code } = await bundleWorkflowCode({
     workflowsPath,
     logger: quietLogger,
+    ...(workflowInterceptorModules.length ? { workflowInterceptorModules: [...defaultWorkflowInterceptorModules, ...workflowInterceptorModules] } : {}),
     webpackConfigHook: (webpackConfig) => ({ ...webpackConfig, resolve: { ...webpackConfig.resolve, alias: { ...webpackConfig.resolve?.alias, ...BUNDLE_ALIASES } } }),
   });
   const temporary = `${path}.${process.pid}.tmp`;

@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { KeelConfig } from '../config/schema';
 import { keelDataConverter } from '../storage/data-converter';
+import { tracingFromEnv } from '../telemetry/tracing';
 
 type Connectable = Pick<KeelConfig, 'temporal' | 'baseDir'> & Partial<Pick<KeelConfig, 'externalStorage'>>;
 
@@ -35,7 +36,13 @@ export async function connectClient(config: Connectable, { connectTimeout = 10_0
   const connection = await Connection.connect({ ...connectionOptions(config), connectTimeout });
   // The same External Storage as the workers, so offloaded inputs, results and queries read back.
   const dataConverter = config.externalStorage ? await keelDataConverter({ externalStorage: config.externalStorage, baseDir: config.baseDir }) : undefined;
-  return new Client({ connection, namespace: config.temporal.namespace, ...(dataConverter ? { dataConverter } : {}) });
+  const tracing = tracingFromEnv();
+  return new Client({
+    connection,
+    namespace: config.temporal.namespace,
+    ...(dataConverter ? { dataConverter } : {}),
+    ...(tracing ? { interceptors: { workflow: tracing.clientInterceptors } } : {}),
+  });
 }
 
 /** A native connection for workers. */

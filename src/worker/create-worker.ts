@@ -10,6 +10,7 @@ import { createActivities } from '../activities/create-activities';
 import type { KeelConfig } from '../config/schema';
 import type { Registry } from '../registry';
 import { keelDataConverter } from '../storage/data-converter';
+import { tracingFromEnv } from '../telemetry/tracing';
 import { workflowBundlePath } from './bundle';
 
 /** Options of `createKeelWorker`. */
@@ -27,12 +28,18 @@ export interface KeelWorkerOptions {
 /** A worker ready to `run()`. */
 export async function createKeelWorker({ config, registry, connection, client, taskQueue, bundlePath }: KeelWorkerOptions): Promise<Worker> {
   const dataConverter = await keelDataConverter(config);
+  // Traced when the OTEL_* variables say so: activity spans, and the workflow's spans through a sink.
+  const tracing = tracingFromEnv();
+  const middlewareModules = config.middlewareModules.map((module) => resolve(config.baseDir, module));
+  const workflowInterceptorModules = tracing ? [tracing.workflowInterceptorModule] : [];
   return Worker.create({
     connection,
     ...(dataConverter ? { dataConverter } : {}),
     namespace: config.temporal.namespace,
     taskQueue: taskQueue ?? config.taskQueue,
-    workflowBundle: { codePath: bundlePath ?? (await workflowBundlePath({ middlewareModules: config.middlewareModules.map((module) => resolve(config.baseDir, module)) })) },
+    // A prebuilt bundle (the tests') has no tracing module: tracing builds its own.
+    workflowBundle: { codePath: (tracing ? undefined : bundlePath) ?? (await workflowBundlePath({ middlewareModules, workflowInterceptorModules })) },
+    ...(tracing ? { interceptors: { activity: tracing.activityInterceptors }, sinks: tracing.sinks } : {}),
     activities: createActivities({ registry, config, client }),
     maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivityTaskExecutions,
     maxConcurrentWorkflowTaskExecutions: config.worker.maxConcurrentWorkflowTaskExecutions,

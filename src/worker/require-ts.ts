@@ -18,3 +18,8 @@ export function requireModule<T = Record<string, unknown>>(specifier: string, ba
   }
   return load(specifier) as T;
 }
+
+/** The file `specifier` resolves to from `base` (a file path). */
+export function resolveModule(specifier: string, base: string): string {
+  return createRequire(base).resolve(specifier);
+}

@@ -102,6 +102,8 @@ export function modelCaller(run: RunState, options: ActivityOptions, temporalRun
         requestKey,
         runId: run.runId,
         temporalRunId,
+        agent: run.status.agent,
+        turn: run.status.turn,
         ...(inline ? { requestText: text } : {}),
       });
       run.status.usage = addUsage(run.status.usage, response.usage);

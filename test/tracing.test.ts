@@ -1,0 +1,102 @@
+/**
+ * OpenTelemetry traces from the standard OTEL_* variables: a `keel worker` and a `keel run`
+ * process export to a local OTLP/HTTP receiver the test starts, and one trace holds the run's
+ * start, its workflow, its activities and keel's spans named after the agent, model and tool.
+ */
+import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { tracesExporterFromEnv } from '../src/telemetry/tracing';
+import { killAfterEach, ROOT, runKeel, spawnKeel, writeTestConfig } from './support/processes';
+
+interface ReceivedSpan {
+  name: string;
+  traceId: string;
+  service: string;
+  attributes: Record<string, unknown>;
+}
+
+/** A value of OTLP/JSON's AnyValue. */
+function valueOf(value: Record<string, unknown>): unknown {
+  if ('stringValue' in value) return value.stringValue;
+  if ('intValue' in value) return Number(value.intValue);
+  if ('doubleValue' in value) return value.doubleValue;
+  if ('boolValue' in value) return value.boolValue;
+  if ('arrayValue' in value) return ((value.arrayValue as { values?: Array<Record<string, unknown>> }).values ?? []).map(valueOf);
+  return undefined;
+}
+
+type KeyValues = Array<{ key: string; value: Record<string, unknown> }>;
+const attributesOf = (list: KeyValues | undefined) => Object.fromEntries((list ?? []).map(({ key, value }) => [key, valueOf(value)]));
+
+let receiver: Server;
+let endpoint: string;
+const spans: ReceivedSpan[] = [];
+
+beforeAll(async () => {
+  // OTLP/HTTP with JSON bodies, as @opentelemetry/exporter-trace-otlp-http sends them.
+  receiver = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      if (request.url === '/v1/traces') {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+          resourceSpans: Array<{ resource: { attributes: KeyValues }; scopeSpans: Array<{ spans: Array<{ name: string; traceId: string; attributes: KeyValues }> }> }>;
+        };
+        for (const resourceSpans of body.resourceSpans) {
+          const service = String(attributesOf(resourceSpans.resource.attributes)['service.name']);
+          for (const scope of resourceSpans.scopeSpans) for (const span of scope.spans) spans.push({ name: span.name, traceId: span.traceId, service, attributes: attributesOf(span.attributes) });
+        }
+      }
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const address = receiver.address();
+  endpoint = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+});
+afterAll(async () => {
+  await new Promise((resolve) => receiver.close(resolve));
+});
+
+describe('tracing from the OTEL_* variables', () => {
+  it('is on for an OTLP endpoint or exporter, off when disabled or none', () => {
+    expect(tracesExporterFromEnv({})).toBeUndefined();
+    expect(tracesExporterFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://x' })).toBe('otlp');
+    expect(tracesExporterFromEnv({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://x/v1/traces' })).toBe('otlp');
+    expect(tracesExporterFromEnv({ OTEL_TRACES_EXPORTER: 'console' })).toBe('console');
+    expect(tracesExporterFromEnv({ OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://x' })).toBeUndefined();
+    expect(tracesExporterFromEnv({ OTEL_SDK_DISABLED: 'true', OTEL_TRACES_EXPORTER: 'otlp' })).toBeUndefined();
+  });
+
+  const keep = killAfterEach(afterEach);
+  it("exports one trace per run, from the client's start through the workflow to the model and tool calls", async () => {
+    const { configPath } = writeTestConfig('tracing', {
+      modules: [join(ROOT, 'examples', 'agents.ts')],
+      models: [{ name: 'scripted/traced', script: [{ toolRequests: [{ name: 'lookup_weather', input: { city: 'Porto' } }], usage: { inputTokens: 12, outputTokens: 3 } }, { text: 'sunny' }] }],
+      agents: [{ name: 'traced', model: 'scripted/traced', tools: ['lookup_weather'] }],
+    });
+    const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_BSP_SCHEDULE_DELAY: '100', OPENAI_API_KEY: '', OPENAI_BASE_URL: '' };
+    const worker = keep(spawnKeel(['worker', '--config', configPath], { env: { ...otel, OTEL_SERVICE_NAME: 'keel-worker-test' } }));
+    await worker.waitFor(/keel: worker \d+ on task queue/, 120_000);
+    const run = await runKeel(['run', 'traced', 'weather?', '--json', '--config', configPath], { env: { ...otel, OTEL_SERVICE_NAME: 'keel-cli-test' } });
+    expect(JSON.parse(run.stdout)).toMatchObject({ status: 'completed', text: 'sunny' });
+    const { runId } = JSON.parse(run.stdout) as { runId: string };
+
+    const root = () => spans.find((span) => span.name === 'keel.run traced' && span.attributes['keel.run_id'] === runId);
+    await expect.poll(() => root(), { timeout: 20_000 }).toBeDefined();
+    const inTrace = () => spans.filter((span) => span.traceId === root()!.traceId);
+    const expected = ['keel.run traced', 'StartWorkflow:generateWorkflow', 'RunWorkflow:generateWorkflow', 'RunActivity:callModel', 'keel.model scripted/traced', 'RunActivity:callTool', 'keel.tool lookup_weather'];
+    await expect.poll(() => expected.filter((name) => !inTrace().some((span) => span.name === name)), { timeout: 20_000 }).toEqual([]);
+
+    const spansOf = (name: string) => inTrace().filter((span) => span.name === name);
+    expect(root()!.service).toBe('keel-cli-test');
+    expect(spansOf('keel.tool lookup_weather')[0]).toMatchObject({ service: 'keel-worker-test', attributes: { 'keel.run_id': runId, 'keel.tool': 'lookup_weather' } });
+    const [firstModelCall] = spansOf('keel.model scripted/traced');
+    expect(firstModelCall).toMatchObject({
+      service: 'keel-worker-test',
+      attributes: { 'keel.agent': 'traced', 'keel.model': 'scripted/traced', 'keel.turn': 1, 'gen_ai.usage.input_tokens': 12, 'gen_ai.usage.output_tokens': 3, 'gen_ai.response.finish_reasons': ['stop'] },
+    });
+  });
+});
