@@ -267,6 +267,9 @@ export const CallToolInputSchema = z.object({
   toolName: z.string(),
   input: z.unknown(),
   ref: z.string().optional(),
+  /** The run's agent and turn, for traces and logs (absent from runs started before them). */
+  agent: z.string().optional(),
+  turn: z.number().int().optional(),
   /** For a restart of the tool's own interrupt: the decision's payload. */
   resumed: z.unknown().optional(),
 });

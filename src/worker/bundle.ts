@@ -16,6 +16,8 @@ const CODE_DIR = resolve(__dirname, '..');
 const CODE_EXTENSION = __filename.endsWith('.ts') ? '.ts' : '.js';
 /** The workflow entry point. */
 export const WORKFLOWS_PATH = join(CODE_DIR, 'workflows', `index${CODE_EXTENSION}`);
+/** The workflow interceptor module every bundle has: logs name the run's agent and turn. */
+const LOG_ATTRIBUTES_PATH = join(CODE_DIR, 'workflows', `log-attributes${CODE_EXTENSION}`);
 /** The middleware registry, which the entry of a bundle with middleware modules calls. */
 const REGISTRY_PATH = join(CODE_DIR, 'middleware', `registry${CODE_EXTENSION}`);
 /**
@@ -105,7 +107,7 @@ export async function workflowBundlePath({ cacheDir = resolve('.keel', 'cache'),
   const { code } = await bundleWorkflowCode({
     workflowsPath,
     logger: quietLogger,
-    ...(workflowInterceptorModules.length ? { workflowInterceptorModules: [...defaultWorkflowInterceptorModules, ...workflowInterceptorModules] } : {}),
+    workflowInterceptorModules: [...defaultWorkflowInterceptorModules, LOG_ATTRIBUTES_PATH, ...workflowInterceptorModules],
     webpackConfigHook: (webpackConfig) => ({ ...webpackConfig, resolve: { ...webpackConfig.resolve, alias: { ...webpackConfig.resolve?.alias, ...BUNDLE_ALIASES } } }),
   });
   const temporary = `${path}.${process.pid}.tmp`;

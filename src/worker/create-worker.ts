@@ -4,7 +4,7 @@
  * Node side.
  */
 import type { Client } from '@temporalio/client';
-import { Worker, type NativeConnection } from '@temporalio/worker';
+import { Worker, type ActivityInterceptorsFactory, type NativeConnection } from '@temporalio/worker';
 import { resolve } from 'node:path';
 import { createActivities } from '../activities/create-activities';
 import type { KeelConfig } from '../config/schema';
@@ -12,6 +12,27 @@ import type { Registry } from '../registry';
 import { keelDataConverter } from '../storage/data-converter';
 import { tracingFromEnv } from '../telemetry/tracing';
 import { workflowBundlePath } from './bundle';
+
+/**
+ * Activity logs name the run's agent and turn (the model and tool calls carry them), besides
+ * the ids Temporal adds.
+ */
+const logRunAttributes: ActivityInterceptorsFactory = () => {
+  const attributes: Record<string, unknown> = {};
+  return {
+    inbound: {
+      execute: (input, next) => {
+        const arg = input.args[0] as { agent?: unknown; turn?: unknown } | undefined;
+        if (typeof arg?.agent === 'string') attributes.agent = arg.agent;
+        if (typeof arg?.turn === 'number') attributes.turn = arg.turn;
+        return next(input);
+      },
+    },
+    outbound: {
+      getLogAttributes: (input, next) => next({ ...input, ...attributes }),
+    },
+  };
+};
 
 /** Options of `createKeelWorker`. */
 export interface KeelWorkerOptions {
@@ -39,7 +60,8 @@ export async function createKeelWorker({ config, registry, connection, client, t
     taskQueue: taskQueue ?? config.taskQueue,
     // A prebuilt bundle (the tests') has no tracing module: tracing builds its own.
     workflowBundle: { codePath: (tracing ? undefined : bundlePath) ?? (await workflowBundlePath({ middlewareModules, workflowInterceptorModules })) },
-    ...(tracing ? { interceptors: { activity: tracing.activityInterceptors }, sinks: tracing.sinks } : {}),
+    interceptors: { activity: [logRunAttributes, ...(tracing?.activityInterceptors ?? [])] },
+    ...(tracing ? { sinks: tracing.sinks } : {}),
     activities: createActivities({ registry, config, client }),
     maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivityTaskExecutions,
     maxConcurrentWorkflowTaskExecutions: config.worker.maxConcurrentWorkflowTaskExecutions,

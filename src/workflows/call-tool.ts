@@ -11,6 +11,7 @@ import type { KeelActivities } from '../activities/types';
 import type { ToolRunner } from '../middleware/compose';
 import type { ContributedTool } from '../middleware/types';
 import { asKeelError } from './activity-errors';
+import type { RunState } from './run-state';
 
 /** Options of `toolRunner`. */
 export interface ToolRunnerOptions {
@@ -20,10 +21,12 @@ export interface ToolRunnerOptions {
   activity: ActivityOptions;
   /** Position of the tool stage: after every wrapTool hook. */
   stage: number;
+  /** The run: its agent and turn go with each call (for traces and logs). */
+  run?: Pick<RunState, 'status'>;
 }
 
 /** The innermost stage of the wrapTool chain. */
-export function toolRunner({ contributed, activity, stage }: ToolRunnerOptions): ToolRunner {
+export function toolRunner({ contributed, activity, stage, run }: ToolRunnerOptions): ToolRunner {
   return async (call, resumed) => {
     const name = call.request.name;
     const local = contributed.get(name);
@@ -43,6 +46,7 @@ export function toolRunner({ contributed, activity, stage }: ToolRunnerOptions):
         toolName: name,
         input: call.request.input,
         ref: call.request.ref,
+        ...(run ? { agent: run.status.agent, turn: run.status.turn } : {}),
         ...(resumed !== undefined ? { resumed } : {}),
       });
     } catch (error) {

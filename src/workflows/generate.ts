@@ -23,6 +23,7 @@ import { modelCaller } from './call-model';
 import { toolRunner } from './call-tool';
 import { InterruptBoard } from './interrupt-board';
 import { resumeHeldCalls } from './resume';
+import { logRunAttributes } from './log-attributes';
 import { continuedInput, messageChunks, restoreRunState, shouldContinueAsNew } from './continue-run';
 import { newRunState, type RunState } from './run-state';
 import { answerQueries, settleCompleted, settleFailure, showInterrupts, startIndexing } from './run-status';
@@ -81,6 +82,7 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
   const rawInput = carriedMessages.length && startInput?.continued ? { ...startInput, messages: carriedMessages.flat() } : startInput;
   const info = workflowInfo();
   const run = newRunState(info.workflowId, typeof rawInput?.agent === 'string' ? rawInput.agent : '');
+  logRunAttributes(run);
   answerQueries(run);
   const parsed = RunInputSchema.safeParse(rawInput);
   // Workflow-local tools have no schema on the worker to check a stand-in output against.
@@ -130,7 +132,7 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     const hooks = setup.stages.map((stage) => stage.hooks);
     const modelStage = composeStage(hooks, 'wrapModel', (params) => callModel(params.model, params.request));
     const turn: ToolTurnContext = {
-      chain: composeToolChain(hooks, toolRunner({ contributed: setup.contributed, activity: activityOptions(agent.activities.tool), stage: hooks.length })),
+      chain: composeToolChain(hooks, toolRunner({ contributed: setup.contributed, activity: activityOptions(agent.activities.tool), stage: hooks.length, run })),
       tools: setup.toolsByName,
       board,
       interruptMode: input.interruptMode,
