@@ -113,6 +113,12 @@ export interface ModelContext {
   runId: string;
   /** Reports liveness while a response streams. */
   heartbeat: (details?: unknown) => void;
+  /**
+   * Hands on a piece of the response's text as it arrives, for clients to show while the call
+   * goes on (`keel run`, `RunHandle.events()`). Optional for a provider: the final response
+   * is what the run records either way.
+   */
+  stream?: (textDelta: string) => void;
   /** Aborted when the run is cancelled or the call timed out. */
   signal: AbortSignal;
 }

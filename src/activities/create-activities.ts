@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { inSpan } from '../telemetry/spans';
 import { KeelError, toApplicationFailure, toKeelError } from '../core/errors';
 import { ModelVisibleToolError, TOOL_FAIL_FAILURE, TOOL_INTERRUPT_FAILURE } from '../core/interrupts';
-import { ModelResponseSchema, type ModelResponse } from '../core/messages';
+import { ModelResponseSchema, STREAM_DETAILS, type ModelResponse, type StreamedText } from '../core/messages';
 import type { ModelRequest, ToolDefinition } from '../core/messages';
 import type { AgentSpec, CallModelInput, CallToolInput, ResolveAgentInput, ValidateToolOutputInput } from '../core/run';
 import { describeZodError, firstIssuePath } from '../core/schema-errors';
@@ -166,7 +166,15 @@ export function createActivities({ registry, config, client, modelRequestTimeout
       const response = await inSpan(`keel.model ${input.model}`, attributes, async (span) => {
         const answer = await withHeartbeat(async (heartbeat) => {
           const request = input.requestText !== undefined ? (JSON.parse(input.requestText) as ModelRequest) : await readModelRequest({ client, input, timeout: modelRequestTimeout });
-          return model.generate(request, { callIndex: input.callIndex, runId: input.runId, heartbeat, signal: context.cancellationSignal });
+          // Streamed text rides on the heartbeat (batched by its throttle, never in history): the text so far, for clients to show.
+          let text = '';
+          let sequence = 0;
+          const stream = (delta: string): void => {
+            if (!delta) return;
+            text += delta;
+            heartbeat({ [STREAM_DETAILS]: { text, sequence: ++sequence, attempt: context.info.attempt, model: input.model, callIndex: input.callIndex } satisfies StreamedText });
+          };
+          return model.generate(request, { callIndex: input.callIndex, runId: input.runId, heartbeat, signal: context.cancellationSignal, stream });
         });
         span.setAttributes({
           ...(answer?.finishReason ? { 'gen_ai.response.finish_reasons': [answer.finishReason], 'keel.finish_reason': answer.finishReason } : {}),

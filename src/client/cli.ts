@@ -178,7 +178,7 @@ async function commandRun(config: KeelConfig, positionals: string[], options: Cl
     await warnWithoutWorkers(client, config, 'run');
     if (!options.json) {
       process.stderr.write(`run ${handle.runId} started (agent ${agent})\n`);
-      await followRun(handle, done, (line) => process.stderr.write(`${line}\n`));
+      await followRun(handle, done, (line) => process.stderr.write(`${line}\n`), { writeRaw: (text) => process.stderr.write(text) });
     }
     try {
       const result = await done;

@@ -105,7 +105,7 @@ export async function runDemo(config: KeelConfig): Promise<number> {
     const handle = await client.start(DEMO_AGENT, DEMO_PROMPT);
     say(`· run ${handle.runId} (agent ${DEMO_AGENT})`);
     const done = handle.result();
-    await followRun(handle, done, say, { onInterrupt: (interrupt) => decide(handle, interrupt, done, say) });
+    await followRun(handle, done, say, { onInterrupt: (interrupt) => decide(handle, interrupt, done, say), writeRaw: (text) => process.stdout.write(text) });
     let exitCode = 0;
     try {
       const result = await done;

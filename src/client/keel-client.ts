@@ -14,7 +14,8 @@ import { runErrorOf } from './run-errors';
 import type { TaskStatus } from '../core/tasks';
 
 export { runErrorOf };
-import type { Message } from '../core/messages';
+import type { Message, StreamedText } from '../core/messages';
+import { runEvents, streamedTextOf, type RunEvent, type RunEventsOptions } from './run-events';
 import type { Decision, DecisionAccepted } from '../core/interrupts';
 import type { Interrupt, MiddlewareRefInput, RunInputOptions, RunResult, RunStatus } from '../core/run';
 import type { KeelConfig } from '../config/schema';
@@ -125,6 +126,35 @@ export class RunHandle {
     const terminated = history.events?.at(-1)?.workflowExecutionTerminatedEventAttributes;
     const reason = terminated?.reason ? `: ${terminated.reason}` : '';
     return { state: 'terminated', error: { status: 'ABORTED', message: `the run was terminated${terminated?.identity ? ` by ${terminated.identity}` : ''}${reason}` } };
+  }
+
+  /**
+   * The text the model call under way has streamed so far (from its heartbeat; undefined when
+   * no model call is streaming). `events()` builds on it.
+   */
+  async streamedText(): Promise<StreamedText | undefined> {
+    const { raw } = await this.workflow.describe();
+    const converter = this.client.options.loadedDataConverter.payloadConverter;
+    for (const activity of raw.pendingActivities ?? []) {
+      if (activity.activityType?.name !== 'callModel') continue;
+      const payload = activity.heartbeatDetails?.payloads?.[0];
+      if (!payload) continue;
+      try {
+        const streamed = streamedTextOf(converter.fromPayload(payload));
+        if (streamed) return streamed;
+      } catch {
+        // details this client cannot read (another converter): nothing streamed to show
+      }
+    }
+    return undefined;
+  }
+
+  /**
+   * The run's events as they happen, until it ends: streamed text, messages, tool calls and
+   * results, holds, the end (see RunEvent). Nothing is recorded in the run's history for them.
+   */
+  events(options: RunEventsOptions = {}): AsyncGenerator<RunEvent> {
+    return runEvents(this, options);
   }
 
   /** Messages from index `from` on. */

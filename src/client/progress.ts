@@ -42,51 +42,52 @@ export interface FollowOptions {
    * before it returns.
    */
   onInterrupt?: (interrupt: Interrupt) => void | Promise<void>;
+  /** Writes text without a line end: the model's text then shows as it streams. Without it, a model message shows once it is complete. */
+  writeRaw?: (text: string) => void;
 }
 
 /**
- * Polls `handle` until `done` settles, writing each new message (and a turn header before
- * each model message) with `write`, and reporting each new pending interrupt. Polling
- * errors are ignored: the run may be between workers.
+ * Follows `handle`'s events until `done` settles: the model's text as it streams (with
+ * `writeRaw`), each message (a turn header before each model message), and each new pending
+ * interrupt. Polling errors are ignored: the run may be between workers.
  */
-export async function followRun(handle: RunHandle, done: Promise<unknown>, write: (line: string) => void, { intervalMs = 200, onInterrupt }: FollowOptions = {}): Promise<void> {
+export async function followRun(handle: RunHandle, done: Promise<unknown>, write: (line: string) => void, { intervalMs = 200, onInterrupt, writeRaw }: FollowOptions = {}): Promise<void> {
   const reportInterrupt = onInterrupt ?? ((interrupt: Interrupt) => describeInterrupt(handle.runId, interrupt).forEach(write));
-  const announced = new Set<string>();
   const reporting: Array<Promise<void>> = [];
-  let seen = 0;
+  // The caller reads `done` afterwards; a failed run must not count as an unhandled rejection meanwhile.
+  const settled = done.catch(() => undefined);
   let turn = 0;
-  let finished = false;
-  void done.then(
-    () => (finished = true),
-    () => (finished = true),
-  );
-  const drain = async (): Promise<void> => {
-    try {
-      // One status query per tick; messages are fetched only when there are new ones.
-      const status = await handle.status();
-      if (status.messageCount > seen) {
-        for (const message of await handle.messages(seen)) {
-          seen++;
-          if (message.role === 'system') continue;
-          if (message.role === 'model') write(`turn ${++turn}`);
-          for (const line of describeMessage(message)) write(line);
+  // A model line being written as its text streams.
+  let streaming = false;
+  // The events end with the run (after a last look at its messages).
+  for await (const event of handle.events({ intervalMs })) {
+    if (event.type === 'text') {
+      if (!writeRaw || (!streaming && event.final)) continue;
+      if (!streaming) {
+        write(`turn ${++turn}`);
+        writeRaw('  model: ');
+        streaming = true;
+      }
+      writeRaw(event.delta);
+    } else if (event.type === 'message') {
+      const { message } = event;
+      if (message.role === 'system') continue;
+      if (message.role === 'model') {
+        if (streaming) {
+          writeRaw?.('\n');
+          streaming = false;
+          // The text line is out already; the rest of the message (tool calls) follows.
+          for (const line of describeMessage({ ...message, content: message.content.filter((part) => !('text' in part)) })) write(line);
+          continue;
         }
+        write(`turn ${++turn}`);
       }
-      if (finished) return;
-      for (const interrupt of status.interrupts) {
-        if (announced.has(interrupt.id)) continue;
-        announced.add(interrupt.id);
-        // Not awaited: a person answering a prompt must not stop the run's events from printing.
-        reporting.push(Promise.resolve().then(() => reportInterrupt(interrupt)).catch(() => undefined));
-      }
-    } catch {
-      // the run may be moving between workers; try again on the next tick
+      for (const line of describeMessage(message)) write(line);
+    } else if (event.type === 'hold') {
+      // Not awaited: a person answering a prompt must not stop the run's events from printing.
+      reporting.push(Promise.resolve().then(() => reportInterrupt(event.interrupt)).catch(() => undefined));
     }
-  };
-  while (!finished) {
-    await drain();
-    await Promise.race([done.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, intervalMs))]);
   }
-  await drain();
+  await settled;
   await Promise.all(reporting);
 }

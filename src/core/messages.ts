@@ -164,3 +164,19 @@ export function assignToolRefs(message: Message): Message {
   });
   return { ...message, content };
 }
+
+/** The key of a model call's heartbeat details under which its streamed text travels. */
+export const STREAM_DETAILS = 'keelStream';
+
+/** What a model call's heartbeat carries while its response streams: the text so far. */
+export interface StreamedText {
+  /** The text of this attempt so far (not a delta: a client that missed a beat loses nothing). */
+  text: string;
+  /** Counts the pieces of text this attempt has streamed. */
+  sequence: number;
+  /** The activity attempt (a retried call streams again from its start). */
+  attempt: number;
+  model: string;
+  /** Which call of the run to this model. */
+  callIndex: number;
+}

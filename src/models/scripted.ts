@@ -15,6 +15,9 @@ import { defineModel, type Model, type ModelContext } from '../define';
 export const ScriptedReplySchema = z
   .object({
     text: z.string().optional(),
+    /** The text streamed in these pieces, `chunkDelayMs` apart (the reply's text, unless `text` says otherwise). */
+    stream: z.array(z.string()).optional(),
+    chunkDelayMs: z.number().int().min(0).optional(),
     toolRequests: z
       .array(z.object({ name: z.string().min(1), ref: z.string().optional(), input: z.unknown().default({}) }).strict())
       .optional(),
@@ -69,6 +72,10 @@ export function scriptedModel({ name, script, keepRequests }: ScriptedModelOptio
       const raw = await replyFor(name, script, request, context.callIndex);
       const reply = ScriptedReplySchema.parse(raw);
       if (reply.delayMs) await abortableSleep(reply.delayMs, context);
+      for (const chunk of reply.stream ?? []) {
+        if (reply.chunkDelayMs) await abortableSleep(reply.chunkDelayMs, context);
+        context.stream?.(chunk);
+      }
       if (reply.error) {
         const { status, message, retryAfterMs } = reply.error;
         if (!status) throw new Error(message);
@@ -96,7 +103,8 @@ async function replyFor(name: string, script: Script, request: ModelRequest, cal
 
 function toResponse(reply: z.output<typeof ScriptedReplySchema>): ModelResponse {
   const content: Part[] = [];
-  if (reply.text !== undefined) content.push({ text: reply.text });
+  const text = reply.text ?? reply.stream?.join('');
+  if (text !== undefined) content.push({ text });
   for (const request of reply.toolRequests ?? []) {
     content.push({ toolRequest: { name: request.name, ...(request.ref ? { ref: request.ref } : {}), input: request.input } });
   }

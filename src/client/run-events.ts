@@ -1,0 +1,91 @@
+/**
+ * A run's events as they happen, for a client to show: text as the model writes it (from the
+ * model call's heartbeat, see STREAM_DETAILS), each new message, tool calls and results,
+ * holds, and the end. Polls Temporal (describe for the streamed text, the `status` and
+ * `messages` queries), so nothing is added to the run's history. Text is never shown twice:
+ * a retried model call streams again from its start, and only what goes beyond what was
+ * already shown comes out. Node side.
+ */
+import { messageText, STREAM_DETAILS, type Message, type StreamedText } from '../core/messages';
+import type { Interrupt, RunState } from '../core/run';
+import type { RunHandle } from './keel-client';
+
+/** One event of a run. */
+export type RunEvent =
+  /** Text of the model's answer: streamed while the call goes on (`final: false`), or the rest of it when the answer lands. */
+  | { type: 'text'; delta: string; final: boolean; model?: string; callIndex?: number; attempt?: number; sequence?: number }
+  /** A new message of the conversation, at its index. */
+  | { type: 'message'; index: number; message: Message }
+  | { type: 'toolCall'; name: string; ref?: string; input: unknown }
+  | { type: 'toolResult'; name: string; ref?: string; output: unknown }
+  /** A hold waiting for a decision. */
+  | { type: 'hold'; interrupt: Interrupt }
+  /** The run ended (the last event). */
+  | { type: 'end'; state: RunState };
+
+/** Options of `runEvents`. */
+export interface RunEventsOptions {
+  /** Time between polls (default 150 ms). */
+  intervalMs?: number;
+  /** Stops the events (the iterator ends). */
+  signal?: AbortSignal;
+}
+
+/** The events of `handle`'s run until it ends. */
+export async function* runEvents(handle: RunHandle, { intervalMs = 150, signal }: RunEventsOptions = {}): AsyncGenerator<RunEvent> {
+  let ended: RunState | undefined;
+  const settled = handle.result().then(
+    () => (ended = 'completed'),
+    () => (ended = 'failed'),
+  );
+  const announced = new Set<string>();
+  let seen = 0;
+  // Text shown of the model call under way (since the last model message).
+  let shown = '';
+  for (;;) {
+    const finishing = ended;
+    if (!finishing) {
+      const streamed = await handle.streamedText().catch(() => undefined);
+      if (streamed && streamed.text.length > shown.length) {
+        yield { type: 'text', delta: streamed.text.slice(shown.length), final: false, model: streamed.model, callIndex: streamed.callIndex, attempt: streamed.attempt, sequence: streamed.sequence };
+        shown = streamed.text;
+      }
+    }
+    const status = await handle.status().catch(() => undefined);
+    if (status && status.messageCount > seen) {
+      const messages = await handle.messages(seen).catch(() => [] as Message[]);
+      for (const message of messages) {
+        const index = seen++;
+        if (message.role === 'model') {
+          const text = messageText(message);
+          if (text.length > shown.length) yield { type: 'text', delta: text.slice(shown.length), final: true };
+          shown = '';
+        }
+        yield { type: 'message', index, message };
+        for (const part of message.content) {
+          if ('toolRequest' in part) yield { type: 'toolCall', name: part.toolRequest.name, ...(part.toolRequest.ref !== undefined ? { ref: part.toolRequest.ref } : {}), input: part.toolRequest.input };
+          else if ('toolResponse' in part) yield { type: 'toolResult', name: part.toolResponse.name, ...(part.toolResponse.ref !== undefined ? { ref: part.toolResponse.ref } : {}), output: part.toolResponse.output };
+        }
+      }
+    }
+    if (status && !finishing) {
+      for (const interrupt of status.interrupts) {
+        if (announced.has(interrupt.id)) continue;
+        announced.add(interrupt.id);
+        yield { type: 'hold', interrupt };
+      }
+    }
+    if (finishing) {
+      yield { type: 'end', state: status && status.state !== 'running' && status.state !== 'waiting' ? status.state : finishing };
+      return;
+    }
+    if (signal?.aborted) return;
+    await Promise.race([settled, new Promise((resolve) => setTimeout(resolve, intervalMs))]);
+  }
+}
+
+/** The streamed text in a model call's heartbeat details, if they hold some. */
+export function streamedTextOf(details: unknown): StreamedText | undefined {
+  const candidate = (details as Record<string, unknown> | undefined)?.[STREAM_DETAILS] as StreamedText | undefined;
+  return candidate && typeof candidate.text === 'string' ? candidate : undefined;
+}
