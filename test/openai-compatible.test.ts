@@ -63,12 +63,46 @@ describe('openai-compatible wire format', () => {
         { role: 'tool', tool_call_id: 'call_1', content: '{"sum":3}' },
       ],
       tools: [{ type: 'function', function: { name: 'add', description: 'Adds.', parameters: { type: 'object', properties: { a: { type: 'number' } } } } }],
+      // Asks for a stream; this server answers with plain JSON, which is read as such.
+      stream: true,
+      stream_options: { include_usage: true },
     });
     expect(response).toEqual({
       message: { role: 'model', content: [{ text: 'sum is' }, { toolRequest: { name: 'add', ref: 'call_2', input: { a: 3, b: 4 } } }] },
       finishReason: 'stop',
       usage: { inputTokens: 11, outputTokens: 5, totalTokens: 16, thoughtsTokens: 2 },
     });
+  });
+
+  it('reads a streamed answer: text handed on piece by piece, tool calls put together, usage from the last chunk', async () => {
+    const model = openAICompatibleModel({ name: 'openai/streamer', baseUrl: `${server.url}/v1` });
+    const chunk = (value: object) => `data: ${JSON.stringify(value)}\n\n`;
+    server.answer({
+      headers: { 'content-type': 'text/event-stream' },
+      chunks: [
+        chunk({ choices: [{ index: 0, delta: { role: 'assistant', content: 'sum ' } }] }),
+        chunk({ choices: [{ index: 0, delta: { content: 'is' } }] }),
+        ': a comment line\n\n',
+        chunk({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: 'call_7', type: 'function', function: { name: 'add', arguments: '{"a":' } }] } }] }),
+        chunk({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '3,"b":4}' } }] } }] }),
+        chunk({ choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] }),
+        chunk({ choices: [], usage: { prompt_tokens: 9, completion_tokens: 4, total_tokens: 13 } }),
+        'data: [DONE]\n\n',
+      ],
+    });
+    const pieces: string[] = [];
+    const response = await model.generate(request, { ...context, stream: (delta) => pieces.push(delta) });
+    expect(pieces).toEqual(['sum ', 'is']);
+    expect(response).toEqual({
+      message: { role: 'model', content: [{ text: 'sum is' }, { toolRequest: { name: 'add', ref: 'call_7', input: { a: 3, b: 4 } } }] },
+      finishReason: 'stop',
+      usage: { inputTokens: 9, outputTokens: 4, totalTokens: 13 },
+    });
+    // stream: false asks for one JSON answer.
+    server.requests.length = 0;
+    server.answer(ok({ content: 'whole' }));
+    await openAICompatibleModel({ name: 'openai/whole', baseUrl: `${server.url}/v1`, stream: false }).generate(request, context);
+    expect(server.requests[0]!.body).not.toHaveProperty('stream');
   });
 
   it('maps finish reasons', async () => {
@@ -166,6 +200,24 @@ describe('openai-compatible in a run', () => {
       const error = await worker.client.run('openai-agent', 'again').then(() => undefined, runErrorOf);
       expect(error?.status).toBe('UNAVAILABLE');
       expect(error?.message).toContain('overloaded');
+    } finally {
+      await worker.stop();
+    }
+  });
+});
+
+describe('openai-compatible streaming in a run', () => {
+  it('shows the text to a client while the model writes it', async () => {
+    const chunk = (content: string) => `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content } }] })}\n\n`;
+    server.answer({ headers: { 'content-type': 'text/event-stream' }, chunks: [chunk('Porto '), chunk('is '), chunk('lovely'), 'data: [DONE]\n\n'], chunkDelayMs: 400 });
+    const model = openAICompatibleModel({ name: 'openai/streamed-run', baseUrl: `${server.url}/v1` });
+    const worker = await startTestWorker(new Registry().add(model, defineAgent({ name: 'streamed-run', model: model.name })), { worker: { maxHeartbeatThrottleInterval: '100 milliseconds' } });
+    try {
+      const handle = await worker.client.start('streamed-run', 'where?');
+      const texts: Array<{ delta: string; final: boolean }> = [];
+      for await (const event of handle.events({ intervalMs: 50 })) if (event.type === 'text') texts.push({ delta: event.delta, final: event.final });
+      expect(texts.filter((text) => !text.final).length).toBeGreaterThan(1);
+      expect(texts.map((text) => text.delta).join('')).toBe('Porto is lovely');
     } finally {
       await worker.stop();
     }

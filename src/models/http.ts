@@ -98,8 +98,8 @@ export interface PostJsonOptions<Schema extends z.ZodType> {
   adjustError?: (httpStatus: number, error: KeelError) => KeelError;
 }
 
-/** POSTs JSON and returns the parsed response, or throws a KeelError with a status. */
-export async function postJson<Schema extends z.ZodType>({ provider, model, url, headers, body, timeoutMs, signal, schema, adjustError }: PostJsonOptions<Schema>): Promise<z.output<Schema>> {
+/** POSTs JSON and returns the response once it answered 2xx; otherwise throws a KeelError with a status. The deadline covers reading the body too. */
+export async function postRequest({ provider, model, url, headers, body, timeoutMs, signal, adjustError }: Omit<PostJsonOptions<z.ZodType>, 'schema'>): Promise<Response> {
   const deadline = AbortSignal.timeout(timeoutMs);
   let response: Response;
   try {
@@ -117,9 +117,57 @@ export async function postJson<Schema extends z.ZodType>({ provider, model, url,
     const error = await httpError(provider, model, response);
     throw adjustError ? adjustError(response.status, error) : error;
   }
+  return response;
+}
+
+/** A response body checked against `schema`, or a KeelError saying keel cannot read it. */
+export async function readJson<Schema extends z.ZodType>(provider: string, model: string, response: Response, schema: Schema): Promise<z.output<Schema>> {
   const parsed = schema.safeParse(await response.json().catch(() => undefined));
   if (!parsed.success) {
     throw new KeelError('INTERNAL', `${provider} model "${model}" sent a response keel cannot read: ${parsed.error.issues[0]?.message ?? 'bad shape'}`, { modelName: model });
   }
   return parsed.data;
+}
+
+/** POSTs JSON and returns the parsed response, or throws a KeelError with a status. */
+export async function postJson<Schema extends z.ZodType>(options: PostJsonOptions<Schema>): Promise<z.output<Schema>> {
+  return readJson(options.provider, options.model, await postRequest(options), options.schema);
+}
+
+/** Whether a response is a stream of server-sent events. */
+export function isEventStream(response: Response): boolean {
+  return (response.headers.get('content-type') ?? '').includes('text/event-stream');
+}
+
+/** The events of a server-sent event stream (WHATWG), as they arrive: their `event` name and `data`. */
+export async function* serverSentEvents(response: Response, { provider, model, signal }: { provider: string; model: string; signal: AbortSignal }): AsyncGenerator<{ event?: string; data: string }> {
+  if (!response.body) return;
+  const decoder = new TextDecoder();
+  let buffer = '';
+  let event: string | undefined;
+  let data: string[] = [];
+  try {
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+      buffer += decoder.decode(chunk, { stream: true });
+      let newline: number;
+      while ((newline = buffer.search(/\r\n|\n|\r/)) >= 0) {
+        const line = buffer.slice(0, newline);
+        buffer = buffer.slice(newline + (buffer.startsWith('\r\n', newline) ? 2 : 1));
+        if (line === '') {
+          if (data.length) yield { ...(event ? { event } : {}), data: data.join('\n') };
+          event = undefined;
+          data = [];
+        } else if (!line.startsWith(':')) {
+          const colon = line.indexOf(':');
+          const field = colon < 0 ? line : line.slice(0, colon);
+          const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+          if (field === 'data') data.push(value);
+          else if (field === 'event') event = value;
+        }
+      }
+    }
+  } catch (error) {
+    throw transportError(provider, model, error, signal);
+  }
+  if (data.length) yield { ...(event ? { event } : {}), data: data.join('\n') };
 }

@@ -6,8 +6,8 @@
 import { z } from 'zod';
 import { KeelError } from '../core/errors';
 import type { FinishReason, Message, ModelRequest, ModelResponse, Part, Usage } from '../core/messages';
-import { defineModel, type Model } from '../define';
-import { postJson } from './http';
+import { defineModel, type Model, type ModelContext } from '../define';
+import { isEventStream, postRequest, readJson, serverSentEvents } from './http';
 
 /** Options of an OpenAI-compatible model. */
 export interface OpenAICompatibleOptions {
@@ -23,6 +23,12 @@ export interface OpenAICompatibleOptions {
   config?: Record<string, unknown>;
   /** Per-request timeout in ms (default 10 minutes); the activity's timeout still applies. */
   timeoutMs?: number;
+  /**
+   * Ask for the answer as a stream (default true): text reaches clients while the model
+   * writes (`keel run`, `RunHandle.events()`). A server that answers with plain JSON anyway
+   * is read as such.
+   */
+  stream?: boolean;
 }
 
 const ChatResponseSchema = z.object({
@@ -98,6 +104,53 @@ function finishReasonOf(reason: string | null | undefined): FinishReason {
   }
 }
 
+type ChatResponse = z.output<typeof ChatResponseSchema>;
+
+/**
+ * Reads a streamed Chat Completions answer (`data:` chunks, then `[DONE]`) into the shape of a
+ * whole one, handing each piece of text to the context's `stream` as it comes. Tool calls
+ * arrive in pieces by index: the first names the call, the rest extend its arguments.
+ */
+async function readChatStream(name: string, response: Response, context: ModelContext): Promise<ChatResponse> {
+  let text = '';
+  let finishReason: string | null = null;
+  let usage: ChatResponse['usage'];
+  const calls: Array<{ id: string; function: { name: string; arguments: string } }> = [];
+  for await (const { data } of serverSentEvents(response, { provider: 'openai-compatible', model: name, signal: context.signal })) {
+    if (data.trim() === '[DONE]') break;
+    let chunk: {
+      choices?: Array<{ delta?: { content?: string | null; tool_calls?: Array<{ index?: number; id?: string; function?: { name?: string; arguments?: string } }> }; finish_reason?: string | null }>;
+      usage?: ChatResponse['usage'];
+      error?: { message?: string };
+    };
+    try {
+      chunk = JSON.parse(data) as typeof chunk;
+    } catch {
+      throw new KeelError('INTERNAL', `openai-compatible model "${name}" sent a stream chunk keel cannot read: ${data.slice(0, 200)}`, { modelName: name });
+    }
+    if (chunk.error) throw new KeelError('UNAVAILABLE', `openai-compatible model "${name}" failed mid-stream: ${chunk.error.message ?? 'error'}`, { modelName: name });
+    if (chunk.usage) usage = chunk.usage;
+    context.heartbeat();
+    for (const choice of chunk.choices ?? []) {
+      const delta = choice.delta;
+      if (delta?.content) {
+        text += delta.content;
+        context.stream?.(delta.content);
+      }
+      for (const piece of delta?.tool_calls ?? []) {
+        const index = piece.index ?? calls.length;
+        const call = (calls[index] ??= { id: '', function: { name: '', arguments: '' } });
+        if (piece.id) call.id = piece.id;
+        if (piece.function?.name) call.function.name += piece.function.name;
+        if (piece.function?.arguments) call.function.arguments += piece.function.arguments;
+      }
+      if (choice.finish_reason) finishReason = choice.finish_reason;
+    }
+  }
+  const toolCalls = calls.filter(Boolean).map((call, index) => ({ ...call, id: call.id || `call_${index}` }));
+  return { choices: [{ message: { content: text || null, tool_calls: toolCalls.length ? toolCalls : null }, finish_reason: finishReason }], usage };
+}
+
 /** Declares a model served over the OpenAI-compatible Chat Completions API. */
 export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
   const providerModel = options.model ?? options.name.slice(options.name.indexOf('/') + 1);
@@ -115,16 +168,19 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
           ? { tools: request.tools.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.inputSchema } })) }
           : {}),
       };
-      const data = await postJson({
+      const stream = options.stream ?? true;
+      const response = await postRequest({
         provider: 'openai-compatible',
         model: options.name,
         url: `${baseUrl}/chat/completions`,
         headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {},
-        body,
+        body: stream ? { ...body, stream: true, stream_options: { include_usage: true } } : body,
         timeoutMs: options.timeoutMs ?? 600_000,
         signal: context.signal,
-        schema: ChatResponseSchema,
       });
+      const data = isEventStream(response)
+        ? await readChatStream(options.name, response, context)
+        : await readJson('openai-compatible', options.name, response, ChatResponseSchema);
       const choice = data.choices[0]!;
       const content: Part[] = [];
       if (choice.message.content) content.push({ text: choice.message.content });

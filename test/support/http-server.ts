@@ -16,6 +16,9 @@ export interface Answer {
   headers?: Record<string, string>;
   /** Raw text instead of JSON. */
   raw?: string;
+  /** Raw pieces written one by one, `chunkDelayMs` apart (a server-sent event stream, say). */
+  chunks?: string[];
+  chunkDelayMs?: number;
 }
 
 /** A running loopback server. */
@@ -41,6 +44,16 @@ export async function startFakeHttpServer(): Promise<FakeHttpServer> {
       const next = queue.length > 1 ? queue.shift()! : queue[0];
       const answer = typeof next === 'function' ? next(seen) : (next ?? { status: 500, body: { error: { message: 'no answer programmed' } } });
       res.writeHead(answer.status ?? 200, { 'content-type': 'application/json', ...answer.headers });
+      if (answer.chunks) {
+        void (async () => {
+          for (const chunk of answer.chunks!) {
+            if (answer.chunkDelayMs) await new Promise((resolve) => setTimeout(resolve, answer.chunkDelayMs));
+            res.write(chunk);
+          }
+          res.end();
+        })();
+        return;
+      }
       res.end(answer.raw ?? JSON.stringify(answer.body ?? {}));
     });
   });
