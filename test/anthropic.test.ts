@@ -64,12 +64,47 @@ describe('anthropic wire format', () => {
         { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: '{"sum":3}' }, { type: 'text', text: 'and now?' }] },
       ],
       tools: [{ name: 'add', description: 'Adds.', input_schema: { type: 'object' } }],
+      // Asks for a stream; this server answers with plain JSON, which is read as such.
+      stream: true,
     });
     expect(response).toEqual({
       message: { role: 'model', content: [{ text: 'sum again' }, { toolRequest: { name: 'add', ref: 'toolu_2', input: { a: 3, b: 4 } } }] },
       finishReason: 'stop',
       usage: { inputTokens: 20, outputTokens: 7, totalTokens: 27 },
     });
+  });
+
+  it('reads a streamed answer: text handed on piece by piece, tool input put together, usage and stop reason from their events', async () => {
+    const model = anthropicModel({ name: 'anthropic/streamer', baseUrl: anthropic.url });
+    const event = (type: string, value: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...value })}\n\n`;
+    anthropic.answer({
+      headers: { 'content-type': 'text/event-stream' },
+      chunks: [
+        event('message_start', { message: { id: 'msg_s', usage: { input_tokens: 21, output_tokens: 1 } } }),
+        event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+        event('ping', {}),
+        event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'sum ' } }),
+        event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'again' } }),
+        event('content_block_stop', { index: 0 }),
+        event('content_block_start', { index: 1, content_block: { type: 'tool_use', id: 'toolu_9', name: 'add', input: {} } }),
+        event('content_block_delta', { index: 1, delta: { type: 'input_json_delta', partial_json: '{"a": 3, ' } }),
+        event('content_block_delta', { index: 1, delta: { type: 'input_json_delta', partial_json: '"b": 4}' } }),
+        event('content_block_stop', { index: 1 }),
+        event('message_delta', { delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 9 } }),
+        event('message_stop', {}),
+      ],
+    });
+    const pieces: string[] = [];
+    const response = await model.generate(request, { ...context, stream: (delta) => pieces.push(delta) });
+    expect(pieces).toEqual(['sum ', 'again']);
+    expect(response).toEqual({
+      message: { role: 'model', content: [{ text: 'sum again' }, { toolRequest: { name: 'add', ref: 'toolu_9', input: { a: 3, b: 4 } } }] },
+      finishReason: 'stop',
+      usage: { inputTokens: 21, outputTokens: 9, totalTokens: 30 },
+    });
+    // An error event mid-stream: overloaded is UNAVAILABLE, for Retry to call again.
+    anthropic.answer({ headers: { 'content-type': 'text/event-stream' }, chunks: [event('message_start', { message: { usage: {} } }), event('error', { error: { type: 'overloaded_error', message: 'Overloaded' } })] });
+    await expect(model.generate(request, context)).rejects.toMatchObject({ status: 'UNAVAILABLE', message: 'anthropic model "anthropic/streamer" failed mid-stream: Overloaded' });
   });
 
   it('marks soft tool errors as is_error tool results', async () => {

@@ -6,8 +6,8 @@
 import { z } from 'zod';
 import { KeelError } from '../core/errors';
 import type { FinishReason, Message, ModelRequest, ModelResponse, Part, Usage } from '../core/messages';
-import { defineModel, type Model } from '../define';
-import { postJson } from './http';
+import { defineModel, type Model, type ModelContext } from '../define';
+import { isEventStream, postRequest, readJson, serverSentEvents } from './http';
 
 /** Options of an Anthropic model. */
 export interface AnthropicOptions {
@@ -25,6 +25,11 @@ export interface AnthropicOptions {
   maxTokens?: number;
   /** Per-request timeout in ms (default 10 minutes). */
   timeoutMs?: number;
+  /**
+   * Ask for the answer as a stream (default true): text reaches clients while the model
+   * writes. A server that answers with plain JSON anyway is read as such.
+   */
+  stream?: boolean;
 }
 
 /** The API version header keel speaks. */
@@ -108,6 +113,79 @@ function finishReasonOf(reason: string | null | undefined): FinishReason {
   }
 }
 
+/** 529 is Anthropic's "overloaded": a transient condition, not an internal error. */
+function overloaded(httpStatus: number, error: KeelError): KeelError {
+  return httpStatus === 529 ? new KeelError('UNAVAILABLE', error.message, error.details) : error;
+}
+
+type MessageResponse = z.output<typeof ResponseSchema>;
+
+/**
+ * Reads a streamed Messages answer (message_start, content blocks with their deltas,
+ * message_delta, message_stop) into the shape of a whole one, handing each piece of text to
+ * the context's `stream` as it comes. A tool's input arrives as pieces of JSON.
+ */
+async function readMessageStream(name: string, response: Response, context: ModelContext): Promise<MessageResponse> {
+  const blocks: Array<{ type: string; text?: string; id?: string; name?: string; json?: string; input?: unknown }> = [];
+  let stopReason: string | null = null;
+  const usage: NonNullable<MessageResponse['usage']> = {};
+  for await (const { data } of serverSentEvents(response, { provider: 'anthropic', model: name, signal: context.signal })) {
+    let event: {
+      type?: string;
+      index?: number;
+      message?: { usage?: MessageResponse['usage'] };
+      content_block?: { type: string; text?: string; id?: string; name?: string; input?: unknown };
+      delta?: { type?: string; text?: string; partial_json?: string; stop_reason?: string | null };
+      usage?: MessageResponse['usage'];
+      error?: { type?: string; message?: string };
+    };
+    try {
+      event = JSON.parse(data) as typeof event;
+    } catch {
+      throw new KeelError('INTERNAL', `anthropic model "${name}" sent a stream event keel cannot read: ${data.slice(0, 200)}`, { modelName: name });
+    }
+    context.heartbeat();
+    switch (event.type) {
+      case 'message_start':
+        Object.assign(usage, event.message?.usage);
+        break;
+      case 'content_block_start':
+        blocks[event.index ?? blocks.length] = { ...event.content_block!, ...(event.content_block?.type === 'tool_use' ? { json: '' } : {}) };
+        break;
+      case 'content_block_delta': {
+        const block = blocks[event.index ?? blocks.length - 1];
+        if (!block) break;
+        if (event.delta?.type === 'text_delta' && event.delta.text) {
+          block.text = (block.text ?? '') + event.delta.text;
+          context.stream?.(event.delta.text);
+        } else if (event.delta?.type === 'input_json_delta' && event.delta.partial_json) block.json = (block.json ?? '') + event.delta.partial_json;
+        break;
+      }
+      case 'message_delta':
+        if (event.delta?.stop_reason) stopReason = event.delta.stop_reason;
+        Object.assign(usage, event.usage);
+        break;
+      case 'error': {
+        const overloadedError = event.error?.type === 'overloaded_error';
+        throw new KeelError(overloadedError ? 'UNAVAILABLE' : 'INTERNAL', `anthropic model "${name}" failed mid-stream: ${event.error?.message ?? event.error?.type ?? 'error'}`, { modelName: name });
+      }
+    }
+  }
+  const content = blocks.filter(Boolean).map((block) => {
+    if (block.type !== 'tool_use') return block;
+    let input: unknown = block.input ?? {};
+    if (block.json) {
+      try {
+        input = JSON.parse(block.json);
+      } catch {
+        throw new KeelError('INTERNAL', `anthropic model "${name}" sent malformed JSON input for tool "${block.name}"`, { modelName: name });
+      }
+    }
+    return { type: 'tool_use', id: block.id ?? '', name: block.name ?? '', input };
+  });
+  return ResponseSchema.parse({ content, stop_reason: stopReason, usage });
+}
+
 /** Declares a model served by the Anthropic Messages API. */
 export function anthropicModel(options: AnthropicOptions): Model {
   const providerModel = options.model ?? options.name.slice(options.name.indexOf('/') + 1);
@@ -126,18 +204,18 @@ export function anthropicModel(options: AnthropicOptions): Model {
         messages,
         ...(request.tools.length ? { tools: request.tools.map((tool) => ({ name: tool.name, description: tool.description, input_schema: tool.inputSchema })) } : {}),
       };
-      const data = await postJson({
+      const stream = options.stream ?? true;
+      const response = await postRequest({
         provider: 'anthropic',
         model: options.name,
         url: `${baseUrl}/v1/messages`,
         headers: { 'anthropic-version': ANTHROPIC_VERSION, ...(apiKey ? { 'x-api-key': apiKey } : {}) },
-        body,
+        body: stream ? { ...body, stream: true } : body,
         timeoutMs: options.timeoutMs ?? 600_000,
         signal: context.signal,
-        schema: ResponseSchema,
-        // 529 is Anthropic's "overloaded": a transient condition, not an internal error.
-        adjustError: (httpStatus, error) => (httpStatus === 529 ? new KeelError('UNAVAILABLE', error.message, error.details) : error),
+        adjustError: overloaded,
       });
+      const data = isEventStream(response) ? await readMessageStream(options.name, response, context) : await readJson('anthropic', options.name, response, ResponseSchema);
       const content: Part[] = [];
       for (const block of data.content) {
         if (block.type === 'text' && 'text' in block && typeof block.text === 'string') content.push({ text: block.text });
