@@ -85,6 +85,10 @@ describe('keel demo', () => {
     // the fare scout works in the background; the planner collects its answer
     expect(stdout).toMatch(/← delegate_to_fare-scout: \{"taskId":"fare-scout:run-[^"]+\/fare-scout-1","status":"pending"/);
     expect(stdout).toMatch(/← wait_for_background_tasks: \{"tasks":\[\{"taskId":"fare-scout:run-[^"]+","agent":"fare-scout","name":"fare","status":"completed"/);
+    // the background task's progress shows as it goes, and no colours off a terminal
+    expect(stdout).toMatch(/ {2}⧗ background task fare \(fare-scout\) (running|completed)/);
+    expect(stdout).toContain('⧗ background task fare (fare-scout) completed: The 25 EUR');
+    expect(stdout).not.toContain('\x1b[');
     expect(stdout).toContain('→ book_train({"from":"Porto","to":"Lisbon"})');
     expect(stdout).toMatch(/⏸ book_train\(\{"from":"Porto","to":"Lisbon"\}\) needs approval/);
     expect(stdout).toContain('not a terminal: approving automatically');
@@ -124,6 +128,8 @@ describe('keel demo', () => {
       // The run went on past the hold and answered; the prompt never asked again.
       expect(output).toMatch(/← book_train:/);
       expect(output).toMatch(/answer \(stop, \d+ turns/);
+      // On a terminal, lines are coloured (a tool call in cyan).
+      expect(output).toMatch(/\x1b\[36m {2}→ book_train/);
     } finally {
       demo.kill('SIGKILL');
     }

@@ -11,7 +11,7 @@ import type { RunResult, RunStatus } from '../core/run';
 import { ServerError } from '../server/server-error';
 import { requireModule } from '../worker/require-ts';
 import type { KeelClient, RunHandle } from './keel-client';
-import { followRun } from './progress';
+import { followRun, wantsColour } from './progress';
 
 /** Bad usage: exit code 2, message on stderr. */
 export class UsageError extends Error {}
@@ -178,7 +178,7 @@ async function commandRun(config: KeelConfig, positionals: string[], options: Cl
     await warnWithoutWorkers(client, config, 'run');
     if (!options.json) {
       process.stderr.write(`run ${handle.runId} started (agent ${agent})\n`);
-      await followRun(handle, done, (line) => process.stderr.write(`${line}\n`), { writeRaw: (text) => process.stderr.write(text) });
+      await followRun(handle, done, (line) => process.stderr.write(`${line}\n`), { writeRaw: (text) => process.stderr.write(text), colour: wantsColour(process.stderr) });
     }
     try {
       const result = await done;

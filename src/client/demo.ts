@@ -10,7 +10,7 @@ import type { Interrupt } from '../core/run';
 import { KeelClient, runErrorOf, type RunHandle } from './keel-client';
 import { loadRegistry } from '../worker/load-registry';
 import { ensureServer, prepareWorker } from './processes';
-import { followRun } from './progress';
+import { followRun, wantsColour } from './progress';
 
 /** The agent and prompt the demo runs. */
 export const DEMO_AGENT = 'trip-planner';
@@ -105,7 +105,7 @@ export async function runDemo(config: KeelConfig): Promise<number> {
     const handle = await client.start(DEMO_AGENT, DEMO_PROMPT);
     say(`· run ${handle.runId} (agent ${DEMO_AGENT})`);
     const done = handle.result();
-    await followRun(handle, done, say, { onInterrupt: (interrupt) => decide(handle, interrupt, done, say), writeRaw: (text) => process.stdout.write(text) });
+    await followRun(handle, done, say, { onInterrupt: (interrupt) => decide(handle, interrupt, done, say), writeRaw: (text) => process.stdout.write(text), colour: wantsColour(process.stdout) });
     let exitCode = 0;
     try {
       const result = await done;

@@ -44,6 +44,16 @@ export interface FollowOptions {
   onInterrupt?: (interrupt: Interrupt) => void | Promise<void>;
   /** Writes text without a line end: the model's text then shows as it streams. Without it, a model message shows once it is complete. */
   writeRaw?: (text: string) => void;
+  /** Colours the lines (for a terminal; keel passes it only when the output is one and NO_COLOR is unset). */
+  colour?: boolean;
+}
+
+/** ANSI styles for the kinds of line `followRun` writes. */
+const STYLES = { turn: '1', call: '36', result: '2', hold: '33', task: '35' } as const;
+
+/** Whether a stream is a terminal that takes colours (NO_COLOR, https://no-color.org, turns them off). */
+export function wantsColour(stream: { isTTY?: boolean }): boolean {
+  return Boolean(stream.isTTY) && !process.env.NO_COLOR;
 }
 
 /**
@@ -51,8 +61,10 @@ export interface FollowOptions {
  * `writeRaw`), each message (a turn header before each model message), and each new pending
  * interrupt. Polling errors are ignored: the run may be between workers.
  */
-export async function followRun(handle: RunHandle, done: Promise<unknown>, write: (line: string) => void, { intervalMs = 200, onInterrupt, writeRaw }: FollowOptions = {}): Promise<void> {
-  const reportInterrupt = onInterrupt ?? ((interrupt: Interrupt) => describeInterrupt(handle.runId, interrupt).forEach(write));
+export async function followRun(handle: RunHandle, done: Promise<unknown>, write: (line: string) => void, { intervalMs = 200, onInterrupt, writeRaw, colour = false }: FollowOptions = {}): Promise<void> {
+  const paint = (style: keyof typeof STYLES, line: string) => (colour ? `\x1b[${STYLES[style]}m${line}\x1b[0m` : line);
+  const writeLine = (line: string) => write(line.startsWith('  →') ? paint('call', line) : line.startsWith('  ←') ? paint('result', line) : line);
+  const reportInterrupt = onInterrupt ?? ((interrupt: Interrupt) => describeInterrupt(handle.runId, interrupt).forEach((line) => write(paint('hold', line))));
   const reporting: Array<Promise<void>> = [];
   // The caller reads `done` afterwards; a failed run must not count as an unhandled rejection meanwhile.
   const settled = done.catch(() => undefined);
@@ -64,7 +76,7 @@ export async function followRun(handle: RunHandle, done: Promise<unknown>, write
     if (event.type === 'text') {
       if (!writeRaw || (!streaming && event.final)) continue;
       if (!streaming) {
-        write(`turn ${++turn}`);
+        write(paint('turn', `turn ${++turn}`));
         writeRaw('  model: ');
         streaming = true;
       }
@@ -77,12 +89,16 @@ export async function followRun(handle: RunHandle, done: Promise<unknown>, write
           writeRaw?.('\n');
           streaming = false;
           // The text line is out already; the rest of the message (tool calls) follows.
-          for (const line of describeMessage({ ...message, content: message.content.filter((part) => !('text' in part)) })) write(line);
+          for (const line of describeMessage({ ...message, content: message.content.filter((part) => !('text' in part)) })) writeLine(line);
           continue;
         }
-        write(`turn ${++turn}`);
+        write(paint('turn', `turn ${++turn}`));
       }
-      for (const line of describeMessage(message)) write(line);
+      for (const line of describeMessage(message)) writeLine(line);
+    } else if (event.type === 'task') {
+      const { task } = event;
+      const outcome = task.status === 'completed' && task.result ? `: ${task.result.length > 120 ? `${task.result.slice(0, 119)}…` : task.result}` : task.error ? `: ${task.error.status}: ${task.error.message}` : '';
+      write(paint('task', `  ⧗ background task ${task.name ?? task.taskId} (${task.agent}) ${task.status}${outcome}`));
     } else if (event.type === 'hold') {
       // Not awaited: a person answering a prompt must not stop the run's events from printing.
       reporting.push(Promise.resolve().then(() => reportInterrupt(event.interrupt)).catch(() => undefined));

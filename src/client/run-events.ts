@@ -8,7 +8,7 @@
  */
 import { messageText, STREAM_DETAILS, type Message, type StreamedText } from '../core/messages';
 import type { Interrupt, RunState } from '../core/run';
-import type { RunHandle } from './keel-client';
+import type { RunHandle, TaskView } from './keel-client';
 
 /** One event of a run. */
 export type RunEvent =
@@ -20,8 +20,13 @@ export type RunEvent =
   | { type: 'toolResult'; name: string; ref?: string; output: unknown }
   /** A hold waiting for a decision. */
   | { type: 'hold'; interrupt: Interrupt }
+  /** A background task (sub-agent run) started or changed status. */
+  | { type: 'task'; task: TaskView }
   /** The run ended (the last event). */
   | { type: 'end'; state: RunState };
+
+/** How often background tasks are looked at (each look queries every task's run). */
+const TASKS_INTERVAL_MS = 1000;
 
 /** Options of `runEvents`. */
 export interface RunEventsOptions {
@@ -39,6 +44,9 @@ export async function* runEvents(handle: RunHandle, { intervalMs = 150, signal }
     () => (ended = 'failed'),
   );
   const announced = new Set<string>();
+  // Background tasks by id: the status last reported, and when they were last looked at.
+  const taskStatus = new Map<string, string>();
+  let tasksCheckedAt = 0;
   let seen = 0;
   // Text shown of the model call under way (since the last model message).
   let shown = '';
@@ -66,6 +74,14 @@ export async function* runEvents(handle: RunHandle, { intervalMs = 150, signal }
           if ('toolRequest' in part) yield { type: 'toolCall', name: part.toolRequest.name, ...(part.toolRequest.ref !== undefined ? { ref: part.toolRequest.ref } : {}), input: part.toolRequest.input };
           else if ('toolResponse' in part) yield { type: 'toolResult', name: part.toolResponse.name, ...(part.toolResponse.ref !== undefined ? { ref: part.toolResponse.ref } : {}), output: part.toolResponse.output };
         }
+      }
+    }
+    if (status && status.tasks.length && (finishing || Date.now() - tasksCheckedAt >= TASKS_INTERVAL_MS)) {
+      tasksCheckedAt = Date.now();
+      for (const task of await handle.tasks().catch(() => [] as TaskView[])) {
+        if (taskStatus.get(task.taskId) === task.status) continue;
+        taskStatus.set(task.taskId, task.status);
+        yield { type: 'task', task };
       }
     }
     if (status && !finishing) {
