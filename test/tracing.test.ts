@@ -93,6 +93,10 @@ describe('tracing from the OTEL_* variables', () => {
     const spansOf = (name: string) => inTrace().filter((span) => span.name === name);
     expect(root()!.service).toBe('keel-cli-test');
     expect(spansOf('keel.tool lookup_weather')[0]).toMatchObject({ service: 'keel-worker-test', attributes: { 'keel.run_id': runId, 'keel.tool': 'lookup_weather' } });
+    // OTEL_TRACES_EXPORTER=console: the CLI's own spans on its stdout instead.
+    const consoleRun = await runKeel(['run', 'traced', 'again?', '--config', configPath], { env: { OTEL_TRACES_EXPORTER: 'console', OPENAI_API_KEY: '', OPENAI_BASE_URL: '' } });
+    expect(consoleRun.code).toBe(0);
+    expect(consoleRun.stdout).toContain("name: 'keel.run traced'");
     const [firstModelCall] = spansOf('keel.model scripted/traced');
     expect(firstModelCall).toMatchObject({
       service: 'keel-worker-test',
