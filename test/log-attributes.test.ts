@@ -3,13 +3,13 @@
  * warning) and an activity log (a tool's own warning) carry the run id, the agent and the turn.
  */
 import { log } from '@temporalio/activity';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineAgent, defineTool } from '../src/define';
 import { fallback } from '../src/middleware/fallback';
 import { errorReply, scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
-import { capturedLogs, startTestWorker, type TestWorker } from './support/harness';
+import { capturedLogs, sharedTestWorker } from './support/harness';
 
 const noisy = defineTool({
   name: 'noisy',
@@ -24,17 +24,11 @@ const failing = scriptedModel({ name: 'scripted/logs-failing', script: [errorRep
 const working = scriptedModel({ name: 'scripted/logs-working', script: [toolCallReply({ name: 'noisy', input: {} }), textReply('done')] });
 const registry = new Registry().add(noisy, failing, working, defineAgent({ name: 'logged', model: failing.name, tools: [noisy], use: [fallback({ models: [working.name] })] }));
 
-let worker: TestWorker;
-beforeAll(async () => {
-  worker = await startTestWorker(registry);
-});
-afterAll(async () => {
-  await worker?.stop();
-});
+const worker = sharedTestWorker(registry);
 
 describe('worker logs', () => {
   it('carry the run id, the agent and the turn, in the workflow and in activities', async () => {
-    const handle = await worker.client.start('logged', 'go');
+    const handle = await worker().client.start('logged', 'go');
     expect((await handle.result()).text).toBe('done');
     const ofRun = (message: string) => capturedLogs.find((entry) => entry.message === message && entry.meta?.workflowId === handle.runId);
     expect(ofRun('model call failed, falling back')?.meta).toMatchObject({ workflowId: handle.runId, agent: 'logged', turn: 1 });
