@@ -98,6 +98,10 @@ describe('openai-compatible wire format', () => {
       finishReason: 'stop',
       usage: { inputTokens: 9, outputTokens: 4, totalTokens: 13 },
     });
+    // The deadline covers the stream too: an answer still streaming when it passes is DEADLINE_EXCEEDED.
+    server.answer({ headers: { 'content-type': 'text/event-stream' }, chunks: [chunk({ choices: [{ index: 0, delta: { content: 'slow' } }] }), 'data: [DONE]\n\n'], chunkDelayMs: 600 });
+    const slow = openAICompatibleModel({ name: 'openai/slow', baseUrl: `${server.url}/v1`, timeoutMs: 300 });
+    await expect(slow.generate(request, context)).rejects.toMatchObject({ status: 'DEADLINE_EXCEEDED', message: 'openai-compatible model "openai/slow" did not finish its answer in time' });
     // stream: false asks for one JSON answer.
     server.requests.length = 0;
     server.answer(ok({ content: 'whole' }));

@@ -167,6 +167,8 @@ export async function* serverSentEvents(response: Response, { provider, model, s
       }
     }
   } catch (error) {
+    // The request's deadline (postRequest's) also covers reading the stream.
+    if (!signal.aborted && (error as Error)?.name === 'TimeoutError') throw new KeelError('DEADLINE_EXCEEDED', `${provider} model "${model}" did not finish its answer in time`, { modelName: model });
     throw transportError(provider, model, error, signal);
   }
   if (data.length) yield { ...(event ? { event } : {}), data: data.join('\n') };

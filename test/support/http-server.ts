@@ -45,6 +45,7 @@ export async function startFakeHttpServer(): Promise<FakeHttpServer> {
       const answer = typeof next === 'function' ? next(seen) : (next ?? { status: 500, body: { error: { message: 'no answer programmed' } } });
       res.writeHead(answer.status ?? 200, { 'content-type': 'application/json', ...answer.headers });
       if (answer.chunks) {
+        res.flushHeaders(); // the answer starts now; its pieces follow
         void (async () => {
           for (const chunk of answer.chunks!) {
             if (answer.chunkDelayMs) await new Promise((resolve) => setTimeout(resolve, answer.chunkDelayMs));
