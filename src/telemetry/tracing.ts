@@ -46,7 +46,7 @@ function load<T>(name: string): T {
   try {
     return requireModule<T>(name, __filename);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw error;
+    if ((error as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND' || !(error as Error).message.includes(`'${name}'`)) throw error;
     throw new Error(`tracing is on (OTEL_* variables) but ${name} is not installed: npm install ${TRACING_PACKAGES.join(' ')}`);
   }
 }

@@ -53,7 +53,8 @@ function sdk<T>(subpath: string, baseDir: string): T {
   try {
     return requireModule<T>(`${SDK}/${subpath}`, `${baseDir}/temporal.yaml`);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw error;
+    // Only the SDK itself missing says "install it"; a module the SDK lacks is its own error.
+    if ((error as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND' || !(error as Error).message.includes(`'${SDK}/${subpath}'`)) throw error;
     throw new Error(`mcpServers needs ${SDK}, which is not installed in ${baseDir}: npm install ${SDK}`);
   }
 }
