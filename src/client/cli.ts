@@ -79,9 +79,14 @@ function parse(argv: string[]): { command: string | undefined; positionals: stri
 
 /** Says on stderr that `command` failed and why; with --json, also as `{ "error": ... }` on stdout. */
 function refuse(options: Pick<CliOptions, 'json'>, command: string, failure: KeelError, { withStatus = false } = {}): number {
-  process.stderr.write(`keel ${command}: ${withStatus ? `${failure.status}: ` : ''}${failure.message}\n`);
-  if (options.json) print(true, { error: failure.toJSON() });
-  return EXIT.failed;
+  return reportFailure(options.json, `keel ${command}: ${withStatus ? `${failure.status}: ` : ''}${failure.message}`, failure.toJSON(), EXIT.failed);
+}
+
+/** Writes `line` on stderr and, with --json, `{ "error": failure }` on stdout; returns `code`. */
+function reportFailure(json: boolean, line: string, failure: { status: string; message: string }, code: number): number {
+  process.stderr.write(`${line}\n`);
+  if (json) print(true, { error: failure });
+  return code;
 }
 
 /** Warns on stderr when no worker polls the task queue: a run there waits until one starts. */
@@ -337,11 +342,7 @@ async function command(argv: string[]): Promise<number> {
   } catch (error) {
     // With --json, scripts get the failure on stdout too: { "error": { "status", "message" } }.
     const json = parsed?.options.json === true;
-    const fail = (line: string, failure: { status: string; message: string }, code: number): number => {
-      process.stderr.write(`keel: ${line}\n`);
-      if (json) print(true, { error: failure });
-      return code;
-    };
+    const fail = (line: string, failure: { status: string; message: string }, code: number): number => reportFailure(json, `keel: ${line}`, failure, code);
     if (error instanceof UsageError || error instanceof ConfigError) return fail(error.message, { status: 'INVALID_ARGUMENT', message: error.message }, EXIT.usage);
     if (error instanceof ServerError) return fail(error.message, { status: 'UNAVAILABLE', message: error.message }, EXIT.failed);
     if (KeelError.isInstance(error)) return fail(`${error.status}: ${error.message}`, error.toJSON(), EXIT.failed);

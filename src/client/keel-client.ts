@@ -104,16 +104,23 @@ export class RunHandle {
 
   /** Lifecycle, turn, usage and pending interrupts (works on finished runs too). */
   async status(): Promise<RunStatus> {
-    let status: RunStatus;
-    try {
-      status = await this.workflow.query(statusQuery);
-    } catch (error) {
-      throw runErrorOf(error);
-    }
+    const status = await this.reportedStatus();
     if (status.state !== 'running' && status.state !== 'waiting') return status;
     // A run ended from outside (terminated, timed out) still answers its last state: Temporal's word wins.
     const ended = await this.endedFromOutside();
     return ended ? { ...status, ...ended, interrupts: [] } : status;
+  }
+
+  /**
+   * The status as the run itself reports it (its `status` query alone): `status()` without
+   * asking Temporal whether the run was ended from outside. For polling while a run goes on.
+   */
+  async reportedStatus(): Promise<RunStatus> {
+    try {
+      return await this.workflow.query(statusQuery);
+    } catch (error) {
+      throw runErrorOf(error);
+    }
   }
 
   /** How Temporal says the run ended, when it was from outside the run (terminated, timed out). */

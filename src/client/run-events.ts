@@ -59,7 +59,8 @@ export async function* runEvents(handle: RunHandle, { intervalMs = 150, signal }
         shown = streamed.text;
       }
     }
-    const status = await handle.status().catch(() => undefined);
+    // While it runs, the run's own report; Temporal's word on how it ended (terminated, timed out) only at the end.
+    const status = await (finishing ? handle.status() : handle.reportedStatus()).catch(() => undefined);
     if (status && status.messageCount > seen) {
       const messages = await handle.messages(seen).catch(() => [] as Message[]);
       for (const message of messages) {

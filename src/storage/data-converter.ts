@@ -7,7 +7,7 @@ import { ExternalStorage, type DataConverter, type StorageDriver } from '@tempor
 import { resolve } from 'node:path';
 import { ConfigError } from '../config/load';
 import type { KeelConfig } from '../config/schema';
-import { requireModule } from '../worker/require-ts';
+import { missingPackage, requireModule } from '../worker/require-ts';
 import { FileStorageDriver } from './file-driver';
 
 type StorageConfig = Pick<KeelConfig, 'externalStorage' | 'baseDir'>;
@@ -28,8 +28,8 @@ function loadS3Driver(): typeof import('./s3-driver') {
   try {
     return requireModule<typeof import('./s3-driver')>('./s3-driver', __filename);
   } catch (error) {
-    const missing = S3_PACKAGES.find((name) => (error as Error).message.includes(`'${name}'`));
-    if ((error as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND' || !missing) throw error;
+    const missing = missingPackage(error, S3_PACKAGES);
+    if (!missing) throw error;
     throw new ConfigError(`externalStorage.driver: "s3" needs ${missing}, which is not installed; install the S3 packages: npm install ${S3_PACKAGES.join(' ')}`);
   }
 }

@@ -13,7 +13,7 @@
  */
 import type { WorkflowClientInterceptor } from '@temporalio/client';
 import type { ActivityInterceptorsFactory, InjectedSinks } from '@temporalio/worker';
-import { requireModule, resolveModule } from '../worker/require-ts';
+import { missingPackage, requireModule, resolveModule } from '../worker/require-ts';
 
 /** The packages tracing needs; installed by the projects that trace. */
 export const TRACING_PACKAGES = ['@temporalio/interceptors-opentelemetry', '@opentelemetry/sdk-trace-node', '@opentelemetry/sdk-trace-base', '@opentelemetry/resources', '@opentelemetry/exporter-trace-otlp-http'];
@@ -46,7 +46,7 @@ function load<T>(name: string): T {
   try {
     return requireModule<T>(name, __filename);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND' || !(error as Error).message.includes(`'${name}'`)) throw error;
+    if (!missingPackage(error, [name])) throw error;
     throw new Error(`tracing is on (OTEL_* variables) but ${name} is not installed: npm install ${TRACING_PACKAGES.join(' ')}`);
   }
 }

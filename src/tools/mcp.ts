@@ -13,7 +13,7 @@ import { KeelError } from '../core/errors';
 import { toolFail } from '../core/interrupts';
 import type { McpServerConfig } from '../config/schema';
 import { defineTool, type Tool, type ToolContext } from '../define';
-import { requireModule } from '../worker/require-ts';
+import { missingPackage, requireModule } from '../worker/require-ts';
 
 /** The keys of a call's `_meta` that carry keel's context to the server. */
 export const MCP_META = { idempotencyKey: 'keel/idempotencyKey', runId: 'keel/runId', attempt: 'keel/attempt' } as const;
@@ -54,7 +54,7 @@ function sdk<T>(subpath: string, baseDir: string): T {
     return requireModule<T>(`${SDK}/${subpath}`, `${baseDir}/temporal.yaml`);
   } catch (error) {
     // Only the SDK itself missing says "install it"; a module the SDK lacks is its own error.
-    if ((error as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND' || !(error as Error).message.includes(`'${SDK}/${subpath}'`)) throw error;
+    if (!missingPackage(error, [SDK])) throw error;
     throw new Error(`mcpServers needs ${SDK}, which is not installed in ${baseDir}: npm install ${SDK}`);
   }
 }

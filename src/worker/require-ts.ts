@@ -23,3 +23,13 @@ export function requireModule<T = Record<string, unknown>>(specifier: string, ba
 export function resolveModule(specifier: string, base: string): string {
   return createRequire(base).resolve(specifier);
 }
+
+/**
+ * Which of `packages` is the one whose absence made `error` (a failed require), if that is
+ * what it was; undefined for any other error, a module those packages themselves lack included.
+ */
+export function missingPackage(error: unknown, packages: readonly string[]): string | undefined {
+  if ((error as NodeJS.ErrnoException | undefined)?.code !== 'MODULE_NOT_FOUND') return undefined;
+  const message = (error as Error).message;
+  return packages.find((name) => message.includes(`'${name}'`) || message.includes(`'${name}/`));
+}
