@@ -9,7 +9,11 @@ import type { MiddlewareRefInput } from './core/run';
 
 /** What a tool's `run` receives besides its input. */
 export interface ToolContext {
-  /** `<workflowId>/<activityId>`: the same on every attempt of this call; use it to dedupe side effects. */
+  /**
+   * The same on every attempt of this call (after a worker crash too) and different for every
+   * other call, across the run's whole chain (continue-as-new, session turns, sub-agents, a reused
+   * run id, a reset): dedupe side effects on it. Opaque; today `<runId>/<temporal run id>/<activityId>`.
+   */
   idempotencyKey: string;
   /** The run (workflow id) this call belongs to. */
   runId: string;

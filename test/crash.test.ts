@@ -56,7 +56,8 @@ describe('worker crash', () => {
       expect(first[2]).toBe('1');
       expect(second[2]).toBe('2');
       expect(second[3]).toBe(first[3]);
-      expect(first[3]).toMatch(new RegExp(`^${handle.runId}/\\d+$`));
+      // <run id>/<temporal run id>/<activity id>: the same on the retry, unique for every other call.
+      expect(first[3]).toMatch(new RegExp(`^${handle.runId}/[0-9a-f-]{36}/\\d+$`));
     } finally {
       await client.close();
     }

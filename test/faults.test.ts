@@ -121,7 +121,9 @@ interface ActivityRecord {
 
 /** Events of a run's history, and its activities in the order they were scheduled. */
 async function historyOf(client: KeelClient, runId: string) {
-  const events = (await client.temporal.workflow.getHandle(runId).fetchHistory()).events ?? [];
+  const handle = client.temporal.workflow.getHandle(runId);
+  const events = (await handle.fetchHistory()).events ?? [];
+  const { runId: execution } = await handle.describe();
   const byScheduled = new Map<string, ActivityRecord>();
   for (const event of events) {
     const scheduled = event.activityTaskScheduledEventAttributes;
@@ -131,7 +133,7 @@ async function historyOf(client: KeelClient, runId: string) {
     const completed = event.activityTaskCompletedEventAttributes;
     if (completed) byScheduled.get(String(completed.scheduledEventId))!.completedBy = completed.identity?.split('@')[0];
   }
-  return { events, activities: [...byScheduled.values()] };
+  return { events, execution, activities: [...byScheduled.values()] };
 }
 
 /** One execution of `fault_step` in a worker process, from tools.log. */
@@ -221,18 +223,20 @@ describe('faults', () => {
       expect(kills.filter((kill) => kill.runEnded), 'each kill lands while the run started before it is in flight').toEqual([]);
       expect(runs.map((run, index) => textOf(run.handle.runId, settled[index]!))).toEqual(runs.map((run) => expectedAnswer(run.p)));
 
-      // Each tool call, matched by its idempotency key (<runId>/<activityId>) with the history.
+      // Each tool call, matched by its idempotency key (<runId>/<temporal run id>/<activityId>) with the history.
       const killedPids = new Set(kills.map((kill) => kill.pid));
       const executions = executionsByKey(dir);
       const violations: string[] = [];
       let ranAgain = 0;
+      const executionsOfRuns: string[] = [];
       for (const run of runs) {
-        const { activities } = await historyOf(client, run.handle.runId);
+        const { activities, execution } = await historyOf(client, run.handle.runId);
+        executionsOfRuns.push(`${run.handle.runId}/${execution}`);
         if (activities.map((activity) => activity.type).join() !== FAULT_RUN_ACTIVITIES.join()) {
           violations.push(`${run.handle.runId}: scheduled ${activities.map((activity) => activity.type).join(', ')}`);
         }
         for (const call of activities.filter((activity) => activity.type === 'callTool')) {
-          const key = `${run.handle.runId}/${call.activityId}`;
+          const key = `${run.handle.runId}/${execution}/${call.activityId}`;
           const ran = executions.get(key) ?? [];
           const attempts = ran.map((execution) => execution.attempt);
           const last = ran.filter((execution) => execution.attempt === call.attempt);
@@ -247,7 +251,7 @@ describe('faults', () => {
           }
         }
       }
-      const runKeys = new Set(runs.map((run) => run.handle.runId));
+      const runKeys = new Set(executionsOfRuns);
       for (const key of executions.keys()) {
         if (!runKeys.has(key.slice(0, key.lastIndexOf('/')))) violations.push(`${key}: logged by the tool but belongs to no run of this test`);
       }

@@ -104,7 +104,7 @@ describe('keel worker on SIGTERM', () => {
       expect(Date.now() - stoppedAt).toBeLessThan(20_000);
       const [victimPid, survivorPid] = [String(victim.child.pid), String(survivor.child.pid)];
       const key = slowLog(dir)[0]![3]!;
-      expect(key).toMatch(new RegExp(`^${handle.runId}/\\d+$`));
+      expect(key).toMatch(new RegExp(`^${handle.runId}/[0-9a-f-]{36}/\\d+$`));
       expect(slowLog(dir), 'the work finished once, on the worker that kept running').toEqual([
         ['start', victimPid, '1', key],
         ['start', survivorPid, '2', key],

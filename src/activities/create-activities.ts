@@ -5,7 +5,7 @@
  * application outcomes non-retryable, infrastructure failures (InfrastructureError: Temporal
  * could not be reached) retryable by the activity's retry policy.
  */
-import { CancelledFailure, Context } from '@temporalio/activity';
+import { CancelledFailure, Context, type Info as ActivityInfo } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import { ApplicationFailure, type Duration } from '@temporalio/common';
 import { z } from 'zod';
@@ -108,6 +108,18 @@ async function hasSearchAttributes(client: Client): Promise<boolean> {
   return false;
 }
 
+/**
+ * A tool call's idempotency key: `<workflowId>/<temporal run id>/<activityId>`, unique over
+ * every call of a run's whole chain (continue-as-new, a reused run id, a reset that runs a call
+ * again) and the same on every attempt of one call; a call scheduled before the patch keeps
+ * `<workflowId>/<activityId>`.
+ */
+function idempotencyKeyOf(info: ActivityInfo, idempotency: CallToolInput['idempotency']): string {
+  const workflowId = info.workflowExecution?.workflowId ?? 'standalone';
+  if (idempotency !== 'execution') return `${workflowId}/${info.activityId}`;
+  return `${workflowId}/${info.workflowExecution?.runId ?? 'standalone'}/${info.activityId}`;
+}
+
 /** Builds the activity implementations for one worker. */
 export function createActivities({ registry, config, client, modelRequestTimeout = DEFAULT_MODEL_REQUEST_TIMEOUT }: ActivityDependencies): KeelActivities {
   const limit = payloadLimit(config.externalStorage);
@@ -191,7 +203,7 @@ export function createActivities({ registry, config, client, modelRequestTimeout
       return parsed.data;
     });
 
-  const callTool = ({ toolName, input, resumed }: CallToolInput): Promise<unknown> =>
+  const callTool = ({ toolName, input, resumed, idempotency }: CallToolInput): Promise<unknown> =>
     asActivity(async () => {
       const context = Context.current();
       const tool = registry.tools.get(toolName);
@@ -210,7 +222,7 @@ export function createActivities({ registry, config, client, modelRequestTimeout
       let output: unknown;
       try {
         const toolContext = {
-          idempotencyKey: `${runId}/${info.activityId}`,
+          idempotencyKey: idempotencyKeyOf(info, idempotency),
           runId,
           attempt: info.attempt,
           signal: context.cancellationSignal,

@@ -230,6 +230,7 @@ async function commandStatus(config: KeelConfig, positionals: string[], options:
       interrupts: status?.interrupts ?? [],
       tasks: status?.tasks ?? [],
       ...(error ? { error: error.toJSON() } : status?.error ? { error: status.error } : {}),
+      ...(status?.refusedSignals?.length ? { refusedSignals: status.refusedSignals } : {}),
     });
     return EXIT.ok;
   });

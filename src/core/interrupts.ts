@@ -8,6 +8,7 @@
  */
 import { z } from 'zod';
 import { KeelError } from './errors';
+import { describeUndecodable, isUndecodable } from './undecodable';
 
 /** The stage name a tool's own interrupt is raised by. */
 export const TOOL_STAGE = 'tool';
@@ -166,6 +167,7 @@ const DECISION_SHAPES = [
  * `malformed decision { interruptId, approved, reason? } (approve or deny): approved: expected boolean, received string`.
  */
 export function parseDecision(raw: unknown): { success: true; data: Decision } | { success: false; error: string } {
+  if (isUndecodable(raw)) return { success: false, error: `malformed decision: ${describeUndecodable(raw)}` };
   const all = `one of ${DECISION_SHAPES.map((entry) => entry.shape).join(', ')}`;
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return { success: false, error: `malformed decision: expected a JSON object, ${all}; got ${raw === null ? 'null' : Array.isArray(raw) ? 'an array' : typeof raw}` };
   const present = DECISION_SHAPES.filter((entry) => entry.key in raw);

@@ -178,6 +178,13 @@ export const ReappliedDecisionSchema = z.object({
 });
 export type ReappliedDecision = z.infer<typeof ReappliedDecisionSchema>;
 
+/** A signal a run refused, and why. */
+export const RefusedSignalSchema = z.object({ signal: z.string(), reason: z.string() });
+export type RefusedSignal = z.infer<typeof RefusedSignalSchema>;
+
+/** How many refused signals a run's status keeps. */
+export const KEPT_REFUSED_SIGNALS = 10;
+
 /** The `status` query's answer. */
 export const RunStatusSchema = z.object({
   state: RunStateSchema,
@@ -195,6 +202,12 @@ export const RunStatusSchema = z.object({
   artifacts: z.array(z.object({ name: z.string(), chars: z.number().int(), metadata: z.record(z.string(), z.unknown()).optional() })).default([]),
   /** The last decision sent by signal that the run refused, and why (a signal gets no answer). */
   refusedDecision: z.object({ interruptId: z.string().optional(), reason: z.string() }).optional(),
+  /**
+   * The latest signals the run refused (at most 10, oldest first): a decision it could not take,
+   * a payload it could not decode, a report of holds from a run it did not start. A signal gets no
+   * answer, so this (and the worker's log) is where a sender learns why nothing happened.
+   */
+  refusedSignals: z.array(RefusedSignalSchema).optional(),
   /** After a `workflow reset`: the decisions the server re-applied, and what became of them. */
   reappliedDecisions: z.array(ReappliedDecisionSchema).optional(),
 });
@@ -272,6 +285,14 @@ export const CallToolInputSchema = z.object({
   turn: z.number().int().optional(),
   /** For a restart of the tool's own interrupt: the decision's payload. */
   resumed: z.unknown().optional(),
+  /**
+   * What the call's idempotency key is unique over: `execution` (set by runs since the patch
+   * `keel-idempotency-key-per-execution`) adds Temporal's run id of the current execution, so the
+   * key never repeats across continue-as-new, a reused run id or a reset; absent (calls scheduled
+   * before that patch) keeps the old `<workflowId>/<activityId>`, so their retries see the key
+   * their first attempt saw.
+   */
+  idempotency: z.literal('execution').optional(),
 });
 
 /** Input of the `validateToolOutput` local activity (a stand-in output for a held call). */

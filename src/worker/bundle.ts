@@ -18,6 +18,8 @@ const CODE_EXTENSION = __filename.endsWith('.ts') ? '.ts' : '.js';
 export const WORKFLOWS_PATH = join(CODE_DIR, 'workflows', `index${CODE_EXTENSION}`);
 /** The workflow interceptor module every bundle has: logs name the run's agent and turn. */
 const LOG_ATTRIBUTES_PATH = join(CODE_DIR, 'workflows', `log-attributes${CODE_EXTENSION}`);
+/** The workflow's payload converter: the default one, tolerant of payloads it cannot decode (a signal then is refused, not fatal). */
+const PAYLOAD_CONVERTER_PATH = join(CODE_DIR, 'workflows', `payload-converter${CODE_EXTENSION}`);
 /** The middleware registry, which the entry of a bundle with middleware modules calls. */
 const REGISTRY_PATH = join(CODE_DIR, 'middleware', `registry${CODE_EXTENSION}`);
 /**
@@ -106,6 +108,7 @@ export async function workflowBundlePath({ cacheDir = resolve('.keel', 'cache'),
   }
   const { code } = await bundleWorkflowCode({
     workflowsPath,
+    payloadConverterPath: PAYLOAD_CONVERTER_PATH,
     logger: quietLogger,
     workflowInterceptorModules: [...defaultWorkflowInterceptorModules, LOG_ATTRIBUTES_PATH, ...workflowInterceptorModules],
     webpackConfigHook: (webpackConfig) => ({ ...webpackConfig, resolve: { ...webpackConfig.resolve, alias: { ...webpackConfig.resolve?.alias, ...BUNDLE_ALIASES } } }),

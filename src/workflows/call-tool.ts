@@ -4,7 +4,7 @@
  * tool that answers with `toolFail` an error the model sees; any other failure is the tool's own (`ToolFailure`), which the tool-error policy may
  * answer to the model. Runs in the workflow: deterministic, no I/O.
  */
-import { ActivityFailure, ApplicationFailure, isCancellation, proxyActivities, type ActivityOptions } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, isCancellation, patched, proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import { RunStoppedError, ToolFailure, toKeelError, type KeelError } from '../core/errors';
 import { ModelVisibleToolError, TOOL_FAIL_FAILURE, TOOL_INTERRUPT_FAILURE, TOOL_STAGE, ToolInterrupt, holdData, toolFail } from '../core/interrupts';
 import type { KeelActivities } from '../activities/types';
@@ -12,6 +12,13 @@ import type { ToolRunner } from '../middleware/compose';
 import type { ContributedTool } from '../middleware/types';
 import { asKeelError } from './activity-errors';
 import type { RunState } from './run-state';
+
+/**
+ * The patch that made a tool call's idempotency key unique over the whole chain of a run:
+ * `<workflowId>/<temporal run id>/<activityId>`. Calls scheduled before it (in runs under way
+ * at the deploy) keep `<workflowId>/<activityId>`, so each retry sees its first attempt's key.
+ */
+export const IDEMPOTENCY_KEY_PATCH = 'keel-idempotency-key-per-execution';
 
 /** Options of `toolRunner`. */
 export interface ToolRunnerOptions {
@@ -48,6 +55,7 @@ export function toolRunner({ contributed, activity, stage, run }: ToolRunnerOpti
         ref: call.request.ref,
         ...(run ? { agent: run.status.agent, turn: run.status.turn } : {}),
         ...(resumed !== undefined ? { resumed } : {}),
+        ...(patched(IDEMPOTENCY_KEY_PATCH) ? { idempotency: 'execution' as const } : {}),
       });
     } catch (error) {
       if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure && error.cause.type === TOOL_INTERRUPT_FAILURE) {

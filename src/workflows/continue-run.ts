@@ -26,6 +26,8 @@ function carriedState(run: RunState): Record<string, unknown> {
 /** Puts a carried state back into a fresh run's state (the same object: the queries read it). */
 export function restoreRunState(run: RunState, state: Record<string, unknown>): void {
   Object.assign(run, state, { modelRequests: {} });
+  // Carried by a run from before keel recorded who may report holds: the older rule then holds for the chain.
+  if (!('reporters' in state)) delete run.reporters;
 }
 
 /** The input of the next run of the chain, going on at `iteration` with `messages`. */

@@ -14,6 +14,7 @@ import { KeelError } from '../core/errors';
 import { INTERRUPT_METADATA } from '../core/interrupts';
 import { assignToolRefs, messageText, toolRequestParts, type Message, type ModelRequest } from '../core/messages';
 import { describeZodError } from '../core/schema-errors';
+import { describeUndecodable, isUndecodable } from '../core/undecodable';
 import { RunInputSchema, type AgentSpec, type RunInput, type RunResult } from '../core/run';
 import { composeStage, composeToolChain } from '../middleware/compose';
 import type { GenerateOutcome, GenerateParams } from '../middleware/types';
@@ -26,7 +27,8 @@ import { resumeHeldCalls } from './resume';
 import { logRunAttributes } from './log-attributes';
 import { continuedInput, messageChunks, restoreRunState, shouldContinueAsNew } from './continue-run';
 import { newRunState, type RunState } from './run-state';
-import { answerQueries, settleCompleted, settleFailure, showInterrupts, startIndexing } from './run-status';
+import { answerQueries, recordRefusedSignal, settleCompleted, settleFailure, showInterrupts, startIndexing } from './run-status';
+import { acceptsReport } from './reporters';
 import { setUpRun } from './run-setup';
 import { runCall, settleTurn, type ToolTurnContext } from './tool-turn';
 
@@ -95,7 +97,10 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     onChange: () => showInterrupts(run, board.pending()),
     onRefused: (refusal) => {
       run.status.refusedDecision = refusal;
+      recordRefusedSignal(run, 'resume', refusal.reason);
     },
+    acceptsReport: (key, childRunId) => acceptsReport(run, key, childRunId),
+    onRefusedReport: (reason) => recordRefusedSignal(run, 'childInterrupts', reason),
     onReapplied: (decisions) => {
       run.status.reappliedDecisions = decisions;
     },
@@ -105,7 +110,7 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
   // Decided before the first await, where no local activity can shift it.
   const resolveAsActivity = patched(RESOLVE_AS_ACTIVITY_PATCH);
   try {
-    if (!parsed.success) throw new KeelError('INVALID_ARGUMENT', `invalid run input: ${describeZodError(parsed.error)}`);
+    if (!parsed.success) throw new KeelError('INVALID_ARGUMENT', `invalid run input: ${isUndecodable(startInput) ? describeUndecodable(startInput) : describeZodError(parsed.error)}`);
     const input: RunInput = parsed.data;
     let agent: AgentSpec;
     try {

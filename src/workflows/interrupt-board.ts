@@ -39,6 +39,10 @@ export interface InterruptBoardOptions {
   onReapplied?: (decisions: ReappliedDecision[]) => void;
   /** Called when a signalled decision is refused (a signal has no caller to answer). */
   onRefused?: (refusal: { interruptId?: string; reason: string }) => void;
+  /** True when run `runId` may report its holds here under `key` (this run started it). */
+  acceptsReport?: (key: string, runId: string) => boolean;
+  /** Called when a report of a sub-agent's holds is refused, with why. */
+  onRefusedReport?: (reason: string) => void;
   timeout?: Duration;
   onTimeout: 'deny' | 'fail';
 }
@@ -66,7 +70,13 @@ export class InterruptBoard {
 
   constructor(options: InterruptBoardOptions) {
     this.options = options;
-    this.nested = new SubAgentInterrupts({ runId: options.runId, reportTo: options.reportTo, onChange: () => this.changed() });
+    this.nested = new SubAgentInterrupts({
+      runId: options.runId,
+      reportTo: options.reportTo,
+      onChange: () => this.changed(),
+      ...(options.acceptsReport ? { acceptsReport: options.acceptsReport } : {}),
+      ...(options.onRefusedReport ? { onRefused: options.onRefusedReport } : {}),
+    });
     // Whether a decision may wait for its hold is decided by the validator, which runs only on
     // live delivery: the replayer runs a reset run under its original run id, so the handler
     // must not ask again.

@@ -15,6 +15,7 @@ import { sessionWorkflowId, type InvokeOutput } from '../core/session';
 import { asKeelError } from './activity-errors';
 import { GENERATE_WORKFLOW, abortTurnSignal } from './definitions';
 import type { RunState } from './run-state';
+import { expectReports } from './reporters';
 
 /** The KeelError a failed child run ended with (its status kept), and the usage it reported. */
 function childFailure(error: unknown, agent: string): { error: KeelError; usage?: Usage } {
@@ -32,7 +33,10 @@ function childFailure(error: unknown, agent: string): { error: KeelError; usage?
 /** The id and input of the next sub-agent run of `run`. */
 function childRun(run: RunState, inherited: () => MiddlewareRef[], { agent, messages, artifacts = [] }: AgentRunOptions): { runId: string; input: RunInputOptions } {
   run.children += 1;
-  return { runId: `${run.runId}/${agent}-${run.children}`, input: { agent, messages, artifacts, use: inherited() } };
+  const key = `${agent}-${run.children}`;
+  const runId = `${run.runId}/${key}`;
+  expectReports(run, key, { runId });
+  return { runId, input: { agent, messages, artifacts, use: inherited() } };
 }
 
 /** What the sub-agent runners of a run need. */
@@ -152,6 +156,8 @@ export function sessionInvoker({ run, inherited, forgetChild }: SubAgentRunnerOp
       retry: { initialInterval: '1 second', maximumInterval: '10 seconds' },
       summary: `session turn of ${agent}`,
     });
+    // The turn's run id is known once the session started it: any turn of that session may report under this key.
+    expectReports(run, `${agent}-${run.children}`, { sessionWorkflowId: sessionWorkflowId(agent, session) });
     try {
       const requestId = `${run.runId}/turn-${run.children}`;
       const invoke = { messages, detach, requestId, use: inherited(), reportTo: { runId: run.runId, key: `${agent}-${run.children}` }, ...(fromRunId ? { fromRunId } : {}) };

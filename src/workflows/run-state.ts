@@ -30,6 +30,11 @@ export interface RunState {
   aborting: string[];
   /** Run ids of finished tasks whose usage this run has counted. */
   countedTasks: string[];
+  /**
+   * The runs this run started that may report holds to it, by the key it shows them under
+   * (reporters.ts). Absent in a chain whose earlier runs kept no such record.
+   */
+  reporters?: Record<string, string>;
   /** Set while the run keeps its search attributes (KeelAgent, KeelStatus): the state last upserted. */
   indexed?: { state: string };
 }
@@ -47,5 +52,6 @@ export function newRunState(runId: string, agent: string): RunState {
     tasks: [],
     aborting: [],
     countedTasks: [],
+    reporters: {},
   };
 }

@@ -9,7 +9,7 @@ import { KeelError, RunStoppedError, fromApplicationFailure, toApplicationFailur
 import { ToolInterrupt } from '../core/interrupts';
 import { artifactText } from '../core/artifacts';
 import { messageText } from '../core/messages';
-import type { Interrupt, RunResult } from '../core/run';
+import { KEPT_REFUSED_SIGNALS, type Interrupt, type RunResult } from '../core/run';
 import { MODEL_REQUEST_PAGE_CHARS, messagesQuery, modelRequestQuery, statusQuery } from './definitions';
 import type { RunState } from './run-state';
 
@@ -33,6 +33,11 @@ export function answerQueries(run: RunState): void {
     return { pages, text, ...(page === 0 ? { ids: request.ids } : {}) };
   };
   setHandler(modelRequestQuery, modelRequestPage, { description: 'Internal to keel (its model activity reads a request by reference); not part of the protocol.' });
+}
+
+/** Records a signal the run refused and why (the latest KEPT_REFUSED_SIGNALS), for `status` to show. */
+export function recordRefusedSignal(run: RunState, signal: string, reason: string): void {
+  run.status.refusedSignals = [...(run.status.refusedSignals ?? []), { signal, reason }].slice(-KEPT_REFUSED_SIGNALS);
 }
 
 /** Records the pending interrupts: a run with any is `waiting`. */

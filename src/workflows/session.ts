@@ -17,6 +17,7 @@ import {
   condition,
   continueAsNew,
   isCancellation,
+  log,
   proxyLocalActivities,
   setHandler,
   startChild,
@@ -28,6 +29,7 @@ import type { Artifact } from '../core/artifacts';
 import { addUsage, messageText, type Message, type Usage } from '../core/messages';
 import type { MiddlewareRef, RunResult } from '../core/run';
 import { describeZodError } from '../core/schema-errors';
+import { describeUndecodable, isUndecodable } from '../core/undecodable';
 import { InvokeInputSchema, KEPT_ANSWERS, KEPT_SNAPSHOTS, SessionInputSchema, type InvokeInput, type InvokeOutput, type SessionInput, type SessionState, type Snapshot } from '../core/session';
 import type { KeelActivities } from '../activities/types';
 import { GENERATE_WORKFLOW, abortSessionUpdate, abortTurnSignal, childInterruptsSignal, invokeUpdate, snapshotQuery, waitForSnapshotUpdate } from './definitions';
@@ -53,7 +55,7 @@ const settled = (snapshot: Snapshot) => snapshot.status !== 'pending' && snapsho
 /** The session. */
 export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
   const parsed = SessionInputSchema.safeParse(rawInput);
-  if (!parsed.success) throw toApplicationFailure(new KeelError('INVALID_ARGUMENT', `invalid session input: ${describeZodError(parsed.error)}`));
+  if (!parsed.success) throw toApplicationFailure(new KeelError('INVALID_ARGUMENT', `invalid session input: ${isUndecodable(rawInput) ? describeUndecodable(rawInput) : describeZodError(parsed.error)}`));
   const { agent, sessionId } = parsed.data;
   let state: SessionState = parsed.data.state;
   let snapshots: Snapshot[] = parsed.data.snapshots;
@@ -116,7 +118,13 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
   setHandler(abortSessionUpdate, abortCurrent);
   // A turn reports its holds to its parent, this session; they are followed on the turn's own run.
   setHandler(childInterruptsSignal, () => undefined);
-  setHandler(abortTurnSignal, ({ requestedBy }) => {
+  setHandler(abortTurnSignal, (raw) => {
+    // Signals are not validated by Temporal: a malformed one is refused (logged), never fails the session or stops a turn.
+    const requestedBy = (raw as { requestedBy?: unknown } | undefined)?.requestedBy;
+    if (typeof requestedBy !== 'string' || requestedBy === '') {
+      log.warn('refused an abortTurn signal', { reason: `expected { requestedBy: <run id> }, got ${isUndecodable(raw) ? describeUndecodable(raw) : JSON.stringify(raw) ?? 'nothing'}` });
+      return;
+    }
     if (current && current.requestedBy === requestedBy) abortCurrent();
   });
 

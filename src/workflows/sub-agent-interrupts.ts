@@ -6,8 +6,10 @@
  * the child as a `resume` signal, where it is decided like any other. A person approves
  * everything from one place. Runs in the workflow: deterministic, no I/O.
  */
-import { ApplicationFailure, CancellationScope, getExternalWorkflowHandle, setHandler, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, getExternalWorkflowHandle, log, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Decision } from '../core/interrupts';
+import { describeZodError } from '../core/schema-errors';
+import { describeUndecodable, isUndecodable } from '../core/undecodable';
 import { ChildInterruptsSchema, type Interrupt } from '../core/run';
 import { childInterruptsSignal, resumeSignal } from './definitions';
 
@@ -19,6 +21,10 @@ export interface SubAgentInterruptsOptions {
   reportTo?: { runId: string; key: string };
   /** Called whenever a child's pending interrupts change. */
   onChange: () => void;
+  /** True when run `runId` may report holds under `key` (this run started it); default: any. */
+  acceptsReport?: (key: string, runId: string) => boolean;
+  /** Called with why a report was refused (it is logged too). */
+  onRefused?: (reason: string) => void;
 }
 
 /** The pending interrupts of a run's sub-agent runs, and the way decisions reach them. */
@@ -26,27 +32,39 @@ export class SubAgentInterrupts {
   private readonly runId: string;
   private readonly reportTo: { runId: string; key: string } | undefined;
   private readonly onChange: () => void;
+  private readonly acceptsReport: (key: string, runId: string) => boolean;
+  private readonly onRefused: (reason: string) => void;
   /** Each child's run id and pending interrupts, as this run shows them, by the child's key (`<agent>-<n>`). */
   private readonly byChild = new Map<string, { runId: string; interrupts: Interrupt[] }>();
   /** What this run last reported to its parent, so an unchanged list is not sent again. */
   private reported = '[]';
 
-  constructor({ runId, reportTo, onChange }: SubAgentInterruptsOptions) {
+  constructor({ runId, reportTo, onChange, acceptsReport = () => true, onRefused = () => undefined }: SubAgentInterruptsOptions) {
     this.runId = runId;
     this.reportTo = reportTo;
     this.onChange = onChange;
+    this.acceptsReport = acceptsReport;
+    this.onRefused = onRefused;
     setHandler(childInterruptsSignal, (raw) => {
-      // Signals are not validated by Temporal: a malformed one is ignored, never fails the run.
+      // Signals are not validated by Temporal: a malformed or foreign one is refused (logged, shown in status), never fails the run.
       const report = ChildInterruptsSchema.safeParse(raw);
-      if (!report.success) return;
+      if (!report.success) return this.refuse(`malformed report of holds: ${isUndecodable(raw) ? describeUndecodable(raw) : describeZodError(report.error)}`);
       const { runId: childRunId, interrupts } = report.data;
       const key = report.data.key ?? (childRunId.startsWith(`${this.runId}/`) ? childRunId.slice(this.runId.length + 1) : undefined);
-      if (!key || key.includes('/')) return;
+      if (!key || key.includes('/')) return this.refuse(`a report of holds from run "${childRunId}", which is not a sub-agent run of this run`);
+      if (!this.acceptsReport(key, childRunId)) {
+        return this.refuse(`a report of holds from run "${childRunId}" under "${key}": this run did not start that run (it accepts reports only from the sub-agent runs and tasks it started)`);
+      }
       const shown = interrupts.map((interrupt) => ({ ...interrupt, id: `${key}/${interrupt.id}`, path: [childRunId, ...(interrupt.path ?? [])] }));
       if (shown.length) this.byChild.set(key, { runId: childRunId, interrupts: shown });
       else this.byChild.delete(key);
       this.onChange();
     });
+  }
+
+  private refuse(reason: string): void {
+    log.warn('refused a childInterrupts signal', { reason });
+    this.onRefused(reason);
   }
 
   /** Every pending interrupt of the sub-agent runs, oldest child first. */

@@ -1,0 +1,119 @@
+/**
+ * A hostile or careless caller with signal rights, as real processes: `keel worker`, the
+ * `keel` CLI, and the `temporal` CLI sending what keel's client never would. A signal keel
+ * cannot decode is refused visibly and the run goes on; a forged report of a sub-agent's holds
+ * cannot make a decision sent to one run approve a hold in another.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KeelClient } from '../src/client/keel-client';
+import { loadConfig } from '../src/config/load';
+import { ROOT, runKeel, spawnKeel, writeTestConfig, type KeelProcess } from './support/processes';
+import { signalWithCli } from './support/temporal-cli';
+
+/** Two guarded agents: `guarded` asks for danger (held by ToolApproval), then says done. */
+const { dir, configPath: config } = writeTestConfig('adversarial', {
+  server: { enabled: false },
+  modules: [join(ROOT, 'test', 'fixtures', 'guard-agents.ts')],
+  models: [{ name: 'scripted/guarded', script: [{ toolRequests: [{ name: 'danger', input: { label: 'x' } }] }, { text: 'done' }] }],
+  agents: [{ name: 'guarded', model: 'scripted/guarded', tools: ['danger'], use: [{ name: 'toolApproval' }] }],
+});
+const env = { KEEL_TEST_DIR: dir };
+let worker: KeelProcess;
+let client: KeelClient;
+beforeAll(async () => {
+  worker = spawnKeel(['worker', '--config', config], { env });
+  await worker.waitFor(/keel: worker \d+ on task queue/);
+  client = await KeelClient.connect(loadConfig({ path: config }));
+});
+afterAll(async () => {
+  await client?.close();
+  worker?.kill('SIGKILL');
+  await worker?.exited;
+});
+
+/** Lines danger.log holds: one per execution of the dangerous tool. */
+const dangerRuns = (): string[] => (existsSync(join(dir, 'danger.log')) ? readFileSync(join(dir, 'danger.log'), 'utf8').trim().split('\n').filter(Boolean) : []);
+
+interface CliStatus {
+  status: string;
+  interrupts: Array<{ id: string; toolName?: string }>;
+  refusedSignals?: Array<{ signal: string; reason: string }>;
+}
+
+async function status(runId: string): Promise<CliStatus> {
+  const { stdout, stderr, code } = await runKeel(['status', runId, '--json', '--config', config]);
+  expect(code, stderr).toBe(0);
+  return JSON.parse(stdout) as CliStatus;
+}
+
+/** Starts a `guarded` run (optionally under `runId`) and waits for its approval hold. */
+async function heldRun(runId?: string): Promise<string> {
+  const handle = await client.start('guarded', 'go', runId ? { runId } : {});
+  await expect.poll(async () => (await status(handle.runId)).interrupts.map((interrupt) => interrupt.id), { timeout: 30_000, interval: 250 }).toEqual(['i1']);
+  return handle.runId;
+}
+
+describe('a signal keel cannot decode', () => {
+  it('is refused, logged and shown in status; the run still answers, takes a decision and finishes', async () => {
+    const runId = await heldRun();
+    const approval = JSON.stringify({ interruptId: 'i1', approved: true });
+    // An unknown encoding (another SDK's codec, a typo in --input-meta) and bytes that are not the JSON they claim to be.
+    await signalWithCli(runId, 'resume', approval, ['--input-meta', 'encoding=binary/x-bogus']);
+    // The CLI refuses to send bytes that are not JSON as json/plain; the raw gRPC call does not.
+    await client.temporal.workflowService.signalWorkflowExecution({
+      namespace: 'default',
+      workflowExecution: { workflowId: runId },
+      signalName: 'resume',
+      input: { payloads: [{ metadata: { encoding: Buffer.from('json/plain') }, data: Buffer.from('{not json') }] },
+      identity: 'a careless client',
+    });
+    await signalWithCli(runId, 'childInterrupts', approval, ['--input-meta', 'encoding=binary/x-bogus']);
+    await expect.poll(async () => (await status(runId)).refusedSignals?.length ?? 0, { timeout: 20_000, interval: 250 }).toBe(3);
+    const shown = await status(runId);
+    expect(shown).toMatchObject({ status: 'waiting', interrupts: [{ id: 'i1', toolName: 'danger' }] });
+    expect(shown.refusedSignals![0]).toMatchObject({ signal: 'resume', reason: expect.stringContaining('encoding "binary/x-bogus"') });
+    expect(shown.refusedSignals![1]).toMatchObject({ signal: 'resume', reason: expect.stringContaining('could not be decoded (encoding "json/plain"') });
+    expect(shown.refusedSignals![2]).toMatchObject({ signal: 'childInterrupts', reason: expect.stringContaining('encoding "binary/x-bogus"') });
+    expect(worker.output()).toContain('refused a decision sent by signal');
+    expect(dangerRuns()).toEqual([]);
+
+    const approved = await runKeel(['approve', runId, 'i1', '--config', config]);
+    expect(approved.code, approved.stderr).toBe(0);
+    expect((await client.getHandle(runId).result()).text).toBe('done');
+    expect(dangerRuns()).toHaveLength(1);
+  });
+});
+
+describe('a forged report of a sub-agent’s holds', () => {
+  it('is refused: a decision sent to one run never approves a hold of another run', async () => {
+    const ranBefore = dangerRuns().length;
+    const parent = await heldRun();
+    // The victims: an unrelated run, and one an attacker started under an id that looks like the parent's child.
+    const unrelated = await heldRun();
+    const lookalike = await heldRun(`${parent}/guarded-1`);
+    const report = (runId: string, key?: string) => JSON.stringify({ runId, ...(key ? { key } : {}), interrupts: [{ id: 'i1', kind: 'approval', toolName: 'danger', input: { label: 'x' } }] });
+    await signalWithCli(parent, 'childInterrupts', report(unrelated, 'x-1'));
+    await signalWithCli(parent, 'childInterrupts', report(lookalike));
+    await expect.poll(async () => (await status(parent)).refusedSignals?.length ?? 0, { timeout: 20_000, interval: 250 }).toBe(2);
+    const shown = await status(parent);
+    // Nothing forged shows as the parent's: only its own hold waits there.
+    expect(shown.interrupts.map((interrupt) => interrupt.id)).toEqual(['i1']);
+    expect(shown.refusedSignals).toEqual([
+      { signal: 'childInterrupts', reason: expect.stringContaining(`from run "${unrelated}" under "x-1": this run did not start that run`) },
+      { signal: 'childInterrupts', reason: expect.stringContaining(`from run "${lookalike}" under "guarded-1": this run did not start that run`) },
+    ]);
+
+    for (const forged of ['x-1/i1', 'guarded-1/i1']) {
+      const decided = await runKeel(['approve', parent, forged, '--config', config]);
+      expect(decided.code).toBe(1);
+      expect(decided.stderr).toContain(`unknown interrupt id "${forged}"; pending interrupts: i1`);
+    }
+    // The victims still wait, and the dangerous tool never ran.
+    expect((await status(unrelated)).interrupts.map((interrupt) => interrupt.id)).toEqual(['i1']);
+    expect((await status(lookalike)).interrupts.map((interrupt) => interrupt.id)).toEqual(['i1']);
+    expect(dangerRuns()).toHaveLength(ranBefore);
+    for (const runId of [parent, unrelated, lookalike]) await client.getHandle(runId).cancel();
+  });
+});
