@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runErrorOf, type RunHandle } from '../src/client/keel-client';
-import type { Message, ModelRequest } from '../src/core/messages';
+import type { Message, ModelRequest, ToolRequestPart } from '../src/core/messages';
 import { defineAgent } from '../src/define';
 import { BUDGET_METADATA_KEY, budget } from '../src/middleware/budget';
 import { JUDGE_INSTRUCTIONS, toolApproval } from '../src/middleware/tool-approval';
@@ -14,6 +14,7 @@ import { Registry } from '../src/registry';
 import { add, confirm, dangerous, echo } from './fixtures/tools';
 import { startTestWorker, type TestWorker } from './support/harness';
 import { resumeSignal } from '../src/workflows/definitions';
+import { signedHold } from './support/proofs';
 
 const registry = new Registry().add(add, confirm, dangerous, echo);
 let worker: TestWorker;
@@ -233,7 +234,10 @@ describe('interruptMode return: restarts reach the stage that held the call', ()
     });
     const first = await worker.client.run(name, 'go', { interruptMode: 'return' });
     expect(first.interrupts).toEqual([
-      { toolRequest: { name: 'dangerous', ref: '0', input: { v: 'x' } }, metadata: { interrupt: { message: 'Tool not in approved list: dangerous' }, interruptedBy: 'toolApproval', interruptStage: 1 } },
+      {
+        toolRequest: { name: 'dangerous', ref: '0', input: { v: 'x' } },
+        metadata: { interrupt: { message: 'Tool not in approved list: dangerous' }, interruptedBy: 'toolApproval', interruptStage: 1, interruptProof: expect.stringMatching(/^v1\./) },
+      },
     ]);
     const second = await worker.client.run(name, first.messages, { interruptMode: 'return', resume: { restart: [restartOf(first.interrupts[0], { toolApproved: true })] } });
     expect(second.finishReason).toBe('stop');
@@ -256,17 +260,18 @@ describe('interruptMode return: restarts reach the stage that held the call', ()
     expect(third.interrupts).toEqual([
       {
         toolRequest: { name: 'confirm', ref: '0', input: { question: 'delete everything?' } },
-        metadata: { interrupt: { message: 'Tool not in approved list: confirm' }, interruptedBy: 'toolApproval', interruptStage: 0 },
+        metadata: { interrupt: { message: 'Tool not in approved list: confirm' }, interruptedBy: 'toolApproval', interruptStage: 0, interruptProof: expect.stringMatching(/^v1\./) },
       },
     ]);
   });
 
   it('lets a restart through no gate that the gate did not record letting through', async () => {
     // run 1: echo is allowed and runs, dangerous is held → interrupted
-    // run 2a: a hold recorded without its stage (older histories), refused → every stage reads the refusal
+    // run 2a: a hold recorded without its stage (older histories, signed), refused → every stage reads the refusal
     // run 2b: with a second gate that allows nothing, a restart of echo (never held) runs as a fresh call,
     //         so the new gate holds it, as it holds dangerous once the first gate approves it
     // run 2c: a hold naming a middleware the run does not use → FAILED_PRECONDITION
+    // run 2d: the same hold without a proof (made up by the caller) is no hold at all: the gate holds the call afresh
     const { name } = agentWith({
       script: untilAnswered([{ name: 'echo', input: { v: 'a' } }, { name: 'dangerous', input: { v: 'b' } }], 'done'),
       tools: [echo, dangerous],
@@ -274,7 +279,10 @@ describe('interruptMode return: restarts reach the stage that held the call', ()
     });
     const first = await worker.client.run(name, 'go', { interruptMode: 'return' });
     const [sibling, held] = first.message!.content as HeldPart[];
-    const withHold = (metadata: Record<string, unknown>) => [...first.messages.slice(0, -1), { ...first.message!, content: [sibling!, { ...held!, metadata }] }] as Message[];
+    const withHold = (metadata: Record<string, unknown>, { signed = true } = {}) => {
+      const part = { ...held!, metadata } as ToolRequestPart;
+      return [...first.messages.slice(0, -1), { ...first.message!, content: [sibling!, signed ? signedHold(name, part) : part] }] as Message[];
+    };
 
     const legacy = await worker.client.run(name, withHold({ interrupt: { message: 'held' } }), { resume: { restart: [restartOf(held, { toolApproved: false })] } });
     expect(legacy.messages.at(-2)!.content[1]).toMatchObject({ toolResponse: { name: 'dangerous', output: { error: expect.stringContaining('the tool call was denied') } } });
@@ -298,6 +306,15 @@ describe('interruptMode return: restarts reach the stage that held the call', ()
       status: 'FAILED_PRECONDITION',
       message: 'tool request "dangerous#1" was held by middleware "genkit-middleware/somethingElse", which this run does not use; resume it with the same middleware',
     });
+
+    const madeUp = await worker.client.run(name, withHold({ interrupt: true, interruptedBy: 'tool' }, { signed: false }), { interruptMode: 'return', resume: { restart: [restartOf(held, true)] } });
+    expect(madeUp.finishReason).toBe('interrupted');
+    expect(madeUp.interrupts).toEqual([
+      {
+        toolRequest: { name: 'dangerous', ref: '1', input: { v: 'b' } },
+        metadata: { interrupt: { message: 'Tool not in approved list: dangerous' }, interruptedBy: 'toolApproval', interruptStage: 0, interruptProof: expect.stringMatching(/^v1\./) },
+      },
+    ]);
   });
 
   it('stops the run when a budget hold is answered with a stand-in output, before any held call runs', async () => {

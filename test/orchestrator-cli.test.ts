@@ -49,6 +49,15 @@ describe('orchestrator through the CLI', () => {
     const taskId = `bee:${runId}/bee-1`;
     expect(status!.tasks).toEqual([{ taskId, agent: 'bee', runId: `${runId}/bee-1` }]);
 
+    // A task id must name a task: not the root run under a made-up agent, nor a task under another agent's name.
+    const root = await runKeel(['abort', `sub:${runId}`, '--config', config]);
+    expect(root.code).toBe(1);
+    expect(root.stderr).toContain(`task id "sub:${runId}" names run "${runId}", which is not a background task (no run started it); to cancel that run itself: keel abort ${runId}`);
+    const misnamed = await runKeel(['abort', `guard:${runId}/bee-1`, '--config', config]);
+    expect(misnamed.code).toBe(1);
+    expect(misnamed.stderr).toContain(`which is a task of agent "bee", not "guard"; its task id is ${taskId}`);
+    expect((await keelJson<Status>(['status', runId], config)).status).toBe('waiting');
+
     const approved = await runKeel(['approve', runId, 'guard-2/i1', '--config', config]);
     expect(approved.code, approved.stderr).toBe(0);
     await expect.poll(async () => (await keelJson<Status>(['status', runId], config)).status, { timeout: 30_000, interval: 300 }).toBe('completed');

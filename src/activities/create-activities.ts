@@ -32,11 +32,16 @@ import { runSkillOperation } from './skills';
 import { countTokens } from './tokens';
 import { awaitTasks, inspectTasks } from './tasks';
 import type { KeelActivities } from './types';
+import type { SignProofsInput, VerifyProofsInput } from '../core/proofs';
+import { loadSigningKeys, type SigningKeys } from '../security/signing-keys';
+import { GENERATE_WORKFLOW, SESSION_WORKFLOW } from '../workflows/definitions';
 
 /** What the activities need. */
 export interface ActivityDependencies {
   registry: Registry;
-  config: Pick<KeelConfig, 'activities'> & Partial<Pick<KeelConfig, 'externalStorage'>>;
+  config: Pick<KeelConfig, 'activities'> & Partial<Pick<KeelConfig, 'externalStorage' | 'security' | 'baseDir'>>;
+  /** The keys proofs are signed with; loaded from the config (KEEL_SIGNING_KEY or its key file) when absent. */
+  signingKeys?: SigningKeys;
   /** Client used to read model requests back from their run. */
   client: Client;
   /** How long reading a model request back from its run may wait for an answer (default 10 s). */
@@ -120,9 +125,23 @@ function idempotencyKeyOf(info: ActivityInfo, idempotency: CallToolInput['idempo
   return `${workflowId}/${info.workflowExecution?.runId ?? 'standalone'}/${info.activityId}`;
 }
 
+/**
+ * Refuses an activity that only keel's own workflow code may call (it signs what clients must
+ * not forge) when it was not scheduled by a keel run: a standalone activity started by a client,
+ * for one.
+ */
+function assertCalledByRun(activity: string): void {
+  const { workflowType, workflowExecution } = Context.current().info;
+  if (!workflowExecution?.workflowId || (workflowType !== GENERATE_WORKFLOW && workflowType !== SESSION_WORKFLOW)) {
+    throw new KeelError('PERMISSION_DENIED', `activity ${activity} runs only for keel's own runs (it was scheduled by ${workflowType ? `workflow type "${workflowType}"` : 'no workflow'})`);
+  }
+}
+
 /** Builds the activity implementations for one worker. */
-export function createActivities({ registry, config, client, modelRequestTimeout = DEFAULT_MODEL_REQUEST_TIMEOUT }: ActivityDependencies): KeelActivities {
+export function createActivities({ registry, config, client, signingKeys, modelRequestTimeout = DEFAULT_MODEL_REQUEST_TIMEOUT }: ActivityDependencies): KeelActivities {
   const limit = payloadLimit(config.externalStorage);
+  let keys = signingKeys;
+  const proofKeys = (): SigningKeys => (keys ??= loadSigningKeys({ security: config.security ?? { signingKeyFile: '.keel/signing-key' }, baseDir: config.baseDir ?? process.cwd() }));
   // Whether the namespace has keel's search attributes: asked once per worker, on the first run.
   let searchAttributes: Promise<boolean> | undefined;
   const resolveAgent = ({ agent: name }: ResolveAgentInput): Promise<AgentSpec> =>
@@ -267,8 +286,22 @@ export function createActivities({ registry, config, client, modelRequestTimeout
       return parsed.data ?? null;
     });
 
+  const signProofs = ({ subjects }: SignProofsInput): Promise<string[]> =>
+    asActivity(async () => {
+      assertCalledByRun('signProofs');
+      return subjects.map((subject) => proofKeys().sign(subject));
+    });
+
+  const verifyProofs = ({ claims }: VerifyProofsInput): Promise<boolean[]> =>
+    asActivity(async () => {
+      assertCalledByRun('verifyProofs');
+      return claims.map(({ subject, proof }) => proofKeys().verify(subject, proof));
+    });
+
   return {
     resolveAgent,
+    signProofs,
+    verifyProofs,
     callModel,
     callTool,
     validateToolOutput,

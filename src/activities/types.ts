@@ -9,6 +9,7 @@ import type { SkillOperation, SkillResult } from '../core/skills';
 import type { CountTokensInput } from '../core/tokens';
 import type { InvokeOutput, InvokeSessionInput } from '../core/session';
 import type { AwaitTasksInput, AwaitTasksResult, InspectTasksInput, TaskReport } from '../core/tasks';
+import type { SignProofsInput, VerifyProofsInput } from '../core/proofs';
 
 /** Activities a keel worker registers. */
 export interface KeelActivities {
@@ -30,6 +31,10 @@ export interface KeelActivities {
   files(operation: FileOperation): Promise<FileResult>;
   /** One Skills operation: scan skill directories, load a skill, read a file it bundles (confined to it). */
   skills(operation: SkillOperation): Promise<SkillResult>;
+  /** Signs what a client must not forge (a held call, a task id) with the workers' key (src/core/proofs.ts). */
+  signProofs(input: SignProofsInput): Promise<string[]>;
+  /** Checks proofs that came back with a conversation: one answer per claim. */
+  verifyProofs(input: VerifyProofsInput): Promise<boolean[]>;
   /** Local activity: js-tiktoken counts of texts (ContextCompression's `tokenizer: 'tiktoken'`). */
   countTokens(input: CountTokensInput): Promise<number[]>;
 }

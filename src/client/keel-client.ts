@@ -12,6 +12,7 @@ import { SessionHandle } from './session-handle';
 import { assertInputFits } from './input-limit';
 import { runErrorOf } from './run-errors';
 import type { TaskStatus } from '../core/tasks';
+import { KEEL_AGENT } from '../core/search-attributes';
 
 export { runErrorOf };
 import type { Message, StreamedText } from '../core/messages';
@@ -405,11 +406,48 @@ export class KeelClient {
     return (answer.pollers ?? []).length;
   }
 
-  /** Stops a background task (`<agent>:<runId>`): its run is cancelled and settles as aborted. */
+  /**
+   * Stops a background task (`<agent>:<runId>`): its run is cancelled and settles as aborted. The
+   * id must name a task: a run of that agent that another run started (Temporal records its
+   * parent); anything else (a root run, a run of another agent) is refused, untouched.
+   */
   async abortTask(taskId: string): Promise<void> {
     const separator = taskId.indexOf(':');
     if (separator <= 0 || separator === taskId.length - 1) throw new KeelError('INVALID_ARGUMENT', `task id "${taskId}" is not of the form <agent>:<runId>`);
-    await this.getHandle(taskId.slice(separator + 1)).cancel();
+    const agent = taskId.slice(0, separator);
+    const runId = taskId.slice(separator + 1);
+    const handle = this.getHandle(runId);
+    let description;
+    try {
+      description = await handle.describe();
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) throw new KeelError('NOT_FOUND', `task id "${taskId}": no run "${runId}" exists`);
+      throw runErrorOf(error);
+    }
+    const info = description.raw.workflowExecutionInfo;
+    if (description.type !== GENERATE_WORKFLOW || !info?.parentExecution?.workflowId) {
+      throw new KeelError('INVALID_ARGUMENT', `task id "${taskId}" names run "${runId}", which is not a background task (no run started it); to cancel that run itself: keel abort ${runId}`);
+    }
+    const runAgent = await this.agentOf(runId, description.searchAttributes);
+    if (runAgent !== undefined && runAgent !== agent) {
+      throw new KeelError('INVALID_ARGUMENT', `task id "${taskId}" names run "${runId}", which is a task of agent "${runAgent}", not "${agent}"; its task id is ${runAgent}:${runId}`);
+    }
+    await handle.cancel();
+  }
+
+  /** The agent a run runs: its KeelAgent search attribute, else its first event's input (undefined when neither says). */
+  private async agentOf(runId: string, searchAttributes: Record<string, unknown>): Promise<string | undefined> {
+    const indexed = searchAttributes[KEEL_AGENT.name];
+    if (Array.isArray(indexed) && typeof indexed[0] === 'string') return indexed[0];
+    const { history } = await this.temporal.workflowService.getWorkflowExecutionHistory({ namespace: this.temporal.options.namespace, execution: { workflowId: runId }, maximumPageSize: 1 });
+    const payload = history?.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+    if (!payload) return undefined;
+    try {
+      const input = this.temporal.options.loadedDataConverter.payloadConverter.fromPayload<{ agent?: unknown }>(payload);
+      return typeof input?.agent === 'string' ? input.agent : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   /** Closes the connection. */

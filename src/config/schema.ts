@@ -188,6 +188,18 @@ export const ExternalStorageConfigSchema = z
   .strict()
   .refine((storage) => storage.driver !== 's3' || storage.s3 !== undefined, { message: 'driver s3 needs s3.bucket', path: ['s3'] });
 
+/** How workers sign what clients must not forge (held calls, task ids): src/security/signing-keys.ts. */
+export const SecurityConfigSchema = z
+  .object({
+    /**
+     * File holding the signing key, relative to the config file; created with a random key on
+     * first use. KEEL_SIGNING_KEY (comma-separated keys, the first signs) takes precedence: set it
+     * on every worker when workers run on several machines.
+     */
+    signingKeyFile: z.string().min(1).default('.keel/signing-key'),
+  })
+  .strict();
+
 /** The whole temporal.yaml. */
 export const KeelConfigSchema = z
   .object({
@@ -210,6 +222,7 @@ export const KeelConfigSchema = z
     models: z.array(ModelConfigSchema).default([]),
     /** MCP servers whose tools every worker registers (listed once per worker). */
     mcpServers: z.array(McpServerConfigSchema).default([]),
+    security: SecurityConfigSchema.prefault({}),
   })
   .strict();
 /** A validated config with defaults filled in. */

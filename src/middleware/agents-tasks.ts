@@ -1,9 +1,9 @@
 /**
  * The background-task tools of the Agents middleware (`async: true`): check, wait for and
  * abort sub-agent runs started with `background: true`. A task id is `<agent>:<runId>`; the
- * tools accept only ids this conversation launched (started by this run, or carried by a
- * delegation result in the conversation), so text that reaches the model cannot point them
- * at another conversation's task. Runs in the workflow; what a task run did is read through
+ * tools accept only ids this conversation launched (started by this run's chain, or carried by
+ * a delegation result in the conversation with a valid proof), so text that reaches the model
+ * or a client-managed history cannot point them at another conversation's task. Runs in the workflow; what a task run did is read through
  * activities.
  */
 import { z } from 'zod';
@@ -11,6 +11,7 @@ import type { Message } from '../core/messages';
 import type { RunResult } from '../core/run';
 import { isSettled, type TaskReport, type TaskStatus } from '../core/tasks';
 import type { ContributedTool, MiddlewareContext } from './types';
+import { PROOF_METADATA } from '../core/proofs';
 
 /** Base names of the background-task tools. */
 export const BACKGROUND_TOOLS = { check: 'check_background_tasks', wait: 'wait_for_background_tasks', abort: 'abort_background_tasks' } as const;
@@ -60,21 +61,30 @@ export function parseTaskId(taskId: string, agents: readonly string[]): { agent:
   return agent ? { agent, runId: taskId.slice(agent.length + 1) } : undefined;
 }
 
-/** Task ids (with their labels) this conversation launched: started by this run, or carried by a delegation result in `messages`. */
-export function conversationTasks(context: MiddlewareContext, messages: readonly Message[], delegationTools: ReadonlySet<string>): Map<string, string | undefined> {
-  const launched = launchedInConversation(messages, delegationTools);
+/**
+ * Task ids (with their labels) this conversation launched: started by this run's chain, or
+ * carried by a delegation result in `messages` whose proof verifies (so text planted in a
+ * client-managed conversation cannot reach another conversation's task).
+ */
+export async function conversationTasks(context: MiddlewareContext, messages: readonly Message[], delegationTools: ReadonlySet<string>): Promise<Map<string, string | undefined>> {
+  const claimed = launchedInConversation(messages, delegationTools);
+  const reachable = await context.tasks.reachable([...claimed].map(([taskId, { proof }]) => ({ taskId, ...(proof !== undefined ? { proof } : {}) })));
+  const launched = new Map<string, string | undefined>();
+  for (const [taskId, { name }] of claimed) if (reachable.has(taskId)) launched.set(taskId, name);
   for (const record of context.tasks.records()) launched.set(record.taskId, record.name);
   return launched;
 }
 
-/** Task ids (with their labels) carried by delegation results in the conversation. */
-function launchedInConversation(messages: readonly Message[], delegationTools: ReadonlySet<string>): Map<string, string | undefined> {
-  const found = new Map<string, string | undefined>();
+/** Task ids carried by delegation results in the conversation, with their labels and proofs. */
+function launchedInConversation(messages: readonly Message[], delegationTools: ReadonlySet<string>): Map<string, { name?: string; proof?: string }> {
+  const found = new Map<string, { name?: string; proof?: string }>();
   for (const message of messages) {
     for (const part of message.content) {
       if (!('toolResponse' in part) || !delegationTools.has(part.toolResponse.name)) continue;
       const output = part.toolResponse.output as { taskId?: unknown; name?: unknown } | undefined;
-      if (typeof output?.taskId === 'string') found.set(output.taskId, typeof output.name === 'string' ? output.name : undefined);
+      if (typeof output?.taskId !== 'string') continue;
+      const proof = part.metadata?.[PROOF_METADATA.task];
+      found.set(output.taskId, { ...(typeof output.name === 'string' ? { name: output.name } : {}), ...(typeof proof === 'string' ? { proof } : {}) });
     }
   }
   return found;
@@ -95,8 +105,8 @@ export function backgroundTools({ context, agents, names, delegationTools, maxWa
   type Resolved = Live | { row: TaskRow };
 
   /** Resolves the ids a tool was given: in scope and parseable, or a row saying why not. */
-  const resolve = (taskIds: readonly string[], requestMessages: readonly Message[]): Resolved[] => {
-    const launched = conversationTasks(context, requestMessages, delegationTools);
+  const resolve = async (taskIds: readonly string[], requestMessages: readonly Message[]): Promise<Resolved[]> => {
+    const launched = await conversationTasks(context, requestMessages, delegationTools);
     return [...new Set(taskIds)].map((taskId): Resolved => {
       const parsed = parseTaskId(taskId, agents);
       if (!parsed) {
@@ -152,7 +162,7 @@ export function backgroundTools({ context, agents, names, delegationTools, maxWa
     return pending.length ? context.tasks.inspect(pending.map((task) => task.runId)) : [];
   };
   /** The ids a tool was given, resolved against the conversation; none is a note. */
-  const given = (input: unknown, requestMessages: readonly Message[]): Resolved[] | undefined => {
+  const given = async (input: unknown, requestMessages: readonly Message[]): Promise<Resolved[] | undefined> => {
     const taskIds = TaskIdsSchema.safeParse(input).data?.taskIds ?? [];
     return taskIds.length ? resolve(taskIds, requestMessages) : undefined;
   };
@@ -161,7 +171,7 @@ export function backgroundTools({ context, agents, names, delegationTools, maxWa
   const check: ContributedTool = {
     definition: { name: names.check, description: 'Reports the status and, once finished, the result of background tasks, without waiting.', inputSchema: { type: 'object', properties: { taskIds: taskIdsProperty } } },
     run: async (input, params) => {
-      const resolved = given(input, params.requestMessages);
+      const resolved = await given(input, params.requestMessages);
       if (!resolved) return noIds;
       return { tasks: rows(resolved, await inspectLive(resolved)) };
     },
@@ -186,7 +196,7 @@ export function backgroundTools({ context, agents, names, delegationTools, maxWa
       if (waitFor !== 'all' && waitFor !== 'first') return { note: `waitFor must be "all" or "first", not "${waitFor}".` };
       const taskIds = parsed.taskIds ?? [];
       if (taskIds.length === 0) return noIds;
-      return waitOn(resolve(taskIds, params.requestMessages), parsed.timeoutSeconds, waitFor === 'first');
+      return waitOn(await resolve(taskIds, params.requestMessages), parsed.timeoutSeconds, waitFor === 'first');
     },
   };
 
@@ -209,7 +219,7 @@ export function backgroundTools({ context, agents, names, delegationTools, maxWa
   const abort: ContributedTool = {
     definition: { name: names.abort, description: 'Stops background tasks whose results are no longer needed.', inputSchema: { type: 'object', properties: { taskIds: taskIdsProperty } } },
     run: async (input, params) => {
-      const resolved = given(input, params.requestMessages);
+      const resolved = await given(input, params.requestMessages);
       if (!resolved) return noIds;
       const reports = await inspectLive(resolved);
       for (const report of reports) if (report.status === 'pending') await context.tasks.abort(report.runId);

@@ -16,6 +16,8 @@ import { sessionOfTurn } from '../core/session';
 import { BACKGROUND_TOOLS, backgroundTools, conversationTasks, parseTaskId } from './agents-tasks';
 import { injectSystemText } from './system-text';
 import type { ContributedTool, MiddlewareContext, ToolCallParams } from './types';
+import { PROOF_METADATA } from '../core/proofs';
+import { toolAnswer, type ToolAnswer } from '../core/tool-answer';
 
 /** Metadata key tagging the `<sub-agents>` block of the system prompt (the reference's). */
 export const AGENTS_INSTRUCTIONS_MARKER = 'agents-instructions';
@@ -213,7 +215,7 @@ export const agents = defineMiddleware({
       const { taskId, instructions } = input.data;
       const parsed = parseTaskId(taskId, config.agents.map((ref) => ref.name));
       if (!parsed) return { response: `Error: task ID "${taskId}" does not match any configured agent (expected "<agent>:<runId>").` };
-      const known = conversationTasks(context, params.requestMessages, delegationToolNames);
+      const known = await conversationTasks(context, params.requestMessages, delegationToolNames);
       if (!known.has(taskId)) return { response: 'Error: this conversation did not launch this task, so it cannot be continued from here.' };
       const label = known.get(taskId) !== undefined ? { name: known.get(taskId)! } : {};
       if (config.maxDelegations > 0 && delegations >= config.maxDelegations) {
@@ -271,6 +273,13 @@ export const agents = defineMiddleware({
       return { response: foldResult(agent, result, merged.length), ...(merged.length ? { artifacts: merged } : {}) };
     };
 
+    /** A delegation's answer; one that hands out a task id carries the proof that this run did, in its response's metadata. */
+    const withTaskProof = async (output: DelegationOutput): Promise<DelegationOutput | ToolAnswer> => {
+      if (output.taskId === undefined) return output;
+      const proof = (await context.tasks.prove([output.taskId]))[output.taskId];
+      return proof === undefined ? output : toolAnswer(output, { [PROOF_METADATA.task]: proof });
+    };
+
     const entries = config.agents.map((ref) => ({
       agent: ref.name,
       tool: delegationToolName(config.toolPrefix, ref.name),
@@ -293,7 +302,7 @@ export const agents = defineMiddleware({
           required: ['task'],
         },
       },
-      run: (input, params) => delegate(agent, input, params),
+      run: async (input, params) => withTaskProof(await delegate(agent, input, params)),
     }));
     const block = subAgentsBlock(entries, background, continueTool);
     if (background) {
@@ -328,7 +337,7 @@ export const agents = defineMiddleware({
             required: ['taskId'],
           },
         },
-        run: (input, params) => continueTask(input, params),
+        run: async (input, params) => withTaskProof(await continueTask(input, params)),
       });
     }
     return {

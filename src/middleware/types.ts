@@ -160,6 +160,17 @@ export interface TaskControl {
   wait: (runIds: readonly string[], options: { timeoutMs?: number; first: boolean }) => Promise<{ reports: TaskReport[]; timedOut: boolean }>;
   /** Asks a task run to stop; it settles as `aborted`. */
   abort: (runId: string) => Promise<void>;
+  /**
+   * Proofs that this run handed out these task ids (by id), for the tool response that carries
+   * them; empty for a run from before proofs.
+   */
+  prove: (taskIds: readonly string[]) => Promise<Record<string, string>>;
+  /**
+   * The task ids a conversation may reach, of those it claims: the ones this run's chain started,
+   * and the ones whose proof verifies (a client-managed conversation carried from an earlier run).
+   * A run from before proofs trusts every claim, as it did then.
+   */
+  reachable: (claims: ReadonlyArray<{ taskId: string; proof?: string }>) => Promise<Set<string>>;
 }
 
 /** One turn of a server-managed sub-agent's session. */

@@ -10,6 +10,7 @@ import { createActivities } from '../activities/create-activities';
 import type { KeelConfig } from '../config/schema';
 import type { Registry } from '../registry';
 import { keelDataConverter } from '../storage/data-converter';
+import { loadSigningKeys } from '../security/signing-keys';
 import { tracingFromEnv } from '../telemetry/tracing';
 import { workflowBundlePath } from './bundle';
 
@@ -62,7 +63,7 @@ export async function createKeelWorker({ config, registry, connection, client, t
     workflowBundle: { codePath: (tracing ? undefined : bundlePath) ?? (await workflowBundlePath({ middlewareModules, workflowInterceptorModules })) },
     interceptors: { activity: [logRunAttributes, ...(tracing?.activityInterceptors ?? [])] },
     ...(tracing ? { sinks: tracing.sinks } : {}),
-    activities: createActivities({ registry, config, client }),
+    activities: createActivities({ registry, config, client, signingKeys: loadSigningKeys(config) }),
     maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivityTaskExecutions,
     maxConcurrentWorkflowTaskExecutions: config.worker.maxConcurrentWorkflowTaskExecutions,
     ...(config.worker.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: config.worker.maxCachedWorkflows } : {}),

@@ -29,6 +29,7 @@ import { continuedInput, messageChunks, restoreRunState, shouldContinueAsNew } f
 import { newRunState, type RunState } from './run-state';
 import { answerQueries, recordRefusedSignal, settleCompleted, settleFailure, showInterrupts, startIndexing } from './run-status';
 import { acceptsReport } from './reporters';
+import { SIGNED_HOLDS_PATCH, signHolds, trustedForResume } from './proofs';
 import { setUpRun } from './run-setup';
 import { runCall, settleTurn, type ToolTurnContext } from './tool-turn';
 
@@ -131,6 +132,10 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     const maxTurns = input.maxTurns ?? agent.maxTurns;
     if (maxTurns < 0) throw new KeelError('INVALID_ARGUMENT', `maxTurns must not be negative (got ${maxTurns})`);
 
+    // A made-up history approves nothing: a resumed hold keeps its marks only with a valid proof.
+    // (Asked only where it matters, so a run that neither resumes nor returns holds records no marker.)
+    const signedHolds = (message: Message): Promise<Message> => (patched(SIGNED_HOLDS_PATCH) ? signHolds(agent.name, message) : Promise.resolve(message));
+    if (input.resume && patched(SIGNED_HOLDS_PATCH)) input.messages = await trustedForResume(agent.name, input.messages);
     const callModel = modelCaller(run, activityOptions(agent.activities.model), info.runId);
     const setup = await setUpRun({ agent, input, run, callModel, forgetChild: (runId) => board.forgetChild(runId) });
     for (const name of setup.contributed.keys()) localTools.add(name);
@@ -149,7 +154,8 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
       if (input.resume && iteration === 0) {
         const resumed = await resumeHeldCalls(turn, { resume: input.resume, stages: setup.stages, validateOutput: checkOutput, messages });
         if ('interrupted' in resumed) {
-          return { response: { message: resumed.interrupted, finishReason: 'interrupted', usage: {} }, messages: [...messages.slice(0, -1), resumed.interrupted] };
+          const held = await signedHolds(resumed.interrupted);
+          return { response: { message: held, finishReason: 'interrupted', usage: {} }, messages: [...messages.slice(0, -1), held] };
         }
         run.messages = resumed.messages;
         return generate({ iteration: 1, messages: resumed.messages });
@@ -174,7 +180,8 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
       const calls = requests.map((part) => runCall(turn, { part, iteration, requestMessages: messages }));
       const settled = await settleTurn(turn, { modelMessage, requests, calls });
       if ('interrupted' in settled) {
-        return { response: { ...response, message: settled.interrupted, finishReason: 'interrupted' }, messages: [...messages, settled.interrupted] };
+        const held = await signedHolds(settled.interrupted);
+        return { response: { ...response, message: held, finishReason: 'interrupted' }, messages: [...messages, held] };
       }
       run.messages = [...run.messages, settled.toolMessage];
       return generate({ iteration: iteration + 1, messages: run.messages });

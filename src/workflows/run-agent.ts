@@ -4,7 +4,7 @@
  * Temporal. The child gets the middleware the parent's hand down (`forChildRuns`), and its
  * usage counts in the parent's. Runs in the workflow: no I/O.
  */
-import { ApplicationFailure, CancellationScope, ChildWorkflowFailure, ParentClosePolicy, executeChild, getExternalWorkflowHandle, isCancellation, proxyActivities, startChild } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, ChildWorkflowFailure, ParentClosePolicy, executeChild, getExternalWorkflowHandle, isCancellation, patched, proxyActivities, startChild } from '@temporalio/workflow';
 import { KeelError, fromApplicationFailure, toKeelError } from '../core/errors';
 import { addUsage, type Usage } from '../core/messages';
 import type { MiddlewareRef, RunInputOptions, RunResult } from '../core/run';
@@ -16,6 +16,7 @@ import { asKeelError } from './activity-errors';
 import { GENERATE_WORKFLOW, abortTurnSignal } from './definitions';
 import type { RunState } from './run-state';
 import { expectReports } from './reporters';
+import { SIGNED_TASKS_PATCH, sign, verify } from './proofs';
 
 /** The KeelError a failed child run ended with (its status kept), and the usage it reported. */
 function childFailure(error: unknown, agent: string): { error: KeelError; usage?: Usage } {
@@ -121,6 +122,20 @@ export function taskControl({ run, inherited, forgetChild }: SubAgentRunnerOptio
         .cancel()
         .catch(() => undefined);
       if (!run.aborting.includes(runId)) run.aborting = [...run.aborting, runId];
+    },
+    async prove(taskIds) {
+      if (taskIds.length === 0 || !patched(SIGNED_TASKS_PATCH)) return {};
+      const proofs = await sign(taskIds.map((taskId) => ({ kind: 'task' as const, taskId })));
+      return Object.fromEntries(taskIds.map((taskId, index) => [taskId, proofs[index]!]));
+    },
+    async reachable(claims) {
+      const own = new Set(run.tasks.map((record) => record.taskId));
+      if (!patched(SIGNED_TASKS_PATCH)) return new Set([...own, ...claims.map((claim) => claim.taskId)]);
+      // Checked once per run: a proof does not stop being valid.
+      const unchecked = claims.filter((claim): claim is { taskId: string; proof: string } => !own.has(claim.taskId) && typeof claim.proof === 'string' && run.vouchedTasks?.[claim.taskId] === undefined);
+      const answers = await verify(unchecked.map((claim) => ({ subject: { kind: 'task' as const, taskId: claim.taskId }, proof: claim.proof })));
+      run.vouchedTasks = { ...run.vouchedTasks, ...Object.fromEntries(unchecked.map((claim, index) => [claim.taskId, answers[index] === true])) };
+      return new Set([...own, ...claims.filter((claim) => run.vouchedTasks?.[claim.taskId] === true).map((claim) => claim.taskId)]);
     },
   };
 }

@@ -35,6 +35,11 @@ export interface RunState {
    * (reporters.ts). Absent in a chain whose earlier runs kept no such record.
    */
   reporters?: Record<string, string>;
+  /**
+   * Task ids claimed by the conversation (not started by this chain) whose proof was checked,
+   * and whether it verified.
+   */
+  vouchedTasks?: Record<string, boolean>;
   /** Set while the run keeps its search attributes (KeelAgent, KeelStatus): the state last upserted. */
   indexed?: { state: string };
 }

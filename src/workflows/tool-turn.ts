@@ -12,6 +12,7 @@ import { isCancellation } from '@temporalio/workflow';
 import { ToolFailure } from '../core/errors';
 import { INTERRUPT_METADATA, ModelVisibleToolError, ToolInterrupt, decisionPayload } from '../core/interrupts';
 import { isToolAnswer } from '../core/tool-answer';
+import { PROOF_METADATA } from '../core/proofs';
 import type { Message, Part, ToolDefinition, ToolRequest, ToolRequestPart } from '../core/messages';
 import type { ToolCall, ToolRestart } from '../middleware/compose';
 import type { InterruptBoard } from './interrupt-board';
@@ -89,7 +90,7 @@ export async function runCall(context: ToolTurnContext, { part, iteration, reque
 /** Metadata of a tool request part without any interrupt marks. */
 export function withoutInterruptMarks(metadata: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
   if (!metadata) return undefined;
-  const { [INTERRUPT_METADATA.interrupt]: _interrupt, [INTERRUPT_METADATA.interruptedBy]: _by, [INTERRUPT_METADATA.interruptStage]: _stage, [INTERRUPT_METADATA.pendingOutput]: _pending, ...rest } = metadata;
+  const { [INTERRUPT_METADATA.interrupt]: _interrupt, [INTERRUPT_METADATA.interruptedBy]: _by, [INTERRUPT_METADATA.interruptStage]: _stage, [INTERRUPT_METADATA.pendingOutput]: _pending, [PROOF_METADATA.hold]: _proof, ...rest } = metadata;
   return Object.keys(rest).length ? rest : undefined;
 }
 
