@@ -199,8 +199,10 @@ describe('keel run / status / abort', () => {
     const { runId } = JSON.parse(detached.stdout);
     const status = await runKeel(['status', runId, '--json', '--config', orphanConfig]);
     expect(status.code).toBe(0);
-    expect(JSON.parse(status.stdout)).toMatchObject({ runId, status: 'running', turn: 0, interrupts: [] });
-    expect(status.stderr).toMatch(/^keel status: no worker is polling task queue "nobody-\d+" at .*; the run waits, durably, until one starts \(npx keel worker\)\n$/);
+    expect(JSON.parse(status.stdout)).toMatchObject({ runId, status: 'running', workerAnswered: false, turn: 0, interrupts: [] });
+    expect(status.stderr).toMatch(
+      /^keel status: no worker is polling task queue "nobody-\d+" at .*; the run waits, durably, until one starts \(npx keel worker\)\nkeel status: no worker answered the run's status query; showing what the run last recorded in Temporal \(its state and pending holds; turn and usage need a worker\)\n$/,
+    );
     expect((await runKeel(['abort', runId, '--config', orphanConfig])).code).toBe(0);
   });
 

@@ -7,7 +7,9 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config/load';
 import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
-import type { RunResult, RunStatus } from '../core/run';
+import { HOLDS_MEMO_KEY, MemoHoldSchema, RunStateSchema, type MemoHold, type RunResult, type RunStatus } from '../core/run';
+import { KEEL_STATUS } from '../core/search-attributes';
+import { z } from 'zod';
 import { ServerError } from '../server/server-error';
 import { requireModule } from '../worker/require-ts';
 import type { KeelClient, RunHandle } from './keel-client';
@@ -28,6 +30,7 @@ commands:
   abort <runId>               cancel a run
   approve <runId> <id>        approve a pending interrupt
   deny <runId> <id>           deny a pending interrupt (--reason <text>)
+  holds                       every hold waiting for a decision, with the command that decides it
   tasks <runId>               background tasks of a run (JSON)
   demo                        start what is needed and run the demo agent end to end
 
@@ -37,6 +40,8 @@ options:
   --detach                    (run) return at once with the run id
   --session <id>              (run) a turn of this session of a server-managed agent
   --reason <text>             (deny) why
+  --queue                     (approve, deny) send the decision even when no worker polls; it is
+                              recorded in the run's history and applied when a worker starts
   -h, --help                  this help`;
 
 /** Exit codes. */
@@ -50,6 +55,7 @@ interface CliOptions {
   reason?: string;
   id?: string;
   'id-prefix'?: string;
+  queue: boolean;
 }
 
 function parse(argv: string[]): { command: string | undefined; positionals: string[]; options: CliOptions; help: boolean } {
@@ -66,6 +72,7 @@ function parse(argv: string[]): { command: string | undefined; positionals: stri
         reason: { type: 'string' },
         id: { type: 'string' },
         'id-prefix': { type: 'string' },
+        queue: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -144,6 +151,18 @@ function runSummary(runId: string, result: RunResult | undefined, error: KeelErr
   };
 }
 
+/**
+ * What an open run last recorded in Temporal itself, for when no worker answers its query: its
+ * state (the KeelStatus search attribute) and pending holds (its memo), where it keeps them.
+ */
+function recordedStatus(description: { memo?: Record<string, unknown>; searchAttributes: Record<string, unknown> }): { state: RunStatus['state']; interrupts: MemoHold[] } {
+  const holds = z.array(MemoHoldSchema).safeParse(description.memo?.[HOLDS_MEMO_KEY]);
+  const indexed = description.searchAttributes[KEEL_STATUS.name];
+  const state = RunStateSchema.safeParse(Array.isArray(indexed) ? indexed[0] : undefined);
+  const interrupts = holds.success ? holds.data : [];
+  return { state: state.success ? state.data : interrupts.length ? 'waiting' : 'running', interrupts };
+}
+
 /** Reads the status query, bounded in time; undefined when no worker answers. */
 async function tryStatus(client: KeelClient, handle: RunHandle, timeoutMs = 5000): Promise<RunStatus | undefined> {
   try {
@@ -219,15 +238,23 @@ async function commandStatus(config: KeelConfig, positionals: string[], options:
     if (temporalStatus === 'COMPLETED') result = await handle.result();
     else if (temporalStatus !== 'RUNNING') error = await handle.result().then(() => undefined, runErrorOf);
     const byTemporal: Record<string, RunStatus['state']> = { RUNNING: 'running', COMPLETED: 'completed', CANCELLED: 'cancelled', TERMINATED: 'terminated', TIMED_OUT: 'timed_out' };
-    const state = status?.state ?? byTemporal[temporalStatus ?? ''] ?? 'failed';
+    // An open run no worker answered for: what it last recorded in Temporal (its KeelStatus and the holds in its memo), said as such.
+    const recorded = temporalStatus === 'RUNNING' && !status ? recordedStatus(description) : undefined;
+    if (recorded) {
+      process.stderr.write(
+        `keel status: no worker answered the run's status query${idle ? '' : ' within 5 s'}; showing what the run last recorded in Temporal (its state and pending holds; turn and usage need a worker)\n`,
+      );
+    }
+    const state = status?.state ?? recorded?.state ?? byTemporal[temporalStatus ?? ''] ?? 'failed';
     print(options.json, {
       runId,
       status: state,
+      ...(recorded ? { workerAnswered: false } : {}),
       turn: status?.turn ?? result?.turns ?? 0,
       ...(result?.finishReason ?? status?.finishReason ? { finishReason: result?.finishReason ?? status?.finishReason } : {}),
       ...(result?.text ?? status?.text ? { text: result?.text ?? status?.text } : {}),
       usage: result?.usage ?? status?.usage ?? {},
-      interrupts: status?.interrupts ?? [],
+      interrupts: status?.interrupts ?? recorded?.interrupts ?? [],
       tasks: status?.tasks ?? [],
       ...(error ? { error: error.toJSON() } : status?.error ? { error: status.error } : {}),
       ...(status?.refusedSignals?.length ? { refusedSignals: status.refusedSignals } : {}),
@@ -242,7 +269,9 @@ async function commandTasks(config: KeelConfig, positionals: string[], options: 
   return withClient(config, async (client) => {
     try {
       const tasks = await client.getHandle(runId).tasks();
-      print(options.json, { tasks }, tasks.map((task) => `${task.taskId}  ${task.status}${task.result ? `  ${task.result}` : ''}${task.error ? `  ${task.error.status}: ${task.error.message}` : ''}`).join('\n') || '(no background tasks)');
+      const describe = (task: (typeof tasks)[number]) =>
+        `${task.taskId}  ${task.status}${task.result ? `  ${task.result}` : ''}${task.error ? `  ${task.error.status}: ${task.error.message}` : ''}${(task.interrupts ?? []).map((hold) => `\n  ${hold.id}  ${hold.kind}${hold.toolName ? ` ${hold.toolName}` : ''}\n    ${hold.approve}\n    ${hold.deny}`).join('')}`;
+      print(options.json, { tasks }, tasks.map(describe).join('\n') || '(no background tasks)');
       return EXIT.ok;
     } catch (error) {
       return refuse(options, 'tasks', runErrorOf(error));
@@ -277,17 +306,62 @@ async function commandAbort(config: KeelConfig, positionals: string[], options: 
   });
 }
 
+/** How long `keel approve` / `keel deny` wait for a worker to take the decision. */
+const DECISION_WAIT_MS = 15_000;
+
 async function commandDecide(config: KeelConfig, command: 'approve' | 'deny', positionals: string[], options: CliOptions): Promise<number> {
   const [runId, interruptId] = positionals;
   if (!runId || !interruptId) throw new UsageError(`keel ${command} needs a run id and an interrupt id: keel ${command} <runId> <interruptId>`);
+  const approved = command === 'approve';
   return withClient(config, async (client) => {
     try {
       const handle = client.getHandle(runId);
-      const accepted = command === 'approve' ? await handle.approve(interruptId, { reason: options.reason }) : await handle.deny(interruptId, { reason: options.reason });
-      print(options.json, { runId, ...accepted, approved: command === 'approve' }, `${command === 'approve' ? 'approved' : 'denied'} ${accepted.decided.join(', ')} of run ${runId}`);
+      const description = await handle.describe().catch((error: unknown) => {
+        throw runErrorOf(error);
+      });
+      const taskQueue = description.taskQueue;
+      // Nobody would take the decision now: say so rather than wait, unless told to queue it.
+      const polling = description.status.name === 'RUNNING' ? await client.workersPolling(taskQueue).catch(() => undefined) : undefined;
+      const decision = { interruptId, approved, ...(options.reason !== undefined ? { reason: options.reason } : {}) };
+      if (polling === 0 && !options.queue) {
+        return refuse(
+          options,
+          command,
+          new KeelError(
+            'UNAVAILABLE',
+            `no worker polls task queue "${taskQueue}" at ${config.temporal.address}, so nothing would take the decision now; it was not sent. Start a worker (npx keel worker), or send it anyway with --queue: it is then recorded in the run's history and applied when a worker starts`,
+          ),
+        );
+      }
+      if (options.queue) {
+        // A signal is recorded in history at once, worker or not; the run takes (or refuses) it when a worker runs it.
+        await handle.signalDecision(decision);
+        print(
+          options.json,
+          { runId, interruptId, approved, queued: true },
+          `queued: ${approved ? 'approval' : 'denial'} of ${interruptId} recorded in the history of run ${runId}; a worker applies it when it runs the run (a refusal shows in keel status ${runId}, under refusedSignals)`,
+        );
+        return EXIT.ok;
+      }
+      const accepted = approved ? await handle.approve(interruptId, { reason: options.reason, timeoutMs: DECISION_WAIT_MS }) : await handle.deny(interruptId, { reason: options.reason, timeoutMs: DECISION_WAIT_MS });
+      print(options.json, { runId, ...accepted, approved }, `${approved ? 'approved' : 'denied'} ${accepted.decided.join(', ')} of run ${runId}`);
       return EXIT.ok;
     } catch (error) {
       return refuse(options, command, runErrorOf(error));
+    }
+  });
+}
+
+async function commandHolds(config: KeelConfig, options: CliOptions): Promise<number> {
+  return withClient(config, async (client) => {
+    try {
+      const holds = await client.holds();
+      const describe = (hold: (typeof holds)[number]) =>
+        `${hold.runId}  ${hold.id}  ${hold.kind}${hold.toolName ? ` ${hold.toolName}` : ''}${hold.agent ? `  (agent ${hold.agent})` : ''}${hold.message ? `: ${hold.message}` : ''}\n    ${hold.approve}\n    ${hold.deny}`;
+      print(options.json, { holds }, holds.map(describe).join('\n') || '(no holds waiting)');
+      return EXIT.ok;
+    } catch (error) {
+      return refuse(options, 'holds', runErrorOf(error));
     }
   });
 }
@@ -335,6 +409,8 @@ async function command(argv: string[]): Promise<number> {
         return await commandDecide(config, command, positionals, options);
       case 'tasks':
         return await commandTasks(config, positionals, options);
+      case 'holds':
+        return await commandHolds(config, options);
       case 'demo':
         return await later<typeof import('./demo')>('./demo').runDemo(config);
       default:

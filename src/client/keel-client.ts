@@ -13,12 +13,13 @@ import { assertInputFits } from './input-limit';
 import { runErrorOf } from './run-errors';
 import type { TaskStatus } from '../core/tasks';
 import { KEEL_AGENT } from '../core/search-attributes';
+import { decideCommands, holdsOf, listHolds, type HoldView } from './holds';
 
 export { runErrorOf };
 import type { Message, StreamedText } from '../core/messages';
 import { runEvents, streamedTextOf, type RunEvent, type RunEventsOptions } from './run-events';
 import type { Decision, DecisionAccepted } from '../core/interrupts';
-import type { Interrupt, MiddlewareRefInput, RunInputOptions, RunResult, RunStatus } from '../core/run';
+import type { Interrupt, MemoHold, MiddlewareRefInput, RunInputOptions, RunResult, RunStatus } from '../core/run';
 import type { KeelConfig } from '../config/schema';
 import { connectClient } from '../worker/connect';
 import { GENERATE_WORKFLOW, messagesQuery, resumeSignal, resumeUpdate, statusQuery } from '../workflows/definitions';
@@ -66,7 +67,10 @@ export interface TaskView {
   agent: string;
   /** The label the model gave it. */
   name?: string;
-  status: TaskStatus;
+  /** `waiting`: pending, with holds waiting for a decision (in `interrupts`). */
+  status: TaskStatus | 'waiting';
+  /** With `waiting`: the task's pending holds, each with the commands that decide it on the task's own run. */
+  interrupts?: Array<MemoHold & { approve: string; deny: string }>;
   /** With `completed`: the task's final text. */
   result?: string;
   /** With `failed` or `unknown`: why. */
@@ -84,6 +88,18 @@ export interface RunHandleOptions {
 /** Whether a worker refused a decision for its `toolName`/`ref` fields, which it does not know. */
 function refusesTarget(error: unknown): boolean {
   return /Unrecognized keys?: .*"(toolName|ref)"/.test(runErrorOf(error).message);
+}
+
+/** Options of `RunHandle.decide`. */
+export interface DecideOptions {
+  /** How long to wait for a worker to take the decision; unbounded when absent. */
+  timeoutMs?: number;
+}
+
+/** True for a gRPC call that ran past its deadline. */
+function isDeadlineExceeded(error: unknown): boolean {
+  const grpc = error instanceof ServiceError ? error.cause : error;
+  return (grpc as { code?: unknown } | undefined)?.code === 4 || /deadline exceeded/i.test(error instanceof Error ? error.message : String(error));
 }
 
 /** How long a decision waits to learn which call its interrupt holds before it goes without. */
@@ -193,19 +209,35 @@ export class RunHandle {
    * decision (unknown or already-decided id, malformed, a respond that fails the tool's
    * output schema) throws a KeelError saying why; the run is unaffected.
    */
-  async decide(decision: Decision): Promise<DecisionAccepted> {
+  async decide(decision: Decision, { timeoutMs }: DecideOptions = {}): Promise<DecisionAccepted> {
     const targeted = await this.targeted(decision);
+    const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
+    const send = (sent: Decision) => {
+      const update = () => this.workflow.executeUpdate(resumeUpdate, { args: [sent] });
+      return deadline === undefined ? update() : this.client.withDeadline(deadline, update);
+    };
     try {
-      return await this.workflow.executeUpdate(resumeUpdate, { args: [targeted] });
+      return await send(targeted);
     } catch (error) {
-      if (targeted === decision || !refusesTarget(error)) throw await this.closedRunError(error);
+      if (targeted === decision || !refusesTarget(error)) throw await this.decisionError(error, timeoutMs, decision.interruptId);
     }
     // A worker from before decisions could name their call refuses those fields: send the decision as given.
     try {
-      return await this.workflow.executeUpdate(resumeUpdate, { args: [decision] });
+      return await send(decision);
     } catch (error) {
-      throw await this.closedRunError(error);
+      throw await this.decisionError(error, timeoutMs, decision.interruptId);
     }
+  }
+
+  /** What a decision's failure means: no worker answered in time, the run ended, or the run's refusal. */
+  private async decisionError(error: unknown, timeoutMs: number | undefined, decisionId?: string): Promise<KeelError> {
+    if (timeoutMs !== undefined && isDeadlineExceeded(error)) {
+      return new KeelError(
+        'DEADLINE_EXCEEDED',
+        `no worker took the decision within ${Math.round(timeoutMs / 1000)} s (a worker polls the run's task queue but did not answer: busy, hung or stopped). The server keeps the decision for the run, until it restarts, and a worker applies it when it next runs the run (or refuses it, if the hold was decided meanwhile): see where it stands with keel status ${this.runId}`,
+      );
+    }
+    return this.closedRunError(error, decisionId);
   }
 
   /**
@@ -229,24 +261,44 @@ export class RunHandle {
    * Temporal answers a message to a run that has ended as if the run did not exist; say that
    * it ended, and how, when it did.
    */
-  private async closedRunError(error: unknown): Promise<KeelError> {
+  private async closedRunError(error: unknown, interruptId?: string): Promise<KeelError> {
     const failure = runErrorOf(error);
     if (!(error instanceof WorkflowNotFoundError)) return failure;
     const closed = await this.workflow.describe().then(
       (description) => (description.status.name === 'RUNNING' ? undefined : description.status.name.toLowerCase()),
       () => undefined,
     );
-    return closed ? new KeelError('FAILED_PRECONDITION', `run "${this.runId}" has ended (${closed}); it takes no more decisions`) : failure;
+    if (!closed) return failure;
+    return new KeelError('FAILED_PRECONDITION', `run "${this.runId}" has ended (${closed}); it takes no more decisions${await this.stillHeldBelow(interruptId)}`);
+  }
+
+  /**
+   * For a sub-agent's hold (`<key>/<id>`) sent to a run that has ended: where the hold still
+   * waits, when that sub-agent's run (`<runId>/<key>`, a background task) goes on.
+   */
+  private async stillHeldBelow(interruptId: string | undefined): Promise<string> {
+    const separator = interruptId?.indexOf('/') ?? -1;
+    if (!interruptId || separator <= 0) return '';
+    const childRunId = `${this.runId}/${interruptId.slice(0, separator)}`;
+    const running = await this.client.workflow
+      .getHandle(childRunId)
+      .describe()
+      .then(
+        (description) => description.status.name === 'RUNNING',
+        () => false,
+      );
+    const rest = interruptId.slice(separator + 1);
+    return running ? `; hold ${interruptId} is in run "${childRunId}", which goes on: decide it there (npx keel approve ${childRunId} ${rest}), or list every pending hold with keel holds` : '';
   }
 
   /** Approves a held call (or a budget hold: the run continues with its limit renewed). */
-  approve(interruptId: string, { reason }: { reason?: string } = {}): Promise<DecisionAccepted> {
-    return this.decide({ interruptId, approved: true, ...(reason !== undefined ? { reason } : {}) });
+  approve(interruptId: string, { reason, ...options }: { reason?: string } & DecideOptions = {}): Promise<DecisionAccepted> {
+    return this.decide({ interruptId, approved: true, ...(reason !== undefined ? { reason } : {}) }, options);
   }
 
   /** Denies a held call: the model is told it was refused (a budget hold: the run stops). */
-  deny(interruptId: string, { reason }: { reason?: string } = {}): Promise<DecisionAccepted> {
-    return this.decide({ interruptId, approved: false, ...(reason !== undefined ? { reason } : {}) });
+  deny(interruptId: string, { reason, ...options }: { reason?: string } & DecideOptions = {}): Promise<DecisionAccepted> {
+    return this.decide({ interruptId, approved: false, ...(reason !== undefined ? { reason } : {}) }, options);
   }
 
   /** Answers a held call with `output` in place of running it (checked against the tool's output schema). */
@@ -267,7 +319,7 @@ export class RunHandle {
     try {
       await this.workflow.signal(resumeSignal, decision);
     } catch (error) {
-      throw await this.closedRunError(error);
+      throw await this.closedRunError(error, decision.interruptId);
     }
   }
 
@@ -294,6 +346,11 @@ export class RunHandle {
     return Promise.all(
       records.map(async ({ taskId, agent, runId, name }): Promise<TaskView> => {
         const report = await inspectTask(this.client, runId);
+        if (report.status === 'pending') {
+          // Decided on the task's own run, which works whether or not the run that launched it still goes on.
+          const holds = await holdsOf(this.client, runId);
+          if (holds.length) return { taskId, agent, ...(name !== undefined ? { name } : {}), status: 'waiting', interrupts: holds.map((hold) => ({ ...hold, ...decideCommands(runId, hold.id) })) };
+        }
         // A run that finished without an answer (blocked, length, ...) failed as a task, as the agents' tools report it.
         const answered = !report.result || ['stop', 'other', 'unknown'].includes(report.result.finishReason);
         return {
@@ -309,6 +366,9 @@ export class RunHandle {
     );
   }
 }
+
+/** How recently Temporal must have seen a poller for it to count as a worker that polls. */
+const POLLER_FRESH_MS = 90_000;
 
 /** Options of `new KeelClient`. */
 export interface KeelClientOptions {
@@ -394,8 +454,9 @@ export class KeelClient {
   }
 
   /**
-   * How many workers poll the task queue for workflow tasks now (Temporal's recent pollers):
-   * 0 means a run waits until a worker starts.
+   * How many workers poll the task queue for workflow tasks now: Temporal's pollers seen within
+   * the last 90 s (a live worker polls again at least every minute; Temporal keeps listing a
+   * worker that died for minutes). 0 means a run waits until a worker starts.
    */
   async workersPolling(taskQueue = this.taskQueue): Promise<number> {
     const answer = await this.temporal.workflowService.describeTaskQueue({
@@ -403,7 +464,19 @@ export class KeelClient {
       taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
       taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
     });
-    return (answer.pollers ?? []).length;
+    const now = Date.now();
+    return (answer.pollers ?? []).filter((poller) => {
+      const seconds = poller.lastAccessTime?.seconds;
+      return seconds === undefined || seconds === null || now - Number(seconds) * 1000 <= POLLER_FRESH_MS;
+    }).length;
+  }
+
+  /**
+   * Every hold waiting for a decision in the namespace, once each (a sub-agent's at the topmost
+   * run that shows it), with the commands that decide it; read from Temporal, no worker needed.
+   */
+  holds(): Promise<HoldView[]> {
+    return listHolds(this.temporal);
   }
 
   /**

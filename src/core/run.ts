@@ -127,6 +127,35 @@ export const InterruptSchema = z.object({
 });
 export type Interrupt = z.infer<typeof InterruptSchema>;
 
+/** The memo key under which a run keeps its pending holds, so clients see them without a worker (`keel holds`, `keel status`). */
+export const HOLDS_MEMO_KEY = 'keelHolds';
+
+/** A pending hold as the run's memo records it: small, without the call's input. */
+export const MemoHoldSchema = InterruptSchema.pick({ id: true, kind: true, toolName: true, ref: true, path: true, message: true });
+export type MemoHold = z.infer<typeof MemoHoldSchema>;
+
+/** How long a hold's message may be in the memo. */
+const MEMO_MESSAGE_CHARS = 200;
+
+/** The memo entry of pending holds. */
+export function memoHolds(interrupts: readonly Interrupt[]): MemoHold[] {
+  return interrupts.map(({ id, kind, toolName, ref, path, message }) => ({
+    id,
+    kind,
+    ...(toolName !== undefined ? { toolName } : {}),
+    ...(ref !== undefined ? { ref } : {}),
+    ...(path !== undefined ? { path } : {}),
+    ...(message !== undefined ? { message: message.length > MEMO_MESSAGE_CHARS ? `${message.slice(0, MEMO_MESSAGE_CHARS - 1)}…` : message } : {}),
+  }));
+}
+
+/** A run that follows another's holds, and the key it shows them under (the `reportHoldsTo` signal). */
+export const ReportTargetSchema = z.object({ runId: z.string().min(1), key: z.string().min(1).regex(/^[^/]+$/, 'a key has no "/"') }).strict();
+export type ReportTarget = z.infer<typeof ReportTargetSchema>;
+
+/** How many followers a run reports its holds to (the latest). */
+export const KEPT_FOLLOWERS = 5;
+
 /** What a sub-agent run reports to the run it answers to: its pending interrupts (its own and its descendants'). */
 export const ChildInterruptsSchema = z.object({
   runId: z.string(),

@@ -76,7 +76,7 @@ export async function conversationTasks(context: MiddlewareContext, messages: re
 }
 
 /** Task ids carried by delegation results in the conversation, with their labels and proofs. */
-function launchedInConversation(messages: readonly Message[], delegationTools: ReadonlySet<string>): Map<string, { name?: string; proof?: string }> {
+export function launchedInConversation(messages: readonly Message[], delegationTools: ReadonlySet<string>): Map<string, { name?: string; proof?: string }> {
   const found = new Map<string, { name?: string; proof?: string }>();
   for (const message of messages) {
     for (const part of message.content) {

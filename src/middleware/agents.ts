@@ -13,7 +13,7 @@ import type { RunResult } from '../core/run';
 import { defineMiddleware } from './define-middleware';
 import { taskIdOf } from '../core/tasks';
 import { sessionOfTurn } from '../core/session';
-import { BACKGROUND_TOOLS, backgroundTools, conversationTasks, parseTaskId } from './agents-tasks';
+import { BACKGROUND_TOOLS, backgroundTools, conversationTasks, launchedInConversation, parseTaskId } from './agents-tasks';
 import { injectSystemText } from './system-text';
 import type { ContributedTool, MiddlewareContext, ToolCallParams } from './types';
 import { PROOF_METADATA } from '../core/proofs';
@@ -340,10 +340,25 @@ export const agents = defineMiddleware({
         run: async (input, params) => withTaskProof(await continueTask(input, params)),
       });
     }
+    // The first run of a chain follows the tasks earlier runs of the conversation launched that
+    // still run: their holds show in this run's status and are decided here.
+    let followed = context.carried !== undefined;
+    const followConversationTasks = async (messages: readonly Message[]) => {
+      followed = true;
+      const names = config.agents.map((ref) => ref.name);
+      const claims = [...launchedInConversation(messages, delegationToolNames)].flatMap(([taskId, { proof }]) => {
+        const parsed = parseTaskId(taskId, names);
+        return parsed ? [{ taskId, ...parsed, ...(proof !== undefined ? { proof } : {}) }] : [];
+      });
+      if (claims.length) await context.tasks.follow(claims);
+    };
     return {
       carry: () => delegations,
       tools,
-      wrapGenerate: (params, next) => next({ ...params, messages: injectSystemText(params.messages, AGENTS_INSTRUCTIONS_MARKER, block) }),
+      wrapGenerate: async (params, next) => {
+        if (!followed && background) await followConversationTasks(params.messages);
+        return next({ ...params, messages: injectSystemText(params.messages, AGENTS_INSTRUCTIONS_MARKER, block) });
+      },
     };
   },
 });

@@ -171,6 +171,12 @@ export interface TaskControl {
    * A run from before proofs trusts every claim, as it did then.
    */
   reachable: (claims: ReadonlyArray<{ taskId: string; proof?: string }>) => Promise<Set<string>>;
+  /**
+   * Follows tasks an earlier run of the conversation started (ids the conversation claims, with
+   * their proofs): the ones that may be reached and still run report their holds to this run from
+   * now on, so they show in its status and are decided here. A run from before this does nothing.
+   */
+  follow: (claims: ReadonlyArray<{ taskId: string; agent: string; runId: string; proof?: string }>) => Promise<void>;
 }
 
 /** One turn of a server-managed sub-agent's session. */

@@ -5,7 +5,7 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { Decision, DecisionAccepted } from '../core/interrupts';
 import type { Message } from '../core/messages';
-import type { ChildInterrupts, RunStatus } from '../core/run';
+import type { ChildInterrupts, ReportTarget, RunStatus } from '../core/run';
 import type { InvokeInput, InvokeOutput, Snapshot } from '../core/session';
 
 /** Current state of a run: lifecycle, turn, usage, pending interrupts. Works on closed runs. */
@@ -48,6 +48,13 @@ export const resumeSignal = defineSignal<[Decision]>('resume');
  * its parent, which shows them in its status and forwards decisions for them.
  */
 export const childInterruptsSignal = defineSignal<[ChildInterrupts]>('childInterrupts');
+
+/**
+ * Internal: a later run of the same conversation follows this run (a background task whose
+ * launching run has ended): from now on this run reports its pending holds there too, under the
+ * key given, and that run forwards decisions for them here.
+ */
+export const reportHoldsToSignal = defineSignal<[ReportTarget]>('reportHoldsTo');
 
 /** Workflow type name of a generate run. */
 export const GENERATE_WORKFLOW = 'generateWorkflow';

@@ -101,7 +101,8 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
       recordRefusedSignal(run, 'resume', refusal.reason);
     },
     acceptsReport: (key, childRunId) => acceptsReport(run, key, childRunId),
-    onRefusedReport: (reason) => recordRefusedSignal(run, 'childInterrupts', reason),
+    onRefusedReport: (signal, reason) => recordRefusedSignal(run, signal, reason),
+    followers: run,
     onReapplied: (decisions) => {
       run.status.reappliedDecisions = decisions;
     },

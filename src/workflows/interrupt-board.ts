@@ -10,7 +10,7 @@ import type { Duration } from '@temporalio/common';
 import { KeelError } from '../core/errors';
 import { holdMismatch, parseDecision, type Decision, type DecisionAccepted, type HoldPolicy, type ToolInterrupt } from '../core/interrupts';
 import type { ToolRequest } from '../core/messages';
-import type { Interrupt, ReappliedDecision } from '../core/run';
+import type { Interrupt, ReappliedDecision, ReportTarget } from '../core/run';
 import { resumeSignal, resumeUpdate } from './definitions';
 import { SubAgentInterrupts } from './sub-agent-interrupts';
 
@@ -41,8 +41,10 @@ export interface InterruptBoardOptions {
   onRefused?: (refusal: { interruptId?: string; reason: string }) => void;
   /** True when run `runId` may report its holds here under `key` (this run started it). */
   acceptsReport?: (key: string, runId: string) => boolean;
-  /** Called when a report of a sub-agent's holds is refused, with why. */
-  onRefusedReport?: (reason: string) => void;
+  /** Called when a report of a sub-agent's holds (or a follower) is refused: the signal, and why. */
+  onRefusedReport?: (signal: string, reason: string) => void;
+  /** Where the runs following this run's holds are kept (the run's state). */
+  followers: { followers?: ReportTarget[] };
   timeout?: Duration;
   onTimeout: 'deny' | 'fail';
 }
@@ -76,6 +78,7 @@ export class InterruptBoard {
       onChange: () => this.changed(),
       ...(options.acceptsReport ? { acceptsReport: options.acceptsReport } : {}),
       ...(options.onRefusedReport ? { onRefused: options.onRefusedReport } : {}),
+      followers: options.followers,
     });
     // Whether a decision may wait for its hold is decided by the validator, which runs only on
     // live delivery: the replayer runs a reset run under its original run id, so the handler

@@ -13,10 +13,13 @@ import type { KeelActivities } from '../activities/types';
 import type { AgentRunOptions, AgentRunOutcome, SessionTurnOptions, TaskControl } from '../middleware/types';
 import { sessionWorkflowId, type InvokeOutput } from '../core/session';
 import { asKeelError } from './activity-errors';
-import { GENERATE_WORKFLOW, abortTurnSignal } from './definitions';
+import { GENERATE_WORKFLOW, abortTurnSignal, reportHoldsToSignal } from './definitions';
 import type { RunState } from './run-state';
 import { expectReports } from './reporters';
 import { SIGNED_TASKS_PATCH, sign, verify } from './proofs';
+
+/** The patch that made a run follow the still-running tasks of its conversation's earlier runs. */
+export const FOLLOW_TASKS_PATCH = 'keel-follow-conversation-tasks';
 
 /** The KeelError a failed child run ended with (its status kept), and the usage it reported. */
 function childFailure(error: unknown, agent: string): { error: KeelError; usage?: Usage } {
@@ -93,6 +96,16 @@ const WAIT_MARGIN_MS = 60_000;
  * been started by an earlier run of the conversation).
  */
 export function taskControl({ run, inherited, forgetChild }: SubAgentRunnerOptions): TaskControl {
+  const reachable: TaskControl['reachable'] = async (claims) => {
+    const own = new Set(run.tasks.map((record) => record.taskId));
+    if (!patched(SIGNED_TASKS_PATCH)) return new Set([...own, ...claims.map((claim) => claim.taskId)]);
+    // Each (id, proof) is checked once per run: a proof does not stop being valid.
+    const checkKey = (claim: { taskId: string; proof?: string }) => `${claim.taskId} ${claim.proof ?? ''}`;
+    const unchecked = claims.filter((claim): claim is { taskId: string; proof: string } => !own.has(claim.taskId) && typeof claim.proof === 'string' && run.vouchedTasks?.[checkKey(claim)] === undefined);
+    const answers = await verify(unchecked.map((claim) => ({ subject: { kind: 'task' as const, taskId: claim.taskId }, proof: claim.proof })));
+    run.vouchedTasks = { ...run.vouchedTasks, ...Object.fromEntries(unchecked.map((claim, index) => [checkKey(claim), answers[index] === true])) };
+    return new Set([...own, ...claims.filter((claim) => run.vouchedTasks?.[checkKey(claim)] === true).map((claim) => claim.taskId)]);
+  };
   return {
     async start(options) {
       const { runId, input } = childRun(run, inherited, options);
@@ -128,15 +141,26 @@ export function taskControl({ run, inherited, forgetChild }: SubAgentRunnerOptio
       const proofs = await sign(taskIds.map((taskId) => ({ kind: 'task' as const, taskId })));
       return Object.fromEntries(taskIds.map((taskId, index) => [taskId, proofs[index]!]));
     },
-    async reachable(claims) {
+    async follow(claims) {
       const own = new Set(run.tasks.map((record) => record.taskId));
-      if (!patched(SIGNED_TASKS_PATCH)) return new Set([...own, ...claims.map((claim) => claim.taskId)]);
-      // Checked once per run: a proof does not stop being valid.
-      const unchecked = claims.filter((claim): claim is { taskId: string; proof: string } => !own.has(claim.taskId) && typeof claim.proof === 'string' && run.vouchedTasks?.[claim.taskId] === undefined);
-      const answers = await verify(unchecked.map((claim) => ({ subject: { kind: 'task' as const, taskId: claim.taskId }, proof: claim.proof })));
-      run.vouchedTasks = { ...run.vouchedTasks, ...Object.fromEntries(unchecked.map((claim, index) => [claim.taskId, answers[index] === true])) };
-      return new Set([...own, ...claims.filter((claim) => run.vouchedTasks?.[claim.taskId] === true).map((claim) => claim.taskId)]);
+      const others = claims.filter((claim) => !own.has(claim.taskId));
+      if (others.length === 0 || !patched(FOLLOW_TASKS_PATCH)) return;
+      const vouched = await reachable(others);
+      const candidates = others.filter((claim) => vouched.has(claim.taskId));
+      if (candidates.length === 0) return;
+      const reports = await inspectTasks({ runIds: candidates.map((claim) => claim.runId) });
+      for (const claim of candidates) {
+        if (reports.find((report) => report.runId === claim.runId)?.status !== 'pending') continue;
+        run.children += 1;
+        const key = `${claim.agent}-${run.children}`;
+        expectReports(run, key, { runId: claim.runId });
+        // A task that has ended meanwhile cannot be told; there is nothing left to follow then.
+        await getExternalWorkflowHandle(claim.runId)
+          .signal(reportHoldsToSignal, { runId: run.runId, key })
+          .catch(() => undefined);
+      }
     },
+    reachable,
   };
 }
 

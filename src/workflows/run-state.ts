@@ -6,7 +6,7 @@
 import type { Artifact } from '../core/artifacts';
 import type { Message } from '../core/messages';
 import type { TaskRecord } from '../core/tasks';
-import type { RunStatus } from '../core/run';
+import type { ReportTarget, RunStatus } from '../core/run';
 
 /** One run's state. JSON-plain. */
 export interface RunState {
@@ -37,9 +37,13 @@ export interface RunState {
   reporters?: Record<string, string>;
   /**
    * Task ids claimed by the conversation (not started by this chain) whose proof was checked,
-   * and whether it verified.
+   * by `<taskId> <proof>`, and whether it verified.
    */
   vouchedTasks?: Record<string, boolean>;
+  /** Later runs of the conversation that follow this run's holds (it reports them there too). */
+  followers?: ReportTarget[];
+  /** The pending holds last written to the run's memo, as JSON (absent: none written). */
+  memoHolds?: string;
   /** Set while the run keeps its search attributes (KeelAgent, KeelStatus): the state last upserted. */
   indexed?: { state: string };
 }

@@ -3,13 +3,13 @@
  * query handlers over the run's state, and how the state settles when the run completes,
  * fails, is stopped or is cancelled. Runs in the workflow: deterministic, no I/O.
  */
-import { ApplicationFailure, ContinueAsNew, isCancellation, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { ApplicationFailure, ContinueAsNew, isCancellation, patched, setHandler, upsertMemo, upsertSearchAttributes } from '@temporalio/workflow';
 import { KEEL_AGENT, KEEL_STATUS } from '../core/search-attributes';
 import { KeelError, RunStoppedError, fromApplicationFailure, toApplicationFailure, toKeelError } from '../core/errors';
 import { ToolInterrupt } from '../core/interrupts';
 import { artifactText } from '../core/artifacts';
 import { messageText } from '../core/messages';
-import { KEPT_REFUSED_SIGNALS, type Interrupt, type RunResult } from '../core/run';
+import { HOLDS_MEMO_KEY, KEPT_REFUSED_SIGNALS, memoHolds, type Interrupt, type RunResult } from '../core/run';
 import { MODEL_REQUEST_PAGE_CHARS, messagesQuery, modelRequestQuery, statusQuery } from './definitions';
 import type { RunState } from './run-state';
 
@@ -40,11 +40,28 @@ export function recordRefusedSignal(run: RunState, signal: string, reason: strin
   run.status.refusedSignals = [...(run.status.refusedSignals ?? []), { signal, reason }].slice(-KEPT_REFUSED_SIGNALS);
 }
 
+/** The patch that made runs keep their pending holds in their memo (HOLDS_MEMO_KEY). */
+export const HOLDS_MEMO_PATCH = 'keel-holds-memo';
+
 /** Records the pending interrupts: a run with any is `waiting`. */
 export function showInterrupts(run: RunState, pending: Interrupt[]): void {
   run.status.interrupts = pending;
   if (run.status.state === 'running' || run.status.state === 'waiting') run.status.state = pending.length ? 'waiting' : 'running';
   indexState(run);
+  memoizeHolds(run, pending);
+}
+
+/**
+ * Keeps the pending holds in the run's memo, which Temporal answers without a worker: `keel
+ * holds` lists them across the namespace and `keel status` shows them while no worker runs.
+ * Upserted only when the list changed.
+ */
+function memoizeHolds(run: RunState, pending: readonly Interrupt[]): void {
+  const holds = memoHolds(pending);
+  const json = JSON.stringify(holds);
+  if (json === (run.memoHolds ?? '[]') || !patched(HOLDS_MEMO_PATCH)) return;
+  run.memoHolds = json;
+  upsertMemo({ [HOLDS_MEMO_KEY]: holds });
 }
 
 /**

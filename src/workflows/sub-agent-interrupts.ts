@@ -4,14 +4,17 @@
  * `childInterrupts` signal; the parent shows them in its own status under composite ids
  * (`<agent>-<n>/<id>`) with a `path` of run ids, and forwards a decision for one of them to
  * the child as a `resume` signal, where it is decided like any other. A person approves
- * everything from one place. Runs in the workflow: deterministic, no I/O.
+ * everything from one place. A background task whose launching run has ended can be followed
+ * by a later run of the same conversation (`reportHoldsTo`): it then reports its holds there
+ * too, so they show, and are decided, where the conversation goes on.
+ * Runs in the workflow: deterministic, no I/O.
  */
 import { ApplicationFailure, CancellationScope, getExternalWorkflowHandle, log, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Decision } from '../core/interrupts';
 import { describeZodError } from '../core/schema-errors';
 import { describeUndecodable, isUndecodable } from '../core/undecodable';
-import { ChildInterruptsSchema, type Interrupt } from '../core/run';
-import { childInterruptsSignal, resumeSignal } from './definitions';
+import { ChildInterruptsSchema, KEPT_FOLLOWERS, ReportTargetSchema, type Interrupt, type ReportTarget } from '../core/run';
+import { childInterruptsSignal, reportHoldsToSignal, resumeSignal } from './definitions';
 
 /** Options of `SubAgentInterrupts`. */
 export interface SubAgentInterruptsOptions {
@@ -23,8 +26,10 @@ export interface SubAgentInterruptsOptions {
   onChange: () => void;
   /** True when run `runId` may report holds under `key` (this run started it); default: any. */
   acceptsReport?: (key: string, runId: string) => boolean;
-  /** Called with why a report was refused (it is logged too). */
-  onRefused?: (reason: string) => void;
+  /** Called with the signal and why it was refused (it is logged too). */
+  onRefused?: (signal: string, reason: string) => void;
+  /** Where the runs that follow this run's holds (`reportHoldsTo`) are kept: the run's state, carried across continue-as-new. */
+  followers: { followers?: ReportTarget[] };
 }
 
 /** The pending interrupts of a run's sub-agent runs, and the way decisions reach them. */
@@ -33,27 +38,39 @@ export class SubAgentInterrupts {
   private readonly reportTo: { runId: string; key: string } | undefined;
   private readonly onChange: () => void;
   private readonly acceptsReport: (key: string, runId: string) => boolean;
-  private readonly onRefused: (reason: string) => void;
+  private readonly onRefused: (signal: string, reason: string) => void;
+  private readonly followers: { followers?: ReportTarget[] };
   /** Each child's run id and pending interrupts, as this run shows them, by the child's key (`<agent>-<n>`). */
   private readonly byChild = new Map<string, { runId: string; interrupts: Interrupt[] }>();
-  /** What this run last reported to its parent, so an unchanged list is not sent again. */
-  private reported = '[]';
+  /** What this run last reported to each run it reports to, by that run's id, so an unchanged list is not sent again. */
+  private readonly reported = new Map<string, string>();
 
-  constructor({ runId, reportTo, onChange, acceptsReport = () => true, onRefused = () => undefined }: SubAgentInterruptsOptions) {
+  constructor({ runId, reportTo, onChange, acceptsReport = () => true, onRefused = () => undefined, followers }: SubAgentInterruptsOptions) {
     this.runId = runId;
     this.reportTo = reportTo;
     this.onChange = onChange;
     this.acceptsReport = acceptsReport;
     this.onRefused = onRefused;
+    this.followers = followers;
+    setHandler(reportHoldsToSignal, (raw) => {
+      const target = ReportTargetSchema.safeParse(raw);
+      if (!target.success) return this.refuse('reportHoldsTo', `malformed follower: ${isUndecodable(raw) ? describeUndecodable(raw) : describeZodError(target.error)}`);
+      if (target.data.runId === this.runId) return this.refuse('reportHoldsTo', 'a run cannot follow its own holds');
+      const others = (this.followers.followers ?? []).filter((follower) => follower.runId !== target.data.runId);
+      this.followers.followers = [...others, target.data].slice(-KEPT_FOLLOWERS);
+      // Told at once what waits now (and from then on, whenever it changes).
+      this.reported.delete(target.data.runId);
+      this.onChange();
+    }, { description: 'Internal: a later run of the conversation follows this task: its holds are reported there too, under the key given.' });
     setHandler(childInterruptsSignal, (raw) => {
       // Signals are not validated by Temporal: a malformed or foreign one is refused (logged, shown in status), never fails the run.
       const report = ChildInterruptsSchema.safeParse(raw);
-      if (!report.success) return this.refuse(`malformed report of holds: ${isUndecodable(raw) ? describeUndecodable(raw) : describeZodError(report.error)}`);
+      if (!report.success) return this.refuse('childInterrupts', `malformed report of holds: ${isUndecodable(raw) ? describeUndecodable(raw) : describeZodError(report.error)}`);
       const { runId: childRunId, interrupts } = report.data;
       const key = report.data.key ?? (childRunId.startsWith(`${this.runId}/`) ? childRunId.slice(this.runId.length + 1) : undefined);
-      if (!key || key.includes('/')) return this.refuse(`a report of holds from run "${childRunId}", which is not a sub-agent run of this run`);
+      if (!key || key.includes('/')) return this.refuse('childInterrupts', `a report of holds from run "${childRunId}", which is not a sub-agent run of this run`);
       if (!this.acceptsReport(key, childRunId)) {
-        return this.refuse(`a report of holds from run "${childRunId}" under "${key}": this run did not start that run (it accepts reports only from the sub-agent runs and tasks it started)`);
+        return this.refuse('childInterrupts', `a report of holds from run "${childRunId}" under "${key}": this run did not start that run (it accepts reports only from the sub-agent runs and tasks it started)`);
       }
       const shown = interrupts.map((interrupt) => ({ ...interrupt, id: `${key}/${interrupt.id}`, path: [childRunId, ...(interrupt.path ?? [])] }));
       if (shown.length) this.byChild.set(key, { runId: childRunId, interrupts: shown });
@@ -62,9 +79,9 @@ export class SubAgentInterrupts {
     });
   }
 
-  private refuse(reason: string): void {
-    log.warn('refused a childInterrupts signal', { reason });
-    this.onRefused(reason);
+  private refuse(signal: string, reason: string): void {
+    log.warn(`refused a ${signal} signal`, { reason });
+    this.onRefused(signal, reason);
   }
 
   /** Every pending interrupt of the sub-agent runs, oldest child first. */
@@ -107,16 +124,22 @@ export class SubAgentInterrupts {
     this.onChange();
   }
 
-  /** Reports this run's pending interrupts (its own and its sub-agents') to its parent run, if it has one. */
+  /**
+   * Reports this run's pending interrupts (its own and its sub-agents') to the run it answers to
+   * (its parent, or `reportTo`) and to every run that follows it, each under its own key.
+   */
   reportToParent(pending: readonly Interrupt[]): void {
     const parent = this.reportTo?.runId ?? workflowInfo().parent?.workflowId;
+    const targets: Array<{ runId: string; key?: string }> = [...(parent ? [{ runId: parent, ...(this.reportTo ? { key: this.reportTo.key } : {}) }] : []), ...(this.followers.followers ?? [])];
     const json = JSON.stringify(pending);
-    if (!parent || json === this.reported) return;
-    this.reported = json;
-    const report = { runId: this.runId, interrupts: [...pending], ...(this.reportTo ? { key: this.reportTo.key } : {}) };
-    // Sent even from a cancelled run (its last report clears its holds); a parent that has
-    // finished cannot be told, and its status no longer matters.
-    void CancellationScope.nonCancellable(() => getExternalWorkflowHandle(parent).signal(childInterruptsSignal, report)).catch(() => undefined);
+    for (const target of targets) {
+      if ((this.reported.get(target.runId) ?? '[]') === json) continue;
+      this.reported.set(target.runId, json);
+      const report = { runId: this.runId, interrupts: [...pending], ...(target.key !== undefined ? { key: target.key } : {}) };
+      // Sent even from a cancelled run (its last report clears its holds); a run that has
+      // finished cannot be told, and its status no longer matters.
+      void CancellationScope.nonCancellable(() => getExternalWorkflowHandle(target.runId).signal(childInterruptsSignal, report)).catch(() => undefined);
+    }
   }
 
   /** Forgets a sub-agent run that has settled: none of its holds can be decided any more. */

@@ -1,0 +1,151 @@
+/**
+ * Decisions reach their hold, or say why not, with real processes: `keel approve` when no
+ * worker polls (refused, or queued with --queue) and when the worker that polls does not answer
+ * (a bounded wait, then the decision is applied once a worker runs the run); `keel status`
+ * without a worker says what Temporal recorded; a hold raised in a background task after its
+ * launching run ended stays findable (`keel tasks`, `keel holds`) and decidable, from the task's
+ * own run or from a later run of the same conversation.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { KeelClient } from '../src/client/keel-client';
+import { loadConfig } from '../src/config/load';
+import { temporal } from '@temporalio/proto';
+import { ROOT, killAfterEach, runKeel, spawnKeel, writeTestConfig } from './support/processes';
+
+const track = killAfterEach(afterEach);
+
+const { dir, configPath: config } = writeTestConfig('decisions', {
+  server: { enabled: false },
+  modules: [join(ROOT, 'test', 'fixtures', 'guard-agents.ts')],
+});
+const env = { KEEL_TEST_DIR: dir };
+let client: KeelClient;
+beforeAll(async () => {
+  client = await KeelClient.connect(loadConfig({ path: config }));
+});
+afterAll(async () => {
+  await client?.close();
+});
+
+const dangerRuns = (): string[] => (existsSync(join(dir, 'danger.log')) ? readFileSync(join(dir, 'danger.log'), 'utf8').trim().split('\n').filter(Boolean) : []);
+
+async function keelJson<T>(args: string[], configPath = config): Promise<T> {
+  const { stdout, stderr, code } = await runKeel([...args, '--json', '--config', configPath]);
+  expect(code, stderr).toBe(0);
+  return JSON.parse(stdout) as T;
+}
+
+type Hold = { id: string; kind: string; toolName?: string; path?: string[]; approve: string; deny: string };
+type Status = { status: string; workerAnswered?: boolean; interrupts: Array<{ id: string; kind: string; toolName?: string; path?: string[] }>; refusedSignals?: Array<{ signal: string; reason: string }> };
+
+async function startWorker(configPath = config) {
+  const worker = track(spawnKeel(['worker', '--config', configPath], { env }));
+  await worker.waitFor(/keel: worker \d+ on task queue/);
+  return worker;
+}
+
+async function waitForHold(runId: string): Promise<void> {
+  await expect.poll(async () => (await keelJson<Status>(['status', runId])).interrupts.map((hold) => hold.id), { timeout: 30_000, interval: 250 }).toEqual(['i1']);
+}
+
+describe('keel approve and keel status without a worker', () => {
+  it('refuses at once when no worker polls, queues with --queue, and status says no worker answered', async () => {
+    // A task queue no worker has polled: the run waits for its first workflow task.
+    const { configPath: idle } = writeTestConfig('decisions-idle', { server: { enabled: false }, modules: [join(ROOT, 'test', 'fixtures', 'guard-agents.ts')] });
+    const { runId } = await keelJson<{ runId: string }>(['run', 'guarded', 'go', '--detach'], idle);
+    const started = Date.now();
+    const refused = await runKeel(['approve', runId, 'i1', '--config', idle]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('so nothing would take the decision now; it was not sent. Start a worker (npx keel worker), or send it anyway with --queue');
+    expect(Date.now() - started).toBeLessThan(10_000);
+
+    const status = await runKeel(['status', runId, '--json', '--config', idle]);
+    expect(status.code).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({ status: 'running', workerAnswered: false, interrupts: [] });
+    expect(status.stderr).toContain("no worker answered the run's status query; showing what the run last recorded in Temporal");
+
+    const queued = await keelJson<{ queued: boolean }>(['deny', runId, 'i1', '--queue'], idle);
+    expect(queued).toMatchObject({ queued: true, approved: false });
+    const history = await client.temporal.workflow.getHandle(runId).fetchHistory();
+    expect(history.events?.some((event) => event.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED && event.workflowExecutionSignaledEventAttributes?.signalName === 'resume')).toBe(true);
+
+    // A worker starts: the queued decision is taken (here refused, visibly: it came before the hold it names existed).
+    await startWorker(idle);
+    await expect.poll(async () => (await keelJson<Status>(['status', runId], idle)).refusedSignals ?? [], { timeout: 30_000, interval: 250 }).toEqual([
+      { signal: 'resume', reason: 'unknown interrupt id "i1"; pending interrupts: (none)' },
+    ]);
+    await expect.poll(async () => (await keelJson<Status>(['status', runId], idle)).interrupts.map((hold) => hold.id), { timeout: 30_000, interval: 250 }).toEqual(['i1']);
+    await client.getHandle(runId).cancel();
+  });
+
+  it('waits 15 s for a worker that does not answer, says the decision stays pending, and a new worker applies it', async () => {
+    const worker = await startWorker();
+    const handle = await client.start('guarded', 'go');
+    await waitForHold(handle.runId);
+    worker.kill('SIGKILL');
+    await worker.exited;
+
+    // Temporal still lists the dead worker as a poller for a while: status says no worker answered, from what the run recorded.
+    const status = await keelJson<Status>(['status', handle.runId]);
+    expect(status).toMatchObject({ status: 'waiting', workerAnswered: false, interrupts: [{ id: 'i1', kind: 'approval', toolName: 'danger' }] });
+
+    const started = Date.now();
+    const approve = await runKeel(['approve', handle.runId, 'i1', '--config', config]);
+    const waited = Date.now() - started;
+    expect(approve.code).toBe(1);
+    expect(approve.stderr).toContain('no worker took the decision within 15 s');
+    expect(approve.stderr).toContain('The server keeps the decision for the run');
+    expect(waited).toBeGreaterThanOrEqual(14_000);
+    expect(waited).toBeLessThan(40_000);
+    expect(dangerRuns().filter((line) => line.includes(handle.runId))).toEqual([]);
+
+    await startWorker();
+    expect((await handle.result()).text).toBe('done');
+    expect(dangerRuns().filter((line) => line.includes(handle.runId))).toHaveLength(1);
+  });
+});
+
+describe('a hold raised in a background task after its launching run ended', () => {
+  it('is listed by keel tasks and keel holds, decidable on the task, and followed by a later run of the conversation', async () => {
+    // run 1: delegator hands guarded a task in the background and ends; the task's danger call waits for approval.
+    // run 2 of the same conversation: collect waits for the task; the task's hold shows in run 2 and is approved there.
+    await startWorker();
+    const launching = await client.start('delegator', 'launch');
+    const rootId = launching.runId;
+    const first = await launching.result();
+    expect(first.text).toBe('launched');
+    const [taskId] = first.tasks;
+    const taskRunId = taskId!.slice('guarded:'.length);
+
+    type Tasks = { tasks: Array<{ taskId: string; status: string; interrupts?: Hold[] }> };
+    await expect.poll(async () => (await keelJson<Tasks>(['tasks', rootId])).tasks[0]?.status, { timeout: 30_000, interval: 300 }).toBe('waiting');
+    const listed = (await keelJson<Tasks>(['tasks', rootId])).tasks[0]!;
+    expect(listed).toMatchObject({ taskId, status: 'waiting', interrupts: [{ id: 'i1', kind: 'approval', toolName: 'danger', approve: `npx keel approve ${taskRunId} i1` }] });
+
+    const { holds } = await keelJson<{ holds: Array<Hold & { runId: string }> }>(['holds']);
+    expect(holds.filter((hold) => hold.runId === taskRunId)).toEqual([expect.objectContaining({ runId: taskRunId, id: 'i1', toolName: 'danger', approve: `npx keel approve ${taskRunId} i1` })]);
+
+    // The launching run has ended: a decision sent there says where the hold is.
+    const viaRoot = await runKeel(['approve', rootId, 'guarded-1/i1', '--config', config]);
+    expect(viaRoot.code).toBe(1);
+    expect(viaRoot.stderr).toContain(`has ended (completed); it takes no more decisions; hold guarded-1/i1 is in run "${taskRunId}", which goes on: decide it there (npx keel approve ${taskRunId} i1)`);
+
+    // A later run of the conversation follows the task: its status shows the hold, and the decision sent there reaches it.
+    const second = await client.start('delegator', [...first.messages, { role: 'user', content: [{ text: 'collect' }] }]);
+    let shown: Status | undefined;
+    await expect.poll(async () => (shown = await keelJson<Status>(['status', second.runId])).interrupts.length, { timeout: 30_000, interval: 300 }).toBe(1);
+    const hold = shown!.interrupts[0]!;
+    expect(hold).toMatchObject({ kind: 'approval', toolName: 'danger', path: [taskRunId] });
+    expect(hold.id).toMatch(/^guarded-\d+\/i1$/);
+    // Listed once, at the run that shows it now.
+    const again = (await keelJson<{ holds: Array<Hold & { runId: string }> }>(['holds'])).holds.filter((entry) => entry.runId === taskRunId || entry.runId === second.runId);
+    expect(again).toEqual([expect.objectContaining({ runId: second.runId, id: hold.id })]);
+
+    const approved = await runKeel(['approve', second.runId, hold.id, '--config', config]);
+    expect(approved.code, approved.stderr).toBe(0);
+    expect((await second.result()).text).toBe('collected: completed done');
+    expect(dangerRuns().filter((line) => line.includes(taskRunId))).toHaveLength(1);
+  });
+});
