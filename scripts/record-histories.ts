@@ -48,7 +48,14 @@ async function main(): Promise<void> {
         console.log(`${scenario.name}: ${scenario.turns.length} turns (${history.events?.length} events) -> ${file}`);
         continue;
       }
-      const handle = await client.start(scenario.agent, scenario.prompt, { runId: `replay-${scenario.name}`, maxTurns: scenario.maxTurns });
+      let handle;
+      if (scenario.resumeApproved) {
+        const first = await client.run(scenario.agent, scenario.prompt, { runId: `replay-${scenario.name}-first`, maxTurns: scenario.maxTurns, interruptMode: 'return' });
+        const restart = first.interrupts.map((part) => ({ ...(part as { toolRequest: { name: string; ref?: string; input: unknown } }), metadata: { resumed: { approved: true } } }));
+        handle = await client.start(scenario.agent, first.messages, { runId: `replay-${scenario.name}`, maxTurns: scenario.maxTurns, resume: { restart } });
+      } else {
+        handle = await client.start(scenario.agent, scenario.prompt, { runId: `replay-${scenario.name}`, maxTurns: scenario.maxTurns, ...(scenario.interruptMode ? { interruptMode: scenario.interruptMode } : {}) });
+      }
       if (scenario.cancelAtTurn !== undefined) {
         while ((await handle.status()).turn < scenario.cancelAtTurn) await new Promise((resolve) => setTimeout(resolve, 100));
         await new Promise((resolve) => setTimeout(resolve, 500));
@@ -75,7 +82,8 @@ async function main(): Promise<void> {
       console.log(`${scenario.name}: ${outcome} (${history.events?.length} events) -> ${file}`);
     }
   } finally {
-    worker.shutdown();
+    // A worker that stopped on its own has already said why (its run() rejected).
+    if (worker.getState() === 'RUNNING') worker.shutdown();
     await running;
     await connection.close();
     await temporal.connection.close();

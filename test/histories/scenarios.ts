@@ -39,6 +39,10 @@ export interface Scenario {
   decisions?: Array<Record<string, unknown>>;
   /** Once the run ended: reset it to its first workflow task and record the new run (decisions re-applied by the server). */
   resetToStart?: boolean;
+  /** `return`: the run ends `interrupted` with its (signed) holds. */
+  interruptMode?: 'return';
+  /** Run first in return mode (unrecorded), then resume it with every hold approved: the resumed run is recorded. */
+  resumeApproved?: boolean;
 }
 
 /** The scenarios, in recording order. */
@@ -68,6 +72,13 @@ export const SCENARIOS: Scenario[] = [
   { name: 'session', agent: 'replay-session', prompt: '', turns: ['remember 42', 'what was it?'] },
   // ContextCompression: tiktoken counts (local activities), older responses truncated, then a summary by a second model.
   { name: 'compression', agent: 'replay-compression', prompt: 'research it' },
+  // Recorded since runs sign what clients must not forge and keep their holds in their memo:
+  // a hold returned (signed), a signed hold resumed (its proof checked), holds decided in wait mode (the memo kept
+  // current, tool calls with per-execution idempotency keys), and a background task whose id carries a proof.
+  { name: 'returned-hold', agent: 'replay-signed', prompt: 'hold it', interruptMode: 'return' },
+  { name: 'resumed-hold', agent: 'replay-signed', prompt: 'hold it', resumeApproved: true },
+  { name: 'approval-and-budget-memo', agent: 'replay-guarded', prompt: 'guarded', decisions: [{ approved: true }, { approved: true }, { approved: false, reason: 'no' }] },
+  { name: 'background-task-signed', agent: 'replay-dispatcher', prompt: 'dispatch' },
 ];
 
 /** The registry the scenarios run against. */
@@ -120,6 +131,11 @@ export function scenarioRegistry(): Registry {
       if (request.messages.at(-1)?.content.some((part) => 'toolResponse' in part && part.toolResponse.name === 'wait_for_background_tasks')) return textReply('collected');
       return toolCallReply({ name: 'wait_for_background_tasks', input: { taskIds: [(launched as { toolResponse: { output: { taskId: string } } }).toolResponse.output.taskId] } });
     },
+  });
+  // asks for dangerous (held by the gate) until it has an answer, then says done
+  const signed = scriptedModel({
+    name: 'scripted/replay-signed',
+    script: (request) => (request.messages.at(-1)?.role === 'tool' ? textReply('signed done') : toolCallReply({ name: 'dangerous', input: { v: 'x' } })),
   });
   const quickWriter = scriptedModel({ name: 'scripted/replay-quick-writer', script: [textReply('quickly written')] });
   const sessionModel = scriptedModel({
@@ -185,6 +201,8 @@ export function scenarioRegistry(): Registry {
       tools: [confirm],
       use: [toolApproval(), budget({ limit: { inputTokens: 10 }, interrupt: true }), budget({ limit: { inputTokens: 15 }, interrupt: true })],
     }),
+    signed,
+    defineAgent({ name: 'replay-signed', model: signed.name, tools: [dangerous], use: [toolApproval()] }),
     resetModel,
     defineAgent({ name: 'replay-reset', model: resetModel.name, tools: [dangerous, echo], use: [toolApproval()] }),
     defineAgent({ name: 'replay-guarded', model: guarded.name, tools: [dangerous, echo], use: [toolApproval(), budget({ limit: { inputTokens: 10 }, interrupt: true })] }),
