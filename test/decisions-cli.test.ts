@@ -148,4 +148,22 @@ describe('a hold raised in a background task after its launching run ended', () 
     expect((await second.result()).text).toBe('collected: completed done');
     expect(dangerRuns().filter((line) => line.includes(taskRunId))).toHaveLength(1);
   });
+
+  it('is followed by the next turn of a session, where it is decided', async () => {
+    // turn 1 of session s: hand guarded a task in the background, answer launched; the task waits for approval.
+    // turn 2: collect; the turn's run follows the task, shows its hold, and the approval sent there reaches it.
+    await startWorker();
+    const session = `follow-${Date.now()}`;
+    const first = await keelJson<{ text: string; tasks: string[] }>(['run', 'session-delegator', 'launch', '--session', session]);
+    expect(first.text).toBe('launched');
+    const taskRunId = first.tasks[0]!.slice('guarded:'.length);
+    const turn = await keelJson<{ runId: string }>(['run', 'session-delegator', 'collect', '--session', session, '--detach']);
+    let shown: Status | undefined;
+    await expect.poll(async () => (shown = await keelJson<Status>(['status', turn.runId])).interrupts.length, { timeout: 30_000, interval: 300 }).toBe(1);
+    expect(shown!.interrupts[0]).toMatchObject({ kind: 'approval', toolName: 'danger', path: [taskRunId] });
+    const approved = await runKeel(['approve', turn.runId, shown!.interrupts[0]!.id, '--config', config]);
+    expect(approved.code, approved.stderr).toBe(0);
+    await expect.poll(async () => (await keelJson<Status & { text?: string }>(['status', turn.runId])).text, { timeout: 30_000, interval: 300 }).toBe('collected: completed done');
+    expect(dangerRuns().filter((line) => line.includes(taskRunId))).toHaveLength(1);
+  });
 });

@@ -8,6 +8,7 @@ import { KeelError } from '../core/errors';
 import { isServerReachable, startConfiguredServer, type DevServer } from '../server/dev-server';
 import { connectClient, connectWorker } from '../worker/connect';
 import { createKeelWorker } from '../worker/create-worker';
+import { loadSigningKeys } from '../security/signing-keys';
 import { loadRegistry } from '../worker/load-registry';
 import type { Registry } from '../registry';
 
@@ -74,9 +75,13 @@ export async function prepareWorker(config: KeelConfig, loaded?: Registry): Prom
   let client: Awaited<ReturnType<typeof connectClient>>;
   let worker: Worker;
   try {
+    const signingKeys = loadSigningKeys(config);
+    if (signingKeys.created) {
+      process.stderr.write(`keel: created a signing key in ${signingKeys.source}; workers on other machines that run the same runs need the same key: set KEEL_SIGNING_KEY on every worker (README, "Signing key")\n`);
+    }
     connection = await connectWithRetry(config);
     client = await connectClient(config);
-    worker = await createKeelWorker({ config, registry, connection, client });
+    worker = await createKeelWorker({ config, registry, connection, client, signingKeys });
   } catch (error) {
     await registry.close(); // an MCP server's process must not outlive a worker that never started
     throw error;

@@ -30,6 +30,8 @@ export interface SigningKeys {
   verify(subject: unknown, proof: string): boolean;
   /** Where the keys came from, for messages ("KEEL_SIGNING_KEY" or the file's path). */
   readonly source: string;
+  /** True when this call created the key file (a new random key). */
+  readonly created?: boolean;
 }
 
 /** JSON with object keys sorted, so one value always signs to one text. */
@@ -61,20 +63,24 @@ export function signingKeysOf(secrets: readonly string[], source: string): Signi
 }
 
 /** Reads the key file, creating it with a fresh random key when there is none (two workers racing: one writes, both read). */
-function keyFromFile(path: string): string {
+function keyFromFile(path: string): { secret: string; created: boolean } {
   try {
-    return readFileSync(path, 'utf8').trim();
+    return { secret: readFileSync(path, 'utf8').trim(), created: false };
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new ConfigError(`security.signingKeyFile: cannot read ${path}: ${(error as Error).message}`);
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new ConfigError(`security.signingKeyFile: cannot read ${path}: ${(error as Error).message}; or set KEEL_SIGNING_KEY`);
   }
+  let created = false;
   try {
     mkdirSync(dirname(path), { recursive: true });
     writeFileSync(path, `${randomBytes(32).toString('hex')}\n`, { flag: 'wx', mode: 0o600 });
     chmodSync(path, 0o600);
+    created = true;
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw new ConfigError(`security.signingKeyFile: cannot create ${path}: ${(error as Error).message}`);
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') {
+      throw new ConfigError(`security.signingKeyFile: cannot create ${path}: ${(error as Error).message}; set KEEL_SIGNING_KEY instead (e.g. openssl rand -hex 32), the same on every worker`);
+    }
   }
-  return readFileSync(path, 'utf8').trim();
+  return { secret: readFileSync(path, 'utf8').trim(), created };
 }
 
 /** The signing keys of a worker: from KEEL_SIGNING_KEY, or the config's key file. */
@@ -87,7 +93,7 @@ export function loadSigningKeys(config: Pick<KeelConfig, 'security' | 'baseDir'>
     return signingKeysOf(secrets, 'KEEL_SIGNING_KEY');
   }
   const path = resolve(config.baseDir, config.security.signingKeyFile);
-  const secret = keyFromFile(path);
+  const { secret, created } = keyFromFile(path);
   if (secret.length < MIN_SECRET_CHARS) throw new ConfigError(`security.signingKeyFile: ${path} holds a key of ${secret.length} characters; it needs at least ${MIN_SECRET_CHARS}`);
-  return signingKeysOf([secret], path);
+  return { ...signingKeysOf([secret], path), created };
 }

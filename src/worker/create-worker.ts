@@ -10,7 +10,7 @@ import { createActivities } from '../activities/create-activities';
 import type { KeelConfig } from '../config/schema';
 import type { Registry } from '../registry';
 import { keelDataConverter } from '../storage/data-converter';
-import { loadSigningKeys } from '../security/signing-keys';
+import { loadSigningKeys, type SigningKeys } from '../security/signing-keys';
 import { tracingFromEnv } from '../telemetry/tracing';
 import { workflowBundlePath } from './bundle';
 
@@ -45,10 +45,12 @@ export interface KeelWorkerOptions {
   taskQueue?: string;
   /** A prebuilt workflow bundle; built (or taken from the cache) when absent. */
   bundlePath?: string;
+  /** The keys proofs are signed with; loaded from the config when absent. */
+  signingKeys?: SigningKeys;
 }
 
 /** A worker ready to `run()`. */
-export async function createKeelWorker({ config, registry, connection, client, taskQueue, bundlePath }: KeelWorkerOptions): Promise<Worker> {
+export async function createKeelWorker({ config, registry, connection, client, taskQueue, bundlePath, signingKeys = loadSigningKeys(config) }: KeelWorkerOptions): Promise<Worker> {
   const dataConverter = await keelDataConverter(config);
   // Traced when the OTEL_* variables say so: activity spans, and the workflow's spans through a sink.
   const tracing = tracingFromEnv();
@@ -63,7 +65,7 @@ export async function createKeelWorker({ config, registry, connection, client, t
     workflowBundle: { codePath: (tracing ? undefined : bundlePath) ?? (await workflowBundlePath({ middlewareModules, workflowInterceptorModules })) },
     interceptors: { activity: [logRunAttributes, ...(tracing?.activityInterceptors ?? [])] },
     ...(tracing ? { sinks: tracing.sinks } : {}),
-    activities: createActivities({ registry, config, client, signingKeys: loadSigningKeys(config) }),
+    activities: createActivities({ registry, config, client, signingKeys }),
     maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivityTaskExecutions,
     maxConcurrentWorkflowTaskExecutions: config.worker.maxConcurrentWorkflowTaskExecutions,
     ...(config.worker.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: config.worker.maxCachedWorkflows } : {}),
