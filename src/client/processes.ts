@@ -8,7 +8,7 @@ import { KeelError } from '../core/errors';
 import { isServerReachable, startConfiguredServer, type DevServer } from '../server/dev-server';
 import { connectClient, connectWorker } from '../worker/connect';
 import { createKeelWorker } from '../worker/create-worker';
-import { loadSigningKeys } from '../security/signing-keys';
+import { loadSigningKeys, type SigningKeys } from '../security/signing-keys';
 import { loadRegistry } from '../worker/load-registry';
 import type { Registry } from '../registry';
 
@@ -68,17 +68,15 @@ export async function runServer(config: KeelConfig): Promise<number> {
 }
 
 /** Creates (not runs) a worker for the config: modules loaded, connections made. */
-export async function prepareWorker(config: KeelConfig, loaded?: Registry): Promise<{ worker: Worker; agents: string[]; close: () => Promise<void> }> {
+export async function prepareWorker(config: KeelConfig, loaded?: Registry): Promise<{ worker: Worker; agents: string[]; signingKeys: SigningKeys; close: () => Promise<void> }> {
   const registry = loaded ?? (await loadRegistry(config));
   installRuntime();
   let connection: Awaited<ReturnType<typeof connectWithRetry>>;
   let client: Awaited<ReturnType<typeof connectClient>>;
   let worker: Worker;
+  let signingKeys: SigningKeys;
   try {
-    const signingKeys = loadSigningKeys(config);
-    if (signingKeys.created) {
-      process.stderr.write(`keel: created a signing key in ${signingKeys.source}; workers on other machines that run the same runs need the same key: set KEEL_SIGNING_KEY on every worker (README, "Signing key")\n`);
-    }
+    signingKeys = loadSigningKeys(config);
     connection = await connectWithRetry(config);
     client = await connectClient(config);
     worker = await createKeelWorker({ config, registry, connection, client, signingKeys });
@@ -89,6 +87,7 @@ export async function prepareWorker(config: KeelConfig, loaded?: Registry): Prom
   return {
     worker,
     agents: [...registry.agents.keys()].sort(),
+    signingKeys,
     async close() {
       await registry.close();
       await connection.close();
@@ -124,7 +123,10 @@ export async function connectWithRetry(config: KeelConfig, { backoff = CONNECT_B
 
 /** `keel worker`: one worker in the foreground; SIGINT/SIGTERM drain it gracefully. */
 export async function runWorker(config: KeelConfig): Promise<number> {
-  const { worker, agents, close } = await prepareWorker(config);
+  const { worker, agents, signingKeys, close } = await prepareWorker(config);
+  if (signingKeys.created) {
+    process.stderr.write(`keel: created a signing key in ${signingKeys.source}; workers on other machines that run the same runs need the same key: set KEEL_SIGNING_KEY on every worker (README, "Signing key")\n`);
+  }
   process.stderr.write(`keel: worker ${process.pid} on task queue "${config.taskQueue}" at ${config.temporal.address}; agents: ${agents.join(', ') || '(none)'}\n`);
   try {
     await worker.run();
