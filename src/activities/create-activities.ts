@@ -308,8 +308,9 @@ export function createActivities({ registry, config, client, signingKeys, modelR
     inspectTasks: (input) => asActivity(() => inspectTasks(client, input)),
     awaitTasks: (input) => asActivity(() => awaitTasks(client, input)),
     invokeSession: (input) => asActivity(() => invokeSession(client, input)),
-    files: (operation) => asActivity(() => runFileOperation(operation)),
-    skills: (operation) => asActivity(() => runSkillOperation(operation)),
+    // Heartbeated: a worker that dies mid-operation is noticed within the heartbeat timeout.
+    files: (operation) => asActivity(() => withHeartbeat(() => runFileOperation(operation))),
+    skills: (operation) => asActivity(() => withHeartbeat(() => runSkillOperation(operation))),
     countTokens: (input) => asActivity(async () => countTokens(input)),
   };
 }

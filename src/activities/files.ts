@@ -1,13 +1,14 @@
 /**
  * The `files` activity: the Filesystem middleware's operations on a root directory (list,
- * read, stat, write, edit), every path confined by ConfinedRoot. A relative root resolves
+ * read, stat, write, edit), every path confined by ConfinedRoot (race-free on Linux: nothing
+ * outside the root is ever opened, created or truncated, whatever another process swaps). A relative root resolves
  * against the worker's working directory, so each worker may have its own. Limits are the
  * reference's: files over 10 MiB are refused, a whole text file or a slice over 256 KiB too.
  * Node side.
  */
-import { constants } from 'node:fs';
-import { readdir, stat } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import { extname, resolve } from 'node:path';
+import type { z } from 'zod';
 import { KeelError } from '../core/errors';
 import { FileOperationSchema, applyEdits, type FileEntry, type FileOperation, type FileResult, type FileStamp } from '../core/files';
 import { describeZodError } from '../core/schema-errors';
@@ -30,37 +31,30 @@ function checkUnchanged(path: string, current: FileStamp | undefined, read: File
 }
 
 async function list(root: ConfinedRoot, dirPath: string, recursive: boolean): Promise<FileEntry[]> {
-  const { rel, absolute } = await root.resolve(dirPath);
-  const info = await stat(absolute).catch(() => undefined);
-  if (!info) throw new KeelError('NOT_FOUND', `directory "${rel}" does not exist`, { path: rel });
-  if (!info.isDirectory()) throw new KeelError('INVALID_ARGUMENT', `"${rel}" is not a directory`, { path: rel });
-  const entries: FileEntry[] = [];
-  const walk = async (relDir: string, prefix: string): Promise<void> => {
-    const { absolute: dir } = await root.resolve(relDir);
-    for (const entry of (await readdir(dir, { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name))) {
-      const shown = prefix ? `${prefix}/${entry.name}` : entry.name;
-      const childRel = relDir === '.' ? entry.name : `${relDir}/${entry.name}`;
-      // A symlink is listed by what it points to, and only when that stays inside the root.
-      const target = await root.resolve(childRel).catch(() => undefined);
-      if (!target) continue;
-      const targetInfo = await stat(target.absolute).catch(() => undefined);
-      if (!targetInfo) continue;
-      entries.push({ path: shown, isDirectory: targetInfo.isDirectory(), ...(targetInfo.isDirectory() ? {} : { sizeBytes: targetInfo.size }) });
-      if (recursive && targetInfo.isDirectory() && !entry.isSymbolicLink()) await walk(childRel, shown);
-    }
-  };
-  await walk(rel, '');
-  return entries;
+  return (await root.list(dirPath, recursive)).map(({ path, info }) => ({ path, isDirectory: info.isDirectory(), ...(info.isDirectory() ? {} : { sizeBytes: info.size }) }));
+}
+
+/** All of an open file's bytes, read from the start (whatever its position). */
+async function readAll(handle: FileHandle, size: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let position = 0;
+  for (;;) {
+    const chunk = Buffer.allocUnsafe(Math.max(64 * 1024, Math.min(size - position, MAX_FILE_BYTES + 1)));
+    const { bytesRead } = await handle.read(chunk, 0, chunk.length, position);
+    if (bytesRead === 0) break;
+    chunks.push(chunk.subarray(0, bytesRead));
+    position += bytesRead;
+    if (position > MAX_FILE_BYTES) break;
+  }
+  return Buffer.concat(chunks);
 }
 
 async function read(root: ConfinedRoot, filePath: string, offset: number, limit: number): Promise<FileResult> {
-  const { handle, rel } = await root.openFile(filePath, constants.O_RDONLY);
+  const { handle, rel, info } = await root.openForRead(filePath);
   try {
-    const info = await handle.stat();
-    if (info.isDirectory()) throw new KeelError('INVALID_ARGUMENT', `"${rel}" is a directory; use list_files`, { path: rel });
     if (info.size > MAX_FILE_BYTES) throw new KeelError('OUT_OF_RANGE', `file "${rel}" is ${info.size} bytes, over the ${MAX_FILE_BYTES}-byte limit`, { path: rel });
     const mimeType = IMAGE_TYPES[extname(rel).toLowerCase()];
-    const bytes = await handle.readFile();
+    const bytes = await readAll(handle, info.size);
     if (mimeType) return { kind: 'image', path: rel, mimeType, dataUri: `data:${mimeType};base64,${bytes.toString('base64')}`, stamp: stampOf(info) };
     const lines = bytes.toString('utf8').split('\n');
     if (lines.length > 1 && lines[lines.length - 1] === '') lines.pop();
@@ -78,25 +72,24 @@ async function read(root: ConfinedRoot, filePath: string, offset: number, limit:
   }
 }
 
+/**
+ * Writes a file through one verified descriptor: opened (or created) inside the root, checked
+ * unchanged since the run read it, then truncated and written through that same descriptor, so
+ * nothing outside the root is ever created or truncated, whatever is swapped meanwhile.
+ */
 async function write(root: ConfinedRoot, filePath: string, produce: (existing: string | undefined) => string, readStamp: FileStamp | undefined): Promise<{ path: string; stamp: FileStamp }> {
-  const { absolute, rel } = await root.resolve(filePath);
-  const current = await stat(absolute).catch(() => undefined);
-  if (current?.isDirectory()) throw new KeelError('INVALID_ARGUMENT', `"${rel}" is a directory`, { path: rel });
-  checkUnchanged(rel, current ? stampOf(current) : undefined, readStamp);
-  const existing = current ? await (async () => {
-    const { handle } = await root.openFile(filePath, constants.O_RDONLY);
-    try {
-      return (await handle.readFile()).toString('utf8');
-    } finally {
-      await handle.close();
-    }
-  })() : undefined;
-  const next = produce(existing);
-  await root.makeParents(filePath);
-  const { handle } = await root.openFile(filePath, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC, 0o644);
+  const { handle, rel, info, created } = await root.openForWrite(filePath, { createParents: true });
   try {
-    await handle.writeFile(next);
+    checkUnchanged(rel, created ? undefined : stampOf(info), readStamp);
+    const existing = created ? undefined : (await readAll(handle, info.size)).toString('utf8');
+    const next = Buffer.from(produce(existing), 'utf8');
+    await handle.truncate(0);
+    for (let written = 0; written < next.length; ) written += (await handle.write(next, written, next.length - written, written)).bytesWritten;
     return { path: rel, stamp: stampOf(await handle.stat()) };
+  } catch (error) {
+    // A file this call created and could not fill is not left behind empty.
+    if (created) await root.removeCreated(rel, handle).catch(() => undefined);
+    throw error;
   } finally {
     await handle.close();
   }
@@ -108,14 +101,21 @@ export async function runFileOperation(raw: FileOperation): Promise<FileResult> 
   if (!parsed.success) throw new KeelError('INVALID_ARGUMENT', `invalid file operation: ${describeZodError(parsed.error)}`);
   const operation = parsed.data;
   const root = await ConfinedRoot.open(resolve(operation.root));
+  try {
+    return await perform(root, operation);
+  } finally {
+    await root.close();
+  }
+}
+
+async function perform(root: ConfinedRoot, operation: z.output<typeof FileOperationSchema>): Promise<FileResult> {
   switch (operation.op) {
     case 'list':
       return { kind: 'list', entries: await list(root, operation.dirPath, operation.recursive) };
     case 'read':
       return read(root, operation.filePath, operation.offset, operation.limit);
     case 'stat': {
-      const { absolute, rel } = await root.resolve(operation.filePath);
-      const info = await stat(absolute).catch(() => undefined);
+      const { rel, info } = await root.stat(operation.filePath);
       return { kind: 'stat', path: rel, exists: info !== undefined, isDirectory: info?.isDirectory() ?? false, ...(info ? { stamp: stampOf(info) } : {}) };
     }
     case 'write': {
@@ -123,8 +123,8 @@ export async function runFileOperation(raw: FileOperation): Promise<FileResult> 
       return { kind: 'written', ...written };
     }
     case 'edit': {
-      const { absolute, rel } = await root.resolve(operation.filePath);
-      if (!(await stat(absolute).catch(() => undefined))) throw new KeelError('NOT_FOUND', `file "${rel}" does not exist`, { path: rel });
+      const { rel, info } = await root.stat(operation.filePath);
+      if (!info) throw new KeelError('NOT_FOUND', `file "${rel}" does not exist`, { path: rel });
       if (!operation.read) throw new KeelError('FAILED_PRECONDITION', `file "${rel}" has not been read yet; read_file it first`, { path: rel });
       const written = await write(
         root,

@@ -4,14 +4,13 @@
  * bundles, and reads one of those files, confined to the skill's directory. Symlinked skill
  * directories are followed; a symlinked SKILL.md is not. Node side.
  */
-import { constants } from 'node:fs';
-import { lstat, readdir, readFile, realpath, stat } from 'node:fs/promises';
+import { readdir, realpath, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parse } from 'yaml';
 import { KeelError } from '../core/errors';
 import { describeZodError } from '../core/schema-errors';
 import { SkillOperationSchema, type Skill, type SkillOperation, type SkillResult } from '../core/skills';
-import { ConfinedRoot } from './confined-fs';
+import { ConfinedRoot, readRegularFile } from './confined-fs';
 
 /** A SKILL.md (or a bundled file) larger than this is skipped (scan) or refused (read). */
 export const MAX_SKILL_FILE_BYTES = 1024 * 1024;
@@ -61,16 +60,14 @@ async function scan(skillPaths: readonly string[], preload: readonly string[]): 
       // A symlinked skill directory is followed (installers create them).
       const dirInfo = await stat(dirPath).catch(() => undefined);
       if (!dirInfo?.isDirectory()) continue;
-      const file = join(dirPath, 'SKILL.md');
-      // SKILL.md itself must be a regular file: a symlink (or a pipe) is skipped.
-      const fileInfo = await lstat(file).catch(() => undefined);
-      if (!fileInfo?.isFile()) continue;
-      if (fileInfo.size > MAX_SKILL_FILE_BYTES) {
+      // SKILL.md itself must be a regular file: a symlink (or a pipe) is skipped, never waited on.
+      const read = await readRegularFile(join(dirPath, 'SKILL.md'), MAX_SKILL_FILE_BYTES);
+      if (!read) continue;
+      if ('tooLarge' in read) {
         warnings.push(`skill "${entry.name}" skipped: SKILL.md is over ${MAX_SKILL_FILE_BYTES} bytes`);
         continue;
       }
-      const content = await readFile(file, 'utf8').catch(() => undefined);
-      if (content === undefined) continue;
+      const { content } = read;
       const { description } = parseFrontmatter(content);
       if (byName.has(entry.name)) warnings.push(`skill "${entry.name}" in ${configured} shadows the one found earlier`);
       byName.set(entry.name, { name: entry.name, ...(description ? { description } : {}), shownDir: `${configured.replace(/\/+$/, '')}/${entry.name}`, dir: await realpath(dirPath), content });
@@ -107,24 +104,26 @@ export async function runSkillOperation(raw: SkillOperation): Promise<SkillResul
     case 'scan':
       return scan(operation.skillPaths, operation.preload);
     case 'load': {
-      const file = join(operation.dir, 'SKILL.md');
-      const info = await lstat(file).catch(() => undefined);
-      if (!info?.isFile()) throw new KeelError('NOT_FOUND', 'SKILL.md is gone or is not a regular file');
-      const content = await readFile(file, 'utf8');
+      const read = await readRegularFile(join(operation.dir, 'SKILL.md'), MAX_SKILL_FILE_BYTES);
+      if (!read) throw new KeelError('NOT_FOUND', 'SKILL.md is gone or is not a regular file');
+      if ('tooLarge' in read) throw new KeelError('OUT_OF_RANGE', `SKILL.md is over ${MAX_SKILL_FILE_BYTES} bytes`);
+      const { content } = read;
       if (!operation.withResources) return { kind: 'load', content };
       const listing = await resources(operation.dir);
       return { kind: 'load', content, resources: listing.files, ...(listing.truncated ? { truncated: true } : {}) };
     }
     case 'readResource': {
       const root = await ConfinedRoot.open(operation.dir);
-      const { handle, rel } = await root.openFile(operation.filePath, constants.O_RDONLY);
       try {
-        const info = await handle.stat();
-        if (!info.isFile()) throw new KeelError('INVALID_ARGUMENT', `"${rel}" is not a regular file`);
-        if (info.size > MAX_SKILL_FILE_BYTES) throw new KeelError('OUT_OF_RANGE', `"${rel}" is over ${MAX_SKILL_FILE_BYTES} bytes`);
-        return { kind: 'resource', content: (await handle.readFile()).toString('utf8') };
+        const { handle, rel, info } = await root.openForRead(operation.filePath);
+        try {
+          if (info.size > MAX_SKILL_FILE_BYTES) throw new KeelError('OUT_OF_RANGE', `"${rel}" is over ${MAX_SKILL_FILE_BYTES} bytes`);
+          return { kind: 'resource', content: (await handle.readFile()).toString('utf8') };
+        } finally {
+          await handle.close();
+        }
       } finally {
-        await handle.close();
+        await root.close();
       }
     }
   }
