@@ -140,19 +140,25 @@ describe('keel run / status / abort', () => {
     expect(wrong.stderr).toBe(`keel run: INVALID_ARGUMENT: agent "good" is client-managed (session: 'client'): send its state, not a session id\n`);
   });
 
-  it('exits 1 with NOT_FOUND for an unknown agent', async () => {
-    const { code, stdout } = await runKeel(['run', 'nobody', 'hi', '--json', '--config', config]);
-    expect(code).toBe(1);
-    const summary = JSON.parse(stdout);
-    expect(summary.status).toBe('failed');
-    expect(summary.error.status).toBe('NOT_FOUND');
-    expect(summary.error.message).toContain('agent "nobody" is not registered');
+  it('exits 2 at once for an agent no polling worker knows, naming the ones they know, and says the run was created', async () => {
+    const started = Date.now();
+    const { code, stdout, stderr } = await runKeel(['run', 'nobody', 'hi', '--json', '--config', config]);
+    expect(code).toBe(2);
+    expect(Date.now() - started).toBeLessThan(30_000);
+    const summary = JSON.parse(stdout) as { runId: string; status: string; error: { status: string; message: string } };
+    expect(summary).toMatchObject({ status: 'running', error: { status: 'NOT_FOUND' } });
+    expect(summary.error.message).toMatch(new RegExp(`^unknown agent "nobody"; the workers polling task queue "${worker.taskQueue}" know: .*\\bgood\\b`));
+    expect(summary.error.message).toContain(`The run ${summary.runId} was created and keeps trying for up to`);
+    expect(stderr).toContain('keel run: unknown agent "nobody"');
+    // It keeps trying for the worker's notRegisteredRetryFor (2 s for the test worker), then fails NOT_FOUND.
+    await expect(worker.client.getHandle(summary.runId).result()).rejects.toMatchObject({ status: 'NOT_FOUND' });
   });
 
-  it('exits 1 with NOT_FOUND for an agent whose model is not registered', async () => {
+  it('exits 2 at once for an agent whose model no polling worker has', async () => {
     const { code, stdout } = await runKeel(['run', 'ghost-model', 'hi', '--json', '--config', config]);
-    expect(code).toBe(1);
-    expect(JSON.parse(stdout).error).toMatchObject({ status: 'NOT_FOUND', message: expect.stringContaining('model "scripted/not-registered" of agent "ghost-model" is not registered') });
+    expect(code).toBe(2);
+    const summary = JSON.parse(stdout) as { runId: string; error: { status: string; message: string } };
+    expect(summary.error).toMatchObject({ status: 'NOT_FOUND', message: expect.stringContaining(`agent "ghost-model" needs model "scripted/not-registered", which no worker polling task queue "${worker.taskQueue}" has`) });
   });
 
   it('exits 1 with INVALID_ARGUMENT naming the field when tool arguments fail their schema', async () => {

@@ -68,7 +68,8 @@ describe('update resume', () => {
   });
 
   it('rejects an unknown interrupt id and a second decision for the same id, and the run is unaffected', async () => {
-    const { name } = agentWith({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }), textReply('done')] });
+    // The answer after the approval takes 2 s, so the run is still open when the second decision arrives.
+    const { name } = agentWith({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }), { ...textReply('done'), delayMs: 2000 }] });
     const handle = await worker.client.start(name, 'go');
     const id = await waitForInterrupt(handle);
 

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { KeelClient } from '../src/client/keel-client';
 import { loadConfig } from '../src/config/load';
-import { ROOT, killAfterEach, spawnKeel, writeTestConfig, type KeelProcess } from './support/processes';
+import { ROOT, killAfterEach, runKeel, spawnKeel, writeTestConfig, type KeelProcess } from './support/processes';
 
 const track = killAfterEach(afterEach);
 
@@ -117,5 +117,61 @@ describe('keel worker on SIGTERM', () => {
     } finally {
       await client.close();
     }
+  });
+});
+
+describe('a worker that lacks the run’s agent, model and tool on the same queue', () => {
+  it('fails no run: each call it refuses is retried until a worker that has it takes it', async () => {
+    // Each run: the model (on either worker) asks for record_fast, then answers done. The stale worker, started
+    // from another project's config, has neither the agent, nor its model, nor its tool.
+    const { dir, configPath: good, taskQueue } = writeTestConfig('deploy-mixed', {
+      activities: { model: { retry: { initialInterval: '200ms', maximumInterval: '1 second' } }, tool: { retry: { initialInterval: '200ms', maximumInterval: '1 second' } } },
+      modules: [join(ROOT, 'test', 'fixtures', 'crash-agents.ts')],
+      models: [{ name: 'scripted/crash', script: [{ toolRequests: [{ name: 'record_fast', input: {} }] }, { text: 'done' }] }],
+    });
+    const { configPath: stale } = writeTestConfig('deploy-stale', { taskQueue, modules: [join(ROOT, 'test', 'fixtures', 'guard-agents.ts')] });
+    const env = { KEEL_TEST_DIR: dir };
+    const workers = [spawnKeel(['worker', '--config', good], { env }), spawnKeel(['worker', '--config', stale], { env })].map(track);
+    await Promise.all(workers.map((worker) => worker.waitFor(/keel: worker \d+ on task queue/)));
+    const client = await KeelClient.connect(loadConfig({ path: good }));
+    try {
+      const handles = await Promise.all(Array.from({ length: 40 }, () => client.start('crash', 'go')));
+      const outcomes = await Promise.all(handles.map((handle) => handle.result().then((result) => result.text, (error: Error) => `failed: ${error.message}`)));
+      expect(outcomes).toEqual(Array(40).fill('done'));
+      expect(readFileSync(join(dir, 'fast.log'), 'utf8').trim().split('\n')).toHaveLength(40);
+      // The stale worker did take calls, and said so each time it refused one.
+      expect(workers[1]!.output()).toMatch(/refused a call: (agent "crash"|model "scripted\/crash"|tool "record_fast")/);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('fails a call no worker has once the retry time is over, naming what was missing and every worker asked', async () => {
+    const { configPath, taskQueue } = writeTestConfig('deploy-missing', { worker: { notRegisteredRetryFor: '3 seconds' }, modules: [join(ROOT, 'test', 'fixtures', 'guard-agents.ts')] });
+    const worker = track(spawnKeel(['worker', '--config', configPath]));
+    await worker.waitFor(/keel: worker \d+ on task queue/);
+    const client = await KeelClient.connect(loadConfig({ path: configPath }));
+    try {
+      const started = Date.now();
+      const error = await client.run('nobody-has-me', 'go').then(() => undefined, (failure: Error & { status?: string }) => failure);
+      expect(error).toMatchObject({ status: 'NOT_FOUND' });
+      expect(error!.message).toContain('agent "nobody-has-me" is not registered on this worker; registered agents: delegator, guarded');
+      expect(error!.message).toContain(`no worker of task queue "${taskQueue}" that took the call within 3 seconds has it; asked: worker ${worker.child.pid}@`);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(3000);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('keel worker on a config that registers nothing', () => {
+  it('refuses to start, saying why and how to start it anyway', async () => {
+    const { configPath } = writeTestConfig('deploy-empty', {});
+    const refused = await runKeel(['worker', '--config', configPath]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(`${configPath} registers no agents, tools or models (modules: none, agents: none)`);
+    expect(refused.stderr).toContain('start it anyway with --allow-empty');
+    const allowed = track(spawnKeel(['worker', '--config', configPath, '--allow-empty']));
+    await allowed.waitFor(/keel: worker \d+ on task queue/);
   });
 });

@@ -21,6 +21,7 @@ import type { Tool } from '../define';
 import type { Registry } from '../registry';
 import { withHeartbeat } from './heartbeat';
 import { InfrastructureError, toRetryableFailure } from './infrastructure-error';
+import { NotRegisteredError, notRegisteredFailure } from './not-registered';
 import { assertPayloadFits, payloadLimit, unrepresentable } from './payload-limit';
 import { temporal } from '@temporalio/proto';
 import { log } from '@temporalio/activity';
@@ -39,7 +40,7 @@ import { GENERATE_WORKFLOW, SESSION_WORKFLOW } from '../workflows/definitions';
 /** What the activities need. */
 export interface ActivityDependencies {
   registry: Registry;
-  config: Pick<KeelConfig, 'activities'> & Partial<Pick<KeelConfig, 'externalStorage' | 'security' | 'baseDir'>>;
+  config: Pick<KeelConfig, 'activities'> & Partial<Pick<KeelConfig, 'externalStorage' | 'security' | 'baseDir'>> & { worker?: Partial<KeelConfig['worker']> };
   /** The keys proofs are signed with; loaded from the config (KEEL_SIGNING_KEY or its key file) when absent. */
   signingKeys?: SigningKeys;
   /** Client used to read model requests back from their run. */
@@ -80,12 +81,16 @@ class InterruptRequest extends Error {
  * call that was cancelled reports the SDK's CancelledFailure instead, so Temporal records a
  * cancellation (not a failure) and a workflow waiting for it can end.
  */
-async function asActivity<T>(work: () => Promise<T>): Promise<T> {
+async function asActivity<T>(work: () => Promise<T>, notRegisteredRetryFor: Duration): Promise<T> {
   try {
     return await work();
   } catch (error) {
     const { cancellationSignal } = Context.current();
     if (cancellationSignal.aborted && cancellationSignal.reason instanceof CancelledFailure) throw cancellationSignal.reason;
+    if (NotRegisteredError.isInstance(error)) {
+      const failure = notRegisteredFailure(error, notRegisteredRetryFor);
+      throw failure instanceof ApplicationFailure ? failure : toApplicationFailure(failure);
+    }
     if (error instanceof InterruptRequest) {
       throw ApplicationFailure.create({ type: TOOL_INTERRUPT_FAILURE, message: 'tool asked to interrupt', nonRetryable: true, details: [error.data] });
     }
@@ -140,28 +145,30 @@ function assertCalledByRun(activity: string): void {
 /** Builds the activity implementations for one worker. */
 export function createActivities({ registry, config, client, signingKeys, modelRequestTimeout = DEFAULT_MODEL_REQUEST_TIMEOUT }: ActivityDependencies): KeelActivities {
   const limit = payloadLimit(config.externalStorage);
+  const notRegisteredRetryFor = config.worker?.notRegisteredRetryFor ?? '1 minute';
+  const activity = <T>(work: () => Promise<T>): Promise<T> => asActivity(work, notRegisteredRetryFor);
   let keys = signingKeys;
   const proofKeys = (): SigningKeys => (keys ??= loadSigningKeys({ security: config.security ?? { signingKeyFile: '.keel/signing-key' }, baseDir: config.baseDir ?? process.cwd() }));
   // Whether the namespace has keel's search attributes: asked once per worker, on the first run.
   let searchAttributes: Promise<boolean> | undefined;
   const resolveAgent = ({ agent: name }: ResolveAgentInput): Promise<AgentSpec> =>
-    asActivity(async () => {
+    activity(async () => {
       searchAttributes ??= hasSearchAttributes(client);
       const agent = registry.agents.get(name);
       if (!agent) {
         const known = [...registry.agents.keys()].sort();
-        throw new KeelError('NOT_FOUND', `agent "${name}" is not registered on this worker; registered agents: ${known.join(', ') || '(none)'}`);
+        throw new NotRegisteredError(`agent "${name}" is not registered on this worker; registered agents: ${known.join(', ') || '(none)'}`, { kind: 'agent', name, has: known });
       }
       if (!registry.models.has(agent.model)) {
         const known = [...registry.models.keys()].sort();
-        throw new KeelError('NOT_FOUND', `model "${agent.model}" of agent "${name}" is not registered; registered models: ${known.join(', ') || '(none)'}`, {
+        throw new NotRegisteredError(`model "${agent.model}" of agent "${name}" is not registered; registered models: ${known.join(', ') || '(none)'}`, { kind: 'model', name: agent.model, has: known }, {
           modelName: agent.model,
         });
       }
       const tools = agent.tools.map((entry) => {
         const tool = typeof entry === 'string' ? registry.tools.get(entry) : entry;
         if (!tool) {
-          throw new KeelError('NOT_FOUND', `tool "${String(entry)}" of agent "${name}" is not registered; registered tools: ${[...registry.tools.keys()].sort().join(', ') || '(none)'}`, {
+          throw new NotRegisteredError(`tool "${String(entry)}" of agent "${name}" is not registered; registered tools: ${[...registry.tools.keys()].sort().join(', ') || '(none)'}`, { kind: 'tool', name: String(entry), has: [...registry.tools.keys()].sort() }, {
             toolName: String(entry),
           });
         }
@@ -185,11 +192,11 @@ export function createActivities({ registry, config, client, signingKeys, modelR
     });
 
   const callModel = (input: CallModelInput): Promise<ModelResponse> =>
-    asActivity(async () => {
+    activity(async () => {
       const context = Context.current();
       const model = registry.models.get(input.model);
       if (!model) {
-        throw new KeelError('NOT_FOUND', `model "${input.model}" is not registered on this worker; registered models: ${[...registry.models.keys()].sort().join(', ') || '(none)'}`, {
+        throw new NotRegisteredError(`model "${input.model}" is not registered on this worker; registered models: ${[...registry.models.keys()].sort().join(', ') || '(none)'}`, { kind: 'model', name: input.model, has: [...registry.models.keys()].sort() }, {
           modelName: input.model,
         });
       }
@@ -223,11 +230,11 @@ export function createActivities({ registry, config, client, signingKeys, modelR
     });
 
   const callTool = ({ toolName, input, resumed, idempotency }: CallToolInput): Promise<unknown> =>
-    asActivity(async () => {
+    activity(async () => {
       const context = Context.current();
       const tool = registry.tools.get(toolName);
       if (!tool) {
-        throw new KeelError('NOT_FOUND', `tool "${toolName}" is not registered on this worker`, { toolName, availableTools: [...registry.tools.keys()].sort() });
+        throw new NotRegisteredError(`tool "${toolName}" is not registered on this worker`, { kind: 'tool', name: toolName, has: [...registry.tools.keys()].sort() }, { toolName, availableTools: [...registry.tools.keys()].sort() });
       }
       const parsedInput = tool.input.safeParse(input);
       if (!parsedInput.success) {
@@ -275,7 +282,7 @@ export function createActivities({ registry, config, client, signingKeys, modelR
     });
 
   const validateToolOutput = ({ toolName, output }: ValidateToolOutputInput): Promise<unknown> =>
-    asActivity(async () => {
+    activity(async () => {
       const tool = registry.tools.get(toolName);
       if (!tool) throw new KeelError('NOT_FOUND', `tool "${toolName}" is not registered on this worker`, { toolName });
       if (!tool.output) return output ?? null;
@@ -287,13 +294,13 @@ export function createActivities({ registry, config, client, signingKeys, modelR
     });
 
   const signProofs = ({ subjects }: SignProofsInput): Promise<string[]> =>
-    asActivity(async () => {
+    activity(async () => {
       assertCalledByRun('signProofs');
       return subjects.map((subject) => proofKeys().sign(subject));
     });
 
   const verifyProofs = ({ claims }: VerifyProofsInput): Promise<boolean[]> =>
-    asActivity(async () => {
+    activity(async () => {
       assertCalledByRun('verifyProofs');
       return claims.map(({ subject, proof }) => proofKeys().verify(subject, proof));
     });
@@ -305,12 +312,12 @@ export function createActivities({ registry, config, client, signingKeys, modelR
     callModel,
     callTool,
     validateToolOutput,
-    inspectTasks: (input) => asActivity(() => inspectTasks(client, input)),
-    awaitTasks: (input) => asActivity(() => awaitTasks(client, input)),
-    invokeSession: (input) => asActivity(() => invokeSession(client, input)),
+    inspectTasks: (input) => activity(() => inspectTasks(client, input)),
+    awaitTasks: (input) => activity(() => awaitTasks(client, input)),
+    invokeSession: (input) => activity(() => invokeSession(client, input)),
     // Heartbeated: a worker that dies mid-operation is noticed within the heartbeat timeout.
-    files: (operation) => asActivity(() => withHeartbeat(() => runFileOperation(operation))),
-    skills: (operation) => asActivity(() => withHeartbeat(() => runSkillOperation(operation))),
-    countTokens: (input) => asActivity(async () => countTokens(input)),
+    files: (operation) => activity(() => withHeartbeat(() => runFileOperation(operation))),
+    skills: (operation) => activity(() => withHeartbeat(() => runSkillOperation(operation))),
+    countTokens: (input) => activity(async () => countTokens(input)),
   };
 }

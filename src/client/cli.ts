@@ -14,6 +14,7 @@ import { ServerError } from '../server/server-error';
 import { requireModule } from '../worker/require-ts';
 import type { KeelClient, RunHandle } from './keel-client';
 import { followRun, wantsColour } from './progress';
+import type { LookupRefusal } from './lookup-refusal';
 
 /** Bad usage: exit code 2, message on stderr. */
 export class UsageError extends Error {}
@@ -42,6 +43,8 @@ options:
   --reason <text>             (deny) why
   --queue                     (approve, deny) send the decision even when no worker polls; it is
                               recorded in the run's history and applied when a worker starts
+  --allow-empty               (worker, dev) start even when the config registers no agents,
+                              tools or models
   -h, --help                  this help`;
 
 /** Exit codes. */
@@ -56,6 +59,7 @@ interface CliOptions {
   id?: string;
   'id-prefix'?: string;
   queue: boolean;
+  'allow-empty': boolean;
 }
 
 function parse(argv: string[]): { command: string | undefined; positionals: string[]; options: CliOptions; help: boolean } {
@@ -73,6 +77,7 @@ function parse(argv: string[]): { command: string | undefined; positionals: stri
         id: { type: 'string' },
         'id-prefix': { type: 'string' },
         queue: { type: 'boolean', default: false },
+        'allow-empty': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -200,9 +205,23 @@ async function commandRun(config: KeelConfig, positionals: string[], options: Cl
     }
     const done = handle.result();
     await warnWithoutWorkers(client, config, 'run');
+    // A run whose agent no polling worker has says so at once (it keeps retrying, in case one starts).
+    const stopFollowing = new AbortController();
+    const refused = watchLookup(client, handle.runId, done).then((refusal) => {
+      if (refusal) stopFollowing.abort();
+      return refusal;
+    });
     if (!options.json) {
       process.stderr.write(`run ${handle.runId} started (agent ${agent})\n`);
-      await followRun(handle, done, (line) => process.stderr.write(`${line}\n`), { writeRaw: (text) => process.stderr.write(text), colour: wantsColour(process.stderr) });
+      await followRun(handle, done, (line) => process.stderr.write(`${line}\n`), { writeRaw: (text) => process.stderr.write(text), colour: wantsColour(process.stderr), signal: stopFollowing.signal });
+    }
+    const refusal = await Promise.race([refused, done.then(() => undefined, () => undefined)]);
+    if (refusal) {
+      const message = describeRefusal(agent, refusal, handle.runId, config.taskQueue);
+      done.catch(() => undefined);
+      if (options.json) print(true, { runId: handle.runId, status: 'running', error: { status: 'NOT_FOUND', message } });
+      process.stderr.write(`keel run: ${message}\n`);
+      return EXIT.usage;
     }
     try {
       const result = await done;
@@ -216,6 +235,30 @@ async function commandRun(config: KeelConfig, positionals: string[], options: Cl
       return EXIT.failed;
     }
   });
+}
+
+/** Watches a run's agent lookup until it is behind the run or the run ends; resolves to a refusal every polling worker made, if any. */
+async function watchLookup(client: KeelClient, runId: string, done: Promise<unknown>): Promise<LookupRefusal | undefined> {
+  let ended = false;
+  void done.then(
+    () => (ended = true),
+    () => (ended = true),
+  );
+  const { lookupRefusal } = later<typeof import('./lookup-refusal')>('./lookup-refusal');
+  while (!ended) {
+    const seen = await lookupRefusal(client.temporal, runId).catch(() => undefined);
+    if (seen === 'passed') return undefined;
+    if (seen) return seen;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
+  return undefined;
+}
+
+/** What `keel run` says when no polling worker has the run's agent (or its model or tool). */
+function describeRefusal(agent: string, refusal: LookupRefusal, runId: string, taskQueue: string): string {
+  const known = refusal.has.join(', ') || '(none)';
+  const what = refusal.kind === 'agent' ? `unknown agent "${refusal.name}"; the workers polling task queue "${taskQueue}" know: ${known}` : `agent "${agent}" needs ${refusal.kind} "${refusal.name}", which no worker polling task queue "${taskQueue}" has (they have: ${known})`;
+  return `${what}. The run ${runId} was created and keeps trying for up to ${refusal.retryFor} in case a worker that has it starts; stop it with keel abort ${runId}`;
 }
 
 async function commandStatus(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
@@ -395,9 +438,9 @@ async function command(argv: string[]): Promise<number> {
       case 'server':
         return await later<typeof import('./processes')>('./processes').runServer(config);
       case 'worker':
-        return await later<typeof import('./processes')>('./processes').runWorker(config);
+        return await later<typeof import('./processes')>('./processes').runWorker(config, { allowEmpty: options['allow-empty'] });
       case 'dev':
-        return await later<typeof import('./processes')>('./processes').runDev(config);
+        return await later<typeof import('./processes')>('./processes').runDev(config, { allowEmpty: options['allow-empty'] });
       case 'run':
         return await commandRun(config, positionals, options);
       case 'status':

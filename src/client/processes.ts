@@ -4,6 +4,7 @@
  */
 import { DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
 import type { KeelConfig } from '../config/schema';
+import { ConfigError } from '../config/load';
 import { KeelError } from '../core/errors';
 import { isServerReachable, startConfiguredServer, type DevServer } from '../server/dev-server';
 import { connectClient, connectWorker } from '../worker/connect';
@@ -68,8 +69,27 @@ export async function runServer(config: KeelConfig): Promise<number> {
 }
 
 /** Creates (not runs) a worker for the config: modules loaded, connections made. */
-export async function prepareWorker(config: KeelConfig, loaded?: Registry): Promise<{ worker: Worker; agents: string[]; signingKeys: SigningKeys; close: () => Promise<void> }> {
+/** Options of `runWorker` and `prepareWorker`. */
+export interface WorkerRunOptions {
+  /** Start even when the config registers no agents, tools or models (such a worker can only refuse calls). */
+  allowEmpty?: boolean;
+}
+
+/**
+ * Refuses a worker that would register nothing: one started from the wrong directory, or on an
+ * empty temporal.yaml, would poll the task queue and only refuse the calls it takes.
+ */
+function assertNotEmpty(config: KeelConfig, registry: Registry, { allowEmpty = false }: WorkerRunOptions): void {
+  if (allowEmpty || registry.agents.size || registry.tools.size || registry.models.size) return;
+  const where = config.path ?? `${config.baseDir} (no temporal.yaml there)`;
+  throw new ConfigError(
+    `${where} registers no agents, tools or models (modules: ${config.modules.join(', ') || 'none'}, agents: ${config.agents.length || 'none'}); a worker on task queue "${config.taskQueue}" at ${config.temporal.address} would only refuse the calls it takes. Start it from your project's directory or pass --config <file>, or start it anyway with --allow-empty`,
+  );
+}
+
+export async function prepareWorker(config: KeelConfig, loaded?: Registry, options: WorkerRunOptions = {}): Promise<{ worker: Worker; agents: string[]; signingKeys: SigningKeys; close: () => Promise<void> }> {
   const registry = loaded ?? (await loadRegistry(config));
+  assertNotEmpty(config, registry, options);
   installRuntime();
   let connection: Awaited<ReturnType<typeof connectWithRetry>>;
   let client: Awaited<ReturnType<typeof connectClient>>;
@@ -122,8 +142,8 @@ export async function connectWithRetry(config: KeelConfig, { backoff = CONNECT_B
 }
 
 /** `keel worker`: one worker in the foreground; SIGINT/SIGTERM drain it gracefully. */
-export async function runWorker(config: KeelConfig): Promise<number> {
-  const { worker, agents, signingKeys, close } = await prepareWorker(config);
+export async function runWorker(config: KeelConfig, options: WorkerRunOptions = {}): Promise<number> {
+  const { worker, agents, signingKeys, close } = await prepareWorker(config, undefined, options);
   if (signingKeys.created) {
     process.stderr.write(`keel: created a signing key in ${signingKeys.source}; workers on other machines that run the same runs need the same key: set KEEL_SIGNING_KEY on every worker (README, "Signing key")\n`);
   }
@@ -146,11 +166,11 @@ export async function ensureServer(config: KeelConfig, { stdio = 'ignore' }: { s
 }
 
 /** `keel dev`: dev server (unless one is reachable) plus one worker. */
-export async function runDev(config: KeelConfig): Promise<number> {
+export async function runDev(config: KeelConfig, options: WorkerRunOptions = {}): Promise<number> {
   const server = await ensureServer(config);
   if (server) process.stderr.write(`keel: Temporal dev server at ${server.address}${server.uiAddress ? `, UI ${server.uiAddress}` : ''}\n`);
   try {
-    return await runWorker(config);
+    return await runWorker(config, options);
   } finally {
     await server?.stop();
   }

@@ -46,6 +46,8 @@ export interface FollowOptions {
   writeRaw?: (text: string) => void;
   /** Colours the lines (for a terminal; keel passes it only when the output is one and NO_COLOR is unset). */
   colour?: boolean;
+  /** Stops following (the run goes on). */
+  signal?: AbortSignal;
 }
 
 /** ANSI styles for the kinds of line `followRun` writes. */
@@ -61,7 +63,7 @@ export function wantsColour(stream: { isTTY?: boolean }): boolean {
  * `writeRaw`), each message (a turn header before each model message), and each new pending
  * interrupt. Polling errors are ignored: the run may be between workers.
  */
-export async function followRun(handle: RunHandle, done: Promise<unknown>, write: (line: string) => void, { intervalMs = 200, onInterrupt, writeRaw, colour = false }: FollowOptions = {}): Promise<void> {
+export async function followRun(handle: RunHandle, done: Promise<unknown>, write: (line: string) => void, { intervalMs = 200, onInterrupt, writeRaw, colour = false, signal }: FollowOptions = {}): Promise<void> {
   const paint = (style: keyof typeof STYLES, line: string) => (colour ? `\x1b[${STYLES[style]}m${line}\x1b[0m` : line);
   const writeLine = (line: string) => write(line.startsWith('  →') ? paint('call', line) : line.startsWith('  ←') ? paint('result', line) : line);
   const reportInterrupt = onInterrupt ?? ((interrupt: Interrupt) => describeInterrupt(handle.runId, interrupt).forEach((line) => write(paint('hold', line))));
@@ -72,7 +74,7 @@ export async function followRun(handle: RunHandle, done: Promise<unknown>, write
   // A model line being written as its text streams.
   let streaming = false;
   // The events end with the run (after a last look at its messages).
-  for await (const event of handle.events({ intervalMs })) {
+  for await (const event of handle.events({ intervalMs, ...(signal ? { signal } : {}) })) {
     if (event.type === 'text') {
       if (!writeRaw || (!streaming && event.final)) continue;
       if (!streaming) {

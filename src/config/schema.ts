@@ -51,6 +51,11 @@ export const WorkerConfigSchema = z
     maxHeartbeatThrottleInterval: DurationSchema.default('2 seconds'),
     /** How long a workflow task waits for the worker that cached the run before any worker takes it. */
     stickyQueueScheduleToStartTimeout: DurationSchema.default('10 seconds'),
+    /**
+     * How long a call naming an agent, model or tool this worker lacks is retried (on any worker
+     * of the queue: a rolling deploy's new workers may have it) before it fails NOT_FOUND.
+     */
+    notRegisteredRetryFor: DurationSchema.default('1 minute'),
   })
   .strict();
 
@@ -122,6 +127,8 @@ const McpServerFields = {
   toolPrefix: z.string().regex(/^[A-Za-z0-9_-]*$/, 'letters, digits, _ and - only').optional(),
   /** The server's tools to register (by the server's names); all of them when absent. */
   tools: z.array(z.string().min(1)).optional(),
+  /** How long one call may wait for the server's answer (progress notifications restart it); then it fails DEADLINE_EXCEEDED. */
+  callTimeout: DurationSchema.default('2 minutes'),
 };
 
 /** A Model Context Protocol server whose tools the worker registers: a command (stdio) or a URL (streamable HTTP). */

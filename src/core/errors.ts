@@ -13,6 +13,12 @@ import { isStatusName, type StatusName } from './status';
  */
 export const UNCLASSIFIED = 'UNCLASSIFIED';
 
+/**
+ * Failure type of an activity refused by a worker that lacks the agent, model or tool it names
+ * (retryable: another worker may have it); once the retries are over it reads as NOT_FOUND.
+ */
+export const NOT_REGISTERED_FAILURE = 'KEEL_NOT_REGISTERED';
+
 /** Structured fields an error may carry; all JSON-plain. */
 export interface KeelErrorDetails {
   /** The tool the error is about. */
@@ -95,6 +101,7 @@ export function toApplicationFailure(error: KeelError): ApplicationFailure {
 export function fromApplicationFailure(failure: ApplicationFailure): KeelError {
   const details = (failure.details?.[0] ?? {}) as KeelErrorDetails;
   if (failure.type === UNCLASSIFIED) return KeelError.unclassified(failure.message, details);
+  if (failure.type === NOT_REGISTERED_FAILURE) return new KeelError('NOT_FOUND', failure.message, details);
   if (isStatusName(failure.type)) return new KeelError(failure.type, failure.message, details);
   return KeelError.unclassified(failure.message, details);
 }

@@ -12,7 +12,7 @@
  * Node side.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { KeelConfig } from '../config/schema';
 import { ConfigError } from '../config/load';
@@ -69,16 +69,22 @@ function keyFromFile(path: string): { secret: string; created: boolean } {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new ConfigError(`security.signingKeyFile: cannot read ${path}: ${(error as Error).message}; or set KEEL_SIGNING_KEY`);
   }
+  // Written whole to a file of its own, then linked into place: a worker that starts at the same
+  // moment either links first or reads the complete key, never an empty file.
   let created = false;
+  const temporary = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
   try {
     mkdirSync(dirname(path), { recursive: true });
-    writeFileSync(path, `${randomBytes(32).toString('hex')}\n`, { flag: 'wx', mode: 0o600 });
-    chmodSync(path, 0o600);
+    writeFileSync(temporary, `${randomBytes(32).toString('hex')}\n`, { flag: 'wx', mode: 0o600 });
+    chmodSync(temporary, 0o600);
+    linkSync(temporary, path);
     created = true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') {
       throw new ConfigError(`security.signingKeyFile: cannot create ${path}: ${(error as Error).message}; set KEEL_SIGNING_KEY instead (e.g. openssl rand -hex 32), the same on every worker`);
     }
+  } finally {
+    rmSync(temporary, { force: true });
   }
   return { secret: readFileSync(path, 'utf8').trim(), created };
 }

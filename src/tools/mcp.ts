@@ -7,6 +7,7 @@
  * request's `_meta`. A connection that closes (the server crashed, the network dropped) fails
  * the call as retryable and the next attempt connects again. Node side.
  */
+import { msToNumber } from '@temporalio/common/lib/time';
 import { z } from 'zod';
 import { InfrastructureError } from '../activities/infrastructure-error';
 import { KeelError } from '../core/errors';
@@ -34,6 +35,16 @@ interface McpClient {
   callTool(params: { name: string; arguments: Record<string, unknown>; _meta: Record<string, unknown> }, resultSchema: undefined, options: { signal: AbortSignal; timeout: number; resetTimeoutOnProgress: boolean }): Promise<McpCallResult>;
   close(): Promise<void>;
   onclose?: () => void;
+  onerror?: (error: Error) => void;
+}
+
+/** The SDK's stdio transport refuses a message over its read buffer (10 MiB by default). */
+const OVERSIZED = /ReadBuffer exceeded maximum size of (\d+) bytes/;
+
+/** True for a zod error (the SDK checks every result against its schema with zod, classic or mini). */
+function isSchemaError(error: unknown): error is { issues: Array<{ path: Array<string | number>; message: string }> } {
+  const issues = (error as { issues?: unknown })?.issues;
+  return error instanceof Error && Array.isArray(issues) && issues.length > 0 && issues.every((issue) => Array.isArray((issue as { path?: unknown })?.path) && typeof (issue as { message?: unknown }).message === 'string');
 }
 
 interface McpToolInfo {
@@ -69,10 +80,18 @@ export class McpServerConnection {
   private generation = 0;
   private closed = false;
 
+  /** The errors the current connection's transport reported (an oversized message, then the broken rest of its line). */
+  private transportErrors: { generation: number; errors: Error[] } = { generation: 0, errors: [] };
+
   constructor(
     readonly config: McpServerConfig,
     private readonly baseDir: string,
   ) {}
+
+  /** How long one call may take: the server's `callTimeout`. */
+  private get callTimeoutMs(): number {
+    return msToNumber(this.config.callTimeout);
+  }
 
   /** Where the server is, for messages. */
   private get where(): string {
@@ -110,8 +129,24 @@ export class McpServerConnection {
       // The next call connects again (a crashed stdio server is started anew).
       if (this.generation === generation) this.client = undefined;
     };
-    await client.connect(transport);
+    client.onerror = (error) => {
+      const earlier = this.transportErrors.generation === generation ? this.transportErrors.errors : [];
+      this.transportErrors = { generation, errors: [...earlier, error].slice(-5) };
+    };
+    try {
+      await client.connect(transport);
+    } catch (error) {
+      await client.close().catch(() => undefined);
+      throw new Error(`MCP server "${this.config.name}" (${this.where}) could not be reached: ${reasonOf(error)}`);
+    }
     return client;
+  }
+
+  /** Drops the connection after a failure: closes it (a stdio server's process with it), so the next call starts a new one. */
+  private drop(): void {
+    const dropped = this.client;
+    this.client = undefined;
+    void dropped?.then((client) => client.close()).catch(() => undefined);
   }
 
   /** Lists the server's tools (every page) as keel tools, under the prefix, filtered by the allow-list. */
@@ -149,41 +184,61 @@ export class McpServerConnection {
       client = await this.connect();
     } catch (error) {
       if (KeelError.isInstance(error)) throw error;
-      throw new InfrastructureError(`MCP server "${this.config.name}" (${this.where}) could not be reached: ${(error as Error).message}`);
+      throw new InfrastructureError((error as Error).message);
     }
+    const generation = this.generation;
     let result: McpCallResult;
     try {
       result = await client.callTool(
         { name: toolName, arguments: args, _meta: { [MCP_META.idempotencyKey]: context.idempotencyKey, [MCP_META.runId]: context.runId, [MCP_META.attempt]: context.attempt } },
         undefined,
-        { signal: context.signal, timeout: NO_TIMEOUT, resetTimeoutOnProgress: true },
+        // The server's own bound, well under the activity's (a server that never answers would hold every attempt to its end).
+        { signal: context.signal, timeout: Math.min(this.callTimeoutMs, NO_TIMEOUT), resetTimeoutOnProgress: true },
       );
     } catch (error) {
-      throw this.callError(toolName, error, context.signal);
+      throw this.callError(toolName, error, context.signal, generation);
     }
     if (result.isError) throw toolFail(textOf(result) || `MCP tool "${toolName}" failed`);
     return outputOf(result);
   }
 
-  private callError(toolName: string, error: unknown, signal: AbortSignal): Error {
+  /**
+   * What a failed call means: the server's answer that is not MCP (malformed, too large) is a
+   * protocol error the model is told of, not retried; a JSON-RPC error is the server's word; a
+   * timeout is the server's `callTimeout`; a dropped connection (the server crashed, the network
+   * dropped) is closed and retried on a new one.
+   */
+  private callError(toolName: string, error: unknown, signal: AbortSignal, generation: number): Error {
     if (signal.aborted) return error as Error;
+    const server = `MCP server "${this.config.name}" (${this.where})`;
+    if (isSchemaError(error)) {
+      const issues = error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ');
+      return toolFail(`${server} answered tool "${toolName}" with a malformed result (not an MCP CallToolResult): ${issues}`);
+    }
+    const reported = this.transportErrors.generation === generation ? this.transportErrors.errors : [];
+    const transport = reported.at(-1);
+    const oversized = reported.map((reportedError) => OVERSIZED.exec(reportedError.message)).find((match) => match !== null);
+    if (oversized) {
+      this.drop();
+      return toolFail(`${server} answered tool "${toolName}" with a message over the ${Math.round(Number(oversized[1]) / (1024 * 1024))} MiB the MCP SDK reads over stdio; the call is not repeated (ask for less, or page the output)`);
+    }
     const code = (error as { code?: unknown }).code;
-    const message = `MCP tool "${toolName}" of server "${this.config.name}": ${(error as Error).message}`;
+    const message = `MCP tool "${toolName}" of server "${this.config.name}" (${this.where}): ${reasonOf(error)}`;
     switch (code) {
       case INVALID_PARAMS:
         return new KeelError('INVALID_ARGUMENT', message);
       case METHOD_NOT_FOUND:
         return new KeelError('NOT_FOUND', message);
       case REQUEST_TIMEOUT:
-        return new KeelError('DEADLINE_EXCEEDED', message);
+        return new KeelError('DEADLINE_EXCEEDED', `${server} did not answer tool "${toolName}" within ${String(this.config.callTimeout)} (its callTimeout); the call was cancelled`);
       case CONNECTION_CLOSED:
-        this.client = undefined;
-        return new InfrastructureError(message);
+        this.drop();
+        return new InfrastructureError(transport ? `${message} (${reasonOf(transport)})` : message);
       default:
         // A JSON-RPC error the server answered with is the server's word; anything else (a
         // dropped connection, a refused HTTP request) is retried on a new connection.
         if (typeof code === 'number') return new KeelError('INTERNAL', message);
-        this.client = undefined;
+        this.drop();
         return new InfrastructureError(message);
     }
   }
@@ -195,6 +250,14 @@ export class McpServerConnection {
     this.client = undefined;
     await client?.close().catch(() => undefined);
   }
+}
+
+/** An error's message, with its cause's when it has one (Node's "fetch failed" says why only there). */
+function reasonOf(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const cause = (error as { cause?: unknown })?.cause;
+  const detail = cause instanceof Error ? `${(cause as NodeJS.ErrnoException).code ?? ''} ${cause.message}`.trim() : undefined;
+  return detail && !message.includes(detail) ? `${message} (${detail})` : message;
 }
 
 /** A tool's JSON Schema as a zod schema keel validates arguments with; one zod cannot read takes any object. */

@@ -7,6 +7,18 @@ import type { ActivityOptions } from '@temporalio/workflow';
 import { KeelError, fromApplicationFailure, toKeelError } from '../core/errors';
 import type { ActivitySpec } from '../core/run';
 
+/**
+ * Options of the agent lookup (`resolveAgent`, a regular activity). A worker that lacks the
+ * agent refuses it retryably (a rolling deploy's other workers may have it) and says when to
+ * stop (`worker.notRegisteredRetryFor`); these bounds only catch a lookup that keeps failing
+ * for another reason.
+ */
+export const RESOLVE_AGENT_OPTIONS: ActivityOptions = {
+  startToCloseTimeout: '30 seconds',
+  scheduleToCloseTimeout: '30 minutes',
+  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 200, nonRetryableErrorTypes: ['NOT_FOUND', 'INVALID_ARGUMENT', 'INTERNAL'] },
+};
+
 /** Temporal activity options from the worker's config (carried in the resolved agent). */
 export function activityOptions(spec: ActivitySpec): ActivityOptions {
   return {

@@ -19,7 +19,7 @@ import { RunInputSchema, type AgentSpec, type RunInput, type RunResult } from '.
 import { composeStage, composeToolChain } from '../middleware/compose';
 import type { GenerateOutcome, GenerateParams } from '../middleware/types';
 import type { KeelActivities } from '../activities/types';
-import { activityOptions, asKeelError } from './activity-errors';
+import { RESOLVE_AGENT_OPTIONS, activityOptions, asKeelError } from './activity-errors';
 import { modelCaller } from './call-model';
 import { toolRunner } from './call-tool';
 import { InterruptBoard } from './interrupt-board';
@@ -49,10 +49,7 @@ const { resolveAgent, validateToolOutput } = proxyLocalActivities<KeelActivities
 export const RESOLVE_AS_ACTIVITY_PATCH = 'keel-resolve-agent-as-activity';
 
 /** The same lookup as a regular activity (eagerly dispatched to this worker when it can). */
-const { resolveAgent: resolveAgentActivity } = proxyActivities<KeelActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { maximumAttempts: 3, nonRetryableErrorTypes: ['NOT_FOUND', 'INVALID_ARGUMENT', 'INTERNAL'] },
-});
+const { resolveAgent: resolveAgentActivity } = proxyActivities<KeelActivities>(RESOLVE_AGENT_OPTIONS);
 
 /** Checks a stand-in output against the tool's output schema; returns it parsed. */
 async function validateOutput(toolName: string, output: unknown): Promise<unknown> {

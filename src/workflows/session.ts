@@ -18,6 +18,8 @@ import {
   continueAsNew,
   isCancellation,
   log,
+  patched,
+  proxyActivities,
   proxyLocalActivities,
   setHandler,
   startChild,
@@ -32,12 +34,21 @@ import { describeZodError } from '../core/schema-errors';
 import { describeUndecodable, isUndecodable } from '../core/undecodable';
 import { InvokeInputSchema, KEPT_ANSWERS, KEPT_SNAPSHOTS, SessionInputSchema, type InvokeInput, type InvokeOutput, type SessionInput, type SessionState, type Snapshot } from '../core/session';
 import type { KeelActivities } from '../activities/types';
+import { RESOLVE_AGENT_OPTIONS } from './activity-errors';
 import { GENERATE_WORKFLOW, abortSessionUpdate, abortTurnSignal, childInterruptsSignal, invokeUpdate, snapshotQuery, waitForSnapshotUpdate } from './definitions';
 
-const { resolveAgent } = proxyLocalActivities<KeelActivities>({
+const { resolveAgent: resolveAgentLocally } = proxyLocalActivities<KeelActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { maximumAttempts: 3, nonRetryableErrorTypes: ['NOT_FOUND', 'INVALID_ARGUMENT', 'INTERNAL'] },
 });
+
+/**
+ * The patch that made a session look its agent up with a regular activity (sessions from
+ * before it replay with the local one): a local activity never leaves the worker running the
+ * session, so a worker that lacks the agent (a rolling deploy) refused the session for good.
+ */
+export const SESSION_RESOLVE_AS_ACTIVITY_PATCH = 'keel-session-resolve-agent-as-activity';
+const { resolveAgent: resolveAgentActivity } = proxyActivities<KeelActivities>(RESOLVE_AGENT_OPTIONS);
 
 /** An ApplicationFailure (what rejects an update) with a status and a message. */
 function refusal(status: KeelError['status'], message: string): ApplicationFailure {
@@ -235,6 +246,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
       let detachedTurn = false;
       try {
         if (!checkedAgent) {
+          const resolveAgent = patched(SESSION_RESOLVE_AS_ACTIVITY_PATCH) ? resolveAgentActivity : resolveAgentLocally;
           const spec = await resolveAgent({ agent }).catch((error: unknown) => {
             const failure = toKeelError(error);
             refusedAgent = snapshots.length === 0;

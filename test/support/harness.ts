@@ -47,6 +47,8 @@ export function testConfig(overrides: KeelConfigInput = {}): KeelConfig {
     taskQueue: `test-${randomUUID()}`,
     ...overrides,
     temporal: { address: inject('temporalAddress'), ...overrides.temporal },
+    // A test's worker is the only one on its queue: what it lacks, no other has.
+    worker: { notRegisteredRetryFor: '2 seconds', ...overrides.worker },
   });
 }
 

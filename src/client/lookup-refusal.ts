@@ -1,0 +1,57 @@
+/**
+ * Tells, right after a run starts, when no worker polling its task queue has the run's agent
+ * (or that agent's model or tool): the agent lookup of such a run is refused by every worker
+ * that takes it, and retried for `worker.notRegisteredRetryFor` in case a worker that has it
+ * starts (a rolling deploy). `keel run` uses this to say so at once instead of waiting. Read
+ * from the run's pending `resolveAgent` activity (its last failure names the workers that
+ * refused and what they have) and the task queue's pollers. Node side.
+ */
+import type { Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { NOT_REGISTERED_FAILURE } from '../core/errors';
+import type { NotRegisteredReport } from '../activities/not-registered';
+
+/** What every polling worker lacks, and what they have instead. */
+export interface LookupRefusal {
+  kind: 'agent' | 'model' | 'tool';
+  name: string;
+  /** What the refusing workers have of that kind, together. */
+  has: string[];
+  workers: string[];
+  retryFor: string;
+}
+
+/** How recently a poller must have been seen to count (as `KeelClient.workersPolling`). */
+const POLLER_FRESH_MS = 90_000;
+
+/**
+ * The run's lookup refusal when every worker now polling its task queue (for activities) has
+ * refused it; `passed` once the lookup is behind the run; undefined while neither is known.
+ */
+export async function lookupRefusal(client: Client, runId: string): Promise<LookupRefusal | 'passed' | undefined> {
+  const { raw } = await client.workflow.getHandle(runId).describe();
+  const lookup = (raw.pendingActivities ?? []).find((activity) => activity.activityType?.name === 'resolveAgent');
+  if (!lookup) return Number(raw.workflowExecutionInfo?.historyLength ?? 0) > 4 ? 'passed' : undefined;
+  const failure = lookup.lastFailure;
+  if (failure?.applicationFailureInfo?.type !== NOT_REGISTERED_FAILURE) return undefined;
+  const payload = failure.applicationFailureInfo.details?.payloads?.[1];
+  if (!payload) return undefined;
+  let report: NotRegisteredReport['notRegistered'] | undefined;
+  try {
+    report = client.options.loadedDataConverter.payloadConverter.fromPayload<NotRegisteredReport>(payload).notRegistered;
+  } catch {
+    return undefined;
+  }
+  if (!report) return undefined;
+  const taskQueue = raw.workflowExecutionInfo?.taskQueue ?? '';
+  const { pollers } = await client.workflowService.describeTaskQueue({
+    namespace: client.options.namespace,
+    taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+    taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+  });
+  const now = Date.now();
+  const polling = (pollers ?? []).filter((poller) => poller.lastAccessTime?.seconds == null || now - Number(poller.lastAccessTime.seconds) * 1000 <= POLLER_FRESH_MS).map((poller) => poller.identity ?? '');
+  const refused = new Set(report.workers.map((worker) => worker.identity));
+  if (polling.some((identity) => !refused.has(identity))) return undefined;
+  return { kind: report.kind, name: report.name, has: [...new Set(report.workers.flatMap((worker) => worker.has))].sort(), workers: [...refused], retryFor: report.retryFor };
+}
