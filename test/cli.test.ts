@@ -140,6 +140,24 @@ describe('keel run / status / abort', () => {
     expect(wrong.stderr).toBe(`keel run: INVALID_ARGUMENT: agent "good" is client-managed (session: 'client'): send its state, not a session id\n`);
   });
 
+  it('refuses a session id that is empty, too long, or names another session’s turn, naming the rule, exit 2', async () => {
+    const session = `taken-${Date.now()}`;
+    expect((await runKeel(['run', 'memo', 'hello', '--session', session, '--config', config])).code).toBe(0);
+    for (const [id, why] of [
+      ['', 'the session id is empty'],
+      ['x'.repeat(5000), 'the session id has 5000 characters'],
+      [`${session}/turn-1`, `has the segment "turn-1", which names a session's turn`],
+      ['two words', 'has the character " "'],
+    ] as const) {
+      const refused = await runKeel(['run', 'memo', 'hi', '--session', id, '--config', config]);
+      expect(refused.code, id.slice(0, 20)).toBe(2);
+      expect(refused.stderr).toContain(why);
+      expect(refused.stderr).toContain('a session id is 1-200 characters of letters, digits and . _ - : @ = +, in segments separated by single "/", none of them "turn-<n>"');
+    }
+    // The first session's turn is untouched.
+    expect((await worker.client.getHandle(`session/memo/${session}/turn-1`).result()).text).toBe('I have heard: hello');
+  });
+
   it('exits 2 at once for an agent no polling worker knows, naming the ones they know, and says the run was created', async () => {
     const started = Date.now();
     const { code, stdout, stderr } = await runKeel(['run', 'nobody', 'hi', '--json', '--config', config]);

@@ -9,6 +9,7 @@ import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
 import { HOLDS_MEMO_KEY, MemoHoldSchema, RunStateSchema, type MemoHold, type RunResult, type RunStatus } from '../core/run';
 import { KEEL_STATUS } from '../core/search-attributes';
+import { sessionIdProblem } from '../core/session';
 import { z } from 'zod';
 import { ServerError } from '../server/server-error';
 import { requireModule } from '../worker/require-ts';
@@ -128,6 +129,10 @@ async function connect(config: KeelConfig): Promise<KeelClient> {
   try {
     return await clientModule().KeelClient.connect(config);
   } catch (error) {
+    if (error instanceof ConfigError) throw error;
+    // A server that answers, but not as configured (TLS on one side only), is a config error: say which.
+    const mismatch = await later<typeof import('../worker/connect')>('../worker/connect').tlsMismatch(config);
+    if (mismatch) throw mismatch;
     throw new KeelError('UNAVAILABLE', `cannot reach Temporal at ${config.temporal.address}: ${(error as Error).message}. Start one with \`npx keel server\` (or \`npx keel dev\`).`);
   }
 }
@@ -184,7 +189,9 @@ async function commandRun(config: KeelConfig, positionals: string[], options: Cl
     // A session's turn runs as a run of its own: send it detached, then follow that run.
     let session: { sessionId: string; snapshotId: string } | undefined;
     let handle: RunHandle;
-    if (options.session) {
+    if (options.session !== undefined) {
+      const problem = sessionIdProblem(options.session);
+      if (problem) throw new UsageError(`keel run --session: ${problem}`);
       try {
         const turn = await client.session(agent, options.session).send(words.join(' '), { detach: true });
         session = { sessionId: turn.sessionId, snapshotId: turn.snapshotId };

@@ -7,7 +7,7 @@ import type { KeelConfig } from '../config/schema';
 import { ConfigError } from '../config/load';
 import { KeelError } from '../core/errors';
 import { isServerReachable, startConfiguredServer, type DevServer } from '../server/dev-server';
-import { connectClient, connectWorker } from '../worker/connect';
+import { connectClient, connectWorker, tlsMismatch } from '../worker/connect';
 import { createKeelWorker } from '../worker/create-worker';
 import { loadSigningKeys, type SigningKeys } from '../security/signing-keys';
 import { loadRegistry } from '../worker/load-registry';
@@ -132,6 +132,10 @@ export async function connectWithRetry(config: KeelConfig, { backoff = CONNECT_B
       if (attempt > 1) log(`keel: reached Temporal at ${config.temporal.address} (attempt ${attempt})\n`);
       return connection;
     } catch (error) {
+      if (error instanceof ConfigError) throw error;
+      // A server that answers, but not as configured: waiting will not fix it.
+      const mismatch = await tlsMismatch(config);
+      if (mismatch) throw mismatch;
       const reason = (error as Error).message.split('\n')[0];
       log(`keel: cannot reach Temporal at ${config.temporal.address} (attempt ${attempt}: ${reason}); retrying in ${(delay / 1000).toFixed(1)} s. Start one with \`npx keel server\`; Ctrl-C to stop.\n`);
       const signal = await sleepUnlessSignalled(delay);

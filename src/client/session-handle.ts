@@ -7,6 +7,7 @@ import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
 import { KeelError } from '../core/errors';
 import type { Message } from '../core/messages';
 import { sessionWorkflowId, type InvokeOutput, type Snapshot } from '../core/session';
+import { sessionIdProblem } from '../core/session';
 import { SESSION_WORKFLOW, abortSessionUpdate, invokeUpdate, snapshotQuery, waitForSnapshotUpdate } from '../workflows/definitions';
 import { assertInputFits } from './input-limit';
 import { runErrorOf } from './run-errors';
@@ -40,6 +41,8 @@ export class SessionHandle {
   readonly workflowId: string;
 
   constructor({ client, agent, sessionId, taskQueue }: SessionHandleOptions) {
+    const problem = sessionIdProblem(sessionId);
+    if (problem) throw new KeelError('INVALID_ARGUMENT', problem);
     this.client = client;
     this.agent = agent;
     this.sessionId = sessionId;

@@ -97,6 +97,28 @@ export const KEPT_ANSWERS = 50;
 /** How many settled snapshots a session carries across continue-as-new (older ones are dropped). */
 export const KEPT_SNAPSHOTS = 200;
 
+/** The longest session id a client may choose (a session's workflow id adds the agent's name, Temporal allows 1,000 characters). */
+export const MAX_SESSION_ID_CHARS = 200;
+
+/**
+ * Why a session id a client chose cannot be used, or undefined when it can. The rule: 1 to 200
+ * characters of letters, digits and `. _ - : @ = +`, in segments separated by single `/`, none
+ * of them `turn-<n>` (a session's turns run as `session/<agent>/<id>/turn-<n>`, so such an id would
+ * name another session's turn).
+ */
+export function sessionIdProblem(sessionId: string): string | undefined {
+  const rule = `a session id is 1-${MAX_SESSION_ID_CHARS} characters of letters, digits and . _ - : @ = +, in segments separated by single "/", none of them "turn-<n>"`;
+  if (sessionId === '') return `the session id is empty; ${rule}`;
+  if (sessionId.length > MAX_SESSION_ID_CHARS) return `the session id has ${sessionId.length} characters; ${rule}`;
+  const segments = sessionId.split('/');
+  if (segments.some((segment) => segment === '')) return `the session id "${sessionId}" has an empty segment; ${rule}`;
+  const bad = [...sessionId].find((char) => char !== '/' && !/[A-Za-z0-9._\-:@=+]/.test(char));
+  if (bad !== undefined) return `the session id "${sessionId}" has the character ${JSON.stringify(bad)}; ${rule}`;
+  const turn = segments.find((segment) => /^turn-\d+$/.test(segment));
+  if (turn) return `the session id "${sessionId}" has the segment "${turn}", which names a session's turn; ${rule}`;
+  return undefined;
+}
+
 /** The workflow id of a session of an agent. */
 export function sessionWorkflowId(agent: string, sessionId: string): string {
   return `session/${agent}/${sessionId}`;

@@ -5,6 +5,9 @@
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+import { ConfigError } from '../config/load';
 import { resolve } from 'node:path';
 import type { KeelConfig } from '../config/schema';
 import { keelDataConverter } from '../storage/data-converter';
@@ -16,12 +19,22 @@ function tlsOptions(config: Connectable): ConnectionOptions['tls'] {
   const tls = config.temporal.tls;
   if (tls === false) return undefined;
   if (tls === true) return true;
-  const read = (path: string | undefined) => (path ? readFileSync(resolve(config.baseDir, path)) : undefined);
-  const crt = read(tls.clientCertPath);
-  const key = read(tls.clientKeyPath);
+  // A certificate file that cannot be read is a config error naming the field and the file, not "cannot reach Temporal".
+  const read = (field: keyof typeof tls, path: string | undefined) => {
+    if (!path) return undefined;
+    const file = resolve(config.baseDir, path);
+    try {
+      return readFileSync(file);
+    } catch (error) {
+      throw new ConfigError(`temporal.tls.${field}: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    }
+  };
+  const crt = read('clientCertPath', tls.clientCertPath);
+  const key = read('clientKeyPath', tls.clientKeyPath);
+  if ((tls.clientCertPath === undefined) !== (tls.clientKeyPath === undefined)) throw new ConfigError('temporal.tls: give both clientCertPath and clientKeyPath (mTLS), or neither');
   return {
     serverNameOverride: tls.serverName,
-    serverRootCACertificate: read(tls.serverRootCaCertPath),
+    serverRootCACertificate: read('serverRootCaCertPath', tls.serverRootCaCertPath),
     ...(crt && key ? { clientCertPair: { crt, key } } : {}),
   };
 }
@@ -29,6 +42,43 @@ function tlsOptions(config: Connectable): ConnectionOptions['tls'] {
 /** Connection options shared by both connection kinds. */
 export function connectionOptions(config: Connectable): { address: string; tls: ConnectionOptions['tls']; apiKey?: string } {
   return { address: config.temporal.address!, tls: tlsOptions(config), ...(config.temporal.apiKey ? { apiKey: config.temporal.apiKey } : {}) };
+}
+
+/** What a port answers, probed when a connection fails: nothing, a TLS server, or something that speaks no TLS. */
+export async function probeTls(address: string, timeoutMs = 3000): Promise<'refused' | 'tls' | 'plaintext' | 'unknown'> {
+  const separator = address.lastIndexOf(':');
+  const host = address.slice(0, separator).replace(/^\[|\]$/g, '');
+  const port = Number(address.slice(separator + 1));
+  if (!host || !Number.isInteger(port)) return 'unknown';
+  return new Promise((settle) => {
+    const socket = tlsConnect({ host, port, rejectUnauthorized: false, ...(isIP(host) ? {} : { servername: host }), ALPNProtocols: ['h2'] });
+    const done = (answer: 'refused' | 'tls' | 'plaintext' | 'unknown') => {
+      clearTimeout(timer);
+      socket.destroy();
+      settle(answer);
+    };
+    const timer = setTimeout(() => done('unknown'), timeoutMs);
+    socket.once('secureConnect', () => done('tls'));
+    socket.once('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'ECONNREFUSED') return done('refused');
+      // The peer answered, but not with a TLS handshake (or closed on it): it speaks something else.
+      done(/wrong version number|packet length too long|unknown protocol|ECONNRESET|socket disconnected|EPROTO/i.test(`${error.code} ${error.message}`) ? 'plaintext' : 'unknown');
+    });
+  });
+}
+
+/**
+ * Why a connection to the configured server failed, when it is the config's fault: TLS on for a
+ * server without TLS, or off for one that speaks only TLS (a ConfigError saying which and how to
+ * fix it); undefined when the probe finds nothing that clear.
+ */
+export async function tlsMismatch(config: Connectable): Promise<ConfigError | undefined> {
+  const address = config.temporal.address!;
+  const tlsOn = config.temporal.tls !== false;
+  const answer = await probeTls(address);
+  if (tlsOn && answer === 'plaintext') return new ConfigError(`temporal.tls is on, but ${address} answers without TLS: set temporal.tls: false (or TEMPORAL_TLS=false), or give the address of the server's TLS port`);
+  if (!tlsOn && answer === 'tls') return new ConfigError(`${address} speaks TLS, but temporal.tls is off: set temporal.tls: true (or TEMPORAL_TLS=true; with certificate files, temporal.tls: { ... })`);
+  return undefined;
 }
 
 /** A Temporal client for the configured namespace. */

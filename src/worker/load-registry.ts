@@ -4,6 +4,7 @@
  * agent's model and tools exist, naming the config field when one does not. Node side.
  */
 import { join, resolve } from 'node:path';
+import { inspect } from 'node:util';
 import { ConfigError } from '../config/load';
 import { describeZodError } from '../core/schema-errors';
 import { middlewareNames, registerExportedMiddleware, registeredMiddleware } from '../middleware/registry';
@@ -17,6 +18,13 @@ import { Registry } from '../registry';
 import { connectMcpServers } from '../tools/mcp';
 import { requireModule } from './require-ts';
 
+/** What a module threw at import, as text: an Error's message, else the value itself (`throw "x"`, `throw { code: 1 }`). */
+export function thrownMessage(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  if (typeof error === 'object' && error !== null && typeof (error as { message?: unknown }).message === 'string') return (error as { message: string }).message;
+  return `it threw ${inspect(error, { depth: 3, breakLength: Infinity })} (not an Error)`;
+}
+
 /** Loads a .ts or .js module through tsx's CommonJS hook, so config modules may be TypeScript. */
 function loadModule(file: string): Record<string, unknown> {
   return requireModule(file, __filename);
@@ -24,7 +32,8 @@ function loadModule(file: string): Record<string, unknown> {
 
 /** A model from its config entry; an HTTP provider's key comes from `apiKey` or the variable `apiKeyEnv` names. */
 export function modelFromConfig(entry: ModelConfig, baseDir = process.cwd()): Model {
-  if (entry.provider === 'scripted') return scriptedModel({ name: entry.name, script: entry.script });
+  // A worker runs for weeks: a scripted model declared in the config keeps none of the requests it was sent (code that wants them builds its own).
+  if (entry.provider === 'scripted') return scriptedModel({ name: entry.name, script: entry.script, keepRequests: 0 });
   if (entry.provider === 'ai-sdk') return aiSdkModelFromConfig(entry, baseDir);
   const { provider, apiKeyEnv, apiKey, ...options } = entry;
   const key = apiKey ?? (apiKeyEnv ? process.env[apiKeyEnv] : undefined);
@@ -82,7 +91,7 @@ async function fillRegistry(config: RegistryConfig, registry: Registry): Promise
     try {
       registerExportedMiddleware(loadModule(file));
     } catch (error) {
-      throw new ConfigError(`middlewareModules[${index}]: cannot load ${file}: ${(error as Error).message}`);
+      throw new ConfigError(`middlewareModules[${index}]: cannot load ${file}: ${thrownMessage(error)}`);
     }
   }
   for (const [index, modulePath] of config.modules.entries()) {
@@ -91,12 +100,12 @@ async function fillRegistry(config: RegistryConfig, registry: Registry): Promise
     try {
       exports = loadModule(file);
     } catch (error) {
-      throw new ConfigError(`modules[${index}]: cannot load ${file}: ${(error as Error).message}`);
+      throw new ConfigError(`modules[${index}]: cannot load ${file}: ${thrownMessage(error)}`);
     }
     try {
       registry.addModuleExports(exports);
     } catch (error) {
-      throw new ConfigError(`modules[${index}] (${modulePath}): ${(error as Error).message}`);
+      throw new ConfigError(`modules[${index}] (${modulePath}): ${thrownMessage(error)}`);
     }
   }
   const servers = config.mcpServers ?? [];
