@@ -32,6 +32,7 @@ import { invokeSession } from './invoke-session';
 import { runSkillOperation } from './skills';
 import { countTokens } from './tokens';
 import { awaitTasks, inspectTasks } from './tasks';
+import { readTreeBudget } from './tree-budget';
 import type { KeelActivities } from './types';
 import type { SignProofsInput, VerifyProofsInput } from '../core/proofs';
 import { loadSigningKeys, type SigningKeys } from '../security/signing-keys';
@@ -315,6 +316,7 @@ export function createActivities({ registry, config, client, signingKeys, modelR
     inspectTasks: (input) => activity(() => inspectTasks(client, input)),
     awaitTasks: (input) => activity(() => awaitTasks(client, input)),
     invokeSession: (input) => activity(() => invokeSession(client, input)),
+    readTreeBudget: (input) => activity(() => readTreeBudget(client, input)),
     // Heartbeated: a worker that dies mid-operation is noticed within the heartbeat timeout.
     files: (operation) => activity(() => withHeartbeat(() => runFileOperation(operation))),
     skills: (operation) => activity(() => withHeartbeat(() => runSkillOperation(operation))),

@@ -10,6 +10,7 @@ import type { CountTokensInput } from '../core/tokens';
 import type { InvokeOutput, InvokeSessionInput } from '../core/session';
 import type { AwaitTasksInput, AwaitTasksResult, InspectTasksInput, TaskReport } from '../core/tasks';
 import type { SignProofsInput, VerifyProofsInput } from '../core/proofs';
+import type { ReadTreeBudgetInput, ReadTreeBudgetResult } from '../core/tree-budget';
 
 /** Activities a keel worker registers. */
 export interface KeelActivities {
@@ -25,6 +26,8 @@ export interface KeelActivities {
   inspectTasks(input: InspectTasksInput): Promise<TaskReport[]>;
   /** Waits, heartbeating, until background tasks settle (or the first does, or a deadline). */
   awaitTasks(input: AwaitTasksInput): Promise<AwaitTasksResult>;
+  /** What the budgets of a tree's ledger run have spent (asked before a sub-agent's model call). */
+  readTreeBudget(input: ReadTreeBudgetInput): Promise<ReadTreeBudgetResult>;
   /** One turn of a sub-agent's session (update-with-start), waited for while heartbeating. */
   invokeSession(input: InvokeSessionInput): Promise<InvokeOutput>;
   /** One Filesystem operation on a root directory, every path confined to it. */

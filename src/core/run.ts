@@ -239,6 +239,12 @@ export const RunStatusSchema = z.object({
   refusedSignals: z.array(RefusedSignalSchema).optional(),
   /** After a `workflow reset`: the decisions the server re-applied, and what became of them. */
   reappliedDecisions: z.array(ReappliedDecisionSchema).optional(),
+  /**
+   * For a run that keeps its tree's budget ledger (it has a Budget): what the whole tree spent,
+   * as the ledger counts it (this run's model calls, and every call the runs below it told it of,
+   * however those runs ended).
+   */
+  treeUsage: UsageSchema.optional(),
 });
 export type RunStatus = z.infer<typeof RunStatusSchema>;
 

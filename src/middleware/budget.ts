@@ -5,7 +5,10 @@
  * keeping its partial response. With `interrupt`, the next tool calls are held instead and
  * one decision answers them all: approval renews the count of every budget that holds,
  * refusal stops the run; a budget without `interrupt` is a hard cap and never renews. Every
- * model call of the run counts (the loop's, a judge's). Runs in the workflow.
+ * model call of the run counts (the loop's, a judge's). One limit holds for the whole tree of
+ * runs: the run where the Budget is set keeps the tree's ledger, and every sub-agent run below
+ * it (sync, background, a session sub-agent's turn) asks that ledger before each model call and
+ * tells it after each (tree-ledger.ts). Runs in the workflow.
  */
 import { z } from 'zod';
 import { KeelError, RunStoppedError } from '../core/errors';
@@ -34,6 +37,11 @@ export const BudgetConfigSchema = z
      * sub-agent, so the whole tree shares one limit.
      */
     spent: z.object(Object.fromEntries(USAGE_FIELDS.map((field) => [field, z.number().optional()])) as Record<UsageField, z.ZodOptional<z.ZodNumber>>).extend({ custom: z.record(z.string(), z.number()).optional() }).strict().optional(),
+    /**
+     * Set on a Budget a parent handed down: the run that keeps the tree's ledger, and the Budget
+     * stage in it. The run then asks that ledger before each model call, and tells it of each.
+     */
+    ledger: z.object({ runId: z.string().min(1), stage: z.number().int().min(0) }).strict().optional(),
     /** What the limit counts: this run (default) or the agent session. */
     scope: z.enum(['run', 'session']).default('run'),
     /** Hold the next tool calls for approval instead of stopping the run. */
@@ -120,22 +128,42 @@ export const budget = defineMiddleware({
     }
     const limit = flatten(config.limit);
     const fields = Object.keys(limit).sort();
-    // Every budget counts the same calls: spent = carried + (run usage now - baseline). A budget
+    // One ledger for the tree: the run where the Budget is set keeps it (its own calls and every
+    // call the runs below tell it of); a handed-down Budget asks it before each model call. A run
+    // from before the ledger counts only its own usage (what it was handed down, then its calls).
+    const tree = context.tree.enabled ? context.tree : undefined;
+    const member = tree && config.ledger ? config.ledger : undefined;
+    if (member) tree!.join(member.runId);
+    const counted = () => flatten(tree && !member ? tree.usage() : context.usage());
+    // Every budget counts the same calls: spent = carried + (usage now - baseline). A budget
     // that holds renews on approval (carried 0, baseline now); one that only stops never does.
     // A session-scoped budget counts what the session spent before this turn; a run-scoped one
     // what a parent handed down, or (resuming) what the interrupted run recorded.
     const handedDown = config.scope === 'session' ? flatten(context.session?.usage ?? {}) : flatten(config.spent ?? {});
-    let carried = context.resuming && config.scope === 'run' ? (recordedSpent(context.inputMessages) ?? handedDown) : handedDown;
+    let carried = context.resuming && config.scope === 'run' && !member ? (recordedSpent(context.inputMessages) ?? handedDown) : handedDown;
     let baseline: Record<string, number> = {};
     // In the next run of a long run's chain, the budget goes on where it was (a renewal included).
     const restored = context.carried as { carried: Record<string, number>; baseline: Record<string, number> } | undefined;
     if (restored) ({ carried, baseline } = restored);
-    const spent = () => add(carried, subtract(flatten(context.usage()), baseline));
+    let spent = () => add(carried, subtract(counted(), baseline));
+    /** Asks the tree's ledger again (a handed-down Budget, before each model call). */
+    let refresh: (() => Promise<void>) | undefined;
+    if (member) {
+      // What the ledger last answered, and this run's usage then: if the ledger is gone, the count
+      // goes on from there with this run's own calls.
+      let answered = { spent: handedDown, at: {} as Record<string, number> };
+      spent = () => add(answered.spent, subtract(flatten(context.usage()), answered.at));
+      refresh = async () => {
+        const answer = await tree!.ask(member.runId, member.stage);
+        if (answer) answered = { spent: add(answer.spent, flatten(answer.untold)), at: flatten(context.usage()) };
+      };
+    }
+    if (tree && !member) tree.serve(context.stageIndex, () => spent());
     const renewals = context.shared<Renewals>(() => ({ renewers: [] }));
     if (config.interrupt) {
       renewals.renewers.push(() => {
         carried = {};
-        baseline = flatten(context.usage());
+        baseline = counted();
       });
     }
     /** Budgets in one chain claim the same holds: approving one renews every budget that holds. */
@@ -155,11 +183,31 @@ export const budget = defineMiddleware({
       if (Object.keys(custom).length) usage.custom = custom;
       return usage;
     };
+    const holdData = (over: string) => {
+      const now = spent();
+      return { message: `Usage budget reached: ${over}`, spent: Object.fromEntries(fields.map((key) => [key, now[key] ?? 0])), limit };
+    };
+    /** Before a model call: over the limit, the run stops, or (interrupt, the tree's ledger) waits for a decision. */
+    const check = async () => {
+      await refresh?.();
+      const over = overLimit();
+      if (!over) return;
+      // A run's own turn that crossed the limit has had its tool calls held (the reference's rule);
+      // a tree's runs below can cross it while this run's tools run: then the next call holds.
+      if (!config.interrupt || member || !tree?.toldFromBelow() || !context.holdModelCall) throw budgetExceeded(over);
+      const decision = readDecision(await context.holdModelCall(holdData(over)));
+      if (!decision.approved) throw refused(decision.reason);
+      renewAll();
+    };
 
     return {
       carry: () => ({ carried, baseline }),
-      // A sub-agent counts against this limit too: it starts with what the tree has spent.
-      forChildRuns: (): MiddlewareRef[] => [{ name: 'budget', config: { limit: config.limit, spent: spentUsage() } }],
+      // A sub-agent counts against this limit too: it asks the tree's ledger before each model
+      // call (and starts with what the tree has spent, its count should the ledger be gone).
+      forChildRuns: (): MiddlewareRef[] => {
+        const ledger = member ?? (tree ? { runId: tree.runId, stage: context.stageIndex } : undefined);
+        return [{ name: 'budget', config: { limit: config.limit, spent: spentUsage(), ...(ledger ? { ledger } : {}) } }];
+      },
       async wrapGenerate(params, next) {
         if (context.resuming && params.iteration === 0) {
           // The resume's first iteration only answers held calls (no model call to check). The
@@ -168,10 +216,7 @@ export const budget = defineMiddleware({
           const refusal = decisions.find((decision) => !decision.approved);
           if (refusal) throw refused(refusal.reason);
           if (decisions.length) renewAll();
-        } else {
-          const over = overLimit();
-          if (over) throw budgetExceeded(over);
-        }
+        } else await check();
         const outcome = await next(params);
         const message = outcome.response.message;
         return replaceFinalMessage(outcome, { ...message, metadata: { ...message.metadata, [BUDGET_METADATA_KEY]: { spent: spentUsage() } } });
@@ -188,8 +233,7 @@ export const budget = defineMiddleware({
               }
               const over = overLimit();
               if (!over) return next(params);
-              const now = spent();
-              return context.interrupt({ message: `Usage budget reached: ${over}`, spent: Object.fromEntries(fields.map((key) => [key, now[key] ?? 0])), limit });
+              return context.interrupt(holdData(over));
             },
           }
         : {}),

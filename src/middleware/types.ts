@@ -191,6 +191,31 @@ export interface SessionTurnOptions {
   detach?: boolean;
 }
 
+/**
+ * The budget ledger of the run's tree (Budget uses it): a run with a Budget keeps one, counting
+ * its own model calls and those the runs below it tell it of; a run below asks it before each
+ * model call. Runs in the workflow.
+ */
+export interface TreeLedger {
+  /** False in a run from before the ledger (it replays): a Budget then counts only its own run, as it did. */
+  readonly enabled: boolean;
+  /** This run's id: the ledger the runs it starts count against. */
+  readonly runId: string;
+  /** What this run's ledger has counted: its own model calls and those the runs below it told it of. */
+  usage(): Usage;
+  /** True once a run below this one told its ledger of a model call. */
+  toldFromBelow(): boolean;
+  /** Keeps a ledger for the Budget at `stage`: the runs below ask it what `spent()` returns. */
+  serve(stage: number, spent: () => Record<string, number>): void;
+  /** Tells ledger `ledgerRunId` of every model call of this run from now on (right after each). */
+  join(ledgerRunId: string): void;
+  /**
+   * What Budget `stage` of ledger `ledgerRunId` has spent (this run's calls told first), and what
+   * this run could not tell it (it had ended); undefined when it cannot answer (it is gone).
+   */
+  ask(ledgerRunId: string, stage: number): Promise<{ spent: Record<string, number>; untold: Usage } | undefined>;
+}
+
 /** What a middleware may use while it works. */
 export interface MiddlewareContext {
   /** The agent being run. */
@@ -220,6 +245,8 @@ export interface MiddlewareContext {
   countTokens: (input: CountTokensInput) => Promise<number[]>;
   /** Usage of every model call of the run so far. */
   usage: () => Usage;
+  /** The budget ledger of the run's tree. */
+  tree: TreeLedger;
   /** The messages the run started with. */
   inputMessages: readonly Message[];
   /** For a turn of a server-managed agent's session: its id, and what the session spent before this turn. */
@@ -250,6 +277,12 @@ export interface MiddlewareContext {
    * `params.resumed` of the restarted call.
    */
   interrupt: (data?: Record<string, unknown>) => never;
+  /**
+   * Holds the run before its next model call (call it from `wrapGenerate`): `data` is shown to
+   * whoever decides, as for `interrupt`, and the decision's payload comes back. Undefined where a
+   * run cannot wait for a decision (interruptMode 'return', a run from before this).
+   */
+  holdModelCall: ((data: Record<string, unknown>) => Promise<ResumePayload>) | undefined;
   /**
    * State shared by every instance of this middleware in the run (the same name), made by
    * `init` on first use. Lives as long as the run; keep it JSON-plain.

@@ -69,7 +69,7 @@ function pageIds(previous: { text: string; ids: string[] } | undefined, text: st
 }
 
 /** Calls models through the model activity, adding their usage to the run's. */
-export function modelCaller(run: RunState, options: ActivityOptions, temporalRunId: string): (model: string, request: ModelRequest) => Promise<ModelResponse> {
+export function modelCaller(run: RunState, options: ActivityOptions, temporalRunId: string, onUsage?: (usage: ModelResponse['usage']) => void): (model: string, request: ModelRequest) => Promise<ModelResponse> {
   /** The latest request to each model, with its page ids. */
   const latest = new Map<string, { text: string; ids: string[] }>();
   const chain = workflowInfo().firstExecutionRunId;
@@ -107,6 +107,7 @@ export function modelCaller(run: RunState, options: ActivityOptions, temporalRun
         ...(inline ? { requestText: text } : {}),
       });
       run.status.usage = addUsage(run.status.usage, response.usage);
+      onUsage?.(response.usage);
       return response;
     } catch (error) {
       throw asKeelError(error, `model "${model}"`);

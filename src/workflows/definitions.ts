@@ -4,7 +4,7 @@
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { Decision, DecisionAccepted } from '../core/interrupts';
-import type { Message } from '../core/messages';
+import type { Message, Usage } from '../core/messages';
 import type { ChildInterrupts, ReportTarget, RunStatus } from '../core/run';
 import type { InvokeInput, InvokeOutput, Snapshot } from '../core/session';
 
@@ -80,3 +80,22 @@ export const abortSessionUpdate = defineUpdate<Snapshot | null, []>('abort');
 
 /** Internal: stops the session's turn in flight when run `requestedBy` sent it (that delegating run was cancelled). */
 export const abortTurnSignal = defineSignal<[{ requestedBy: string }]>('abortTurn');
+
+/**
+ * Internal: what each Budget of this run (the ledger of its tree) has spent, by stage index,
+ * flattened (`custom.<key>` for custom counters). Sub-agent runs below it ask before each model
+ * call (through the `readTreeBudget` activity). Works on closed runs.
+ */
+export const treeBudgetQuery = defineQuery<TreeBudgetAnswer>('__keel_internal_treeBudget');
+
+/** What `treeBudgetQuery` answers. */
+export interface TreeBudgetAnswer {
+  /** Spent by each Budget stage that keeps a ledger, by its stage index. */
+  budgets: Record<string, Record<string, number>>;
+}
+
+/**
+ * Internal: a run of the tree tells the run that keeps its budget ledger what one of its model
+ * calls spent. Any run may send it; it can only make the budget stricter.
+ */
+export const treeUsageSignal = defineSignal<[{ from: string; usage: Usage }]>('__keel_internal_treeUsage');

@@ -9,9 +9,9 @@
  * Runs in the workflow sandbox: deterministic, no I/O. Everything external goes through
  * the activities proxied by the steps (call-model, call-tool).
  */
-import { allHandlersFinished, condition, continueAsNew, patched, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, allHandlersFinished, condition, continueAsNew, patched, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import { KeelError } from '../core/errors';
-import { INTERRUPT_METADATA } from '../core/interrupts';
+import { INTERRUPT_METADATA, decisionPayload, type ToolInterrupt } from '../core/interrupts';
 import { assignToolRefs, messageText, toolRequestParts, type Message, type ModelRequest } from '../core/messages';
 import { describeZodError } from '../core/schema-errors';
 import { describeUndecodable, isUndecodable } from '../core/undecodable';
@@ -31,7 +31,11 @@ import { answerQueries, recordRefusedSignal, settleCompleted, settleFailure, sho
 import { acceptsReport } from './reporters';
 import { SIGNED_HOLDS_PATCH, signHolds, trustedForResume } from './proofs';
 import { setUpRun } from './run-setup';
+import { RunLedger } from './tree-ledger';
 import { runCall, settleTurn, type ToolTurnContext } from './tool-turn';
+
+/** The tool name a hold before a model call shows (a Budget's, once the tree is over its limit). */
+export const MODEL_CALL_HOLD = '(next model call)';
 
 const { resolveAgent, validateToolOutput } = proxyLocalActivities<KeelActivities>({
   startToCloseTimeout: '30 seconds',
@@ -84,6 +88,7 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
   const run = newRunState(info.workflowId, typeof rawInput?.agent === 'string' ? rawInput.agent : '');
   logRunAttributes(run);
   answerQueries(run);
+  const tree = new RunLedger(run);
   const parsed = RunInputSchema.safeParse(rawInput);
   // Workflow-local tools have no schema on the worker to check a stand-in output against.
   const localTools = new Set<string>();
@@ -134,8 +139,10 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     // (Asked only where it matters, so a run that neither resumes nor returns holds records no marker.)
     const signedHolds = (message: Message): Promise<Message> => (patched(SIGNED_HOLDS_PATCH) ? signHolds(agent.name, message) : Promise.resolve(message));
     if (input.resume && patched(SIGNED_HOLDS_PATCH)) input.messages = await trustedForResume(agent.name, input.messages);
-    const callModel = modelCaller(run, activityOptions(agent.activities.model), info.runId);
-    const setup = await setUpRun({ agent, input, run, callModel, forgetChild: (runId) => board.forgetChild(runId) });
+    const callModel = modelCaller(run, activityOptions(agent.activities.model), info.runId, (usage) => tree.counted(usage));
+    // A hold before a model call (a Budget over its tree's limit) is shown as a call of this name.
+    const holdModelCall = (interrupt: ToolInterrupt) => board.hold(interrupt, { name: MODEL_CALL_HOLD, input: { model: agent.model } }).then(decisionPayload);
+    const setup = await setUpRun({ agent, input, run, callModel, tree, forgetChild: (runId) => board.forgetChild(runId), ...(input.interruptMode === 'wait' ? { holdModelCall } : {}) });
     for (const name of setup.contributed.keys()) localTools.add(name);
     const hooks = setup.stages.map((stage) => stage.hooks);
     const modelStage = composeStage(hooks, 'wrapModel', (params) => callModel(params.model, params.request));
@@ -161,6 +168,7 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
       if (iteration > firstIteration && shouldContinueAsNew(input.continueAsNewAt)) {
         // A turn boundary with the history grown past its bounds: go on in a fresh run.
         board.close();
+        await tree.flush();
         await condition(allHandlersFinished);
         const next = continuedInput(input, run, { iteration, messages, stages: setup.stages });
         await continueAsNew<typeof generateWorkflow>({ ...next, messages: [] }, ...messageChunks(next.messages));
@@ -191,9 +199,12 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     if (input.state) result.state = { messages: result.messages.filter((message) => message.role !== 'system'), artifacts: result.artifacts, custom: input.state.custom };
     settleCompleted(run, result);
     board.close();
+    await tree.flush();
     await condition(allHandlersFinished);
     return result;
   } catch (error) {
+    // What the run spent is told to its tree's ledger however it ends (a cancellation included).
+    await CancellationScope.nonCancellable(() => tree.flush());
     throw settleFailure(run, error);
   }
 }

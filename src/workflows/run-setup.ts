@@ -14,7 +14,8 @@ import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { KeelActivities } from '../activities/types';
 import { activityOptions, asKeelError } from './activity-errors';
 import { agentRunner, sessionInvoker, taskControl } from './run-agent';
-import type { ContributedTool } from '../middleware/types';
+import type { ContributedTool, TreeLedger } from '../middleware/types';
+import type { ToolInterrupt } from '../core/interrupts';
 import type { RunState } from './run-state';
 
 /** A run's middleware and tools. */
@@ -37,16 +38,22 @@ export interface RunSetupOptions {
   /** Forgets the holds of a sub-agent run that has settled. */
   forgetChild: (runId: string) => void;
   callModel: (model: string, request: ModelRequest) => Promise<ModelResponse>;
+  /** The run's side of its tree's budget ledger. */
+  tree: TreeLedger;
+  /** Holds the run before its next model call (undefined: it cannot wait, interruptMode 'return'). */
+  holdModelCall?: (interrupt: ToolInterrupt) => Promise<ResumePayload>;
 }
 
 /** Instantiates the middleware and gathers the tools (a duplicate name is INVALID_ARGUMENT); records the first conversation in the run. */
-export async function setUpRun({ agent, input, run, callModel, forgetChild }: RunSetupOptions): Promise<RunSetup> {
+export async function setUpRun({ agent, input, run, callModel, forgetChild, tree, holdModelCall }: RunSetupOptions): Promise<RunSetup> {
   let resumedHolds = new Map<number, ResumePayload[]>();
   const runners = { run, inherited: () => stages.flatMap((stage) => stage.hooks.forChildRuns?.() ?? []), forgetChild };
   const stages: MiddlewareStage[] = await instantiateMiddleware([...agent.use, ...input.use], {
     agent,
     callModel,
     usage: () => run.status.usage,
+    tree,
+    ...(holdModelCall ? { holdModelCall } : {}),
     runAgent: agentRunner(runners),
     tasks: taskControl(runners),
     invokeSession: sessionInvoker(runners),

@@ -4,7 +4,7 @@
  * back by the model activity). Runs in the workflow: deterministic, no I/O.
  */
 import type { Artifact } from '../core/artifacts';
-import type { Message } from '../core/messages';
+import type { Message, Usage } from '../core/messages';
 import type { TaskRecord } from '../core/tasks';
 import type { ReportTarget, RunStatus } from '../core/run';
 
@@ -42,6 +42,10 @@ export interface RunState {
   vouchedTasks?: Record<string, boolean>;
   /** Later runs of the conversation that follow this run's holds (it reports them there too). */
   followers?: ReportTarget[];
+  /** Usage this run could not tell the budget ledgers it counts against (they had ended), by ledger run id. */
+  ledgerUntold?: Record<string, Usage>;
+  /** How many model calls of runs below this one were told to its ledger. */
+  ledgerReports?: number;
   /** The pending holds last written to the run's memo, as JSON (absent: none written). */
   memoHolds?: string;
   /** Set while the run keeps its search attributes (KeelAgent, KeelStatus): the state last upserted. */

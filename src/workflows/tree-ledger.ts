@@ -1,0 +1,105 @@
+/**
+ * The budget ledger of a tree of runs. The run where a Budget is set keeps it: the usage of its
+ * own model calls and of every model call a run below it (a sub-agent, a background task, a
+ * session sub-agent's turn, at any depth) tells it of, right after the call. Those runs ask it
+ * before each model call, through an activity that queries it, so the tree stops once the limit
+ * is crossed, whatever each run was handed down when it started. Runs in the workflow: no I/O.
+ */
+import { getExternalWorkflowHandle, patched, proxyActivities, setHandler } from '@temporalio/workflow';
+import { z } from 'zod';
+import { addUsage, UsageSchema, type Usage } from '../core/messages';
+import type { KeelActivities } from '../activities/types';
+import type { TreeLedger } from '../middleware/types';
+import { treeBudgetQuery, treeUsageSignal } from './definitions';
+import type { RunState } from './run-state';
+import { recordRefusedSignal } from './run-status';
+
+/** The patch that made budgets count the whole tree through one ledger. */
+export const TREE_LEDGER_PATCH = 'keel-tree-ledger';
+
+const ReportSchema = z.object({ from: z.string().min(1), usage: UsageSchema });
+
+const { readTreeBudget } = proxyActivities<KeelActivities>({
+  startToCloseTimeout: '30 seconds',
+  // The ledger's worker may be restarting: keep asking (a read) rather than fail the model call.
+  retry: { initialInterval: '1 second', maximumInterval: '10 seconds' },
+  scheduleToCloseTimeout: '10 minutes',
+  summary: 'ask the tree budget',
+});
+
+/** One run's side of the tree ledger: the ledger it keeps (if it has a Budget), the ledgers it tells. */
+export class RunLedger implements TreeLedger {
+  private readonly servers = new Map<number, () => Record<string, number>>();
+  private readonly joined = new Set<string>();
+  private telling: Array<Promise<void>> = [];
+  private on: boolean | undefined;
+
+  constructor(private readonly run: RunState) {
+    setHandler(treeBudgetQuery, () => ({ budgets: Object.fromEntries([...this.servers].map(([stage, spent]) => [String(stage), spent()])) }));
+    setHandler(treeUsageSignal, (report) => {
+      const parsed = ReportSchema.safeParse(report);
+      if (!parsed.success) return recordRefusedSignal(run, 'treeUsage', `not a usage report: ${parsed.error.issues[0]?.message ?? 'malformed'}`);
+      run.status.treeUsage = addUsage(run.status.treeUsage ?? {}, parsed.data.usage);
+      run.ledgerReports = (run.ledgerReports ?? 0) + 1;
+    });
+  }
+
+  get runId(): string {
+    return this.run.runId;
+  }
+
+  /** Asked once, where a Budget is first set up: a run from before the ledger counts as it did. */
+  get enabled(): boolean {
+    this.on ??= patched(TREE_LEDGER_PATCH);
+    return this.on;
+  }
+
+  usage(): Usage {
+    return this.run.status.treeUsage ?? {};
+  }
+
+  toldFromBelow(): boolean {
+    return (this.run.ledgerReports ?? 0) > 0;
+  }
+
+  serve(stage: number, spent: () => Record<string, number>): void {
+    this.run.status.treeUsage ??= {};
+    this.servers.set(stage, spent);
+  }
+
+  join(ledgerRunId: string): void {
+    if (ledgerRunId !== this.run.runId) this.joined.add(ledgerRunId);
+  }
+
+  /** A model call of this run finished: count it here, and tell every ledger this run joined. */
+  counted(usage: Usage): void {
+    if (this.on !== true) return;
+    if (this.run.status.treeUsage) this.run.status.treeUsage = addUsage(this.run.status.treeUsage, usage);
+    for (const ledger of this.joined) {
+      const told = getExternalWorkflowHandle(ledger)
+        .signal(treeUsageSignal, { from: this.run.runId, usage })
+        .catch(() => {
+          // The ledger run has ended: what it was not told still counts, here.
+          this.run.ledgerUntold = { ...this.run.ledgerUntold, [ledger]: addUsage(this.run.ledgerUntold?.[ledger] ?? {}, usage) };
+        });
+      this.telling.push(told);
+    }
+  }
+
+  /** Waits until every model call of this run has been told (before the run ends or continues as new). */
+  async flush(): Promise<void> {
+    while (this.telling.length) {
+      const telling = this.telling;
+      this.telling = [];
+      await Promise.all(telling);
+    }
+  }
+
+  async ask(ledgerRunId: string, stage: number): Promise<{ spent: Record<string, number>; untold: Usage } | undefined> {
+    // Every call of this run is told before the ledger is asked, so its answer includes them.
+    await this.flush();
+    const answer = await readTreeBudget({ runId: ledgerRunId });
+    const spent = answer.budgets[String(stage)];
+    return spent ? { spent, untold: this.run.ledgerUntold?.[ledgerRunId] ?? {} } : undefined;
+  }
+}
