@@ -167,3 +167,20 @@ describe('a hold raised in a background task after its launching run ended', () 
     expect(dangerRuns().filter((line) => line.includes(taskRunId))).toHaveLength(1);
   });
 });
+
+describe('keel run --json on a run that waits', () => {
+  it('says the run id and each hold with its decide commands on stderr at once; stdout keeps its one JSON object', async () => {
+    await startWorker();
+    const run = track(spawnKeel(['run', 'guarded', 'delete it', '--json', '--config', config], { env }));
+    await run.waitFor(/waiting for a decision on i1/, 30_000);
+    const runId = /run (\S+) started \(agent guarded\)/.exec(run.stderr())?.[1];
+    expect(runId).toBeDefined();
+    expect(run.stderr()).toContain(`approve: npx keel approve ${runId} i1`);
+    expect(run.stderr()).toContain(`deny:    npx keel deny ${runId} i1 --reason "..."`);
+    expect(run.stdout()).toBe('');
+    const approved = await runKeel(['approve', runId!, 'i1', '--config', config]);
+    expect(approved.code, approved.stderr).toBe(0);
+    expect(await run.exited).toBe(0);
+    expect(JSON.parse(run.stdout())).toMatchObject({ runId, status: 'completed' });
+  });
+});

@@ -107,4 +107,48 @@ describe('a worker started while the server is down', () => {
       await late.stop();
     }
   });
+
+  it('keeps a watching keel run (and --json, and RunHandle.result()) waiting through a server restart; the exit code is the run outcome', async () => {
+    // each run: a 4 s tool, during which the server stops and starts again; then text
+    const dir = mkdtempSync(join(tmpdir(), 'keel-restart-watch-'));
+    const port = await freePort();
+    const options = { binary: inject('temporalBinary'), port, headless: true, dbFile: join(dir, 'temporal.db'), logLevel: 'error' };
+    server = await startDevServer(options);
+    let started = 0;
+    const pause = defineTool({
+      name: 'pause',
+      description: 'Sleeps.',
+      input: z.object({ ms: z.number() }),
+      async run({ ms }) {
+        started += 1;
+        await new Promise((resolve) => setTimeout(resolve, ms));
+        return { slept: ms };
+      },
+    });
+    const model = scriptedModel({ name: 'scripted/restart-watch', script: (request) => (request.messages.at(-1)?.role === 'tool' ? textReply('survived') : toolCallReply({ name: 'pause', input: { ms: 4000 } })) });
+    const registry = new Registry().add(pause, model, defineAgent({ name: 'restart-watch', model: model.name, tools: [pause] }));
+    const worker = await startTestWorker(registry, {
+      temporal: { address: server.address },
+      activities: { tool: { heartbeatTimeout: '5 seconds', retry: { initialInterval: '500ms' } } },
+    });
+    try {
+      const { configPath } = writeTestConfig('restart-watch', { temporal: { address: server.address }, taskQueue: worker.taskQueue, server: { enabled: false } });
+      const watching = track(spawnKeel(['run', 'restart-watch', 'hi', '--config', configPath]));
+      const json = track(spawnKeel(['run', 'restart-watch', 'hi', '--json', '--config', configPath]));
+      const handle = await worker.client.start('restart-watch', 'hi');
+      const waiting = handle.result({ reconnectForMs: 60_000 });
+      await Promise.all([watching.waitFor(/run \S+ started/), json.waitFor(/run \S+ started/)]);
+      await expect.poll(() => started, { timeout: 20_000, interval: 50 }).toBe(3);
+      await server.stop();
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      server = await startDevServer(options);
+      expect((await waiting).text).toBe('survived');
+      expect(await watching.exited, watching.output()).toBe(0);
+      expect(watching.stdout().trim()).toBe('survived');
+      expect(await json.exited, json.output()).toBe(0);
+      expect(JSON.parse(json.stdout())).toMatchObject({ status: 'completed', text: 'survived' });
+    } finally {
+      await worker.stop();
+    }
+  }, 120_000);
 });

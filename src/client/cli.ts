@@ -7,14 +7,14 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config/load';
 import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
-import { HOLDS_MEMO_KEY, MemoHoldSchema, RunStateSchema, type MemoHold, type RunResult, type RunStatus } from '../core/run';
+import { HOLDS_MEMO_KEY, MemoHoldSchema, RunStateSchema, type Interrupt, type MemoHold, type RunResult, type RunStatus } from '../core/run';
 import { KEEL_STATUS } from '../core/search-attributes';
 import { sessionIdProblem } from '../core/session';
 import { z } from 'zod';
 import { ServerError } from '../server/server-error';
 import { requireModule } from '../worker/require-ts';
 import type { KeelClient, RunHandle } from './keel-client';
-import { followRun, wantsColour } from './progress';
+import { describeInterrupt, followRun, wantsColour } from './progress';
 import type { LookupRefusal } from './lookup-refusal';
 
 /** Bad usage: exit code 2, message on stderr. */
@@ -210,7 +210,8 @@ async function commandRun(config: KeelConfig, positionals: string[], options: Cl
       print(options.json, { runId: handle.runId, status: 'running', ...session }, handle.runId);
       return EXIT.ok;
     }
-    const done = handle.result();
+    // A server restart while the run goes on is not its outcome: the wait reconnects.
+    const done = handle.result({ onReconnecting: (reason) => process.stderr.write(`keel run: lost Temporal (${reason}); waiting for it to come back, the run goes on\n`) });
     await warnWithoutWorkers(client, config, 'run');
     // A run whose agent no polling worker has says so at once (it keeps retrying, in case one starts).
     const stopFollowing = new AbortController();
@@ -218,9 +219,13 @@ async function commandRun(config: KeelConfig, positionals: string[], options: Cl
       if (refusal) stopFollowing.abort();
       return refusal;
     });
+    process.stderr.write(`run ${handle.runId} started (agent ${agent})\n`);
     if (!options.json) {
-      process.stderr.write(`run ${handle.runId} started (agent ${agent})\n`);
       await followRun(handle, done, (line) => process.stderr.write(`${line}\n`), { writeRaw: (text) => process.stderr.write(text), colour: wantsColour(process.stderr), signal: stopFollowing.signal });
+    } else {
+      // stdout keeps its one JSON object; a hold the run waits on is said on stderr at once, with the commands that decide it.
+      const sayHold = (interrupt: Interrupt) => void describeInterrupt(handle.runId, interrupt).forEach((line) => process.stderr.write(`${line}\n`));
+      await followRun(handle, done, () => undefined, { onInterrupt: sayHold, signal: stopFollowing.signal });
     }
     const refusal = await Promise.race([refused, done.then(() => undefined, () => undefined)]);
     if (refusal) {

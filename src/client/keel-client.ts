@@ -2,7 +2,7 @@
  * The typed client: start a run, get its handle, read its status and result, cancel it.
  * Node side; uses the same message constants as the workflow.
  */
-import { Client, ServiceError, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { Client, ServiceError, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { randomUUID } from 'node:crypto';
 import { KeelError } from '../core/errors';
@@ -105,6 +105,33 @@ function isDeadlineExceeded(error: unknown): boolean {
 /** How long a decision waits to learn which call its interrupt holds before it goes without. */
 const TARGET_LOOKUP_MS = 5000;
 
+/** How long `RunHandle.result()` waits through Temporal being out of reach, by default. */
+const RECONNECT_FOR_MS = 10 * 60_000;
+/** Pause between tries to reach Temporal again. */
+const RECONNECT_PAUSE_MS = 1000;
+
+/** Options of `RunHandle.result()`. */
+export interface ResultOptions {
+  /** How long to keep waiting while Temporal cannot be reached (default 10 minutes). */
+  reconnectForMs?: number;
+  /** Called once when Temporal could not be reached and the wait goes on, with what went wrong. */
+  onReconnecting?: (reason: string) => void;
+}
+
+/** gRPC status codes of a connection that failed (CANCELLED, UNKNOWN, DEADLINE_EXCEEDED, INTERNAL, UNAVAILABLE). */
+const TRANSIENT_GRPC_CODES = new Set([1, 2, 4, 13, 14]);
+
+/**
+ * True for a failure to reach Temporal (a restart, a dropped connection), as opposed to the
+ * run's own outcome (failed, cancelled, not found).
+ */
+function isTransient(error: unknown): boolean {
+  if (error instanceof WorkflowFailedError || error instanceof WorkflowNotFoundError || KeelError.isInstance(error)) return false;
+  if (error instanceof ServiceError) return true;
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'number' && TRANSIENT_GRPC_CODES.has(code);
+}
+
 export class RunHandle {
   private readonly client: Client;
   /** The run id (the workflow id). */
@@ -190,12 +217,31 @@ export class RunHandle {
     }
   }
 
-  /** Waits for the run to end; a failed or cancelled run throws a KeelError with its status. */
-  async result(): Promise<RunResult> {
-    try {
-      return (await this.workflow.result()) as RunResult;
-    } catch (error) {
-      throw runErrorOf(error);
+  /**
+   * Waits for the run to end; a failed or cancelled run throws a KeelError with its status.
+   * Temporal out of reach meanwhile (a server restart, a dropped connection) is not the run's
+   * outcome: the wait goes on for up to `reconnectForMs` (default 10 minutes) of it, then throws
+   * UNAVAILABLE saying the run may still be going.
+   */
+  async result({ reconnectForMs = RECONNECT_FOR_MS, onReconnecting }: ResultOptions = {}): Promise<RunResult> {
+    let lostSince: number | undefined;
+    for (;;) {
+      try {
+        return (await this.workflow.result()) as RunResult;
+      } catch (error) {
+        if (!isTransient(error)) throw runErrorOf(error);
+        if (lostSince === undefined) {
+          lostSince = Date.now();
+          onReconnecting?.(error instanceof Error ? error.message : String(error));
+        }
+        if (Date.now() - lostSince >= reconnectForMs) {
+          throw new KeelError(
+            'UNAVAILABLE',
+            `lost Temporal for ${Math.round(reconnectForMs / 1000)} s while waiting for run ${this.runId} (${error instanceof Error ? error.message : String(error)}); the run itself may still be going: see keel status ${this.runId}`,
+          );
+        }
+        await new Promise((resolve) => setTimeout(resolve, RECONNECT_PAUSE_MS));
+      }
     }
   }
 
