@@ -6,7 +6,7 @@
  * retry policy retries. A definite answer that is a refusal (the run is gone, the query
  * failed in the workflow) is an application outcome and stays non-retryable. Node side.
  */
-import { Context } from '@temporalio/activity';
+import { Context, log, type Info } from '@temporalio/activity';
 import { ServiceError, isGrpcServiceError, type Client } from '@temporalio/client';
 import type { Duration } from '@temporalio/common';
 import { msToNumber } from '@temporalio/common/lib/time';
@@ -60,8 +60,47 @@ export interface ReadModelRequestOptions {
   timeout?: Duration;
 }
 
-/** The request the run holds under `input.requestKey`; must run inside an activity. */
+/** Longest pause between reads of a request whose run cannot answer. */
+const MAX_PAUSE_MS = 10_000;
+
+/**
+ * The request the run holds under `input.requestKey`; must run inside an activity. While the
+ * run cannot answer (its workflow worker busy, hung or restarting, Temporal out of reach), the
+ * read is tried again, heartbeating, for as long as this attempt's own timeouts allow (a
+ * margin kept for the model call); then it fails retryably, for the activity's retry policy.
+ */
 export async function readModelRequest({ client, input, timeout = DEFAULT_MODEL_REQUEST_TIMEOUT }: ReadModelRequestOptions): Promise<ModelRequest> {
+  const context = Context.current();
+  const deadline = attemptDeadline(context.info);
+  let pause = 500;
+  for (let tries = 1; ; tries++) {
+    try {
+      return await readOnce({ client, input, timeout });
+    } catch (error) {
+      if (!InfrastructureError.isInstance(error) || Date.now() + pause >= deadline) throw error;
+      if (tries === 1) log.warn('the run cannot hand its model request over now; trying again while the model call has time', { runId: input.runId, model: input.model, reason: error.message });
+      context.heartbeat();
+      await context.sleep(pause);
+      pause = Math.min(MAX_PAUSE_MS, pause * 2);
+    }
+  }
+}
+
+/**
+ * When this attempt must stop reading: its start-to-close (and any schedule-to-close) deadline,
+ * less a margin for the model call itself (a tenth of the attempt, at most 30 s).
+ */
+function attemptDeadline(info: Info): number {
+  const attempt = info.startToCloseTimeoutMs;
+  const margin = Math.min(30_000, attempt / 10);
+  const started = Date.now();
+  const ends = [started + attempt - margin];
+  if (info.scheduleToCloseTimeoutMs) ends.push(info.scheduledTimestampMs + info.scheduleToCloseTimeoutMs - margin);
+  return Math.min(...ends);
+}
+
+/** One read of the request: an InfrastructureError when the run could not answer in time. */
+async function readOnce({ client, input, timeout = DEFAULT_MODEL_REQUEST_TIMEOUT }: ReadModelRequestOptions): Promise<ModelRequest> {
   const { model, requestKey, runId, temporalRunId } = input;
   const handle = client.workflow.getHandle(runId, temporalRunId);
   try {
