@@ -22,7 +22,7 @@ import type { Registry } from '../registry';
 import { withHeartbeat } from './heartbeat';
 import { InfrastructureError, toRetryableFailure } from './infrastructure-error';
 import { NotRegisteredError, notRegisteredFailure } from './not-registered';
-import { assertPayloadFits, payloadLimit, unrepresentable } from './payload-limit';
+import { assertPayloadFits, inlinePayloadLimit, payloadLimit, unrepresentable } from './payload-limit';
 import { temporal } from '@temporalio/proto';
 import { log } from '@temporalio/activity';
 import { KEEL_SEARCH_ATTRIBUTES, registerCommand } from '../core/search-attributes';
@@ -146,6 +146,7 @@ function assertCalledByRun(activity: string): void {
 /** Builds the activity implementations for one worker. */
 export function createActivities({ registry, config, client, signingKeys, modelRequestTimeout = DEFAULT_MODEL_REQUEST_TIMEOUT }: ActivityDependencies): KeelActivities {
   const limit = payloadLimit(config.externalStorage);
+  const inlineLimit = inlinePayloadLimit(config.externalStorage);
   const notRegisteredRetryFor = config.worker?.notRegisteredRetryFor ?? '1 minute';
   const activity = <T>(work: () => Promise<T>): Promise<T> => asActivity(work, notRegisteredRetryFor);
   let keys = signingKeys;
@@ -189,6 +190,7 @@ export function createActivities({ registry, config, client, signingKeys, modelR
         directory: [...registry.agents.values()].map((entry) => ({ name: entry.name, description: entry.description, session: entry.session })).sort((a, b) => a.name.localeCompare(b.name)),
         session: agent.session,
         searchAttributes: await searchAttributes,
+        ...(inlineLimit !== undefined ? { inlinePayloadLimit: inlineLimit } : {}),
       };
     });
 

@@ -17,6 +17,16 @@ export function payloadLimit(storage: { driver: string } | undefined): number {
   return storage && storage.driver !== 'none' ? MAX_STORED_PAYLOAD_BYTES : MAX_PAYLOAD_BYTES;
 }
 
+/**
+ * The limit a run checks its own payloads against (its result, the input of its next run, a
+ * stop's partial result), handed to it with the agent it resolves: set only when External
+ * Storage is off, where each of those must fit inline. Stored, each is a payload of its own in
+ * the store and the run need not measure them.
+ */
+export function inlinePayloadLimit(storage: { driver: string } | undefined): number | undefined {
+  return storage && storage.driver !== 'none' ? undefined : MAX_PAYLOAD_BYTES;
+}
+
 /** Throws OUT_OF_RANGE when `value` serializes to more than `limit` bytes. */
 export function assertPayloadFits(value: unknown, what: string, limit = MAX_PAYLOAD_BYTES): void {
   const size = Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8');

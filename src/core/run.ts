@@ -288,6 +288,14 @@ export const AgentSpecSchema = z.object({
   session: z.enum(['client', 'server']).default('client'),
   /** True when the namespace has keel's search attributes (KeelAgent, KeelStatus): the run keeps them current. */
   searchAttributes: z.boolean().optional(),
+  /**
+   * Set when the worker that resolved the agent keeps every payload inline (External Storage
+   * off, `externalStorage.driver: none`): the most bytes one payload may hold. The run then
+   * fails, naming what grew, when its result, the input of its next run (continue-as-new) or a
+   * stop's partial result would not fit. Absent: large payloads are stored (or the agent was
+   * resolved by a worker from before keel said).
+   */
+  inlinePayloadLimit: z.number().int().positive().optional(),
 });
 export type AgentSpec = z.infer<typeof AgentSpecSchema>;
 

@@ -31,6 +31,7 @@ import { answerQueries, recordRefusedSignal, settleCompleted, settleFailure, sho
 import { acceptsReport } from './reporters';
 import { SIGNED_HOLDS_PATCH, signHolds, trustedForResume } from './proofs';
 import { setUpRun } from './run-setup';
+import { assertContinuedFits, assertResultFits } from './payload-fit';
 import { RunLedger } from './tree-ledger';
 import { runCall, settleTurn, type ToolTurnContext } from './tool-turn';
 
@@ -113,6 +114,8 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
   });
   // Decided before the first await, where no local activity can shift it.
   const resolveAsActivity = patched(RESOLVE_AS_ACTIVITY_PATCH);
+  // Set once the agent is resolved by a worker without External Storage: what one payload may hold.
+  let inlinePayloadLimit: number | undefined;
   try {
     if (!parsed.success) throw new KeelError('INVALID_ARGUMENT', `invalid run input: ${isUndecodable(startInput) ? describeUndecodable(startInput) : describeZodError(parsed.error)}`);
     const input: RunInput = parsed.data;
@@ -122,6 +125,7 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     } catch (error) {
       throw asKeelError(error, `resolving agent "${input.agent}"`);
     }
+    inlinePayloadLimit = agent.inlinePayloadLimit;
     if (input.state && agent.session === 'server') {
       throw new KeelError('INVALID_ARGUMENT', `agent "${agent.name}" keeps its conversation on the server (session: 'server'): send a session id, not state`);
     }
@@ -171,7 +175,9 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
         await tree.flush();
         await condition(allHandlersFinished);
         const next = continuedInput(input, run, { iteration, messages, stages: setup.stages });
-        await continueAsNew<typeof generateWorkflow>({ ...next, messages: [] }, ...messageChunks(next.messages));
+        const args: Parameters<typeof generateWorkflow> = [{ ...next, messages: [] }, ...messageChunks(next.messages)];
+        assertContinuedFits(run.runId, args, next.messages.length, inlinePayloadLimit);
+        await continueAsNew<typeof generateWorkflow>(...args);
       }
       run.status.turn += 1;
       const request: ModelRequest = { messages, tools: setup.tools, ...(agent.config ? { config: agent.config } : {}) };
@@ -197,6 +203,7 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     const firstIteration = input.continued?.iteration ?? 0;
     const result = resultOf(await generate({ iteration: firstIteration, messages: setup.messages }), run);
     if (input.state) result.state = { messages: result.messages.filter((message) => message.role !== 'system'), artifacts: result.artifacts, custom: input.state.custom };
+    assertResultFits(run.runId, result, inlinePayloadLimit);
     settleCompleted(run, result);
     board.close();
     await tree.flush();
@@ -205,6 +212,6 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
   } catch (error) {
     // What the run spent is told to its tree's ledger however it ends (a cancellation included).
     await CancellationScope.nonCancellable(() => tree.flush());
-    throw settleFailure(run, error);
+    throw settleFailure(run, error, { inlinePayloadLimit });
   }
 }

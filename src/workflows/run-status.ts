@@ -12,6 +12,7 @@ import { messageText } from '../core/messages';
 import { HOLDS_MEMO_KEY, KEPT_REFUSED_SIGNALS, memoHolds, type Interrupt, type RunResult } from '../core/run';
 import { MODEL_REQUEST_PAGE_CHARS, messagesQuery, modelRequestQuery, statusQuery } from './definitions';
 import type { RunState } from './run-state';
+import { fittingStop } from './payload-fit';
 
 /** Answers the run's queries from its state. */
 export function answerQueries(run: RunState): void {
@@ -92,20 +93,26 @@ export function settleCompleted(run: RunState, result: RunResult): void {
   indexState(run);
 }
 
+/** Options of `settleFailure`. */
+export interface SettleFailureOptions {
+  /** The most one payload may hold when External Storage is off (a stop's partial result is made to fit). */
+  inlinePayloadLimit?: number;
+}
+
 /**
  * Records how a run ended without a result and returns what the workflow throws: a
  * cancellation as is; a stop (RunStoppedError) as ABORTED-like failure carrying the partial
  * result, with finish reason `aborted`; anything else as a failure with its status.
  */
-export function settleFailure(run: RunState, error: unknown): unknown {
+export function settleFailure(run: RunState, error: unknown, { inlinePayloadLimit }: SettleFailureOptions = {}): unknown {
   // Moving to the next run of the chain is not a failure: the error goes through untouched.
   if (error instanceof ContinueAsNew) return error;
-  const thrown = failureOf(run, error);
+  const thrown = failureOf(run, error, inlinePayloadLimit);
   indexState(run);
   return thrown;
 }
 
-function failureOf(run: RunState, error: unknown): unknown {
+function failureOf(run: RunState, error: unknown, inlinePayloadLimit: number | undefined): unknown {
   const { status } = run;
   status.interrupts = [];
   const lastModelText = messageText([...run.messages].reverse().find((message) => message.role === 'model'));
@@ -134,5 +141,8 @@ function failureOf(run: RunState, error: unknown): unknown {
   status.finishReason = 'aborted';
   status.text = lastModelText;
   const partial = { finishReason: 'aborted', text: lastModelText, messages: run.messages, usage: status.usage, turns: status.turn, artifacts: run.artifacts };
-  return toApplicationFailure(new KeelError(failure.status, failure.message, { ...failure.details, partial }, failure.classified));
+  // Without External Storage the failure is one inline payload: a partial over it keeps less, and says so.
+  const stop = fittingStop({ message: failure.message, details: failure.details, partial, limit: inlinePayloadLimit });
+  if (stop.message !== failure.message) status.error = { status: failure.status, message: stop.message };
+  return toApplicationFailure(new KeelError(failure.status, stop.message, stop.details, failure.classified));
 }
