@@ -43,7 +43,7 @@ describe('reading a model request back', () => {
     const holder = await client.workflow.start('requestHolder', { taskQueue: holderQueue, workflowId: holderId, args: [request] });
     stops.push(() => holder.terminate().then(() => undefined, () => undefined));
     await runWorker(connection, readerQueue, {
-      probe: async (runId: string) => JSON.stringify(await readModelRequest({ client, input: { model: 'scripted/readback', requestKey: 'scripted/readback#0', runId }, timeout: '1 second' })),
+      probe: async (runId: string) => JSON.stringify(await readModelRequest({ client, input: { model: 'scripted/readback', requestKey: 'scripted/readback#0', runId, temporalRunId: holder.firstExecutionRunId }, timeout: '1 second' })),
     });
     const reader = await client.workflow.start('readsRequest', { taskQueue: readerQueue, workflowId: `reader-${randomUUID()}`, args: [holderId] });
     // Several reads go unanswered (each waits 1 s): the attempt is still going.
