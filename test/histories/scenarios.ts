@@ -79,6 +79,9 @@ export const SCENARIOS: Scenario[] = [
   { name: 'resumed-hold', agent: 'replay-signed', prompt: 'hold it', resumeApproved: true },
   { name: 'approval-and-budget-memo', agent: 'replay-guarded', prompt: 'guarded', decisions: [{ approved: true }, { approved: true }, { approved: false, reason: 'no' }] },
   { name: 'background-task-signed', agent: 'replay-dispatcher', prompt: 'dispatch' },
+  // One budget for the tree: a sync sub-agent tells the root's ledger of each call (signals) and
+  // asks it before each (an activity); past the limit the root holds before its next model call.
+  { name: 'tree-budget', agent: 'replay-tree', prompt: 'spend', decisions: [{ approved: true }] },
 ];
 
 /** The registry the scenarios run against. */
@@ -153,7 +156,21 @@ export function scenarioRegistry(): Registry {
     script: [1, 2, 3, 4].map((turn) => toolCallReply({ name: 'echo', input: { v: `${turn} ${'long text '.repeat(40)}` } }, { usage: { inputTokens: 40 * turn } })).concat(textReply('compressed')),
   });
   const summarizer = scriptedModel({ name: 'scripted/replay-summarizer', script: () => textReply('what happened so far', { usage: { inputTokens: 9, outputTokens: 4 } }) });
+  // tree: the root (5) delegates; the child spends 20 (echo), asks, spends 20 more and answers;
+  // the tree is at 45 of 30: the root holds before its next call, approved, answers
+  const treeRoot = scriptedModel({
+    name: 'scripted/replay-tree',
+    script: [toolCallReply({ name: 'delegate_to_replay-tree-child', input: { task: 'spend' } }, { usage: { totalTokens: 5 } }), textReply('tree done', { usage: { totalTokens: 5 } })],
+  });
+  const treeChild = scriptedModel({
+    name: 'scripted/replay-tree-child',
+    script: [toolCallReply({ name: 'echo', input: { v: 'x' } }, { usage: { totalTokens: 20 } }), textReply('child done', { usage: { totalTokens: 20 } })],
+  });
   return new Registry().add(
+    treeRoot,
+    treeChild,
+    defineAgent({ name: 'replay-tree-child', description: 'Spends.', model: treeChild.name, tools: [echo] }),
+    defineAgent({ name: 'replay-tree', model: treeRoot.name, use: [budget({ limit: { totalTokens: 30 }, interrupt: true }), agents({ agents: ['replay-tree-child'] })] }),
     compressing,
     summarizer,
     defineAgent({
