@@ -58,7 +58,7 @@ function sleepUnlessSignalled(ms: number): Promise<NodeJS.Signals | undefined> {
 export async function runServer(config: KeelConfig): Promise<number> {
   const server = await startConfiguredServer(config, { stdio: 'inherit' });
   process.stderr.write(`keel: Temporal dev server at ${server.address}${server.uiAddress ? `, UI ${server.uiAddress}` : ''} (Ctrl-C to stop)\n`);
-  const stopped = new Promise<'exited'>((resolve) => server.process.once('exit', () => resolve('exited')));
+  const stopped = server.exited.then(() => 'exited' as const);
   const outcome = await Promise.race([waitForSignal(), stopped]);
   if (outcome === 'exited') {
     process.stderr.write('keel: the Temporal dev server exited\n');
@@ -169,10 +169,11 @@ export async function ensureServer(config: KeelConfig, { stdio = 'ignore' }: { s
   return startConfiguredServer(config, { stdio });
 }
 
-/** `keel dev`: dev server (unless one is reachable) plus one worker. */
+/** `keel dev`: dev server (unless one is reachable, which it names and leaves running) plus one worker. */
 export async function runDev(config: KeelConfig, options: WorkerRunOptions = {}): Promise<number> {
   const server = await ensureServer(config);
   if (server) process.stderr.write(`keel: Temporal dev server at ${server.address}${server.uiAddress ? `, UI ${server.uiAddress}` : ''}\n`);
+  else process.stderr.write(`keel: using the Temporal server already running at ${config.temporal.address}; this keel dev did not start it and leaves it running\n`);
   try {
     return await runWorker(config, options);
   } finally {

@@ -1,15 +1,21 @@
 /**
  * Finds the `temporal` binary and runs the embedded dev server (`temporal server
  * start-dev`) with the SQLite file and ports of the config; it creates the namespace the
- * client uses (`temporal.namespace`), so one setting serves both. Node side.
+ * client uses (`temporal.namespace`), so one setting serves both. The server dies with the
+ * process that started it (even a SIGKILLed one, where setpriv exists), and a port some other
+ * process holds is named before anything is spawned. Node side.
  */
 import { Connection } from '@temporalio/client';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { ConfigError } from '../config/load';
 import type { KeelConfig } from '../config/schema';
 import { PACKAGE_ROOT } from '../worker/bundle';
 import { KEEL_SEARCH_ATTRIBUTES } from '../core/search-attributes';
+import { DirectoryError, makeDirectory } from './make-directory';
+import { diesWithParent } from './parent-death';
+import { acceptsConnections, isPortInUse } from './ports';
 
 export { ServerError } from './server-error';
 import { ServerError } from './server-error';
@@ -72,12 +78,16 @@ export interface DevServer {
   address: string;
   uiAddress?: string;
   process: ChildProcess;
+  /** Settles with the exit code (null when killed by a signal) once the server process has exited. */
+  exited: Promise<number | null>;
   /** Stops the server (SIGTERM, then SIGKILL after the grace, 30 s by default) and waits for it to exit. */
   stop: () => Promise<void>;
 }
 
 /** Asks the frontend at `address` for its system info; throws when it does not answer. */
 async function probe(address: string, timeoutMs: number): Promise<void> {
+  // A refused connection fails here at once; the gRPC client would retry it for all of timeoutMs.
+  if (!(await acceptsConnections(address, timeoutMs))) throw new ServerError(`nothing accepts connections at ${address}`);
   const connection = await Connection.connect({ address, connectTimeout: timeoutMs });
   try {
     await connection.workflowService.getSystemInfo({});
@@ -145,17 +155,46 @@ export function devServerArgs({
   return args;
 }
 
+/**
+ * Refuses ports another process holds, before a server is spawned that would fail to bind
+ * them (with its output ignored, `keel dev` could only say it exited), or, worse, be taken for
+ * ready because the server already there answers.
+ */
+async function assertPortsFree({ ip, port, uiPort }: { ip: string; port: number; uiPort?: number }): Promise<void> {
+  const address = `${ip}:${port}`;
+  if (await isPortInUse({ ip, port })) {
+    const held = (await isServerReachable(address, 1000))
+      ? `a Temporal server already runs at ${address}, and this process did not start it (one left by an earlier keel server or keel dev, or started by hand)`
+      : `${address} is already in use by another process, which does not answer as a Temporal server`;
+    throw new ServerError(`${held}: stop it, or give this server another port (server.port)`);
+  }
+  if (uiPort !== undefined && (await isPortInUse({ ip, port: uiPort }))) {
+    throw new ServerError(`the UI port ${ip}:${uiPort} is already in use by another process: stop it, or choose another (server.uiPort)`);
+  }
+}
+
 /** Starts `temporal server start-dev` and resolves once it answers. */
 export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
   const { binary, ip = '127.0.0.1', port, uiPort, dbFile, headless = false, stdio = 'ignore', readyTimeoutMs = 60_000, stopGraceMs = 30_000 } = options;
   const args = devServerArgs(options);
-  if (dbFile) mkdirSync(dirname(dbFile), { recursive: true });
-  const child = spawn(binary, args, { stdio: ['ignore', stdio, stdio] });
+  if (dbFile) {
+    try {
+      makeDirectory(dirname(dbFile));
+    } catch (error) {
+      if (error instanceof DirectoryError) throw new ServerError(`the SQLite file ${dbFile}: ${error.message}`);
+      throw error;
+    }
+  }
+  await assertPortsFree({ ip, port, uiPort: headless ? undefined : uiPort });
+  const command = diesWithParent(binary, args);
+  const child = spawn(command.command, command.args, { stdio: ['ignore', stdio, stdio] });
   let exited = false;
-  const exit = new Promise<void>((done) => child.once('exit', () => {
-    exited = true;
-    done();
-  }));
+  const exit = new Promise<number | null>((done) =>
+    child.once('exit', (code) => {
+      exited = true;
+      done(code);
+    }),
+  );
   const address = `${ip}:${port}`;
   try {
     await waitForServer(address, readyTimeoutMs, () => !exited);
@@ -174,7 +213,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     await exit;
     clearTimeout(timer);
   };
-  return { address, uiAddress: headless || uiPort === undefined ? undefined : `http://${ip}:${uiPort}`, process: child, stop };
+  return { address, uiAddress: headless || uiPort === undefined ? undefined : `http://${ip}:${uiPort}`, process: child, exited: exit, stop };
 }
 
 /** The dev server the config describes (all but the binary): it creates `temporal.namespace`. */
@@ -189,7 +228,20 @@ export function devServerOptions(config: Pick<KeelConfig, 'server' | 'temporal' 
   };
 }
 
-/** Starts the dev server the config describes. */
-export function startConfiguredServer(config: KeelConfig, { stdio = 'inherit' }: { stdio?: 'inherit' | 'ignore' } = {}): Promise<DevServer> {
-  return startDevServer({ binary: findTemporalBinary(config), ...devServerOptions(config), stdio });
+/**
+ * Starts the dev server the config describes. The SQLite file's directory is made first, so a
+ * `server.dbFile` where none can be made fails at once (ConfigError, exit 2) before a binary is
+ * looked for or installed.
+ */
+export async function startConfiguredServer(config: KeelConfig, { stdio = 'inherit' }: { stdio?: 'inherit' | 'ignore' } = {}): Promise<DevServer> {
+  const options = devServerOptions(config);
+  if (options.dbFile) {
+    try {
+      makeDirectory(dirname(options.dbFile));
+    } catch (error) {
+      if (error instanceof DirectoryError) throw new ConfigError(`server.dbFile ${options.dbFile}: ${error.message}`);
+      throw error;
+    }
+  }
+  return startDevServer({ binary: findTemporalBinary(config), ...options, stdio });
 }

@@ -1,0 +1,129 @@
+/**
+ * The life of the dev server `keel server` and `keel dev` start, as a user meets it: a
+ * `server.dbFile` where no directory can be made fails at once with exit 2 (it used to spin at
+ * full CPU, silent); the `temporal` process dies with a SIGKILLed keel and frees its port; and a
+ * server keel did not start is named, not silently taken for its own.
+ */
+import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { stringify } from 'yaml';
+import { isServerReachable } from '../src/server/dev-server';
+import { freePort } from './support/free-port';
+import { killAfterEach, spawnKeel, type KeelProcess } from './support/processes';
+
+const track = killAfterEach(afterEach);
+
+/** Pids of `temporal` processes a test saw, killed after it in case keel left them (this hook runs before track's, which waits for their output pipes to close). */
+const temporalPids: number[] = [];
+afterEach(() => {
+  for (const pid of temporalPids.splice(0)) if (isRunning(pid)) process.kill(pid, 'SIGKILL');
+});
+
+/** A temporal.yaml in a new temp dir with the given `server` fields (the test binary, free ports unless given). */
+async function writeConfig(server: Record<string, unknown>, extra: object = {}): Promise<{ path: string; port: number }> {
+  const dir = mkdtempSync(join(tmpdir(), 'keel-lifecycle-'));
+  const path = join(dir, 'temporal.yaml');
+  const fields = { port: await freePort(), uiPort: await freePort(), dbFile: 'server.db', binary: inject('temporalBinary'), ...server };
+  writeFileSync(path, stringify({ taskQueue: `lifecycle-${Date.now()}`, server: fields, ...extra }));
+  return { path, port: fields.port as number };
+}
+
+/** The exit code of `keel`, or 'still running' when it has not exited within `ms` (afterEach kills it). */
+async function exitWithin(keel: KeelProcess, ms: number): Promise<number | null | 'still running'> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'still running'>((resolve) => (timer = setTimeout(() => resolve('still running'), ms)));
+  const outcome = await Promise.race([keel.exited, late]);
+  clearTimeout(timer);
+  return outcome;
+}
+
+/** True while `pid` is a live process (a zombie waiting to be reaped counts as gone). */
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    // The state follows the parenthesised command name in /proc/<pid>/stat.
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/** The pids of the `temporal` processes whose parent is `parent`, from /proc. */
+function temporalChildrenOf(parent: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const [command, rest] = [stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), stat.slice(stat.lastIndexOf(')') + 2).split(' ')];
+      if (command === 'temporal' && Number(rest[1]) === parent) children.push(Number(entry));
+    } catch {
+      // The process ended while we read.
+    }
+  }
+  return children;
+}
+
+/** True when nothing listens on 127.0.0.1:`port`. */
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen({ host: '127.0.0.1', port, exclusive: true }, () => server.close(() => resolve(true)));
+  });
+}
+
+describe('server.dbFile', () => {
+  it.each([['server'], ['dev']])('keel %s exits 2 at once, naming server.dbFile, when its directory cannot be made', async (command) => {
+    const { path } = await writeConfig({ dbFile: '/proc/keel/db.sqlite' });
+    const keel = track(spawnKeel([command, '--config', path]));
+    expect(await exitWithin(keel, 10_000), keel.output()).toBe(2);
+    expect(keel.stderr()).toContain('server.dbFile /proc/keel/db.sqlite: cannot create /proc/keel: ENOENT');
+  });
+});
+
+describe('a killed keel', () => {
+  it.each([['server'], ['dev', '--allow-empty']])('keel %s killed with SIGKILL takes its temporal process with it and frees the port', async (...args) => {
+    const { path, port } = await writeConfig({});
+    const keel = track(spawnKeel([...args, '--config', path]));
+    await keel.waitFor(args[0] === 'server' ? /Temporal dev server at 127\.0\.0\.1:\d+/ : /keel: worker \d+ on task queue/);
+    const [temporal] = temporalChildrenOf(keel.child.pid!);
+    expect(temporal, 'keel runs temporal as its child').toBeDefined();
+    temporalPids.push(temporal!);
+    const killed = new Promise((resolve) => keel.child.once('exit', resolve));
+    keel.kill('SIGKILL');
+    // 'exit', not keel.exited: that waits for keel's output pipes, which a surviving temporal holds open.
+    await killed;
+    await expect.poll(() => isRunning(temporal!), { timeout: 10_000, interval: 100 }).toBe(false);
+    expect(await canListen(port)).toBe(true);
+  });
+});
+
+describe('a server keel did not start', () => {
+  it('keel server refuses a port where a Temporal server already runs, naming its address', async () => {
+    const address = inject('temporalAddress');
+    const { path } = await writeConfig({ port: Number(address.split(':').pop()) });
+    const keel = track(spawnKeel(['server', '--config', path]));
+    expect(await exitWithin(keel, 15_000), keel.output()).toBe(1);
+    expect(keel.stderr()).toContain(`a Temporal server already runs at ${address}, and this process did not start it`);
+    expect(await isServerReachable(address)).toBe(true);
+  });
+
+  it('keel dev says it uses the server already running, and leaves it running when stopped', async () => {
+    const address = inject('temporalAddress');
+    const { path } = await writeConfig({}, { temporal: { address } });
+    const keel = track(spawnKeel(['dev', '--allow-empty', '--config', path]));
+    await keel.waitFor(/keel: worker \d+ on task queue/);
+    expect(keel.stderr()).toContain(`keel: using the Temporal server already running at ${address}; this keel dev did not start it and leaves it running`);
+    keel.kill('SIGTERM');
+    expect(await keel.exited).toBe(0);
+    expect(await isServerReachable(address)).toBe(true);
+  });
+});
