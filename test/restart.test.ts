@@ -110,6 +110,7 @@ describe('a worker started while the server is down', () => {
 
   it('keeps a watching keel run (and --json, and RunHandle.result()) waiting through a server restart; the exit code is the run outcome', async () => {
     // each run: a 4 s tool, during which the server stops and starts again; then text
+    await server?.stop();
     const dir = mkdtempSync(join(tmpdir(), 'keel-restart-watch-'));
     const port = await freePort();
     const options = { binary: inject('temporalBinary'), port, headless: true, dbFile: join(dir, 'temporal.db'), logLevel: 'error' };
