@@ -36,7 +36,11 @@ export default tseslint.config(
           ],
           patterns: [
             { group: ['node:*'], message: 'Workflow code runs in the Temporal sandbox: no Node built-ins.' },
-            { group: ['**/activities/*', '!**/activities/types'], allowTypeImports: true, message: 'Workflow code imports activities by type only (proxyActivities<KeelActivities>).' },
+            {
+              group: ['**/activities/*', '!**/activities/types'],
+              allowTypeImports: true,
+              message: 'Workflow code imports activities by type only (proxyActivities<KeelActivities>).',
+            },
             { group: ['**/models/*', '**/worker/*', '**/server/*', '**/client/*', '**/config/*'], message: 'Node-side module: not for workflow code.' },
           ],
         },

@@ -13,7 +13,10 @@ const rows: string[][] = [];
 for (const bench of BENCHES) {
   console.log(`\n== ${bench}`);
   const started = Date.now();
-  const run = spawnSync(process.execPath, [join(__dirname, '..', 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(__dirname, bench)], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  const run = spawnSync(process.execPath, [join(__dirname, '..', 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(__dirname, bench)], {
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
   for (const line of (run.stdout ?? '').split('\n')) {
     if (line.startsWith('RESULT\t')) rows.push(line.split('\t').slice(1));
     else if (line) console.log(line);
@@ -27,7 +30,9 @@ for (const bench of BENCHES) {
 
 const width = [0, 1, 2].map((column) => Math.max(...rows.map((row) => (row[column] ?? '').length), ['metric', 'value', 'goal'][column]!.length));
 const line = (cells: string[]) => `| ${cells.map((cell, column) => cell.padEnd(width[column]!)).join(' | ')} |`;
-console.log(`\nkeel benchmarks, ${new Date().toISOString().slice(0, 10)}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}\n`);
+console.log(
+  `\nkeel benchmarks, ${new Date().toISOString().slice(0, 10)}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}\n`,
+);
 console.log(line(['metric', 'value', 'goal']));
 console.log(`|${width.map((size) => '-'.repeat(size + 2)).join('|')}|`);
 for (const row of rows) console.log(line(row));

@@ -18,7 +18,10 @@ const words = ['alpha', 'beta', 'gamma', 'delta', 'cluster', 'latency', 'request
 
 /** A tool loop of `turns` rounds; each tool answer is ~`chars` characters of varied text. */
 function history(turns: number, chars: number, seed: number): Message[] {
-  const messages: Message[] = [{ role: 'system', content: [{ text: 'You are a careful researcher.' }] }, { role: 'user', content: [{ text: 'Investigate the incident.' }] }];
+  const messages: Message[] = [
+    { role: 'system', content: [{ text: 'You are a careful researcher.' }] },
+    { role: 'user', content: [{ text: 'Investigate the incident.' }] },
+  ];
   for (let turn = 0; turn < turns; turn++) {
     const input = { q: `query ${turn}` };
     let output = '';

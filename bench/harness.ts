@@ -18,7 +18,12 @@ import { createKeelWorker } from '../src/worker/create-worker';
 import { freePort } from '../test/support/free-port';
 
 /** A tool returning 20 KiB per call (the long-conversation load). */
-export const chunkTool = defineTool({ name: 'chunk', description: 'Returns 20 KiB.', input: z.object({ turn: z.number() }), run: ({ turn }) => ({ turn, data: 'x'.repeat(20 * 1024) }) });
+export const chunkTool = defineTool({
+  name: 'chunk',
+  description: 'Returns 20 KiB.',
+  input: z.object({ turn: z.number() }),
+  run: ({ turn }) => ({ turn, data: 'x'.repeat(20 * 1024) }),
+});
 
 /** An embedded dev server on a free port, SDK logs at ERROR. */
 export async function startBenchServer(dynamicConfig: Record<string, unknown> = {}): Promise<DevServer> {

@@ -19,7 +19,8 @@ const TURNS = Number(process.env.BENCH_LONG_TURNS ?? 1000);
 
 function storedBytes(directory: string): number {
   let total = 0;
-  for (const entry of readdirSync(directory, { withFileTypes: true, recursive: true })) if (entry.isFile()) total += statSync(join(entry.parentPath, entry.name)).size;
+  for (const entry of readdirSync(directory, { withFileTypes: true, recursive: true }))
+    if (entry.isFile()) total += statSync(join(entry.parentPath, entry.name)).size;
   return total;
 }
 
@@ -29,7 +30,14 @@ async function main(): Promise<void> {
   const registry = new Registry().add(chunkTool);
   const counts = [TURNS / 4, TURNS / 2, TURNS].map(Math.round);
   for (const turns of counts) {
-    const model = scriptedModel({ name: `scripted/long-${turns}`, keepRequests: 0, script: [...Array.from({ length: turns }, (_, turn) => toolCallReply({ name: 'chunk', input: { turn } }, { usage: { inputTokens: 1 } })), textReply('done')] });
+    const model = scriptedModel({
+      name: `scripted/long-${turns}`,
+      keepRequests: 0,
+      script: [
+        ...Array.from({ length: turns }, (_, turn) => toolCallReply({ name: 'chunk', input: { turn } }, { usage: { inputTokens: 1 } })),
+        textReply('done'),
+      ],
+    });
     registry.add(model, defineAgent({ name: `long-${turns}`, model: model.name, tools: ['chunk'], maxTurns: turns }));
   }
   const { client, temporalClient, stop } = await startBenchWorker(server, registry, { externalStorage: { directory: store } });
@@ -46,7 +54,14 @@ async function main(): Promise<void> {
       for await (const execution of temporalClient.workflow.list({ query: `WorkflowId = "${handle.runId}"` })) {
         histories.push(await historyBytes(temporalClient, handle.runId, execution.runId));
       }
-      const row = { turns, seconds, runs: histories.length, maxHistory: Math.max(...histories), totalHistory: histories.reduce((a, b) => a + b, 0), store: storedBytes(store) - before };
+      const row = {
+        turns,
+        seconds,
+        runs: histories.length,
+        maxHistory: Math.max(...histories),
+        totalHistory: histories.reduce((a, b) => a + b, 0),
+        store: storedBytes(store) - before,
+      };
       rows.push(row);
       console.log(
         `long run: ${turns} turns in ${seconds.toFixed(1)} s, ${row.runs} runs in the chain, history per run max ${(row.maxHistory / 1024 / 1024).toFixed(2)} MiB (all runs ${(row.totalHistory / 1024 / 1024).toFixed(1)} MiB), store +${(row.store / 1024 / 1024).toFixed(1)} MiB`,

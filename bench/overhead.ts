@@ -44,8 +44,16 @@ async function main(): Promise<void> {
   const config = defineConfig({ temporal: { address: server.address }, taskQueue: `bench-${randomUUID()}` });
 
   const noop = defineTool({ name: 'noop', description: 'Does nothing.', input: z.object({ turn: z.number() }), run: () => ({ ok: true }) });
-  const blob = defineTool({ name: 'blob20k', description: 'Returns 20 KB.', input: z.object({ turn: z.number() }), run: ({ turn }) => ({ turn, data: 'x'.repeat(20_000) }) });
-  const loopScript = (tool: string, turns: number) => [...Array.from({ length: turns }, (_, turn) => toolCallReply({ name: tool, input: { turn } })), textReply('done')];
+  const blob = defineTool({
+    name: 'blob20k',
+    description: 'Returns 20 KB.',
+    input: z.object({ turn: z.number() }),
+    run: ({ turn }) => ({ turn, data: 'x'.repeat(20_000) }),
+  });
+  const loopScript = (tool: string, turns: number) => [
+    ...Array.from({ length: turns }, (_, turn) => toolCallReply({ name: tool, input: { turn } })),
+    textReply('done'),
+  ];
   const registry = new Registry().add(noop, blob);
   const loopModel = scriptedModel({ name: 'scripted/bench-loop', script: loopScript('noop', TURNS) });
   registry.add(loopModel, defineAgent({ name: 'bench-loop', model: loopModel.name, tools: [noop], maxTurns: TURNS }));
@@ -96,7 +104,8 @@ async function main(): Promise<void> {
       if (completed) {
         const type = scheduled.get(String(completed.scheduledEventId));
         const began = started.get(String(completed.scheduledEventId));
-        if (began !== undefined && (type === 'callModel' || type === 'bareModel')) (type === 'callModel' ? modelActivityMs.keel : modelActivityMs.bare).push(millis(event) - began);
+        if (began !== undefined && (type === 'callModel' || type === 'bareModel'))
+          (type === 'callModel' ? modelActivityMs.keel : modelActivityMs.bare).push(millis(event) - began);
       }
     }
     return millis(events.at(-1)!) - millis(events[0]!);
@@ -127,7 +136,9 @@ async function main(): Promise<void> {
     const keelMedian = median(keel);
     const baselineMedian = median(baseline);
     console.log(`overhead: ${TURNS}-turn tool loop, ${REPS} interleaved repetitions each`);
-    console.log(`  bare workflow, same ${2 * TURNS + 1} activities: median ${baselineMedian.toFixed(1)} ms  (all: ${baseline.map((v) => v.toFixed(0)).join(', ')})`);
+    console.log(
+      `  bare workflow, same ${2 * TURNS + 1} activities: median ${baselineMedian.toFixed(1)} ms  (all: ${baseline.map((v) => v.toFixed(0)).join(', ')})`,
+    );
     console.log(`  keel generateWorkflow:                  median ${keelMedian.toFixed(1)} ms  (all: ${keel.map((v) => v.toFixed(0)).join(', ')})`);
     console.log(`  ratio keel / bare: ${(keelMedian / baselineMedian).toFixed(3)}  (goal ≤ 1.10)`);
     result(`loop: ${TURNS}-turn keel run (ms, median)`, keelMedian, '≤ 600');

@@ -33,7 +33,13 @@ async function main(): Promise<void> {
   const script = (turns: number) => [...Array.from({ length: turns }, (_, turn) => toolCallReply({ name: 'chunk', input: { turn } })), textReply('done')];
   const warm = scriptedModel({ name: 'scripted/peer-warm', keepRequests: 0, script: script(2) });
   const loop = scriptedModel({ name: 'scripted/peer-loop', keepRequests: 0, script: script(TURNS) });
-  const registry = new Registry().add(chunkTool, warm, loop, defineAgent({ name: 'peer-warm', model: warm.name, tools: ['chunk'] }), defineAgent({ name: 'peer-loop', model: loop.name, tools: ['chunk'], maxTurns: TURNS }));
+  const registry = new Registry().add(
+    chunkTool,
+    warm,
+    loop,
+    defineAgent({ name: 'peer-warm', model: warm.name, tools: ['chunk'] }),
+    defineAgent({ name: 'peer-loop', model: loop.name, tools: ['chunk'], maxTurns: TURNS }),
+  );
   const { client, temporalClient, stop } = await startBenchWorker(server, registry);
   try {
     await client.run('peer-warm', 'go');
@@ -51,10 +57,19 @@ async function main(): Promise<void> {
       bytes = await historyBytes(temporalClient, handle.runId);
     }
     const keel = { wallMs: median(walls), cpuMs: median(cpus), historyBytes: bytes };
-    const peer = JSON.parse(execFileSync(NODE22, [join(PEER, 'peer.mjs'), server.address, String(TURNS), String(REPS)], { encoding: 'utf8' }).trim().split('\n').at(-1)!) as { node: string; wallMs: number; cpuMs: number; historyBytes: number };
+    const peer = JSON.parse(
+      execFileSync(NODE22, [join(PEER, 'peer.mjs'), server.address, String(TURNS), String(REPS)], { encoding: 'utf8' })
+        .trim()
+        .split('\n')
+        .at(-1)!,
+    ) as { node: string; wallMs: number; cpuMs: number; historyBytes: number };
     console.log(`peer: ${TURNS}-turn loop, 20 KiB tool output per turn, median of ${REPS}`);
-    console.log(`  keel (Node ${process.version}):             wall ${keel.wallMs} ms, worker+client CPU ${keel.cpuMs.toFixed(0)} ms, history ${(keel.historyBytes / 1024).toFixed(0)} KiB (${(keel.historyBytes / TURNS / 1024).toFixed(1)} KiB/turn)`);
-    console.log(`  @temporalio/ai-sdk (Node ${peer.node}): wall ${peer.wallMs} ms, worker+client CPU ${peer.cpuMs.toFixed(0)} ms, history ${(peer.historyBytes / 1024).toFixed(0)} KiB (${(peer.historyBytes / TURNS / 1024).toFixed(1)} KiB/turn)`);
+    console.log(
+      `  keel (Node ${process.version}):             wall ${keel.wallMs} ms, worker+client CPU ${keel.cpuMs.toFixed(0)} ms, history ${(keel.historyBytes / 1024).toFixed(0)} KiB (${(keel.historyBytes / TURNS / 1024).toFixed(1)} KiB/turn)`,
+    );
+    console.log(
+      `  @temporalio/ai-sdk (Node ${peer.node}): wall ${peer.wallMs} ms, worker+client CPU ${peer.cpuMs.toFixed(0)} ms, history ${(peer.historyBytes / 1024).toFixed(0)} KiB (${(peer.historyBytes / TURNS / 1024).toFixed(1)} KiB/turn)`,
+    );
     result(`peer: ${TURNS}-turn loop wall time, keel / ai-sdk`, keel.wallMs / peer.wallMs, '');
     result(`peer: ${TURNS}-turn loop CPU, keel / ai-sdk`, keel.cpuMs / peer.cpuMs, '');
     result(`peer: history bytes, keel / ai-sdk (${TURNS} turns of 20 KiB)`, keel.historyBytes / peer.historyBytes, '< 1 (linear vs quadratic)');

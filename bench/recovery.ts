@@ -35,9 +35,14 @@ async function until<T>(probe: () => T | undefined, timeoutMs = 60_000): Promise
 }
 
 function worker(configPath: string, dir: string): { child: ChildProcess; ready: Promise<void> } {
-  const child = spawn(process.execPath, [join(ROOT, 'bin', 'keel.cjs'), 'worker', '--config', configPath], { env: { ...process.env, KEEL_TEST_DIR: dir }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [join(ROOT, 'bin', 'keel.cjs'), 'worker', '--config', configPath], {
+    env: { ...process.env, KEEL_TEST_DIR: dir },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let output = '';
-  const ready = new Promise<void>((done) => child.stderr!.on('data', (chunk: Buffer) => ((output += chunk.toString()), /keel: worker \d+ on task queue/.test(output) && done())));
+  const ready = new Promise<void>((done) =>
+    child.stderr!.on('data', (chunk: Buffer) => ((output += chunk.toString()), /keel: worker \d+ on task queue/.test(output) && done())),
+  );
   return { child, ready };
 }
 

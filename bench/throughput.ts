@@ -36,7 +36,10 @@ function percentile(values: number[], p: number): number {
 }
 
 /** Starts `count` runs at once with `start` and waits for all; runs/s and latencies. */
-async function load(count: number, start: (index: number) => Promise<() => Promise<unknown>>): Promise<{ perSecond: number; p50: number; p95: number; seconds: number }> {
+async function load(
+  count: number,
+  start: (index: number) => Promise<() => Promise<unknown>>,
+): Promise<{ perSecond: number; p50: number; p95: number; seconds: number }> {
   const began = Date.now();
   const latencies = await Promise.all(
     Array.from({ length: count }, async (_, index) => {
@@ -56,15 +59,36 @@ async function main(): Promise<void> {
   const { code } = await bundleWorkflowCode({ workflowsPath: join(__dirname, 'workflows.ts'), logger: new DefaultLogger('ERROR') });
 
   const noop = defineTool({ name: 'noop', description: 'Does nothing.', input: z.object({ turn: z.number() }), run: () => ({ ok: true }) });
-  const slow = defineTool({ name: 'slow', description: 'Takes 500 ms.', input: z.object({ turn: z.number(), call: z.number() }), run: async () => (await sleep(500), { ok: true }) });
+  const slow = defineTool({
+    name: 'slow',
+    description: 'Takes 500 ms.',
+    input: z.object({ turn: z.number(), call: z.number() }),
+    run: async () => (await sleep(500), { ok: true }),
+  });
   const registry = new Registry().add(noop, slow);
-  const modelBound = scriptedModel({ name: 'scripted/tp-model', keepRequests: 0, script: [0, 1, 2].map((turn) => toolCallReply({ name: 'noop', input: { turn } }, { delayMs: 50 })).concat([textReply('done', { delayMs: 50 })]) });
+  const modelBound = scriptedModel({
+    name: 'scripted/tp-model',
+    keepRequests: 0,
+    script: [0, 1, 2].map((turn) => toolCallReply({ name: 'noop', input: { turn } }, { delayMs: 50 })).concat([textReply('done', { delayMs: 50 })]),
+  });
   const toolBound = scriptedModel({
     name: 'scripted/tp-tools',
     keepRequests: 0,
-    script: [0, 1, 2].map((turn) => toolCallReply([{ name: 'slow', input: { turn, call: 0 } }, { name: 'slow', input: { turn, call: 1 } }])).concat([textReply('done')]),
+    script: [0, 1, 2]
+      .map((turn) =>
+        toolCallReply([
+          { name: 'slow', input: { turn, call: 0 } },
+          { name: 'slow', input: { turn, call: 1 } },
+        ]),
+      )
+      .concat([textReply('done')]),
   });
-  registry.add(modelBound, defineAgent({ name: 'tp-model', model: modelBound.name, tools: ['noop'] }), toolBound, defineAgent({ name: 'tp-tools', model: toolBound.name, tools: ['slow'] }));
+  registry.add(
+    modelBound,
+    defineAgent({ name: 'tp-model', model: modelBound.name, tools: ['noop'] }),
+    toolBound,
+    defineAgent({ name: 'tp-tools', model: toolBound.name, tools: ['slow'] }),
+  );
 
   const connections: NativeConnection[] = [];
   const clients: Client[] = [];
@@ -107,7 +131,11 @@ async function main(): Promise<void> {
       return () => handle.result();
     };
     const bareRun = async () => {
-      const handle = await temporalClient.workflow.start('baselineWorkflow', { taskQueue: config.taskQueue, workflowId: `bare-${randomUUID()}`, args: [3, 50, 0, 1] });
+      const handle = await temporalClient.workflow.start('baselineWorkflow', {
+        taskQueue: config.taskQueue,
+        workflowId: `bare-${randomUUID()}`,
+        args: [3, 50, 0, 1],
+      });
       return () => handle.result();
     };
     await load(20, keelRun);

@@ -32,12 +32,17 @@ async function main(): Promise<void> {
     name: 'scripted/bench-sub',
     script: (request) => {
       const turn = request.messages.filter((message) => message.role === 'tool').length;
-      return turn < TURNS ? toolCallReply({ name: 'noop', input: { turn } }, { usage: { totalTokens: 1 } }) : textReply('sub done', { usage: { totalTokens: 1 } });
+      return turn < TURNS
+        ? toolCallReply({ name: 'noop', input: { turn } }, { usage: { totalTokens: 1 } })
+        : textReply('sub done', { usage: { totalTokens: 1 } });
     },
   });
   const root = scriptedModel({
     name: 'scripted/bench-root',
-    script: (request) => (request.messages.some((message) => message.role === 'tool') ? textReply('done') : toolCallReply({ name: 'delegate_to_bench-sub', input: { task: 'work' } })),
+    script: (request) =>
+      request.messages.some((message) => message.role === 'tool')
+        ? textReply('done')
+        : toolCallReply({ name: 'delegate_to_bench-sub', input: { task: 'work' } }),
   });
   const registry = new Registry().add(
     noop,

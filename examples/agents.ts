@@ -7,7 +7,19 @@ import { mkdirSync } from 'node:fs';
 import { appendFile, mkdir } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
-import { agents, defineAgent, defineTool, filesystem, openAICompatibleModel, scriptedModel, skills, textReply, toolApproval, toolCallReply, type ModelRequest } from 'keel-agents';
+import {
+  agents,
+  defineAgent,
+  defineTool,
+  filesystem,
+  openAICompatibleModel,
+  scriptedModel,
+  skills,
+  textReply,
+  toolApproval,
+  toolCallReply,
+  type ModelRequest,
+} from 'keel-agents';
 
 const FORECASTS: Record<string, { sky: string; highC: number }> = {
   lisbon: { sky: 'sunny', highC: 24 },
@@ -18,7 +30,7 @@ const FORECASTS: Record<string, { sky: string; highC: number }> = {
 /** A small fixed forecast table: the point of the demo is the run, not the weather. */
 export const lookupWeather = defineTool({
   name: 'lookup_weather',
-  description: 'Looks up tomorrow\'s forecast for a city.',
+  description: "Looks up tomorrow's forecast for a city.",
   input: z.object({ city: z.string().describe('City name, e.g. Lisbon') }),
   output: z.object({ city: z.string(), sky: z.string(), highC: z.number() }),
   async run({ city }) {
@@ -136,19 +148,25 @@ export const demoModel = useRealModel
           { usage: { inputTokens: 120, outputTokens: 30 } },
         ),
         // turn 2: collect the fare
-        (request: ModelRequest) => toolCallReply({ name: 'wait_for_background_tasks', input: { taskIds: [launchedTask(request)] } }, { usage: { inputTokens: 210, outputTokens: 20 } }),
+        (request: ModelRequest) =>
+          toolCallReply({ name: 'wait_for_background_tasks', input: { taskIds: [launchedTask(request)] } }, { usage: { inputTokens: 210, outputTokens: 20 } }),
         toolCallReply({ name: 'book_train', input: { from: 'Porto', to: 'Lisbon' } }, { usage: { inputTokens: 240, outputTokens: 15 } }),
         // turn 4: the itinerary, as the trip-writer skill asks
         (request: ModelRequest) =>
           toolCallReply(
             {
               name: 'write_file',
-              input: { filePath: `itinerary-${(launchedTask(request) ?? 'trip').split(':run-')[1]?.slice(0, 8) ?? 'trip'}.md`, content: `# Lisbon tomorrow\n\n1. Go to Lisbon: sunny and 24°C (Porto: light rain, 18°C).\n2. Train Porto → Lisbon: ${collectedFare(request)}\n3. On arrival: a pastel de nata in Belém.\n` },
+              input: {
+                filePath: `itinerary-${(launchedTask(request) ?? 'trip').split(':run-')[1]?.slice(0, 8) ?? 'trip'}.md`,
+                content: `# Lisbon tomorrow\n\n1. Go to Lisbon: sunny and 24°C (Porto: light rain, 18°C).\n2. Train Porto → Lisbon: ${collectedFare(request)}\n3. On arrival: a pastel de nata in Belém.\n`,
+              },
             },
             { usage: { inputTokens: 260, outputTokens: 40 } },
           ),
         (request: ModelRequest) => {
-          const booked = request.messages.flatMap((message) => message.content).find((part) => 'toolResponse' in part && part.toolResponse.name === 'book_train');
+          const booked = request.messages
+            .flatMap((message) => message.content)
+            .find((part) => 'toolResponse' in part && part.toolResponse.name === 'book_train');
           const output = booked && 'toolResponse' in booked ? (booked.toolResponse.output as { booking?: string; error?: string }) : {};
           const booking = output.booking ? `Your ticket is booked (${output.booking}).` : 'I did not book the ticket, as you asked.';
           return textReply(`Go to Lisbon: sunny and 24°C, while Porto expects light rain at 18°C. ${collectedFare(request)} ${booking}`, {
@@ -183,7 +201,8 @@ export const tripPlanner = defineAgent({
   name: 'trip-planner',
   description: 'Plans a day trip from forecasts and prices.',
   model: configuredModel ?? demoModel.name,
-  system: 'You plan day trips in Portugal and Spain. Check the weather, have the fare scout price the train in the background, book the train, write the itinerary, then answer in two sentences.',
+  system:
+    'You plan day trips in Portugal and Spain. Check the weather, have the fare scout price the train in the background, book the train, write the itinerary, then answer in two sentences.',
   tools: [lookupWeather, bookTrain],
   use: [
     // Sub-agents, one of them working in the background while the planner goes on.
@@ -194,7 +213,18 @@ export const tripPlanner = defineAgent({
     filesystem({ rootDirectory: TRIPS_DIR, allowWriteAccess: true }),
     // Looking things up, delegating and writing the itinerary are fine; booking needs a person's approval.
     toolApproval({
-      allowedTools: ['lookup_weather', 'delegate_to_fare-scout', 'wait_for_background_tasks', 'check_background_tasks', 'abort_background_tasks', 'use_skill', 'list_files', 'read_file', 'write_file', 'edit_file'],
+      allowedTools: [
+        'lookup_weather',
+        'delegate_to_fare-scout',
+        'wait_for_background_tasks',
+        'check_background_tasks',
+        'abort_background_tasks',
+        'use_skill',
+        'list_files',
+        'read_file',
+        'write_file',
+        'edit_file',
+      ],
     }),
   ],
 });

@@ -8,10 +8,7 @@ import { z } from 'zod';
 import { defineMiddleware, toolFail } from 'keel-agents/middleware';
 
 /** The decision a person sends: keel's `{ approved, reason? }`, or a restart raising the limit. */
-const SpendingDecision = z.union([
-  z.object({ approved: z.boolean(), reason: z.string().optional() }),
-  z.object({ limit: z.number().positive() }),
-]);
+const SpendingDecision = z.union([z.object({ approved: z.boolean(), reason: z.string().optional() }), z.object({ limit: z.number().positive() })]);
 
 /** `use: [spendingGate({ limit: 100 })]` */
 export const spendingGate = defineMiddleware({

@@ -50,11 +50,22 @@ async function main(): Promise<void> {
       }
       let handle;
       if (scenario.resumeApproved) {
-        const first = await client.run(scenario.agent, scenario.prompt, { runId: `replay-${scenario.name}-first`, maxTurns: scenario.maxTurns, interruptMode: 'return' });
-        const restart = first.interrupts.map((part) => ({ ...(part as { toolRequest: { name: string; ref?: string; input: unknown } }), metadata: { resumed: { approved: true } } }));
+        const first = await client.run(scenario.agent, scenario.prompt, {
+          runId: `replay-${scenario.name}-first`,
+          maxTurns: scenario.maxTurns,
+          interruptMode: 'return',
+        });
+        const restart = first.interrupts.map((part) => ({
+          ...(part as { toolRequest: { name: string; ref?: string; input: unknown } }),
+          metadata: { resumed: { approved: true } },
+        }));
         handle = await client.start(scenario.agent, first.messages, { runId: `replay-${scenario.name}`, maxTurns: scenario.maxTurns, resume: { restart } });
       } else {
-        handle = await client.start(scenario.agent, scenario.prompt, { runId: `replay-${scenario.name}`, maxTurns: scenario.maxTurns, ...(scenario.interruptMode ? { interruptMode: scenario.interruptMode } : {}) });
+        handle = await client.start(scenario.agent, scenario.prompt, {
+          runId: `replay-${scenario.name}`,
+          maxTurns: scenario.maxTurns,
+          ...(scenario.interruptMode ? { interruptMode: scenario.interruptMode } : {}),
+        });
       }
       if (scenario.cancelAtTurn !== undefined) {
         while ((await handle.status()).turn < scenario.cancelAtTurn) await new Promise((resolve) => setTimeout(resolve, 100));
@@ -75,7 +86,10 @@ async function main(): Promise<void> {
       let runId: string | undefined;
       if (scenario.resetToStart) {
         runId = await resetToFirstTask(temporal, config.temporal.namespace, handle.runId);
-        outcome = `reset, then ${await temporal.workflow.getHandle(handle.runId, runId).result().then((result: RunResult) => `completed: ${result.text}`)}`;
+        outcome = `reset, then ${await temporal.workflow
+          .getHandle(handle.runId, runId)
+          .result()
+          .then((result: RunResult) => `completed: ${result.text}`)}`;
       }
       const history = await temporal.workflow.getHandle(handle.runId, runId).fetchHistory();
       writeFileSync(file, `${historyToJSON(history)}\n`);

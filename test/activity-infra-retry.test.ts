@@ -1,8 +1,8 @@
 /**
  * The model activity reads a request too large to travel inline (over 8 KiB) back from the
- * run through the `modelRequest` query. While no workflow worker can answer (all of them down or restarting), that read
- * fails: an infrastructure failure, which the activity's own retry policy retries until a
- * workflow worker is back, instead of failing the run.
+ * run through the `modelRequest` query. While no workflow worker can answer (all of them down or restarting), the read
+ * goes on trying, heartbeating, for as long as the attempt's own timeouts allow (then the
+ * activity's retry policy takes over), instead of failing the run.
  */
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
@@ -116,12 +116,9 @@ describe('model activity retries', () => {
       activities: createActivities({ registry, config, client, modelRequestTimeout: '1 second' }),
     });
     running(activityWorker);
-    // The server gives up on an unanswered query after 30 s: wait past that for an attempt that fails for good.
-    await expect.poll(async () => {
-      const { attempt, failure } = await modelActivityState(client, handle.runId);
-      return attempt >= attemptsBefore + 2 || failure !== undefined;
-    }, { timeout: 40_000, interval: 250 }).toBe(true);
-    expect((await modelActivityState(client, handle.runId)).failure, 'the model activity failed instead of being retried').toBeUndefined();
+    // Several reads go unanswered (each waits 1 s): the attempt keeps trying, within its own timeout.
+    await new Promise((resolve) => setTimeout(resolve, 8000));
+    expect((await modelActivityState(client, handle.runId)).failure, 'the model activity failed instead of going on trying').toBeUndefined();
     expect(model.requests, 'the model must not be called before its request can be read').toHaveLength(0);
 
     running(await workflowWorker(config, registry, connection, client, { lookup: false }));
@@ -129,9 +126,9 @@ describe('model activity retries', () => {
     expect(result.text).toBe('answered after the workflow worker came back');
     expect(model.requests).toHaveLength(1);
 
+    // One attempt bridged the whole outage (the first, or the one after the stopped worker's).
     const attempts = await callModelAttempts(client, handle.runId);
     expect(attempts).toHaveLength(1);
-    expect(attempts[0]!.attempt).toBeGreaterThanOrEqual(3);
-    expect(attempts[0]!.lastFailure).toMatch(/could not read the request of model "scripted\/infra-retry"/);
+    expect(attempts[0]!.attempt).toBeLessThanOrEqual(attemptsBefore + 1);
   });
 });

@@ -19,9 +19,17 @@ const model = {
   modelId: 'scripted',
   supportedUrls: {},
   async doGenerate(options) {
-    const done = options.prompt.filter((message) => message.role === 'tool').flatMap((message) => message.content).filter((part) => part.type === 'tool-result').length;
+    const done = options.prompt
+      .filter((message) => message.role === 'tool')
+      .flatMap((message) => message.content)
+      .filter((part) => part.type === 'tool-result').length;
     if (done < turns) {
-      return { content: [{ type: 'tool-call', toolCallId: `call-${done}`, toolName: 'chunk', input: JSON.stringify({ turn: done }) }], finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage, warnings: [] };
+      return {
+        content: [{ type: 'tool-call', toolCallId: `call-${done}`, toolName: 'chunk', input: JSON.stringify({ turn: done }) }],
+        finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
+        usage,
+        warnings: [],
+      };
     }
     return { content: [{ type: 'text', text: 'done' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] };
   },
@@ -29,7 +37,16 @@ const model = {
     throw new Error('not scripted');
   },
 };
-const provider = { specificationVersion: 'v4', languageModel: () => model, embeddingModel: () => { throw new Error('none'); }, imageModel: () => { throw new Error('none'); } };
+const provider = {
+  specificationVersion: 'v4',
+  languageModel: () => model,
+  embeddingModel: () => {
+    throw new Error('none');
+  },
+  imageModel: () => {
+    throw new Error('none');
+  },
+};
 
 const taskQueue = `peer-${Date.now()}`;
 const connection = await NativeConnection.connect({ address });

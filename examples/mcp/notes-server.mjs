@@ -27,10 +27,15 @@ export function createNotesServer(extend = () => undefined) {
       notes.push(text);
       // keel sends the call's idempotency key (the same on every attempt) in the request's _meta.
       const key = extra._meta?.['keel/idempotencyKey'];
-      return { content: [{ type: 'text', text: `noted (${notes.length})` }], structuredContent: { count: notes.length, idempotencyKey: key ?? null, pid: process.pid } };
+      return {
+        content: [{ type: 'text', text: `noted (${notes.length})` }],
+        structuredContent: { count: notes.length, idempotencyKey: key ?? null, pid: process.pid },
+      };
     },
   );
-  server.registerTool('list_notes', { description: 'Lists the notebook.', inputSchema: {} }, async () => ({ content: [{ type: 'text', text: notes.join('\n') || '(empty)' }] }));
+  server.registerTool('list_notes', { description: 'Lists the notebook.', inputSchema: {} }, async () => ({
+    content: [{ type: 'text', text: notes.join('\n') || '(empty)' }],
+  }));
   extend(server);
   return server;
 }

@@ -133,7 +133,8 @@ export class ConfinedRoot {
       target = posix.join(dir.rel, link);
     }
     const next = posix.normalize(posix.join(target, ...rest));
-    if (next === '..' || next.startsWith('../') || posix.isAbsolute(next)) throw pathError(shown, 'resolves outside the root directory (through a symbolic link)');
+    if (next === '..' || next.startsWith('../') || posix.isAbsolute(next))
+      throw pathError(shown, 'resolves outside the root directory (through a symbolic link)');
     return next;
   }
 
@@ -181,7 +182,8 @@ export class ConfinedRoot {
           await mkdir(this.child(dir, name), { mode: 0o755 }).catch((made: unknown) => {
             if (code(made) === 'EEXIST') return;
             // The directory that was to hold it was removed meanwhile.
-            if (code(made) === 'ENOENT') throw new KeelError('NOT_FOUND', `directory "${dir.rel}" went away while "${shown}" was being opened`, { path: shown });
+            if (code(made) === 'ENOENT')
+              throw new KeelError('NOT_FOUND', `directory "${dir.rel}" went away while "${shown}" was being opened`, { path: shown });
             throw new KeelError('INTERNAL', `cannot create directory "${here}": ${code(made) ?? (made as Error).message}`, { path: shown });
           });
           index--; // open what was just made (or what someone else made meanwhile), with the same checks
@@ -207,7 +209,12 @@ export class ConfinedRoot {
    * An attempt that finds a symlink throws FollowLink: the link is followed (inside the root
    * only) and the attempt made again on what it leads to.
    */
-  private async atFinal<T>(shown: string, rel: string, attempt: (dir: Dir, name: string, childRel: string) => Promise<T>, { createParents = false } = {}): Promise<T> {
+  private async atFinal<T>(
+    shown: string,
+    rel: string,
+    attempt: (dir: Dir, name: string, childRel: string) => Promise<T>,
+    { createParents = false } = {},
+  ): Promise<T> {
     let pending = rel;
     for (let links = 0; ; links++) {
       if (links > MAX_LINKS) throw pathError(shown, 'goes through too many symbolic links');
@@ -262,7 +269,8 @@ export class ConfinedRoot {
       const handle = await this.openIn(dir, name, constants.O_RDONLY).catch((error: unknown) => {
         if (error instanceof FollowLink) throw error;
         if (code(error) === 'ENOENT') throw new KeelError('NOT_FOUND', `file "${rel}" does not exist`, { path: rel });
-        if (code(error) === 'ENXIO') throw new KeelError('INVALID_ARGUMENT', `"${rel}" is a socket, not a regular file; only regular files are read or written`, { path: rel });
+        if (code(error) === 'ENXIO')
+          throw new KeelError('INVALID_ARGUMENT', `"${rel}" is a socket, not a regular file; only regular files are read or written`, { path: rel });
         throw new KeelError('INTERNAL', `cannot open "${rel}": ${code(error) ?? (error as Error).message}`, { path: rel });
       });
       return this.checked(rel, handle);
@@ -285,14 +293,21 @@ export class ConfinedRoot {
           const existing = await this.lstatEntry(rel, dir, name);
           try {
             if (existing) return { ...(await this.checked(rel, await this.openIn(dir, name, constants.O_RDWR))), created: false };
-            return { ...(await this.checked(rel, await this.openIn(dir, name, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL, 0o644))), created: true };
+            return {
+              ...(await this.checked(rel, await this.openIn(dir, name, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL, 0o644))),
+              created: true,
+            };
           } catch (error) {
             if (error instanceof FollowLink || KeelError.isInstance(error)) throw error;
             if (code(error) === 'EEXIST') continue;
             // Gone since the look, or (creating) its directory is gone: a directory removed under us.
             if (code(error) === 'ENOENT' && existing) continue;
-            if (code(error) === 'ENOENT') throw new KeelError('NOT_FOUND', `the directory of "${rel}" went away while the file was being created`, { path: rel });
-            if (code(error) === 'ENXIO') throw new KeelError('INVALID_ARGUMENT', `"${rel}" is a FIFO or a socket, not a regular file; only regular files are read or written`, { path: rel });
+            if (code(error) === 'ENOENT')
+              throw new KeelError('NOT_FOUND', `the directory of "${rel}" went away while the file was being created`, { path: rel });
+            if (code(error) === 'ENXIO')
+              throw new KeelError('INVALID_ARGUMENT', `"${rel}" is a FIFO or a socket, not a regular file; only regular files are read or written`, {
+                path: rel,
+              });
             throw new KeelError('INTERNAL', `cannot open "${rel}" for writing: ${code(error) ?? (error as Error).message}`, { path: rel });
           }
         }
@@ -364,7 +379,9 @@ export class ConfinedRoot {
       const dir = await this.walkDir(rel, dirRel);
       let names: Array<{ name: string; link: boolean; directory: boolean }>;
       try {
-        names = (await readdir(dir.path, { withFileTypes: true })).map((entry) => ({ name: entry.name, link: entry.isSymbolicLink(), directory: entry.isDirectory() })).sort((a, b) => a.name.localeCompare(b.name));
+        names = (await readdir(dir.path, { withFileTypes: true }))
+          .map((entry) => ({ name: entry.name, link: entry.isSymbolicLink(), directory: entry.isDirectory() }))
+          .sort((a, b) => a.name.localeCompare(b.name));
       } finally {
         await this.closeDir(dir);
       }

@@ -115,7 +115,9 @@ async function hasSearchAttributes(client: Client): Promise<boolean> {
   } catch {
     // Fall through: treated as not registered.
   }
-  log.warn(`keel: the search attributes ${KEEL_SEARCH_ATTRIBUTES.join(', ')} are not registered in namespace "${namespace}", so runs cannot be listed by agent or status; register them with: ${registerCommand(namespace)}`);
+  log.warn(
+    `keel: the search attributes ${KEEL_SEARCH_ATTRIBUTES.join(', ')} are not registered in namespace "${namespace}", so runs cannot be listed by agent or status; register them with: ${registerCommand(namespace)}`,
+  );
   return false;
 }
 
@@ -139,18 +141,28 @@ function idempotencyKeyOf(info: ActivityInfo, idempotency: CallToolInput['idempo
 function assertCalledByRun(activity: string): void {
   const { workflowType, workflowExecution } = Context.current().info;
   if (!workflowExecution?.workflowId || (workflowType !== GENERATE_WORKFLOW && workflowType !== SESSION_WORKFLOW)) {
-    throw new KeelError('PERMISSION_DENIED', `activity ${activity} runs only for keel's own runs (it was scheduled by ${workflowType ? `workflow type "${workflowType}"` : 'no workflow'})`);
+    throw new KeelError(
+      'PERMISSION_DENIED',
+      `activity ${activity} runs only for keel's own runs (it was scheduled by ${workflowType ? `workflow type "${workflowType}"` : 'no workflow'})`,
+    );
   }
 }
 
 /** Builds the activity implementations for one worker. */
-export function createActivities({ registry, config, client, signingKeys, modelRequestTimeout = DEFAULT_MODEL_REQUEST_TIMEOUT }: ActivityDependencies): KeelActivities {
+export function createActivities({
+  registry,
+  config,
+  client,
+  signingKeys,
+  modelRequestTimeout = DEFAULT_MODEL_REQUEST_TIMEOUT,
+}: ActivityDependencies): KeelActivities {
   const limit = payloadLimit(config.externalStorage);
   const inlineLimit = inlinePayloadLimit(config.externalStorage);
   const notRegisteredRetryFor = config.worker?.notRegisteredRetryFor ?? '1 minute';
   const activity = <T>(work: () => Promise<T>): Promise<T> => asActivity(work, notRegisteredRetryFor);
   let keys = signingKeys;
-  const proofKeys = (): SigningKeys => (keys ??= loadSigningKeys({ security: config.security ?? { signingKeyFile: '.keel/signing-key' }, baseDir: config.baseDir ?? process.cwd() }));
+  const proofKeys = (): SigningKeys =>
+    (keys ??= loadSigningKeys({ security: config.security ?? { signingKeyFile: '.keel/signing-key' }, baseDir: config.baseDir ?? process.cwd() }));
   // Whether the namespace has keel's search attributes: asked once per worker, on the first run.
   let searchAttributes: Promise<boolean> | undefined;
   const resolveAgent = ({ agent: name }: ResolveAgentInput): Promise<AgentSpec> =>
@@ -159,20 +171,32 @@ export function createActivities({ registry, config, client, signingKeys, modelR
       const agent = registry.agents.get(name);
       if (!agent) {
         const known = [...registry.agents.keys()].sort();
-        throw new NotRegisteredError(`agent "${name}" is not registered on this worker; registered agents: ${known.join(', ') || '(none)'}`, { kind: 'agent', name, has: known });
+        throw new NotRegisteredError(`agent "${name}" is not registered on this worker; registered agents: ${known.join(', ') || '(none)'}`, {
+          kind: 'agent',
+          name,
+          has: known,
+        });
       }
       if (!registry.models.has(agent.model)) {
         const known = [...registry.models.keys()].sort();
-        throw new NotRegisteredError(`model "${agent.model}" of agent "${name}" is not registered; registered models: ${known.join(', ') || '(none)'}`, { kind: 'model', name: agent.model, has: known }, {
-          modelName: agent.model,
-        });
+        throw new NotRegisteredError(
+          `model "${agent.model}" of agent "${name}" is not registered; registered models: ${known.join(', ') || '(none)'}`,
+          { kind: 'model', name: agent.model, has: known },
+          {
+            modelName: agent.model,
+          },
+        );
       }
       const tools = agent.tools.map((entry) => {
         const tool = typeof entry === 'string' ? registry.tools.get(entry) : entry;
         if (!tool) {
-          throw new NotRegisteredError(`tool "${String(entry)}" of agent "${name}" is not registered; registered tools: ${[...registry.tools.keys()].sort().join(', ') || '(none)'}`, { kind: 'tool', name: String(entry), has: [...registry.tools.keys()].sort() }, {
-            toolName: String(entry),
-          });
+          throw new NotRegisteredError(
+            `tool "${String(entry)}" of agent "${name}" is not registered; registered tools: ${[...registry.tools.keys()].sort().join(', ') || '(none)'}`,
+            { kind: 'tool', name: String(entry), has: [...registry.tools.keys()].sort() },
+            {
+              toolName: String(entry),
+            },
+          );
         }
         return describeTool(tool);
       });
@@ -187,7 +211,9 @@ export function createActivities({ registry, config, client, signingKeys, modelR
         maxTurns: agent.maxTurns,
         activities: config.activities,
         models: [...registry.models.keys()].sort(),
-        directory: [...registry.agents.values()].map((entry) => ({ name: entry.name, description: entry.description, session: entry.session })).sort((a, b) => a.name.localeCompare(b.name)),
+        directory: [...registry.agents.values()]
+          .map((entry) => ({ name: entry.name, description: entry.description, session: entry.session }))
+          .sort((a, b) => a.name.localeCompare(b.name)),
         session: agent.session,
         searchAttributes: await searchAttributes,
         ...(inlineLimit !== undefined ? { inlinePayloadLimit: inlineLimit } : {}),
@@ -199,21 +225,43 @@ export function createActivities({ registry, config, client, signingKeys, modelR
       const context = Context.current();
       const model = registry.models.get(input.model);
       if (!model) {
-        throw new NotRegisteredError(`model "${input.model}" is not registered on this worker; registered models: ${[...registry.models.keys()].sort().join(', ') || '(none)'}`, { kind: 'model', name: input.model, has: [...registry.models.keys()].sort() }, {
-          modelName: input.model,
-        });
+        throw new NotRegisteredError(
+          `model "${input.model}" is not registered on this worker; registered models: ${[...registry.models.keys()].sort().join(', ') || '(none)'}`,
+          { kind: 'model', name: input.model, has: [...registry.models.keys()].sort() },
+          {
+            modelName: input.model,
+          },
+        );
       }
-      const attributes = { 'keel.run_id': input.runId, 'keel.model': input.model, 'gen_ai.request.model': input.model, 'keel.attempt': context.info.attempt, ...(input.agent ? { 'keel.agent': input.agent } : {}), ...(input.turn !== undefined ? { 'keel.turn': input.turn } : {}) };
+      const attributes = {
+        'keel.run_id': input.runId,
+        'keel.model': input.model,
+        'gen_ai.request.model': input.model,
+        'keel.attempt': context.info.attempt,
+        ...(input.agent ? { 'keel.agent': input.agent } : {}),
+        ...(input.turn !== undefined ? { 'keel.turn': input.turn } : {}),
+      };
       const response = await inSpan(`keel.model ${input.model}`, attributes, async (span) => {
         const answer = await withHeartbeat(async (heartbeat) => {
-          const request = input.requestText !== undefined ? (JSON.parse(input.requestText) as ModelRequest) : await readModelRequest({ client, input, timeout: modelRequestTimeout });
+          const request =
+            input.requestText !== undefined
+              ? (JSON.parse(input.requestText) as ModelRequest)
+              : await readModelRequest({ client, input, timeout: modelRequestTimeout });
           // Streamed text rides on the heartbeat (batched by its throttle, never in history): the text so far, for clients to show.
           let text = '';
           let sequence = 0;
           const stream = (delta: string): void => {
             if (!delta) return;
             text += delta;
-            heartbeat({ [STREAM_DETAILS]: { text, sequence: ++sequence, attempt: context.info.attempt, model: input.model, callIndex: input.callIndex } satisfies StreamedText });
+            heartbeat({
+              [STREAM_DETAILS]: {
+                text,
+                sequence: ++sequence,
+                attempt: context.info.attempt,
+                model: input.model,
+                callIndex: input.callIndex,
+              } satisfies StreamedText,
+            });
           };
           return model.generate(request, { callIndex: input.callIndex, runId: input.runId, heartbeat, signal: context.cancellationSignal, stream });
         });
@@ -237,7 +285,11 @@ export function createActivities({ registry, config, client, signingKeys, modelR
       const context = Context.current();
       const tool = registry.tools.get(toolName);
       if (!tool) {
-        throw new NotRegisteredError(`tool "${toolName}" is not registered on this worker`, { kind: 'tool', name: toolName, has: [...registry.tools.keys()].sort() }, { toolName, availableTools: [...registry.tools.keys()].sort() });
+        throw new NotRegisteredError(
+          `tool "${toolName}" is not registered on this worker`,
+          { kind: 'tool', name: toolName, has: [...registry.tools.keys()].sort() },
+          { toolName, availableTools: [...registry.tools.keys()].sort() },
+        );
       }
       const parsedInput = tool.input.safeParse(input);
       if (!parsedInput.success) {
@@ -261,7 +313,9 @@ export function createActivities({ registry, config, client, signingKeys, modelR
           ...(resumed !== undefined ? { resumed } : {}),
         };
         const attributes = { 'keel.run_id': runId, 'keel.tool': toolName, 'gen_ai.tool.name': toolName, 'keel.attempt': info.attempt };
-        output = await inSpan(`keel.tool ${toolName}`, attributes, () => withHeartbeat((heartbeat) => Promise.resolve(tool.run(parsedInput.data, { ...toolContext, heartbeat }))));
+        output = await inSpan(`keel.tool ${toolName}`, attributes, () =>
+          withHeartbeat((heartbeat) => Promise.resolve(tool.run(parsedInput.data, { ...toolContext, heartbeat }))),
+        );
       } catch (error) {
         if (context.cancellationSignal.aborted || error instanceof InterruptRequest || ModelVisibleToolError.isInstance(error)) throw error;
         const message = error instanceof Error ? error.message : String(error);
@@ -291,7 +345,10 @@ export function createActivities({ registry, config, client, signingKeys, modelR
       if (!tool.output) return output ?? null;
       const parsed = tool.output.safeParse(output);
       if (!parsed.success) {
-        throw new KeelError('INVALID_ARGUMENT', `output for tool "${toolName}" fails its schema: ${describeZodError(parsed.error)}`, { toolName, path: firstIssuePath(parsed.error) });
+        throw new KeelError('INVALID_ARGUMENT', `output for tool "${toolName}" fails its schema: ${describeZodError(parsed.error)}`, {
+          toolName,
+          path: firstIssuePath(parsed.error),
+        });
       }
       return parsed.data ?? null;
     });

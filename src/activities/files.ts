@@ -19,7 +19,14 @@ export const MAX_FILE_BYTES = 10 * 1024 * 1024;
 /** Most text one read returns. */
 export const MAX_READ_BYTES = 256 * 1024;
 
-const IMAGE_TYPES: Record<string, string> = { '.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.gif': 'image/gif', '.webp': 'image/webp', '.bmp': 'image/bmp' };
+const IMAGE_TYPES: Record<string, string> = {
+  '.png': 'image/png',
+  '.jpg': 'image/jpeg',
+  '.jpeg': 'image/jpeg',
+  '.gif': 'image/gif',
+  '.webp': 'image/webp',
+  '.bmp': 'image/bmp',
+};
 
 const stampOf = (info: { mtimeMs: number; size: number }): FileStamp => ({ mtimeMs: info.mtimeMs, size: info.size });
 
@@ -27,11 +34,16 @@ const stampOf = (info: { mtimeMs: number; size: number }): FileStamp => ({ mtime
 function checkUnchanged(path: string, current: FileStamp | undefined, read: FileStamp | undefined): void {
   if (!current) return;
   if (!read) throw new KeelError('FAILED_PRECONDITION', `file "${path}" exists but has not been read yet; read_file it first`, { path });
-  if (current.mtimeMs !== read.mtimeMs || current.size !== read.size) throw new KeelError('FAILED_PRECONDITION', `file "${path}" has been modified since last read; re-read it`, { path });
+  if (current.mtimeMs !== read.mtimeMs || current.size !== read.size)
+    throw new KeelError('FAILED_PRECONDITION', `file "${path}" has been modified since last read; re-read it`, { path });
 }
 
 async function list(root: ConfinedRoot, dirPath: string, recursive: boolean): Promise<FileEntry[]> {
-  return (await root.list(dirPath, recursive)).map(({ path, info }) => ({ path, isDirectory: info.isDirectory(), ...(info.isDirectory() ? {} : { sizeBytes: info.size }) }));
+  return (await root.list(dirPath, recursive)).map(({ path, info }) => ({
+    path,
+    isDirectory: info.isDirectory(),
+    ...(info.isDirectory() ? {} : { sizeBytes: info.size }),
+  }));
 }
 
 /** All of an open file's bytes, read from the start (whatever its position). */
@@ -52,7 +64,8 @@ async function readAll(handle: FileHandle, size: number): Promise<Buffer> {
 async function read(root: ConfinedRoot, filePath: string, offset: number, limit: number): Promise<FileResult> {
   const { handle, rel, info } = await root.openForRead(filePath);
   try {
-    if (info.size > MAX_FILE_BYTES) throw new KeelError('OUT_OF_RANGE', `file "${rel}" is ${info.size} bytes, over the ${MAX_FILE_BYTES}-byte limit`, { path: rel });
+    if (info.size > MAX_FILE_BYTES)
+      throw new KeelError('OUT_OF_RANGE', `file "${rel}" is ${info.size} bytes, over the ${MAX_FILE_BYTES}-byte limit`, { path: rel });
     const mimeType = IMAGE_TYPES[extname(rel).toLowerCase()];
     const bytes = await readAll(handle, info.size);
     if (mimeType) return { kind: 'image', path: rel, mimeType, dataUri: `data:${mimeType};base64,${bytes.toString('base64')}`, stamp: stampOf(info) };
@@ -60,12 +73,19 @@ async function read(root: ConfinedRoot, filePath: string, offset: number, limit:
     if (lines.length > 1 && lines[lines.length - 1] === '') lines.pop();
     const sliced = offset > 1 || limit > 0;
     if (!sliced && info.size > MAX_READ_BYTES) {
-      throw new KeelError('OUT_OF_RANGE', `file "${rel}" is ${info.size} bytes, over the ${MAX_READ_BYTES}-byte limit of one read; use offset/limit to read part of it`, { path: rel });
+      throw new KeelError(
+        'OUT_OF_RANGE',
+        `file "${rel}" is ${info.size} bytes, over the ${MAX_READ_BYTES}-byte limit of one read; use offset/limit to read part of it`,
+        { path: rel },
+      );
     }
     const from = Math.max(1, offset);
     const to = limit > 0 ? Math.min(lines.length, from + limit - 1) : lines.length;
     const content = lines.slice(from - 1, to).join('\n') + (to > 0 && to >= from ? '\n' : '');
-    if (Buffer.byteLength(content) > MAX_READ_BYTES) throw new KeelError('OUT_OF_RANGE', `lines ${from}-${to} of "${rel}" are over the ${MAX_READ_BYTES}-byte limit of one read; narrow the range`, { path: rel });
+    if (Buffer.byteLength(content) > MAX_READ_BYTES)
+      throw new KeelError('OUT_OF_RANGE', `lines ${from}-${to} of "${rel}" are over the ${MAX_READ_BYTES}-byte limit of one read; narrow the range`, {
+        path: rel,
+      });
     return { kind: 'text', path: rel, content, totalLines: lines.length, from, to, sliced, stamp: stampOf(info) };
   } finally {
     await handle.close();
@@ -77,14 +97,19 @@ async function read(root: ConfinedRoot, filePath: string, offset: number, limit:
  * unchanged since the run read it, then truncated and written through that same descriptor, so
  * nothing outside the root is ever created or truncated, whatever is swapped meanwhile.
  */
-async function write(root: ConfinedRoot, filePath: string, produce: (existing: string | undefined) => string, readStamp: FileStamp | undefined): Promise<{ path: string; stamp: FileStamp }> {
+async function write(
+  root: ConfinedRoot,
+  filePath: string,
+  produce: (existing: string | undefined) => string,
+  readStamp: FileStamp | undefined,
+): Promise<{ path: string; stamp: FileStamp }> {
   const { handle, rel, info, created } = await root.openForWrite(filePath, { createParents: true });
   try {
     checkUnchanged(rel, created ? undefined : stampOf(info), readStamp);
     const existing = created ? undefined : (await readAll(handle, info.size)).toString('utf8');
     const next = Buffer.from(produce(existing), 'utf8');
     await handle.truncate(0);
-    for (let written = 0; written < next.length; ) written += (await handle.write(next, written, next.length - written, written)).bytesWritten;
+    for (let written = 0; written < next.length;) written += (await handle.write(next, written, next.length - written, written)).bytesWritten;
     return { path: rel, stamp: stampOf(await handle.stat()) };
   } catch (error) {
     // A file this call created and could not fill is not left behind empty.
@@ -142,4 +167,3 @@ async function perform(root: ConfinedRoot, operation: z.output<typeof FileOperat
     }
   }
 }
-

@@ -25,7 +25,8 @@ export async function invokeSession(client: Client, { agent, sessionId, invoke, 
       return await client.workflow.executeUpdateWithStart(invokeUpdate, { args: [invoke], updateId, startWorkflowOperation });
     } catch (error) {
       // Temporal could not be reached: retried by the activity's policy (the update id makes it the same turn).
-      if (error instanceof ServiceError || isGrpcServiceError(error)) throw new InfrastructureError(`could not send a turn to session "${sessionId}" of agent "${agent}": ${(error as Error).message}`);
+      if (error instanceof ServiceError || isGrpcServiceError(error))
+        throw new InfrastructureError(`could not send a turn to session "${sessionId}" of agent "${agent}": ${(error as Error).message}`);
       throw runErrorOf(error);
     }
   });

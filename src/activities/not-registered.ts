@@ -82,5 +82,9 @@ export function notRegisteredFailure(error: NotRegisteredError, retryFor: Durati
       details: [error.details, report],
     });
   }
-  return new KeelError('NOT_FOUND', `${error.message}; no worker of task queue "${info.taskQueue}" that took the call within ${String(retryFor)} has it; asked: ${listed}`, error.details);
+  return new KeelError(
+    'NOT_FOUND',
+    `${error.message}; no worker of task queue "${info.taskQueue}" that took the call within ${String(retryFor)} has it; asked: ${listed}`,
+    error.details,
+  );
 }

@@ -31,10 +31,14 @@ export function inlinePayloadLimit(storage: { driver: string } | undefined): num
 export function assertPayloadFits(value: unknown, what: string, limit = MAX_PAYLOAD_BYTES): void {
   const size = Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8');
   if (size > limit) {
-    throw new KeelError('OUT_OF_RANGE', `${what} is ${(size / 1024 / 1024).toFixed(2)} MiB, over the ${(limit / 1024 / 1024).toFixed(2)} MiB limit of one payload${limit > MAX_PAYLOAD_BYTES ? ' in External Storage' : ' (External Storage is off; turn it on in temporal.yaml to carry larger ones)'}`, {
-      sizeBytes: size,
-      limitBytes: limit,
-    });
+    throw new KeelError(
+      'OUT_OF_RANGE',
+      `${what} is ${(size / 1024 / 1024).toFixed(2)} MiB, over the ${(limit / 1024 / 1024).toFixed(2)} MiB limit of one payload${limit > MAX_PAYLOAD_BYTES ? ' in External Storage' : ' (External Storage is off; turn it on in temporal.yaml to carry larger ones)'}`,
+      {
+        sizeBytes: size,
+        limitBytes: limit,
+      },
+    );
   }
 }
 
@@ -45,7 +49,8 @@ export function assertPayloadFits(value: unknown, what: string, limit = MAX_PAYL
  * `toJSON`, are taken as JSON takes them.
  */
 export function unrepresentable(value: unknown, path = '(output)', seen = new Set<object>()): string | undefined {
-  const at = (key: string | number) => (typeof key === 'number' ? `${path}[${key}]` : /^[A-Za-z_$][\w$]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`);
+  const at = (key: string | number) =>
+    typeof key === 'number' ? `${path}[${key}]` : /^[A-Za-z_$][\w$]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`;
   switch (typeof value) {
     case 'undefined':
       return `${path} is undefined`;

@@ -78,7 +78,12 @@ export async function readModelRequest({ client, input, timeout = DEFAULT_MODEL_
       return await readOnce({ client, input, timeout });
     } catch (error) {
       if (!InfrastructureError.isInstance(error) || Date.now() + pause >= deadline) throw error;
-      if (tries === 1) log.warn('the run cannot hand its model request over now; trying again while the model call has time', { runId: input.runId, model: input.model, reason: error.message });
+      if (tries === 1)
+        log.warn('the run cannot hand its model request over now; trying again while the model call has time', {
+          runId: input.runId,
+          model: input.model,
+          reason: error.message,
+        });
       context.heartbeat();
       await context.sleep(pause);
       pause = Math.min(MAX_PAUSE_MS, pause * 2);
@@ -122,7 +127,9 @@ async function readOnce({ client, input, timeout = DEFAULT_MODEL_REQUEST_TIMEOUT
 async function readPages(page: (index: number) => Promise<ModelRequestPage>): Promise<ModelRequest> {
   const first = await page(0);
   const ids = first.ids ?? [];
-  const texts: Array<string | undefined> = Array.from({ length: first.pages }, (_, index) => (index === 0 ? first.text : ids[index] !== undefined ? pageCache.get(ids[index]) : undefined));
+  const texts: Array<string | undefined> = Array.from({ length: first.pages }, (_, index) =>
+    index === 0 ? first.text : ids[index] !== undefined ? pageCache.get(ids[index]) : undefined,
+  );
   if (ids[0] !== undefined) pageCache.set(ids[0], first.text);
   const missing = texts.flatMap((text, index) => (text === undefined ? [index] : []));
   for (let start = 0; start < missing.length; start += PARALLEL_PAGES) {

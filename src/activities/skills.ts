@@ -70,7 +70,13 @@ async function scan(skillPaths: readonly string[], preload: readonly string[]): 
       const { content } = read;
       const { description } = parseFrontmatter(content);
       if (byName.has(entry.name)) warnings.push(`skill "${entry.name}" in ${configured} shadows the one found earlier`);
-      byName.set(entry.name, { name: entry.name, ...(description ? { description } : {}), shownDir: `${configured.replace(/\/+$/, '')}/${entry.name}`, dir: await realpath(dirPath), content });
+      byName.set(entry.name, {
+        name: entry.name,
+        ...(description ? { description } : {}),
+        shownDir: `${configured.replace(/\/+$/, '')}/${entry.name}`,
+        dir: await realpath(dirPath),
+        content,
+      });
     }
   }
   const skills = [...byName.values()].sort((a, b) => a.name.localeCompare(b.name));

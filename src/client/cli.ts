@@ -106,7 +106,9 @@ function reportFailure(json: boolean, line: string, failure: { status: string; m
 async function warnWithoutWorkers(client: KeelClient, config: KeelConfig, command: string): Promise<boolean> {
   const polling = await client.workersPolling().catch(() => undefined);
   if (polling !== 0) return false;
-  process.stderr.write(`keel ${command}: no worker is polling task queue "${config.taskQueue}" at ${config.temporal.address}; the run waits, durably, until one starts (npx keel worker)\n`);
+  process.stderr.write(
+    `keel ${command}: no worker is polling task queue "${config.taskQueue}" at ${config.temporal.address}; the run waits, durably, until one starts (npx keel worker)\n`,
+  );
   return true;
 }
 
@@ -133,7 +135,10 @@ async function connect(config: KeelConfig): Promise<KeelClient> {
     // A server that answers, but not as configured (TLS on one side only), is a config error: say which.
     const mismatch = await later<typeof import('../worker/connect')>('../worker/connect').tlsMismatch(config);
     if (mismatch) throw mismatch;
-    throw new KeelError('UNAVAILABLE', `cannot reach Temporal at ${config.temporal.address}: ${(error as Error).message}. Start one with \`npx keel server\` (or \`npx keel dev\`).`);
+    throw new KeelError(
+      'UNAVAILABLE',
+      `cannot reach Temporal at ${config.temporal.address}: ${(error as Error).message}. Start one with \`npx keel server\` (or \`npx keel dev\`).`,
+    );
   }
 }
 
@@ -165,7 +170,10 @@ function runSummary(runId: string, result: RunResult | undefined, error: KeelErr
  * What an open run last recorded in Temporal itself, for when no worker answers its query: its
  * state (the KeelStatus search attribute) and pending holds (its memo), where it keeps them.
  */
-function recordedStatus(description: { memo?: Record<string, unknown>; searchAttributes: Record<string, unknown> }): { state: RunStatus['state']; interrupts: MemoHold[] } {
+function recordedStatus(description: { memo?: Record<string, unknown>; searchAttributes: Record<string, unknown> }): {
+  state: RunStatus['state'];
+  interrupts: MemoHold[];
+} {
   const holds = z.array(MemoHoldSchema).safeParse(description.memo?.[HOLDS_MEMO_KEY]);
   const indexed = description.searchAttributes[KEEL_STATUS.name];
   const state = RunStateSchema.safeParse(Array.isArray(indexed) ? indexed[0] : undefined);
@@ -201,7 +209,10 @@ async function commandRun(config: KeelConfig, positionals: string[], options: Cl
       }
     } else {
       try {
-        handle = await client.start(agent, words.join(' '), { ...(options.id ? { runId: options.id } : {}), ...(options['id-prefix'] ? { idPrefix: options['id-prefix'] } : {}) });
+        handle = await client.start(agent, words.join(' '), {
+          ...(options.id ? { runId: options.id } : {}),
+          ...(options['id-prefix'] ? { idPrefix: options['id-prefix'] } : {}),
+        });
       } catch (error) {
         return refuse(options, 'run', runErrorOf(error), { withStatus: true });
       }
@@ -211,7 +222,9 @@ async function commandRun(config: KeelConfig, positionals: string[], options: Cl
       return EXIT.ok;
     }
     // A server restart while the run goes on is not its outcome: the wait reconnects.
-    const done = handle.result({ onReconnecting: (reason) => process.stderr.write(`keel run: lost Temporal (${reason}); waiting for it to come back, the run goes on\n`) });
+    const done = handle.result({
+      onReconnecting: (reason) => process.stderr.write(`keel run: lost Temporal (${reason}); waiting for it to come back, the run goes on\n`),
+    });
     await warnWithoutWorkers(client, config, 'run');
     // A run whose agent no polling worker has says so at once (it keeps retrying, in case one starts).
     const stopFollowing = new AbortController();
@@ -221,13 +234,23 @@ async function commandRun(config: KeelConfig, positionals: string[], options: Cl
     });
     process.stderr.write(`run ${handle.runId} started (agent ${agent})\n`);
     if (!options.json) {
-      await followRun(handle, done, (line) => process.stderr.write(`${line}\n`), { writeRaw: (text) => process.stderr.write(text), colour: wantsColour(process.stderr), signal: stopFollowing.signal });
+      await followRun(handle, done, (line) => process.stderr.write(`${line}\n`), {
+        writeRaw: (text) => process.stderr.write(text),
+        colour: wantsColour(process.stderr),
+        signal: stopFollowing.signal,
+      });
     } else {
       // stdout keeps its one JSON object; a hold the run waits on is said on stderr at once, with the commands that decide it.
       const sayHold = (interrupt: Interrupt) => void describeInterrupt(handle.runId, interrupt).forEach((line) => process.stderr.write(`${line}\n`));
       await followRun(handle, done, () => undefined, { onInterrupt: sayHold, signal: stopFollowing.signal });
     }
-    const refusal = await Promise.race([refused, done.then(() => undefined, () => undefined)]);
+    const refusal = await Promise.race([
+      refused,
+      done.then(
+        () => undefined,
+        () => undefined,
+      ),
+    ]);
     if (refusal) {
       const message = describeRefusal(agent, refusal, handle.runId, config.taskQueue);
       done.catch(() => undefined);
@@ -269,7 +292,10 @@ async function watchLookup(client: KeelClient, runId: string, done: Promise<unkn
 /** What `keel run` says when no polling worker has the run's agent (or its model or tool). */
 function describeRefusal(agent: string, refusal: LookupRefusal, runId: string, taskQueue: string): string {
   const known = refusal.has.join(', ') || '(none)';
-  const what = refusal.kind === 'agent' ? `unknown agent "${refusal.name}"; the workers polling task queue "${taskQueue}" know: ${known}` : `agent "${agent}" needs ${refusal.kind} "${refusal.name}", which no worker polling task queue "${taskQueue}" has (they have: ${known})`;
+  const what =
+    refusal.kind === 'agent'
+      ? `unknown agent "${refusal.name}"; the workers polling task queue "${taskQueue}" know: ${known}`
+      : `agent "${agent}" needs ${refusal.kind} "${refusal.name}", which no worker polling task queue "${taskQueue}" has (they have: ${known})`;
   return `${what}. The run ${runId} was created and keeps trying for up to ${refusal.retryFor} in case a worker that has it starts; stop it with keel abort ${runId}`;
 }
 
@@ -292,7 +318,13 @@ async function commandStatus(config: KeelConfig, positionals: string[], options:
     let error: KeelError | undefined;
     if (temporalStatus === 'COMPLETED') result = await handle.result();
     else if (temporalStatus !== 'RUNNING') error = await handle.result().then(() => undefined, runErrorOf);
-    const byTemporal: Record<string, RunStatus['state']> = { RUNNING: 'running', COMPLETED: 'completed', CANCELLED: 'cancelled', TERMINATED: 'terminated', TIMED_OUT: 'timed_out' };
+    const byTemporal: Record<string, RunStatus['state']> = {
+      RUNNING: 'running',
+      COMPLETED: 'completed',
+      CANCELLED: 'cancelled',
+      TERMINATED: 'terminated',
+      TIMED_OUT: 'timed_out',
+    };
     // An open run no worker answered for: what it last recorded in Temporal (its KeelStatus and the holds in its memo), said as such.
     const recorded = temporalStatus === 'RUNNING' && !status ? recordedStatus(description) : undefined;
     if (recorded) {
@@ -306,8 +338,8 @@ async function commandStatus(config: KeelConfig, positionals: string[], options:
       status: state,
       ...(recorded ? { workerAnswered: false } : {}),
       turn: status?.turn ?? result?.turns ?? 0,
-      ...(result?.finishReason ?? status?.finishReason ? { finishReason: result?.finishReason ?? status?.finishReason } : {}),
-      ...(result?.text ?? status?.text ? { text: result?.text ?? status?.text } : {}),
+      ...((result?.finishReason ?? status?.finishReason) ? { finishReason: result?.finishReason ?? status?.finishReason } : {}),
+      ...((result?.text ?? status?.text) ? { text: result?.text ?? status?.text } : {}),
       usage: result?.usage ?? status?.usage ?? {},
       interrupts: status?.interrupts ?? recorded?.interrupts ?? [],
       tasks: status?.tasks ?? [],
@@ -398,7 +430,9 @@ async function commandDecide(config: KeelConfig, command: 'approve' | 'deny', po
         );
         return EXIT.ok;
       }
-      const accepted = approved ? await handle.approve(interruptId, { reason: options.reason, timeoutMs: DECISION_WAIT_MS }) : await handle.deny(interruptId, { reason: options.reason, timeoutMs: DECISION_WAIT_MS });
+      const accepted = approved
+        ? await handle.approve(interruptId, { reason: options.reason, timeoutMs: DECISION_WAIT_MS })
+        : await handle.deny(interruptId, { reason: options.reason, timeoutMs: DECISION_WAIT_MS });
       print(options.json, { runId, ...accepted, approved }, `${approved ? 'approved' : 'denied'} ${accepted.decided.join(', ')} of run ${runId}`);
       return EXIT.ok;
     } catch (error) {
@@ -431,7 +465,10 @@ export async function main(argv: string[]): Promise<number> {
   try {
     return await command(argv);
   } finally {
-    await later<typeof import('../telemetry/tracing')>('../telemetry/tracing').activeTracing()?.shutdown().catch(() => undefined);
+    await later<typeof import('../telemetry/tracing')>('../telemetry/tracing')
+      .activeTracing()
+      ?.shutdown()
+      .catch(() => undefined);
   }
 }
 
@@ -475,7 +512,8 @@ async function command(argv: string[]): Promise<number> {
     // With --json, scripts get the failure on stdout too: { "error": { "status", "message" } }.
     const json = parsed?.options.json === true;
     const fail = (line: string, failure: { status: string; message: string }, code: number): number => reportFailure(json, `keel: ${line}`, failure, code);
-    if (error instanceof UsageError || error instanceof ConfigError) return fail(error.message, { status: 'INVALID_ARGUMENT', message: error.message }, EXIT.usage);
+    if (error instanceof UsageError || error instanceof ConfigError)
+      return fail(error.message, { status: 'INVALID_ARGUMENT', message: error.message }, EXIT.usage);
     if (error instanceof ServerError) return fail(error.message, { status: 'UNAVAILABLE', message: error.message }, EXIT.failed);
     if (KeelError.isInstance(error)) return fail(`${error.status}: ${error.message}`, error.toJSON(), EXIT.failed);
     throw error;

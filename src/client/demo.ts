@@ -40,7 +40,9 @@ async function decidedOrEnded(handle: RunHandle, interruptId: string, done: Prom
  * the run's end, so it never blocks the run or answers a decided hold.
  */
 async function decide(handle: RunHandle, interrupt: Interrupt, done: Promise<unknown>, say: (line: string) => void): Promise<void> {
-  say(`  ⏸ ${interrupt.toolName}(${JSON.stringify(interrupt.input ?? {})}) needs approval (${interrupt.message ?? interrupt.kind}); the run waits durably for it`);
+  say(
+    `  ⏸ ${interrupt.toolName}(${JSON.stringify(interrupt.input ?? {})}) needs approval (${interrupt.message ?? interrupt.kind}); the run waits durably for it`,
+  );
   say(`    (from anywhere: npx keel approve ${handle.runId} ${interrupt.id}   or   npx keel deny ${handle.runId} ${interrupt.id})`);
   let approved = true;
   if (process.stdin.isTTY && process.stdout.isTTY) {
@@ -85,11 +87,17 @@ export async function runDemo(config: KeelConfig): Promise<number> {
   const registry = await loadRegistry(config);
   if (!registry.agents.has(DEMO_AGENT)) {
     // The demo's agent lives in a keel checkout's examples/agents.ts, not in a project that installed keel.
-    say(`demo failed: the demo runs the "${DEMO_AGENT}" agent of a keel checkout (examples/agents.ts); the config in ${config.baseDir} registers: ${[...registry.agents.keys()].sort().join(', ') || '(no agents)'}. Run one of yours with \`npx keel run <agent> "<prompt>"\`.`);
+    say(
+      `demo failed: the demo runs the "${DEMO_AGENT}" agent of a keel checkout (examples/agents.ts); the config in ${config.baseDir} registers: ${[...registry.agents.keys()].sort().join(', ') || '(no agents)'}. Run one of yours with \`npx keel run <agent> "<prompt>"\`.`,
+    );
     return 1;
   }
   const server = await ensureServer(config);
-  say(server ? `· started a Temporal dev server at ${server.address} (SQLite file ${config.server.dbFile})` : `· using the Temporal server at ${config.temporal.address}`);
+  say(
+    server
+      ? `· started a Temporal dev server at ${server.address} (SQLite file ${config.server.dbFile})`
+      : `· using the Temporal server at ${config.temporal.address}`,
+  );
   let client: KeelClient | undefined;
   let worker: Awaited<ReturnType<typeof prepareWorker>> | undefined;
   let running: Promise<void> | undefined;
@@ -105,7 +113,11 @@ export async function runDemo(config: KeelConfig): Promise<number> {
     const handle = await client.start(DEMO_AGENT, DEMO_PROMPT);
     say(`· run ${handle.runId} (agent ${DEMO_AGENT})`);
     const done = handle.result();
-    await followRun(handle, done, say, { onInterrupt: (interrupt) => decide(handle, interrupt, done, say), writeRaw: (text) => process.stdout.write(text), colour: wantsColour(process.stdout) });
+    await followRun(handle, done, say, {
+      onInterrupt: (interrupt) => decide(handle, interrupt, done, say),
+      writeRaw: (text) => process.stdout.write(text),
+      colour: wantsColour(process.stdout),
+    });
     let exitCode = 0;
     try {
       const result = await done;

@@ -49,7 +49,8 @@ async function* waitingRuns(client: Client): AsyncGenerator<{ runId: string; age
     if (!(error instanceof ServiceError) || !/KeelStatus|search attribute/i.test(error.message)) throw error;
     query = base;
   }
-  for await (const run of client.workflow.list({ query, pageSize: 100 })) yield { runId: run.workflowId, ...(run.memo ? { memo: run.memo } : {}), ...agentOf(run) };
+  for await (const run of client.workflow.list({ query, pageSize: 100 }))
+    yield { runId: run.workflowId, ...(run.memo ? { memo: run.memo } : {}), ...agentOf(run) };
 }
 
 /** A listed run's agent: its KeelAgent search attribute, or the memo keel's client starts runs with. */

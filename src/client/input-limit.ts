@@ -11,4 +11,3 @@ export function assertInputFits(client: Client, input: unknown, what: string): v
   const storage = client.options.loadedDataConverter.externalStorage;
   assertPayloadFits(input, what, storage ? MAX_STORED_PAYLOAD_BYTES : MAX_PAYLOAD_BYTES);
 }
-

@@ -39,4 +39,3 @@ export async function inspectTask(client: Client, runId: string): Promise<TaskRe
     }
   }
 }
-
