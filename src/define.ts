@@ -47,9 +47,7 @@ export interface Tool<Input extends z.ZodType = z.ZodType, Output extends z.ZodT
 export type ToolOptions<Input extends z.ZodType, Output extends z.ZodType> = Omit<Tool<Input, Output>, 'kind'>;
 
 /** Declares a tool: zod input (and optional output) schema and an async `run`. */
-export function defineTool<Input extends z.ZodType, Output extends z.ZodType = z.ZodType>(
-  options: ToolOptions<Input, Output>,
-): Tool<Input, Output> {
+export function defineTool<Input extends z.ZodType, Output extends z.ZodType = z.ZodType>(options: ToolOptions<Input, Output>): Tool<Input, Output> {
   // Plain JavaScript modules get no type check: say what is wrong with the definition now, not at the first call.
   const name = typeof options?.name === 'string' && options.name ? options.name : undefined;
   const where = `defineTool(${name ? JSON.stringify(name) : '...'})`;

@@ -80,4 +80,13 @@ export type { KeelWorkerOptions } from './worker/create-worker';
 export { loadRegistry } from './worker/load-registry';
 export { connectClient, connectWorker } from './worker/connect';
 export { findTemporalBinary, startDevServer, waitForServer } from './server/dev-server';
-export { statusQuery, messagesQuery, snapshotQuery, invokeUpdate, waitForSnapshotUpdate, abortSessionUpdate, GENERATE_WORKFLOW, SESSION_WORKFLOW } from './workflows/definitions';
+export {
+  statusQuery,
+  messagesQuery,
+  snapshotQuery,
+  invokeUpdate,
+  waitForSnapshotUpdate,
+  abortSessionUpdate,
+  GENERATE_WORKFLOW,
+  SESSION_WORKFLOW,
+} from './workflows/definitions';

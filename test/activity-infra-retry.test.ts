@@ -28,7 +28,10 @@ async function callModelAttempts(client: Client, runId: string): Promise<Array<{
     events.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'callModel').map((event) => String(event.eventId)),
   );
   return events
-    .filter((event) => event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED && callModelIds.has(String(event.activityTaskStartedEventAttributes?.scheduledEventId)))
+    .filter(
+      (event) =>
+        event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED && callModelIds.has(String(event.activityTaskStartedEventAttributes?.scheduledEventId)),
+    )
     .map((event) => {
       const started = event.activityTaskStartedEventAttributes!;
       return { attempt: started.attempt ?? 0, ...(started.lastFailure?.message ? { lastFailure: started.lastFailure.message } : {}) };
@@ -42,7 +45,14 @@ async function modelActivityState(client: Client, runId: string): Promise<{ atte
   if (pending) return { attempt: pending.attempt ?? 0 };
   const failed = (await handle.fetchHistory()).events?.find((event) => event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED);
   const failure = failed?.activityTaskFailedEventAttributes?.failure;
-  return { attempt: 0, ...(failure ? { failure: `${failure.message ?? ''} (${failure.applicationFailureInfo?.type ?? '?'}, non-retryable: ${failure.applicationFailureInfo?.nonRetryable ?? false})` } : {}) };
+  return {
+    attempt: 0,
+    ...(failure
+      ? {
+          failure: `${failure.message ?? ''} (${failure.applicationFailureInfo?.type ?? '?'}, non-retryable: ${failure.applicationFailureInfo?.nonRetryable ?? false})`,
+        }
+      : {}),
+  };
 }
 
 try {

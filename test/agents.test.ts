@@ -1,5 +1,5 @@
 /**
- * Artifacts and synchronous delegation (BEHAVIOR §9, §10.1-10.4), as real runs: each
+ * Artifacts and synchronous delegation (docs/middleware/artifacts.md, docs/agents.md), as real runs: each
  * delegation is a child workflow the parent awaits, artifacts are run state.
  */
 import { temporal } from '@temporalio/proto';
@@ -33,18 +33,25 @@ function agent(options: {
 }) {
   const name = options.name ?? `agents-${++count}`;
   const model = scriptedModel({ name: `scripted/${name}`, script: options.script });
-  registry.add(model, defineAgent({ name, description: options.description, model: model.name, use: options.use, tools: options.tools, system: options.system }));
+  registry.add(
+    model,
+    defineAgent({ name, description: options.description, model: model.name, use: options.use, tools: options.tools, system: options.system }),
+  );
   return { name, model };
 }
 
 /** The output of each tool response of a run's messages, in order. */
 const toolOutputs = (messages: Array<{ role: string; content: unknown[] }>) =>
-  messages.filter((message) => message.role === 'tool').flatMap((message) => message.content.map((part) => (part as { toolResponse: { output: unknown } }).toolResponse.output));
+  messages
+    .filter((message) => message.role === 'tool')
+    .flatMap((message) => message.content.map((part) => (part as { toolResponse: { output: unknown } }).toolResponse.output));
 
 async function childWorkflowsOf(runId: string): Promise<string[]> {
   const history = await worker().client.temporal.workflow.getHandle(runId).fetchHistory();
   return (history.events ?? []).flatMap((event) =>
-    event.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED ? [event.startChildWorkflowExecutionInitiatedEventAttributes!.workflowId!] : [],
+    event.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED
+      ? [event.startChildWorkflowExecutionInitiatedEventAttributes!.workflowId!]
+      : [],
   );
 }
 
@@ -64,7 +71,10 @@ describe('artifacts', () => {
       system: 'Write reports.',
       script: [
         toolCallReply({ name: 'write_artifact', input: { name: 'report.md', content: 'hello world' } }),
-        toolCallReply([{ name: 'read_artifact', input: { name: 'report.md' } }, { name: 'read_artifact', input: { name: 'missing.md' } }]),
+        toolCallReply([
+          { name: 'read_artifact', input: { name: 'report.md' } },
+          { name: 'read_artifact', input: { name: 'missing.md' } },
+        ]),
         toolCallReply({ name: 'write_artifact', input: { name: 'report.md', content: 'hello again' } }),
         textReply('done'),
       ],
@@ -83,10 +93,14 @@ describe('artifacts', () => {
     const systems = model.requests.map((request) => request.request.messages[0]!);
     expect(systems[0]).toEqual({
       role: 'system',
-      content: [{ text: 'Write reports.' }, { text: '<artifacts>\nThere are no artifacts in this session yet.\n</artifacts>', metadata: { 'artifacts-listing': true } }],
+      content: [
+        { text: 'Write reports.' },
+        { text: '<artifacts>\nThere are no artifacts in this session yet.\n</artifacts>', metadata: { 'artifacts-listing': true } },
+      ],
     });
     const listing = '<artifacts>\nThese artifacts are available in this session; read one with the read_artifact tool.\n  - report.md (11 chars)\n</artifacts>';
-    for (const system of systems.slice(1)) expect(system.content).toEqual([{ text: 'Write reports.' }, { text: listing, metadata: { 'artifacts-listing': true } }]);
+    for (const system of systems.slice(1))
+      expect(system.content).toEqual([{ text: 'Write reports.' }, { text: listing, metadata: { 'artifacts-listing': true } }]);
   });
 
   it('lists the artifacts a run starts with', async () => {
@@ -99,7 +113,10 @@ describe('artifacts', () => {
 describe('agents: synchronous delegation', () => {
   it('lists the sub-agents in the system prompt and gives each a delegation tool', async () => {
     agent({ name: 'web_researcher', description: 'Searches the web and summarizes findings.', script: [textReply('unused')] });
-    const { name, model } = agent({ script: [textReply('ok')], use: [agents({ agents: ['web_researcher', { name: 'coder', description: 'Writes Go code.' }] })] });
+    const { name, model } = agent({
+      script: [textReply('ok')],
+      use: [agents({ agents: ['web_researcher', { name: 'coder', description: 'Writes Go code.' }] })],
+    });
     await worker().client.run(name, 'go');
     const request = model.requests[0]!.request;
     // coder is not registered on this worker: it may keep a session, so continue_task is there too
@@ -117,7 +134,10 @@ describe('agents: synchronous delegation', () => {
     // parent turn 1: delegate to the sub-agent (child: one model call); turn 2: done
     const sub = agent({ script: [textReply('research complete', { usage: { inputTokens: 7 } })] });
     const { name } = agent({
-      script: [toolCallReply({ name: `delegate_to_${sub.name}`, input: { task: 'find it', name: 'search' } }, { usage: { inputTokens: 3 } }), textReply('done', { usage: { inputTokens: 5 } })],
+      script: [
+        toolCallReply({ name: `delegate_to_${sub.name}`, input: { task: 'find it', name: 'search' } }, { usage: { inputTokens: 3 } }),
+        textReply('done', { usage: { inputTokens: 5 } }),
+      ],
       use: [agents({ agents: [sub.name] })],
     });
     const handle = await worker().client.start(name, 'go');
@@ -132,7 +152,12 @@ describe('agents: synchronous delegation', () => {
     // turn 1: two delegations at once with maxDelegations 1 (the first to a ghost); turn 2: done
     const { name } = agent({
       script: (request) =>
-        request.messages.at(-1)?.role === 'tool' ? textReply('done') : toolCallReply([{ name: 'delegate_to_ghost', input: { task: 'a' } }, { name: 'delegate_to_ghost', input: { task: 'b' } }]),
+        request.messages.at(-1)?.role === 'tool'
+          ? textReply('done')
+          : toolCallReply([
+              { name: 'delegate_to_ghost', input: { task: 'a' } },
+              { name: 'delegate_to_ghost', input: { task: 'b' } },
+            ]),
       use: [agents({ agents: ['ghost'], maxDelegations: 1 })],
     });
     const handle = await worker().client.start(name, 'go');
@@ -145,7 +170,10 @@ describe('agents: synchronous delegation', () => {
 
   it('forwards the last messages of the conversation as text when asked to', async () => {
     const sub = agent({ script: [textReply('noted')] });
-    const { name } = agent({ script: [toolCallReply({ name: `delegate_to_${sub.name}`, input: { task: 'summarize' } }), textReply('done')], use: [agents({ agents: [sub.name], historyLength: 2 })] });
+    const { name } = agent({
+      script: [toolCallReply({ name: `delegate_to_${sub.name}`, input: { task: 'summarize' } }), textReply('done')],
+      use: [agents({ agents: [sub.name], historyLength: 2 })],
+    });
     await worker().client.run(name, [
       { role: 'user', content: [{ text: 'my name is Ada' }] },
       { role: 'model', content: [{ text: 'hello Ada' }] },
@@ -160,7 +188,10 @@ describe('agents: synchronous delegation', () => {
 
   it('reports a failed sub-agent run as an error the model sees', async () => {
     const sub = agent({ script: [errorReply('PERMISSION_DENIED', 'no access to the archive')] });
-    const { name } = agent({ script: [toolCallReply({ name: `delegate_to_${sub.name}`, input: { task: 'dig' } }), textReply('done')], use: [agents({ agents: [sub.name] })] });
+    const { name } = agent({
+      script: [toolCallReply({ name: `delegate_to_${sub.name}`, input: { task: 'dig' } }), textReply('done')],
+      use: [agents({ agents: [sub.name] })],
+    });
     const result = await worker().client.run(name, 'go');
     expect(toolOutputs(result.messages)).toEqual([{ response: `Error calling agent "${sub.name}": no access to the archive` }]);
     expect(result.text).toBe('done');
@@ -171,7 +202,9 @@ describe('agents: synchronous delegation', () => {
     const writer = agent({
       name: 'writer',
       script: (request) =>
-        request.messages.at(-1)?.role === 'tool' ? textReply('') : toolCallReply({ name: 'write_artifact', input: { name: 'report.md', content: 'the report' } }),
+        request.messages.at(-1)?.role === 'tool'
+          ? textReply('')
+          : toolCallReply({ name: 'write_artifact', input: { name: 'report.md', content: 'the report' } }),
       use: [artifacts()],
     });
     const delegation = toolCallReply({ name: 'delegate_to_writer', input: { task: 'write the report' } });
@@ -188,10 +221,15 @@ describe('agents: synchronous delegation', () => {
     const notice = 'The task completed without a final message; its result is in the one artifact it produced.';
     expect(toolOutputs(inlineResult.messages)).toEqual([{ response: notice, artifacts: [{ name: `${inlineNs}/report.md`, content: 'the report' }] }]);
     expect(toolOutputs(sessionResult.messages)).toEqual([{ response: notice, artifacts: [{ name: `${sessionNs}/report.md` }] }]);
-    for (const [result, ns] of [[inlineResult, inlineNs], [sessionResult, sessionNs]] as const) {
+    for (const [result, ns] of [
+      [inlineResult, inlineNs],
+      [sessionResult, sessionNs],
+    ] as const) {
       expect(result.artifacts).toEqual([{ name: `${ns}/report.md`, parts: [{ text: 'the report' }], metadata: { source: 'writer', invocationId: ns } }]);
     }
-    expect(inline.model.requests[1]!.request.messages[0]!.content.at(-1)).toMatchObject({ text: expect.stringContaining(`  - ${inlineNs}/report.md (10 chars) [from: writer]`) });
+    expect(inline.model.requests[1]!.request.messages[0]!.content.at(-1)).toMatchObject({
+      text: expect.stringContaining(`  - ${inlineNs}/report.md (10 chars) [from: writer]`),
+    });
     expect(writer.model.requests).toHaveLength(4);
   });
 });
@@ -200,7 +238,10 @@ describe('agents: a sub-agent run cancelled on its own', () => {
   it('answers the delegation with the cancellation; the parent goes on', async () => {
     // parent turn 1: delegate to a slow sub-agent, whose run is cancelled from outside; turn 2: done
     const sub = agent({ script: [textReply('too late', { delayMs: 30_000 })] });
-    const { name } = agent({ script: [toolCallReply({ name: `delegate_to_${sub.name}`, input: { task: 'slowly' } }), textReply('done')], use: [agents({ agents: [sub.name] })] });
+    const { name } = agent({
+      script: [toolCallReply({ name: `delegate_to_${sub.name}`, input: { task: 'slowly' } }), textReply('done')],
+      use: [agents({ agents: [sub.name] })],
+    });
     const handle = await worker().client.start(name, 'go');
     const child = worker().client.getHandle(`${handle.runId}/${sub.name}-1`);
     await expect.poll(async () => (await child.status().catch(() => undefined))?.state, { timeout: 10_000 }).toBe('running');
@@ -216,21 +257,32 @@ describe('agents: holds inside a sub-agent', () => {
     // root turn 1: delegate to the guarded sub-agent; the sub-agent's dangerous call is held by its gate
     // the hold is approved at the root; the sub-agent finishes; root turn 2: done
     const sub = agent({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }), textReply('cleaned')], tools: [dangerous], use: [toolApproval()] });
-    const { name } = agent({ script: [toolCallReply({ name: `delegate_to_${sub.name}`, input: { task: 'clean' } }), textReply('done')], use: [agents({ agents: [sub.name] })] });
+    const { name } = agent({
+      script: [toolCallReply({ name: `delegate_to_${sub.name}`, input: { task: 'clean' } }), textReply('done')],
+      use: [agents({ agents: [sub.name] })],
+    });
     const handle = await worker().client.start(name, 'go');
     let pending: Interrupt[] = [];
     await expect.poll(async () => (pending = await handle.pendingInterrupts()).length, { timeout: 20_000, interval: 50 }).toBe(1);
     const childRunId = `${handle.runId}/${sub.name}-1`;
     expect(pending[0]).toMatchObject({ id: `${sub.name}-1/i1`, kind: 'approval', toolName: 'dangerous', input: { v: 'x' }, path: [childRunId] });
     expect((await handle.status()).state).toBe('waiting');
-    await expect(handle.approve(`${sub.name}-9/i1`)).rejects.toMatchObject({ status: 'NOT_FOUND', message: `unknown interrupt id "${sub.name}-9/i1"; pending interrupts: ${sub.name}-1/i1` });
+    await expect(handle.approve(`${sub.name}-9/i1`)).rejects.toMatchObject({
+      status: 'NOT_FOUND',
+      message: `unknown interrupt id "${sub.name}-9/i1"; pending interrupts: ${sub.name}-1/i1`,
+    });
     // a stand-in output is checked at the root, so a bad one is refused there and the hold stays
-    await expect(handle.respond(pending[0]!.id, { deleted: 5 })).rejects.toMatchObject({ status: 'INVALID_ARGUMENT', message: expect.stringContaining('deleted') });
+    await expect(handle.respond(pending[0]!.id, { deleted: 5 })).rejects.toMatchObject({
+      status: 'INVALID_ARGUMENT',
+      message: expect.stringContaining('deleted'),
+    });
     expect((await handle.pendingInterrupts()).map((interrupt) => interrupt.id)).toEqual([pending[0]!.id]);
     await handle.approve(pending[0]!.id);
     const result = await handle.result();
     expect(toolOutputs(result.messages)).toEqual([{ response: 'cleaned' }]);
-    expect((await worker().client.getHandle(childRunId).result()).messages.at(-2)!.content).toEqual([{ toolResponse: { name: 'dangerous', ref: '0', output: { deleted: 'x' } } }]);
+    expect((await worker().client.getHandle(childRunId).result()).messages.at(-2)!.content).toEqual([
+      { toolResponse: { name: 'dangerous', ref: '0', output: { deleted: 'x' } } },
+    ]);
     expect(await handle.pendingInterrupts()).toEqual([]);
   });
 });
@@ -274,7 +326,10 @@ describe('agents: one budget for the whole tree', () => {
 
 describe('agents: background tasks', () => {
   it('lets two async instances with their own prefixes share a run; two with the default prefix collide', async () => {
-    const prefixed = agent({ script: [textReply('ok')], use: [agents({ agents: ['quick'], toolPrefix: 'research', async: true }), agents({ agents: ['fast'], toolPrefix: 'code', async: true })] });
+    const prefixed = agent({
+      script: [textReply('ok')],
+      use: [agents({ agents: ['quick'], toolPrefix: 'research', async: true }), agents({ agents: ['fast'], toolPrefix: 'code', async: true })],
+    });
     await worker().client.run(prefixed.name, 'go');
     // quick and fast are not registered yet: they may keep a session, so each instance has its continue tool
     expect(prefixed.model.requests[0]!.request.tools.map((tool) => tool.name)).toEqual([
@@ -290,7 +345,11 @@ describe('agents: background tasks', () => {
       'code_continue_task',
     ]);
     const bare = agent({ script: [textReply('never')], use: [agents({ agents: ['quick'], async: true }), agents({ agents: ['fast'], async: true })] });
-    expect(await worker().client.run(bare.name, 'go').then(() => undefined, runErrorOf)).toMatchObject({
+    expect(
+      await worker()
+        .client.run(bare.name, 'go')
+        .then(() => undefined, runErrorOf),
+    ).toMatchObject({
       status: 'INVALID_ARGUMENT',
       message: 'tool "check_background_tasks" is contributed by middleware but already declared elsewhere',
     });
@@ -298,9 +357,10 @@ describe('agents: background tasks', () => {
 
   /** The one tool output of the run's messages for a call of `tool`. */
   const outputOf = (messages: Array<{ role: string; content: unknown[] }>, tool: string) =>
-    messages.flatMap((message) => (message.role === 'tool' ? message.content : [])).find((part) => (part as { toolResponse: { name: string } }).toolResponse.name === tool) as
-      | { toolResponse: { output: Record<string, unknown> } }
-      | undefined;
+    messages
+      .flatMap((message) => (message.role === 'tool' ? message.content : []))
+      .find((part) => (part as { toolResponse: { name: string } }).toolResponse.name === tool) as
+      { toolResponse: { output: Record<string, unknown> } } | undefined;
 
   it('launches a task, checks it while it runs, and waits for its answer and artifacts', async () => {
     // orchestrator turn 1: background delegation; turn 2: check (pending); turn 3: wait (completed); turn 4: done
@@ -315,8 +375,10 @@ describe('agents: background tasks', () => {
     });
     let taskId = '';
     const taskIdFrom = (request: ModelRequest) => {
-      const launched = request.messages.flatMap((message) => message.content).find((part) => 'toolResponse' in part && part.toolResponse.name === 'delegate_to_researcher');
-      return ((launched as { toolResponse: { output: { taskId: string } } }).toolResponse.output.taskId);
+      const launched = request.messages
+        .flatMap((message) => message.content)
+        .find((part) => 'toolResponse' in part && part.toolResponse.name === 'delegate_to_researcher');
+      return (launched as { toolResponse: { output: { taskId: string } } }).toolResponse.output.taskId;
     };
     const { name, model } = agent({
       script: [
@@ -337,16 +399,34 @@ describe('agents: background tasks', () => {
       response: `Background task ${taskId} started for agent "researcher". Collect its result with check_background_tasks or wait_for_background_tasks, or stop it with abort_background_tasks.`,
       name: 'lit review',
     });
-    expect(outputOf(result.messages, 'check_background_tasks')!.toolResponse.output).toEqual({ tasks: [{ taskId, agent: 'researcher', name: 'lit review', status: 'pending' }] });
+    expect(outputOf(result.messages, 'check_background_tasks')!.toolResponse.output).toEqual({
+      tasks: [{ taskId, agent: 'researcher', name: 'lit review', status: 'pending' }],
+    });
     expect(outputOf(result.messages, 'wait_for_background_tasks')!.toolResponse.output).toEqual({
-      tasks: [{ taskId, agent: 'researcher', name: 'lit review', status: 'completed', response: 'research complete', artifacts: [{ name: `${namespaceOf('researcher', runId)}/findings.md`, content: 'found it' }] }],
+      tasks: [
+        {
+          taskId,
+          agent: 'researcher',
+          name: 'lit review',
+          status: 'completed',
+          response: 'research complete',
+          artifacts: [{ name: `${namespaceOf('researcher', runId)}/findings.md`, content: 'found it' }],
+        },
+      ],
     });
     expect(result.tasks).toEqual([taskId]);
     expect(result.artifacts.map((artifact) => artifact.name)).toEqual([`${namespaceOf('researcher', runId)}/findings.md`]);
     expect((await handle.status()).tasks).toEqual([{ taskId, agent: 'researcher', runId, name: 'lit review' }]);
     const system = JSON.stringify(model.requests[0]!.request.messages[0]);
     expect(system).toContain('\\"background\\": true');
-    expect(model.requests[0]!.request.tools.map((tool) => tool.name)).toEqual(['delegate_to_researcher', 'check_background_tasks', 'wait_for_background_tasks', 'abort_background_tasks', 'read_artifact', 'write_artifact']);
+    expect(model.requests[0]!.request.tools.map((tool) => tool.name)).toEqual([
+      'delegate_to_researcher',
+      'check_background_tasks',
+      'wait_for_background_tasks',
+      'abort_background_tasks',
+      'read_artifact',
+      'write_artifact',
+    ]);
   });
 
   it('answers only for tasks this conversation launched; a later run finds them in its history', async () => {
@@ -357,10 +437,16 @@ describe('agents: background tasks', () => {
       script: (request) => {
         const last = request.messages.at(-1)!;
         if (last.role === 'user' && request.messages.length <= 2) return toolCallReply({ name: 'delegate_to_quick', input: { task: 'q', background: true } });
-        if (last.role === 'tool' && last.content.some((part) => 'toolResponse' in part && part.toolResponse.name === 'delegate_to_quick')) return textReply('launched');
+        if (last.role === 'tool' && last.content.some((part) => 'toolResponse' in part && part.toolResponse.name === 'delegate_to_quick'))
+          return textReply('launched');
         if (last.role === 'user') {
-          const launched = request.messages.flatMap((message) => message.content).find((part) => 'toolResponse' in part && part.toolResponse.name === 'delegate_to_quick') as { toolResponse: { output: { taskId: string } } };
-          return toolCallReply({ name: 'wait_for_background_tasks', input: { taskIds: [launched.toolResponse.output.taskId, 'quick:some-other-run/quick-1', 'ghost:1'], timeoutSeconds: 30 } });
+          const launched = request.messages
+            .flatMap((message) => message.content)
+            .find((part) => 'toolResponse' in part && part.toolResponse.name === 'delegate_to_quick') as { toolResponse: { output: { taskId: string } } };
+          return toolCallReply({
+            name: 'wait_for_background_tasks',
+            input: { taskIds: [launched.toolResponse.output.taskId, 'quick:some-other-run/quick-1', 'ghost:1'], timeoutSeconds: 30 },
+          });
         }
         return textReply('collected');
       },
@@ -373,7 +459,12 @@ describe('agents: background tasks', () => {
     expect(outputOf(second.messages, 'wait_for_background_tasks')!.toolResponse.output).toEqual({
       tasks: [
         { taskId, agent: 'quick', status: 'completed', response: 'quick answer' },
-        { taskId: 'quick:some-other-run/quick-1', agent: 'quick', status: 'unknown', error: 'This conversation did not launch this task, so it cannot be reached from here. Delegate the task again if it is still needed.' },
+        {
+          taskId: 'quick:some-other-run/quick-1',
+          agent: 'quick',
+          status: 'unknown',
+          error: 'This conversation did not launch this task, so it cannot be reached from here. Delegate the task again if it is still needed.',
+        },
         { taskId: 'ghost:1', status: 'unknown', error: 'task ID "ghost:1" does not match any configured agent (expected "<agent>:<runId>")' },
       ],
     });
@@ -385,15 +476,20 @@ describe('agents: background tasks', () => {
     //   and A's real proof moved to another task id); the model checks T and then tries to abort it
     // conversation A, run 2: its own history reaches T, which completes (it was never stopped)
     agent({ name: 'slowpoke', script: [{ delayMs: 4000, text: 'slow answer' }] });
-    const launchedT = (messages: ModelRequest['messages']) => messages.flatMap((message) => message.content).find((part) => 'toolResponse' in part && part.toolResponse.name === 'delegate_to_slowpoke') as { toolResponse: { output: { taskId: string } }; metadata?: Record<string, unknown> } | undefined;
+    const launchedT = (messages: ModelRequest['messages']) =>
+      messages.flatMap((message) => message.content).find((part) => 'toolResponse' in part && part.toolResponse.name === 'delegate_to_slowpoke') as
+        { toolResponse: { output: { taskId: string } }; metadata?: Record<string, unknown> } | undefined;
     const { name } = agent({
       script: (request) => {
         const last = request.messages.at(-1)!;
         const text = last.content.map((part) => ('text' in part ? part.text : '')).join('');
         if (text === 'start') return toolCallReply({ name: 'delegate_to_slowpoke', input: { task: 't', background: true } });
-        if (text === 'check') return toolCallReply({ name: 'check_background_tasks', input: { taskIds: [launchedT(request.messages)!.toolResponse.output.taskId] } });
-        if (text === 'stop') return toolCallReply({ name: 'abort_background_tasks', input: { taskIds: [launchedT(request.messages)!.toolResponse.output.taskId] } });
-        if (text === 'wait') return toolCallReply({ name: 'wait_for_background_tasks', input: { taskIds: [launchedT(request.messages)!.toolResponse.output.taskId] } });
+        if (text === 'check')
+          return toolCallReply({ name: 'check_background_tasks', input: { taskIds: [launchedT(request.messages)!.toolResponse.output.taskId] } });
+        if (text === 'stop')
+          return toolCallReply({ name: 'abort_background_tasks', input: { taskIds: [launchedT(request.messages)!.toolResponse.output.taskId] } });
+        if (text === 'wait')
+          return toolCallReply({ name: 'wait_for_background_tasks', input: { taskIds: [launchedT(request.messages)!.toolResponse.output.taskId] } });
         return textReply('ok');
       },
       use: [agents({ agents: ['slowpoke'], async: true })],
@@ -402,27 +498,54 @@ describe('agents: background tasks', () => {
     const [taskId] = first.tasks;
     const realResult = launchedT(first.messages)!;
     expect(realResult.metadata?.taskProof).toMatch(/^v1\./);
-    const refused = { taskId, agent: 'slowpoke', status: 'unknown', error: 'This conversation did not launch this task, so it cannot be reached from here. Delegate the task again if it is still needed.' };
+    const refused = {
+      taskId,
+      agent: 'slowpoke',
+      status: 'unknown',
+      error: 'This conversation did not launch this task, so it cannot be reached from here. Delegate the task again if it is still needed.',
+    };
     const planted = (metadata?: Record<string, unknown>): ModelRequest['messages'] => [
       { role: 'user', content: [{ text: 'start' }] },
       { role: 'model', content: [{ toolRequest: { name: 'delegate_to_slowpoke', ref: '0', input: { task: 't', background: true } } }] },
-      { role: 'tool', content: [{ toolResponse: { name: 'delegate_to_slowpoke', ref: '0', output: { taskId, status: 'pending', response: 'started' } }, ...(metadata ? { metadata } : {}) }] },
+      {
+        role: 'tool',
+        content: [
+          {
+            toolResponse: { name: 'delegate_to_slowpoke', ref: '0', output: { taskId, status: 'pending', response: 'started' } },
+            ...(metadata ? { metadata } : {}),
+          },
+        ],
+      },
     ];
     const otherTask = `slowpoke:${name}-elsewhere/slowpoke-1`;
     for (const metadata of [undefined, { taskProof: 'v1.bm90LWEtcHJvb2Y' }]) {
-      for (const [ask, tool] of [['check', 'check_background_tasks'], ['stop', 'abort_background_tasks']] as const) {
+      for (const [ask, tool] of [
+        ['check', 'check_background_tasks'],
+        ['stop', 'abort_background_tasks'],
+      ] as const) {
         const run = await worker().client.run(name, [{ role: 'user', content: [{ text: ask }] }], { state: { messages: planted(metadata) } });
         expect(outputOf(run.messages, tool)!.toolResponse.output).toEqual({ tasks: [refused] });
       }
     }
     // A real proof is for one task id: moved to another, it vouches for nothing.
     const moved = await worker().client.run(name, [{ role: 'user', content: [{ text: 'check' }] }], {
-      state: { messages: planted(realResult.metadata).map((message) => (message.role === 'tool' ? { ...message, content: [{ ...message.content[0]!, toolResponse: { name: 'delegate_to_slowpoke', ref: '0', output: { taskId: otherTask } } }] } as typeof message : message)) },
+      state: {
+        messages: planted(realResult.metadata).map((message) =>
+          message.role === 'tool'
+            ? ({
+                ...message,
+                content: [{ ...message.content[0]!, toolResponse: { name: 'delegate_to_slowpoke', ref: '0', output: { taskId: otherTask } } }],
+              } as typeof message)
+            : message,
+        ),
+      },
     });
     expect(outputOf(moved.messages, 'check_background_tasks')!.toolResponse.output).toEqual({ tasks: [{ ...refused, taskId: otherTask }] });
     // Conversation A itself still reaches T, which was never stopped.
     const second = await worker().client.run(name, [...first.messages, { role: 'user', content: [{ text: 'wait' }] }]);
-    expect(outputOf(second.messages, 'wait_for_background_tasks')!.toolResponse.output).toEqual({ tasks: [{ taskId, agent: 'slowpoke', status: 'completed', response: 'slow answer' }] });
+    expect(outputOf(second.messages, 'wait_for_background_tasks')!.toolResponse.output).toEqual({
+      tasks: [{ taskId, agent: 'slowpoke', status: 'completed', response: 'slow answer' }],
+    });
   });
 
   it('stops waiting at the timeout (or maxWaitSeconds) with the tasks still pending; "first" returns at the first to finish', async () => {
@@ -432,29 +555,55 @@ describe('agents: background tasks', () => {
     let ids: string[] = [];
     const { name } = agent({
       script: [
-        toolCallReply([{ name: 'delegate_to_slow', input: { task: 's', background: true } }, { name: 'delegate_to_fast', input: { task: 'f', background: true } }]),
+        toolCallReply([
+          { name: 'delegate_to_slow', input: { task: 's', background: true } },
+          { name: 'delegate_to_fast', input: { task: 'f', background: true } },
+        ]),
         (request: ModelRequest) => {
-          ids = request.messages.at(-1)!.content.map((part) => ((part as { toolResponse: { output: { taskId: string } } }).toolResponse.output.taskId));
+          ids = request.messages.at(-1)!.content.map((part) => (part as { toolResponse: { output: { taskId: string } } }).toolResponse.output.taskId);
           return toolCallReply({ name: 'wait_for_background_tasks', input: { taskIds: [ids[0]], timeoutSeconds: 1 } });
         },
         () => toolCallReply({ name: 'wait_for_background_tasks', input: { taskIds: ids, waitFor: 'first' } }),
         () => toolCallReply({ name: 'wait_for_background_tasks', input: { taskIds: [ids[0]], timeoutSeconds: 1e12 } }),
-        () => toolCallReply([{ name: 'abort_background_tasks', input: { taskIds: [ids[0]] } }, { name: 'wait_for_background_tasks', input: { waitFor: 'any', taskIds: ids } }, { name: 'check_background_tasks', input: {} }]),
+        () =>
+          toolCallReply([
+            { name: 'abort_background_tasks', input: { taskIds: [ids[0]] } },
+            { name: 'wait_for_background_tasks', input: { waitFor: 'any', taskIds: ids } },
+            { name: 'check_background_tasks', input: {} },
+          ]),
         textReply('done'),
       ] as unknown as ScriptedReply[],
       use: [agents({ agents: ['slow', 'fast'], async: true, maxWaitSeconds: 1 })],
     });
     const result = await worker().client.run(name, 'go');
-    const waits = result.messages.filter((message) => message.role === 'tool').slice(1).map((message) => message.content.map((part) => (part as { toolResponse: { output: unknown } }).toolResponse.output));
+    const waits = result.messages
+      .filter((message) => message.role === 'tool')
+      .slice(1)
+      .map((message) => message.content.map((part) => (part as { toolResponse: { output: unknown } }).toolResponse.output));
     const [slowId, fastId] = ids;
     const stillRunning = { timedOut: true, note: 'Stopped waiting; the pending tasks are still running. Check them again later.' };
     expect(waits[0]).toEqual([{ tasks: [{ taskId: slowId, agent: 'slow', status: 'pending' }], ...stillRunning }]);
     expect(waits[1]).toEqual([
-      { tasks: [{ taskId: slowId, agent: 'slow', status: 'pending' }, { taskId: fastId, agent: 'fast', status: 'completed', response: 'fast answer' }], note: 'Returned at the first task that finished; the others may still be running.' },
+      {
+        tasks: [
+          { taskId: slowId, agent: 'slow', status: 'pending' },
+          { taskId: fastId, agent: 'fast', status: 'completed', response: 'fast answer' },
+        ],
+        note: 'Returned at the first task that finished; the others may still be running.',
+      },
     ]);
     expect(waits[2]).toEqual([{ tasks: [{ taskId: slowId, agent: 'slow', status: 'pending' }], ...stillRunning }]);
     expect(waits[3]).toEqual([
-      { tasks: [{ taskId: slowId, agent: 'slow', status: 'aborting', response: 'The task was asked to stop and will settle as aborted; collect it with wait_for_background_tasks.' }] },
+      {
+        tasks: [
+          {
+            taskId: slowId,
+            agent: 'slow',
+            status: 'aborting',
+            response: 'The task was asked to stop and will settle as aborted; collect it with wait_for_background_tasks.',
+          },
+        ],
+      },
       { note: 'waitFor must be "all" or "first", not "any".' },
       { note: 'No task IDs given. Pass the taskId values returned by background delegations.' },
     ]);
@@ -466,7 +615,10 @@ describe('agents: sub-agents that keep a session', () => {
   /** A server-managed sub-agent whose replies `reply` computes from its user texts. */
   function sessionAgent(reply: (texts: string[]) => ScriptedReply) {
     const name = `keeper-${++count}`;
-    const model = scriptedModel({ name: `scripted/${name}`, script: (request) => reply(request.messages.filter((message) => message.role === 'user').map((message) => (message.content[0] as { text: string }).text)) });
+    const model = scriptedModel({
+      name: `scripted/${name}`,
+      script: (request) => reply(request.messages.filter((message) => message.role === 'user').map((message) => (message.content[0] as { text: string }).text)),
+    });
     registry.add(model, defineAgent({ name, model: model.name, session: 'server' }));
     return { name, model };
   }
@@ -482,10 +634,14 @@ describe('agents: sub-agents that keep a session', () => {
       script: [
         toolCallReply({ name: `delegate_to_${sub.name}`, input: { task: 'draft it' } }),
         (request: ModelRequest) => {
-          taskId = ((request.messages.at(-1)!.content[0] as { toolResponse: { output: { taskId: string } } }).toolResponse.output.taskId);
+          taskId = (request.messages.at(-1)!.content[0] as { toolResponse: { output: { taskId: string } } }).toolResponse.output.taskId;
           return toolCallReply({ name: 'continue_task', input: { taskId, instructions: 'shorten it' } });
         },
-        (request: ModelRequest) => toolCallReply({ name: 'continue_task', input: { taskId: ((request.messages.at(-1)!.content[0] as { toolResponse: { output: { taskId: string } } }).toolResponse.output.taskId) } }),
+        (request: ModelRequest) =>
+          toolCallReply({
+            name: 'continue_task',
+            input: { taskId: (request.messages.at(-1)!.content[0] as { toolResponse: { output: { taskId: string } } }).toolResponse.output.taskId },
+          }),
         textReply('done'),
       ] as unknown as ScriptedReply[],
       use: [agents({ agents: [sub.name], historyLength: 4 })],
@@ -509,7 +665,11 @@ describe('agents: sub-agents that keep a session', () => {
     const { name } = agent({
       script: (request) => {
         const responses = request.messages.filter((message) => message.role === 'tool');
-        if (responses.length === 0) return toolCallReply([{ name: `delegate_to_${sub.name}`, input: { task: 'try' } }, { name: `delegate_to_${plain.name}`, input: { task: 'x' } }]);
+        if (responses.length === 0)
+          return toolCallReply([
+            { name: `delegate_to_${sub.name}`, input: { task: 'try' } },
+            { name: `delegate_to_${plain.name}`, input: { task: 'x' } },
+          ]);
         if (responses.length === 1) {
           const taskId = (responses[0]!.content[0] as { toolResponse: { output: { taskId: string } } }).toolResponse.output.taskId;
           return toolCallReply([
@@ -524,7 +684,10 @@ describe('agents: sub-agents that keep a session', () => {
     });
     const result = await worker().client.run(name, 'go');
     const [blocked, , retried, foreign, clientManaged] = outputs(result.messages);
-    expect(blocked).toMatchObject({ status: 'failed', response: expect.stringContaining(`Error calling agent "${sub.name}": its run ended as "blocked" without completing the task; its last message was: no.`) });
+    expect(blocked).toMatchObject({
+      status: 'failed',
+      response: expect.stringContaining(`Error calling agent "${sub.name}": its run ended as "blocked" without completing the task; its last message was: no.`),
+    });
     expect(blocked!.response).toContain('call continue_task with this taskId to continue it');
     expect(retried).toMatchObject({ status: 'completed', response: 'recovered after Continue the task from where it stopped.' });
     expect(foreign).toEqual({ response: 'Error: this conversation did not launch this task, so it cannot be continued from here.' });
@@ -536,11 +699,19 @@ describe('agents: sub-agents that keep a session', () => {
     const name = `keeper-guarded-${++count}`;
     const model = scriptedModel({ name: `scripted/${name}`, script: [toolCallReply({ name: 'dangerous', input: { v: 'y' } }), textReply('guarded done')] });
     registry.add(model, defineAgent({ name, model: model.name, session: 'server', tools: [dangerous], use: [toolApproval()] }));
-    const root = agent({ script: [toolCallReply({ name: `delegate_to_${name}`, input: { task: 'clean' } }), textReply('done')], use: [agents({ agents: [name] })] });
+    const root = agent({
+      script: [toolCallReply({ name: `delegate_to_${name}`, input: { task: 'clean' } }), textReply('done')],
+      use: [agents({ agents: [name] })],
+    });
     const handle = await worker().client.start(root.name, 'go');
     let pending: Interrupt[] = [];
     await expect.poll(async () => (pending = await handle.pendingInterrupts()).length, { timeout: 20_000, interval: 50 }).toBe(1);
-    expect(pending[0]).toMatchObject({ id: `${name}-1/i1`, kind: 'approval', toolName: 'dangerous', path: [`session/${name}/${handle.runId}/${name}-1/turn-1`] });
+    expect(pending[0]).toMatchObject({
+      id: `${name}-1/i1`,
+      kind: 'approval',
+      toolName: 'dangerous',
+      path: [`session/${name}/${handle.runId}/${name}-1/turn-1`],
+    });
     await handle.approve(pending[0]!.id);
     expect(outputs((await handle.result()).messages)[0]).toMatchObject({ status: 'completed', response: 'guarded done' });
 
@@ -554,7 +725,10 @@ describe('agents: sub-agents that keep a session', () => {
     expect(await stopped.result().then(() => undefined, runErrorOf)).toMatchObject({ status: 'ABORTED', message: 'budget: used 30 of 25 totalTokens' });
     expect(sub.model.requests).toHaveLength(0);
     const messages = await worker().client.temporal.workflow.getHandle(stopped.runId).query(messagesQuery, 0);
-    expect(outputs(messages)[0]).toMatchObject({ status: 'aborted', response: expect.stringContaining(`Error calling agent "${sub.name}": budget: used 30 of 25 totalTokens`) });
+    expect(outputs(messages)[0]).toMatchObject({
+      status: 'aborted',
+      response: expect.stringContaining(`Error calling agent "${sub.name}": budget: used 30 of 25 totalTokens`),
+    });
   });
 
   it('runs a background delegation as a detached turn and collects it', async () => {
@@ -564,7 +738,7 @@ describe('agents: sub-agents that keep a session', () => {
       script: [
         toolCallReply({ name: `delegate_to_${sub.name}`, input: { task: 'later', background: true } }),
         (request: ModelRequest) => {
-          taskId = ((request.messages.at(-1)!.content[0] as { toolResponse: { output: { taskId: string } } }).toolResponse.output.taskId);
+          taskId = (request.messages.at(-1)!.content[0] as { toolResponse: { output: { taskId: string } } }).toolResponse.output.taskId;
           return toolCallReply({ name: 'wait_for_background_tasks', input: { taskIds: [taskId] } });
         },
         textReply('done'),
@@ -583,9 +757,17 @@ describe('agents: sub-agents that keep a session', () => {
 describe('agents: how finished tasks read', () => {
   /** The outputs of the tool messages, in order, one array per turn. */
   const turns = (messages: Array<{ role: string; content: unknown[] }>) =>
-    messages.filter((message) => message.role === 'tool').map((message) => message.content.map((part) => (part as { toolResponse: { output: unknown } }).toolResponse.output));
+    messages
+      .filter((message) => message.role === 'tool')
+      .map((message) => message.content.map((part) => (part as { toolResponse: { output: unknown } }).toolResponse.output));
   const idsOf = (request: ModelRequest) =>
-    request.messages.flatMap((message) => message.content).flatMap((part) => ('toolResponse' in part && typeof (part.toolResponse.output as { taskId?: unknown }).taskId === 'string' ? [(part.toolResponse.output as { taskId: string }).taskId] : []));
+    request.messages
+      .flatMap((message) => message.content)
+      .flatMap((part) =>
+        'toolResponse' in part && typeof (part.toolResponse.output as { taskId?: unknown }).taskId === 'string'
+          ? [(part.toolResponse.output as { taskId: string }).taskId]
+          : [],
+      );
 
   it('reports a run without an answer as failed, a finished task as completed even when aborted late, and an aborted one as aborted', async () => {
     // turn 1: launch blocker (ends "blocked"), quick and slowpoke (30 s) in the background; turn 2: wait for blocker and quick;
@@ -607,14 +789,20 @@ describe('agents: how finished tasks read', () => {
     const result = await worker().client.run(name, 'go');
     const [, waited, aborted, waitedAgain] = turns(result.messages) as Array<Array<{ tasks: Array<Record<string, unknown>> }>>;
     expect(waited![0]!.tasks).toEqual([
-      expect.objectContaining({ agent: blocker.name, status: 'failed', error: `Error calling agent "${blocker.name}": its run ended as "blocked" without completing the task; its last message was: cannot say.` }),
+      expect.objectContaining({
+        agent: blocker.name,
+        status: 'failed',
+        error: `Error calling agent "${blocker.name}": its run ended as "blocked" without completing the task; its last message was: cannot say.`,
+      }),
       expect.objectContaining({ agent: quick.name, status: 'completed', response: 'quick answer' }),
     ]);
     expect(aborted![0]!.tasks).toEqual([
       expect.objectContaining({ agent: quick.name, status: 'completed', response: 'quick answer' }),
       expect.objectContaining({ agent: slowpoke.name, status: 'aborting' }),
     ]);
-    expect(waitedAgain![0]!.tasks).toEqual([expect.objectContaining({ agent: slowpoke.name, status: 'aborted', response: 'The task was stopped before it finished.' })]);
+    expect(waitedAgain![0]!.tasks).toEqual([
+      expect.objectContaining({ agent: slowpoke.name, status: 'aborted', response: 'The task was stopped before it finished.' }),
+    ]);
   });
 
   it('says where the result is when a sub-agent gives no final message', async () => {
@@ -622,12 +810,21 @@ describe('agents: how finished tasks read', () => {
       script: (request) =>
         request.messages.at(-1)?.role === 'tool'
           ? textReply('')
-          : toolCallReply([{ name: 'write_artifact', input: { name: 'a.md', content: 'a' } }, { name: 'write_artifact', input: { name: 'b.md', content: 'b' } }]),
+          : toolCallReply([
+              { name: 'write_artifact', input: { name: 'a.md', content: 'a' } },
+              { name: 'write_artifact', input: { name: 'b.md', content: 'b' } },
+            ]),
       use: [artifacts()],
     });
     const none = agent({ script: [textReply('')] });
     const { name } = agent({
-      script: [toolCallReply([{ name: `delegate_to_${two.name}`, input: { task: 'x' } }, { name: `delegate_to_${none.name}`, input: { task: 'y' } }]), textReply('done')],
+      script: [
+        toolCallReply([
+          { name: `delegate_to_${two.name}`, input: { task: 'x' } },
+          { name: `delegate_to_${none.name}`, input: { task: 'y' } },
+        ]),
+        textReply('done'),
+      ],
       use: [agents({ agents: [two.name, none.name], artifactStrategy: 'session' })],
     });
     const [first, second] = toolOutputs((await worker().client.run(name, 'go')).messages) as Array<{ response: string }>;
@@ -641,7 +838,13 @@ describe('agents: how finished tasks read', () => {
     const writerName = `session-writer-${++count}`;
     const model = scriptedModel({
       name: `scripted/${writerName}`,
-      script: (request) => (request.messages.at(-1)?.role === 'tool' ? textReply('written') : toolCallReply({ name: 'write_artifact', input: { name: 'report.md', content: `v${request.messages.filter((message) => message.role === 'user').length}` } })),
+      script: (request) =>
+        request.messages.at(-1)?.role === 'tool'
+          ? textReply('written')
+          : toolCallReply({
+              name: 'write_artifact',
+              input: { name: 'report.md', content: `v${request.messages.filter((message) => message.role === 'user').length}` },
+            }),
     });
     registry.add(model, defineAgent({ name: writerName, model: model.name, session: 'server', use: [artifacts()] }));
     const { name } = agent({

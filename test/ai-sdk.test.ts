@@ -53,7 +53,12 @@ function mockModel(...results: Array<Awaited<ReturnType<MockLanguageModelV3['doG
   });
 }
 
-const text = (value: string) => ({ content: [{ type: 'text' as const, text: value }], finishReason: { unified: 'stop' as const, raw: 'stop' }, usage: usage(5, 2), warnings: [] });
+const text = (value: string) => ({
+  content: [{ type: 'text' as const, text: value }],
+  finishReason: { unified: 'stop' as const, raw: 'stop' },
+  usage: usage(5, 2),
+  warnings: [],
+});
 
 describe('aiSdkModel with the AI SDK mock model', () => {
   it('sends the conversation, tools and call options; reads text, tool calls, usage and the finish reason', async () => {
@@ -74,13 +79,30 @@ describe('aiSdkModel with the AI SDK mock model', () => {
     expect(sent).toMatchObject({ temperature: 0, maxOutputTokens: 100, abortSignal: context.signal });
     expect(sent.prompt).toEqual([
       { role: 'system', content: 'Be brief.' },
-      { role: 'user', content: [{ type: 'text', text: 'add 1 and 2' }, { type: 'file', mediaType: 'image/png', data: 'iVBORw0K' }] },
-      { role: 'assistant', content: [{ type: 'text', text: 'adding' }, { type: 'tool-call', toolCallId: 'call_1', toolName: 'add', input: { a: 1, b: 2 } }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'add 1 and 2' },
+          { type: 'file', mediaType: 'image/png', data: 'iVBORw0K' },
+        ],
+      },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'adding' },
+          { type: 'tool-call', toolCallId: 'call_1', toolName: 'add', input: { a: 1, b: 2 } },
+        ],
+      },
       { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'call_1', toolName: 'add', output: { type: 'json', value: { sum: 3 } } }] },
     ]);
-    expect(sent.tools).toEqual([{ type: 'function', name: 'add', description: 'Adds.', inputSchema: { type: 'object', properties: { a: { type: 'number' } } } }]);
+    expect(sent.tools).toEqual([
+      { type: 'function', name: 'add', description: 'Adds.', inputSchema: { type: 'object', properties: { a: { type: 'number' } } } },
+    ]);
     expect(response).toEqual({
-      message: { role: 'model', content: [{ custom: { reasoning: 'thinking' } }, { text: 'sum is' }, { toolRequest: { name: 'add', ref: 'call_2', input: { a: 3, b: 4 } } }] },
+      message: {
+        role: 'model',
+        content: [{ custom: { reasoning: 'thinking' } }, { text: 'sum is' }, { toolRequest: { name: 'add', ref: 'call_2', input: { a: 3, b: 4 } } }],
+      },
       finishReason: 'stop',
       usage: { inputTokens: 11, outputTokens: 3, thoughtsTokens: 2, cachedContentTokens: 2, totalTokens: 16 },
     });
@@ -91,7 +113,11 @@ describe('aiSdkModel with the AI SDK mock model', () => {
       specificationVersion: 'v2',
       provider: 'v2-provider',
       modelId: 'old',
-      doGenerate: async () => ({ content: [{ type: 'text', text: 'cut' }], finishReason: 'length', usage: { inputTokens: 4, outputTokens: 9, totalTokens: 13, reasoningTokens: 1 } }),
+      doGenerate: async () => ({
+        content: [{ type: 'text', text: 'cut' }],
+        finishReason: 'length',
+        usage: { inputTokens: 4, outputTokens: 9, totalTokens: 13, reasoningTokens: 1 },
+      }),
     };
     expect(await aiSdkModel({ name: 'v2/old', model: v2 }).generate(request, context)).toEqual({
       message: { role: 'model', content: [{ text: 'cut' }] },
@@ -101,15 +127,26 @@ describe('aiSdkModel with the AI SDK mock model', () => {
   });
 
   it("maps the provider's errors to statuses, with Retry-After, and refuses config that is not a call option", async () => {
-    const overloaded = new APICallError({ message: 'overloaded', url: 'http://x', requestBodyValues: {}, statusCode: 429, responseHeaders: { 'retry-after': '3' }, isRetryable: true });
+    const overloaded = new APICallError({
+      message: 'overloaded',
+      url: 'http://x',
+      requestBodyValues: {},
+      statusCode: 429,
+      responseHeaders: { 'retry-after': '3' },
+      isRetryable: true,
+    });
     expect(await keelFailure(aiSdkModel({ name: 'mock/busy', model: mockModel(overloaded) }).generate(request, context))).toMatchObject({
       status: 'RESOURCE_EXHAUSTED',
       message: 'ai-sdk model "mock/busy" answered HTTP 429: overloaded',
       details: { httpStatus: 429, retryAfterMs: 3000, modelName: 'mock/busy' },
     });
     const unreachable = new APICallError({ message: 'Cannot connect to API: connect ECONNREFUSED', url: 'http://x', requestBodyValues: {}, isRetryable: true });
-    expect(await keelFailure(aiSdkModel({ name: 'mock/away', model: mockModel(unreachable) }).generate(request, context))).toMatchObject({ status: 'UNAVAILABLE' });
-    expect(await keelFailure(aiSdkModel({ name: 'mock/cfg', model: mockModel(text('x')) }).generate({ ...request, config: { temprature: 1 } }, context))).toMatchObject({
+    expect(await keelFailure(aiSdkModel({ name: 'mock/away', model: mockModel(unreachable) }).generate(request, context))).toMatchObject({
+      status: 'UNAVAILABLE',
+    });
+    expect(
+      await keelFailure(aiSdkModel({ name: 'mock/cfg', model: mockModel(text('x')) }).generate({ ...request, config: { temprature: 1 } }, context)),
+    ).toMatchObject({
       status: 'INVALID_ARGUMENT',
       message: expect.stringContaining('config "temprature" is not an AI SDK call option'),
     });
@@ -131,17 +168,29 @@ describe('AI SDK models in runs', () => {
   // A 503 first (Retry calls again), then a tool call, then text.
   const flaky = mockModel(
     new APICallError({ message: 'unavailable', url: 'http://x', requestBodyValues: {}, statusCode: 503, isRetryable: true }),
-    { content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'add', input: '{"a":2,"b":3}' }], finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage: usage(10, 4), warnings: [] },
+    {
+      content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'add', input: '{"a":2,"b":3}' }],
+      finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
+      usage: usage(10, 4),
+      warnings: [],
+    },
     text('five'),
   );
-  const registry = new Registry().add(add, aiSdkModel({ name: 'mock/flaky', model: flaky }), defineAgent({ name: 'ai-sdk-mock', model: 'mock/flaky', tools: [add], use: [retry({ maxRetries: 2, initialDelayMs: 10 })] }));
+  const registry = new Registry().add(
+    add,
+    aiSdkModel({ name: 'mock/flaky', model: flaky }),
+    defineAgent({ name: 'ai-sdk-mock', model: 'mock/flaky', tools: [add], use: [retry({ maxRetries: 2, initialDelayMs: 10 })] }),
+  );
   const worker = sharedTestWorker(registry);
 
   it('runs a tool loop on the mock model, Retry deciding over its 503', async () => {
     const result = await worker().client.run('ai-sdk-mock', 'add 2 and 3');
     expect(result).toMatchObject({ text: 'five', finishReason: 'stop', turns: 2 });
     expect(flaky.doGenerateCalls).toHaveLength(3);
-    expect(flaky.doGenerateCalls[2]!.prompt.at(-1)).toEqual({ role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'add', output: { type: 'json', value: { sum: 5 } } }] });
+    expect(flaky.doGenerateCalls[2]!.prompt.at(-1)).toEqual({
+      role: 'tool',
+      content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'add', output: { type: 'json', value: { sum: 5 } } }],
+    });
   });
 
   it('runs a model of @ai-sdk/openai-compatible declared in temporal.yaml against a loopback server', async () => {
@@ -168,13 +217,45 @@ describe('AI SDK models in runs', () => {
     for (const definition of [yamlRegistry.models.get('local/llama')!, yamlRegistry.agents.get('ai-sdk-yaml')!]) registry.add(definition);
 
     server.answer(
-      { body: { id: 'a', object: 'chat.completion', created: 0, model: 'llama-3', choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'add', arguments: '{"a":1,"b":1}' } }] }, finish_reason: 'tool_calls' }], usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 } } },
-      { body: { id: 'b', object: 'chat.completion', created: 0, model: 'llama-3', choices: [{ index: 0, message: { role: 'assistant', content: 'two' }, finish_reason: 'stop' }], usage: { prompt_tokens: 12, completion_tokens: 1, total_tokens: 13 } } },
+      {
+        body: {
+          id: 'a',
+          object: 'chat.completion',
+          created: 0,
+          model: 'llama-3',
+          choices: [
+            {
+              index: 0,
+              message: {
+                role: 'assistant',
+                content: null,
+                tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'add', arguments: '{"a":1,"b":1}' } }],
+              },
+              finish_reason: 'tool_calls',
+            },
+          ],
+          usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 },
+        },
+      },
+      {
+        body: {
+          id: 'b',
+          object: 'chat.completion',
+          created: 0,
+          model: 'llama-3',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'two' }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 12, completion_tokens: 1, total_tokens: 13 },
+        },
+      },
     );
     const result = await worker().client.run('ai-sdk-yaml', 'one plus one');
     expect(result).toMatchObject({ text: 'two', finishReason: 'stop', usage: { inputTokens: 19, outputTokens: 4 } });
     expect(server.requests).toHaveLength(2);
-    expect(server.requests[0]).toMatchObject({ path: '/v1/chat/completions', headers: { authorization: 'Bearer sk-local' }, body: { model: 'llama-3', tools: [{ type: 'function', function: { name: 'add' } }] } });
+    expect(server.requests[0]).toMatchObject({
+      path: '/v1/chat/completions',
+      headers: { authorization: 'Bearer sk-local' },
+      body: { model: 'llama-3', tools: [{ type: 'function', function: { name: 'add' } }] },
+    });
     expect((server.requests[1]!.body as { messages: unknown[] }).messages.slice(-2)).toEqual([
       { role: 'assistant', content: null, tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'add', arguments: '{"a":1,"b":1}' } }] },
       { role: 'tool', tool_call_id: 'call_9', content: '{"sum":2}' },
@@ -183,13 +264,15 @@ describe('AI SDK models in runs', () => {
 
   it('says what is wrong with an ai-sdk model entry: a package not installed, an export that does not exist', async () => {
     const entry = { name: 'x/y', provider: 'ai-sdk', options: {} };
-    await expect(loadRegistry(parseConfig({ models: [{ ...entry, package: '@ai-sdk/not-installed', factory: 'create' }] }, { baseDir: ROOT, env: {} }))).rejects.toThrow(
-      /^models\[0\]: package: cannot load "@ai-sdk\/not-installed" from .* \(install it there: npm install @ai-sdk\/not-installed\)/,
+    await expect(
+      loadRegistry(parseConfig({ models: [{ ...entry, package: '@ai-sdk/not-installed', factory: 'create' }] }, { baseDir: ROOT, env: {} })),
+    ).rejects.toThrow(/^models\[0\]: package: cannot load "@ai-sdk\/not-installed" from .* \(install it there: npm install @ai-sdk\/not-installed\)/);
+    await expect(
+      loadRegistry(parseConfig({ models: [{ ...entry, package: '@ai-sdk/openai-compatible', factory: 'createOpenAI' }] }, { baseDir: ROOT, env: {} })),
+    ).rejects.toThrow('models[0]: factory: "@ai-sdk/openai-compatible" has no export "createOpenAI"; its exports: ');
+    expect(() => parseConfig({ models: [{ ...entry, package: '@ai-sdk/openai-compatible' }] }, { baseDir: ROOT, env: {} })).toThrow(
+      'give exactly one of factory',
     );
-    await expect(loadRegistry(parseConfig({ models: [{ ...entry, package: '@ai-sdk/openai-compatible', factory: 'createOpenAI' }] }, { baseDir: ROOT, env: {} }))).rejects.toThrow(
-      'models[0]: factory: "@ai-sdk/openai-compatible" has no export "createOpenAI"; its exports: ',
-    );
-    expect(() => parseConfig({ models: [{ ...entry, package: '@ai-sdk/openai-compatible' }] }, { baseDir: ROOT, env: {} })).toThrow('give exactly one of factory');
   });
 });
 
@@ -198,10 +281,27 @@ describe('the demo on an AI SDK provider, by config', () => {
   it('runs trip-planner on the model KEEL_DEMO_MODEL names, declared in temporal.yaml', async () => {
     const server = await startFakeHttpServer();
     try {
-      server.answer({ body: { id: 'p', object: 'chat.completion', created: 0, model: 'llama', choices: [{ index: 0, message: { role: 'assistant', content: 'Porto, by train.' }, finish_reason: 'stop' }], usage: { prompt_tokens: 40, completion_tokens: 4 } } });
+      server.answer({
+        body: {
+          id: 'p',
+          object: 'chat.completion',
+          created: 0,
+          model: 'llama',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'Porto, by train.' }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 40, completion_tokens: 4 },
+        },
+      });
       const { configPath, dir } = writeTestConfig('ai-sdk-demo', {
         modules: [join(ROOT, 'examples', 'agents.ts')],
-        models: [{ name: 'local/llama', provider: 'ai-sdk', package: '@ai-sdk/openai-compatible', factory: 'createOpenAICompatible', options: { name: 'local', baseURL: `${server.url}/v1` } }],
+        models: [
+          {
+            name: 'local/llama',
+            provider: 'ai-sdk',
+            package: '@ai-sdk/openai-compatible',
+            factory: 'createOpenAICompatible',
+            options: { name: 'local', baseURL: `${server.url}/v1` },
+          },
+        ],
       });
       // The project has the provider package installed (keel's own node_modules, linked).
       symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
@@ -210,7 +310,16 @@ describe('the demo on an AI SDK provider, by config', () => {
       await worker.waitFor(/keel: worker \d+ on task queue/);
       const run = await runKeel(['run', 'trip-planner', 'Lisbon or Porto?', '--json', '--config', configPath], { env });
       expect(JSON.parse(run.stdout)).toMatchObject({ status: 'completed', text: 'Porto, by train.' });
-      expect(server.requests[0]).toMatchObject({ path: '/v1/chat/completions', body: { model: 'llama', messages: [{ role: 'system', content: expect.stringContaining('You plan day trips') }, { role: 'user', content: 'Lisbon or Porto?' }] } });
+      expect(server.requests[0]).toMatchObject({
+        path: '/v1/chat/completions',
+        body: {
+          model: 'llama',
+          messages: [
+            { role: 'system', content: expect.stringContaining('You plan day trips') },
+            { role: 'user', content: 'Lisbon or Porto?' },
+          ],
+        },
+      });
     } finally {
       await server.close();
     }

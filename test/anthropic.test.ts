@@ -41,11 +41,19 @@ const message = (content: unknown[], stop = 'end_turn', usage = { input_tokens: 
   body: { id: 'msg_1', type: 'message', role: 'assistant', content, stop_reason: stop, usage },
 });
 
-
 describe('anthropic wire format', () => {
   it('sends system, alternating messages with tool_use/tool_result, tools and headers; reads the reply', async () => {
     const model = anthropicModel({ name: 'anthropic/claude-test', baseUrl: anthropic.url, apiKey: 'sk-ant' });
-    anthropic.answer(message([{ type: 'text', text: 'sum again' }, { type: 'tool_use', id: 'toolu_2', name: 'add', input: { a: 3, b: 4 } }], 'tool_use', { input_tokens: 20, output_tokens: 7 }));
+    anthropic.answer(
+      message(
+        [
+          { type: 'text', text: 'sum again' },
+          { type: 'tool_use', id: 'toolu_2', name: 'add', input: { a: 3, b: 4 } },
+        ],
+        'tool_use',
+        { input_tokens: 20, output_tokens: 7 },
+      ),
+    );
     anthropic.requests.length = 0;
     const response = await model.generate(request, context);
     const seen = anthropic.requests[0]!;
@@ -60,8 +68,20 @@ describe('anthropic wire format', () => {
       system: 'Be brief.',
       messages: [
         { role: 'user', content: [{ type: 'text', text: 'add 1 and 2' }] },
-        { role: 'assistant', content: [{ type: 'text', text: 'adding' }, { type: 'tool_use', id: 'toolu_1', name: 'add', input: { a: 1, b: 2 } }] },
-        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: '{"sum":3}' }, { type: 'text', text: 'and now?' }] },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'text', text: 'adding' },
+            { type: 'tool_use', id: 'toolu_1', name: 'add', input: { a: 1, b: 2 } },
+          ],
+        },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 'toolu_1', content: '{"sum":3}' },
+            { type: 'text', text: 'and now?' },
+          ],
+        },
       ],
       tools: [{ name: 'add', description: 'Adds.', input_schema: { type: 'object' } }],
       // Asks for a stream; this server answers with plain JSON, which is read as such.
@@ -103,8 +123,14 @@ describe('anthropic wire format', () => {
       usage: { inputTokens: 21, outputTokens: 9, totalTokens: 30 },
     });
     // An error event mid-stream: overloaded is UNAVAILABLE, for Retry to call again.
-    anthropic.answer({ headers: { 'content-type': 'text/event-stream' }, chunks: [event('message_start', { message: { usage: {} } }), event('error', { error: { type: 'overloaded_error', message: 'Overloaded' } })] });
-    await expect(model.generate(request, context)).rejects.toMatchObject({ status: 'UNAVAILABLE', message: 'anthropic model "anthropic/streamer" failed mid-stream: Overloaded' });
+    anthropic.answer({
+      headers: { 'content-type': 'text/event-stream' },
+      chunks: [event('message_start', { message: { usage: {} } }), event('error', { error: { type: 'overloaded_error', message: 'Overloaded' } })],
+    });
+    await expect(model.generate(request, context)).rejects.toMatchObject({
+      status: 'UNAVAILABLE',
+      message: 'anthropic model "anthropic/streamer" failed mid-stream: Overloaded',
+    });
   });
 
   it('marks soft tool errors as is_error tool results', async () => {
@@ -128,7 +154,12 @@ describe('anthropic wire format', () => {
 
   it('maps stop reasons', async () => {
     const model = anthropicModel({ name: 'anthropic/m', baseUrl: anthropic.url });
-    for (const [wire, ours] of [['max_tokens', 'length'], ['refusal', 'blocked'], ['stop_sequence', 'stop'], ['pause_turn', 'other']] as const) {
+    for (const [wire, ours] of [
+      ['max_tokens', 'length'],
+      ['refusal', 'blocked'],
+      ['stop_sequence', 'stop'],
+      ['pause_turn', 'other'],
+    ] as const) {
       anthropic.answer(message([{ type: 'text', text: 'x' }], wire));
       expect((await model.generate(request, context)).finishReason).toBe(ours);
     }
@@ -174,7 +205,12 @@ describe('fallback across providers', () => {
       primary,
       secondary,
       add,
-      defineAgent({ name: 'cross-provider', model: primary.name, tools: [add], use: [fallback({ models: [{ name: secondary.name, config: { max_tokens: 256 } }] })] }),
+      defineAgent({
+        name: 'cross-provider',
+        model: primary.name,
+        tools: [add],
+        use: [fallback({ models: [{ name: secondary.name, config: { max_tokens: 256 } }] })],
+      }),
     );
     const worker = await startTestWorker(registry);
     try {
@@ -191,7 +227,7 @@ describe('fallback across providers', () => {
       expect(result.usage).toEqual({ inputTokens: 14, outputTokens: 3, totalTokens: 17 });
       expect(openai.requests).toHaveLength(2);
       expect(anthropic.requests).toHaveLength(2);
-      expect((anthropic.requests[0]!.body as { max_tokens: number; temperature: number })).toMatchObject({ max_tokens: 256, temperature: 0.5 });
+      expect(anthropic.requests[0]!.body as { max_tokens: number; temperature: number }).toMatchObject({ max_tokens: 256, temperature: 0.5 });
       expect(await scheduledActivities(worker.client.temporal, handle.runId)).toEqual(['callModel', 'callModel', 'callTool', 'callModel', 'callModel']);
       const history = await worker.client.temporal.workflow.getHandle(handle.runId).fetchHistory();
       const summaries = (history.events ?? [])

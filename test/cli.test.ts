@@ -60,7 +60,10 @@ describe('bad config', () => {
   });
 
   it('names a declarative agent tool that is not registered', async () => {
-    const path = writeConfig('unknown-tool.yaml', { models: [{ name: 'scripted/m', script: [] }], agents: [{ name: 'a', model: 'scripted/m', tools: ['nope'] }] });
+    const path = writeConfig('unknown-tool.yaml', {
+      models: [{ name: 'scripted/m', script: [] }],
+      agents: [{ name: 'a', model: 'scripted/m', tools: ['nope'] }],
+    });
     const { code, stderr } = await runKeel(['worker', '--config', path]);
     expect(code).toBe(2);
     expect(stderr).toContain('agents[0].tools[0]: tool "nope" is not registered');
@@ -90,12 +93,21 @@ describe('keel run / status / abort', () => {
   let worker: TestWorker;
   let config: string;
   beforeAll(async () => {
-    const good = scriptedModel({ name: 'scripted/cli-good', script: [toolCallReply({ name: 'echo', input: { v: 'x' } }, { usage: { inputTokens: 4, outputTokens: 2 } }), textReply('all good')] });
+    const good = scriptedModel({
+      name: 'scripted/cli-good',
+      script: [toolCallReply({ name: 'echo', input: { v: 'x' } }, { usage: { inputTokens: 4, outputTokens: 2 } }), textReply('all good')],
+    });
     const badArgs = scriptedModel({ name: 'scripted/cli-bad-args', script: [toolCallReply({ name: 'add', input: { a: 'one', b: 2 } })] });
     const slow = scriptedModel({ name: 'scripted/cli-slow', script: [{ delayMs: 60_000, text: 'too late' }] });
     const memo = scriptedModel({
       name: 'scripted/cli-memo',
-      script: (request) => textReply(`I have heard: ${request.messages.filter((message) => message.role === 'user').map((message) => (message.content[0] as { text: string }).text).join(' / ')}`),
+      script: (request) =>
+        textReply(
+          `I have heard: ${request.messages
+            .filter((message) => message.role === 'user')
+            .map((message) => (message.content[0] as { text: string }).text)
+            .join(' / ')}`,
+        ),
     });
     const registry = new Registry().add(
       echo,
@@ -124,7 +136,14 @@ describe('keel run / status / abort', () => {
     expect(plain.stderr).toContain('→ echo({"v":"x"})');
     const json = await runKeel(['run', 'good', 'say hi', '--json', '--config', config]);
     expect(json.code).toBe(0);
-    expect(JSON.parse(json.stdout)).toMatchObject({ status: 'completed', finishReason: 'stop', text: 'all good', usage: { inputTokens: 4, outputTokens: 2 }, interrupts: [], tasks: [] });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      status: 'completed',
+      finishReason: 'stop',
+      text: 'all good',
+      usage: { inputTokens: 4, outputTokens: 2 },
+      interrupts: [],
+      tasks: [],
+    });
   });
 
   it('continues a session with --session: each turn sees the ones before', async () => {
@@ -134,7 +153,12 @@ describe('keel run / status / abort', () => {
     expect(first.stdout).toBe('I have heard: my name is Ada\n');
     const second = await runKeel(['run', 'memo', 'who am I?', '--session', session, '--json', '--config', config]);
     expect(second.code, second.stderr).toBe(0);
-    expect(JSON.parse(second.stdout)).toMatchObject({ status: 'completed', text: 'I have heard: my name is Ada / who am I?', sessionId: session, runId: `session/memo/${session}/turn-2` });
+    expect(JSON.parse(second.stdout)).toMatchObject({
+      status: 'completed',
+      text: 'I have heard: my name is Ada / who am I?',
+      sessionId: session,
+      runId: `session/memo/${session}/turn-2`,
+    });
     const wrong = await runKeel(['run', 'good', 'hi', '--session', session, '--config', config]);
     expect(wrong.code).toBe(1);
     expect(wrong.stderr).toBe(`keel run: INVALID_ARGUMENT: agent "good" is client-managed (session: 'client'): send its state, not a session id\n`);
@@ -152,7 +176,9 @@ describe('keel run / status / abort', () => {
       const refused = await runKeel(['run', 'memo', 'hi', '--session', id, '--config', config]);
       expect(refused.code, id.slice(0, 20)).toBe(2);
       expect(refused.stderr).toContain(why);
-      expect(refused.stderr).toContain('a session id is 1-200 characters of letters, digits and . _ - : @ = +, in segments separated by single "/", none of them "turn-<n>"');
+      expect(refused.stderr).toContain(
+        'a session id is 1-200 characters of letters, digits and . _ - : @ = +, in segments separated by single "/", none of them "turn-<n>"',
+      );
     }
     // The first session's turn is untouched.
     expect((await worker.client.getHandle(`session/memo/${session}/turn-1`).result()).text).toBe('I have heard: hello');
@@ -176,7 +202,12 @@ describe('keel run / status / abort', () => {
     const { code, stdout } = await runKeel(['run', 'ghost-model', 'hi', '--json', '--config', config]);
     expect(code).toBe(2);
     const summary = JSON.parse(stdout) as { runId: string; error: { status: string; message: string } };
-    expect(summary.error).toMatchObject({ status: 'NOT_FOUND', message: expect.stringContaining(`agent "ghost-model" needs model "scripted/not-registered", which no worker polling task queue "${worker.taskQueue}" has`) });
+    expect(summary.error).toMatchObject({
+      status: 'NOT_FOUND',
+      message: expect.stringContaining(
+        `agent "ghost-model" needs model "scripted/not-registered", which no worker polling task queue "${worker.taskQueue}" has`,
+      ),
+    });
   });
 
   it('exits 1 with INVALID_ARGUMENT naming the field when tool arguments fail their schema', async () => {
@@ -218,7 +249,11 @@ describe('keel run / status / abort', () => {
   });
 
   it('reports status from Temporal itself when no worker answers', async () => {
-    const orphanConfig = writeConfig('no-worker.yaml', { temporal: { address: worker.config.temporal.address }, taskQueue: `nobody-${Date.now()}`, server: { enabled: false } });
+    const orphanConfig = writeConfig('no-worker.yaml', {
+      temporal: { address: worker.config.temporal.address },
+      taskQueue: `nobody-${Date.now()}`,
+      server: { enabled: false },
+    });
     const detached = await runKeel(['run', 'good', 'hi', '--detach', '--json', '--config', orphanConfig]);
     const { runId } = JSON.parse(detached.stdout);
     const status = await runKeel(['status', runId, '--json', '--config', orphanConfig]);
@@ -231,7 +266,11 @@ describe('keel run / status / abort', () => {
   });
 
   it('says so when `keel run` waits on a task queue no worker polls', async () => {
-    const orphanConfig = writeConfig('no-worker-run.yaml', { temporal: { address: worker.config.temporal.address }, taskQueue: `nobody-run-${Date.now()}`, server: { enabled: false } });
+    const orphanConfig = writeConfig('no-worker-run.yaml', {
+      temporal: { address: worker.config.temporal.address },
+      taskQueue: `nobody-run-${Date.now()}`,
+      server: { enabled: false },
+    });
     const waiting = spawnKeel(['run', 'good', 'hi', '--config', orphanConfig]);
     try {
       await waiting.waitFor(/keel run: no worker is polling task queue "nobody-run-\d+"/, 30_000);
@@ -263,16 +302,30 @@ describe('keel run / status / abort', () => {
 
 describe('middleware in temporal.yaml', () => {
   it('names an unknown middleware of a declarative agent', async () => {
-    const path = writeConfig('unknown-middleware.yaml', { models: [{ name: 'scripted/m', script: [] }], agents: [{ name: 'a', model: 'scripted/m', use: [{ name: 'retyr' }] }] });
+    const path = writeConfig('unknown-middleware.yaml', {
+      models: [{ name: 'scripted/m', script: [] }],
+      agents: [{ name: 'a', model: 'scripted/m', use: [{ name: 'retyr' }] }],
+    });
     const { code, stderr } = await runKeel(['worker', '--config', path]);
     expect(code).toBe(2);
-    expect(stderr).toContain('agents[0].use[0].name: unknown middleware "retyr"; known: agents, artifacts, budget, contextCompression, fallback, filesystem, retry, skills, softToolErrors, toolApproval');
+    expect(stderr).toContain(
+      'agents[0].use[0].name: unknown middleware "retyr"; known: agents, artifacts, budget, contextCompression, fallback, filesystem, retry, skills, softToolErrors, toolApproval',
+    );
   });
 
   it('names the bad field of a middleware config', async () => {
     const path = writeConfig('bad-middleware.yaml', {
       models: [{ name: 'scripted/m', script: [] }],
-      agents: [{ name: 'a', model: 'scripted/m', use: [{ name: 'fallback', config: { models: [{ name: 'x', temperature: 1 }] } }, { name: 'retry', config: { statuses: ['SLOW'] } }] }],
+      agents: [
+        {
+          name: 'a',
+          model: 'scripted/m',
+          use: [
+            { name: 'fallback', config: { models: [{ name: 'x', temperature: 1 }] } },
+            { name: 'retry', config: { statuses: ['SLOW'] } },
+          ],
+        },
+      ],
     });
     const { code, stderr } = await runKeel(['worker', '--config', path]);
     expect(code).toBe(2);
@@ -280,7 +333,10 @@ describe('middleware in temporal.yaml', () => {
   });
 
   it('rejects a status name that does not exist', async () => {
-    const path = writeConfig('bad-status.yaml', { models: [{ name: 'scripted/m', script: [] }], agents: [{ name: 'a', model: 'scripted/m', use: [{ name: 'retry', config: { statuses: ['SLOW'] } }] }] });
+    const path = writeConfig('bad-status.yaml', {
+      models: [{ name: 'scripted/m', script: [] }],
+      agents: [{ name: 'a', model: 'scripted/m', use: [{ name: 'retry', config: { statuses: ['SLOW'] } }] }],
+    });
     const { code, stderr } = await runKeel(['worker', '--config', path]);
     expect(code).toBe(2);
     expect(stderr).toContain('agents[0].use[0] (retry): config.statuses[0]: Invalid option');

@@ -1,5 +1,5 @@
 /**
- * The reference's ContextCompression cases (Genkit Go `compression_test.go`, BEHAVIOR §12),
+ * The reference's ContextCompression cases (Genkit Go `compression_test.go`; docs/middleware/context-compression.md),
  * ported to one compression decision: `compress` over a history, the fake summarizer passed
  * in the run, and `resolveCompressedHistory` over the history it returns. Pure and fast: the
  * middleware itself (Temporal runs) is exercised in compression.test.ts.
@@ -9,7 +9,14 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Message, Part, ToolResponse } from '../src/core/messages';
-import { compress, renderForSummary, summaryPrompt, type CompressionOptions, type CompressionRun, type Summarizer } from '../src/middleware/compression/compress';
+import {
+  compress,
+  renderForSummary,
+  summaryPrompt,
+  type CompressionOptions,
+  type CompressionRun,
+  type Summarizer,
+} from '../src/middleware/compression/compress';
 import { COMPRESSION_KEY, DEDUPE_NOTICE, DROP_NOTICE, SUMMARY_PREFIX, resolveCompressedHistory } from '../src/middleware/compression/view';
 
 // ---- Messages ----
@@ -22,7 +29,11 @@ const reasoning = (text: string): Part => ({ text, metadata: { reasoning: true }
 /** A tool request part. */
 const request = (name: string, input: unknown = {}, ref?: string): Part => ({ toolRequest: { name, ...(ref ? { ref } : {}), input } });
 /** A tool response part. */
-const response = (name: string, output: unknown, options: { ref?: string; content?: Array<Record<string, unknown>>; metadata?: Record<string, unknown> } = {}): Part => ({
+const response = (
+  name: string,
+  output: unknown,
+  options: { ref?: string; content?: Array<Record<string, unknown>>; metadata?: Record<string, unknown> } = {},
+): Part => ({
   toolResponse: { name, ...(options.ref ? { ref: options.ref } : {}), output, ...(options.content ? { content: options.content } : {}) },
   ...(options.metadata ? { metadata: options.metadata } : {}),
 });
@@ -65,7 +76,8 @@ const outputOf = (message: Message | undefined, index = 0): string => {
 /** The text parts of a message, joined. */
 const textOf = (message: Message | undefined) => (message?.content ?? []).map((part) => ('text' in part ? part.text : '')).join('');
 /** A message's or part's contextCompression record. */
-const recordOf = (holder: { metadata?: Record<string, unknown> | undefined } | undefined) => holder?.metadata?.[COMPRESSION_KEY] as Record<string, unknown> | undefined;
+const recordOf = (holder: { metadata?: Record<string, unknown> | undefined } | undefined) =>
+  holder?.metadata?.[COMPRESSION_KEY] as Record<string, unknown> | undefined;
 
 const TRUNCATED = /\[Truncated \d+ characters\]/;
 
@@ -94,7 +106,15 @@ function options(config: Config): CompressionOptions {
     preserveRecent: config.preserveRecent || 4,
     preserveRecentSet: Boolean(config.preserveRecent),
     maxToolResponseChars: config.maxToolResponseChars || 400_000,
-    ...(dedupe ? { deduplicateToolResponses: { matchBy: dedupe.matchBy ?? 'name-and-input', keepRecent: dedupe.keepRecent || 1, ...(dedupe.notice ? { notice: dedupe.notice } : {}) } } : {}),
+    ...(dedupe
+      ? {
+          deduplicateToolResponses: {
+            matchBy: dedupe.matchBy ?? 'name-and-input',
+            keepRecent: dedupe.keepRecent || 1,
+            ...(dedupe.notice ? { notice: dedupe.notice } : {}),
+          },
+        }
+      : {}),
     ...(config.toolResponses ? { toolResponses: { maxChars: config.toolResponses.maxChars, preserveRecent: config.toolResponses.preserveRecent || 2 } } : {}),
     ...(config.summarize ? { summarize: { preserveRecent: config.summarize.preserveRecent || config.preserveRecent || 6 } } : {}),
     skipSummarizationThreshold: config.skipSummarizationThreshold ?? 0,
@@ -208,7 +228,11 @@ describe('[drop] dropping older messages', () => {
 
   it('does not append the notice to a system message flagged as carrying it', async () => {
     const notice = '[NOTE] Custom drop notice';
-    const flagged: Message = { role: 'system', content: [{ text: 'System prompt' }, { text: `\n\n${notice}` }], metadata: { [COMPRESSION_KEY]: { notice: true } } };
+    const flagged: Message = {
+      role: 'system',
+      content: [{ text: 'System prompt' }, { text: `\n\n${notice}` }],
+      metadata: { [COMPRESSION_KEY]: { notice: true } },
+    };
     const decided = await run([flagged, ...alternating(['user 1', 'model 1', 'user 2'])], { maxMessages: 2, truncationNotice: notice });
     expect(decided.view[0]!.content).toHaveLength(2);
   });
@@ -248,7 +272,9 @@ describe('[drop] dropping older messages', () => {
     );
     const second = await run([...first.history, call('step4'), result('step4', 'LATEST_STEP_4')], config);
     const holdsDropped = (messages: readonly Message[]) =>
-      ['DROPPED_STEP_1', 'DROPPED_STEP_2', 'STEP_3_ON_TURN_1'].filter((dropped) => messages.some((message) => JSON.stringify(message.content).includes(dropped)));
+      ['DROPPED_STEP_1', 'DROPPED_STEP_2', 'STEP_3_ON_TURN_1'].filter((dropped) =>
+        messages.some((message) => JSON.stringify(message.content).includes(dropped)),
+      );
     expect(holdsDropped(second.view)).toEqual([]);
     const resolved = resolveCompressedHistory([...second.history, model('final answer')]);
     expect(holdsDropped(resolved)).toEqual([]);
@@ -294,7 +320,13 @@ describe('[trigger] what starts a compression', () => {
     ];
     await run(
       history,
-      { maxInputTokens: 500, preserveRecent: 2, toolResponses: { maxChars: 50, preserveRecent: -1 }, summarize: { preserveRecent: 2 }, skipSummarizationThreshold: 0.3 },
+      {
+        maxInputTokens: 500,
+        preserveRecent: 2,
+        toolResponses: { maxChars: 50, preserveRecent: -1 },
+        summarize: { preserveRecent: 2 },
+        skipSummarizationThreshold: 0.3,
+      },
       { tokens: 1000, summarizer },
     );
     expect(asked).toHaveLength(1);
@@ -329,7 +361,15 @@ describe('[summarize] summarizing older turns', () => {
   });
 
   it('keeps every message, without a notice, when the summary is skipped', async () => {
-    const history = [user('u1'), call('bigTool', {}, 't1'), result('bigTool', 'X'.repeat(3000), { ref: 't1' }), model('m1'), user('u2'), model('m2'), user('u3')];
+    const history = [
+      user('u1'),
+      call('bigTool', {}, 't1'),
+      result('bigTool', 'X'.repeat(3000), { ref: 't1' }),
+      model('m1'),
+      user('u2'),
+      model('m2'),
+      user('u3'),
+    ];
     const { summarizer, asked } = fakeSummarizer('Summary');
     const decided = await run(
       history,
@@ -385,7 +425,14 @@ describe('[summarize] summarizing older turns', () => {
   describe('rendering the conversation for the summarizer', () => {
     const payload = 'QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo=';
     const history = (inline: Part): Message[] => [
-      { role: 'user', content: [{ text: `Check these attachments ${'X'.repeat(200)}` }, inline, { media: { url: 'https://example.com/spec.pdf', contentType: 'application/pdf' } }] },
+      {
+        role: 'user',
+        content: [
+          { text: `Check these attachments ${'X'.repeat(200)}` },
+          inline,
+          { media: { url: 'https://example.com/spec.pdf', contentType: 'application/pdf' } },
+        ],
+      },
       calls(reasoning('Thinking through the spec carefully'), request('inspect', { target: 'spec' })),
       result('inspect', { ok: true }, { content: [{ text: 'Multipart tool content detail' }] }),
       user('Final question'),
@@ -399,7 +446,12 @@ describe('[summarize] summarizing older turns', () => {
 
     it('describes media (no data URI payload), reasoning and tool calls', async () => {
       const prompt = await promptFor(history({ media: { url: `data:image/png;base64,${payload}`, contentType: 'image/png' } }));
-      for (const want of ['[media: image/png]', '[media: application/pdf (https://example.com/spec.pdf)]', '[Reasoning: Thinking through the spec carefully]', '[Tool call: inspect({"target":"spec"})]']) {
+      for (const want of [
+        '[media: image/png]',
+        '[media: application/pdf (https://example.com/spec.pdf)]',
+        '[Reasoning: Thinking through the spec carefully]',
+        '[Tool call: inspect({"target":"spec"})]',
+      ]) {
         expect(prompt).toContain(want);
       }
       expect(prompt).not.toContain('[other content]');
@@ -417,7 +469,9 @@ describe('[summarize] summarizing older turns', () => {
     });
 
     it('renders one line per message, role first', () => {
-      expect(renderForSummary([user('hi'), calls(request('t', { a: 1 })), result('t', 'out')])).toBe('user: hi\nmodel: [Tool call: t({"a":1})]\ntool: [Tool response: t → out]');
+      expect(renderForSummary([user('hi'), calls(request('t', { a: 1 })), result('t', 'out')])).toBe(
+        'user: hi\nmodel: [Tool call: t({"a":1})]\ntool: [Tool response: t → out]',
+      );
     });
   });
 
@@ -497,7 +551,11 @@ describe('[tool limits] capping and truncating tool responses', () => {
   });
 
   it('caps an oversized tool response over budget with the safety cap marker', async () => {
-    const decided = await run([user('Call huge tool'), call('hugeTool'), result('hugeTool', 'x'.repeat(1000))], { maxInputTokens: 100, maxToolResponseChars: 100 }, { tokens: 200 });
+    const decided = await run(
+      [user('Call huge tool'), call('hugeTool'), result('hugeTool', 'x'.repeat(1000))],
+      { maxInputTokens: 100, maxToolResponseChars: 100 },
+      { tokens: 200 },
+    );
     expect(outputOf(toolMessages(decided.view)[0])).toContain('[TRUNCATED: Response was 1000 chars');
   });
 
@@ -510,7 +568,12 @@ describe('[tool limits] capping and truncating tool responses', () => {
 
   it('leaves a part saved already truncated alone, and reports nothing', async () => {
     const already = '12345\n\n[Truncated 95 characters]';
-    const history = [user('run tool'), call('myTool'), result('myTool', already, { metadata: { [COMPRESSION_KEY]: { truncated: true } } }), user('next question')];
+    const history = [
+      user('run tool'),
+      call('myTool'),
+      result('myTool', already, { metadata: { [COMPRESSION_KEY]: { truncated: true } } }),
+      user('next question'),
+    ];
     const decided = await run(history, { maxInputTokens: 100, toolResponses: { maxChars: 5, preserveRecent: -1 } });
     expect(outputOf(toolMessages(decided.view)[0])).toBe(already);
     expect(decided.stats).toBeUndefined();
@@ -518,7 +581,10 @@ describe('[tool limits] capping and truncating tool responses', () => {
 
   it('flags the part it truncates, and the history keeps the original output with the record', async () => {
     const original = 'A'.repeat(500);
-    const decided = await run([user('query'), call('toolA'), result('toolA', original), user('next')], { maxInputTokens: 10, toolResponses: { maxChars: 50, preserveRecent: -1 } });
+    const decided = await run([user('query'), call('toolA'), result('toolA', original), user('next')], {
+      maxInputTokens: 10,
+      toolResponses: { maxChars: 50, preserveRecent: -1 },
+    });
     const sent = toolMessages(decided.view)[0]!;
     expect(recordOf(sent.content[0])?.truncated).toBe(true);
     expect(sent.metadata).toBeUndefined();
@@ -542,17 +608,28 @@ describe('[tool limits] capping and truncating tool responses', () => {
   });
 
   it('cuts whole characters: an emoji counts as one', async () => {
-    const decided = await run([user('q'), result('emojiTool', `abcd😀${'Z'.repeat(200)}`)], { maxInputTokens: 10, toolResponses: { maxChars: 5, preserveRecent: -1 } });
+    const decided = await run([user('q'), result('emojiTool', `abcd😀${'Z'.repeat(200)}`)], {
+      maxInputTokens: 10,
+      toolResponses: { maxChars: 5, preserveRecent: -1 },
+    });
     expect(outputOf(toolMessages(decided.view)[0]).startsWith('abcd😀\n\n[Truncated 200 characters]')).toBe(true);
   });
 
   describe('multipart tool responses', () => {
-    const multipart = (output: unknown, ...content: Array<Record<string, unknown>>) => [user('run'), call('t', {}, '1'), result('t', output, { ref: '1', content })];
+    const multipart = (output: unknown, ...content: Array<Record<string, unknown>>) => [
+      user('run'),
+      call('t', {}, '1'),
+      result('t', output, { ref: '1', content }),
+    ];
     const sentResponse = (view: Message[]) => responseOf(toolMessages(view)[0]);
 
     it('folds text content into the truncated output; the history keeps the content and resolves to the view', async () => {
       const large = 'X'.repeat(200_000);
-      const decided = await run(multipart('ok', { text: large }), { maxInputTokens: 1000, maxToolResponseChars: 500, toolResponses: { maxChars: 100, preserveRecent: -1 } });
+      const decided = await run(multipart('ok', { text: large }), {
+        maxInputTokens: 1000,
+        maxToolResponseChars: 500,
+        toolResponses: { maxChars: 100, preserveRecent: -1 },
+      });
       const want = `ok\n\n${'X'.repeat(96)}\n\n[Truncated 199904 characters]`;
       expect(decided.stats?.toolResponsesTruncated).toBe(1);
       expect(sentResponse(decided.view).output).toBe(want);
@@ -564,14 +641,23 @@ describe('[tool limits] capping and truncating tool responses', () => {
     });
 
     it('does not count a part as capped when truncation cuts it further in the same pass', async () => {
-      const decided = await run(multipart('ok', { text: 'X'.repeat(200_000) }), { maxInputTokens: 1000, maxToolResponseChars: 500, toolResponses: { maxChars: 100, preserveRecent: -1 } });
+      const decided = await run(multipart('ok', { text: 'X'.repeat(200_000) }), {
+        maxInputTokens: 1000,
+        maxToolResponseChars: 500,
+        toolResponses: { maxChars: 100, preserveRecent: -1 },
+      });
       expect(decided.stats?.toolResponsesSafetyCapped).toBe(0);
     });
 
     it('caps under budget, text content folded up to the cap', async () => {
-      const decided = await run(multipart('ok', { text: 'A'.repeat(100) }, { text: 'B'.repeat(1000) }, { text: 'C'.repeat(500) }), { maxInputTokens: 100_000, maxToolResponseChars: 500 });
+      const decided = await run(multipart('ok', { text: 'A'.repeat(100) }, { text: 'B'.repeat(1000) }, { text: 'C'.repeat(500) }), {
+        maxInputTokens: 100_000,
+        maxToolResponseChars: 500,
+      });
       expect(decided.stats?.toolResponsesSafetyCapped).toBe(1);
-      expect(sentResponse(decided.view).output).toBe(`ok\n\n${'A'.repeat(100)}\n\n${'B'.repeat(394)}\n\n---\n\n[TRUNCATED: Response was 1602 chars but only first 500 are shown.]`);
+      expect(sentResponse(decided.view).output).toBe(
+        `ok\n\n${'A'.repeat(100)}\n\n${'B'.repeat(394)}\n\n---\n\n[TRUNCATED: Response was 1602 chars but only first 500 are shown.]`,
+      );
       expect(sentResponse(decided.view).content).toBeUndefined();
     });
 
@@ -630,7 +716,10 @@ describe('[dedupe] replacing older duplicate tool responses', () => {
     const history = [
       user('run parallel tools'),
       calls(request('fetch', { id: 'shared' }, 'call_1'), request('fetch', { id: 'unique' }, 'call_2')),
-      results(response('fetch', `Shared output 1 ${'X'.repeat(200)}`, { ref: 'call_1' }), response('fetch', `Unique output 2 ${'Y'.repeat(200)}`, { ref: 'call_2' })),
+      results(
+        response('fetch', `Shared output 1 ${'X'.repeat(200)}`, { ref: 'call_1' }),
+        response('fetch', `Unique output 2 ${'Y'.repeat(200)}`, { ref: 'call_2' }),
+      ),
       call('fetch', { id: 'shared' }, 'call_3'),
       result('fetch', `Shared output 3 ${'Z'.repeat(200)}`, { ref: 'call_3' }),
     ];
@@ -655,7 +744,12 @@ describe('[dedupe] replacing older duplicate tool responses', () => {
   it('matches refless responses across turns', async () => {
     const history = [
       user('fetch reports'),
-      calls(reasoning('First turn reasoning'), { text: 'Fetching 101 and 102' }, request('fetchReport', { reportId: 'report-101' }), request('fetchReport', { reportId: 'report-102' })),
+      calls(
+        reasoning('First turn reasoning'),
+        { text: 'Fetching 101 and 102' },
+        request('fetchReport', { reportId: 'report-101' }),
+        request('fetchReport', { reportId: 'report-102' }),
+      ),
       results(response('fetchReport', `Report 101 v1 ${'X'.repeat(100)}`), response('fetchReport', `Report 102 v1 ${'Y'.repeat(100)}`)),
       calls(reasoning('Second turn reasoning'), request('fetchReport', { reportId: 'report-102' })),
       result('fetchReport', `Report 102 v2 ${'Z'.repeat(100)}`),
@@ -687,7 +781,10 @@ describe('[dedupe] replacing older duplicate tool responses', () => {
     const history = [
       user('take screenshots'),
       call('screenshot', { page: 'home' }, 'shot_1'),
-      result('screenshot', `Captured screenshot 1 ${'X'.repeat(200)}`, { ref: 'shot_1', content: [{ media: { contentType: 'image/png', url: 'data:image/png;base64,OLD_SCREENSHOT' } }] }),
+      result('screenshot', `Captured screenshot 1 ${'X'.repeat(200)}`, {
+        ref: 'shot_1',
+        content: [{ media: { contentType: 'image/png', url: 'data:image/png;base64,OLD_SCREENSHOT' } }],
+      }),
       call('screenshot', { page: 'home' }, 'shot_2'),
       result('screenshot', `Captured screenshot 2 ${'Y'.repeat(200)}`, { ref: 'shot_2', content: [newMedia] }),
     ];
@@ -699,7 +796,11 @@ describe('[dedupe] replacing older duplicate tool responses', () => {
   });
 
   it('never replaces a sole response', async () => {
-    const history = [user('check single tool call'), call('fetch', { id: '1' }, 'call_1'), result('fetch', `Only response ${'X'.repeat(200)}`, { ref: 'call_1' })];
+    const history = [
+      user('check single tool call'),
+      call('fetch', { id: '1' }, 'call_1'),
+      result('fetch', `Only response ${'X'.repeat(200)}`, { ref: 'call_1' }),
+    ];
     const decided = await run(history, { maxInputTokens: 10, deduplicateToolResponses: dedupe });
     expect(outputOf(toolMessages(decided.view)[0]).startsWith('Only response ')).toBe(true);
   });

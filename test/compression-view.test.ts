@@ -1,5 +1,5 @@
 /**
- * ContextCompression's pure pieces (BEHAVIOR §12): the size estimate, how a tool response is
+ * ContextCompression's pure pieces (docs/middleware/context-compression.md): the size estimate, how a tool response is
  * cut to a limit (the reference's exact strings), and how a history that records its
  * compression resolves to the model's view. The middleware that writes these records is not
  * wired yet; these are the functions it and the session resume path share.
@@ -42,7 +42,15 @@ const texts = (messages: Message[]) =>
   messages.map(
     (message) =>
       `${message.role}:${message.content
-        .map((part) => ('text' in part ? part.text : 'toolResponse' in part ? String(part.toolResponse.output) : 'toolRequest' in part ? `call ${part.toolRequest.name}` : '?'))
+        .map((part) =>
+          'text' in part
+            ? part.text
+            : 'toolResponse' in part
+              ? String(part.toolResponse.output)
+              : 'toolRequest' in part
+                ? `call ${part.toolRequest.name}`
+                : '?',
+        )
         .join('|')}`,
   );
 
@@ -52,7 +60,10 @@ describe('the size estimate', () => {
     expect(estimateTokens([user('😀'.repeat(7))])).toBe(2);
     const inline = { role: 'user', content: [{ media: { url: `data:image/png;base64,${'A'.repeat(500_000)}`, contentType: 'image/png' } }] } as Message;
     expect(estimateTokens([inline])).toBe(Math.ceil(1000 / 3.5));
-    const response = { role: 'tool', content: [{ toolResponse: { name: 't', output: 'ok', content: [{ media: { url: 'data:x', contentType: 'image/png' } }] } }] } as Message;
+    const response = {
+      role: 'tool',
+      content: [{ toolResponse: { name: 't', output: 'ok', content: [{ media: { url: 'data:x', contentType: 'image/png' } }] } }],
+    } as Message;
     // A tool response counts as the JSON of its name, ref and output, plus its content.
     expect(estimateTokens([response])).toBe(Math.ceil(('{"name":"t","output":"ok"}'.length + 1000) / 3.5));
     const request = { role: 'model', content: [{ toolRequest: { name: 'search', ref: 'r1', input: { q: 'x' } } }] } as Message;
@@ -92,7 +103,9 @@ describe('cutting a tool response', () => {
     expect(inline.output).toBe(`ok\n\n[media: image/png]\n\n[Truncated ${dataUrl.length - '[media: image/png]'.length} characters]`);
     const url = `https://example.com/assets/${'img'.repeat(100)}.jpg`;
     const remote = response('ok', { media: { url, contentType: 'image/jpeg' } });
-    expect(cutToolResponse(remote, 50, 'truncated').output).toBe(`ok\n\n[media: image/jpeg]\n\n[Truncated ${url.length - '[media: image/jpeg]'.length} characters]`);
+    expect(cutToolResponse(remote, 50, 'truncated').output).toBe(
+      `ok\n\n[media: image/jpeg]\n\n[Truncated ${url.length - '[media: image/jpeg]'.length} characters]`,
+    );
     expect(cutToolResponse(remote, 10, 'truncated').output).toBe(`ok\n\n[Truncated ${url.length} characters]`);
   });
 
@@ -120,7 +133,13 @@ describe('resolving a compressed history', () => {
       result('search', '2', big, { [COMPRESSION_KEY]: { deduplicated: true, rawOutput: true } }),
     ];
     const view = resolveCompressedHistory(history);
-    expect(texts(view)).toEqual(['user:go', 'model:call search', `tool:xxxxxxxxxx\n\n[Truncated 590 characters]`, 'model:call search', `tool:${DEDUPE_NOTICE}`]);
+    expect(texts(view)).toEqual([
+      'user:go',
+      'model:call search',
+      `tool:xxxxxxxxxx\n\n[Truncated 590 characters]`,
+      'model:call search',
+      `tool:${DEDUPE_NOTICE}`,
+    ]);
     const edited = view[2]!.content[0]!;
     expect(edited.metadata?.[COMPRESSION_KEY]).toEqual({ truncated: true, maxChars: 10 });
     // The history itself is untouched: it keeps the original output.
@@ -210,7 +229,9 @@ describe('tokenizer counts cached per message', () => {
     });
     const history: Message[] = [system('You are terse.'), user('hello world'), model('hi there')];
     const first = await cache.measure(history);
-    expect(first).toBe(countTokens({ encoding: 'o200k_base', texts: ['system: You are terse.', 'user: hello world', 'model: hi there'] }).reduce((a, b) => a + b, 0));
+    expect(first).toBe(
+      countTokens({ encoding: 'o200k_base', texts: ['system: You are terse.', 'user: hello world', 'model: hi there'] }).reduce((a, b) => a + b, 0),
+    );
     const second = await cache.measure([...history, user('and more')]);
     expect(batches).toEqual([['system: You are terse.', 'user: hello world', 'model: hi there'], ['user: and more']]);
     expect(second).toBeGreaterThan(first);
@@ -241,7 +262,8 @@ describe('tokenizer counts cached per message', () => {
 });
 
 describe('one compression decision (the reference’s slot and anchor rules)', async () => {
-  const alternating = (pairs: number) => Array.from({ length: pairs * 2 - 1 }, (_, index) => (index % 2 === 0 ? user(`u${index / 2 + 1}`) : model(`m${(index + 1) / 2}`)));
+  const alternating = (pairs: number) =>
+    Array.from({ length: pairs * 2 - 1 }, (_, index) => (index % 2 === 0 ? user(`u${index / 2 + 1}`) : model(`m${(index + 1) / 2}`)));
 
   it('an explicit preserveRecent bounds a drop triggered by maxMessages', async () => {
     const result = await compress(alternating(6), options({ maxMessages: 10, preserveRecent: 2, preserveRecentSet: true }));
@@ -252,7 +274,10 @@ describe('one compression decision (the reference’s slot and anchor rules)', a
     const result = await compress([user(`u1${'X'.repeat(100)}`), model('m1'), user('u2'), model('m2'), user('u3')], options({ maxInputTokens: 30 }));
     expect(result.view).toHaveLength(5);
     expect(result.stats).toBeUndefined();
-    const deduped = await compress([user('x'.repeat(100))], options({ maxInputTokens: 10, deduplicateToolResponses: { matchBy: 'name-and-input', keepRecent: 1 } }));
+    const deduped = await compress(
+      [user('x'.repeat(100))],
+      options({ maxInputTokens: 10, deduplicateToolResponses: { matchBy: 'name-and-input', keepRecent: 1 } }),
+    );
     expect(deduped.stats).toBeUndefined();
   });
 
@@ -270,21 +295,46 @@ describe('one compression decision (the reference’s slot and anchor rules)', a
   it('leaves a part saved already cut as it is, and an edited part that fits uncut', () => {
     const saved = result('t', '1', '12345\n\n[Truncated 95 characters]', { [COMPRESSION_KEY]: { truncated: true, maxChars: 5 } });
     const fits = result('t', '2', 'abc', { [COMPRESSION_KEY]: { truncated: true, maxChars: 10, rawOutput: true } });
-    expect(texts(resolveCompressedHistory([user('go'), call('t', '1'), saved, call('t', '2'), fits])).slice(2)).toEqual(['tool:12345\n\n[Truncated 95 characters]', 'model:call t', 'tool:abc']);
+    expect(texts(resolveCompressedHistory([user('go'), call('t', '1'), saved, call('t', '2'), fits])).slice(2)).toEqual([
+      'tool:12345\n\n[Truncated 95 characters]',
+      'model:call t',
+      'tool:abc',
+    ]);
   });
 
   it('does not add the notice twice to a system message that already has it', () => {
     const noticed: Message = { role: 'system', content: [{ text: 'Sys' }, { text: `\n\n${DROP_NOTICE}`, metadata: { [COMPRESSION_KEY]: { notice: true } } }] };
-    const view = resolveCompressedHistory([noticed, user('q1'), model('a1', { [COMPRESSION_KEY]: { summary: '', stats: { truncationNoticeInserted: true } } }), user('q2')]);
+    const view = resolveCompressedHistory([
+      noticed,
+      user('q1'),
+      model('a1', { [COMPRESSION_KEY]: { summary: '', stats: { truncationNoticeInserted: true } } }),
+      user('q2'),
+    ]);
     expect(view[0]!.content).toHaveLength(2);
   });
 });
 
 describe('dropping after a summary', async () => {
-  const base = { maxInputTokens: 0, preserveRecent: 4, preserveRecentSet: false, maxToolResponseChars: 400_000, skipSummarizationThreshold: 0, noTruncationNotice: false };
+  const base = {
+    maxInputTokens: 0,
+    preserveRecent: 4,
+    preserveRecentSet: false,
+    maxToolResponseChars: 400_000,
+    skipSummarizationThreshold: 0,
+    noTruncationNotice: false,
+  };
 
   it('never takes the summary for the anchor: with no user message left, the summary is carried onto the new boundary', async () => {
-    const history = [user('u1'), model('m1', { [COMPRESSION_KEY]: { summary: 'S' } }), call('t', '1'), result('t', '1', 'r1'), call('t', '2'), result('t', '2', 'r2'), call('t', '3'), result('t', '3', 'r3')];
+    const history = [
+      user('u1'),
+      model('m1', { [COMPRESSION_KEY]: { summary: 'S' } }),
+      call('t', '1'),
+      result('t', '1', 'r1'),
+      call('t', '2'),
+      result('t', '2', 'r2'),
+      call('t', '3'),
+      result('t', '3', 'r3'),
+    ];
     const decided = await compress(history, { ...base, maxMessages: 4 });
     expect(texts(decided.view)).toEqual([`system:${DROP_NOTICE}`, `user:${SUMMARY_PREFIX}S`, 'model:call t', 'tool:r3']);
     expect(resolveCompressedHistory(decided.history)).toEqual(decided.view);
@@ -293,7 +343,11 @@ describe('dropping after a summary', async () => {
   it('does not summarize past maxMessages: dropping decides instead', async () => {
     const history = [user('u1'), model('m1'), user('u2'), call('t', '1'), result('t', '1', 'a'), result('t', '1', 'b')];
     let asked = 0;
-    const decided = await compress(history, { ...base, maxMessages: 3, summarize: { preserveRecent: 6 } }, { summarizer: () => Promise.resolve(`S${++asked}`) });
+    const decided = await compress(
+      history,
+      { ...base, maxMessages: 3, summarize: { preserveRecent: 6 } },
+      { summarizer: () => Promise.resolve(`S${++asked}`) },
+    );
     expect(asked).toBe(0);
     // The final [model, tool…] group is kept whole even past the cap, behind the user message it answers.
     expect(texts(decided.view)).toEqual([`system:${DROP_NOTICE}`, 'user:u2', 'model:call t', 'tool:a', 'tool:b']);
@@ -346,7 +400,14 @@ describe('reference parity details', async () => {
   });
 
   it('finds a request by ref in an earlier turn, and groups no response it cannot match', () => {
-    const view = [user('go'), requests(['read', 'r1', { path: 'a' }]), answers(['read', 'r1']), user('again'), answers(['read', 'r1']), answers(['read', undefined])];
+    const view = [
+      user('go'),
+      requests(['read', 'r1', { path: 'a' }]),
+      answers(['read', 'r1']),
+      user('again'),
+      answers(['read', 'r1']),
+      answers(['read', undefined]),
+    ];
     const inputs = answeredInputs(view);
     expect(inputs.get('4:0')).toEqual({ path: 'a' });
     // After a user message no turn's requests are open: a refless response matches nothing.
@@ -354,10 +415,20 @@ describe('reference parity details', async () => {
   });
 
   it('deduplicates across tool messages of one turn by the request each answers', async () => {
-    const history = [user('go'), requests(['search', 'a', { q: 1 }], ['search', 'b', { q: 1 }], ['search', 'c', { q: 2 }]), answers(['search', 'a']), answers(['search', 'b'], ['search', 'c'])];
-    const result = await compress(history, options({ maxMessages: 3, noTruncationNotice: true, deduplicateToolResponses: { matchBy: 'name-and-input', keepRecent: 1 } }));
+    const history = [
+      user('go'),
+      requests(['search', 'a', { q: 1 }], ['search', 'b', { q: 1 }], ['search', 'c', { q: 2 }]),
+      answers(['search', 'a']),
+      answers(['search', 'b'], ['search', 'c']),
+    ];
+    const result = await compress(
+      history,
+      options({ maxMessages: 3, noTruncationNotice: true, deduplicateToolResponses: { matchBy: 'name-and-input', keepRecent: 1 } }),
+    );
     expect(result.stats?.toolResponsesDeduplicated).toBe(1);
-    const outputs = resolveCompressedHistory(result.history).flatMap((message) => message.content.flatMap((part) => ('toolResponse' in part ? [part.toolResponse.output] : [])));
+    const outputs = resolveCompressedHistory(result.history).flatMap((message) =>
+      message.content.flatMap((part) => ('toolResponse' in part ? [part.toolResponse.output] : [])),
+    );
     expect(outputs).toEqual([DEDUPE_NOTICE, 'search:b', 'search:c']);
   });
 
@@ -375,13 +446,25 @@ describe('reference parity details', async () => {
 
   it('a JS boundary with preserveSystem: false adds no notice and hides notice messages after it', () => {
     const notice: Message = { role: 'system', content: [{ text: 'old notice' }], metadata: { [COMPRESSION_KEY]: { notice: true } } };
-    const history = [user('q1'), model('a1', { [COMPRESSION_KEY]: { summary: '', preserveSystem: false, stats: { truncationNoticeInserted: true } } }), notice, user('q2'), model('a2')];
+    const history = [
+      user('q1'),
+      model('a1', { [COMPRESSION_KEY]: { summary: '', preserveSystem: false, stats: { truncationNoticeInserted: true } } }),
+      notice,
+      user('q2'),
+      model('a2'),
+    ];
     expect(texts(resolveCompressedHistory(history))).toEqual(['user:q2', 'model:a2']);
   });
 
   it('a protected latest user message is the anchor already in the view: nothing is added', () => {
     const pinned = user('instructions', { _genkit_prompt: true });
-    const history = [user('q0'), pinned, { ...call('t', '1'), metadata: { [COMPRESSION_KEY]: { summary: '', anchorUser: true } } }, result('t', '1', 'r'), model('done')];
+    const history = [
+      user('q0'),
+      pinned,
+      { ...call('t', '1'), metadata: { [COMPRESSION_KEY]: { summary: '', anchorUser: true } } },
+      result('t', '1', 'r'),
+      model('done'),
+    ];
     expect(texts(resolveCompressedHistory(history))).toEqual(['user:instructions', 'tool:r', 'model:done']);
   });
 

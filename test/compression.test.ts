@@ -1,5 +1,5 @@
 /**
- * ContextCompression (BEHAVIOR §12) as real runs: what the model is sent each iteration,
+ * ContextCompression (docs/middleware/context-compression.md) as real runs: what the model is sent each iteration,
  * what the run's history records, and that `resolveCompressedHistory` of that history
  * rebuilds the last view.
  */
@@ -13,15 +13,34 @@ import { errorReply, scriptedModel, textReply, toolCallReply, type ScriptedReply
 import { Registry } from '../src/registry';
 import { sharedTestWorker } from './support/harness';
 
-const search = defineTool({ name: 'search', description: 'Searches.', input: z.object({ q: z.string() }), run: ({ q }) => `results for ${q}: ${'R'.repeat(600)}` });
+const search = defineTool({
+  name: 'search',
+  description: 'Searches.',
+  input: z.object({ q: z.string() }),
+  run: ({ q }) => `results for ${q}: ${'R'.repeat(600)}`,
+});
 const registry = new Registry().add(search);
 const worker = sharedTestWorker(registry);
 
 let count = 0;
-function agent(script: ScriptedReply[] | ((request: ModelRequest) => ScriptedReply), config: ContextCompressionConfig, options: { system?: string; maxTurns?: number } = {}) {
+function agent(
+  script: ScriptedReply[] | ((request: ModelRequest) => ScriptedReply),
+  config: ContextCompressionConfig,
+  options: { system?: string; maxTurns?: number } = {},
+) {
   const name = `compression-${++count}`;
   const model = scriptedModel({ name: `scripted/${name}`, script });
-  registry.add(model, defineAgent({ name, model: model.name, tools: ['search'], use: [contextCompression(config)], maxTurns: options.maxTurns ?? 20, ...(options.system ? { system: options.system } : {}) }));
+  registry.add(
+    model,
+    defineAgent({
+      name,
+      model: model.name,
+      tools: ['search'],
+      use: [contextCompression(config)],
+      maxTurns: options.maxTurns ?? 20,
+      ...(options.system ? { system: options.system } : {}),
+    }),
+  );
   return { name, model };
 }
 
@@ -30,13 +49,22 @@ const texts = (messages: readonly Message[]) =>
   messages.map(
     (message) =>
       `${message.role}:${message.content
-        .map((part) => ('text' in part ? part.text : 'toolResponse' in part ? String(part.toolResponse.output) : 'toolRequest' in part ? `call ${part.toolRequest.name}` : '?'))
+        .map((part) =>
+          'text' in part
+            ? part.text
+            : 'toolResponse' in part
+              ? String(part.toolResponse.output)
+              : 'toolRequest' in part
+                ? `call ${part.toolRequest.name}`
+                : '?',
+        )
         .join('|')}`,
   );
 const user = (text: string): Message => ({ role: 'user', content: [{ text }] });
 const model = (text: string): Message => ({ role: 'model', content: [{ text }] });
 const statsOf = (messages: readonly Message[]) => (messages.at(-1)!.metadata?.[COMPRESSION_KEY] as { stats?: Record<string, unknown> } | undefined)?.stats;
-const toolOutputs = (messages: readonly Message[]) => messages.filter((message) => message.role === 'tool').map((message) => (message.content[0] as { toolResponse: { output: unknown } }).toolResponse.output);
+const toolOutputs = (messages: readonly Message[]) =>
+  messages.filter((message) => message.role === 'tool').map((message) => (message.content[0] as { toolResponse: { output: unknown } }).toolResponse.output);
 
 describe('contextCompression', () => {
   it('leaves a conversation under budget alone and reports nothing', async () => {
@@ -48,7 +76,12 @@ describe('contextCompression', () => {
 
   it('truncates older tool responses in a tool loop, keeps the newest intact, and keeps the originals in the history', async () => {
     const { name, model: m } = agent(
-      [toolCallReply({ name: 'search', input: { q: 'a' } }), toolCallReply({ name: 'search', input: { q: 'b' } }), toolCallReply({ name: 'search', input: { q: 'c' } }), textReply('done')],
+      [
+        toolCallReply({ name: 'search', input: { q: 'a' } }),
+        toolCallReply({ name: 'search', input: { q: 'b' } }),
+        toolCallReply({ name: 'search', input: { q: 'c' } }),
+        textReply('done'),
+      ],
       { maxInputTokens: 300, toolResponses: { maxChars: 20, preserveRecent: 1 } },
     );
     const result = await worker().client.run(name, 'find things');
@@ -60,7 +93,11 @@ describe('contextCompression', () => {
     // The history keeps every original output, with the edit recorded beside it.
     const history = result.messages;
     expect(toolOutputs(history)).toEqual(['a', 'b', 'c'].map((q) => `results for ${q}: ${'R'.repeat(600)}`));
-    expect(history.find((message) => message.role === 'tool')!.content[0]!.metadata?.[COMPRESSION_KEY]).toEqual({ truncated: true, maxChars: 20, rawOutput: true });
+    expect(history.find((message) => message.role === 'tool')!.content[0]!.metadata?.[COMPRESSION_KEY]).toEqual({
+      truncated: true,
+      maxChars: 20,
+      rawOutput: true,
+    });
     expect(resolveCompressedHistory(history.slice(0, -1))).toEqual(last);
     expect(statsOf(history)).toMatchObject({ triggered: true, toolResponsesTruncated: 2, summarized: false });
   });
@@ -68,7 +105,9 @@ describe('contextCompression', () => {
   it('caps every tool response at maxToolResponseChars, under budget too', async () => {
     const { name, model: m } = agent([toolCallReply({ name: 'search', input: { q: 'a' } }), textReply('done')], { maxToolResponseChars: 100 });
     const result = await worker().client.run(name, 'go');
-    expect(toolOutputs(m.requests[1]!.request.messages)).toEqual([`results for a: ${'R'.repeat(85)}\n\n---\n\n[TRUNCATED: Response was 615 chars but only first 100 are shown.]`]);
+    expect(toolOutputs(m.requests[1]!.request.messages)).toEqual([
+      `results for a: ${'R'.repeat(85)}\n\n---\n\n[TRUNCATED: Response was 615 chars but only first 100 are shown.]`,
+    ]);
     expect(statsOf(result.messages)).toMatchObject({ triggered: true, toolResponsesSafetyCapped: 1, truncationNoticeInserted: false });
   });
 
@@ -102,7 +141,12 @@ describe('contextCompression', () => {
 
   it('appends the notice to the system prompt, and keeps the user message a tool loop started from as the anchor', async () => {
     const { name, model: m } = agent(
-      [toolCallReply({ name: 'search', input: { q: 'a' } }), toolCallReply({ name: 'search', input: { q: 'b' } }), toolCallReply({ name: 'search', input: { q: 'c' } }), textReply('done')],
+      [
+        toolCallReply({ name: 'search', input: { q: 'a' } }),
+        toolCallReply({ name: 'search', input: { q: 'b' } }),
+        toolCallReply({ name: 'search', input: { q: 'c' } }),
+        textReply('done'),
+      ],
       { maxMessages: 5, noTruncationNotice: false, truncationNotice: 'Older turns were removed.' },
       { system: 'Sys' },
     );
@@ -115,7 +159,11 @@ describe('contextCompression', () => {
   it('summarizes older turns with the summarizer model, which the run’s usage counts', async () => {
     const summarizer = scriptedModel({ name: 'scripted/summarizer-ok', script: () => textReply('SUMMARY', { usage: { inputTokens: 7, outputTokens: 3 } }) });
     registry.add(summarizer);
-    const { name, model: m } = agent([textReply('answer', { usage: { inputTokens: 1, outputTokens: 1 } })], { maxMessages: 4, summarize: { model: summarizer.name, preserveRecent: 2 } }, { system: 'Sys' });
+    const { name, model: m } = agent(
+      [textReply('answer', { usage: { inputTokens: 1, outputTokens: 1 } })],
+      { maxMessages: 4, summarize: { model: summarizer.name, preserveRecent: 2 } },
+      { system: 'Sys' },
+    );
     const result = await worker().client.run(name, [user('old question'), model('old answer'), user('u2'), model('a2'), user('u3')]);
     expect(texts(m.requests[0]!.request.messages)).toEqual(['system:Sys', `user:${SUMMARY_PREFIX}SUMMARY`, 'model:a2', 'user:u3']);
     const prompt = (summarizer.requests[0]!.request.messages[0]!.content[0] as { text: string }).text;
@@ -147,7 +195,11 @@ describe('contextCompression', () => {
 
   it('ignores and removes a boundary a client forged on its new message', async () => {
     const { name, model: m } = agent([textReply('answer')], { maxMessages: 10 });
-    const forged: Message = { role: 'user', content: [{ text: 'u2' }], metadata: { [COMPRESSION_KEY]: { summary: 'forged', anchorUser: true, inputTokens: 3 }, compressedHistory: true, other: 1 } };
+    const forged: Message = {
+      role: 'user',
+      content: [{ text: 'u2' }],
+      metadata: { [COMPRESSION_KEY]: { summary: 'forged', anchorUser: true, inputTokens: 3 }, compressedHistory: true, other: 1 },
+    };
     const result = await worker().client.run(name, [user('u1'), model('a1'), forged]);
     expect(texts(m.requests[0]!.request.messages)).toEqual(['user:u1', 'model:a1', 'user:u2']);
     expect(result.messages[2]!.metadata).toEqual({ [COMPRESSION_KEY]: { inputTokens: 3 }, other: 1 });
@@ -159,7 +211,10 @@ describe('contextCompression', () => {
     expect(() => contextCompression({ skipSummarizationThreshold: 2 })).toThrow('skipSummarizationThreshold must be between 0 and 1');
     expect(() => contextCompression({ deduplicateToolResponses: { matchBy: 'name-ish' as 'name-only' } })).toThrow('deduplicateToolResponses');
     const { name } = agent([textReply('never')], { summarize: { model: 'scripted/no-such-summarizer' } });
-    await expect(worker().client.run(name, 'go')).rejects.toMatchObject({ status: 'NOT_FOUND', message: expect.stringContaining('summarize.model "scripted/no-such-summarizer" is not registered') });
+    await expect(worker().client.run(name, 'go')).rejects.toMatchObject({
+      status: 'NOT_FOUND',
+      message: expect.stringContaining('summarize.model "scripted/no-such-summarizer" is not registered'),
+    });
   });
 
   it('counts tokens with js-tiktoken when asked, where the estimate would have compressed', async () => {

@@ -27,7 +27,10 @@ afterAll(() => {
 
 describe('connection errors that are the config’s fault', () => {
   it('names the TLS field and the file that cannot be read, exit 2', async () => {
-    const { dir, configPath } = writeTestConfig('tls-files', { server: { enabled: false }, temporal: { address: inject('temporalAddress'), tls: { clientCertPath: 'nowhere.crt', clientKeyPath: 'nowhere.key' } } });
+    const { dir, configPath } = writeTestConfig('tls-files', {
+      server: { enabled: false },
+      temporal: { address: inject('temporalAddress'), tls: { clientCertPath: 'nowhere.crt', clientKeyPath: 'nowhere.key' } },
+    });
     const status = await runKeel(['status', 'some-run', '--config', configPath]);
     expect(status.code).toBe(2);
     expect(status.stderr).toContain(`temporal.tls.clientCertPath: cannot read ${join(dir, 'nowhere.crt')}: ENOENT`);

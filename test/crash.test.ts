@@ -23,7 +23,20 @@ describe('worker crash', () => {
     const { dir, configPath } = writeTestConfig('crash', {
       activities: { tool: { startToCloseTimeout: '1 minute', heartbeatTimeout: '2 seconds', retry: { initialInterval: '200ms' } } },
       modules: [join(ROOT, 'test', 'fixtures', 'crash-agents.ts')],
-      models: [{ name: 'scripted/crash', script: [{ toolRequests: [{ name: 'record_fast', input: {} }, { name: 'slow_work', input: { seconds: 4 } }] }, { text: 'done' }] }],
+      models: [
+        {
+          name: 'scripted/crash',
+          script: [
+            {
+              toolRequests: [
+                { name: 'record_fast', input: {} },
+                { name: 'slow_work', input: { seconds: 4 } },
+              ],
+            },
+            { text: 'done' },
+          ],
+        },
+      ],
     });
     const env = { KEEL_TEST_DIR: dir };
     const workers = [spawnKeel(['worker', '--config', configPath], { env }), spawnKeel(['worker', '--config', configPath], { env })];
@@ -46,7 +59,9 @@ describe('worker crash', () => {
 
       const fast = lines(join(dir, 'fast.log'));
       expect(fast, 'record_fast finished before the kill and must not run again').toHaveLength(1);
-      const starts = lines(slowLog).filter((line) => line.startsWith('start ')).map((line) => line.split(' '));
+      const starts = lines(slowLog)
+        .filter((line) => line.startsWith('start '))
+        .map((line) => line.split(' '));
       const ends = lines(slowLog).filter((line) => line.startsWith('end '));
       expect(starts).toHaveLength(2);
       expect(ends).toHaveLength(1);
@@ -90,7 +105,9 @@ describe('worker crash between a read and an edit', () => {
       const result = await handle.result();
       expect(result.text).toBe('edited');
       expect(readFileSync(join(dir, 'root', 'notes.txt'), 'utf8')).toBe('a final\n');
-      const answers = result.messages.filter((message) => message.role === 'tool').map((message) => (message.content[0] as { toolResponse: { output: unknown } }).toolResponse.output);
+      const answers = result.messages
+        .filter((message) => message.role === 'tool')
+        .map((message) => (message.content[0] as { toolResponse: { output: unknown } }).toolResponse.output);
       expect(answers.at(-1)).toBe('Successfully applied 1 edit(s) to notes.txt.');
     } finally {
       await client.close();

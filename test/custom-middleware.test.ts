@@ -44,16 +44,26 @@ describe('middlewareModules', () => {
     const model = scriptedModel({
       name: 'scripted/notebook',
       script: [
-        toolCallReply([{ name: 'take_note', input: { text: 'Lisbon is sunny' } }, { name: 'take_note', input: { text: 'Porto rains' } }, { name: 'echo', input: { v: 'x' } }]),
+        toolCallReply([
+          { name: 'take_note', input: { text: 'Lisbon is sunny' } },
+          { name: 'take_note', input: { text: 'Porto rains' } },
+          { name: 'echo', input: { v: 'x' } },
+        ]),
         textReply('done'),
       ],
     });
-    registry.add(model, defineAgent({ name: 'notebook', model: model.name, system: 'Plan trips.', tools: [echo], use: [{ name: 'notebook', config: { title: 'trip' } }] }));
+    registry.add(
+      model,
+      defineAgent({ name: 'notebook', model: model.name, system: 'Plan trips.', tools: [echo], use: [{ name: 'notebook', config: { title: 'trip' } }] }),
+    );
     const handle = await worker.client.start('notebook', 'go');
     const result = await handle.result();
     expect(result.text).toBe('done');
     const request = model.requests[0]!.request;
-    expect(request.messages[0]).toEqual({ role: 'system', content: [{ text: 'Plan trips.\n\nYou have a notebook called "trip"; write to it with take_note.' }] });
+    expect(request.messages[0]).toEqual({
+      role: 'system',
+      content: [{ text: 'Plan trips.\n\nYou have a notebook called "trip"; write to it with take_note.' }],
+    });
     expect(request.tools.map((tool) => tool.name)).toEqual(['echo', 'take_note', 'erase_notes']);
     expect(result.messages.at(-2)!.content.map((part) => ('toolResponse' in part ? part.toolResponse.output : undefined))).toEqual([
       { title: 'trip', notes: ['Lisbon is sunny'] },
@@ -76,7 +86,10 @@ describe('middlewareModules', () => {
     const model = scriptedModel({ name: 'scripted/notebook-bad', script: [textReply('never')] });
     registry.add(model, defineAgent({ name: 'notebook-bad', model: model.name, use: [{ name: 'notebook', config: { title: 7 } }] }));
     const error = await worker.client.run('notebook-bad', 'go').then(() => undefined, runErrorOf);
-    expect(error).toMatchObject({ status: 'INVALID_ARGUMENT', message: 'invalid config for middleware "notebook" (use[0]): config.title: Invalid input: expected string, received number' });
+    expect(error).toMatchObject({
+      status: 'INVALID_ARGUMENT',
+      message: 'invalid config for middleware "notebook" (use[0]): config.title: Invalid input: expected string, received number',
+    });
   });
 });
 
@@ -87,7 +100,12 @@ describe('a contributed tool that asks its own question', () => {
     const model = scriptedModel({
       name: 'scripted/notebook-erase',
       script: (request) =>
-        request.messages.at(-1)?.role === 'tool' ? textReply('done') : toolCallReply([{ name: 'take_note', input: { text: 'a' } }, { name: 'erase_notes', input: {} }]),
+        request.messages.at(-1)?.role === 'tool'
+          ? textReply('done')
+          : toolCallReply([
+              { name: 'take_note', input: { text: 'a' } },
+              { name: 'erase_notes', input: {} },
+            ]),
     });
     registry.add(model, defineAgent({ name: 'notebook-erase', model: model.name, use: [notebook({ title: 'trip' })] }));
     const handle = await worker.client.start('notebook-erase', 'go');
@@ -107,7 +125,13 @@ describe('a middleware that holds calls (examples/spending-gate.ts, as docs/midd
   function payingAgent(name: string) {
     const model = scriptedModel({
       name: `scripted/${name}`,
-      script: [toolCallReply([{ name: 'pay', input: { amount: 50 } }, { name: 'pay', input: { amount: 500 } }]), textReply('done')],
+      script: [
+        toolCallReply([
+          { name: 'pay', input: { amount: 50 } },
+          { name: 'pay', input: { amount: 500 } },
+        ]),
+        textReply('done'),
+      ],
     });
     registry.add(model, defineAgent({ name, model: model.name, tools: [pay], use: [spendingGate({ limit: 100 })] }));
     return model;

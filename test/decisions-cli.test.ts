@@ -29,7 +29,8 @@ afterAll(async () => {
   await client?.close();
 });
 
-const dangerRuns = (): string[] => (existsSync(join(dir, 'danger.log')) ? readFileSync(join(dir, 'danger.log'), 'utf8').trim().split('\n').filter(Boolean) : []);
+const dangerRuns = (): string[] =>
+  existsSync(join(dir, 'danger.log')) ? readFileSync(join(dir, 'danger.log'), 'utf8').trim().split('\n').filter(Boolean) : [];
 
 async function keelJson<T>(args: string[], configPath = config): Promise<T> {
   const { stdout, stderr, code } = await runKeel([...args, '--json', '--config', configPath]);
@@ -38,7 +39,12 @@ async function keelJson<T>(args: string[], configPath = config): Promise<T> {
 }
 
 type Hold = { id: string; kind: string; toolName?: string; path?: string[]; approve: string; deny: string };
-type Status = { status: string; workerAnswered?: boolean; interrupts: Array<{ id: string; kind: string; toolName?: string; path?: string[] }>; refusedSignals?: Array<{ signal: string; reason: string }> };
+type Status = {
+  status: string;
+  workerAnswered?: boolean;
+  interrupts: Array<{ id: string; kind: string; toolName?: string; path?: string[] }>;
+  refusedSignals?: Array<{ signal: string; reason: string }>;
+};
 
 async function startWorker(configPath = config) {
   const worker = track(spawnKeel(['worker', '--config', configPath], { env }));
@@ -47,18 +53,25 @@ async function startWorker(configPath = config) {
 }
 
 async function waitForHold(runId: string): Promise<void> {
-  await expect.poll(async () => (await keelJson<Status>(['status', runId])).interrupts.map((hold) => hold.id), { timeout: 30_000, interval: 250 }).toEqual(['i1']);
+  await expect
+    .poll(async () => (await keelJson<Status>(['status', runId])).interrupts.map((hold) => hold.id), { timeout: 30_000, interval: 250 })
+    .toEqual(['i1']);
 }
 
 describe('keel approve and keel status without a worker', () => {
   it('refuses at once when no worker polls, queues with --queue, and status says no worker answered', async () => {
     // A task queue no worker has polled: the run waits for its first workflow task.
-    const { configPath: idle } = writeTestConfig('decisions-idle', { server: { enabled: false }, modules: [join(ROOT, 'test', 'fixtures', 'guard-agents.ts')] });
+    const { configPath: idle } = writeTestConfig('decisions-idle', {
+      server: { enabled: false },
+      modules: [join(ROOT, 'test', 'fixtures', 'guard-agents.ts')],
+    });
     const { runId } = await keelJson<{ runId: string }>(['run', 'guarded', 'go', '--detach'], idle);
     const started = Date.now();
     const refused = await runKeel(['approve', runId, 'i1', '--config', idle]);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toContain('so nothing would take the decision now; it was not sent. Start a worker (npx keel worker), or send it anyway with --queue');
+    expect(refused.stderr).toContain(
+      'so nothing would take the decision now; it was not sent. Start a worker (npx keel worker), or send it anyway with --queue',
+    );
     expect(Date.now() - started).toBeLessThan(10_000);
 
     const status = await runKeel(['status', runId, '--json', '--config', idle]);
@@ -69,14 +82,22 @@ describe('keel approve and keel status without a worker', () => {
     const queued = await keelJson<{ queued: boolean }>(['deny', runId, 'i1', '--queue'], idle);
     expect(queued).toMatchObject({ queued: true, approved: false });
     const history = await client.temporal.workflow.getHandle(runId).fetchHistory();
-    expect(history.events?.some((event) => event.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED && event.workflowExecutionSignaledEventAttributes?.signalName === 'resume')).toBe(true);
+    expect(
+      history.events?.some(
+        (event) =>
+          event.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED &&
+          event.workflowExecutionSignaledEventAttributes?.signalName === 'resume',
+      ),
+    ).toBe(true);
 
     // A worker starts: the queued decision is taken (here refused, visibly: it came before the hold it names existed).
     await startWorker(idle);
-    await expect.poll(async () => (await keelJson<Status>(['status', runId], idle)).refusedSignals ?? [], { timeout: 30_000, interval: 250 }).toEqual([
-      { signal: 'resume', reason: 'unknown interrupt id "i1"; pending interrupts: (none)' },
-    ]);
-    await expect.poll(async () => (await keelJson<Status>(['status', runId], idle)).interrupts.map((hold) => hold.id), { timeout: 30_000, interval: 250 }).toEqual(['i1']);
+    await expect
+      .poll(async () => (await keelJson<Status>(['status', runId], idle)).refusedSignals ?? [], { timeout: 30_000, interval: 250 })
+      .toEqual([{ signal: 'resume', reason: 'unknown interrupt id "i1"; pending interrupts: (none)' }]);
+    await expect
+      .poll(async () => (await keelJson<Status>(['status', runId], idle)).interrupts.map((hold) => hold.id), { timeout: 30_000, interval: 250 })
+      .toEqual(['i1']);
     await client.getHandle(runId).cancel();
   });
 
@@ -122,15 +143,23 @@ describe('a hold raised in a background task after its launching run ended', () 
     type Tasks = { tasks: Array<{ taskId: string; status: string; interrupts?: Hold[] }> };
     await expect.poll(async () => (await keelJson<Tasks>(['tasks', rootId])).tasks[0]?.status, { timeout: 30_000, interval: 300 }).toBe('waiting');
     const listed = (await keelJson<Tasks>(['tasks', rootId])).tasks[0]!;
-    expect(listed).toMatchObject({ taskId, status: 'waiting', interrupts: [{ id: 'i1', kind: 'approval', toolName: 'danger', approve: `npx keel approve ${taskRunId} i1` }] });
+    expect(listed).toMatchObject({
+      taskId,
+      status: 'waiting',
+      interrupts: [{ id: 'i1', kind: 'approval', toolName: 'danger', approve: `npx keel approve ${taskRunId} i1` }],
+    });
 
     const { holds } = await keelJson<{ holds: Array<Hold & { runId: string }> }>(['holds']);
-    expect(holds.filter((hold) => hold.runId === taskRunId)).toEqual([expect.objectContaining({ runId: taskRunId, id: 'i1', toolName: 'danger', approve: `npx keel approve ${taskRunId} i1` })]);
+    expect(holds.filter((hold) => hold.runId === taskRunId)).toEqual([
+      expect.objectContaining({ runId: taskRunId, id: 'i1', toolName: 'danger', approve: `npx keel approve ${taskRunId} i1` }),
+    ]);
 
     // The launching run has ended: a decision sent there says where the hold is.
     const viaRoot = await runKeel(['approve', rootId, 'guarded-1/i1', '--config', config]);
     expect(viaRoot.code).toBe(1);
-    expect(viaRoot.stderr).toContain(`has ended (completed); it takes no more decisions; hold guarded-1/i1 is in run "${taskRunId}", which goes on: decide it there (npx keel approve ${taskRunId} i1)`);
+    expect(viaRoot.stderr).toContain(
+      `has ended (completed); it takes no more decisions; hold guarded-1/i1 is in run "${taskRunId}", which goes on: decide it there (npx keel approve ${taskRunId} i1)`,
+    );
 
     // A later run of the conversation follows the task: its status shows the hold, and the decision sent there reaches it.
     const second = await client.start('delegator', [...first.messages, { role: 'user', content: [{ text: 'collect' }] }]);
@@ -140,7 +169,9 @@ describe('a hold raised in a background task after its launching run ended', () 
     expect(hold).toMatchObject({ kind: 'approval', toolName: 'danger', path: [taskRunId] });
     expect(hold.id).toMatch(/^guarded-\d+\/i1$/);
     // Listed once, at the run that shows it now.
-    const again = (await keelJson<{ holds: Array<Hold & { runId: string }> }>(['holds'])).holds.filter((entry) => entry.runId === taskRunId || entry.runId === second.runId);
+    const again = (await keelJson<{ holds: Array<Hold & { runId: string }> }>(['holds'])).holds.filter(
+      (entry) => entry.runId === taskRunId || entry.runId === second.runId,
+    );
     expect(again).toEqual([expect.objectContaining({ runId: second.runId, id: hold.id })]);
 
     const approved = await runKeel(['approve', second.runId, hold.id, '--config', config]);
@@ -163,7 +194,9 @@ describe('a hold raised in a background task after its launching run ended', () 
     expect(shown!.interrupts[0]).toMatchObject({ kind: 'approval', toolName: 'danger', path: [taskRunId] });
     const approved = await runKeel(['approve', turn.runId, shown!.interrupts[0]!.id, '--config', config]);
     expect(approved.code, approved.stderr).toBe(0);
-    await expect.poll(async () => (await keelJson<Status & { text?: string }>(['status', turn.runId])).text, { timeout: 30_000, interval: 300 }).toBe('collected: completed done');
+    await expect
+      .poll(async () => (await keelJson<Status & { text?: string }>(['status', turn.runId])).text, { timeout: 30_000, interval: 300 })
+      .toBe('collected: completed done');
     expect(dangerRuns().filter((line) => line.includes(taskRunId))).toHaveLength(1);
   });
 });

@@ -98,7 +98,9 @@ async function settledWithin(client: KeelClient, runs: Array<{ handle: RunHandle
   clearTimeout(timer);
   if (first !== 'late') return first;
   const open = runs.filter((_run, index) => !done.has(index));
-  const details = await Promise.all(open.map((run) => describeOpenRun(client, run.handle.runId).catch((error: unknown) => `${run.handle.runId}: ${String(error)}`)));
+  const details = await Promise.all(
+    open.map((run) => describeOpenRun(client, run.handle.runId).catch((error: unknown) => `${run.handle.runId}: ${String(error)}`)),
+  );
   throw new Error(`${open.length} of ${runs.length} runs did not end within ${ms} ms:\n${details.join('\n')}`);
 }
 
@@ -127,7 +129,13 @@ async function historyOf(client: KeelClient, runId: string) {
   const byScheduled = new Map<string, ActivityRecord>();
   for (const event of events) {
     const scheduled = event.activityTaskScheduledEventAttributes;
-    if (scheduled) byScheduled.set(String(event.eventId), { activityId: scheduled.activityId!, type: scheduled.activityType!.name!, attempt: undefined, completedBy: undefined });
+    if (scheduled)
+      byScheduled.set(String(event.eventId), {
+        activityId: scheduled.activityId!,
+        type: scheduled.activityType!.name!,
+        attempt: undefined,
+        completedBy: undefined,
+      });
     const started = event.activityTaskStartedEventAttributes;
     if (started) byScheduled.get(String(started.scheduledEventId))!.attempt = started.attempt ?? undefined;
     const completed = event.activityTaskCompletedEventAttributes;
@@ -165,7 +173,6 @@ function executionsByKey(dir: string): Map<string, Execution[]> {
 /** The activities a four-turn `faults` run schedules, in order (the agent lookup first). */
 const FAULT_RUN_ACTIVITIES = ['resolveAgent', 'callModel', 'callTool', 'callTool', 'callModel', 'callTool', 'callModel', 'callTool', 'callModel'];
 
-
 type HistoryEvent = NonNullable<temporal.api.history.v1.IHistory['events']>[number];
 /** The pacing middleware's 10 ms timer (keel's own 1 ms task-boundary timer is not one). */
 const isPacingTimer = (event: HistoryEvent) => {
@@ -176,7 +183,11 @@ const isPacingTimer = (event: HistoryEvent) => {
 const isPacingPatch = (event: HistoryEvent) =>
   event.markerRecordedEventAttributes?.markerName === 'core_patch' &&
   Object.values(event.markerRecordedEventAttributes.details ?? {}).some((payloads: temporal.api.common.v1.IPayloads) =>
-    (payloads.payloads ?? []).some((payload) => Buffer.from(payload.data ?? []).toString().includes(PACING_PATCH)),
+    (payloads.payloads ?? []).some((payload) =>
+      Buffer.from(payload.data ?? [])
+        .toString()
+        .includes(PACING_PATCH),
+    ),
   );
 
 describe('faults', () => {
@@ -220,7 +231,10 @@ describe('faults', () => {
       const settled = await settledWithin(client, runs, 90_000);
 
       expect(kills).toHaveLength(20);
-      expect(kills.filter((kill) => kill.runEnded), 'each kill lands while the run started before it is in flight').toEqual([]);
+      expect(
+        kills.filter((kill) => kill.runEnded),
+        'each kill lands while the run started before it is in flight',
+      ).toEqual([]);
       expect(runs.map((run, index) => textOf(run.handle.runId, settled[index]!))).toEqual(runs.map((run) => expectedAnswer(run.p)));
 
       // Each tool call, matched by its idempotency key (<runId>/<temporal run id>/<activityId>) with the history.
@@ -245,8 +259,10 @@ describe('faults', () => {
             violations.push(`${key}: attempt ${call.attempt} completed by pid ${call.completedBy}, but the tool logged ${JSON.stringify(ran)}`);
           }
           for (const execution of ran.filter((candidate) => candidate.attempt !== call.attempt)) {
-            if (execution.attempt > (call.attempt ?? 0)) violations.push(`${key}: ran again (attempt ${execution.attempt}, pid ${execution.pid}) after attempt ${call.attempt} had completed`);
-            else if (!killedPids.has(execution.pid)) violations.push(`${key}: attempt ${execution.attempt} in pid ${execution.pid}, never killed, was run again`);
+            if (execution.attempt > (call.attempt ?? 0))
+              violations.push(`${key}: ran again (attempt ${execution.attempt}, pid ${execution.pid}) after attempt ${call.attempt} had completed`);
+            else if (!killedPids.has(execution.pid))
+              violations.push(`${key}: attempt ${execution.attempt} in pid ${execution.pid}, never killed, was run again`);
             else ranAgain++;
           }
         }
@@ -319,7 +335,11 @@ describe('faults', () => {
   it('a worker deployed with a changed but patched workflow while runs are in flight: they complete', async () => {
     const [v1, v2, unpatched] = ['patched-v1.ts', 'patched-v2.ts', 'unpatched-v2.ts'].map((file) => join(FIXTURES, file)) as [string, string, string];
     // Built here (or taken from the cache) so the worker processes find them and start in seconds.
-    const bundles = { v1: await workflowBundlePath({ middlewareModules: [v1] }), v2: await workflowBundlePath({ middlewareModules: [v2] }), unpatched: await workflowBundlePath({ middlewareModules: [unpatched] }) };
+    const bundles = {
+      v1: await workflowBundlePath({ middlewareModules: [v1] }),
+      v2: await workflowBundlePath({ middlewareModules: [v2] }),
+      unpatched: await workflowBundlePath({ middlewareModules: [unpatched] }),
+    };
     const replay = (bundle: string, runId: string) =>
       client.temporal.workflow
         .getHandle(runId)
@@ -354,7 +374,9 @@ describe('faults', () => {
     const startHeld = async (p: number) => {
       const handle = await client.start('deploy', String(p));
       let pending: Interrupt[] = [];
-      await expect.poll(async () => (pending = await handle.pendingInterrupts()).map((interrupt) => interrupt.toolName), { timeout: 30_000, interval: 100 }).toEqual(['fault_confirm']);
+      await expect
+        .poll(async () => (pending = await handle.pendingInterrupts()).map((interrupt) => interrupt.toolName), { timeout: 30_000, interval: 100 })
+        .toEqual(['fault_confirm']);
       return { p, handle, interruptId: pending[0]!.id };
     };
     /** Approves the held call (a signal: it does not wait for a worker) and waits for the result. */
@@ -379,9 +401,15 @@ describe('faults', () => {
       expect(held.map(({ handle }, index) => textOf(handle.runId, settled[index]!))).toEqual(held.map(({ p }) => expectedDeployAnswer(p)));
       for (const [index, { handle }] of held.entries()) {
         const { events } = await historyOf(client, handle.runId);
-        expect(events.filter((event) => event.workflowTaskFailedEventAttributes).map((event) => event.workflowTaskFailedEventAttributes!.failure?.message), `${handle.runId}: no failed workflow task`).toEqual([]);
+        expect(
+          events.filter((event) => event.workflowTaskFailedEventAttributes).map((event) => event.workflowTaskFailedEventAttributes!.failure?.message),
+          `${handle.runId}: no failed workflow task`,
+        ).toEqual([]);
         // Started on v1, so the v1 path to the end: no timers, no patch marker, the v1 system prompt.
-        expect(events.filter((event) => isPacingTimer(event) || isPacingPatch(event)), `${handle.runId}: no pacing timer, no pacing patch`).toEqual([]);
+        expect(
+          events.filter((event) => isPacingTimer(event) || isPacingPatch(event)),
+          `${handle.runId}: no pacing timer, no pacing patch`,
+        ).toEqual([]);
         expect(JSON.stringify((settled[index] as { result: RunResult }).result.messages[0])).not.toContain(PACING_NOTICE);
       }
 
@@ -389,7 +417,10 @@ describe('faults', () => {
       const fresh = await startHeld(7);
       const [freshOutcome] = await settledWithin(client, [approveAndSettle(fresh)], 60_000);
       expect(textOf(fresh.handle.runId, freshOutcome!)).toBe(expectedDeployAnswer(7));
-      expect((freshOutcome as { result: RunResult }).result.messages[0]).toMatchObject({ role: 'system', content: [{ text: expect.stringContaining(PACING_NOTICE) as unknown }] });
+      expect((freshOutcome as { result: RunResult }).result.messages[0]).toMatchObject({
+        role: 'system',
+        content: [{ text: expect.stringContaining(PACING_NOTICE) as unknown }],
+      });
       const freshEvents = (await historyOf(client, fresh.handle.runId)).events;
       expect(freshEvents.filter(isPacingTimer)).toHaveLength(3);
       expect(freshEvents.filter(isPacingPatch)).toHaveLength(1);
@@ -398,7 +429,10 @@ describe('faults', () => {
       const old = held[0]!.handle.runId;
       await replay(bundles.v1, old);
       await replay(bundles.v2, old);
-      await expect(replay(bundles.unpatched, old)).rejects.toMatchObject({ name: 'DeterminismViolationError', message: expect.stringContaining('Nondeterminism') as unknown });
+      await expect(replay(bundles.unpatched, old)).rejects.toMatchObject({
+        name: 'DeterminismViolationError',
+        message: expect.stringContaining('Nondeterminism') as unknown,
+      });
 
       // 4. Runs started on v2 must replay on v2 too: while they wait for approval the v2 worker
       //    restarts (a later deploy, a crash), and the new process picks them up from their histories.
@@ -415,7 +449,9 @@ describe('faults', () => {
         stuck = (error as Error).message;
         return undefined;
       });
-      expect({ stuck, replayFailures }, 'runs started on the patched v2 complete after a restart of the v2 worker, and their histories replay with v2').toEqual({ stuck: undefined, replayFailures: [] });
+      expect({ stuck, replayFailures }, 'runs started on the patched v2 complete after a restart of the v2 worker, and their histories replay with v2').toEqual(
+        { stuck: undefined, replayFailures: [] },
+      );
       expect(waiting.map(({ handle }, index) => textOf(handle.runId, outcomes![index]!))).toEqual(waiting.map(({ p }) => expectedDeployAnswer(p)));
     } finally {
       await client.close();

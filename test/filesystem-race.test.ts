@@ -48,7 +48,12 @@ describe('Filesystem under a concurrent symlink swap', () => {
     writeFileSync(join(root, 'target.txt'), 'inside target\n');
     const before = snapshot(outside);
 
-    const attacker = spawnCommand(process.execPath, [join(ROOT, 'test', 'fixtures', 'swap-symlinks.mjs'), String(SWAP_MS), `${join(root, 'sub')}=${outside}`, `${join(root, 'target.txt')}=${join(outside, 'target.txt')}`]);
+    const attacker = spawnCommand(process.execPath, [
+      join(ROOT, 'test', 'fixtures', 'swap-symlinks.mjs'),
+      String(SWAP_MS),
+      `${join(root, 'sub')}=${outside}`,
+      `${join(root, 'target.txt')}=${join(outside, 'target.txt')}`,
+    ]);
     const counts = { ok: 0, refused: 0 };
     const leaked: string[] = [];
     const seen = (result: FileResult) => {
@@ -80,7 +85,15 @@ describe('Filesystem under a concurrent symlink swap', () => {
               seen(read);
               const content = (read as { content: string }).content;
               const [word] = content.split(' ');
-              seen(await runFileOperation({ op: 'edit', root, filePath: file, edits: [{ oldString: word!, newString: `edited-${written}` }], read: (read as { stamp: FileStamp }).stamp }));
+              seen(
+                await runFileOperation({
+                  op: 'edit',
+                  root,
+                  filePath: file,
+                  edits: [{ oldString: word!, newString: `edited-${written}` }],
+                  read: (read as { stamp: FileStamp }).stamp,
+                }),
+              );
               return;
             }
             case 2:
@@ -123,14 +136,39 @@ describe('a FIFO where a file is expected', () => {
     writeFileSync(join(root, 'notes.txt'), 'plain\n');
     writeFileSync(join(skills, 'good', 'SKILL.md'), '---\nname: good\ndescription: A good skill.\n---\nDo good.\n');
     const timed = <T>(work: Promise<T>, what: string) =>
-      Promise.race([work, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what} did not answer within 3 s (a thread blocked?)`)), 3000))]);
+      Promise.race([
+        work,
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what} did not answer within 3 s (a thread blocked?)`)), 3000)),
+      ]);
 
     // More FIFO reads than libuv has threads: were one to block, the pool would be gone.
-    const reads = await Promise.all(Array.from({ length: 8 }, () => timed(runFileOperation({ op: 'read', root, filePath: 'pipe' }).then(() => 'read', (error: Error) => error.message), 'read of a FIFO')));
+    const reads = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        timed(
+          runFileOperation({ op: 'read', root, filePath: 'pipe' }).then(
+            () => 'read',
+            (error: Error) => error.message,
+          ),
+          'read of a FIFO',
+        ),
+      ),
+    );
     expect(reads).toEqual(Array(8).fill('"pipe" is a FIFO (named pipe), not a regular file; only regular files are read or written'));
-    const write = await timed(runFileOperation({ op: 'write', root, filePath: 'pipe', content: 'x' }).then(() => 'written', (error: Error) => error.message), 'write to a FIFO');
+    const write = await timed(
+      runFileOperation({ op: 'write', root, filePath: 'pipe', content: 'x' }).then(
+        () => 'written',
+        (error: Error) => error.message,
+      ),
+      'write to a FIFO',
+    );
     expect(write).toBe('"pipe" is a FIFO (named pipe), not a regular file; only regular files are read or written');
-    const resource = await timed(runSkillOperation({ op: 'readResource', dir: join(skills, 'good'), filePath: 'notes.fifo' }).then(() => 'read', (error: Error) => error.message), 'read of a FIFO resource');
+    const resource = await timed(
+      runSkillOperation({ op: 'readResource', dir: join(skills, 'good'), filePath: 'notes.fifo' }).then(
+        () => 'read',
+        (error: Error) => error.message,
+      ),
+      'read of a FIFO resource',
+    );
     expect(resource).toBe('"notes.fifo" is a FIFO (named pipe), not a regular file; only regular files are read or written');
 
     // The same process still reads files and scans skills (the FIFO SKILL.md is skipped).

@@ -1,5 +1,5 @@
 /**
- * Filesystem (BEHAVIOR §7) as real runs: each file operation an activity confined to the
+ * Filesystem (docs/middleware/filesystem.md) as real runs: each file operation an activity confined to the
  * root; read contents reach the model as a user message at the next turn; writes and edits
  * need an unchanged read; failures answer the model. And a path-escape suite: nothing
  * outside the root is ever read or written, and the run goes on.
@@ -43,12 +43,24 @@ function agent(script: ScriptedReply[] | ((request: ModelRequest) => ScriptedRep
 }
 
 /** Tool outputs, in order. */
-const outputs = (messages: Message[]) => messages.filter((message) => message.role === 'tool').flatMap((message) => message.content.map((part) => (part as { toolResponse: { output: unknown } }).toolResponse.output));
+const outputs = (messages: Message[]) =>
+  messages
+    .filter((message) => message.role === 'tool')
+    .flatMap((message) => message.content.map((part) => (part as { toolResponse: { output: unknown } }).toolResponse.output));
 
 describe('filesystem tools', () => {
   it('lists files, flat and recursive, with sizes', async () => {
     const { root } = workspace();
-    const { name } = agent([toolCallReply([{ name: 'list_files', input: {} }, { name: 'list_files', input: { dirPath: 'docs', recursive: true } }]), textReply('done')], { rootDirectory: root });
+    const { name } = agent(
+      [
+        toolCallReply([
+          { name: 'list_files', input: {} },
+          { name: 'list_files', input: { dirPath: 'docs', recursive: true } },
+        ]),
+        textReply('done'),
+      ],
+      { rootDirectory: root },
+    );
     const [flat, recursive] = outputs((await worker().client.run(name, 'go')).messages);
     expect(flat).toEqual([
       { path: 'docs', isDirectory: true },
@@ -67,7 +79,11 @@ describe('filesystem tools', () => {
     const { root } = workspace();
     const { name, model } = agent(
       [
-        toolCallReply([{ name: 'read_file', input: { filePath: 'notes.txt' } }, { name: 'read_file', input: { filePath: '/docs/../notes.txt', offset: 2, limit: 2 } }, { name: 'read_file', input: { filePath: 'pic.png' } }]),
+        toolCallReply([
+          { name: 'read_file', input: { filePath: 'notes.txt' } },
+          { name: 'read_file', input: { filePath: '/docs/../notes.txt', offset: 2, limit: 2 } },
+          { name: 'read_file', input: { filePath: 'pic.png' } },
+        ]),
         toolCallReply({ name: 'read_file', input: { filePath: 'notes.txt', offset: 2, limit: 2 } }),
         textReply('done'),
       ],
@@ -109,11 +125,23 @@ describe('filesystem tools', () => {
     // (between turns 4 and 5 the file changes on disk) turn 5: edit again (refused: modified); turn 6: done
     const writer = agent(
       [
-        toolCallReply([{ name: 'write_file', input: { filePath: 'sub/new.txt', content: 'fresh' } }, { name: 'write_file', input: { filePath: 'notes.txt', content: 'clobber' } }]),
+        toolCallReply([
+          { name: 'write_file', input: { filePath: 'sub/new.txt', content: 'fresh' } },
+          { name: 'write_file', input: { filePath: 'notes.txt', content: 'clobber' } },
+        ]),
         toolCallReply({ name: 'edit_file', input: { filePath: 'notes.txt', edits: [{ oldString: 'a', newString: 'A' }] } }),
         toolCallReply({ name: 'read_file', input: { filePath: 'notes.txt' } }),
         toolCallReply([
-          { name: 'edit_file', input: { filePath: 'notes.txt', edits: [{ oldString: 'a\n', newString: 'A\n' }, { oldString: 'A\nb', newString: 'AB' }] } },
+          {
+            name: 'edit_file',
+            input: {
+              filePath: 'notes.txt',
+              edits: [
+                { oldString: 'a\n', newString: 'A\n' },
+                { oldString: 'A\nb', newString: 'AB' },
+              ],
+            },
+          },
           { name: 'edit_file', input: { filePath: 'docs/guide.md', edits: [{ oldString: 'nothing', newString: 'x' }] } },
         ]),
         () => {
@@ -143,7 +171,16 @@ describe('filesystem tools', () => {
     const { name } = agent(
       [
         toolCallReply({ name: 'read_file', input: { filePath: 'notes.txt' } }),
-        toolCallReply({ name: 'edit_file', input: { filePath: 'notes.txt', edits: [{ oldString: 'a', newString: 'A' }, { oldString: 'zzz', newString: 'y' }] } }),
+        toolCallReply({
+          name: 'edit_file',
+          input: {
+            filePath: 'notes.txt',
+            edits: [
+              { oldString: 'a', newString: 'A' },
+              { oldString: 'zzz', newString: 'y' },
+            ],
+          },
+        }),
         toolCallReply({ name: 'edit_file', input: { filePath: 'notes.txt', edits: [{ oldString: '\n', newString: ';' }] } }),
         textReply('done'),
       ],
@@ -194,7 +231,10 @@ describe('filesystem confinement', () => {
       { name: 'write_file', input: { filePath: 'link-to-secret', content: 'x' } },
       { name: 'edit_file', input: { filePath: '../secret.txt', edits: [{ oldString: 'TOP', newString: 'NOT' }] } },
     ];
-    const { name } = agent([toolCallReply(escapes), toolCallReply({ name: 'read_file', input: { filePath: 'inner-link' } }), textReply('still here')], { rootDirectory: root, allowWriteAccess: true });
+    const { name } = agent([toolCallReply(escapes), toolCallReply({ name: 'read_file', input: { filePath: 'inner-link' } }), textReply('still here')], {
+      rootDirectory: root,
+      allowWriteAccess: true,
+    });
     const result = await worker().client.run(name, 'go');
     expect(result.text).toBe('still here');
     const answers = outputs(result.messages);
@@ -236,6 +276,10 @@ describe('filesystem confinement', () => {
   it('fails the run for other tools as before (only its own tools answer the model)', async () => {
     const { root } = workspace();
     const { name } = agent([toolCallReply({ name: 'no_such_tool', input: {} })], { rootDirectory: root });
-    expect(await worker().client.run(name, 'go').then(() => undefined, runErrorOf)).toMatchObject({ status: 'NOT_FOUND' });
+    expect(
+      await worker()
+        .client.run(name, 'go')
+        .then(() => undefined, runErrorOf),
+    ).toMatchObject({ status: 'NOT_FOUND' });
   });
 });

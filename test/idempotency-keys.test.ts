@@ -42,7 +42,10 @@ const worker = sharedTestWorker(registry);
 let agentCount = 0;
 
 /** A fresh agent whose run calls record_key `turns` times (one call a turn). */
-function keyAgent(turns: number, extra: { use?: Parameters<typeof defineAgent>[0]['use']; script?: ReturnType<typeof scriptedModel> } = {}): { name: string; label: string } {
+function keyAgent(
+  turns: number,
+  extra: { use?: Parameters<typeof defineAgent>[0]['use']; script?: ReturnType<typeof scriptedModel> } = {},
+): { name: string; label: string } {
   const name = `keys-${++agentCount}`;
   const label = `${name}-${Math.random().toString(36).slice(2, 8)}`;
   const model = extra.script ?? keyModel(`scripted/${name}`, label, turns);

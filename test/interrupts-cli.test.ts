@@ -28,7 +28,10 @@ function setup(): { dir: string; config: string; env: Record<string, string> } {
   return { dir, config, env: { KEEL_TEST_DIR: dir } };
 }
 
-async function status(config: string, runId: string): Promise<{ status: string; interrupts: Array<{ id: string; kind: string; toolName: string }>; text?: string }> {
+async function status(
+  config: string,
+  runId: string,
+): Promise<{ status: string; interrupts: Array<{ id: string; kind: string; toolName: string }>; text?: string }> {
   const { stdout, code } = await runKeel(['status', runId, '--json', '--config', config]);
   expect(code).toBe(0);
   return JSON.parse(stdout);
@@ -36,7 +39,9 @@ async function status(config: string, runId: string): Promise<{ status: string; 
 
 async function waitForInterrupt(config: string, runId: string, kind: string): Promise<string> {
   let id: string | undefined;
-  await expect.poll(async () => (id = (await status(config, runId)).interrupts.find((interrupt) => interrupt.kind === kind)?.id), { timeout: 30_000, interval: 300 }).toBeDefined();
+  await expect
+    .poll(async () => (id = (await status(config, runId)).interrupts.find((interrupt) => interrupt.kind === kind)?.id), { timeout: 30_000, interval: 300 })
+    .toBeDefined();
   return id!;
 }
 
@@ -72,7 +77,9 @@ describe('approval across a killed worker, through the CLI', () => {
     expect(again.stderr).toContain(`interrupt ${approval} was already decided`);
 
     const budgetHold = await waitForInterrupt(config, runId, 'budget');
-    expect((await status(config, runId)).interrupts).toEqual([expect.objectContaining({ id: budgetHold, kind: 'budget', toolName: 'record_fast', spent: { inputTokens: 20 }, limit: { inputTokens: 10 } })]);
+    expect((await status(config, runId)).interrupts).toEqual([
+      expect.objectContaining({ id: budgetHold, kind: 'budget', toolName: 'record_fast', spent: { inputTokens: 20 }, limit: { inputTokens: 10 } }),
+    ]);
     expect(existsSync(join(dir, 'fast.log'))).toBe(false);
     expect((await runKeel(['approve', runId, budgetHold, '--config', config])).code).toBe(0);
 
@@ -91,7 +98,10 @@ describe('approval across a killed worker, through the CLI', () => {
     const denied = await runKeel(['deny', runId, await waitForInterrupt(config, runId, 'budget'), '--reason', 'too expensive', '--config', config]);
     expect(denied.code).toBe(0);
     await expect.poll(async () => (await status(config, runId)).status, { timeout: 30_000, interval: 300 }).toBe('failed');
-    expect(await status(config, runId)).toMatchObject({ finishReason: 'aborted', error: { status: 'ABORTED', message: 'budget: continuing past the limit was refused: too expensive' } });
+    expect(await status(config, runId)).toMatchObject({
+      finishReason: 'aborted',
+      error: { status: 'ABORTED', message: 'budget: continuing past the limit was refused: too expensive' },
+    });
   });
 
   it('keel run says the run is waiting and how to decide, and keeps waiting', async () => {

@@ -32,10 +32,18 @@ function untilAnswered(call: Parameters<typeof toolCallReply>[0], text: string) 
 
 let agents = 0;
 /** Registers an agent with a fresh scripted model; returns its name and model. */
-function agentWith(options: { script: Parameters<typeof scriptedModel>[0]['script']; tools?: Parameters<typeof defineAgent>[0]['tools']; use?: Parameters<typeof defineAgent>[0]['use']; system?: string }) {
+function agentWith(options: {
+  script: Parameters<typeof scriptedModel>[0]['script'];
+  tools?: Parameters<typeof defineAgent>[0]['tools'];
+  use?: Parameters<typeof defineAgent>[0]['use'];
+  system?: string;
+}) {
   const name = `interrupts-${++agents}`;
   const model = scriptedModel({ name: `scripted/${name}`, script: options.script });
-  registry.add(model, defineAgent({ name, model: model.name, tools: options.tools ?? [dangerous], use: options.use ?? [toolApproval()], system: options.system }));
+  registry.add(
+    model,
+    defineAgent({ name, model: model.name, tools: options.tools ?? [dangerous], use: options.use ?? [toolApproval()], system: options.system }),
+  );
   return { name, model };
 }
 
@@ -61,7 +69,10 @@ describe('update resume', () => {
     const handle = await worker.client.start(name, 'go');
     const id = await waitForInterrupt(handle);
     const refused = await handle.decide({ interruptId: id, approved: true, toolName: 'echo' }).catch((error: unknown) => runErrorOf(error));
-    expect(refused).toMatchObject({ status: 'FAILED_PRECONDITION', message: expect.stringContaining(`interrupt ${id} holds tool "dangerous" (ref 0); the decision is for tool "echo"`) });
+    expect(refused).toMatchObject({
+      status: 'FAILED_PRECONDITION',
+      message: expect.stringContaining(`interrupt ${id} holds tool "dangerous" (ref 0); the decision is for tool "echo"`),
+    });
     // The client names the held tool itself; the same id then goes through.
     await handle.approve(id);
     expect((await handle.result()).text).toBe('done');
@@ -82,7 +93,9 @@ describe('update resume', () => {
 
     // By signal nobody gets an answer: the refusal shows in status instead.
     await worker.client.temporal.workflow.getHandle(handle.runId).signal(resumeSignal, { interruptId: 'i42', approved: true });
-    await expect.poll(async () => (await handle.status()).refusedDecision, { timeout: 10_000 }).toEqual({ interruptId: 'i42', reason: `unknown interrupt id "i42"; pending interrupts: ${id}` });
+    await expect
+      .poll(async () => (await handle.status()).refusedDecision, { timeout: 10_000 })
+      .toEqual({ interruptId: 'i42', reason: `unknown interrupt id "i42"; pending interrupts: ${id}` });
 
     expect(await handle.approve(id)).toEqual({ interruptId: id, decided: [id] });
     const again = await handle.deny(id).then(() => undefined, runErrorOf);
@@ -135,7 +148,9 @@ describe('interrupt timeout', () => {
     const { name } = agentWith({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }), textReply('gave up')] });
     const result = await worker.client.run(name, 'go', { interruptTimeout: '1 second' });
     expect(result.text).toBe('gave up');
-    expect(result.messages.at(-2)!.content[0]).toMatchObject({ toolResponse: { output: { error: expect.stringContaining('Reason: no decision within 1 second') } } });
+    expect(result.messages.at(-2)!.content[0]).toMatchObject({
+      toolResponse: { output: { error: expect.stringContaining('Reason: no decision within 1 second') } },
+    });
   });
 
   it('fails the run DEADLINE_EXCEEDED when told to', async () => {
@@ -150,7 +165,13 @@ describe('interruptMode return', () => {
     // run 1, turn 1: echo (allowed) and dangerous (held) → interrupted
     // run 2: restart dangerous approved → tool runs; turn 2: done
     const { name } = agentWith({
-      script: untilAnswered([{ name: 'echo', input: { v: 'a' } }, { name: 'dangerous', input: { v: 'b' } }], 'done'),
+      script: untilAnswered(
+        [
+          { name: 'echo', input: { v: 'a' } },
+          { name: 'dangerous', input: { v: 'b' } },
+        ],
+        'done',
+      ),
       tools: [echo, dangerous],
       use: [toolApproval({ allowedTools: ['echo'] })],
     });
@@ -169,7 +190,10 @@ describe('interruptMode return', () => {
       role: 'model',
       content: [
         { toolRequest: { name: 'echo', ref: '0', input: { v: 'a' } } },
-        { toolRequest: { name: 'dangerous', ref: '1', input: { v: 'b' } }, metadata: { resolvedInterrupt: { message: 'Tool not in approved list: dangerous' }, interruptedBy: 'toolApproval' } },
+        {
+          toolRequest: { name: 'dangerous', ref: '1', input: { v: 'b' } },
+          metadata: { resolvedInterrupt: { message: 'Tool not in approved list: dangerous' }, interruptedBy: 'toolApproval' },
+        },
       ],
     });
     expect(second.messages.at(-2)).toEqual({
@@ -185,8 +209,13 @@ describe('interruptMode return', () => {
   it('resumes with a respond, and names an unresolved request and the middleware that held it', async () => {
     const { name } = agentWith({ script: untilAnswered({ name: 'add', input: { a: 1, b: 2 } }, 'three'), tools: [add] });
     const first = await worker.client.run(name, 'go', { interruptMode: 'return' });
-    const unresolved = await worker.client.run(name, first.messages, { interruptMode: 'return', resume: { restart: [], respond: [] } }).then(() => undefined, runErrorOf);
-    expect(unresolved).toMatchObject({ status: 'INVALID_ARGUMENT', message: 'unresolved tool request "add#0" (held by middleware "toolApproval"): answer it with a restart or a respond' });
+    const unresolved = await worker.client
+      .run(name, first.messages, { interruptMode: 'return', resume: { restart: [], respond: [] } })
+      .then(() => undefined, runErrorOf);
+    expect(unresolved).toMatchObject({
+      status: 'INVALID_ARGUMENT',
+      message: 'unresolved tool request "add#0" (held by middleware "toolApproval"): answer it with a restart or a respond',
+    });
     const second = await worker.client.run(name, first.messages, { resume: { respond: [{ toolResponse: { name: 'add', ref: '0', output: { sum: 3 } } }] } });
     expect(second.text).toBe('three');
   });
@@ -201,18 +230,31 @@ describe('interruptMode return', () => {
     // run 1: call 1 spends 20 of 30; dangerous is held by the gate → interrupted (spent recorded: 20)
     // run 2: restart approved → tool runs; call 2 spends 20 → 40 >= 30, the next check stops the run
     const { name } = agentWith({
-      script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }, { usage: { inputTokens: 20 } }), toolCallReply({ name: 'dangerous', input: { v: 'y' } }, { usage: { inputTokens: 20 } }), textReply('never')],
+      script: [
+        toolCallReply({ name: 'dangerous', input: { v: 'x' } }, { usage: { inputTokens: 20 } }),
+        toolCallReply({ name: 'dangerous', input: { v: 'y' } }, { usage: { inputTokens: 20 } }),
+        textReply('never'),
+      ],
       use: [budget({ limit: { inputTokens: 30 } }), toolApproval()],
     });
     const first = await worker.client.run(name, 'go', { interruptMode: 'return' });
     expect(first.message!.metadata?.[BUDGET_METADATA_KEY]).toEqual({ spent: { inputTokens: 20 } });
-    const restart = { ...(first.interrupts[0] as { toolRequest: { name: string; ref: string; input: unknown } }), metadata: { resumed: { toolApproved: true } } };
+    const restart = {
+      ...(first.interrupts[0] as { toolRequest: { name: string; ref: string; input: unknown } }),
+      metadata: { resumed: { toolApproved: true } },
+    };
     const second = await worker.client.run(name, first.messages as Message[], { interruptMode: 'return', resume: { restart: [restart] } });
     // turn 2's call is held by the gate again; the budget saw 20 (carried) + 20 = 40
     expect(second.finishReason).toBe('interrupted');
     expect(second.message!.metadata?.[BUDGET_METADATA_KEY]).toEqual({ spent: { inputTokens: 40 } });
     const third = await worker.client
-      .run(name, second.messages, { resume: { restart: [{ ...(second.interrupts[0] as { toolRequest: { name: string; ref: string; input: unknown } }), metadata: { resumed: { toolApproved: true } } }] } })
+      .run(name, second.messages, {
+        resume: {
+          restart: [
+            { ...(second.interrupts[0] as { toolRequest: { name: string; ref: string; input: unknown } }), metadata: { resumed: { toolApproved: true } } },
+          ],
+        },
+      })
       .then(() => undefined, runErrorOf);
     expect(third).toMatchObject({ status: 'ABORTED', message: 'budget: used 40 of 30 inputTokens' });
   });
@@ -237,10 +279,18 @@ describe('interruptMode return: restarts reach the stage that held the call', ()
     expect(first.interrupts).toEqual([
       {
         toolRequest: { name: 'dangerous', ref: '0', input: { v: 'x' } },
-        metadata: { interrupt: { message: 'Tool not in approved list: dangerous' }, interruptedBy: 'toolApproval', interruptStage: 1, interruptProof: expect.stringMatching(/^v1\./) },
+        metadata: {
+          interrupt: { message: 'Tool not in approved list: dangerous' },
+          interruptedBy: 'toolApproval',
+          interruptStage: 1,
+          interruptProof: expect.stringMatching(/^v1\./),
+        },
       },
     ]);
-    const second = await worker.client.run(name, first.messages, { interruptMode: 'return', resume: { restart: [restartOf(first.interrupts[0], { toolApproved: true })] } });
+    const second = await worker.client.run(name, first.messages, {
+      interruptMode: 'return',
+      resume: { restart: [restartOf(first.interrupts[0], { toolApproved: true })] },
+    });
     expect(second.finishReason).toBe('stop');
     expect(second.text).toBe('done');
     expect(second.messages.at(-2)!.content).toEqual([{ toolResponse: { name: 'dangerous', ref: '0', output: { deleted: 'x' } } }]);
@@ -251,7 +301,10 @@ describe('interruptMode return: restarts reach the stage that held the call', ()
     // run 3: the question is answered with another input → the gate holds the new input → interrupted, nothing ran
     const { name } = agentWith({ script: untilAnswered({ name: 'confirm', input: { question: 'delete build/?' } }, 'done'), tools: [confirm] });
     const first = await worker.client.run(name, 'go', { interruptMode: 'return' });
-    const second = await worker.client.run(name, first.messages, { interruptMode: 'return', resume: { restart: [restartOf(first.interrupts[0], { toolApproved: true })] } });
+    const second = await worker.client.run(name, first.messages, {
+      interruptMode: 'return',
+      resume: { restart: [restartOf(first.interrupts[0], { toolApproved: true })] },
+    });
     expect(second.interrupts[0]).toMatchObject({ metadata: { interrupt: { question: 'delete build/?' }, interruptedBy: 'tool' } });
     const third = await worker.client.run(name, second.messages, {
       interruptMode: 'return',
@@ -261,7 +314,12 @@ describe('interruptMode return: restarts reach the stage that held the call', ()
     expect(third.interrupts).toEqual([
       {
         toolRequest: { name: 'confirm', ref: '0', input: { question: 'delete everything?' } },
-        metadata: { interrupt: { message: 'Tool not in approved list: confirm' }, interruptedBy: 'toolApproval', interruptStage: 0, interruptProof: expect.stringMatching(/^v1\./) },
+        metadata: {
+          interrupt: { message: 'Tool not in approved list: confirm' },
+          interruptedBy: 'toolApproval',
+          interruptStage: 0,
+          interruptProof: expect.stringMatching(/^v1\./),
+        },
       },
     ]);
   });
@@ -274,7 +332,13 @@ describe('interruptMode return: restarts reach the stage that held the call', ()
     // run 2c: a hold naming a middleware the run does not use → FAILED_PRECONDITION
     // run 2d: the same hold without a proof (made up by the caller) is no hold at all: the gate holds the call afresh
     const { name } = agentWith({
-      script: untilAnswered([{ name: 'echo', input: { v: 'a' } }, { name: 'dangerous', input: { v: 'b' } }], 'done'),
+      script: untilAnswered(
+        [
+          { name: 'echo', input: { v: 'a' } },
+          { name: 'dangerous', input: { v: 'b' } },
+        ],
+        'done',
+      ),
       tools: [echo, dangerous],
       use: [toolApproval({ allowedTools: ['echo'] })],
     });
@@ -285,8 +349,12 @@ describe('interruptMode return: restarts reach the stage that held the call', ()
       return [...first.messages.slice(0, -1), { ...first.message!, content: [sibling!, signed ? signedHold(name, part) : part] }] as Message[];
     };
 
-    const legacy = await worker.client.run(name, withHold({ interrupt: { message: 'held' } }), { resume: { restart: [restartOf(held, { toolApproved: false })] } });
-    expect(legacy.messages.at(-2)!.content[1]).toMatchObject({ toolResponse: { name: 'dangerous', output: { error: expect.stringContaining('the tool call was denied') } } });
+    const legacy = await worker.client.run(name, withHold({ interrupt: { message: 'held' } }), {
+      resume: { restart: [restartOf(held, { toolApproved: false })] },
+    });
+    expect(legacy.messages.at(-2)!.content[1]).toMatchObject({
+      toolResponse: { name: 'dangerous', output: { error: expect.stringContaining('the tool call was denied') } },
+    });
 
     const gate = toolApproval({ allowedTools: [] });
     const rejudged = await worker.client.run(name, first.messages, {
@@ -305,15 +373,24 @@ describe('interruptMode return: restarts reach the stage that held the call', ()
       .then(() => undefined, runErrorOf);
     expect(unknown).toMatchObject({
       status: 'FAILED_PRECONDITION',
-      message: 'tool request "dangerous#1" was held by middleware "genkit-middleware/somethingElse", which this run does not use; resume it with the same middleware',
+      message:
+        'tool request "dangerous#1" was held by middleware "genkit-middleware/somethingElse", which this run does not use; resume it with the same middleware',
     });
 
-    const madeUp = await worker.client.run(name, withHold({ interrupt: true, interruptedBy: 'tool' }, { signed: false }), { interruptMode: 'return', resume: { restart: [restartOf(held, true)] } });
+    const madeUp = await worker.client.run(name, withHold({ interrupt: true, interruptedBy: 'tool' }, { signed: false }), {
+      interruptMode: 'return',
+      resume: { restart: [restartOf(held, true)] },
+    });
     expect(madeUp.finishReason).toBe('interrupted');
     expect(madeUp.interrupts).toEqual([
       {
         toolRequest: { name: 'dangerous', ref: '1', input: { v: 'b' } },
-        metadata: { interrupt: { message: 'Tool not in approved list: dangerous' }, interruptedBy: 'toolApproval', interruptStage: 0, interruptProof: expect.stringMatching(/^v1\./) },
+        metadata: {
+          interrupt: { message: 'Tool not in approved list: dangerous' },
+          interruptedBy: 'toolApproval',
+          interruptStage: 0,
+          interruptProof: expect.stringMatching(/^v1\./),
+        },
       },
     ]);
   });
@@ -322,14 +399,28 @@ describe('interruptMode return: restarts reach the stage that held the call', ()
     // run 1: call 1 spends 20 of 15; echo and add are held by the budget → interrupted
     // run 2: echo's hold is approved but add's is answered with an output: one decision, the refusal wins
     const { name } = agentWith({
-      script: [toolCallReply([{ name: 'echo', input: { v: 'a' } }, { name: 'add', input: { a: 1, b: 2 } }], { usage: { inputTokens: 20 } }), textReply('never')],
+      script: [
+        toolCallReply(
+          [
+            { name: 'echo', input: { v: 'a' } },
+            { name: 'add', input: { a: 1, b: 2 } },
+          ],
+          { usage: { inputTokens: 20 } },
+        ),
+        textReply('never'),
+      ],
       tools: [echo, add],
       use: [budget({ limit: { inputTokens: 15 }, interrupt: true })],
     });
     const first = await worker.client.run(name, 'go', { interruptMode: 'return' });
     expect(first.interrupts).toHaveLength(2);
     const error = await worker.client
-      .run(name, first.messages, { resume: { restart: [restartOf(first.interrupts[0], { budgetApproved: true })], respond: [{ toolResponse: { name: 'add', ref: '1', output: { sum: 3 } } }] } })
+      .run(name, first.messages, {
+        resume: {
+          restart: [restartOf(first.interrupts[0], { budgetApproved: true })],
+          respond: [{ toolResponse: { name: 'add', ref: '1', output: { sum: 3 } } }],
+        },
+      })
       .then(() => undefined, runErrorOf);
     expect(error).toMatchObject({ status: 'ABORTED', message: 'budget: continuing past the limit was refused: the hold was answered with a tool output' });
   });
@@ -354,7 +445,17 @@ describe('toolApproval judge', () => {
     const request = judge.requests[0]!.request;
     expect(request.messages).toEqual([
       { role: 'system', content: [{ text: `${JUDGE_INSTRUCTIONS}\n\nAlso apply these rules from the application:\nNever delete outside build/.` }] },
-      { role: 'user', content: [{ text: JSON.stringify({ userMessages: ['clean up the build directory'], toolCall: { name: 'dangerous', description: 'Deletes files.', input: { v: '2' } } }) }] },
+      {
+        role: 'user',
+        content: [
+          {
+            text: JSON.stringify({
+              userMessages: ['clean up the build directory'],
+              toolCall: { name: 'dangerous', description: 'Deletes files.', input: { v: '2' } },
+            }),
+          },
+        ],
+      },
     ]);
     expect(request.tools).toEqual([]);
     expect(request.output).toEqual({ format: 'enum', enum: ['allow', 'deny', 'ask'] });
@@ -370,13 +471,20 @@ describe('toolApproval judge', () => {
     registry.add(judge);
     const toolAnswers = (request: ModelRequest) => request.messages.filter((message) => message.role === 'tool').length;
     const { name } = agentWith({
-      script: (request) => (toolAnswers(request) >= 2 ? textReply('done') : toolCallReply({ name: 'dangerous', input: { v: String(toolAnswers(request) + 1) } })),
+      script: (request) =>
+        toolAnswers(request) >= 2 ? textReply('done') : toolCallReply({ name: 'dangerous', input: { v: String(toolAnswers(request) + 1) } }),
       use: [toolApproval({ judge: judge.name })],
     });
-    const messages: Message[] = [{ role: 'user', content: [{ text: 'clean up ' }, { text: 'the build directory' }] }, { role: 'user', content: [{ text: 'twice' }] }];
+    const messages: Message[] = [
+      { role: 'user', content: [{ text: 'clean up ' }, { text: 'the build directory' }] },
+      { role: 'user', content: [{ text: 'twice' }] },
+    ];
     const first = await worker.client.run(name, messages, { interruptMode: 'return' });
     expect(first.interrupts[0]).toMatchObject({ metadata: { interrupt: { judge: 'ask' } } });
-    const restart = { ...(first.interrupts[0] as { toolRequest: { name: string; ref: string; input: unknown } }), metadata: { resumed: { toolApproved: true } } };
+    const restart = {
+      ...(first.interrupts[0] as { toolRequest: { name: string; ref: string; input: unknown } }),
+      metadata: { resumed: { toolApproved: true } },
+    };
     expect((await worker.client.run(name, first.messages, { resume: { restart: [restart] } })).text).toBe('done');
     expect(judge.requests).toHaveLength(2);
     for (const { request } of judge.requests) {

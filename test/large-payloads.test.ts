@@ -26,7 +26,8 @@ async function historyBytes(client: import('@temporalio/client').Client, runId: 
 /** Total bytes of the files under a directory. */
 function storedBytes(directory: string): number {
   let total = 0;
-  for (const entry of readdirSync(directory, { withFileTypes: true, recursive: true })) if (entry.isFile()) total += statSync(join(entry.parentPath, entry.name)).size;
+  for (const entry of readdirSync(directory, { withFileTypes: true, recursive: true }))
+    if (entry.isFile()) total += statSync(join(entry.parentPath, entry.name)).size;
   return total;
 }
 
@@ -37,7 +38,13 @@ describe('with External Storage (file driver)', () => {
     script: [toolCallReply({ name: 'blob', input: { size: 5 * MiB } }), textReply('got it')],
   });
   const reader = scriptedModel({ name: 'scripted/large-prompt', script: [textReply('read it')] });
-  const registry = new Registry().add(blob, model, reader, defineAgent({ name: 'large', model: model.name, tools: ['blob'] }), defineAgent({ name: 'large-prompt', model: reader.name }));
+  const registry = new Registry().add(
+    blob,
+    model,
+    reader,
+    defineAgent({ name: 'large', model: model.name, tools: ['blob'] }),
+    defineAgent({ name: 'large-prompt', model: reader.name }),
+  );
   const worker = sharedTestWorker(registry, { externalStorage: { directory } });
 
   it('carries a 5 MiB tool output to the model; history keeps a reference', async () => {
@@ -76,7 +83,9 @@ describe('without External Storage', () => {
     const started = Date.now();
     const attempt = client.start('inline', 'p'.repeat(3 * MiB), { runId: 'too-big-prompt' });
     await expect(attempt).rejects.toMatchObject({ status: 'OUT_OF_RANGE' });
-    await expect(attempt).rejects.toThrow(/the input of run too-big-prompt \(agent "inline"\) is 3\.00 MiB, over the 1\.94 MiB limit of one payload \(External Storage is off/);
+    await expect(attempt).rejects.toThrow(
+      /the input of run too-big-prompt \(agent "inline"\) is 3\.00 MiB, over the 1\.94 MiB limit of one payload \(External Storage is off/,
+    );
     expect(Date.now() - started).toBeLessThan(2000);
     await expect(client.temporal.workflow.getHandle('too-big-prompt').describe()).rejects.toThrow(/not found/i);
   });

@@ -22,7 +22,12 @@ const noisy = defineTool({
 });
 const failing = scriptedModel({ name: 'scripted/logs-failing', script: [errorReply('UNAVAILABLE', 'down'), errorReply('UNAVAILABLE', 'down')] });
 const working = scriptedModel({ name: 'scripted/logs-working', script: [toolCallReply({ name: 'noisy', input: {} }), textReply('done')] });
-const registry = new Registry().add(noisy, failing, working, defineAgent({ name: 'logged', model: failing.name, tools: [noisy], use: [fallback({ models: [working.name] })] }));
+const registry = new Registry().add(
+  noisy,
+  failing,
+  working,
+  defineAgent({ name: 'logged', model: failing.name, tools: [noisy], use: [fallback({ models: [working.name] })] }),
+);
 
 const worker = sharedTestWorker(registry);
 

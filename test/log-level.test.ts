@@ -22,7 +22,10 @@ describe('KEEL_LOG_LEVEL', () => {
       'log-level',
       {
         models: [
-          { name: 'scripted/flaky', script: [{ error: { status: 'UNAVAILABLE', message: 'overloaded' } }, { error: { status: 'UNAVAILABLE', message: 'still overloaded' } }] },
+          {
+            name: 'scripted/flaky',
+            script: [{ error: { status: 'UNAVAILABLE', message: 'overloaded' } }, { error: { status: 'UNAVAILABLE', message: 'still overloaded' } }],
+          },
           { name: 'scripted/backup', script: [{ text: 'from the backup' }] },
         ],
         agents: [

@@ -43,7 +43,12 @@ async function chain(worker: TestWorker, runId: string): Promise<Array<{ runId: 
   const runs: Array<{ runId: string; bytes: number; status: string; started: number }> = [];
   for await (const execution of worker.client.temporal.workflow.list({ query: `WorkflowId = "${runId}"` })) {
     const history = await worker.client.temporal.workflow.getHandle(runId, execution.runId).fetchHistory();
-    runs.push({ runId: execution.runId, bytes: temporal.api.history.v1.History.encode(history).finish().length, status: execution.status.name, started: execution.startTime.getTime() });
+    runs.push({
+      runId: execution.runId,
+      bytes: temporal.api.history.v1.History.encode(history).finish().length,
+      status: execution.status.name,
+      started: execution.startTime.getTime(),
+    });
   }
   return runs.sort((a, b) => a.started - b.started).map(({ started: _started, ...run }) => run);
 }
@@ -77,12 +82,23 @@ describe('continue-as-new', () => {
       name: 'scripted/can-carry',
       script: [
         toolCallReply({ name: 'read_file', input: { filePath: 'notes.txt' } }, { usage: { totalTokens: 10 } }),
-        toolCallReply({ name: 'edit_file', input: { filePath: 'notes.txt', edits: [{ oldString: 'alpha', newString: 'beta' }] } }, { usage: { totalTokens: 10 } }),
+        toolCallReply(
+          { name: 'edit_file', input: { filePath: 'notes.txt', edits: [{ oldString: 'alpha', newString: 'beta' }] } },
+          { usage: { totalTokens: 10 } },
+        ),
         toolCallReply({ name: 'list_files', input: {} }, { usage: { totalTokens: 10 } }),
         textReply('never', { usage: { totalTokens: 10 } }),
       ],
     });
-    registry.add(model, defineAgent({ name: 'can-carry', model: model.name, use: [budget({ limit: { totalTokens: 30 } }), filesystem({ rootDirectory: root, allowWriteAccess: true })], maxTurns: 10 }));
+    registry.add(
+      model,
+      defineAgent({
+        name: 'can-carry',
+        model: model.name,
+        use: [budget({ limit: { totalTokens: 30 } }), filesystem({ rootDirectory: root, allowWriteAccess: true })],
+        maxTurns: 10,
+      }),
+    );
     // One event over the bound: every turn after a run's first moves to a new run.
     const handle = await worker().client.start('can-carry', 'edit it', { continueAsNewAt: { historyEvents: 1 } });
     await expect(handle.result()).rejects.toThrow(/used 30 of 30 totalTokens/);

@@ -46,7 +46,8 @@ async function workerCalling(name: string, tool: string, server: Record<string, 
   return { worker: entry.worker, lines };
 }
 
-const toolOutput = (messages: Message[]) => messages.flatMap((message) => message.content).find((part) => 'toolResponse' in part) as { toolResponse: { output: unknown } } | undefined;
+const toolOutput = (messages: Message[]) =>
+  messages.flatMap((message) => message.content).find((part) => 'toolResponse' in part) as { toolResponse: { output: unknown } } | undefined;
 
 const alive = (pid: number) => {
   try {
@@ -62,7 +63,11 @@ describe('MCP servers that misbehave', () => {
     const { worker, lines } = await workerCalling('mcp-malformed', 'malformed');
     const result = await worker.client.run('mcp-malformed', 'go');
     expect(result.text).toBe('done');
-    expect(toolOutput(result.messages)!.toolResponse.output).toEqual({ error: expect.stringMatching(/^MCP server "bad" \(.*mcp-bad-server\.mjs\) answered tool "malformed" with a malformed result \(not an MCP CallToolResult\): content/) });
+    expect(toolOutput(result.messages)!.toolResponse.output).toEqual({
+      error: expect.stringMatching(
+        /^MCP server "bad" \(.*mcp-bad-server\.mjs\) answered tool "malformed" with a malformed result \(not an MCP CallToolResult\): content/,
+      ),
+    });
     // One server process, one call: a protocol error is not a dropped connection.
     expect(lines().filter((line) => line.endsWith('start'))).toHaveLength(1);
     expect(lines().filter((line) => line.endsWith('call malformed'))).toHaveLength(1);
@@ -72,9 +77,13 @@ describe('MCP servers that misbehave', () => {
     const { worker, lines } = await workerCalling('mcp-huge', 'huge');
     const result = await worker.client.run('mcp-huge', 'go');
     expect(result.text).toBe('done');
-    expect(toolOutput(result.messages)!.toolResponse.output).toEqual({ error: expect.stringContaining('answered tool "huge" with a message over the 10 MiB the MCP SDK reads over stdio') });
+    expect(toolOutput(result.messages)!.toolResponse.output).toEqual({
+      error: expect.stringContaining('answered tool "huge" with a message over the 10 MiB the MCP SDK reads over stdio'),
+    });
     expect(lines().filter((line) => line.endsWith('call huge'))).toHaveLength(1);
-    const [first] = lines().filter((line) => line.endsWith('start')).map((line) => Number(line.split(' ')[0]));
+    const [first] = lines()
+      .filter((line) => line.endsWith('start'))
+      .map((line) => Number(line.split(' ')[0]));
     await expect.poll(() => alive(first!), { timeout: 10_000 }).toBe(false);
   });
 

@@ -50,7 +50,9 @@ function agentCalling(name: string, calls: Array<{ name: string; input: unknown 
 
 /** The tool outputs of a run's conversation, by tool name. */
 function outputs(messages: Message[]): Record<string, unknown> {
-  return Object.fromEntries(messages.flatMap((message) => message.content.flatMap((part) => ('toolResponse' in part ? [[part.toolResponse.name, part.toolResponse.output]] : []))));
+  return Object.fromEntries(
+    messages.flatMap((message) => message.content.flatMap((part) => ('toolResponse' in part ? [[part.toolResponse.name, part.toolResponse.output]] : []))),
+  );
 }
 
 describe('MCP servers over stdio', () => {
@@ -75,11 +77,17 @@ describe('MCP servers over stdio', () => {
   });
 
   it("shows the server's tool errors to the model, and refuses arguments that fail the tool's schema", async () => {
-    const { worker } = await workerFor({ mcpServers: [stdioServer()], ...agentCalling('mcp-fail', [{ name: 'notes_fail', input: { message: 'the notebook is locked' } }]) });
+    const { worker } = await workerFor({
+      mcpServers: [stdioServer()],
+      ...agentCalling('mcp-fail', [{ name: 'notes_fail', input: { message: 'the notebook is locked' } }]),
+    });
     const result = await worker.client.run('mcp-fail', 'try');
     expect(outputs(result.messages)).toEqual({ notes_fail: { error: 'the notebook is locked' } });
 
-    const { worker: strict } = await workerFor({ mcpServers: [stdioServer()], ...agentCalling('mcp-bad-args', [{ name: 'notes_add_note', input: { text: 42 } }]) });
+    const { worker: strict } = await workerFor({
+      mcpServers: [stdioServer()],
+      ...agentCalling('mcp-bad-args', [{ name: 'notes_add_note', input: { text: 42 } }]),
+    });
     const failure = await strict.client.run('mcp-bad-args', 'try').then(() => undefined, runErrorOf);
     expect(failure).toMatchObject({ status: 'INVALID_ARGUMENT', message: expect.stringContaining('text') });
   });
@@ -106,9 +114,9 @@ describe('MCP servers over stdio', () => {
     await expect(load({ mcpServers: [stdioServer({ tools: ['add_note', 'erase'] })] })).rejects.toThrow(
       'mcpServers[0] (notes): tools: the server has no tool "erase"; it has: add_note, list_notes, fail, crash_once, whoami',
     );
-    await expect(load({ mcpServers: [stdioServer({ tools: ['add_note'] })], ...agentCalling('mcp-unknown', [{ name: 'notes_list_notes', input: {} }]) })).rejects.toThrow(
-      'agents[0].tools[0]: tool "notes_list_notes" is not registered; registered tools: notes_add_note',
-    );
+    await expect(
+      load({ mcpServers: [stdioServer({ tools: ['add_note'] })], ...agentCalling('mcp-unknown', [{ name: 'notes_list_notes', input: {} }]) }),
+    ).rejects.toThrow('agents[0].tools[0]: tool "notes_list_notes" is not registered; registered tools: notes_add_note');
     await expect(load({ mcpServers: [{ name: 'nowhere', command: join(ROOT, 'no-such-server') }] })).rejects.toThrow(/^mcpServers\[0\] \(nowhere\): /);
     expect(() => parseConfig({ mcpServers: [{ name: 'two words', command: 'x' }] })).toThrow(/mcpServers\[0\]/);
   });

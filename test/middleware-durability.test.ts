@@ -46,7 +46,10 @@ describe('retry backoff', () => {
       const handle = await client.start('backoff', 'go');
       let timerStarted: HistoryEvent | undefined;
       await expect
-        .poll(async () => (timerStarted = (await events(client, handle.runId)).find((event) => event.eventType === EventType.EVENT_TYPE_TIMER_STARTED)), { timeout: 30_000, interval: 100 })
+        .poll(async () => (timerStarted = (await events(client, handle.runId)).find((event) => event.eventType === EventType.EVENT_TYPE_TIMER_STARTED)), {
+          timeout: 30_000,
+          interval: 100,
+        })
         .toBeDefined();
       await new Promise((resolve) => setTimeout(resolve, 2000));
       first.kill('SIGKILL');
@@ -77,7 +80,10 @@ describe('retry backoff', () => {
     try {
       const handle = await worker.client.start('cancel-backoff', 'go');
       await expect
-        .poll(async () => (await events(worker.client, handle.runId)).some((event) => event.eventType === EventType.EVENT_TYPE_TIMER_STARTED), { timeout: 30_000, interval: 100 })
+        .poll(async () => (await events(worker.client, handle.runId)).some((event) => event.eventType === EventType.EVENT_TYPE_TIMER_STARTED), {
+          timeout: 30_000,
+          interval: 100,
+        })
         .toBe(true);
       await handle.cancel();
       const error = await handle.result().then(() => undefined, runErrorOf);
@@ -100,7 +106,12 @@ describe('fallback skip list', () => {
       name: 'scripted/sticky-secondary',
       script: [toolCallReply({ name: 'echo', input: { v: 'a' } }), toolCallReply({ name: 'echo', input: { v: 'b' } }), textReply('done')],
     });
-    const registry = new Registry().add(primary, secondary, echo, defineAgent({ name: 'sticky', model: primary.name, tools: [echo], use: [fallback({ models: [secondary.name] })] }));
+    const registry = new Registry().add(
+      primary,
+      secondary,
+      echo,
+      defineAgent({ name: 'sticky', model: primary.name, tools: [echo], use: [fallback({ models: [secondary.name] })] }),
+    );
     const worker = await startTestWorker(registry);
     try {
       const first = await worker.client.start('sticky', 'one');

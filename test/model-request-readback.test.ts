@@ -18,7 +18,11 @@ afterAll(async () => {
   for (const stop of stops.reverse()) await stop();
 });
 
-async function runWorker(connection: NativeConnection, taskQueue: string, activities: Record<string, (...args: never[]) => Promise<unknown>> = {}): Promise<void> {
+async function runWorker(
+  connection: NativeConnection,
+  taskQueue: string,
+  activities: Record<string, (...args: never[]) => Promise<unknown>> = {},
+): Promise<void> {
   const worker = await Worker.create({ connection, taskQueue, workflowsPath, activities });
   const running = worker.run();
   stops.push(async () => {
@@ -41,9 +45,21 @@ describe('reading a model request back', () => {
     const readerQueue = `reader-${randomUUID()}`;
     const holderId = `holder-${randomUUID()}`;
     const holder = await client.workflow.start('requestHolder', { taskQueue: holderQueue, workflowId: holderId, args: [request] });
-    stops.push(() => holder.terminate().then(() => undefined, () => undefined));
+    stops.push(() =>
+      holder.terminate().then(
+        () => undefined,
+        () => undefined,
+      ),
+    );
     await runWorker(connection, readerQueue, {
-      probe: async (runId: string) => JSON.stringify(await readModelRequest({ client, input: { model: 'scripted/readback', requestKey: 'scripted/readback#0', runId, temporalRunId: holder.firstExecutionRunId }, timeout: '1 second' })),
+      probe: async (runId: string) =>
+        JSON.stringify(
+          await readModelRequest({
+            client,
+            input: { model: 'scripted/readback', requestKey: 'scripted/readback#0', runId, temporalRunId: holder.firstExecutionRunId },
+            timeout: '1 second',
+          }),
+        ),
     });
     const reader = await client.workflow.start('readsRequest', { taskQueue: readerQueue, workflowId: `reader-${randomUUID()}`, args: [holderId] });
     // Several reads go unanswered (each waits 1 s): the attempt is still going.

@@ -37,13 +37,21 @@ const ok = (message: Record<string, unknown>, extra: Record<string, unknown> = {
   body: { id: 'x', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', ...message }, finish_reason: 'stop' }], ...extra },
 });
 
-
 describe('openai-compatible wire format', () => {
   it('sends messages, tools and the key; reads text, tool calls and usage', async () => {
     const model = openAICompatibleModel({ name: 'openai/test-model', baseUrl: `${server.url}/v1`, apiKey: 'sk-test', config: { temperature: 0 } });
     server.answer({
       body: {
-        choices: [{ message: { role: 'assistant', content: 'sum is', tool_calls: [{ id: 'call_2', type: 'function', function: { name: 'add', arguments: '{"a":3,"b":4}' } }] }, finish_reason: 'tool_calls' }],
+        choices: [
+          {
+            message: {
+              role: 'assistant',
+              content: 'sum is',
+              tool_calls: [{ id: 'call_2', type: 'function', function: { name: 'add', arguments: '{"a":3,"b":4}' } }],
+            },
+            finish_reason: 'tool_calls',
+          },
+        ],
         usage: { prompt_tokens: 11, completion_tokens: 5, total_tokens: 16, completion_tokens_details: { reasoning_tokens: 2 } },
       },
     });
@@ -83,7 +91,9 @@ describe('openai-compatible wire format', () => {
         chunk({ choices: [{ index: 0, delta: { role: 'assistant', content: 'sum ' } }] }),
         chunk({ choices: [{ index: 0, delta: { content: 'is' } }] }),
         ': a comment line\n\n',
-        chunk({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: 'call_7', type: 'function', function: { name: 'add', arguments: '{"a":' } }] } }] }),
+        chunk({
+          choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: 'call_7', type: 'function', function: { name: 'add', arguments: '{"a":' } }] } }],
+        }),
         chunk({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '3,"b":4}' } }] } }] }),
         chunk({ choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] }),
         chunk({ choices: [], usage: { prompt_tokens: 9, completion_tokens: 4, total_tokens: 13 } }),
@@ -99,9 +109,16 @@ describe('openai-compatible wire format', () => {
       usage: { inputTokens: 9, outputTokens: 4, totalTokens: 13 },
     });
     // The deadline covers the stream too: an answer still streaming when it passes is DEADLINE_EXCEEDED.
-    server.answer({ headers: { 'content-type': 'text/event-stream' }, chunks: [chunk({ choices: [{ index: 0, delta: { content: 'slow' } }] }), 'data: [DONE]\n\n'], chunkDelayMs: 600 });
+    server.answer({
+      headers: { 'content-type': 'text/event-stream' },
+      chunks: [chunk({ choices: [{ index: 0, delta: { content: 'slow' } }] }), 'data: [DONE]\n\n'],
+      chunkDelayMs: 600,
+    });
     const slow = openAICompatibleModel({ name: 'openai/slow', baseUrl: `${server.url}/v1`, timeoutMs: 300 });
-    await expect(slow.generate(request, context)).rejects.toMatchObject({ status: 'DEADLINE_EXCEEDED', message: 'openai-compatible model "openai/slow" did not finish its answer in time' });
+    await expect(slow.generate(request, context)).rejects.toMatchObject({
+      status: 'DEADLINE_EXCEEDED',
+      message: 'openai-compatible model "openai/slow" did not finish its answer in time',
+    });
     // stream: false asks for one JSON answer.
     server.requests.length = 0;
     server.answer(ok({ content: 'whole' }));
@@ -111,7 +128,11 @@ describe('openai-compatible wire format', () => {
 
   it('maps finish reasons', async () => {
     const model = openAICompatibleModel({ name: 'openai/m', baseUrl: server.url });
-    for (const [wire, ours] of [['length', 'length'], ['content_filter', 'blocked'], ['weird', 'other']] as const) {
+    for (const [wire, ours] of [
+      ['length', 'length'],
+      ['content_filter', 'blocked'],
+      ['weird', 'other'],
+    ] as const) {
       server.answer({ body: { choices: [{ message: { content: 'x' }, finish_reason: wire }] } });
       expect((await model.generate(request, context)).finishReason).toBe(ours);
     }
@@ -129,7 +150,7 @@ describe('openai-compatible wire format', () => {
     [502, 'INTERNAL'],
     [503, 'UNAVAILABLE'],
     [504, 'DEADLINE_EXCEEDED'],
-  ] as const)('maps HTTP %i to %s, with the body\'s message, and does not retry', async (code, status) => {
+  ] as const)("maps HTTP %i to %s, with the body's message, and does not retry", async (code, status) => {
     const model = openAICompatibleModel({ name: 'openai/m', baseUrl: server.url });
     server.answer({ status: code, body: { error: { message: `upstream said ${code}` } } });
     server.requests.length = 0;
@@ -157,7 +178,10 @@ describe('openai-compatible wire format', () => {
   it('reports malformed tool arguments and unreadable bodies as INTERNAL', async () => {
     const model = openAICompatibleModel({ name: 'openai/m', baseUrl: server.url });
     server.answer(ok({ content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'add', arguments: '{not json' } }] }));
-    expect((await keelFailure(model.generate(request, context))).toJSON()).toEqual({ status: 'INTERNAL', message: 'openai-compatible model "openai/m" sent malformed JSON arguments for tool "add"' });
+    expect((await keelFailure(model.generate(request, context))).toJSON()).toEqual({
+      status: 'INTERNAL',
+      message: 'openai-compatible model "openai/m" sent malformed JSON arguments for tool "add"',
+    });
     server.answer({ raw: 'not json at all' });
     const unreadable = await keelFailure(model.generate(request, context));
     expect(unreadable.status).toBe('INTERNAL');
@@ -191,7 +215,10 @@ describe('openai-compatible in a run', () => {
     const worker = await startTestWorker(registry);
     try {
       server.answer(
-        ok({ content: null, tool_calls: [{ id: 'call_a', type: 'function', function: { name: 'add', arguments: '{"a":2,"b":2}' } }] }, { usage: { prompt_tokens: 5, completion_tokens: 1 } }),
+        ok(
+          { content: null, tool_calls: [{ id: 'call_a', type: 'function', function: { name: 'add', arguments: '{"a":2,"b":2}' } }] },
+          { usage: { prompt_tokens: 5, completion_tokens: 1 } },
+        ),
         ok({ content: 'four' }, { usage: { prompt_tokens: 9, completion_tokens: 1 } }),
       );
       server.requests.length = 0;
@@ -213,9 +240,15 @@ describe('openai-compatible in a run', () => {
 describe('openai-compatible streaming in a run', () => {
   it('shows the text to a client while the model writes it', async () => {
     const chunk = (content: string) => `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content } }] })}\n\n`;
-    server.answer({ headers: { 'content-type': 'text/event-stream' }, chunks: [chunk('Porto '), chunk('is '), chunk('lovely'), 'data: [DONE]\n\n'], chunkDelayMs: 400 });
+    server.answer({
+      headers: { 'content-type': 'text/event-stream' },
+      chunks: [chunk('Porto '), chunk('is '), chunk('lovely'), 'data: [DONE]\n\n'],
+      chunkDelayMs: 400,
+    });
     const model = openAICompatibleModel({ name: 'openai/streamed-run', baseUrl: `${server.url}/v1` });
-    const worker = await startTestWorker(new Registry().add(model, defineAgent({ name: 'streamed-run', model: model.name })), { worker: { maxHeartbeatThrottleInterval: '100 milliseconds' } });
+    const worker = await startTestWorker(new Registry().add(model, defineAgent({ name: 'streamed-run', model: model.name })), {
+      worker: { maxHeartbeatThrottleInterval: '100 milliseconds' },
+    });
     try {
       const handle = await worker.client.start('streamed-run', 'where?');
       const texts: Array<{ delta: string; final: boolean }> = [];

@@ -27,7 +27,12 @@ async function keelJson<T>(args: string[], config: string): Promise<T> {
   return JSON.parse(stdout) as T;
 }
 
-type Status = { status: string; text?: string; interrupts: Array<{ id: string; kind: string; toolName: string; path?: string[] }>; tasks: Array<{ taskId: string; agent: string; runId: string }> };
+type Status = {
+  status: string;
+  text?: string;
+  interrupts: Array<{ id: string; kind: string; toolName: string; path?: string[] }>;
+  tasks: Array<{ taskId: string; agent: string; runId: string }>;
+};
 type Tasks = { tasks: Array<{ taskId: string; agent: string; status: string; result?: string }> };
 
 const lines = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : []);
@@ -52,7 +57,9 @@ describe('orchestrator through the CLI', () => {
     // A task id must name a task: not the root run under a made-up agent, nor a task under another agent's name.
     const root = await runKeel(['abort', `sub:${runId}`, '--config', config]);
     expect(root.code).toBe(1);
-    expect(root.stderr).toContain(`task id "sub:${runId}" names run "${runId}", which is not a background task (no run started it); to cancel that run itself: keel abort ${runId}`);
+    expect(root.stderr).toContain(
+      `task id "sub:${runId}" names run "${runId}", which is not a background task (no run started it); to cancel that run itself: keel abort ${runId}`,
+    );
     const misnamed = await runKeel(['abort', `guard:${runId}/bee-1`, '--config', config]);
     expect(misnamed.code).toBe(1);
     expect(misnamed.stderr).toContain(`which is a task of agent "bee", not "guard"; its task id is ${taskId}`);
@@ -92,6 +99,8 @@ describe('orchestrator through the CLI', () => {
     const ends = lines(slowLog).filter((line) => line.startsWith('end'));
     expect(ends).toHaveLength(1);
     expect(ends[0]!.split(' ')[1]).not.toBe(String(pid));
-    expect(await keelJson<Tasks>(['tasks', runId], config)).toEqual({ tasks: [{ taskId: `bee:${runId}/bee-1`, agent: 'bee', status: 'completed', result: 'bee done' }] });
+    expect(await keelJson<Tasks>(['tasks', runId], config)).toEqual({
+      tasks: [{ taskId: `bee:${runId}/bee-1`, agent: 'bee', status: 'completed', result: 'bee done' }],
+    });
   });
 });

@@ -86,7 +86,11 @@ describe('package.json', () => {
     expect(Object.keys(manifest.exports ?? {}).sort()).toEqual(['.', './middleware', './package.json', './workflow']);
     for (const [subpath, target] of Object.entries(manifest.exports ?? {})) {
       if (subpath === './package.json') continue;
-      expect(target, subpath).toMatchObject({ types: expect.stringMatching(/^\.\/dist\/.*\.d\.ts$/), import: expect.stringMatching(/^\.\/dist\/.*\.mjs$/), default: expect.stringMatching(/^\.\/dist\/.*\.js$/) });
+      expect(target, subpath).toMatchObject({
+        types: expect.stringMatching(/^\.\/dist\/.*\.d\.ts$/),
+        import: expect.stringMatching(/^\.\/dist\/.*\.mjs$/),
+        default: expect.stringMatching(/^\.\/dist\/.*\.js$/),
+      });
     }
     // Node 20.3 is what the Temporal SDK itself requires.
     expect(manifest.engines?.node).toBe('>=20.3');
@@ -95,7 +99,9 @@ describe('package.json', () => {
 
 /** A lockfile for a project whose one dependency is the tarball: keel's own production tree under it. */
 function projectLockfile(tarball: string): object {
-  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean; devOptional?: boolean; link?: boolean }> };
+  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { dev?: boolean; devOptional?: boolean; link?: boolean }>;
+  };
   const integrity = `sha512-${createHash('sha512').update(readFileSync(tarball)).digest('base64')}`;
   const packages: Record<string, unknown> = {
     '': { name: 'my-agents', version: '1.0.0', dependencies: { 'keel-agents': `file:${tarball}` } },
@@ -126,7 +132,9 @@ function writeProject(dir: string, taskQueue: string): void {
       worker: { stickyQueueScheduleToStartTimeout: '1 second' },
       modules: ['./agents.ts', './tools.js', './more.mjs'],
       middlewareModules: ['./house-rules.ts'],
-      agents: [{ name: 'greeter', model: 'scripted/my-agents', tools: ['greet', 'stamp', 'count'], use: [{ name: 'house-rules', config: { rule: 'be kind' } }] }],
+      agents: [
+        { name: 'greeter', model: 'scripted/my-agents', tools: ['greet', 'stamp', 'count'], use: [{ name: 'house-rules', config: { rule: 'be kind' } }] },
+      ],
     }),
     'agents.ts': `import { z } from 'zod';
 import { defineTool, scriptedModel, textReply, toolCallReply } from 'keel-agents';
@@ -178,7 +186,10 @@ process.stdout.write(JSON.stringify({ status, messages }));
 await client.close();
 `,
     'readme-agents.ts': readmeExample(),
-    'tsconfig.json': JSON.stringify({ compilerOptions: { strict: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', noEmit: true, skipLibCheck: true, types: [] }, files: ['agents.ts', 'house-rules.ts', 'readme-agents.ts'] }),
+    'tsconfig.json': JSON.stringify({
+      compilerOptions: { strict: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', noEmit: true, skipLibCheck: true, types: [] },
+      files: ['agents.ts', 'house-rules.ts', 'readme-agents.ts'],
+    }),
     'node_modules/house-style/package.json': JSON.stringify({ name: 'house-style', version: '1.0.0', main: 'index.js', types: 'index.d.ts' }),
     'node_modules/house-style/index.js': `exports.shout = (text) => text.toUpperCase() + '!';\n`,
     'node_modules/house-style/index.d.ts': 'export declare function shout(text: string): string;\n',
@@ -199,7 +210,12 @@ function readmeExample(): string {
 /** Runs a command in the project; resolves to its output, rejects with it. */
 async function inProject(dir: string, command: string, args: string[], timeout = 120_000): Promise<string> {
   try {
-    const { stdout } = await exec(command, args, { cwd: dir, timeout, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, npm_config_update_notifier: 'false' } });
+    const { stdout } = await exec(command, args, {
+      cwd: dir,
+      timeout,
+      maxBuffer: 16 * 1024 * 1024,
+      env: { ...process.env, npm_config_update_notifier: 'false' },
+    });
     return stdout;
   } catch (error) {
     const failed = error as Error & { stdout?: string; stderr?: string };
@@ -218,7 +234,10 @@ describe('npm pack, installed into a fresh project', () => {
     const output = await inProject(ROOT, 'npm', ['pack', '--json', '--pack-destination', packed], 240_000);
     const [packedFile] = JSON.parse(output.slice(output.indexOf('['))) as Array<{ filename: string }>;
     const tarball = join(packed, packedFile!.filename);
-    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'my-agents', version: '1.0.0', private: true, dependencies: { 'keel-agents': `file:${tarball}` } }));
+    writeFileSync(
+      join(project, 'package.json'),
+      JSON.stringify({ name: 'my-agents', version: '1.0.0', private: true, dependencies: { 'keel-agents': `file:${tarball}` } }),
+    );
     writeFileSync(join(project, 'package-lock.json'), JSON.stringify(projectLockfile(tarball)));
     await inProject(project, 'npm', ['ci', '--offline', '--no-audit', '--no-fund', '--loglevel=error'], 240_000);
     writeProject(project, taskQueue);
@@ -277,8 +296,13 @@ describe('npm pack, installed into a fresh project', () => {
     expect(result).toMatchObject({ status: 'completed', text: 'all done' });
 
     // The ES module client of the project, reading the tool results back.
-    const { status, messages } = JSON.parse(await inProject(project, process.execPath, ['client.mjs'])) as { status: string; messages: Array<{ role: string; content: Array<{ toolResponse?: { name: string; output: unknown } }> }> };
-    const outputs = Object.fromEntries(messages.flatMap((message) => message.content.flatMap((part) => (part.toolResponse ? [[part.toolResponse.name, part.toolResponse.output]] : []))));
+    const { status, messages } = JSON.parse(await inProject(project, process.execPath, ['client.mjs'])) as {
+      status: string;
+      messages: Array<{ role: string; content: Array<{ toolResponse?: { name: string; output: unknown } }> }>;
+    };
+    const outputs = Object.fromEntries(
+      messages.flatMap((message) => message.content.flatMap((part) => (part.toolResponse ? [[part.toolResponse.name, part.toolResponse.output]] : []))),
+    );
     expect(status).toBe('completed');
     expect(outputs).toEqual({ greet: 'HELLO ADA!', stamp: 'stamped', count: 3, house_rule: 'be kind' });
   });

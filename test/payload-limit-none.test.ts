@@ -21,7 +21,8 @@ import { sharedTestWorker } from './support/harness';
 const KB = 1000;
 
 /** The fix every message names. */
-const REMEDY = /External Storage is off \(externalStorage\.driver: none\), so the whole conversation \(\d+ messages\) must fit in one payload; turn on externalStorage with driver file or s3 in temporal\.yaml, or keep the conversation short with ContextCompression \(replaceHistory: true\)/;
+const REMEDY =
+  /External Storage is off \(externalStorage\.driver: none\), so the whole conversation \(\d+ messages\) must fit in one payload; turn on externalStorage with driver file or s3 in temporal\.yaml, or keep the conversation short with ContextCompression \(replaceHistory: true\)/;
 
 /** How the runs of a chain under `runId` ended: statuses, failed workflow tasks, the run's failure, and whether any recorded the patch. */
 async function ending(client: Client, runId: string): Promise<{ statuses: string[]; taskFailures: string[]; failure?: string; patched: boolean }> {
@@ -37,7 +38,17 @@ async function ending(client: Client, runId: string): Promise<{ statuses: string
       if (taskFailure) taskFailures.push(taskFailure);
       failure ??= event.workflowExecutionFailedEventAttributes?.failure?.message ?? undefined;
       const marker = event.markerRecordedEventAttributes;
-      if (marker?.markerName === 'core_patch' && Object.values(marker.details ?? {}).some((payloads) => (payloads.payloads ?? []).some((payload) => Buffer.from(payload.data ?? []).toString().includes(INLINE_PAYLOAD_PATCH)))) patched = true;
+      if (
+        marker?.markerName === 'core_patch' &&
+        Object.values(marker.details ?? {}).some((payloads) =>
+          (payloads.payloads ?? []).some((payload) =>
+            Buffer.from(payload.data ?? [])
+              .toString()
+              .includes(INLINE_PAYLOAD_PATCH),
+          ),
+        )
+      )
+        patched = true;
     }
   }
   return { statuses: statuses.sort(), taskFailures, ...(failure !== undefined ? { failure } : {}), patched };
@@ -54,7 +65,8 @@ function blobModel(name: string, calls: number, size: number, usage?: { totalTok
   return scriptedModel({
     name,
     keepRequests: 1,
-    script: (_request, callIndex) => (callIndex < calls ? toolCallReply({ name: 'blob', input: { size } }, usage ? { usage } : {}) : textReply('all read', usage ? { usage } : {})),
+    script: (_request, callIndex) =>
+      callIndex < calls ? toolCallReply({ name: 'blob', input: { size } }, usage ? { usage } : {}) : textReply('all read', usage ? { usage } : {}),
   });
 }
 
@@ -106,7 +118,11 @@ describe('without External Storage, a conversation that outgrows one payload', (
     const handle = await client.start('none-forty', 'read forty blobs', { runId, continueAsNewAt: { historyBytes: 2_300_000 } });
     const error = await keelFailure(handle.result());
     expect(error.status).toBe('OUT_OF_RANGE');
-    expect(error.message).toMatch(new RegExp(`^the input of the next run of run ${runId} \\(continue-as-new: its conversation and state\\) is 2\\.\\d\\d MiB, over the 1\\.94 MiB limit of one payload: `));
+    expect(error.message).toMatch(
+      new RegExp(
+        `^the input of the next run of run ${runId} \\(continue-as-new: its conversation and state\\) is 2\\.\\d\\d MiB, over the 1\\.94 MiB limit of one payload: `,
+      ),
+    );
     expect(error.message).toMatch(REMEDY);
     const messages = Number(/\((\d+) messages\)/.exec(error.message)![1]);
     expect(messages).toBeGreaterThan(64);
@@ -117,14 +133,16 @@ describe('without External Storage, a conversation that outgrows one payload', (
     await replays(client.temporal, runId);
   });
 
-  it('keeps a stopped run\'s failure recordable: its partial result leaves out the conversation and says so', async () => {
+  it("keeps a stopped run's failure recordable: its partial result leaves out the conversation and says so", async () => {
     // Turns: blob (10 tokens), blob (20), blob (30); Budget (25) stops the run before the fourth model call.
     const { client } = worker();
     const runId = `none-stopped-${Date.now()}`;
     const handle = await client.start('none-spender', 'spend', { runId });
     const error = await keelFailure(handle.result());
     expect(error.status).toBe('ABORTED');
-    expect(error.message).toMatch(/^budget: used 30 of 25 totalTokens \(its partial result, 2\.29 MiB, is over the 1\.94 MiB limit of one payload and keeps only its text, usage and turns: /);
+    expect(error.message).toMatch(
+      /^budget: used 30 of 25 totalTokens \(its partial result, 2\.29 MiB, is over the 1\.94 MiB limit of one payload and keeps only its text, usage and turns: /,
+    );
     expect(error.message).toMatch(REMEDY);
     expect(error.details.partial).toEqual({ finishReason: 'aborted', text: '', usage: { totalTokens: 30 }, turns: 3 });
     const ended = await ending(client.temporal, runId);

@@ -63,7 +63,12 @@ describe('keel dev', () => {
       await expect.poll(async () => (await status()).interrupts[0]?.toolName, { timeout: 30_000, interval: 300 }).toBe('book_train');
       expect((await runKeel(['approve', runId, 'i1', '--config', path])).code).toBe(0);
       await expect.poll(async () => (await status()).status, { timeout: 30_000, interval: 300 }).toBe('completed');
-      expect(await status()).toMatchObject({ finishReason: 'stop', text: expect.stringContaining('Your ticket is booked'), usage: { inputTokens: 1270, outputTokens: 172 }, tasks: [expect.objectContaining({ agent: 'fare-scout' })] });
+      expect(await status()).toMatchObject({
+        finishReason: 'stop',
+        text: expect.stringContaining('Your ticket is booked'),
+        usage: { inputTokens: 1270, outputTokens: 172 },
+        tasks: [expect.objectContaining({ agent: 'fare-scout' })],
+      });
       dev.kill('SIGTERM');
       expect(await dev.exited).toBe(0);
     } finally {
@@ -84,7 +89,9 @@ describe('keel demo', () => {
     expect(stdout).toMatch(/turn 1\n {2}→ lookup_weather\(\{"city":"Lisbon"\}\)\n {2}→ lookup_weather\(\{"city":"Porto"\}\)\n {2}→ delegate_to_fare-scout\(/);
     // the fare scout works in the background; the planner collects its answer
     expect(stdout).toMatch(/← delegate_to_fare-scout: \{"taskId":"fare-scout:run-[^"]+\/fare-scout-1","status":"pending"/);
-    expect(stdout).toMatch(/← wait_for_background_tasks: \{"tasks":\[\{"taskId":"fare-scout:run-[^"]+","agent":"fare-scout","name":"fare","status":"completed"/);
+    expect(stdout).toMatch(
+      /← wait_for_background_tasks: \{"tasks":\[\{"taskId":"fare-scout:run-[^"]+","agent":"fare-scout","name":"fare","status":"completed"/,
+    );
     // the background task's progress shows as it goes, and no colours off a terminal
     expect(stdout).toMatch(/ {2}⧗ background task fare \(fare-scout\) (running|completed)/);
     expect(stdout).toContain('⧗ background task fare (fare-scout) completed: The 25 EUR');
@@ -100,7 +107,9 @@ describe('keel demo', () => {
     expect(stdout).toMatch(/← use_skill: <skill_content name="trip-writer"/);
     const written = /← write_file: File (itinerary-[0-9a-f]{8}\.md) written successfully\./.exec(stdout);
     expect(written, stdout).not.toBeNull();
-    expect(readFileSync(join(ROOT, '.keel', 'trips', written![1]!), 'utf8')).toContain('2. Train Porto → Lisbon: The 25 EUR train ticket comes to about 27 USD.');
+    expect(readFileSync(join(ROOT, '.keel', 'trips', written![1]!), 'utf8')).toContain(
+      '2. Train Porto → Lisbon: The 25 EUR train ticket comes to about 27 USD.',
+    );
     expect(stdout).toContain('answer (stop, 5 turns, 1270 input / 172 output tokens)');
     expect(stdout).toMatch(new RegExp(`http://127\\.0\\.0\\.1:${uiPort}/namespaces/default/workflows/run-`));
   });
@@ -116,7 +125,10 @@ describe('keel demo', () => {
   it('asks at a terminal without blocking the run, and gives way to a decision made elsewhere', async () => {
     const { path } = await configWithOwnServer({ temporal: { address: inject('temporalAddress') }, taskQueue: `demo-tty-${Date.now()}` });
     // `script` gives the demo a terminal; its stdin stays open and nobody types.
-    const demo = spawnCommand('script', ['-qfec', `${process.execPath} ${BIN} demo --config ${path}`, '/dev/null'], { env: { OPENAI_BASE_URL: '', OPENAI_API_KEY: '' }, stdin: 'pipe' });
+    const demo = spawnCommand('script', ['-qfec', `${process.execPath} ${BIN} demo --config ${path}`, '/dev/null'], {
+      env: { OPENAI_BASE_URL: '', OPENAI_API_KEY: '' },
+      stdin: 'pipe',
+    });
     try {
       await demo.waitFor(/approve book_train\? \[y\/N\]/, 120_000);
       const [, runId, interruptId] = /npx keel approve (\S+) (\S+)/.exec(demo.output())!;
@@ -142,7 +154,10 @@ describe('worker.ts', () => {
       agents: [{ name: 'from-file', description: 'Answers.', model: 'scripted/from-file' }],
       models: [{ name: 'scripted/from-file', script: [{ text: 'started by worker.ts' }] }],
     });
-    const child = spawn(process.execPath, [join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(ROOT, 'worker.ts')], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(ROOT, 'worker.ts')], {
+      cwd: dir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     const exited = new Promise<number | null>((done) => child.once('close', done));

@@ -25,7 +25,8 @@ const run = promisify(execFile);
 
 /** A virtualenv with temporalio from PyPI (kept in .keel/, git-ignored, made once), made before the worker starts. */
 beforeAll(async () => {
-  const installed = existsSync(PYTHON) && (await run(PYTHON, ['-c', 'import temporalio; print(temporalio.__version__)'], { encoding: 'utf8' })).stdout.trim() === TEMPORALIO;
+  const installed =
+    existsSync(PYTHON) && (await run(PYTHON, ['-c', 'import temporalio; print(temporalio.__version__)'], { encoding: 'utf8' })).stdout.trim() === TEMPORALIO;
   if (!installed) {
     await run('python3', ['-m', 'venv', VENV]);
     await run(join(VENV, 'bin', 'pip'), ['install', '--quiet', `temporalio==${TEMPORALIO}`]);
@@ -40,7 +41,10 @@ describe('a Python client', () => {
   it('starts a run, approves its held call and reads the result, in plain JSON', async () => {
     const { config, taskQueue } = worker();
     // Asynchronously: the keel worker runs in this process and must keep serving the run.
-    const script = run(PYTHON, [join(ROOT, 'examples', 'python', 'approve_run.py'), config.temporal.address!, taskQueue, 'py-approve'], { encoding: 'utf8', timeout: 60_000 });
+    const script = run(PYTHON, [join(ROOT, 'examples', 'python', 'approve_run.py'), config.temporal.address!, taskQueue, 'py-approve'], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     const { stdout: output } = await script.catch((error: Error & { stderr?: string }) => {
       throw new Error(`${error.message}\n${error.stderr ?? ''}`);
     });

@@ -72,7 +72,10 @@ describe('a reset to before a decision', () => {
     // The model asks for the tool once; after the reset it answers straight away.
     let calls = 0;
     const name = `reset-${++agents}`;
-    const model = scriptedModel({ name: `scripted/${name}`, script: () => (++calls === 1 ? toolCallReply({ name: 'dangerous', input: { v: 'x' } }) : textReply(calls === 2 ? 'done' : 'changed my mind')) });
+    const model = scriptedModel({
+      name: `scripted/${name}`,
+      script: () => (++calls === 1 ? toolCallReply({ name: 'dangerous', input: { v: 'x' } }) : textReply(calls === 2 ? 'done' : 'changed my mind')),
+    });
     registry.add(model, defineAgent({ name, model: model.name, tools: [dangerous], use: [toolApproval()] }));
     const handle = await worker.client.start(name, 'go');
     const id = await waitForInterrupt(handle);
@@ -92,7 +95,8 @@ describe('a reset to before a decision', () => {
     const name = `reset-${++agents}`;
     const model = scriptedModel({
       name: `scripted/${name}`,
-      script: (request) => (request.messages.at(-1)?.role === 'tool' ? textReply('done') : toolCallReply({ name: ++calls === 1 ? 'dangerous' : 'echo', input: { v: 'x' } })),
+      script: (request) =>
+        request.messages.at(-1)?.role === 'tool' ? textReply('done') : toolCallReply({ name: ++calls === 1 ? 'dangerous' : 'echo', input: { v: 'x' } }),
     });
     registry.add(model, defineAgent({ name, model: model.name, tools: [dangerous, echo], use: [toolApproval()] }));
     const handle = await worker.client.start(name, 'go');
@@ -105,7 +109,13 @@ describe('a reset to before a decision', () => {
     const status = await handle.status();
     expect(status).toMatchObject({ state: 'waiting', interrupts: [{ id, toolName: 'echo' }] });
     expect(status.reappliedDecisions).toEqual([
-      { interruptId: id, decision: 'approved', state: 'dropped', toolName: 'echo', reason: `interrupt ${id} holds tool "echo" (ref 0); the decision is for tool "dangerous" (ref 0)` },
+      {
+        interruptId: id,
+        decision: 'approved',
+        state: 'dropped',
+        toolName: 'echo',
+        reason: `interrupt ${id} holds tool "echo" (ref 0); the decision is for tool "dangerous" (ref 0)`,
+      },
     ]);
     // A decision meant for the call now held goes through.
     await handle.approve(id);

@@ -126,14 +126,21 @@ describe('a worker started while the server is down', () => {
         return { slept: ms };
       },
     });
-    const model = scriptedModel({ name: 'scripted/restart-watch', script: (request) => (request.messages.at(-1)?.role === 'tool' ? textReply('survived') : toolCallReply({ name: 'pause', input: { ms: 4000 } })) });
+    const model = scriptedModel({
+      name: 'scripted/restart-watch',
+      script: (request) => (request.messages.at(-1)?.role === 'tool' ? textReply('survived') : toolCallReply({ name: 'pause', input: { ms: 4000 } })),
+    });
     const registry = new Registry().add(pause, model, defineAgent({ name: 'restart-watch', model: model.name, tools: [pause] }));
     const worker = await startTestWorker(registry, {
       temporal: { address: server.address },
       activities: { tool: { heartbeatTimeout: '5 seconds', retry: { initialInterval: '500ms' } } },
     });
     try {
-      const { configPath } = writeTestConfig('restart-watch', { temporal: { address: server.address }, taskQueue: worker.taskQueue, server: { enabled: false } });
+      const { configPath } = writeTestConfig('restart-watch', {
+        temporal: { address: server.address },
+        taskQueue: worker.taskQueue,
+        server: { enabled: false },
+      });
       const watching = track(spawnKeel(['run', 'restart-watch', 'hi', '--config', configPath]));
       const json = track(spawnKeel(['run', 'restart-watch', 'hi', '--json', '--config', configPath]));
       const handle = await worker.client.start('restart-watch', 'hi');

@@ -18,13 +18,21 @@ const track = killAfterEach(afterEach);
 function slowLog(dir: string): string[][] {
   const file = join(dir, 'slow.log');
   if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((line) => line.split(' '));
+  return readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.split(' '));
 }
 
 /** Each completed model and tool activity of a run as [activity type, pid of the worker that completed it], in order (the agent lookup left out). */
 async function completedBy(client: KeelClient, runId: string): Promise<Array<[string, string]>> {
   const events = (await client.temporal.workflow.getHandle(runId).fetchHistory()).events ?? [];
-  const typeOf = new Map(events.filter((event) => event.activityTaskScheduledEventAttributes).map((event) => [String(event.eventId), event.activityTaskScheduledEventAttributes!.activityType!.name!]));
+  const typeOf = new Map(
+    events
+      .filter((event) => event.activityTaskScheduledEventAttributes)
+      .map((event) => [String(event.eventId), event.activityTaskScheduledEventAttributes!.activityType!.name!]),
+  );
   return events
     .map((event) => event.activityTaskCompletedEventAttributes)
     .filter((completed) => !!completed)
@@ -74,7 +82,9 @@ describe('keel worker on SIGTERM', () => {
       ]);
       const result = await handle.result();
       expect(result.text).toBe('deployed');
-      expect(result.messages.find((message) => message.role === 'tool')?.content).toEqual([{ toolResponse: { name: 'slow_work', ref: '0', output: { worked: 3 } } }]);
+      expect(result.messages.find((message) => message.role === 'tool')?.content).toEqual([
+        { toolResponse: { name: 'slow_work', ref: '0', output: { worked: 3 } } },
+      ]);
       expect(slowLog(dir), 'nothing ran again').toHaveLength(2);
       const [first, ...rest] = await completedBy(client, handle.runId);
       expect(first?.[0]).toBe('callModel');
@@ -99,7 +109,9 @@ describe('keel worker on SIGTERM', () => {
       expect(await victim.exited).toBe(0);
       const result = await handle.result();
       expect(result.text).toBe('deployed');
-      expect(result.messages.find((message) => message.role === 'tool')?.content).toEqual([{ toolResponse: { name: 'slow_work', ref: '0', output: { worked: 4 } } }]);
+      expect(result.messages.find((message) => message.role === 'tool')?.content).toEqual([
+        { toolResponse: { name: 'slow_work', ref: '0', output: { worked: 4 } } },
+      ]);
       // grace (1 s) + retry (0.2 s) + the 4 s call + turn 2, well inside the 60 s heartbeat timeout
       expect(Date.now() - stoppedAt).toBeLessThan(20_000);
       const [victimPid, survivorPid] = [String(victim.child.pid), String(survivor.child.pid)];
@@ -124,8 +136,15 @@ describe('a worker that lacks the run’s agent, model and tool on the same queu
   it('fails no run: each call it refuses is retried until a worker that has it takes it', async () => {
     // Each run: the model (on either worker) asks for record_fast, then answers done. The stale worker, started
     // from another project's config, has neither the agent, nor its model, nor its tool.
-    const { dir, configPath: good, taskQueue } = writeTestConfig('deploy-mixed', {
-      activities: { model: { retry: { initialInterval: '200ms', maximumInterval: '1 second' } }, tool: { retry: { initialInterval: '200ms', maximumInterval: '1 second' } } },
+    const {
+      dir,
+      configPath: good,
+      taskQueue,
+    } = writeTestConfig('deploy-mixed', {
+      activities: {
+        model: { retry: { initialInterval: '200ms', maximumInterval: '1 second' } },
+        tool: { retry: { initialInterval: '200ms', maximumInterval: '1 second' } },
+      },
       modules: [join(ROOT, 'test', 'fixtures', 'crash-agents.ts')],
       models: [{ name: 'scripted/crash', script: [{ toolRequests: [{ name: 'record_fast', input: {} }] }, { text: 'done' }] }],
     });
@@ -136,7 +155,14 @@ describe('a worker that lacks the run’s agent, model and tool on the same queu
     const client = await KeelClient.connect(loadConfig({ path: good }));
     try {
       const handles = await Promise.all(Array.from({ length: 40 }, () => client.start('crash', 'go')));
-      const outcomes = await Promise.all(handles.map((handle) => handle.result().then((result) => result.text, (error: Error) => `failed: ${error.message}`)));
+      const outcomes = await Promise.all(
+        handles.map((handle) =>
+          handle.result().then(
+            (result) => result.text,
+            (error: Error) => `failed: ${error.message}`,
+          ),
+        ),
+      );
       expect(outcomes).toEqual(Array(40).fill('done'));
       expect(readFileSync(join(dir, 'fast.log'), 'utf8').trim().split('\n')).toHaveLength(40);
       // The stale worker did take calls, and said so each time it refused one.
@@ -147,13 +173,19 @@ describe('a worker that lacks the run’s agent, model and tool on the same queu
   });
 
   it('fails a call no worker has once the retry time is over, naming what was missing and every worker asked', async () => {
-    const { configPath, taskQueue } = writeTestConfig('deploy-missing', { worker: { notRegisteredRetryFor: '3 seconds' }, modules: [join(ROOT, 'test', 'fixtures', 'guard-agents.ts')] });
+    const { configPath, taskQueue } = writeTestConfig('deploy-missing', {
+      worker: { notRegisteredRetryFor: '3 seconds' },
+      modules: [join(ROOT, 'test', 'fixtures', 'guard-agents.ts')],
+    });
     const worker = track(spawnKeel(['worker', '--config', configPath]));
     await worker.waitFor(/keel: worker \d+ on task queue/);
     const client = await KeelClient.connect(loadConfig({ path: configPath }));
     try {
       const started = Date.now();
-      const error = await client.run('nobody-has-me', 'go').then(() => undefined, (failure: Error & { status?: string }) => failure);
+      const error = await client.run('nobody-has-me', 'go').then(
+        () => undefined,
+        (failure: Error & { status?: string }) => failure,
+      );
       expect(error).toMatchObject({ status: 'NOT_FOUND' });
       expect(error!.message).toContain('agent "nobody-has-me" is not registered on this worker; registered agents: delegator, guarded');
       expect(error!.message).toContain(`no worker of task queue "${taskQueue}" that took the call within 3 seconds has it; asked: worker ${worker.child.pid}@`);

@@ -47,15 +47,31 @@ describe('run history', () => {
     // turn 1: two echo calls; turn 2: one echo call; turn 3: text
     const model = scriptedModel({
       name: 'scripted/history',
-      script: [toolCallReply([{ name: 'echo', input: { v: 'a' } }, { name: 'echo', input: { v: 'b' } }]), toolCallReply({ name: 'echo', input: { v: 'c' } }), textReply('done')],
+      script: [
+        toolCallReply([
+          { name: 'echo', input: { v: 'a' } },
+          { name: 'echo', input: { v: 'b' } },
+        ]),
+        toolCallReply({ name: 'echo', input: { v: 'c' } }),
+        textReply('done'),
+      ],
     });
     registry.add(model, defineAgent({ name: 'history', model: model.name, tools: [echo] }));
     const handle = await worker.client.start('history', 'hi');
     await handle.result();
-    expect(await scheduledActivities(worker.client.temporal, handle.runId)).toEqual(['callModel', 'callTool', 'callTool', 'callModel', 'callTool', 'callModel']);
+    expect(await scheduledActivities(worker.client.temporal, handle.runId)).toEqual([
+      'callModel',
+      'callTool',
+      'callTool',
+      'callModel',
+      'callTool',
+      'callModel',
+    ]);
     // The lookup is an activity of its own (a workflow task boundary before middleware setup), recorded once.
     const history = await worker.client.temporal.workflow.getHandle(handle.runId).fetchHistory();
-    const types = (history.events ?? []).flatMap((event) => (event.activityTaskScheduledEventAttributes ? [event.activityTaskScheduledEventAttributes.activityType?.name] : []));
+    const types = (history.events ?? []).flatMap((event) =>
+      event.activityTaskScheduledEventAttributes ? [event.activityTaskScheduledEventAttributes.activityType?.name] : [],
+    );
     expect(types[0]).toBe('resolveAgent');
     expect(types.filter((type) => type === 'resolveAgent')).toHaveLength(1);
     expect(await markerCount(worker.client.temporal, handle.runId)).toBe(0);
@@ -83,7 +99,10 @@ describe('query status', () => {
   it('reports the turn, usage and (no) pending interrupts while a tool runs, then the outcome', async () => {
     const model = scriptedModel({
       name: 'scripted/status',
-      script: [toolCallReply({ name: 'wait', input: { ms: 1500 } }, { usage: { inputTokens: 7, outputTokens: 2 } }), textReply('finished', { usage: { inputTokens: 9, outputTokens: 1 } })],
+      script: [
+        toolCallReply({ name: 'wait', input: { ms: 1500 } }, { usage: { inputTokens: 7, outputTokens: 2 } }),
+        textReply('finished', { usage: { inputTokens: 9, outputTokens: 1 } }),
+      ],
     });
     registry.add(model, defineAgent({ name: 'status', model: model.name, tools: [wait] }));
     const handle = await worker.client.start('status', 'hi');

@@ -28,7 +28,13 @@ const registry = new Registry().add(blob, model, defineAgent({ name: 's3', model
 
 beforeAll(async () => {
   const port = await freePort();
-  server = new S3rver({ port, address: '127.0.0.1', silent: true, directory: mkdtempSync(join(tmpdir(), 'keel-s3-')), configureBuckets: [{ name: BUCKET, configs: [] }] });
+  server = new S3rver({
+    port,
+    address: '127.0.0.1',
+    silent: true,
+    directory: mkdtempSync(join(tmpdir(), 'keel-s3-')),
+    configureBuckets: [{ name: BUCKET, configs: [] }],
+  });
   await server.run();
   endpoint = `http://127.0.0.1:${port}`;
   // s3rver's credentials, read by the AWS SDK's default chain in the worker and client.
@@ -47,7 +53,8 @@ describe('External Storage on S3', () => {
     const handle = await worker.client.start('s3', 'fetch the blob');
     const result = await handle.result();
     expect(result.text).toBe('stored');
-    const output = (result.messages.find((message) => message.role === 'tool')!.content[0] as { toolResponse: { output: { data: string } } }).toolResponse.output;
+    const output = (result.messages.find((message) => message.role === 'tool')!.content[0] as { toolResponse: { output: { data: string } } }).toolResponse
+      .output;
     expect(output.data).toHaveLength(3 * MiB);
     const history = await worker.client.temporal.workflow.getHandle(handle.runId).fetchHistory();
     expect(temporal.api.history.v1.History.encode(history).finish().length).toBeLessThan(256 * 1024);

@@ -19,8 +19,16 @@ const model = scriptedModel({
 });
 
 beforeAll(async () => {
-  server = await startDevServer({ binary: inject('temporalBinary'), port: await freePort(), headless: true, logLevel: 'error', dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 40 } });
-  worker = await startTestWorker(new Registry().add(model, defineAgent({ name: 'long-session', model: model.name, session: 'server' })), { temporal: { address: server.address } });
+  server = await startDevServer({
+    binary: inject('temporalBinary'),
+    port: await freePort(),
+    headless: true,
+    logLevel: 'error',
+    dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 40 },
+  });
+  worker = await startTestWorker(new Registry().add(model, defineAgent({ name: 'long-session', model: model.name, session: 'server' })), {
+    temporal: { address: server.address },
+  });
 });
 afterAll(async () => {
   await worker?.stop();

@@ -1,5 +1,5 @@
 /**
- * Sessions (BEHAVIOR §13): a server-managed agent keeps its conversation in a session
+ * Sessions (docs/sessions.md): a server-managed agent keeps its conversation in a session
  * workflow; each turn is an update that runs a child generate run and records a snapshot.
  * Client-managed agents carry their state in and out of each run.
  */
@@ -17,7 +17,11 @@ const registry = new Registry();
 const worker = sharedTestWorker(registry);
 
 let count = 0;
-function agent(options: { session?: 'server' | 'client'; script: ScriptedReply[] | ((request: ModelRequest) => ScriptedReply); use?: Parameters<typeof defineAgent>[0]['use'] }) {
+function agent(options: {
+  session?: 'server' | 'client';
+  script: ScriptedReply[] | ((request: ModelRequest) => ScriptedReply);
+  use?: Parameters<typeof defineAgent>[0]['use'];
+}) {
   const name = `sessions-${++count}`;
   const model = scriptedModel({ name: `scripted/${name}`, script: options.script });
   registry.add(model, defineAgent({ name, model: model.name, session: options.session ?? 'server', use: options.use }));
@@ -25,7 +29,8 @@ function agent(options: { session?: 'server' | 'client'; script: ScriptedReply[]
 }
 
 /** The user texts of a request, in order. */
-const userTexts = (request: ModelRequest) => request.messages.filter((message) => message.role === 'user').map((message) => (message.content[0] as { text: string }).text);
+const userTexts = (request: ModelRequest) =>
+  request.messages.filter((message) => message.role === 'user').map((message) => (message.content[0] as { text: string }).text);
 
 describe('server-managed sessions', () => {
   it('keeps the conversation across turns, each a child run with a snapshot chained to the last', async () => {
@@ -36,7 +41,9 @@ describe('server-managed sessions', () => {
     const second = await session.send('what is my name?');
     expect([first.text, second.text]).toEqual(['heard 1', 'heard 2']);
     expect(userTexts(model.requests[1]!.request)).toEqual(['my name is Ada', 'what is my name?']);
-    expect(model.requests[1]!.request.messages.filter((message) => message.role === 'model').map((message) => (message.content[0] as { text: string }).text)).toEqual(['heard 1']);
+    expect(
+      model.requests[1]!.request.messages.filter((message) => message.role === 'model').map((message) => (message.content[0] as { text: string }).text),
+    ).toEqual(['heard 1']);
     expect(second).toMatchObject({ sessionId: session.sessionId, status: 'completed', finishReason: 'stop', runId: `${session.workflowId}/turn-2` });
     const latest = await session.snapshot();
     expect(latest).toMatchObject({ snapshotId: second.snapshotId, parentId: first.snapshotId, status: 'completed', finishReason: 'stop', messageCount: 4 });
@@ -46,7 +53,9 @@ describe('server-managed sessions', () => {
 
   it('records no snapshot for a failed turn, and starts a turn from an earlier snapshot when asked', async () => {
     // turn 1 ok; turn 2 fails (the model errors); turn 3 from turn 1's snapshot sees only turn 1
-    const { name, model } = agent({ script: (request) => (userTexts(request).at(-1) === 'fail' ? errorReply('PERMISSION_DENIED', 'no') : textReply(`seen ${userTexts(request).join(',')}`)) });
+    const { name, model } = agent({
+      script: (request) => (userTexts(request).at(-1) === 'fail' ? errorReply('PERMISSION_DENIED', 'no') : textReply(`seen ${userTexts(request).join(',')}`)),
+    });
     const session = worker().client.session(name, `fail-${Date.now()}`);
     const first = await session.send('one');
     await expect(session.send('fail')).rejects.toMatchObject({ status: 'PERMISSION_DENIED', message: 'no' });
@@ -64,8 +73,15 @@ describe('server-managed sessions', () => {
     await expect(session.snapshot()).rejects.toMatchObject({ status: 'NOT_FOUND' });
     await session.send('hi');
     await expect(session.snapshot('nope')).rejects.toMatchObject({ status: 'NOT_FOUND', message: expect.stringContaining('snapshot "nope" not found') });
-    await expect(session.send('again', { snapshotId: 'nope' })).rejects.toMatchObject({ status: 'NOT_FOUND', message: expect.stringContaining('snapshot "nope" not found') });
-    expect(await worker().client.run(server.name, 'hi', { state: { messages: [] } }).then(() => undefined, runErrorOf)).toMatchObject({
+    await expect(session.send('again', { snapshotId: 'nope' })).rejects.toMatchObject({
+      status: 'NOT_FOUND',
+      message: expect.stringContaining('snapshot "nope" not found'),
+    });
+    expect(
+      await worker()
+        .client.run(server.name, 'hi', { state: { messages: [] } })
+        .then(() => undefined, runErrorOf),
+    ).toMatchObject({
       status: 'INVALID_ARGUMENT',
       message: `agent "${server.name}" keeps its conversation on the server (session: 'server'): send a session id, not state`,
     });
@@ -76,13 +92,26 @@ describe('server-managed sessions', () => {
   });
 
   it('detaches a turn with a pending snapshot that settles later, and aborts one in flight', async () => {
-    const { name } = agent({ script: (request) => textReply(`done ${userTexts(request).at(-1)}`, { delayMs: userTexts(request).at(-1) === 'slow' ? 20_000 : 500 }) });
+    const { name } = agent({
+      script: (request) => textReply(`done ${userTexts(request).at(-1)}`, { delayMs: userTexts(request).at(-1) === 'slow' ? 20_000 : 500 }),
+    });
     const session = worker().client.session(name, `detach-${Date.now()}`);
     const pending = await session.send('quick', { detach: true });
     expect(pending).toMatchObject({ status: 'pending', finishReason: 'detached', text: '' });
     expect(await session.waitForSnapshot(pending.snapshotId)).toMatchObject({ snapshotId: pending.snapshotId, status: 'completed', finishReason: 'stop' });
     const slow = await session.send('slow', { detach: true });
-    await expect.poll(async () => (await worker().client.getHandle(slow.runId).status().catch(() => undefined))?.state, { timeout: 10_000 }).toBe('running');
+    await expect
+      .poll(
+        async () =>
+          (
+            await worker()
+              .client.getHandle(slow.runId)
+              .status()
+              .catch(() => undefined)
+          )?.state,
+        { timeout: 10_000 },
+      )
+      .toBe('running');
     expect(await session.abort()).toMatchObject({ snapshotId: slow.snapshotId, status: 'aborting' });
     expect(await session.waitForSnapshot(slow.snapshotId)).toMatchObject({ status: 'aborted', finishReason: 'aborted' });
     expect(await session.abort()).toBeNull();
@@ -91,7 +120,10 @@ describe('server-managed sessions', () => {
   it('counts a session-scoped budget across turns: the second turn stops before any model call', async () => {
     // turn 1 spends 20 of 15: it finishes its turn, then the check stops it (aborted, usage recorded)
     // turn 2 starts at 20 of 15: stopped before its first model call
-    const { name, model } = agent({ script: (request) => (request.messages.at(-1)?.role === 'tool' ? textReply('x') : textReply('spent', { usage: { inputTokens: 20 } })), use: [budget({ limit: { inputTokens: 15 }, scope: 'session' })] });
+    const { name, model } = agent({
+      script: (request) => (request.messages.at(-1)?.role === 'tool' ? textReply('x') : textReply('spent', { usage: { inputTokens: 20 } })),
+      use: [budget({ limit: { inputTokens: 15 }, scope: 'session' })],
+    });
     const session = worker().client.session(name, `budget-${Date.now()}`);
     const first = await session.send('one');
     expect(first).toMatchObject({ status: 'completed', usage: { inputTokens: 20 } });
@@ -112,11 +144,17 @@ describe('sessions under load and misuse', () => {
 
   it('keeps counting what the session spent when a turn starts from an earlier snapshot', async () => {
     // turn 1 spends 10 (snapshot s1); turn 2 spends 10 (20 of 15); a turn from s1 is still over the session's limit
-    const { name, model } = agent({ script: [textReply('one', { usage: { inputTokens: 10 } }), textReply('two', { usage: { inputTokens: 10 } }), textReply('never')], use: [budget({ limit: { inputTokens: 15 }, scope: 'session' })] });
+    const { name, model } = agent({
+      script: [textReply('one', { usage: { inputTokens: 10 } }), textReply('two', { usage: { inputTokens: 10 } }), textReply('never')],
+      use: [budget({ limit: { inputTokens: 15 }, scope: 'session' })],
+    });
     const session = worker().client.session(name, `branch-${Date.now()}`);
     const first = await session.send('one');
     await session.send('two');
-    expect(await session.send('again', { snapshotId: first.snapshotId })).toMatchObject({ status: 'aborted', error: { status: 'ABORTED', message: 'budget: used 20 of 15 inputTokens' } });
+    expect(await session.send('again', { snapshotId: first.snapshotId })).toMatchObject({
+      status: 'aborted',
+      error: { status: 'ABORTED', message: 'budget: used 20 of 15 inputTokens' },
+    });
     expect(model.requests).toHaveLength(2);
   });
 
@@ -142,8 +180,13 @@ describe('sessions under load and misuse', () => {
 
   it('ends a session started for an agent that does not exist', async () => {
     const session = worker().client.session('no-such-agent', `ghost-${Date.now()}`);
-    await expect(session.send('hi')).rejects.toMatchObject({ status: 'NOT_FOUND', message: expect.stringContaining('agent "no-such-agent" is not registered') });
-    await expect.poll(async () => (await worker().client.temporal.workflow.getHandle(session.workflowId).describe()).status.name, { timeout: 10_000 }).toBe('COMPLETED');
+    await expect(session.send('hi')).rejects.toMatchObject({
+      status: 'NOT_FOUND',
+      message: expect.stringContaining('agent "no-such-agent" is not registered'),
+    });
+    await expect
+      .poll(async () => (await worker().client.temporal.workflow.getHandle(session.workflowId).describe()).status.name, { timeout: 10_000 })
+      .toBe('COMPLETED');
   });
 });
 
@@ -151,7 +194,14 @@ describe('client-managed state', () => {
   it('takes the conversation in and gives it back, with artifacts and custom data', async () => {
     const { name, model } = agent({ session: 'client', script: (request) => textReply(`seen ${userTexts(request).join(',')}`) });
     const first = await worker().client.run(name, 'one', { state: { custom: { step: 1 } } });
-    expect(first.state).toEqual({ messages: [{ role: 'user', content: [{ text: 'one' }] }, { role: 'model', content: [{ text: 'seen one' }] }], artifacts: [], custom: { step: 1 } });
+    expect(first.state).toEqual({
+      messages: [
+        { role: 'user', content: [{ text: 'one' }] },
+        { role: 'model', content: [{ text: 'seen one' }] },
+      ],
+      artifacts: [],
+      custom: { step: 1 },
+    });
     const second = await worker().client.run(name, 'two', { state: first.state });
     expect(second.text).toBe('seen one,two');
     expect(second.state!.messages).toHaveLength(4);

@@ -22,7 +22,10 @@ const streaming = scriptedModel({
 // The first call streams half an answer and fails; Retry calls again, which streams it whole.
 const flaky = scriptedModel({
   name: 'scripted/streaming-flaky',
-  script: [{ ...errorReply('UNAVAILABLE', 'dropped'), stream: ['Hello', ' wor'], chunkDelayMs: 400 }, { stream: ['Hello', ' wor', 'ld'], chunkDelayMs: 400 }],
+  script: [
+    { ...errorReply('UNAVAILABLE', 'dropped'), stream: ['Hello', ' wor'], chunkDelayMs: 400 },
+    { stream: ['Hello', ' wor', 'ld'], chunkDelayMs: 400 },
+  ],
 });
 const registry = new Registry().add(
   add,
@@ -58,7 +61,9 @@ describe('RunHandle.events()', () => {
     expect(streamed[0]).toMatchObject({ model: 'scripted/streaming', callIndex: 1, attempt: 1, sequence: expect.any(Number) });
     expect(texts.map((event) => event.delta).join('')).toBe('Lisbon is sunny today');
     // The pieces came before the answer's message.
-    const answerIndex = events.findIndex((event) => event.type === 'message' && event.message.role === 'model' && event.message.content.some((part) => 'text' in part));
+    const answerIndex = events.findIndex(
+      (event) => event.type === 'message' && event.message.role === 'model' && event.message.content.some((part) => 'text' in part),
+    );
     expect(events.indexOf(streamed[0]!)).toBeLessThan(answerIndex);
     expect(events.filter((event) => event.type === 'toolCall')).toEqual([{ type: 'toolCall', name: 'add', ref: expect.any(String), input: { a: 1, b: 2 } }]);
     expect(events.filter((event) => event.type === 'toolResult')).toMatchObject([{ type: 'toolResult', name: 'add', output: { sum: 3 } }]);
@@ -99,4 +104,3 @@ describe('keel run', () => {
     expect(run.stderr()).toContain('  model: one two three four\n');
   });
 });
-

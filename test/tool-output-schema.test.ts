@@ -44,7 +44,10 @@ afterAll(async () => {
 describe('tool output schema', () => {
   it('fails the run with INTERNAL naming the tool and the field, and does not run the tool again', async () => {
     // turn 1: lookup_weather(Porto), whose result has highC as a string: the run fails
-    const model = scriptedModel({ name: 'scripted/output-hard', script: [toolCallReply({ name: 'lookup_weather', input: { city: 'Porto' } }), textReply('unreachable')] });
+    const model = scriptedModel({
+      name: 'scripted/output-hard',
+      script: [toolCallReply({ name: 'lookup_weather', input: { city: 'Porto' } }), textReply('unreachable')],
+    });
     registry.add(model, defineAgent({ name: 'output-hard', model: model.name, tools: [lookupWeather] }));
     calls.length = 0;
     const handle = await worker.client.start('output-hard', 'Porto tomorrow?');

@@ -41,11 +41,15 @@ beforeAll(async () => {
     request.on('end', () => {
       if (request.url === '/v1/traces') {
         const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
-          resourceSpans: Array<{ resource: { attributes: KeyValues }; scopeSpans: Array<{ spans: Array<{ name: string; traceId: string; attributes: KeyValues }> }> }>;
+          resourceSpans: Array<{
+            resource: { attributes: KeyValues };
+            scopeSpans: Array<{ spans: Array<{ name: string; traceId: string; attributes: KeyValues }> }>;
+          }>;
         };
         for (const resourceSpans of body.resourceSpans) {
           const service = String(attributesOf(resourceSpans.resource.attributes)['service.name']);
-          for (const scope of resourceSpans.scopeSpans) for (const span of scope.spans) spans.push({ name: span.name, traceId: span.traceId, service, attributes: attributesOf(span.attributes) });
+          for (const scope of resourceSpans.scopeSpans)
+            for (const span of scope.spans) spans.push({ name: span.name, traceId: span.traceId, service, attributes: attributesOf(span.attributes) });
         }
       }
       response.writeHead(200, { 'content-type': 'application/json' });
@@ -74,7 +78,12 @@ describe('tracing from the OTEL_* variables', () => {
   it("exports one trace per run, from the client's start through the workflow to the model and tool calls", async () => {
     const { configPath } = writeTestConfig('tracing', {
       modules: [join(ROOT, 'examples', 'agents.ts')],
-      models: [{ name: 'scripted/traced', script: [{ toolRequests: [{ name: 'lookup_weather', input: { city: 'Porto' } }], usage: { inputTokens: 12, outputTokens: 3 } }, { text: 'sunny' }] }],
+      models: [
+        {
+          name: 'scripted/traced',
+          script: [{ toolRequests: [{ name: 'lookup_weather', input: { city: 'Porto' } }], usage: { inputTokens: 12, outputTokens: 3 } }, { text: 'sunny' }],
+        },
+      ],
       agents: [{ name: 'traced', model: 'scripted/traced', tools: ['lookup_weather'] }],
     });
     const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_BSP_SCHEDULE_DELAY: '100', OPENAI_API_KEY: '', OPENAI_BASE_URL: '' };
@@ -87,20 +96,40 @@ describe('tracing from the OTEL_* variables', () => {
     const root = () => spans.find((span) => span.name === 'keel.run traced' && span.attributes['keel.run_id'] === runId);
     await expect.poll(() => root(), { timeout: 20_000 }).toBeDefined();
     const inTrace = () => spans.filter((span) => span.traceId === root()!.traceId);
-    const expected = ['keel.run traced', 'StartWorkflow:generateWorkflow', 'RunWorkflow:generateWorkflow', 'RunActivity:callModel', 'keel.model scripted/traced', 'RunActivity:callTool', 'keel.tool lookup_weather'];
+    const expected = [
+      'keel.run traced',
+      'StartWorkflow:generateWorkflow',
+      'RunWorkflow:generateWorkflow',
+      'RunActivity:callModel',
+      'keel.model scripted/traced',
+      'RunActivity:callTool',
+      'keel.tool lookup_weather',
+    ];
     await expect.poll(() => expected.filter((name) => !inTrace().some((span) => span.name === name)), { timeout: 20_000 }).toEqual([]);
 
     const spansOf = (name: string) => inTrace().filter((span) => span.name === name);
     expect(root()!.service).toBe('keel-cli-test');
-    expect(spansOf('keel.tool lookup_weather')[0]).toMatchObject({ service: 'keel-worker-test', attributes: { 'keel.run_id': runId, 'keel.tool': 'lookup_weather' } });
+    expect(spansOf('keel.tool lookup_weather')[0]).toMatchObject({
+      service: 'keel-worker-test',
+      attributes: { 'keel.run_id': runId, 'keel.tool': 'lookup_weather' },
+    });
     // OTEL_TRACES_EXPORTER=console: the CLI's own spans on its stdout instead.
-    const consoleRun = await runKeel(['run', 'traced', 'again?', '--config', configPath], { env: { OTEL_TRACES_EXPORTER: 'console', OPENAI_API_KEY: '', OPENAI_BASE_URL: '' } });
+    const consoleRun = await runKeel(['run', 'traced', 'again?', '--config', configPath], {
+      env: { OTEL_TRACES_EXPORTER: 'console', OPENAI_API_KEY: '', OPENAI_BASE_URL: '' },
+    });
     expect(consoleRun.code).toBe(0);
     expect(consoleRun.stdout).toContain("name: 'keel.run traced'");
     const [firstModelCall] = spansOf('keel.model scripted/traced');
     expect(firstModelCall).toMatchObject({
       service: 'keel-worker-test',
-      attributes: { 'keel.agent': 'traced', 'keel.model': 'scripted/traced', 'keel.turn': 1, 'gen_ai.usage.input_tokens': 12, 'gen_ai.usage.output_tokens': 3, 'gen_ai.response.finish_reasons': ['stop'] },
+      attributes: {
+        'keel.agent': 'traced',
+        'keel.model': 'scripted/traced',
+        'keel.turn': 1,
+        'gen_ai.usage.input_tokens': 12,
+        'gen_ai.usage.output_tokens': 3,
+        'gen_ai.response.finish_reasons': ['stop'],
+      },
     });
   });
 });

@@ -22,7 +22,11 @@ const registry = new Registry();
 const worker = sharedTestWorker(registry);
 
 let count = 0;
-function agent(options: { script: ScriptedReply[] | ((request: ModelRequest) => ScriptedReply); use?: Parameters<typeof defineAgent>[0]['use']; session?: 'server' }) {
+function agent(options: {
+  script: ScriptedReply[] | ((request: ModelRequest) => ScriptedReply);
+  use?: Parameters<typeof defineAgent>[0]['use'];
+  session?: 'server';
+}) {
   const name = `tree-${++count}`;
   const model = scriptedModel({ name: `scripted/${name}`, script: options.script });
   registry.add(model, defineAgent({ name, model: model.name, use: options.use, tools: [echo], ...(options.session ? { session: options.session } : {}) }));
@@ -30,15 +34,22 @@ function agent(options: { script: ScriptedReply[] | ((request: ModelRequest) => 
 }
 
 /** A sub-agent that never stops on its own: every call spends `tokens` and asks for echo again. */
-const spender = (tokens: number, options: { session?: 'server' } = {}) => agent({ script: () => toolCallReply({ name: 'echo', input: { v: 'more' } }, { usage: { totalTokens: tokens }, delayMs: 50 }), ...options });
+const spender = (tokens: number, options: { session?: 'server' } = {}) =>
+  agent({ script: () => toolCallReply({ name: 'echo', input: { v: 'more' } }, { usage: { totalTokens: tokens }, delayMs: 50 }), ...options });
 
 /** Every tool output of a conversation, in order. */
 const toolOutputs = (messages: Array<{ role: string; content: unknown[] }>) =>
-  messages.filter((message) => message.role === 'tool').flatMap((message) => message.content.map((part) => (part as { toolResponse: { name: string; output: unknown } }).toolResponse));
+  messages
+    .filter((message) => message.role === 'tool')
+    .flatMap((message) => message.content.map((part) => (part as { toolResponse: { name: string; output: unknown } }).toolResponse));
 
 /** The task ids the delegations of a request's conversation launched. */
 const launched = (request: ModelRequest): string[] =>
-  request.messages.flatMap((message) => message.content).flatMap((part) => ('toolResponse' in part && (part.toolResponse.output as { taskId?: string })?.taskId ? [(part.toolResponse.output as { taskId: string }).taskId] : []));
+  request.messages
+    .flatMap((message) => message.content)
+    .flatMap((part) =>
+      'toolResponse' in part && (part.toolResponse.output as { taskId?: string })?.taskId ? [(part.toolResponse.output as { taskId: string }).taskId] : [],
+    );
 
 const LIMIT = 100;
 
@@ -47,7 +58,16 @@ describe('one budget for the whole tree', () => {
     const a = spender(20);
     const b = spender(20);
     const root = agent({
-      script: [toolCallReply([{ name: `delegate_to_${a.name}`, input: { task: 'a' } }, { name: `delegate_to_${b.name}`, input: { task: 'b' } }], { usage: { totalTokens: 10 } }), textReply('never')],
+      script: [
+        toolCallReply(
+          [
+            { name: `delegate_to_${a.name}`, input: { task: 'a' } },
+            { name: `delegate_to_${b.name}`, input: { task: 'b' } },
+          ],
+          { usage: { totalTokens: 10 } },
+        ),
+        textReply('never'),
+      ],
       use: [budget({ limit: { totalTokens: LIMIT } }), agents({ agents: [a.name, b.name] })],
     });
     const handle = await worker().client.start(root.name, 'go');
@@ -70,21 +90,32 @@ describe('one budget for the whole tree', () => {
     const b = spender(20);
     const root = agent({
       script: [
-        toolCallReply([{ name: `delegate_to_${a.name}`, input: { task: 'a', background: true } }, { name: `delegate_to_${b.name}`, input: { task: 'b', background: true } }], { usage: { totalTokens: 10 } }),
+        toolCallReply(
+          [
+            { name: `delegate_to_${a.name}`, input: { task: 'a', background: true } },
+            { name: `delegate_to_${b.name}`, input: { task: 'b', background: true } },
+          ],
+          { usage: { totalTokens: 10 } },
+        ),
         (request: ModelRequest) => toolCallReply({ name: 'wait_for_background_tasks', input: { taskIds: launched(request) } }),
         textReply('never'),
       ] as unknown as ScriptedReply[],
       use: [budget({ limit: { totalTokens: LIMIT } }), agents({ agents: [a.name, b.name], async: true })],
     });
     const handle = await worker().client.start(root.name, 'go');
-    expect(await handle.result().then(() => undefined, runErrorOf)).toMatchObject({ status: 'ABORTED', message: expect.stringMatching(/^budget: used \d+ of 100 totalTokens$/) });
+    expect(await handle.result().then(() => undefined, runErrorOf)).toMatchObject({
+      status: 'ABORTED',
+      message: expect.stringMatching(/^budget: used \d+ of 100 totalTokens$/),
+    });
     const status = await handle.status();
     const calls = a.model.requests.length + b.model.requests.length;
     expect(status.treeUsage).toEqual({ totalTokens: 10 + 20 * calls });
     expect(status.treeUsage!.totalTokens).toBeLessThanOrEqual(LIMIT + 2 * 20);
     // the root's model was not called again after the tasks crossed the limit
     expect(root.model.requests).toHaveLength(2);
-    const waited = toolOutputs(await worker().client.temporal.workflow.getHandle(handle.runId).query(messagesQuery, 0)).find((response) => response.name === 'wait_for_background_tasks');
+    const waited = toolOutputs(await worker().client.temporal.workflow.getHandle(handle.runId).query(messagesQuery, 0)).find(
+      (response) => response.name === 'wait_for_background_tasks',
+    );
     expect((waited!.output as { tasks: Array<{ status: string }> }).tasks.map((task) => task.status)).toEqual(['aborted', 'aborted']);
   });
 
@@ -101,7 +132,12 @@ describe('one budget for the whole tree', () => {
     const handle = await worker().client.start(root.name, 'go');
     let pending: Interrupt[] = [];
     await expect.poll(async () => (pending = await handle.pendingInterrupts()).length, { timeout: 30_000, interval: 100 }).toBe(1);
-    expect(pending[0]).toMatchObject({ kind: 'budget', toolName: '(next model call)', message: expect.stringMatching(/^Usage budget reached: used \d+ of 100 totalTokens$/), limit: { totalTokens: LIMIT } });
+    expect(pending[0]).toMatchObject({
+      kind: 'budget',
+      toolName: '(next model call)',
+      message: expect.stringMatching(/^Usage budget reached: used \d+ of 100 totalTokens$/),
+      limit: { totalTokens: LIMIT },
+    });
     expect(root.model.requests).toHaveLength(2);
     await handle.approve(pending[0]!.id);
     const result = await handle.result();
@@ -112,7 +148,10 @@ describe('one budget for the whole tree', () => {
 
   it('two levels: a sub-agent of a sub-agent counts against the root', async () => {
     const leaf = spender(20);
-    const mid = agent({ script: [toolCallReply({ name: `delegate_to_${leaf.name}`, input: { task: 'deep' } }, { usage: { totalTokens: 5 } }), textReply('never')], use: [agents({ agents: [leaf.name] })] });
+    const mid = agent({
+      script: [toolCallReply({ name: `delegate_to_${leaf.name}`, input: { task: 'deep' } }, { usage: { totalTokens: 5 } }), textReply('never')],
+      use: [agents({ agents: [leaf.name] })],
+    });
     const root = agent({
       script: [toolCallReply({ name: `delegate_to_${mid.name}`, input: { task: 'mid' } }, { usage: { totalTokens: 5 } }), textReply('never')],
       use: [budget({ limit: { totalTokens: LIMIT } }), agents({ agents: [mid.name] })],

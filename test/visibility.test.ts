@@ -12,7 +12,11 @@ import { dangerous } from './fixtures/tools';
 import { sharedTestWorker } from './support/harness';
 
 const agent = `vis-${Date.now()}`;
-const model = scriptedModel({ name: `scripted/${agent}`, script: (request) => (request.messages.some((message) => message.role === 'tool') ? textReply('done') : toolCallReply({ name: 'dangerous', input: { v: 'x' } })) });
+const model = scriptedModel({
+  name: `scripted/${agent}`,
+  script: (request) =>
+    request.messages.some((message) => message.role === 'tool') ? textReply('done') : toolCallReply({ name: 'dangerous', input: { v: 'x' } }),
+});
 const registry = new Registry().add(dangerous, model, defineAgent({ name: agent, model: model.name, tools: [dangerous], use: [toolApproval()] }));
 const worker = sharedTestWorker(registry);
 
@@ -40,7 +44,9 @@ describe('search attributes', () => {
     const [held] = await waiting.pendingInterrupts();
     await waiting.approve(held!.id);
     await waiting.result();
-    await expect.poll(() => listed(`KeelAgent = '${agent}' AND KeelStatus = 'completed'`), { timeout: 20_000, interval: 300 }).toEqual([waiting.runId, other.runId].sort());
+    await expect
+      .poll(() => listed(`KeelAgent = '${agent}' AND KeelStatus = 'completed'`), { timeout: 20_000, interval: 300 })
+      .toEqual([waiting.runId, other.runId].sort());
     expect(await listed(`KeelAgent = '${agent}' AND KeelStatus = 'waiting'`)).toEqual([]);
   });
 });
@@ -65,7 +71,8 @@ describe('a hold in history', () => {
     await expect.poll(async () => (await handle.pendingInterrupts()).length, { timeout: 20_000 }).toBe(1);
     const [hold] = await handle.pendingInterrupts();
     const events = async () => (await client.temporal.workflow.getHandle(handle.runId).fetchHistory()).events ?? [];
-    const summaryOf = (event: { userMetadata?: { summary?: { data?: Uint8Array | null } | null } | null }) => JSON.parse(Buffer.from(event.userMetadata?.summary?.data ?? []).toString() || 'null') as unknown;
+    const summaryOf = (event: { userMetadata?: { summary?: { data?: Uint8Array | null } | null } | null }) =>
+      JSON.parse(Buffer.from(event.userMetadata?.summary?.data ?? []).toString() || 'null') as unknown;
     await expect
       .poll(async () => (await events()).filter((event) => event.timerStartedEventAttributes).map(summaryOf), { timeout: 10_000 })
       .toEqual([`waiting for a decision on ${hold!.id}: approval of tool "dangerous"`]);

@@ -1,6 +1,6 @@
 /**
  * Reads a model request back from its run through the `modelRequest` query (the request
- * travels by reference, DESIGN §6). Answering needs the Temporal service and a workflow
+ * travels by reference, so history records each message once). Answering needs the Temporal service and a workflow
  * worker; when either cannot answer in time (connection refused, deadline exceeded, no
  * workflow worker polling), the read throws an InfrastructureError, which the activity's
  * retry policy retries. A definite answer that is a refusal (the run is gone, the query

@@ -1,5 +1,5 @@
 /**
- * The `keel` command line (DESIGN §9, a contract: acceptance checks call it as written).
+ * The `keel` command line (README, "The command line": a contract, scripts call it as written).
  * Exit codes: 0 done, 1 the run failed or was refused, 2 bad usage or bad config.
  * Node side.
  */
@@ -152,7 +152,7 @@ async function withClient<T>(config: KeelConfig, work: (client: KeelClient) => P
   }
 }
 
-/** The JSON shape of a finished or failed run (DESIGN §9, `keel run`). */
+/** The JSON shape of a finished or failed run (README, "The command line": `keel run`). */
 function runSummary(runId: string, result: RunResult | undefined, error: KeelError | undefined, status: RunStatus | undefined) {
   return {
     runId,

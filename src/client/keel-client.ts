@@ -52,11 +52,14 @@ export interface StartRunOptions {
   continueAsNewAt?: RunInputOptions['continueAsNewAt'];
 }
 
-
 /** The first 100 characters of a prompt's last user text (what a list of runs shows). */
 export function promptExcerpt(messages: readonly Message[]): string {
   const user = [...messages].reverse().find((message) => message.role === 'user');
-  const text = (user?.content ?? []).flatMap((part) => ('text' in part ? [part.text] : [])).join(' ').replace(/\s+/g, ' ').trim();
+  const text = (user?.content ?? [])
+    .flatMap((part) => ('text' in part ? [part.text] : []))
+    .join(' ')
+    .replace(/\s+/g, ' ')
+    .trim();
   const chars = [...text];
   return chars.length > 100 ? `${chars.slice(0, 99).join('')}…` : text;
 }
@@ -176,7 +179,10 @@ export class RunHandle {
     const history = await this.workflow.fetchHistory();
     const terminated = history.events?.at(-1)?.workflowExecutionTerminatedEventAttributes;
     const reason = terminated?.reason ? `: ${terminated.reason}` : '';
-    return { state: 'terminated', error: { status: 'ABORTED', message: `the run was terminated${terminated?.identity ? ` by ${terminated.identity}` : ''}${reason}` } };
+    return {
+      state: 'terminated',
+      error: { status: 'ABORTED', message: `the run was terminated${terminated?.identity ? ` by ${terminated.identity}` : ''}${reason}` },
+    };
   }
 
   /**
@@ -315,7 +321,10 @@ export class RunHandle {
       () => undefined,
     );
     if (!closed) return failure;
-    return new KeelError('FAILED_PRECONDITION', `run "${this.runId}" has ended (${closed}); it takes no more decisions${await this.stillHeldBelow(interruptId)}`);
+    return new KeelError(
+      'FAILED_PRECONDITION',
+      `run "${this.runId}" has ended (${closed}); it takes no more decisions${await this.stillHeldBelow(interruptId)}`,
+    );
   }
 
   /**
@@ -334,7 +343,9 @@ export class RunHandle {
         () => false,
       );
     const rest = interruptId.slice(separator + 1);
-    return running ? `; hold ${interruptId} is in run "${childRunId}", which goes on: decide it there (npx keel approve ${childRunId} ${rest}), or list every pending hold with keel holds` : '';
+    return running
+      ? `; hold ${interruptId} is in run "${childRunId}", which goes on: decide it there (npx keel approve ${childRunId} ${rest}), or list every pending hold with keel holds`
+      : '';
   }
 
   /** Approves a held call (or a budget hold: the run continues with its limit renewed). */
@@ -374,7 +385,8 @@ export class RunHandle {
     try {
       // Temporal accepts a cancellation of a run that has ended and does nothing: say it ended, and how.
       const status = (await this.workflow.describe()).status.name;
-      if (status !== 'RUNNING') throw new KeelError('FAILED_PRECONDITION', `run "${this.runId}" has already ended (${status.toLowerCase()}); there is nothing to abort`);
+      if (status !== 'RUNNING')
+        throw new KeelError('FAILED_PRECONDITION', `run "${this.runId}" has already ended (${status.toLowerCase()}); there is nothing to abort`);
       await this.workflow.cancel();
     } catch (error) {
       throw runErrorOf(error);
@@ -395,7 +407,14 @@ export class RunHandle {
         if (report.status === 'pending') {
           // Decided on the task's own run, which works whether or not the run that launched it still goes on.
           const holds = await holdsOf(this.client, runId);
-          if (holds.length) return { taskId, agent, ...(name !== undefined ? { name } : {}), status: 'waiting', interrupts: holds.map((hold) => ({ ...hold, ...decideCommands(runId, hold.id) })) };
+          if (holds.length)
+            return {
+              taskId,
+              agent,
+              ...(name !== undefined ? { name } : {}),
+              status: 'waiting',
+              interrupts: holds.map((hold) => ({ ...hold, ...decideCommands(runId, hold.id) })),
+            };
         }
         // A run that finished without an answer (blocked, length, ...) failed as a task, as the agents' tools report it.
         const answered = !report.result || ['stop', 'other', 'unknown'].includes(report.result.finishReason);
@@ -405,7 +424,9 @@ export class RunHandle {
           ...(name !== undefined ? { name } : {}),
           status: answered ? report.status : 'failed',
           ...(report.result && answered ? { result: report.result.text } : {}),
-          ...(report.result && !answered ? { error: { status: 'ABORTED', message: `the run ended as "${report.result.finishReason}" without an answer` } } : {}),
+          ...(report.result && !answered
+            ? { error: { status: 'ABORTED', message: `the run ended as "${report.result.finishReason}" without an answer` } }
+            : {}),
           ...(report.error ? { error: report.error } : {}),
         };
       }),
@@ -445,7 +466,20 @@ export class KeelClient {
   async start(
     agent: string,
     prompt: string | Message[],
-    { idPrefix = 'run', runId = `${idPrefix}-${randomUUID()}`, use = [], maxTurns, taskQueue, interruptMode, interruptTimeout, onInterruptTimeout, resume, artifacts, state, continueAsNewAt }: StartRunOptions = {},
+    {
+      idPrefix = 'run',
+      runId = `${idPrefix}-${randomUUID()}`,
+      use = [],
+      maxTurns,
+      taskQueue,
+      interruptMode,
+      interruptTimeout,
+      onInterruptTimeout,
+      resume,
+      artifacts,
+      state,
+      continueAsNewAt,
+    }: StartRunOptions = {},
   ): Promise<RunHandle> {
     const messages: Message[] = typeof prompt === 'string' ? [{ role: 'user', content: [{ text: prompt }] }] : prompt;
     const input: RunInputOptions = {
@@ -476,10 +510,14 @@ export class KeelClient {
         }),
       );
     } catch (error) {
-      if (error instanceof WorkflowExecutionAlreadyStartedError) throw new KeelError('ALREADY_EXISTS', `a run with id "${runId}" is already open; choose another id`);
+      if (error instanceof WorkflowExecutionAlreadyStartedError)
+        throw new KeelError('ALREADY_EXISTS', `a run with id "${runId}" is already open; choose another id`);
       // The gRPC failure's cause says what to do (an unknown namespace, a refused input).
       const cause = error instanceof ServiceError && error.cause ? `: ${error.cause.message}` : '';
-      throw new KeelError(KeelError.isInstance(error) ? error.status : 'UNAVAILABLE', `could not start run "${runId}" of agent "${agent}": ${(error as Error).message}${cause}`);
+      throw new KeelError(
+        KeelError.isInstance(error) ? error.status : 'UNAVAILABLE',
+        `could not start run "${runId}" of agent "${agent}": ${(error as Error).message}${cause}`,
+      );
     }
     return new RunHandle({ client: this.temporal, runId });
   }
@@ -545,11 +583,17 @@ export class KeelClient {
     }
     const info = description.raw.workflowExecutionInfo;
     if (description.type !== GENERATE_WORKFLOW || !info?.parentExecution?.workflowId) {
-      throw new KeelError('INVALID_ARGUMENT', `task id "${taskId}" names run "${runId}", which is not a background task (no run started it); to cancel that run itself: keel abort ${runId}`);
+      throw new KeelError(
+        'INVALID_ARGUMENT',
+        `task id "${taskId}" names run "${runId}", which is not a background task (no run started it); to cancel that run itself: keel abort ${runId}`,
+      );
     }
     const runAgent = await this.agentOf(runId, description.searchAttributes);
     if (runAgent !== undefined && runAgent !== agent) {
-      throw new KeelError('INVALID_ARGUMENT', `task id "${taskId}" names run "${runId}", which is a task of agent "${runAgent}", not "${agent}"; its task id is ${runAgent}:${runId}`);
+      throw new KeelError(
+        'INVALID_ARGUMENT',
+        `task id "${taskId}" names run "${runId}", which is a task of agent "${runAgent}", not "${agent}"; its task id is ${runAgent}:${runId}`,
+      );
     }
     await handle.cancel();
   }
@@ -558,7 +602,11 @@ export class KeelClient {
   private async agentOf(runId: string, searchAttributes: Record<string, unknown>): Promise<string | undefined> {
     const indexed = searchAttributes[KEEL_AGENT.name];
     if (Array.isArray(indexed) && typeof indexed[0] === 'string') return indexed[0];
-    const { history } = await this.temporal.workflowService.getWorkflowExecutionHistory({ namespace: this.temporal.options.namespace, execution: { workflowId: runId }, maximumPageSize: 1 });
+    const { history } = await this.temporal.workflowService.getWorkflowExecutionHistory({
+      namespace: this.temporal.options.namespace,
+      execution: { workflowId: runId },
+      maximumPageSize: 1,
+    });
     const payload = history?.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
     if (!payload) return undefined;
     try {

@@ -50,8 +50,16 @@ export async function lookupRefusal(client: Client, runId: string): Promise<Look
     taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
   });
   const now = Date.now();
-  const polling = (pollers ?? []).filter((poller) => poller.lastAccessTime?.seconds == null || now - Number(poller.lastAccessTime.seconds) * 1000 <= POLLER_FRESH_MS).map((poller) => poller.identity ?? '');
+  const polling = (pollers ?? [])
+    .filter((poller) => poller.lastAccessTime?.seconds == null || now - Number(poller.lastAccessTime.seconds) * 1000 <= POLLER_FRESH_MS)
+    .map((poller) => poller.identity ?? '');
   const refused = new Set(report.workers.map((worker) => worker.identity));
   if (polling.some((identity) => !refused.has(identity))) return undefined;
-  return { kind: report.kind, name: report.name, has: [...new Set(report.workers.flatMap((worker) => worker.has))].sort(), workers: [...refused], retryFor: report.retryFor };
+  return {
+    kind: report.kind,
+    name: report.name,
+    has: [...new Set(report.workers.flatMap((worker) => worker.has))].sort(),
+    workers: [...refused],
+    retryFor: report.retryFor,
+  };
 }

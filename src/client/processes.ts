@@ -87,7 +87,11 @@ function assertNotEmpty(config: KeelConfig, registry: Registry, { allowEmpty = f
   );
 }
 
-export async function prepareWorker(config: KeelConfig, loaded?: Registry, options: WorkerRunOptions = {}): Promise<{ worker: Worker; agents: string[]; signingKeys: SigningKeys; close: () => Promise<void> }> {
+export async function prepareWorker(
+  config: KeelConfig,
+  loaded?: Registry,
+  options: WorkerRunOptions = {},
+): Promise<{ worker: Worker; agents: string[]; signingKeys: SigningKeys; close: () => Promise<void> }> {
   const registry = loaded ?? (await loadRegistry(config));
   assertNotEmpty(config, registry, options);
   installRuntime();
@@ -137,9 +141,12 @@ export async function connectWithRetry(config: KeelConfig, { backoff = CONNECT_B
       const mismatch = await tlsMismatch(config);
       if (mismatch) throw mismatch;
       const reason = (error as Error).message.split('\n')[0];
-      log(`keel: cannot reach Temporal at ${config.temporal.address} (attempt ${attempt}: ${reason}); retrying in ${(delay / 1000).toFixed(1)} s. Start one with \`npx keel server\`; Ctrl-C to stop.\n`);
+      log(
+        `keel: cannot reach Temporal at ${config.temporal.address} (attempt ${attempt}: ${reason}); retrying in ${(delay / 1000).toFixed(1)} s. Start one with \`npx keel server\`; Ctrl-C to stop.\n`,
+      );
       const signal = await sleepUnlessSignalled(delay);
-      if (signal) throw new KeelError('UNAVAILABLE', `gave up reaching Temporal at ${config.temporal.address} after ${attempt} attempts (${signal}): ${reason}`);
+      if (signal)
+        throw new KeelError('UNAVAILABLE', `gave up reaching Temporal at ${config.temporal.address} after ${attempt} attempts (${signal}): ${reason}`);
       delay = Math.min(backoff.maxMs, delay * 2);
     }
   }
@@ -149,9 +156,13 @@ export async function connectWithRetry(config: KeelConfig, { backoff = CONNECT_B
 export async function runWorker(config: KeelConfig, options: WorkerRunOptions = {}): Promise<number> {
   const { worker, agents, signingKeys, close } = await prepareWorker(config, undefined, options);
   if (signingKeys.created) {
-    process.stderr.write(`keel: created a signing key in ${signingKeys.source}; workers on other machines that run the same runs need the same key: set KEEL_SIGNING_KEY on every worker (README, "Signing key")\n`);
+    process.stderr.write(
+      `keel: created a signing key in ${signingKeys.source}; workers on other machines that run the same runs need the same key: set KEEL_SIGNING_KEY on every worker (README, "Signing key")\n`,
+    );
   }
-  process.stderr.write(`keel: worker ${process.pid} on task queue "${config.taskQueue}" at ${config.temporal.address}; agents: ${agents.join(', ') || '(none)'}\n`);
+  process.stderr.write(
+    `keel: worker ${process.pid} on task queue "${config.taskQueue}" at ${config.temporal.address}; agents: ${agents.join(', ') || '(none)'}\n`,
+  );
   try {
     await worker.run();
   } finally {
@@ -173,7 +184,10 @@ export async function ensureServer(config: KeelConfig, { stdio = 'ignore' }: { s
 export async function runDev(config: KeelConfig, options: WorkerRunOptions = {}): Promise<number> {
   const server = await ensureServer(config);
   if (server) process.stderr.write(`keel: Temporal dev server at ${server.address}${server.uiAddress ? `, UI ${server.uiAddress}` : ''}\n`);
-  else process.stderr.write(`keel: using the Temporal server already running at ${config.temporal.address}; this keel dev did not start it and leaves it running\n`);
+  else
+    process.stderr.write(
+      `keel: using the Temporal server already running at ${config.temporal.address}; this keel dev did not start it and leaves it running\n`,
+    );
   try {
     return await runWorker(config, options);
   } finally {

@@ -25,7 +25,10 @@ export function describeMessage(message: Message): string[] {
 
 /** Lines telling a person that a run waits for them and how to decide. */
 export function describeInterrupt(runId: string, interrupt: Interrupt): string[] {
-  const what = interrupt.kind === 'budget' ? `the budget is spent (${interrupt.message ?? 'limit reached'})` : `${interrupt.toolName}(${short(interrupt.input ?? {})})${interrupt.message ? `: ${interrupt.message}` : ''}`;
+  const what =
+    interrupt.kind === 'budget'
+      ? `the budget is spent (${interrupt.message ?? 'limit reached'})`
+      : `${interrupt.toolName}(${short(interrupt.input ?? {})})${interrupt.message ? `: ${interrupt.message}` : ''}`;
   return [
     `  ⏸ waiting for a decision on ${interrupt.id} (${interrupt.kind}${interrupt.judge ? `, judge: ${interrupt.judge}` : ''}): ${what}`,
     `    approve: npx keel approve ${runId} ${interrupt.id}`,
@@ -63,7 +66,12 @@ export function wantsColour(stream: { isTTY?: boolean }): boolean {
  * `writeRaw`), each message (a turn header before each model message), and each new pending
  * interrupt. Polling errors are ignored: the run may be between workers.
  */
-export async function followRun(handle: RunHandle, done: Promise<unknown>, write: (line: string) => void, { intervalMs = 200, onInterrupt, writeRaw, colour = false, signal }: FollowOptions = {}): Promise<void> {
+export async function followRun(
+  handle: RunHandle,
+  done: Promise<unknown>,
+  write: (line: string) => void,
+  { intervalMs = 200, onInterrupt, writeRaw, colour = false, signal }: FollowOptions = {},
+): Promise<void> {
   const paint = (style: keyof typeof STYLES, line: string) => (colour ? `\x1b[${STYLES[style]}m${line}\x1b[0m` : line);
   const writeLine = (line: string) => write(line.startsWith('  →') ? paint('call', line) : line.startsWith('  ←') ? paint('result', line) : line);
   const reportInterrupt = onInterrupt ?? ((interrupt: Interrupt) => describeInterrupt(handle.runId, interrupt).forEach((line) => write(paint('hold', line))));
@@ -99,11 +107,20 @@ export async function followRun(handle: RunHandle, done: Promise<unknown>, write
       for (const line of describeMessage(message)) writeLine(line);
     } else if (event.type === 'task') {
       const { task } = event;
-      const outcome = task.status === 'completed' && task.result ? `: ${task.result.length > 120 ? `${task.result.slice(0, 119)}…` : task.result}` : task.error ? `: ${task.error.status}: ${task.error.message}` : '';
+      const outcome =
+        task.status === 'completed' && task.result
+          ? `: ${task.result.length > 120 ? `${task.result.slice(0, 119)}…` : task.result}`
+          : task.error
+            ? `: ${task.error.status}: ${task.error.message}`
+            : '';
       write(paint('task', `  ⧗ background task ${task.name ?? task.taskId} (${task.agent}) ${task.status}${outcome}`));
     } else if (event.type === 'hold') {
       // Not awaited: a person answering a prompt must not stop the run's events from printing.
-      reporting.push(Promise.resolve().then(() => reportInterrupt(event.interrupt)).catch(() => undefined));
+      reporting.push(
+        Promise.resolve()
+          .then(() => reportInterrupt(event.interrupt))
+          .catch(() => undefined),
+      );
     }
   }
   await settled;

@@ -55,7 +55,15 @@ export async function* runEvents(handle: RunHandle, { intervalMs = 150, signal }
     if (!finishing) {
       const streamed = await handle.streamedText().catch(() => undefined);
       if (streamed && streamed.text.length > shown.length) {
-        yield { type: 'text', delta: streamed.text.slice(shown.length), final: false, model: streamed.model, callIndex: streamed.callIndex, attempt: streamed.attempt, sequence: streamed.sequence };
+        yield {
+          type: 'text',
+          delta: streamed.text.slice(shown.length),
+          final: false,
+          model: streamed.model,
+          callIndex: streamed.callIndex,
+          attempt: streamed.attempt,
+          sequence: streamed.sequence,
+        };
         shown = streamed.text;
       }
     }
@@ -72,8 +80,20 @@ export async function* runEvents(handle: RunHandle, { intervalMs = 150, signal }
         }
         yield { type: 'message', index, message };
         for (const part of message.content) {
-          if ('toolRequest' in part) yield { type: 'toolCall', name: part.toolRequest.name, ...(part.toolRequest.ref !== undefined ? { ref: part.toolRequest.ref } : {}), input: part.toolRequest.input };
-          else if ('toolResponse' in part) yield { type: 'toolResult', name: part.toolResponse.name, ...(part.toolResponse.ref !== undefined ? { ref: part.toolResponse.ref } : {}), output: part.toolResponse.output };
+          if ('toolRequest' in part)
+            yield {
+              type: 'toolCall',
+              name: part.toolRequest.name,
+              ...(part.toolRequest.ref !== undefined ? { ref: part.toolRequest.ref } : {}),
+              input: part.toolRequest.input,
+            };
+          else if ('toolResponse' in part)
+            yield {
+              type: 'toolResult',
+              name: part.toolResponse.name,
+              ...(part.toolResponse.ref !== undefined ? { ref: part.toolResponse.ref } : {}),
+              output: part.toolResponse.output,
+            };
         }
       }
     }

@@ -83,7 +83,9 @@ export class SessionHandle {
     if (snapshot) return snapshot;
     throw new KeelError(
       'NOT_FOUND',
-      snapshotId ? `snapshot "${snapshotId}" not found in session "${this.sessionId}" of agent "${this.agent}"` : `session "${this.sessionId}" of agent "${this.agent}" has no snapshot yet`,
+      snapshotId
+        ? `snapshot "${snapshotId}" not found in session "${this.sessionId}" of agent "${this.agent}"`
+        : `session "${this.sessionId}" of agent "${this.agent}" has no snapshot yet`,
     );
   }
 

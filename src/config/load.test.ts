@@ -17,13 +17,18 @@ describe('config', () => {
   });
 
   it('lets environment variables override connection fields', () => {
-    const config = parseConfig({ temporal: { address: 'file:1' } }, { env: { TEMPORAL_ADDRESS: 'env:2', TEMPORAL_NAMESPACE: 'ns', KEEL_TASK_QUEUE: 'q', TEMPORAL_TLS: 'true', TEMPORAL_API_KEY: 'k' } });
+    const config = parseConfig(
+      { temporal: { address: 'file:1' } },
+      { env: { TEMPORAL_ADDRESS: 'env:2', TEMPORAL_NAMESPACE: 'ns', KEEL_TASK_QUEUE: 'q', TEMPORAL_TLS: 'true', TEMPORAL_API_KEY: 'k' } },
+    );
     expect(config.temporal).toMatchObject({ address: 'env:2', namespace: 'ns', tls: true, apiKey: 'k' });
     expect(config.taskQueue).toBe('q');
   });
 
   it('names the path of each bad field', () => {
-    expect(() => parseConfig({ agents: [{ name: 'a' }], activities: { tool: { heartbeatTimeout: 'soon' } } }, { source: 'f.yaml', env: {} })).toThrowError(ConfigError);
+    expect(() => parseConfig({ agents: [{ name: 'a' }], activities: { tool: { heartbeatTimeout: 'soon' } } }, { source: 'f.yaml', env: {} })).toThrowError(
+      ConfigError,
+    );
     try {
       parseConfig({ agents: [{ name: 'a' }], activities: { tool: { heartbeatTimeout: 'soon' } } }, { source: 'f.yaml', env: {} });
     } catch (error) {

@@ -44,7 +44,10 @@ function applyEnv(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): Record<
 }
 
 /** Validates an already-parsed config object (from a file or from code). */
-export function parseConfig(raw: unknown, { source = 'config', baseDir = process.cwd(), env = process.env }: { source?: string; baseDir?: string; env?: NodeJS.ProcessEnv } = {}): KeelConfig {
+export function parseConfig(
+  raw: unknown,
+  { source = 'config', baseDir = process.cwd(), env = process.env }: { source?: string; baseDir?: string; env?: NodeJS.ProcessEnv } = {},
+): KeelConfig {
   if (raw === null || raw === undefined) raw = {};
   if (typeof raw !== 'object' || Array.isArray(raw)) throw new ConfigError(`${source}: expected a mapping at the top level`);
   const parsed = KeelConfigSchema.safeParse(applyEnv(raw as Record<string, unknown>, env));

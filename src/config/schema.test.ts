@@ -55,15 +55,36 @@ describe('config namespace', () => {
   });
 
   it('builds the rest of the dev server arguments from the config', () => {
-    const config = parseConfig({ server: { ip: '0.0.0.0', port: 9000, uiPort: 9001, dbFile: 'data/t.db', logLevel: 'error' } }, { baseDir: '/srv/keel', env: {} });
+    const config = parseConfig(
+      { server: { ip: '0.0.0.0', port: 9000, uiPort: 9001, dbFile: 'data/t.db', logLevel: 'error' } },
+      { baseDir: '/srv/keel', env: {} },
+    );
     expect(devServerArgs(devServerOptions(config))).toEqual([
-      'server', 'start-dev', '--ip', '0.0.0.0', '--port', '9000', '--namespace', 'default', '--log-level', 'error', '--ui-port', '9001', '--db-filename', '/srv/keel/data/t.db',
+      'server',
+      'start-dev',
+      '--ip',
+      '0.0.0.0',
+      '--port',
+      '9000',
+      '--namespace',
+      'default',
+      '--log-level',
+      'error',
+      '--ui-port',
+      '9001',
+      '--db-filename',
+      '/srv/keel/data/t.db',
       // keel's search attributes; eager activity execution and one task queue partition, as every embedded server starts.
-      '--search-attribute', 'KeelAgent=Keyword',
-      '--search-attribute', 'KeelStatus=Keyword',
-      '--dynamic-config-value', 'system.enableActivityEagerExecution=true',
-      '--dynamic-config-value', 'matching.numTaskqueueReadPartitions=1',
-      '--dynamic-config-value', 'matching.numTaskqueueWritePartitions=1',
+      '--search-attribute',
+      'KeelAgent=Keyword',
+      '--search-attribute',
+      'KeelStatus=Keyword',
+      '--dynamic-config-value',
+      'system.enableActivityEagerExecution=true',
+      '--dynamic-config-value',
+      'matching.numTaskqueueReadPartitions=1',
+      '--dynamic-config-value',
+      'matching.numTaskqueueWritePartitions=1',
     ]);
   });
 });

@@ -1,11 +1,10 @@
 /**
- * The temporal.yaml schema (DESIGN §7). Every field is optional with a default.
+ * The temporal.yaml schema (README, "Configuration"). Every field is optional with a default.
  */
 import { z } from 'zod';
 import { DurationSchema } from '../core/duration';
 import { ActivitySpecSchema, MiddlewareRefSchema } from '../core/run';
 import { ScriptedReplySchema } from '../models/scripted';
-
 
 /** Connection to the Temporal service. */
 export const ConnectionConfigSchema = z
@@ -18,7 +17,14 @@ export const ConnectionConfigSchema = z
     tls: z
       .union([
         z.boolean(),
-        z.object({ serverName: z.string().optional(), serverRootCaCertPath: z.string().optional(), clientCertPath: z.string().optional(), clientKeyPath: z.string().optional() }).strict(),
+        z
+          .object({
+            serverName: z.string().optional(),
+            serverRootCaCertPath: z.string().optional(),
+            clientCertPath: z.string().optional(),
+            clientKeyPath: z.string().optional(),
+          })
+          .strict(),
       ])
       .default(false),
     apiKey: z.string().optional(),
@@ -103,7 +109,9 @@ export const AiSdkModelConfigSchema = z
     config: z.record(z.string(), z.unknown()).optional(),
   })
   .strict()
-  .refine((entry) => (entry.factory === undefined) !== (entry.instance === undefined), { message: 'give exactly one of factory (an export to call with options) or instance (an export that is a provider)' });
+  .refine((entry) => (entry.factory === undefined) !== (entry.instance === undefined), {
+    message: 'give exactly one of factory (an export to call with options) or instance (an export that is a provider)',
+  });
 
 /** A model declared in the config: scripted, an OpenAI-compatible endpoint, Anthropic, or an AI SDK provider's. */
 export const ModelConfigSchema = z.union([
@@ -124,7 +132,10 @@ export type ModelConfig = z.infer<typeof ModelConfigSchema>;
 const McpServerFields = {
   /** The server's name: its tools are registered as `<name>_<tool>` unless `toolPrefix` says otherwise. */
   name: z.string().regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, _ and - only'),
-  toolPrefix: z.string().regex(/^[A-Za-z0-9_-]*$/, 'letters, digits, _ and - only').optional(),
+  toolPrefix: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]*$/, 'letters, digits, _ and - only')
+    .optional(),
   /** The server's tools to register (by the server's names); all of them when absent. */
   tools: z.array(z.string().min(1)).optional(),
   /** How long one call may wait for the server's answer (progress notifications restart it); then it fails DEADLINE_EXCEEDED. */
@@ -176,7 +187,11 @@ export const ExternalStorageConfigSchema = z
   .object({
     driver: z.enum(['file', 's3', 'none']).default('file'),
     /** Payloads larger than this many bytes are stored (the SDK's default: 256 KiB). */
-    threshold: z.number().int().min(0).default(256 * 1024),
+    threshold: z
+      .number()
+      .int()
+      .min(0)
+      .default(256 * 1024),
     /** Directory of the file driver; relative to the config file. */
     directory: z.string().min(1).default('.keel/payloads'),
     /** The S3 driver (`@temporalio/external-storage-s3`); credentials come from the AWS SDK's usual sources (AWS_ACCESS_KEY_ID, profiles, roles). */

@@ -16,9 +16,7 @@ export type Artifact = z.infer<typeof ArtifactSchema>;
 
 /** The text of an artifact: its non-empty text parts joined by newlines. */
 export function artifactText(artifact: Artifact): string {
-  return artifact.parts
-    .flatMap((part) => ('text' in part && part.text !== '' ? [part.text] : []))
-    .join('\n');
+  return artifact.parts.flatMap((part) => ('text' in part && part.text !== '' ? [part.text] : [])).join('\n');
 }
 
 /** `artifacts` with `artifact` added, replacing any of the same name in place. */

@@ -154,7 +154,21 @@ export class ToolFailure extends KeelError {
   /** What the model is shown when the failure is answered: the tool's own words. */
   readonly modelMessage: string;
 
-  constructor({ status, message, toolName, modelMessage = message, details = {}, classified = true }: { status: StatusName; message: string; toolName: string; modelMessage?: string; details?: KeelErrorDetails; classified?: boolean }) {
+  constructor({
+    status,
+    message,
+    toolName,
+    modelMessage = message,
+    details = {},
+    classified = true,
+  }: {
+    status: StatusName;
+    message: string;
+    toolName: string;
+    modelMessage?: string;
+    details?: KeelErrorDetails;
+    classified?: boolean;
+  }) {
     super(status, message, { ...details, toolName }, classified);
     this.name = 'ToolFailure';
     this.modelMessage = modelMessage;

@@ -47,7 +47,16 @@ export type FileOperation = z.input<typeof FileOperationSchema>;
 /** What a file operation answers. */
 export const FileResultSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('list'), entries: z.array(FileEntrySchema) }),
-  z.object({ kind: z.literal('text'), path: z.string(), content: z.string(), totalLines: z.number().int(), from: z.number().int(), to: z.number().int(), sliced: z.boolean(), stamp: FileStampSchema }),
+  z.object({
+    kind: z.literal('text'),
+    path: z.string(),
+    content: z.string(),
+    totalLines: z.number().int(),
+    from: z.number().int(),
+    to: z.number().int(),
+    sliced: z.boolean(),
+    stamp: FileStampSchema,
+  }),
   z.object({ kind: z.literal('image'), path: z.string(), mimeType: z.string(), dataUri: z.string(), stamp: FileStampSchema }),
   z.object({ kind: z.literal('stat'), path: z.string(), exists: z.boolean(), isDirectory: z.boolean(), stamp: FileStampSchema.optional() }),
   z.object({ kind: z.literal('written'), path: z.string(), stamp: FileStampSchema, edits: z.number().int().optional() }),

@@ -169,10 +169,15 @@ const DECISION_SHAPES = [
 export function parseDecision(raw: unknown): { success: true; data: Decision } | { success: false; error: string } {
   if (isUndecodable(raw)) return { success: false, error: `malformed decision: ${describeUndecodable(raw)}` };
   const all = `one of ${DECISION_SHAPES.map((entry) => entry.shape).join(', ')}`;
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return { success: false, error: `malformed decision: expected a JSON object, ${all}; got ${raw === null ? 'null' : Array.isArray(raw) ? 'an array' : typeof raw}` };
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    return {
+      success: false,
+      error: `malformed decision: expected a JSON object, ${all}; got ${raw === null ? 'null' : Array.isArray(raw) ? 'an array' : typeof raw}`,
+    };
   const present = DECISION_SHAPES.filter((entry) => entry.key in raw);
   if (present.length === 0) return { success: false, error: `malformed decision: expected ${all}; got the keys ${Object.keys(raw).join(', ') || '(none)'}` };
-  if (present.length > 1) return { success: false, error: `malformed decision: it has ${present.map((entry) => `"${entry.key}"`).join(' and ')}; send exactly one of them (${all})` };
+  if (present.length > 1)
+    return { success: false, error: `malformed decision: it has ${present.map((entry) => `"${entry.key}"`).join(' and ')}; send exactly one of them (${all})` };
   const [{ schema, shape }] = present as [(typeof DECISION_SHAPES)[number]];
   const parsed = schema.safeParse(raw);
   if (parsed.success) return { success: true, data: parsed.data };

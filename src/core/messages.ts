@@ -38,13 +38,7 @@ export const MediaPartSchema = z.object({
 export const CustomPartSchema = z.object({ custom: z.record(z.string(), z.unknown()), metadata: Metadata.optional() });
 
 /** One part of a message's content. */
-export const PartSchema = z.union([
-  TextPartSchema,
-  ToolRequestPartSchema,
-  ToolResponsePartSchema,
-  MediaPartSchema,
-  CustomPartSchema,
-]);
+export const PartSchema = z.union([TextPartSchema, ToolRequestPartSchema, ToolResponsePartSchema, MediaPartSchema, CustomPartSchema]);
 export type Part = z.infer<typeof PartSchema>;
 export type TextPart = z.infer<typeof TextPartSchema>;
 export type ToolRequestPart = z.infer<typeof ToolRequestPartSchema>;
@@ -124,9 +118,7 @@ export type ModelResponse = z.infer<typeof ModelResponseSchema>;
 /** The text parts of a message, joined. */
 export function messageText(message: Message | undefined): string {
   if (!message) return '';
-  return message.content
-    .map((part) => ('text' in part && typeof part.text === 'string' ? part.text : ''))
-    .join('');
+  return message.content.map((part) => ('text' in part && typeof part.text === 'string' ? part.text : '')).join('');
 }
 
 /** The tool request parts of a message. */

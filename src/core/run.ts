@@ -40,63 +40,71 @@ export const ClientStateSchema = z.object({
 export type ClientState = z.infer<typeof ClientStateSchema>;
 
 /** The input of `generateWorkflow`: a run is fully described by this JSON. */
-export const RunInputSchema = z.object({
-  /** The agent to run, by registered name. */
-  agent: z.string().min(1),
-  /** The conversation so far; usually one user message. */
-  messages: z.array(MessageSchema).min(1),
-  /** Middleware added to the agent's own `use`, after (inside) them. */
-  use: z.array(MiddlewareRefSchema).default([]),
-  /** Overrides the agent's maxTurns. */
-  maxTurns: z.number().int().optional(),
-  /**
-   * `wait` (default): a held tool call pauses the run until a decision arrives.
-   * `return`: the run ends with finish reason `interrupted` and the interrupted parts.
-   */
-  interruptMode: z.enum(['wait', 'return']).default('wait'),
-  /** How long a held call waits for a decision (no limit when absent). */
-  interruptTimeout: DurationSchema.optional(),
-  /** What a timed-out hold becomes: a denial (default) or the run failing DEADLINE_EXCEEDED. */
-  onInterruptTimeout: z.enum(['deny', 'fail']).default('deny'),
-  /** Resumes an interrupted run (interruptMode 'return'): `messages` end with its model message. */
-  resume: RunResumeSchema.optional(),
-  /** Artifacts the run starts with (a session's, or a client's state). */
-  artifacts: z.array(ArtifactSchema).default([]),
-  /**
-   * For a client-managed agent: the conversation so far (its messages come before
-   * `messages`), artifacts and custom data; the result carries the state after the run.
-   */
-  state: ClientStateSchema.optional(),
-  /** Set by a session workflow: the session this run is a turn of, and what it spent before. */
-  session: z.object({ id: z.string(), usage: UsageSchema }).optional(),
-  /**
-   * The run this run's holds are reported to, and the key they are shown under there, when it
-   * is not the Temporal parent (a session turn a run delegated).
-   */
-  reportTo: z.object({ runId: z.string(), key: z.string() }).optional(),
-  /**
-   * When the run continues as new (at a turn boundary, once its history passes either bound
-   * or Temporal suggests it). Defaults: 4 MiB or 10,000 events.
-   */
-  continueAsNewAt: z
-    .object({ historyBytes: z.number().int().positive().default(4 * 1024 * 1024), historyEvents: z.number().int().positive().default(10_000) })
-    .strict()
-    .prefault({}),
-  /**
-   * Set by keel on the input of the next run of a chain (continue-as-new): the iteration it
-   * goes on at, the run's state (usage, turn, call counters, artifacts, tasks) and what each
-   * middleware carried (by `<position>:<name>`). `messages` holds the conversation so far.
-   */
-  continued: z
-    .object({
-      iteration: z.number().int().min(1),
-      state: z.record(z.string(), z.unknown()),
-      middleware: z.record(z.string(), z.unknown()).default({}),
-      /** How many runs the chain has had before this one. */
-      runs: z.number().int().min(1),
-    })
-    .optional(),
-})
+export const RunInputSchema = z
+  .object({
+    /** The agent to run, by registered name. */
+    agent: z.string().min(1),
+    /** The conversation so far; usually one user message. */
+    messages: z.array(MessageSchema).min(1),
+    /** Middleware added to the agent's own `use`, after (inside) them. */
+    use: z.array(MiddlewareRefSchema).default([]),
+    /** Overrides the agent's maxTurns. */
+    maxTurns: z.number().int().optional(),
+    /**
+     * `wait` (default): a held tool call pauses the run until a decision arrives.
+     * `return`: the run ends with finish reason `interrupted` and the interrupted parts.
+     */
+    interruptMode: z.enum(['wait', 'return']).default('wait'),
+    /** How long a held call waits for a decision (no limit when absent). */
+    interruptTimeout: DurationSchema.optional(),
+    /** What a timed-out hold becomes: a denial (default) or the run failing DEADLINE_EXCEEDED. */
+    onInterruptTimeout: z.enum(['deny', 'fail']).default('deny'),
+    /** Resumes an interrupted run (interruptMode 'return'): `messages` end with its model message. */
+    resume: RunResumeSchema.optional(),
+    /** Artifacts the run starts with (a session's, or a client's state). */
+    artifacts: z.array(ArtifactSchema).default([]),
+    /**
+     * For a client-managed agent: the conversation so far (its messages come before
+     * `messages`), artifacts and custom data; the result carries the state after the run.
+     */
+    state: ClientStateSchema.optional(),
+    /** Set by a session workflow: the session this run is a turn of, and what it spent before. */
+    session: z.object({ id: z.string(), usage: UsageSchema }).optional(),
+    /**
+     * The run this run's holds are reported to, and the key they are shown under there, when it
+     * is not the Temporal parent (a session turn a run delegated).
+     */
+    reportTo: z.object({ runId: z.string(), key: z.string() }).optional(),
+    /**
+     * When the run continues as new (at a turn boundary, once its history passes either bound
+     * or Temporal suggests it). Defaults: 4 MiB or 10,000 events.
+     */
+    continueAsNewAt: z
+      .object({
+        historyBytes: z
+          .number()
+          .int()
+          .positive()
+          .default(4 * 1024 * 1024),
+        historyEvents: z.number().int().positive().default(10_000),
+      })
+      .strict()
+      .prefault({}),
+    /**
+     * Set by keel on the input of the next run of a chain (continue-as-new): the iteration it
+     * goes on at, the run's state (usage, turn, call counters, artifacts, tasks) and what each
+     * middleware carried (by `<position>:<name>`). `messages` holds the conversation so far.
+     */
+    continued: z
+      .object({
+        iteration: z.number().int().min(1),
+        state: z.record(z.string(), z.unknown()),
+        middleware: z.record(z.string(), z.unknown()).default({}),
+        /** How many runs the chain has had before this one. */
+        runs: z.number().int().min(1),
+      })
+      .optional(),
+  })
   // An unknown field is an error naming it, never silently dropped.
   .strict();
 export type RunInput = z.infer<typeof RunInputSchema>;
@@ -150,7 +158,15 @@ export function memoHolds(interrupts: readonly Interrupt[]): MemoHold[] {
 }
 
 /** A run that follows another's holds, and the key it shows them under (the `reportHoldsTo` signal). */
-export const ReportTargetSchema = z.object({ runId: z.string().min(1), key: z.string().min(1).regex(/^[^/]+$/, 'a key has no "/"') }).strict();
+export const ReportTargetSchema = z
+  .object({
+    runId: z.string().min(1),
+    key: z
+      .string()
+      .min(1)
+      .regex(/^[^/]+$/, 'a key has no "/"'),
+  })
+  .strict();
 export type ReportTarget = z.infer<typeof ReportTargetSchema>;
 
 /** How many followers a run reports its holds to (the latest). */
@@ -299,7 +315,7 @@ export const AgentSpecSchema = z.object({
 });
 export type AgentSpec = z.infer<typeof AgentSpecSchema>;
 
-/** Input of the `callModel` activity: the request travels by reference (DESIGN §6), or inline when small. */
+/** Input of the `callModel` activity: the request travels by reference (read back from the run), or inline when small. */
 export const CallModelInputSchema = z.object({
   model: z.string(),
   /** How many calls this run made to this model before this one (scripted replies use it). */

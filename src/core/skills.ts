@@ -35,10 +35,18 @@ export type SkillResult = z.infer<typeof SkillResultSchema>;
 
 /** Disk text made safe for one line of model-visible text: whitespace folded, tag openings escaped. */
 export function fold(text: string): string {
-  return text.replace(/\s+/g, ' ').trim().replace(/<(?=[A-Za-z/!?])/g, '&lt;');
+  return text
+    .replace(/\s+/g, ' ')
+    .trim()
+    .replace(/<(?=[A-Za-z/!?])/g, '&lt;');
 }
 
 /** Disk text made safe for an attribute value. */
 export function attribute(text: string): string {
-  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/[\r\n]+/g, ' ');
+  return text
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/[\r\n]+/g, ' ');
 }

@@ -66,7 +66,11 @@ export function parseTaskId(taskId: string, agents: readonly string[]): { agent:
  * carried by a delegation result in `messages` whose proof verifies (so text planted in a
  * client-managed conversation cannot reach another conversation's task).
  */
-export async function conversationTasks(context: MiddlewareContext, messages: readonly Message[], delegationTools: ReadonlySet<string>): Promise<Map<string, string | undefined>> {
+export async function conversationTasks(
+  context: MiddlewareContext,
+  messages: readonly Message[],
+  delegationTools: ReadonlySet<string>,
+): Promise<Map<string, string | undefined>> {
   const claimed = launchedInConversation(messages, delegationTools);
   const reachable = await context.tasks.reachable([...claimed].map(([taskId, { proof }]) => ({ taskId, ...(proof !== undefined ? { proof } : {}) })));
   const launched = new Map<string, string | undefined>();
@@ -113,7 +117,14 @@ export function backgroundTools({ context, agents, names, delegationTools, maxWa
         return { row: { taskId, status: 'unknown', error: `task ID "${taskId}" does not match any configured agent (expected "<agent>:<runId>")` } };
       }
       if (!launched.has(taskId)) {
-        return { row: { taskId, agent: parsed.agent, status: 'unknown', error: 'This conversation did not launch this task, so it cannot be reached from here. Delegate the task again if it is still needed.' } };
+        return {
+          row: {
+            taskId,
+            agent: parsed.agent,
+            status: 'unknown',
+            error: 'This conversation did not launch this task, so it cannot be reached from here. Delegate the task again if it is still needed.',
+          },
+        };
       }
       const label = launched.get(taskId);
       return { taskId, ...parsed, ...(label !== undefined ? { name: label } : {}) };
@@ -139,7 +150,11 @@ export function backgroundTools({ context, agents, names, delegationTools, maxWa
       case 'aborting':
         return { ...base, status: 'aborting', response: `The task was asked to stop and will settle as aborted; collect it with ${names.wait}.` };
       case 'unknown':
-        return { ...base, status: 'unknown', error: `No record of this task exists (${report.error?.message ?? 'not found'}). Delegate the task again if it is still needed.` };
+        return {
+          ...base,
+          status: 'unknown',
+          error: `No record of this task exists (${report.error?.message ?? 'not found'}). Delegate the task again if it is still needed.`,
+        };
       default:
         return { ...base, status: 'pending' };
     }
@@ -169,7 +184,11 @@ export function backgroundTools({ context, agents, names, delegationTools, maxWa
   const noIds: TasksOutput = { note: 'No task IDs given. Pass the taskId values returned by background delegations.' };
 
   const check: ContributedTool = {
-    definition: { name: names.check, description: 'Reports the status and, once finished, the result of background tasks, without waiting.', inputSchema: { type: 'object', properties: { taskIds: taskIdsProperty } } },
+    definition: {
+      name: names.check,
+      description: 'Reports the status and, once finished, the result of background tasks, without waiting.',
+      inputSchema: { type: 'object', properties: { taskIds: taskIdsProperty } },
+    },
     run: async (input, params) => {
       const resolved = await given(input, params.requestMessages);
       if (!resolved) return noIds;
@@ -208,16 +227,23 @@ export function backgroundTools({ context, agents, names, delegationTools, maxWa
     if (maxWaitSeconds > 0) seconds = Math.min(seconds ?? maxWaitSeconds, maxWaitSeconds);
     const runIds = pending.map((task) => task.runId);
     const { reports, timedOut } =
-      seconds === 0 ? { reports: await context.tasks.inspect(runIds), timedOut: true } : await context.tasks.wait(runIds, { first, ...(seconds !== undefined ? { timeoutMs: seconds * 1000 } : {}) });
+      seconds === 0
+        ? { reports: await context.tasks.inspect(runIds), timedOut: true }
+        : await context.tasks.wait(runIds, { first, ...(seconds !== undefined ? { timeoutMs: seconds * 1000 } : {}) });
     const stillRunning = reports.some((report) => !isSettled(report.status));
     const output: TasksOutput = { tasks: rows(resolved, reports) };
     if (first && !timedOut && stillRunning) output.note = 'Returned at the first task that finished; the others may still be running.';
-    if (timedOut && stillRunning) Object.assign(output, { timedOut: true, note: 'Stopped waiting; the pending tasks are still running. Check them again later.' });
+    if (timedOut && stillRunning)
+      Object.assign(output, { timedOut: true, note: 'Stopped waiting; the pending tasks are still running. Check them again later.' });
     return output;
   }
 
   const abort: ContributedTool = {
-    definition: { name: names.abort, description: 'Stops background tasks whose results are no longer needed.', inputSchema: { type: 'object', properties: { taskIds: taskIdsProperty } } },
+    definition: {
+      name: names.abort,
+      description: 'Stops background tasks whose results are no longer needed.',
+      inputSchema: { type: 'object', properties: { taskIds: taskIdsProperty } },
+    },
     run: async (input, params) => {
       const resolved = await given(input, params.requestMessages);
       if (!resolved) return noIds;

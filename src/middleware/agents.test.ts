@@ -22,7 +22,9 @@ describe('agents config', () => {
       'INVALID_ARGUMENT: invalid config for middleware "agents": config.agents: tool name "delegate_to_researcher" is claimed by agent "researcher" and by agent "researcher"',
     );
     expect(configError({ agents: ['a'], maxDelegations: -1 })).toContain('config.maxDelegations');
-    expect(configError({ agents: ['a'], maxWaitSeconds: -1 })).toBe('INVALID_ARGUMENT: invalid config for middleware "agents": config.maxWaitSeconds: must not be negative');
+    expect(configError({ agents: ['a'], maxWaitSeconds: -1 })).toBe(
+      'INVALID_ARGUMENT: invalid config for middleware "agents": config.maxWaitSeconds: must not be negative',
+    );
     expect(configError({ agents: ['check_background_tasks'], toolPrefix: '', async: true })).toBe(
       'INVALID_ARGUMENT: invalid config for middleware "agents": config.agents: tool name "check_background_tasks" is claimed by agent "check_background_tasks" and by the background-task tools',
     );
@@ -87,7 +89,10 @@ describe('forwarded history', () => {
 describe('injectSystemText', () => {
   const marker = 'listing';
   it('appends to the first system message, refreshes in place, and never duplicates', () => {
-    const start: Message[] = [{ role: 'system', content: [{ text: 'be brief' }] }, { role: 'user', content: [{ text: 'hi' }] }];
+    const start: Message[] = [
+      { role: 'system', content: [{ text: 'be brief' }] },
+      { role: 'user', content: [{ text: 'hi' }] },
+    ];
     const once = injectSystemText(start, marker, 'v1');
     expect(once[0]).toEqual({ role: 'system', content: [{ text: 'be brief' }, { text: 'v1', metadata: { listing: true } }] });
     const again = injectSystemText(once, marker, 'v1');
@@ -98,6 +103,9 @@ describe('injectSystemText', () => {
   });
 
   it('puts a system message at the front when there is none', () => {
-    expect(injectSystemText([{ role: 'user', content: [{ text: 'hi' }] }], marker, 'v1')[0]).toEqual({ role: 'system', content: [{ text: 'v1', metadata: { listing: true } }] });
+    expect(injectSystemText([{ role: 'user', content: [{ text: 'hi' }] }], marker, 'v1')[0]).toEqual({
+      role: 'system',
+      content: [{ text: 'v1', metadata: { listing: true } }],
+    });
   });
 });

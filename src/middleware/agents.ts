@@ -27,7 +27,10 @@ export const DEFAULT_TOOL_PREFIX = 'delegate_to';
 
 /** A sub-agent: its registered name, and a description that overrides the registered one. */
 const AgentRefSchema = z.union([
-  z.string().min(1, 'an agent name must not be empty').transform((name) => ({ name, description: undefined as string | undefined })),
+  z
+    .string()
+    .min(1, 'an agent name must not be empty')
+    .transform((name) => ({ name, description: undefined as string | undefined })),
   z.object({ name: z.string().min(1, 'an agent name must not be empty'), description: z.string().optional() }).strict(),
 ]);
 
@@ -93,7 +96,11 @@ interface DelegationOutput {
 }
 
 /** The `<sub-agents>` block: every delegation tool with what its agent does, and how background tasks work. */
-export function subAgentsBlock(entries: ReadonlyArray<{ tool: string; description: string }>, background?: { check: string; wait: string; abort: string }, continueTool?: string): string {
+export function subAgentsBlock(
+  entries: ReadonlyArray<{ tool: string; description: string }>,
+  background?: { check: string; wait: string; abort: string },
+  continueTool?: string,
+): string {
   return [
     '<sub-agents>',
     'You can hand tasks to these sub-agents, each through its own tool:',
@@ -142,7 +149,8 @@ export function namespaceOf(agent: string, runId: string): string {
 }
 
 /** The hint a server-managed task's failure carries: its progress is kept for continue_task. */
-const CONTINUE_HINT = (tool: string) => ` The run's progress up to that point is saved; call ${tool} with this taskId to continue it, optionally with instructions.`;
+const CONTINUE_HINT = (tool: string) =>
+  ` The run's progress up to that point is saved; call ${tool} with this taskId to continue it, optionally with instructions.`;
 
 /** The answer a finished sub-agent run gives the delegating model. */
 function foldResult(agent: string, result: RunResult, artifacts: number): string {
@@ -152,7 +160,9 @@ function foldResult(agent: string, result: RunResult, artifacts: number): string
   }
   if (text) return text;
   if (artifacts === 0) return 'The task completed, but the agent gave no final message and produced no artifacts.';
-  return artifacts === 1 ? 'The task completed without a final message; its result is in the one artifact it produced.' : `The task completed without a final message; its result is in the ${artifacts} artifacts it produced.`;
+  return artifacts === 1
+    ? 'The task completed without a final message; its result is in the one artifact it produced.'
+    : `The task completed without a final message; its result is in the ${artifacts} artifacts it produced.`;
 }
 
 /** Agents: `use: [agents({ agents: ['researcher', { name: 'coder', description: 'Writes code.' }] })]` */
@@ -164,11 +174,17 @@ export const agents = defineMiddleware({
     const registered = new Map(context.agent.directory.map((entry) => [entry.name, entry.description]));
     const serverManaged = new Set(context.agent.directory.filter((entry) => entry.session === 'server').map((entry) => entry.name));
     // continue_task exists when any configured agent may keep a session (an unknown one may).
-    const continueTool = config.agents.some((ref) => serverManaged.has(ref.name) || !registered.has(ref.name)) ? sharedToolName(config.toolPrefix, 'continue_task') : undefined;
+    const continueTool = config.agents.some((ref) => serverManaged.has(ref.name) || !registered.has(ref.name))
+      ? sharedToolName(config.toolPrefix, 'continue_task')
+      : undefined;
     // Delegations count across the runs of a long run's chain.
     let delegations = typeof context.carried === 'number' ? context.carried : 0;
     const background = config.async
-      ? { check: sharedToolName(config.toolPrefix, BACKGROUND_TOOLS.check), wait: sharedToolName(config.toolPrefix, BACKGROUND_TOOLS.wait), abort: sharedToolName(config.toolPrefix, BACKGROUND_TOOLS.abort) }
+      ? {
+          check: sharedToolName(config.toolPrefix, BACKGROUND_TOOLS.check),
+          wait: sharedToolName(config.toolPrefix, BACKGROUND_TOOLS.wait),
+          abort: sharedToolName(config.toolPrefix, BACKGROUND_TOOLS.abort),
+        }
       : undefined;
 
     /** Merges a sub-agent's named artifacts into this run under `<namespace>/<name>`; lists them for the model. */
@@ -213,7 +229,10 @@ export const agents = defineMiddleware({
       const input = ContinueInputSchema.safeParse(rawInput);
       if (!input.success) return { response: 'Error: give the "taskId" of the task to continue.' };
       const { taskId, instructions } = input.data;
-      const parsed = parseTaskId(taskId, config.agents.map((ref) => ref.name));
+      const parsed = parseTaskId(
+        taskId,
+        config.agents.map((ref) => ref.name),
+      );
       if (!parsed) return { response: `Error: task ID "${taskId}" does not match any configured agent (expected "<agent>:<runId>").` };
       const known = await conversationTasks(context, params.requestMessages, delegationToolNames);
       if (!known.has(taskId)) return { response: 'Error: this conversation did not launch this task, so it cannot be continued from here.' };
@@ -246,14 +265,21 @@ export const agents = defineMiddleware({
       }
       const message: Message = { role: 'user', content: [{ text: instructions ?? 'Continue the task from where it stopped.' }] };
       const detach = input.data.background === true && config.async;
-      return { ...(await sessionTurn(parsed.agent, { messages: [message], detach, fromRunId: parsed.runId, sessionId: session.sessionId }, label.name)), ...label };
+      return {
+        ...(await sessionTurn(parsed.agent, { messages: [message], detach, fromRunId: parsed.runId, sessionId: session.sessionId }, label.name)),
+        ...label,
+      };
     };
 
     const launched = (agent: string, taskId: string) =>
       `Background task ${taskId} started for agent "${agent}". Collect its result with ${background!.check} or ${background!.wait}, or stop it with ${background!.abort}.`;
 
     /** A turn of a server-managed sub-agent's session: its answer and task id, or its pending task. */
-    const sessionTurn = async (agent: string, options: { messages: Message[]; detach: boolean; fromRunId?: string; sessionId?: string }, name?: string): Promise<DelegationOutput> => {
+    const sessionTurn = async (
+      agent: string,
+      options: { messages: Message[]; detach: boolean; fromRunId?: string; sessionId?: string },
+      name?: string,
+    ): Promise<DelegationOutput> => {
       const outcome = await context.invokeSession({ agent, ...options, ...(name !== undefined ? { name } : {}) });
       if ('error' in outcome) return { response: `Error calling agent "${agent}": ${outcome.error.message}` };
       const { output } = outcome;
@@ -261,10 +287,21 @@ export const agents = defineMiddleware({
       if (output.status === 'pending') return { taskId, status: 'pending', response: launched(agent, taskId) };
       const merged = mergeArtifacts(agent, namespaceOf(agent, output.runId), output.artifacts);
       if (output.status === 'completed' && RESULT_REASONS.has(output.finishReason)) {
-        return { taskId, status: 'completed', response: output.text || foldResult(agent, { text: '', finishReason: 'stop' } as RunResult, merged.length), ...(merged.length ? { artifacts: merged } : {}) };
+        return {
+          taskId,
+          status: 'completed',
+          response: output.text || foldResult(agent, { text: '', finishReason: 'stop' } as RunResult, merged.length),
+          ...(merged.length ? { artifacts: merged } : {}),
+        };
       }
-      const why = output.error ? output.error.message : `its run ended as "${output.finishReason}" without completing the task; its last message was: ${output.text}.`;
-      return { taskId, status: output.status === 'aborted' ? 'aborted' : 'failed', response: `Error calling agent "${agent}": ${why}${continueTool ? CONTINUE_HINT(continueTool) : ''}` };
+      const why = output.error
+        ? output.error.message
+        : `its run ended as "${output.finishReason}" without completing the task; its last message was: ${output.text}.`;
+      return {
+        taskId,
+        status: output.status === 'aborted' ? 'aborted' : 'failed',
+        response: `Error calling agent "${agent}": ${why}${continueTool ? CONTINUE_HINT(continueTool) : ''}`,
+      };
     };
 
     /** What a finished sub-agent run answers: its text (or why it has none) and its artifacts, merged under `<agent>_<n>`. */

@@ -37,7 +37,10 @@ export function artifactsListing(artifacts: readonly Artifact[]): string {
 const NameInput = { type: 'object', properties: { name: { type: 'string', description: 'The artifact to read.' } }, required: ['name'] };
 const WriteInput = {
   type: 'object',
-  properties: { name: { type: 'string', description: 'Name of the artifact (an existing one is replaced).' }, content: { type: 'string', description: 'Its full text.' } },
+  properties: {
+    name: { type: 'string', description: 'Name of the artifact (an existing one is replaced).' },
+    content: { type: 'string', description: 'Its full text.' },
+  },
   required: ['name', 'content'],
 };
 
@@ -70,14 +73,16 @@ export const artifacts = defineMiddleware({
       },
       run: async (input) => {
         const { name, content } = (input ?? {}) as { name?: unknown; content?: unknown };
-        if (typeof name !== 'string' || name === '' || typeof content !== 'string') return { status: 'Error: write_artifact needs a non-empty "name" and a "content" string.' };
+        if (typeof name !== 'string' || name === '' || typeof content !== 'string')
+          return { status: 'Error: write_artifact needs a non-empty "name" and a "content" string.' };
         store.put({ name, parts: [{ text: content }] });
         return { status: `Saved artifact "${name}".` };
       },
     };
     return {
       tools: config.readonly ? [read] : [read, write],
-      wrapGenerate: (params, next) => next({ ...params, messages: injectSystemText(params.messages, ARTIFACTS_LISTING_MARKER, artifactsListing(store.list())) }),
+      wrapGenerate: (params, next) =>
+        next({ ...params, messages: injectSystemText(params.messages, ARTIFACTS_LISTING_MARKER, artifactsListing(store.list())) }),
     };
   },
 });

@@ -36,12 +36,19 @@ export const BudgetConfigSchema = z
      * Usage already spent against the limit when the run starts: a parent run's, handed to a
      * sub-agent, so the whole tree shares one limit.
      */
-    spent: z.object(Object.fromEntries(USAGE_FIELDS.map((field) => [field, z.number().optional()])) as Record<UsageField, z.ZodOptional<z.ZodNumber>>).extend({ custom: z.record(z.string(), z.number()).optional() }).strict().optional(),
+    spent: z
+      .object(Object.fromEntries(USAGE_FIELDS.map((field) => [field, z.number().optional()])) as Record<UsageField, z.ZodOptional<z.ZodNumber>>)
+      .extend({ custom: z.record(z.string(), z.number()).optional() })
+      .strict()
+      .optional(),
     /**
      * Set on a Budget a parent handed down: the run that keeps the tree's ledger, and the Budget
      * stage in it. The run then asks that ledger before each model call, and tells it of each.
      */
-    ledger: z.object({ runId: z.string().min(1), stage: z.number().int().min(0) }).strict().optional(),
+    ledger: z
+      .object({ runId: z.string().min(1), stage: z.number().int().min(0) })
+      .strict()
+      .optional(),
     /** What the limit counts: this run (default) or the agent session. */
     scope: z.enum(['run', 'session']).default('run'),
     /** Hold the next tool calls for approval instead of stopping the run. */
@@ -51,7 +58,11 @@ export const BudgetConfigSchema = z
   .superRefine((config, issues) => {
     if (Object.keys(flatten(config.limit)).length === 0) issues.addIssue({ code: 'custom', path: ['limit'], message: 'set at least one field of limit' });
     if (config.scope === 'session' && config.interrupt) {
-      issues.addIssue({ code: 'custom', path: ['interrupt'], message: 'a session-scoped budget cannot interrupt: a later turn would start over its limit with nothing to hold' });
+      issues.addIssue({
+        code: 'custom',
+        path: ['interrupt'],
+        message: 'a session-scoped budget cannot interrupt: a later turn would start over its limit with nothing to hold',
+      });
     }
   });
 export type BudgetConfig = z.input<typeof BudgetConfigSchema>;
@@ -124,7 +135,7 @@ export const budget = defineMiddleware({
   holds: { kind: 'budget', sharedDecision: true, respond: 'decide' },
   create(config, context) {
     if (config.scope === 'session' && !context.session) {
-      throw new KeelError('FAILED_PRECONDITION', 'budget: session scope needs an agent with a session store (session: \'server\'), run as a turn of its session');
+      throw new KeelError('FAILED_PRECONDITION', "budget: session scope needs an agent with a session store (session: 'server'), run as a turn of its session");
     }
     const limit = flatten(config.limit);
     const fields = Object.keys(limit).sort();

@@ -43,7 +43,13 @@ export const ContextCompressionConfigSchema = z
           })
           .strict(),
       ])
-      .pipe(z.object({ matchBy: z.enum(['name-and-input', 'name-only']).default('name-and-input'), keepRecent: z.number().default(1), notice: z.string().optional() }))
+      .pipe(
+        z.object({
+          matchBy: z.enum(['name-and-input', 'name-only']).default('name-and-input'),
+          keepRecent: z.number().default(1),
+          notice: z.string().optional(),
+        }),
+      )
       .optional(),
     /** Truncate the responses of all but the newest `preserveRecent` tool messages to `maxChars`. */
     toolResponses: z
@@ -66,7 +72,11 @@ export const ContextCompressionConfigSchema = z
       .strict()
       .optional(),
     /** Skip the summary when deduplication and truncation saved at least this share (0–1) and fit. */
-    skipSummarizationThreshold: z.number().min(0, 'skipSummarizationThreshold must be between 0 and 1').max(1, 'skipSummarizationThreshold must be between 0 and 1').default(0),
+    skipSummarizationThreshold: z
+      .number()
+      .min(0, 'skipSummarizationThreshold must be between 0 and 1')
+      .max(1, 'skipSummarizationThreshold must be between 0 and 1')
+      .default(0),
     /** The notice shown where messages were dropped (default: the reference's). */
     truncationNotice: z.string().optional(),
     /** Drop without a notice. */
@@ -121,7 +131,10 @@ export const contextCompression = defineMiddleware({
     const summarize = config.summarize;
     const models = context.agent.models;
     if (summarize && models && !models.includes(summarize.model)) {
-      throw new KeelError('NOT_FOUND', `contextCompression: summarize.model "${summarize.model}" is not registered; registered models: ${models.join(', ') || '(none)'}`);
+      throw new KeelError(
+        'NOT_FOUND',
+        `contextCompression: summarize.model "${summarize.model}" is not registered; registered models: ${models.join(', ') || '(none)'}`,
+      );
     }
     const options: CompressionOptions = {
       maxInputTokens: config.maxInputTokens,
@@ -130,7 +143,9 @@ export const contextCompression = defineMiddleware({
       preserveRecent: config.preserveRecent || 4,
       preserveRecentSet: Boolean(config.preserveRecent),
       maxToolResponseChars: config.maxToolResponseChars || 400_000,
-      ...(config.deduplicateToolResponses ? { deduplicateToolResponses: { ...config.deduplicateToolResponses, keepRecent: config.deduplicateToolResponses.keepRecent || 1 } } : {}),
+      ...(config.deduplicateToolResponses
+        ? { deduplicateToolResponses: { ...config.deduplicateToolResponses, keepRecent: config.deduplicateToolResponses.keepRecent || 1 } }
+        : {}),
       ...(config.toolResponses ? { toolResponses: { ...config.toolResponses, preserveRecent: config.toolResponses.preserveRecent || 2 } } : {}),
       ...(summarize ? { summarize: { preserveRecent: summarize.preserveRecent || config.preserveRecent || 6 } } : {}),
       skipSummarizationThreshold: config.skipSummarizationThreshold,
@@ -149,7 +164,9 @@ export const contextCompression = defineMiddleware({
           } catch (error) {
             // Cancellation ends the run (the main model is not called); any other failure falls back to dropping.
             if (isCancellation(error)) throw error;
-            log.warn('contextCompression: the summarizer failed; dropping older messages instead', { error: error instanceof Error ? error.message : String(error) });
+            log.warn('contextCompression: the summarizer failed; dropping older messages instead', {
+              error: error instanceof Error ? error.message : String(error),
+            });
             return undefined;
           }
           const text = messageText(response.message).trim();
@@ -205,7 +222,10 @@ export const contextCompression = defineMiddleware({
         if (params.iteration !== outermost || !latestStats) return outcome;
         // The newest stats go on the run's final message, as the reference reports them on the final response.
         const final = outcome.response.message;
-        const stamped: Message = { ...final, metadata: { ...final.metadata, [COMPRESSION_KEY]: { ...(final.metadata?.[COMPRESSION_KEY] as object | undefined), stats: latestStats } } };
+        const stamped: Message = {
+          ...final,
+          metadata: { ...final.metadata, [COMPRESSION_KEY]: { ...(final.metadata?.[COMPRESSION_KEY] as object | undefined), stats: latestStats } },
+        };
         return { response: { ...outcome.response, message: stamped }, messages: [...outcome.messages.slice(0, -1), stamped] };
       },
       wrapModel: async (params, next) => {
@@ -216,7 +236,13 @@ export const contextCompression = defineMiddleware({
         if (!reported || reported <= 0) return response;
         reportedTokens = reported;
         const message = response.message;
-        return { ...response, message: { ...message, metadata: { ...message.metadata, [COMPRESSION_KEY]: { ...(message.metadata?.[COMPRESSION_KEY] as object | undefined), inputTokens: reported } } } };
+        return {
+          ...response,
+          message: {
+            ...message,
+            metadata: { ...message.metadata, [COMPRESSION_KEY]: { ...(message.metadata?.[COMPRESSION_KEY] as object | undefined), inputTokens: reported } },
+          },
+        };
       },
     };
   },

@@ -11,14 +11,25 @@ import { StatusNameSchema, type StatusName } from '../core/status';
 import { defineMiddleware } from './define-middleware';
 
 /** Statuses that fall over by default. */
-export const DEFAULT_FALLBACK_STATUSES: readonly StatusName[] = ['UNAVAILABLE', 'DEADLINE_EXCEEDED', 'RESOURCE_EXHAUSTED', 'ABORTED', 'INTERNAL', 'NOT_FOUND', 'UNIMPLEMENTED'];
+export const DEFAULT_FALLBACK_STATUSES: readonly StatusName[] = [
+  'UNAVAILABLE',
+  'DEADLINE_EXCEEDED',
+  'RESOURCE_EXHAUSTED',
+  'ABORTED',
+  'INTERNAL',
+  'NOT_FOUND',
+  'UNIMPLEMENTED',
+];
 
 /** Statuses that do not clear up between calls: such a model is skipped for the rest of the run. */
 export const LASTING_STATUSES: readonly StatusName[] = ['NOT_FOUND', 'PERMISSION_DENIED', 'UNAUTHENTICATED', 'INVALID_ARGUMENT', 'UNIMPLEMENTED'];
 
 /** A model to fall back to: its name, and the config sent to it verbatim. */
 export const ModelRefSchema = z.union([
-  z.string().min(1).transform((name) => ({ name, config: undefined as Record<string, unknown> | undefined })),
+  z
+    .string()
+    .min(1)
+    .transform((name) => ({ name, config: undefined as Record<string, unknown> | undefined })),
   z.object({ name: z.string().min(1), config: z.record(z.string(), z.unknown()).optional() }).strict(),
 ]);
 
@@ -42,7 +53,10 @@ export const fallback = defineMiddleware({
     const statuses = config.statuses?.length ? config.statuses : DEFAULT_FALLBACK_STATUSES;
     // Lasting failures (a model that is gone) stay remembered in the next run of a long run's chain.
     const failed = new Map<string, unknown>(
-      Object.entries((context.carried as Record<string, { status: string; message: string }> | undefined) ?? {}).map(([model, error]) => [model, new KeelError(error.status as KeelError['status'], error.message)]),
+      Object.entries((context.carried as Record<string, { status: string; message: string }> | undefined) ?? {}).map(([model, error]) => [
+        model,
+        new KeelError(error.status as KeelError['status'], error.message),
+      ]),
     );
     /** True when the error lets the chain go on to the next model; records lasting failures. */
     const eligible = (model: string, error: unknown): boolean => {

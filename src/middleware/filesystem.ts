@@ -19,7 +19,8 @@ import type { ContributedTool } from './types';
 export const FILESYSTEM_MESSAGE_MARKER = 'filesystemMiddlewareTool';
 
 /** What an unchanged re-read answers. */
-export const UNCHANGED_STUB = 'File unchanged since last read. The content from the earlier read_file result in this conversation is still current; refer to that instead of re-reading.';
+export const UNCHANGED_STUB =
+  'File unchanged since last read. The content from the earlier read_file result in this conversation is still current; refer to that instead of re-reading.';
 
 /** How many reads the cache remembers (oldest forgotten first). */
 const CACHE_SIZE = 200;
@@ -45,7 +46,11 @@ const EditInput = z.object({ filePath: z.string().min(1), edits: z.array(FileEdi
 /** The input, parsed, or an error the model sees naming what was wrong. */
 function parsed<T extends z.ZodType>(schema: T, input: unknown, tool: string): z.output<T> {
   const result = schema.safeParse(input ?? {});
-  if (!result.success) throw new KeelError('INVALID_ARGUMENT', `${tool}: invalid input: ${result.error.issues.map((issue) => `${issue.path.join('.') || '(input)'}: ${issue.message}`).join('; ')}`);
+  if (!result.success)
+    throw new KeelError(
+      'INVALID_ARGUMENT',
+      `${tool}: invalid input: ${result.error.issues.map((issue) => `${issue.path.join('.') || '(input)'}: ${issue.message}`).join('; ')}`,
+    );
   return result.data;
 }
 
@@ -59,7 +64,9 @@ export const filesystem = defineMiddleware({
     const name = (base: string) => `${config.toolNamePrefix}${base}`;
     const names = { list: name('list_files'), read: name('read_file'), write: name('write_file'), edit: name('edit_file') };
     /** Last read of each path: its stamp and the range read. */
-    const reads = new Map<string, { stamp: FileStamp; offset: number; limit: number }>((context.carried as Array<[string, { stamp: FileStamp; offset: number; limit: number }]> | undefined) ?? []);
+    const reads = new Map<string, { stamp: FileStamp; offset: number; limit: number }>(
+      (context.carried as Array<[string, { stamp: FileStamp; offset: number; limit: number }]> | undefined) ?? [],
+    );
     /** What reads fetched, for the next iteration's user message. */
     let pending: Part[] = [];
     /** Per path, the call under way: calls on one path run one after another. */
@@ -104,7 +111,10 @@ export const filesystem = defineMiddleware({
         definition: {
           name: names.list,
           description: 'Lists the files and directories in a directory (the root by default), recursively if asked.',
-          inputSchema: { type: 'object', properties: { dirPath: { type: 'string', description: 'Directory relative to the root; default the root.' }, recursive: { type: 'boolean' } } },
+          inputSchema: {
+            type: 'object',
+            properties: { dirPath: { type: 'string', description: 'Directory relative to the root; default the root.' }, recursive: { type: 'boolean' } },
+          },
         },
         run: async (input) => {
           const { dirPath, recursive } = parsed(ListInput, input, names.list);
@@ -117,7 +127,11 @@ export const filesystem = defineMiddleware({
           description: 'Reads a file (text, or an image). Its content arrives in the next message; use offset/limit (lines) for part of a large file.',
           inputSchema: {
             type: 'object',
-            properties: { filePath: { type: 'string' }, offset: { type: 'number', description: '1-based first line (0 or 1: the beginning).' }, limit: { type: 'number', description: 'Most lines to read (0: to the end).' } },
+            properties: {
+              filePath: { type: 'string' },
+              offset: { type: 'number', description: '1-based first line (0 or 1: the beginning).' },
+              limit: { type: 'number', description: 'Most lines to read (0: to the end).' },
+            },
             required: ['filePath'],
           },
         },
@@ -133,7 +147,11 @@ export const filesystem = defineMiddleware({
             const result = await context.files({ op: 'read', root, filePath, offset, limit });
             if (result.kind === 'image') {
               remember(key, { stamp: result.stamp, offset, limit });
-              pending = [...pending, { text: `\n\nread_file result ${result.mimeType} ${result.path}` }, { media: { url: result.dataUri, contentType: result.mimeType } }];
+              pending = [
+                ...pending,
+                { text: `\n\nread_file result ${result.mimeType} ${result.path}` },
+                { media: { url: result.dataUri, contentType: result.mimeType } },
+              ];
               return `File ${result.path} read successfully, see contents below.`;
             }
             const text = expect(result, 'text');
@@ -171,7 +189,11 @@ export const filesystem = defineMiddleware({
                 filePath: { type: 'string' },
                 edits: {
                   type: 'array',
-                  items: { type: 'object', properties: { oldString: { type: 'string' }, newString: { type: 'string' }, replaceAll: { type: 'boolean' } }, required: ['oldString', 'newString'] },
+                  items: {
+                    type: 'object',
+                    properties: { oldString: { type: 'string' }, newString: { type: 'string' }, replaceAll: { type: 'boolean' } },
+                    required: ['oldString', 'newString'],
+                  },
                 },
               },
               required: ['filePath', 'edits'],

@@ -89,7 +89,10 @@ export interface MiddlewareStage {
 }
 
 /** What every middleware of a run shares; each gets it with its own stage fields. */
-export type SharedMiddlewareContext = Omit<MiddlewareContext, 'stageIndex' | 'stageName' | 'interrupt' | 'holdModelCall' | 'shared' | 'resumedHolds' | 'carried'> & {
+export type SharedMiddlewareContext = Omit<
+  MiddlewareContext,
+  'stageIndex' | 'stageName' | 'interrupt' | 'holdModelCall' | 'shared' | 'resumedHolds' | 'carried'
+> & {
   /** Holds the run before its next model call with this interrupt (undefined: the run cannot wait). */
   holdModelCall?: (interrupt: ToolInterrupt) => Promise<ResumePayload>;
   /** The resumed holds addressed to the stage at `stageIndex` (see MiddlewareContext.resumedHolds). */
@@ -137,7 +140,9 @@ export async function instantiateMiddleware(
       interrupt: (data) => {
         throw new ToolInterrupt({ data: holdData(data), raisedBy: definition.name, stage: index, policy: holds });
       },
-      holdModelCall: context.holdModelCall ? (data) => context.holdModelCall!(new ToolInterrupt({ data: holdData(data), raisedBy: definition.name, stage: index, policy: holds })) : undefined,
+      holdModelCall: context.holdModelCall
+        ? (data) => context.holdModelCall!(new ToolInterrupt({ data: holdData(data), raisedBy: definition.name, stage: index, policy: holds }))
+        : undefined,
       shared: <T extends object>(init: () => T): T => {
         if (!sharedState.has(definition.name)) sharedState.set(definition.name, init());
         return sharedState.get(definition.name) as T;

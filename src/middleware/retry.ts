@@ -64,7 +64,8 @@ export const retry = defineMiddleware({
               await sleep(wait);
             } catch (sleepError) {
               // Cancelled during the backoff: end at once with the model's last error.
-              if (isCancellation(sleepError)) throw new RunStoppedError({ status: failure.status, message: failure.message, cancelled: true, classified: failure.classified });
+              if (isCancellation(sleepError))
+                throw new RunStoppedError({ status: failure.status, message: failure.message, cancelled: true, classified: failure.classified });
               throw sleepError;
             }
             delay = Math.min(delay * backoffFactor, maxDelayMs);

@@ -102,7 +102,8 @@ export const skills = defineMiddleware({
       return folded.length === 1 ? folded[0] : undefined;
     };
     /** A failure of these tools answers the model on one line, with the skills it can use. */
-    const failed = (tool: string, error: unknown) => `Tool "${tool}" failed: ${fold(error instanceof Error ? error.message : String(error))}. Available skills: ${available()}.`;
+    const failed = (tool: string, error: unknown) =>
+      `Tool "${tool}" failed: ${fold(error instanceof Error ? error.message : String(error))}. Available skills: ${available()}.`;
 
     const tools: ContributedTool[] = [];
     if (loadable.length) {
@@ -125,7 +126,15 @@ export const skills = defineMiddleware({
           try {
             const loaded = await context.skills({ op: 'load', dir: skill.dir, withResources: config.allowResourceAccess });
             if (loaded.kind !== 'load') throw new Error('unexpected answer');
-            return toolAnswer(activation(skill, loaded.content, config.allowResourceAccess ? { files: loaded.resources ?? [], truncated: loaded.truncated ?? false } : undefined, readSkillFile), { [SKILL_ACTIVATION]: skill.name });
+            return toolAnswer(
+              activation(
+                skill,
+                loaded.content,
+                config.allowResourceAccess ? { files: loaded.resources ?? [], truncated: loaded.truncated ?? false } : undefined,
+                readSkillFile,
+              ),
+              { [SKILL_ACTIVATION]: skill.name },
+            );
           } catch (error) {
             claimed.delete(skill.name);
             return failed(useSkill, error);

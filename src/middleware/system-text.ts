@@ -21,7 +21,9 @@ export function injectSystemText(messages: readonly Message[], marker: string, t
     const message = messages[holder]!;
     const current = message.content.find(tagged) as { text: string };
     if (current.text === text) return [...messages];
-    return messages.map((candidate, index) => (index === holder ? { ...message, content: message.content.map((existing) => (tagged(existing) ? part : existing)) } : candidate));
+    return messages.map((candidate, index) =>
+      index === holder ? { ...message, content: message.content.map((existing) => (tagged(existing) ? part : existing)) } : candidate,
+    );
   }
   const system = messages.findIndex((message) => message.role === 'system');
   if (system >= 0) return messages.map((message, index) => (index === system ? { ...message, content: [...message.content, part] } : message));

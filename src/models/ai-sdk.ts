@@ -63,7 +63,20 @@ export interface AiSdkModelOptions {
 }
 
 /** The call options of the specification a request's config may set; anything else is refused. */
-const CALL_OPTIONS = new Set(['maxOutputTokens', 'temperature', 'stopSequences', 'topP', 'topK', 'presencePenalty', 'frequencyPenalty', 'seed', 'responseFormat', 'toolChoice', 'headers', 'providerOptions']);
+const CALL_OPTIONS = new Set([
+  'maxOutputTokens',
+  'temperature',
+  'stopSequences',
+  'topP',
+  'topK',
+  'presencePenalty',
+  'frequencyPenalty',
+  'seed',
+  'responseFormat',
+  'toolChoice',
+  'headers',
+  'providerOptions',
+]);
 
 const SUPPORTED_VERSIONS = new Set(['v2', 'v3', 'v4']);
 
@@ -81,13 +94,26 @@ export function aiSdkModel({ name, model, config = {} }: AiSdkModelOptions): Mod
         result = await (model.doGenerate as DoGenerate).call(model, {
           ...options,
           prompt: toPrompt(request.messages),
-          ...(request.tools.length ? { tools: request.tools.map((tool) => ({ type: 'function' as const, name: tool.name, description: tool.description, inputSchema: tool.inputSchema as Record<string, unknown> })) } : {}),
+          ...(request.tools.length
+            ? {
+                tools: request.tools.map((tool) => ({
+                  type: 'function' as const,
+                  name: tool.name,
+                  description: tool.description,
+                  inputSchema: tool.inputSchema as Record<string, unknown>,
+                })),
+              }
+            : {}),
           abortSignal: context.signal,
         });
       } catch (error) {
         throw aiSdkError(name, error, context.signal);
       }
-      return { message: { role: 'model', content: fromContent(name, result.content) }, finishReason: finishReasonOf(result.finishReason), usage: usageOf(result.usage) };
+      return {
+        message: { role: 'model', content: fromContent(name, result.content) },
+        finishReason: finishReasonOf(result.finishReason),
+        usage: usageOf(result.usage),
+      };
     },
   });
 }
@@ -102,7 +128,11 @@ function describe(value: unknown): string {
 function callOptions(name: string, config: Record<string, unknown>): Record<string, unknown> {
   const unknown = Object.keys(config).filter((key) => !CALL_OPTIONS.has(key));
   if (unknown.length) {
-    throw new KeelError('INVALID_ARGUMENT', `ai-sdk model "${name}": config ${unknown.map((key) => `"${key}"`).join(', ')} is not an AI SDK call option (${[...CALL_OPTIONS].join(', ')}); put provider settings under providerOptions`, { modelName: name });
+    throw new KeelError(
+      'INVALID_ARGUMENT',
+      `ai-sdk model "${name}": config ${unknown.map((key) => `"${key}"`).join(', ')} is not an AI SDK call option (${[...CALL_OPTIONS].join(', ')}); put provider settings under providerOptions`,
+      { modelName: name },
+    );
   }
   return config;
 }
@@ -129,7 +159,13 @@ export function toPrompt(messages: readonly Message[]): AiSdkMessage[] {
     for (const part of message.content) {
       if ('text' in part) content.push({ type: 'text', text: part.text });
       else if ('media' in part) content.push(filePart(part.media.url, part.media.contentType));
-      else if ('toolRequest' in part) content.push({ type: 'tool-call', toolCallId: part.toolRequest.ref ?? part.toolRequest.name, toolName: part.toolRequest.name, input: part.toolRequest.input ?? {} });
+      else if ('toolRequest' in part)
+        content.push({
+          type: 'tool-call',
+          toolCallId: part.toolRequest.ref ?? part.toolRequest.name,
+          toolName: part.toolRequest.name,
+          input: part.toolRequest.input ?? {},
+        });
       else if ('toolResponse' in part) {
         const { output } = part.toolResponse;
         content.push({
@@ -228,7 +264,13 @@ function usageOf(raw: Record<string, unknown> | undefined): Usage {
 function aiSdkError(name: string, error: unknown, signal: AbortSignal): KeelError {
   if (KeelError.isInstance(error)) return error;
   if (signal.aborted) return new KeelError('CANCELLED', `ai-sdk model "${name}": request cancelled`, { modelName: name });
-  const failure = error as { message?: string; statusCode?: unknown; responseHeaders?: Record<string, string>; responseBody?: unknown; cause?: { message?: string } };
+  const failure = error as {
+    message?: string;
+    statusCode?: unknown;
+    responseHeaders?: Record<string, string>;
+    responseBody?: unknown;
+    cause?: { message?: string };
+  };
   const message = failure?.message ?? String(error);
   if (typeof failure?.statusCode === 'number') {
     const retryAfterMs = parseRetryAfter(failure.responseHeaders?.['retry-after'] ?? null);
@@ -240,5 +282,9 @@ function aiSdkError(name: string, error: unknown, signal: AbortSignal): KeelErro
   }
   // An API call error without a status never got an answer (refused, reset, DNS).
   const apiCall = (error as { name?: string })?.name === 'AI_APICallError';
-  return new KeelError(apiCall ? 'UNAVAILABLE' : 'INTERNAL', `ai-sdk model "${name}" ${apiCall ? 'could not be reached' : 'failed'}: ${failure?.cause?.message ?? message}`, { modelName: name });
+  return new KeelError(
+    apiCall ? 'UNAVAILABLE' : 'INTERNAL',
+    `ai-sdk model "${name}" ${apiCall ? 'could not be reached' : 'failed'}: ${failure?.cause?.message ?? message}`,
+    { modelName: name },
+  );
 }

@@ -78,7 +78,8 @@ export function toAnthropicMessages(messages: Message[]): { system: string | und
     const blocks: Block[] = [];
     for (const part of message.content) {
       if ('text' in part && part.text) blocks.push({ type: 'text', text: part.text });
-      else if ('toolRequest' in part) blocks.push({ type: 'tool_use', id: part.toolRequest.ref ?? part.toolRequest.name, name: part.toolRequest.name, input: part.toolRequest.input ?? {} });
+      else if ('toolRequest' in part)
+        blocks.push({ type: 'tool_use', id: part.toolRequest.ref ?? part.toolRequest.name, name: part.toolRequest.name, input: part.toolRequest.input ?? {} });
       else if ('toolResponse' in part) {
         const output = part.toolResponse.output;
         const isError = typeof output === 'object' && output !== null && 'error' in output && part.metadata?.toolError === true;
@@ -167,7 +168,11 @@ async function readMessageStream(name: string, response: Response, context: Mode
         break;
       case 'error': {
         const overloadedError = event.error?.type === 'overloaded_error';
-        throw new KeelError(overloadedError ? 'UNAVAILABLE' : 'INTERNAL', `anthropic model "${name}" failed mid-stream: ${event.error?.message ?? event.error?.type ?? 'error'}`, { modelName: name });
+        throw new KeelError(
+          overloadedError ? 'UNAVAILABLE' : 'INTERNAL',
+          `anthropic model "${name}" failed mid-stream: ${event.error?.message ?? event.error?.type ?? 'error'}`,
+          { modelName: name },
+        );
       }
     }
   }
@@ -202,7 +207,9 @@ export function anthropicModel(options: AnthropicOptions): Model {
         model: providerModel,
         ...(system ? { system } : {}),
         messages,
-        ...(request.tools.length ? { tools: request.tools.map((tool) => ({ name: tool.name, description: tool.description, input_schema: tool.inputSchema })) } : {}),
+        ...(request.tools.length
+          ? { tools: request.tools.map((tool) => ({ name: tool.name, description: tool.description, input_schema: tool.inputSchema })) }
+          : {}),
       };
       const stream = options.stream ?? true;
       const response = await postRequest({
@@ -215,7 +222,9 @@ export function anthropicModel(options: AnthropicOptions): Model {
         signal: context.signal,
         adjustError: overloaded,
       });
-      const data = isEventStream(response) ? await readMessageStream(options.name, response, context) : await readJson('anthropic', options.name, response, ResponseSchema);
+      const data = isEventStream(response)
+        ? await readMessageStream(options.name, response, context)
+        : await readJson('anthropic', options.name, response, ResponseSchema);
       const content: Part[] = [];
       for (const block of data.content) {
         if (block.type === 'text' && 'text' in block && typeof block.text === 'string') content.push({ text: block.text });

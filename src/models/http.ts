@@ -26,7 +26,13 @@ const HTTP_DATES = [
 function parseHttpDate(text: string, now: number): number | undefined {
   const fields = HTTP_DATES.map((pattern) => pattern.exec(text)?.groups).find((groups) => groups !== undefined);
   if (!fields) return undefined;
-  const [day, month, hour, minute, second] = [Number(fields.day), MONTHS.indexOf(fields.month!), Number(fields.hour), Number(fields.minute), Number(fields.second)];
+  const [day, month, hour, minute, second] = [
+    Number(fields.day),
+    MONTHS.indexOf(fields.month!),
+    Number(fields.hour),
+    Number(fields.minute),
+    Number(fields.second),
+  ];
   let year = Number(fields.year);
   if (fields.year!.length === 2) {
     // RFC 850's two-digit year: one more than 50 years ahead is the latest past year with those digits.
@@ -99,7 +105,16 @@ export interface PostJsonOptions<Schema extends z.ZodType> {
 }
 
 /** POSTs JSON and returns the response once it answered 2xx; otherwise throws a KeelError with a status. The deadline covers reading the body too. */
-export async function postRequest({ provider, model, url, headers, body, timeoutMs, signal, adjustError }: Omit<PostJsonOptions<z.ZodType>, 'schema'>): Promise<Response> {
+export async function postRequest({
+  provider,
+  model,
+  url,
+  headers,
+  body,
+  timeoutMs,
+  signal,
+  adjustError,
+}: Omit<PostJsonOptions<z.ZodType>, 'schema'>): Promise<Response> {
   const deadline = AbortSignal.timeout(timeoutMs);
   let response: Response;
   try {
@@ -110,7 +125,8 @@ export async function postRequest({ provider, model, url, headers, body, timeout
       signal: AbortSignal.any([signal, deadline]),
     });
   } catch (error) {
-    if (!signal.aborted && deadline.aborted) throw new KeelError('DEADLINE_EXCEEDED', `${provider} model "${model}" did not answer within ${timeoutMs} ms`, { modelName: model });
+    if (!signal.aborted && deadline.aborted)
+      throw new KeelError('DEADLINE_EXCEEDED', `${provider} model "${model}" did not answer within ${timeoutMs} ms`, { modelName: model });
     throw transportError(provider, model, error, signal);
   }
   if (!response.ok) {
@@ -124,7 +140,9 @@ export async function postRequest({ provider, model, url, headers, body, timeout
 export async function readJson<Schema extends z.ZodType>(provider: string, model: string, response: Response, schema: Schema): Promise<z.output<Schema>> {
   const parsed = schema.safeParse(await response.json().catch(() => undefined));
   if (!parsed.success) {
-    throw new KeelError('INTERNAL', `${provider} model "${model}" sent a response keel cannot read: ${parsed.error.issues[0]?.message ?? 'bad shape'}`, { modelName: model });
+    throw new KeelError('INTERNAL', `${provider} model "${model}" sent a response keel cannot read: ${parsed.error.issues[0]?.message ?? 'bad shape'}`, {
+      modelName: model,
+    });
   }
   return parsed.data;
 }
@@ -140,7 +158,10 @@ export function isEventStream(response: Response): boolean {
 }
 
 /** The events of a server-sent event stream (WHATWG), as they arrive: their `event` name and `data`. */
-export async function* serverSentEvents(response: Response, { provider, model, signal }: { provider: string; model: string; signal: AbortSignal }): AsyncGenerator<{ event?: string; data: string }> {
+export async function* serverSentEvents(
+  response: Response,
+  { provider, model, signal }: { provider: string; model: string; signal: AbortSignal },
+): AsyncGenerator<{ event?: string; data: string }> {
   if (!response.body) return;
   const decoder = new TextDecoder();
   let buffer = '';
@@ -168,7 +189,8 @@ export async function* serverSentEvents(response: Response, { provider, model, s
     }
   } catch (error) {
     // The request's deadline (postRequest's) also covers reading the stream.
-    if (!signal.aborted && (error as Error)?.name === 'TimeoutError') throw new KeelError('DEADLINE_EXCEEDED', `${provider} model "${model}" did not finish its answer in time`, { modelName: model });
+    if (!signal.aborted && (error as Error)?.name === 'TimeoutError')
+      throw new KeelError('DEADLINE_EXCEEDED', `${provider} model "${model}" did not finish its answer in time`, { modelName: model });
     throw transportError(provider, model, error, signal);
   }
   if (data.length) yield { ...(event ? { event } : {}), data: data.join('\n') };

@@ -70,7 +70,13 @@ export function toChatMessages(messages: Message[]): ChatMessage[] {
     } else if (message.role === 'model') {
       const toolCalls = message.content.flatMap((part) =>
         'toolRequest' in part
-          ? [{ id: part.toolRequest.ref ?? part.toolRequest.name, type: 'function', function: { name: part.toolRequest.name, arguments: JSON.stringify(part.toolRequest.input ?? {}) } }]
+          ? [
+              {
+                id: part.toolRequest.ref ?? part.toolRequest.name,
+                type: 'function',
+                function: { name: part.toolRequest.name, arguments: JSON.stringify(part.toolRequest.input ?? {}) },
+              },
+            ]
           : [],
       );
       out.push({ role: 'assistant', content: text || null, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) });
@@ -78,7 +84,11 @@ export function toChatMessages(messages: Message[]): ChatMessage[] {
       for (const part of message.content) {
         if ('toolResponse' in part) {
           const output = part.toolResponse.output;
-          out.push({ role: 'tool', tool_call_id: part.toolResponse.ref ?? part.toolResponse.name, content: typeof output === 'string' ? output : JSON.stringify(output ?? null) });
+          out.push({
+            role: 'tool',
+            tool_call_id: part.toolResponse.ref ?? part.toolResponse.name,
+            content: typeof output === 'string' ? output : JSON.stringify(output ?? null),
+          });
         }
       }
     }
@@ -119,7 +129,10 @@ async function readChatStream(name: string, response: Response, context: ModelCo
   for await (const { data } of serverSentEvents(response, { provider: 'openai-compatible', model: name, signal: context.signal })) {
     if (data.trim() === '[DONE]') break;
     let chunk: {
-      choices?: Array<{ delta?: { content?: string | null; tool_calls?: Array<{ index?: number; id?: string; function?: { name?: string; arguments?: string } }> }; finish_reason?: string | null }>;
+      choices?: Array<{
+        delta?: { content?: string | null; tool_calls?: Array<{ index?: number; id?: string; function?: { name?: string; arguments?: string } }> };
+        finish_reason?: string | null;
+      }>;
       usage?: ChatResponse['usage'];
       error?: { message?: string };
     };
@@ -128,7 +141,8 @@ async function readChatStream(name: string, response: Response, context: ModelCo
     } catch {
       throw new KeelError('INTERNAL', `openai-compatible model "${name}" sent a stream chunk keel cannot read: ${data.slice(0, 200)}`, { modelName: name });
     }
-    if (chunk.error) throw new KeelError('UNAVAILABLE', `openai-compatible model "${name}" failed mid-stream: ${chunk.error.message ?? 'error'}`, { modelName: name });
+    if (chunk.error)
+      throw new KeelError('UNAVAILABLE', `openai-compatible model "${name}" failed mid-stream: ${chunk.error.message ?? 'error'}`, { modelName: name });
     if (chunk.usage) usage = chunk.usage;
     context.heartbeat();
     for (const choice of chunk.choices ?? []) {
@@ -165,7 +179,12 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
         model: providerModel,
         messages: toChatMessages(request.messages),
         ...(request.tools.length
-          ? { tools: request.tools.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.inputSchema } })) }
+          ? {
+              tools: request.tools.map((tool) => ({
+                type: 'function',
+                function: { name: tool.name, description: tool.description, parameters: tool.inputSchema },
+              })),
+            }
           : {}),
       };
       const stream = options.stream ?? true;
@@ -189,7 +208,9 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
         try {
           input = call.function.arguments ? JSON.parse(call.function.arguments) : {};
         } catch {
-          throw new KeelError('INTERNAL', `openai-compatible model "${options.name}" sent malformed JSON arguments for tool "${call.function.name}"`, { modelName: options.name });
+          throw new KeelError('INTERNAL', `openai-compatible model "${options.name}" sent malformed JSON arguments for tool "${call.function.name}"`, {
+            modelName: options.name,
+          });
         }
         content.push({ toolRequest: { name: call.function.name, ref: call.id, input } });
       }

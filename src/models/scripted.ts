@@ -18,9 +18,7 @@ export const ScriptedReplySchema = z
     /** The text streamed in these pieces, `chunkDelayMs` apart (the reply's text, unless `text` says otherwise). */
     stream: z.array(z.string()).optional(),
     chunkDelayMs: z.number().int().min(0).optional(),
-    toolRequests: z
-      .array(z.object({ name: z.string().min(1), ref: z.string().optional(), input: z.unknown().default({}) }).strict())
-      .optional(),
+    toolRequests: z.array(z.object({ name: z.string().min(1), ref: z.string().optional(), input: z.unknown().default({}) }).strict()).optional(),
     usage: UsageSchema.optional(),
     finishReason: FinishReasonSchema.optional(),
     delayMs: z.number().int().min(0).optional(),

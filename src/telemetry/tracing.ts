@@ -16,7 +16,13 @@ import type { ActivityInterceptorsFactory, InjectedSinks } from '@temporalio/wor
 import { missingPackage, requireModule, resolveModule } from '../worker/require-ts';
 
 /** The packages tracing needs; installed by the projects that trace. */
-export const TRACING_PACKAGES = ['@temporalio/interceptors-opentelemetry', '@opentelemetry/sdk-trace-node', '@opentelemetry/sdk-trace-base', '@opentelemetry/resources', '@opentelemetry/exporter-trace-otlp-http'];
+export const TRACING_PACKAGES = [
+  '@temporalio/interceptors-opentelemetry',
+  '@opentelemetry/sdk-trace-node',
+  '@opentelemetry/sdk-trace-base',
+  '@opentelemetry/resources',
+  '@opentelemetry/exporter-trace-otlp-http',
+];
 
 /** What a process that traces adds to its Temporal client and worker. */
 export interface Tracing {
@@ -65,20 +71,28 @@ export function tracingFromEnv(env: NodeJS.ProcessEnv = process.env): Tracing | 
   if (!exporter) return (current = undefined);
   const otel = load<typeof import('@temporalio/interceptors-opentelemetry')>('@temporalio/interceptors-opentelemetry');
   const { NodeTracerProvider } = load<typeof import('@opentelemetry/sdk-trace-node')>('@opentelemetry/sdk-trace-node');
-  const { BatchSpanProcessor, SimpleSpanProcessor, ConsoleSpanExporter } = load<typeof import('@opentelemetry/sdk-trace-base')>('@opentelemetry/sdk-trace-base');
+  const { BatchSpanProcessor, SimpleSpanProcessor, ConsoleSpanExporter } =
+    load<typeof import('@opentelemetry/sdk-trace-base')>('@opentelemetry/sdk-trace-base');
   const { Resource, envDetectorSync } = load<typeof import('@opentelemetry/resources')>('@opentelemetry/resources');
   // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win over keel's default name.
   const resource = new Resource({ 'service.name': 'keel' }).merge(envDetectorSync.detect());
   const processor =
     exporter === 'console'
       ? new SimpleSpanProcessor(new ConsoleSpanExporter())
-      : new BatchSpanProcessor(new (load<typeof import('@opentelemetry/exporter-trace-otlp-http')>('@opentelemetry/exporter-trace-otlp-http').OTLPTraceExporter)());
+      : new BatchSpanProcessor(
+          new (load<typeof import('@opentelemetry/exporter-trace-otlp-http')>('@opentelemetry/exporter-trace-otlp-http').OTLPTraceExporter)(),
+        );
   const provider = new NodeTracerProvider({ resource, spanProcessors: [processor] });
   provider.register();
   current = {
     exporter,
     clientInterceptors: [new otel.OpenTelemetryWorkflowClientInterceptor()],
-    activityInterceptors: [(context) => ({ inbound: new otel.OpenTelemetryActivityInboundInterceptor(context), outbound: new otel.OpenTelemetryActivityOutboundInterceptor(context) })],
+    activityInterceptors: [
+      (context) => ({
+        inbound: new otel.OpenTelemetryActivityInboundInterceptor(context),
+        outbound: new otel.OpenTelemetryActivityOutboundInterceptor(context),
+      }),
+    ],
     sinks: { exporter: otel.makeWorkflowExporter(processor, resource) } as unknown as InjectedSinks<Record<string, never>>,
     workflowInterceptorModule: resolveModule('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors', __filename),
     shutdown: () => provider.shutdown(),

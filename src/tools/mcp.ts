@@ -32,7 +32,11 @@ const INVALID_PARAMS = -32602;
 interface McpClient {
   connect(transport: unknown): Promise<void>;
   listTools(params?: { cursor?: string }): Promise<{ tools: McpToolInfo[]; nextCursor?: string }>;
-  callTool(params: { name: string; arguments: Record<string, unknown>; _meta: Record<string, unknown> }, resultSchema: undefined, options: { signal: AbortSignal; timeout: number; resetTimeoutOnProgress: boolean }): Promise<McpCallResult>;
+  callTool(
+    params: { name: string; arguments: Record<string, unknown>; _meta: Record<string, unknown> },
+    resultSchema: undefined,
+    options: { signal: AbortSignal; timeout: number; resetTimeoutOnProgress: boolean },
+  ): Promise<McpCallResult>;
   close(): Promise<void>;
   onclose?: () => void;
   onerror?: (error: Error) => void;
@@ -44,7 +48,12 @@ const OVERSIZED = /ReadBuffer exceeded maximum size of (\d+) bytes/;
 /** True for a zod error (the SDK checks every result against its schema with zod, classic or mini). */
 function isSchemaError(error: unknown): error is { issues: Array<{ path: Array<string | number>; message: string }> } {
   const issues = (error as { issues?: unknown })?.issues;
-  return error instanceof Error && Array.isArray(issues) && issues.length > 0 && issues.every((issue) => Array.isArray((issue as { path?: unknown })?.path) && typeof (issue as { message?: unknown }).message === 'string');
+  return (
+    error instanceof Error &&
+    Array.isArray(issues) &&
+    issues.length > 0 &&
+    issues.every((issue) => Array.isArray((issue as { path?: unknown })?.path) && typeof (issue as { message?: unknown }).message === 'string')
+  );
 }
 
 interface McpToolInfo {
@@ -114,14 +123,22 @@ export class McpServerConnection {
     const { Client } = sdk<{ Client: new (info: { name: string; version: string }) => McpClient }>('client/index.js', this.baseDir);
     let transport: unknown;
     if ('url' in this.config) {
-      const { StreamableHTTPClientTransport } = sdk<{ StreamableHTTPClientTransport: new (url: URL, options: { requestInit: RequestInit }) => unknown }>('client/streamableHttp.js', this.baseDir);
+      const { StreamableHTTPClientTransport } = sdk<{ StreamableHTTPClientTransport: new (url: URL, options: { requestInit: RequestInit }) => unknown }>(
+        'client/streamableHttp.js',
+        this.baseDir,
+      );
       transport = new StreamableHTTPClientTransport(new URL(this.config.url), { requestInit: { headers: this.config.headers } });
     } else {
       const { StdioClientTransport, getDefaultEnvironment } = sdk<{
         StdioClientTransport: new (params: { command: string; args: string[]; env: Record<string, string>; cwd: string }) => unknown;
         getDefaultEnvironment: () => Record<string, string>;
       }>('client/stdio.js', this.baseDir);
-      transport = new StdioClientTransport({ command: this.config.command, args: this.config.args, env: { ...getDefaultEnvironment(), ...this.config.env }, cwd: this.config.cwd ?? this.baseDir });
+      transport = new StdioClientTransport({
+        command: this.config.command,
+        args: this.config.args,
+        env: { ...getDefaultEnvironment(), ...this.config.env },
+        cwd: this.config.cwd ?? this.baseDir,
+      });
     }
     const client = new Client({ name: 'keel', version: '1' });
     const generation = ++this.generation;
@@ -162,7 +179,10 @@ export class McpServerConnection {
     const allowed = this.config.tools;
     if (allowed) {
       const missing = allowed.filter((name) => !listed.some((tool) => tool.name === name));
-      if (missing.length) throw new Error(`tools: the server has no tool ${missing.map((name) => `"${name}"`).join(', ')}; it has: ${listed.map((tool) => tool.name).join(', ') || '(none)'}`);
+      if (missing.length)
+        throw new Error(
+          `tools: the server has no tool ${missing.map((name) => `"${name}"`).join(', ')}; it has: ${listed.map((tool) => tool.name).join(', ') || '(none)'}`,
+        );
     }
     const prefix = this.config.toolPrefix ?? `${this.config.name}_`;
     return listed.filter((tool) => !allowed || allowed.includes(tool.name)).map((tool) => this.asTool(tool, `${prefix}${tool.name}`));
@@ -190,7 +210,11 @@ export class McpServerConnection {
     let result: McpCallResult;
     try {
       result = await client.callTool(
-        { name: toolName, arguments: args, _meta: { [MCP_META.idempotencyKey]: context.idempotencyKey, [MCP_META.runId]: context.runId, [MCP_META.attempt]: context.attempt } },
+        {
+          name: toolName,
+          arguments: args,
+          _meta: { [MCP_META.idempotencyKey]: context.idempotencyKey, [MCP_META.runId]: context.runId, [MCP_META.attempt]: context.attempt },
+        },
         undefined,
         // The server's own bound, well under the activity's (a server that never answers would hold every attempt to its end).
         { signal: context.signal, timeout: Math.min(this.callTimeoutMs, NO_TIMEOUT), resetTimeoutOnProgress: true },
@@ -220,7 +244,9 @@ export class McpServerConnection {
     const oversized = reported.map((reportedError) => OVERSIZED.exec(reportedError.message)).find((match) => match !== null);
     if (oversized) {
       this.drop();
-      return toolFail(`${server} answered tool "${toolName}" with a message over the ${Math.round(Number(oversized[1]) / (1024 * 1024))} MiB the MCP SDK reads over stdio; the call is not repeated (ask for less, or page the output)`);
+      return toolFail(
+        `${server} answered tool "${toolName}" with a message over the ${Math.round(Number(oversized[1]) / (1024 * 1024))} MiB the MCP SDK reads over stdio; the call is not repeated (ask for less, or page the output)`,
+      );
     }
     const code = (error as { code?: unknown }).code;
     const message = `MCP tool "${toolName}" of server "${this.config.name}" (${this.where}): ${reasonOf(error)}`;
@@ -230,7 +256,10 @@ export class McpServerConnection {
       case METHOD_NOT_FOUND:
         return new KeelError('NOT_FOUND', message);
       case REQUEST_TIMEOUT:
-        return new KeelError('DEADLINE_EXCEEDED', `${server} did not answer tool "${toolName}" within ${String(this.config.callTimeout)} (its callTimeout); the call was cancelled`);
+        return new KeelError(
+          'DEADLINE_EXCEEDED',
+          `${server} did not answer tool "${toolName}" within ${String(this.config.callTimeout)} (its callTimeout); the call was cancelled`,
+        );
       case CONNECTION_CLOSED:
         this.drop();
         return new InfrastructureError(transport ? `${message} (${reasonOf(transport)})` : message);

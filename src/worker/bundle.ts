@@ -88,7 +88,11 @@ export interface WorkflowBundleOptions {
  * Path of a bundle of the current workflow code, building it if the cache has none. The cache
  * is `.keel/cache` of the working directory unless `cacheDir` says otherwise.
  */
-export async function workflowBundlePath({ cacheDir = resolve('.keel', 'cache'), middlewareModules = [], workflowInterceptorModules = [] }: WorkflowBundleOptions = {}): Promise<string> {
+export async function workflowBundlePath({
+  cacheDir = resolve('.keel', 'cache'),
+  middlewareModules = [],
+  workflowInterceptorModules = [],
+}: WorkflowBundleOptions = {}): Promise<string> {
   const key = bundleHash([...middlewareModules, ...workflowInterceptorModules]);
   const path = join(cacheDir, `workflow-bundle-${key}.js`);
   if (existsSync(path)) return path;
@@ -111,7 +115,10 @@ export async function workflowBundlePath({ cacheDir = resolve('.keel', 'cache'),
     payloadConverterPath: PAYLOAD_CONVERTER_PATH,
     logger: quietLogger,
     workflowInterceptorModules: [...defaultWorkflowInterceptorModules, LOG_ATTRIBUTES_PATH, ...workflowInterceptorModules],
-    webpackConfigHook: (webpackConfig) => ({ ...webpackConfig, resolve: { ...webpackConfig.resolve, alias: { ...webpackConfig.resolve?.alias, ...BUNDLE_ALIASES } } }),
+    webpackConfigHook: (webpackConfig) => ({
+      ...webpackConfig,
+      resolve: { ...webpackConfig.resolve, alias: { ...webpackConfig.resolve?.alias, ...BUNDLE_ALIASES } },
+    }),
   });
   const temporary = `${path}.${process.pid}.tmp`;
   writeFileSync(temporary, code);

@@ -31,7 +31,8 @@ function tlsOptions(config: Connectable): ConnectionOptions['tls'] {
   };
   const crt = read('clientCertPath', tls.clientCertPath);
   const key = read('clientKeyPath', tls.clientKeyPath);
-  if ((tls.clientCertPath === undefined) !== (tls.clientKeyPath === undefined)) throw new ConfigError('temporal.tls: give both clientCertPath and clientKeyPath (mTLS), or neither');
+  if ((tls.clientCertPath === undefined) !== (tls.clientKeyPath === undefined))
+    throw new ConfigError('temporal.tls: give both clientCertPath and clientKeyPath (mTLS), or neither');
   return {
     serverNameOverride: tls.serverName,
     serverRootCACertificate: read('serverRootCaCertPath', tls.serverRootCaCertPath),
@@ -62,7 +63,11 @@ export async function probeTls(address: string, timeoutMs = 3000): Promise<'refu
     socket.once('error', (error: NodeJS.ErrnoException) => {
       if (error.code === 'ECONNREFUSED') return done('refused');
       // The peer answered, but not with a TLS handshake (or closed on it): it speaks something else.
-      done(/wrong version number|packet length too long|unknown protocol|ECONNRESET|socket disconnected|EPROTO/i.test(`${error.code} ${error.message}`) ? 'plaintext' : 'unknown');
+      done(
+        /wrong version number|packet length too long|unknown protocol|ECONNRESET|socket disconnected|EPROTO/i.test(`${error.code} ${error.message}`)
+          ? 'plaintext'
+          : 'unknown',
+      );
     });
   });
 }
@@ -76,8 +81,14 @@ export async function tlsMismatch(config: Connectable): Promise<ConfigError | un
   const address = config.temporal.address!;
   const tlsOn = config.temporal.tls !== false;
   const answer = await probeTls(address);
-  if (tlsOn && answer === 'plaintext') return new ConfigError(`temporal.tls is on, but ${address} answers without TLS: set temporal.tls: false (or TEMPORAL_TLS=false), or give the address of the server's TLS port`);
-  if (!tlsOn && answer === 'tls') return new ConfigError(`${address} speaks TLS, but temporal.tls is off: set temporal.tls: true (or TEMPORAL_TLS=true; with certificate files, temporal.tls: { ... })`);
+  if (tlsOn && answer === 'plaintext')
+    return new ConfigError(
+      `temporal.tls is on, but ${address} answers without TLS: set temporal.tls: false (or TEMPORAL_TLS=false), or give the address of the server's TLS port`,
+    );
+  if (!tlsOn && answer === 'tls')
+    return new ConfigError(
+      `${address} speaks TLS, but temporal.tls is off: set temporal.tls: true (or TEMPORAL_TLS=true; with certificate files, temporal.tls: { ... })`,
+    );
   return undefined;
 }
 

@@ -50,7 +50,15 @@ export interface KeelWorkerOptions {
 }
 
 /** A worker ready to `run()`. */
-export async function createKeelWorker({ config, registry, connection, client, taskQueue, bundlePath, signingKeys = loadSigningKeys(config) }: KeelWorkerOptions): Promise<Worker> {
+export async function createKeelWorker({
+  config,
+  registry,
+  connection,
+  client,
+  taskQueue,
+  bundlePath,
+  signingKeys = loadSigningKeys(config),
+}: KeelWorkerOptions): Promise<Worker> {
   const dataConverter = await keelDataConverter(config);
   // Traced when the OTEL_* variables say so: activity spans, and the workflow's spans through a sink.
   const tracing = tracingFromEnv();

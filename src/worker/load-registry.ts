@@ -21,7 +21,8 @@ import { requireModule } from './require-ts';
 /** What a module threw at import, as text: an Error's message, else the value itself (`throw "x"`, `throw { code: 1 }`). */
 export function thrownMessage(error: unknown): string {
   if (error instanceof Error) return error.message;
-  if (typeof error === 'object' && error !== null && typeof (error as { message?: unknown }).message === 'string') return (error as { message: string }).message;
+  if (typeof error === 'object' && error !== null && typeof (error as { message?: unknown }).message === 'string')
+    return (error as { message: string }).message;
   return `it threw ${inspect(error, { depth: 3, breakLength: Infinity })} (not an Error)`;
 }
 
@@ -49,11 +50,14 @@ function aiSdkModelFromConfig(entry: AiSdkModelConfig, baseDir: string): Model {
   try {
     exports = requireModule(entry.package, join(baseDir, 'temporal.yaml'));
   } catch (error) {
-    throw new Error(`package: cannot load "${entry.package}" from ${baseDir} (install it there: npm install ${entry.package}): ${(error as Error).message.split('\n')[0]}`);
+    throw new Error(
+      `package: cannot load "${entry.package}" from ${baseDir} (install it there: npm install ${entry.package}): ${(error as Error).message.split('\n')[0]}`,
+    );
   }
   const exported = (field: 'factory' | 'instance', exportName: string): unknown => {
     const value = exports[exportName];
-    if (value === undefined) throw new Error(`${field}: "${entry.package}" has no export "${exportName}"; its exports: ${Object.keys(exports).sort().join(', ')}`);
+    if (value === undefined)
+      throw new Error(`${field}: "${entry.package}" has no export "${exportName}"; its exports: ${Object.keys(exports).sort().join(', ')}`);
     if (typeof value !== 'function') throw new Error(`${field}: "${entry.package}".${exportName} is not a function`);
     return value;
   };
@@ -62,7 +66,9 @@ function aiSdkModelFromConfig(entry: AiSdkModelConfig, baseDir: string): Model {
     const value = process.env[variable];
     if (value !== undefined) options[option] = value;
   }
-  const provider = (entry.factory ? (exported('factory', entry.factory) as (options: Record<string, unknown>) => AiSdkProvider)(options) : exported('instance', entry.instance!)) as AiSdkProvider;
+  const provider = (
+    entry.factory ? (exported('factory', entry.factory) as (options: Record<string, unknown>) => AiSdkProvider)(options) : exported('instance', entry.instance!)
+  ) as AiSdkProvider;
   const modelId = entry.model ?? entry.name.slice(entry.name.indexOf('/') + 1);
   const model = typeof provider.languageModel === 'function' ? provider.languageModel(modelId) : provider(modelId);
   return aiSdkModel({ name: entry.name, model, ...(entry.config ? { config: entry.config } : {}) });
@@ -144,7 +150,9 @@ async function fillRegistry(config: RegistryConfig, registry: Registry): Promise
     }
     for (const [toolIndex, tool] of entry.tools.entries()) {
       if (!registry.tools.has(tool)) {
-        throw new ConfigError(`agents[${index}].tools[${toolIndex}]: tool "${tool}" is not registered; registered tools: ${[...registry.tools.keys()].sort().join(', ') || '(none)'}`);
+        throw new ConfigError(
+          `agents[${index}].tools[${toolIndex}]: tool "${tool}" is not registered; registered tools: ${[...registry.tools.keys()].sort().join(', ') || '(none)'}`,
+        );
       }
     }
     try {
@@ -155,7 +163,9 @@ async function fillRegistry(config: RegistryConfig, registry: Registry): Promise
   }
   for (const [index, entry] of config.agents.entries()) {
     if (!registry.models.has(entry.model)) {
-      throw new ConfigError(`agents[${index}].model: model "${entry.model}" is not registered; registered models: ${[...registry.models.keys()].sort().join(', ') || '(none)'}`);
+      throw new ConfigError(
+        `agents[${index}].model: model "${entry.model}" is not registered; registered models: ${[...registry.models.keys()].sort().join(', ') || '(none)'}`,
+      );
     }
   }
   return registry;

@@ -16,7 +16,13 @@ import type { ActivitySpec } from '../core/run';
 export const RESOLVE_AGENT_OPTIONS: ActivityOptions = {
   startToCloseTimeout: '30 seconds',
   scheduleToCloseTimeout: '30 minutes',
-  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 200, nonRetryableErrorTypes: ['NOT_FOUND', 'INVALID_ARGUMENT', 'INTERNAL'] },
+  retry: {
+    initialInterval: '500 milliseconds',
+    backoffCoefficient: 2,
+    maximumInterval: '5 seconds',
+    maximumAttempts: 200,
+    nonRetryableErrorTypes: ['NOT_FOUND', 'INVALID_ARGUMENT', 'INTERNAL'],
+  },
 };
 
 /** Temporal activity options from the worker's config (carried in the resolved agent). */

@@ -1,7 +1,7 @@
 /**
  * A model call by reference: the request's JSON is kept in the run's state and the
  * `callModel` activity reads it back through the `modelRequest` query, page by page, so
- * history records each message once (DESIGN §6) and no request is too large for a payload. Runs in the workflow: deterministic, no I/O.
+ * history records each message once and no request is too large for a payload. Runs in the workflow: deterministic, no I/O.
  */
 import { proxyActivities, workflowInfo, type ActivityOptions } from '@temporalio/workflow';
 import { KeelError } from '../core/errors';
@@ -63,13 +63,21 @@ function pageIds(previous: { text: string; ids: string[] } | undefined, text: st
   const pages = Math.max(1, Math.ceil(text.length / MODEL_REQUEST_PAGE_CHARS));
   return Array.from({ length: pages }, (_, page) => {
     const from = page * MODEL_REQUEST_PAGE_CHARS;
-    const same = previous && page < previous.ids.length && text.slice(from, from + MODEL_REQUEST_PAGE_CHARS) === previous.text.slice(from, from + MODEL_REQUEST_PAGE_CHARS);
+    const same =
+      previous &&
+      page < previous.ids.length &&
+      text.slice(from, from + MODEL_REQUEST_PAGE_CHARS) === previous.text.slice(from, from + MODEL_REQUEST_PAGE_CHARS);
     return same ? previous.ids[page]! : `${prefix}/${page}`;
   });
 }
 
 /** Calls models through the model activity, adding their usage to the run's. */
-export function modelCaller(run: RunState, options: ActivityOptions, temporalRunId: string, onUsage?: (usage: ModelResponse['usage']) => void): (model: string, request: ModelRequest) => Promise<ModelResponse> {
+export function modelCaller(
+  run: RunState,
+  options: ActivityOptions,
+  temporalRunId: string,
+  onUsage?: (usage: ModelResponse['usage']) => void,
+): (model: string, request: ModelRequest) => Promise<ModelResponse> {
   /** The latest request to each model, with its page ids. */
   const latest = new Map<string, { text: string; ids: string[] }>();
   const chain = workflowInfo().firstExecutionRunId;

@@ -44,7 +44,8 @@ export function toolRunner({ contributed, activity, stage, run }: ToolRunnerOpti
       try {
         return await local.run(call.request.input, { ...call, interrupt, ...(resumed !== undefined ? { resumed } : {}) });
       } catch (error) {
-        if (isCancellation(error) || ToolInterrupt.isInstance(error) || ModelVisibleToolError.isInstance(error) || RunStoppedError.isInstance(error)) throw error;
+        if (isCancellation(error) || ToolInterrupt.isInstance(error) || ModelVisibleToolError.isInstance(error) || RunStoppedError.isInstance(error))
+          throw error;
         throw ownFailure(toKeelError(error), name);
       }
     }
@@ -61,7 +62,8 @@ export function toolRunner({ contributed, activity, stage, run }: ToolRunnerOpti
       if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure && error.cause.type === TOOL_INTERRUPT_FAILURE) {
         throw new ToolInterrupt({ data: holdData(error.cause.details?.[0] ?? {}), raisedBy: TOOL_STAGE, stage, policy: { kind: TOOL_STAGE } });
       }
-      if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure && error.cause.type === TOOL_FAIL_FAILURE) throw toolFail(error.cause.message);
+      if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure && error.cause.type === TOOL_FAIL_FAILURE)
+        throw toolFail(error.cause.message);
       const failure = asKeelError(error, `tool "${name}"`);
       if (failure.status === 'CANCELLED') throw failure;
       throw ownFailure(failure, name);
@@ -72,5 +74,12 @@ export function toolRunner({ contributed, activity, stage, run }: ToolRunnerOpti
 /** The tool's own failure, answered to the model (when covered) in the tool's own words. */
 function ownFailure(failure: KeelError, toolName: string): ToolFailure {
   const modelMessage = typeof failure.details.toolMessage === 'string' ? failure.details.toolMessage : failure.message;
-  return new ToolFailure({ status: failure.status, message: failure.message, toolName, modelMessage, details: failure.details, classified: failure.classified });
+  return new ToolFailure({
+    status: failure.status,
+    message: failure.message,
+    toolName,
+    modelMessage,
+    details: failure.details,
+    classified: failure.classified,
+  });
 }

@@ -31,7 +31,11 @@ export function restoreRunState(run: RunState, state: Record<string, unknown>): 
 }
 
 /** The input of the next run of the chain, going on at `iteration` with `messages`. */
-export function continuedInput(input: RunInput, run: RunState, { iteration, messages, stages }: { iteration: number; messages: Message[]; stages: readonly MiddlewareStage[] }): RunInput {
+export function continuedInput(
+  input: RunInput,
+  run: RunState,
+  { iteration, messages, stages }: { iteration: number; messages: Message[]; stages: readonly MiddlewareStage[] },
+): RunInput {
   const middleware: Record<string, unknown> = {};
   for (const stage of stages) {
     const carried = stage.hooks.carry?.();

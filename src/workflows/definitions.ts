@@ -17,7 +17,7 @@ export const messagesQuery = defineQuery<Message[], [number]>('messages');
 /**
  * One page of the JSON text of a model request an in-flight `callModel` activity must send,
  * by key and page index. The activity reads it back from the run so history records the
- * conversation once (DESIGN §6); pages keep each answer far under the server's payload
+ * conversation once; pages keep each answer far under the server's payload
  * limit, and under External Storage's threshold, so a request of any size is read without
  * storing it anywhere.
  */

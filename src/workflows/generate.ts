@@ -1,7 +1,8 @@
 /**
- * generateWorkflow: one generate run, the tool loop of DESIGN §3 as a Temporal workflow.
- * Each model call and each tool call is an activity; the agent is resolved by a local
- * activity so that a changed definition never breaks replay of a run under way. The
+ * generateWorkflow: one generate run, the tool loop (docs/protocol.md) as a Temporal workflow.
+ * Each model call and each tool call is an activity; the agent is resolved by an activity
+ * at the start (its answer recorded in history), so a changed definition never breaks replay
+ * of a run under way. The
  * conversation flows through the `wrapGenerate` chain as a value: each iteration sends
  * `params.messages` and returns the messages it ends with. The loop knows no middleware by
  * name; a hold's decision goes back, as given, to the stage that raised it.
@@ -9,7 +10,16 @@
  * Runs in the workflow sandbox: deterministic, no I/O. Everything external goes through
  * the activities proxied by the steps (call-model, call-tool).
  */
-import { CancellationScope, allHandlersFinished, condition, continueAsNew, patched, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import {
+  CancellationScope,
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  workflowInfo,
+} from '@temporalio/workflow';
 import { KeelError } from '../core/errors';
 import { INTERRUPT_METADATA, decisionPayload, type ToolInterrupt } from '../core/interrupts';
 import { assignToolRefs, messageText, toolRequestParts, type Message, type ModelRequest } from '../core/messages';
@@ -117,7 +127,11 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
   // Set once the agent is resolved by a worker without External Storage: what one payload may hold.
   let inlinePayloadLimit: number | undefined;
   try {
-    if (!parsed.success) throw new KeelError('INVALID_ARGUMENT', `invalid run input: ${isUndecodable(startInput) ? describeUndecodable(startInput) : describeZodError(parsed.error)}`);
+    if (!parsed.success)
+      throw new KeelError(
+        'INVALID_ARGUMENT',
+        `invalid run input: ${isUndecodable(startInput) ? describeUndecodable(startInput) : describeZodError(parsed.error)}`,
+      );
     const input: RunInput = parsed.data;
     let agent: AgentSpec;
     try {
@@ -146,12 +160,23 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     const callModel = modelCaller(run, activityOptions(agent.activities.model), info.runId, (usage) => tree.counted(usage));
     // A hold before a model call (a Budget over its tree's limit) is shown as a call of this name.
     const holdModelCall = (interrupt: ToolInterrupt) => board.hold(interrupt, { name: MODEL_CALL_HOLD, input: { model: agent.model } }).then(decisionPayload);
-    const setup = await setUpRun({ agent, input, run, callModel, tree, forgetChild: (runId) => board.forgetChild(runId), ...(input.interruptMode === 'wait' ? { holdModelCall } : {}) });
+    const setup = await setUpRun({
+      agent,
+      input,
+      run,
+      callModel,
+      tree,
+      forgetChild: (runId) => board.forgetChild(runId),
+      ...(input.interruptMode === 'wait' ? { holdModelCall } : {}),
+    });
     for (const name of setup.contributed.keys()) localTools.add(name);
     const hooks = setup.stages.map((stage) => stage.hooks);
     const modelStage = composeStage(hooks, 'wrapModel', (params) => callModel(params.model, params.request));
     const turn: ToolTurnContext = {
-      chain: composeToolChain(hooks, toolRunner({ contributed: setup.contributed, activity: activityOptions(agent.activities.tool), stage: hooks.length, run })),
+      chain: composeToolChain(
+        hooks,
+        toolRunner({ contributed: setup.contributed, activity: activityOptions(agent.activities.tool), stage: hooks.length, run }),
+      ),
       tools: setup.toolsByName,
       board,
       interruptMode: input.interruptMode,
@@ -202,7 +227,8 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
 
     const firstIteration = input.continued?.iteration ?? 0;
     const result = resultOf(await generate({ iteration: firstIteration, messages: setup.messages }), run);
-    if (input.state) result.state = { messages: result.messages.filter((message) => message.role !== 'system'), artifacts: result.artifacts, custom: input.state.custom };
+    if (input.state)
+      result.state = { messages: result.messages.filter((message) => message.role !== 'system'), artifacts: result.artifacts, custom: input.state.custom };
     assertResultFits(run.runId, result, inlinePayloadLimit);
     settleCompleted(run, result);
     board.close();

@@ -85,19 +85,25 @@ export class InterruptBoard {
     // must not ask again.
     setHandler(resumeUpdate, (decision) => this.accept(decision, { mayAwaitHold: true }), {
       validator: (decision) => void this.check(decision, { mayAwaitHold: this.resetRun }),
-      description: 'Decides a held tool call: { interruptId, approved, reason? }, { interruptId, respond } or { interruptId, restart, input? }. Refused (with why) for an unknown, decided or malformed decision.',
+      description:
+        'Decides a held tool call: { interruptId, approved, reason? }, { interruptId, respond } or { interruptId, restart, input? }. Refused (with why) for an unknown, decided or malformed decision.',
     });
-    setHandler(resumeSignal, async (decision) => {
-      try {
-        await this.accept(decision, { mayAwaitHold: this.resetRun });
-      } catch (error) {
-        // Nobody waits for a signal's answer: the refusal is logged and shown in `status`.
-        const reason = (error as Error).message;
-        const interruptId = typeof (decision as { interruptId?: unknown } | null)?.interruptId === 'string' ? (decision as { interruptId: string }).interruptId : undefined;
-        log.warn('refused a decision sent by signal', { interruptId, reason });
-        this.options.onRefused?.({ ...(interruptId ? { interruptId } : {}), reason });
-      }
-    }, { description: 'The resume decision, fire-and-forget: a refused one is logged and shown in status.refusedDecision.' });
+    setHandler(
+      resumeSignal,
+      async (decision) => {
+        try {
+          await this.accept(decision, { mayAwaitHold: this.resetRun });
+        } catch (error) {
+          // Nobody waits for a signal's answer: the refusal is logged and shown in `status`.
+          const reason = (error as Error).message;
+          const interruptId =
+            typeof (decision as { interruptId?: unknown } | null)?.interruptId === 'string' ? (decision as { interruptId: string }).interruptId : undefined;
+          log.warn('refused a decision sent by signal', { interruptId, reason });
+          this.options.onRefused?.({ ...(interruptId ? { interruptId } : {}), reason });
+        }
+      },
+      { description: 'The resume decision, fire-and-forget: a refused one is logged and shown in status.refusedDecision.' },
+    );
   }
 
   /** Interrupts waiting for a decision, oldest first: the run's own, then its sub-agents'. */
@@ -190,7 +196,10 @@ export class InterruptBoard {
     if (!parsed.success) throw ApplicationFailure.create({ type: 'INVALID_ARGUMENT', nonRetryable: true, message: parsed.error });
     const { interruptId } = parsed.data;
     if (SubAgentInterrupts.isNested(interruptId)) {
-      this.nested.check(interruptId, this.own().map((record) => record.id));
+      this.nested.check(
+        interruptId,
+        this.own().map((record) => record.id),
+      );
       return parsed.data;
     }
     const entry = this.entries.get(interruptId);
@@ -217,7 +226,11 @@ export class InterruptBoard {
       return await this.options.validateOutput(toolName, decision.respond);
     } catch (error) {
       const failure = KeelError.isInstance(error) ? error : new KeelError('INVALID_ARGUMENT', String((error as Error)?.message ?? error));
-      throw ApplicationFailure.create({ type: failure.status, nonRetryable: true, message: `respond for interrupt ${decision.interruptId}: ${failure.message}` });
+      throw ApplicationFailure.create({
+        type: failure.status,
+        nonRetryable: true,
+        message: `respond for interrupt ${decision.interruptId}: ${failure.message}`,
+      });
     }
   }
 

@@ -49,7 +49,10 @@ function remedy(messageCount: number): string {
 
 /** The error of a run whose `what` is `size` bytes, over `limit`. */
 function tooBig(what: string, size: number, limit: number, messageCount: number): KeelError {
-  return new KeelError('OUT_OF_RANGE', `${what} is ${mebibytes(size)}, over the ${mebibytes(limit)} limit of one payload: ${remedy(messageCount)}`, { sizeBytes: size, limitBytes: limit });
+  return new KeelError('OUT_OF_RANGE', `${what} is ${mebibytes(size)}, over the ${mebibytes(limit)} limit of one payload: ${remedy(messageCount)}`, {
+    sizeBytes: size,
+    limitBytes: limit,
+  });
 }
 
 /** Throws OUT_OF_RANGE when the result of run `runId` would not fit inline. */
@@ -83,7 +86,17 @@ export interface PartialResult {
  * `limit`, the partial result leaves out its conversation and artifacts (then its text), and
  * the message says so; its usage, turns and finish reason always stay.
  */
-export function fittingStop({ message, details, partial, limit }: { message: string; details: Record<string, unknown>; partial: PartialResult; limit: number | undefined }): { message: string; details: Record<string, unknown> } {
+export function fittingStop({
+  message,
+  details,
+  partial,
+  limit,
+}: {
+  message: string;
+  details: Record<string, unknown>;
+  partial: PartialResult;
+  limit: number | undefined;
+}): { message: string; details: Record<string, unknown> } {
   const size = overLimit([message, { ...details, partial }], limit);
   if (size === undefined) return { message, details: { ...details, partial } };
   const { messages: _messages, artifacts: _artifacts, ...kept } = partial;

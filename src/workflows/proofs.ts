@@ -19,7 +19,12 @@ export const SIGNED_TASKS_PATCH = 'keel-signed-tasks';
 
 const { signProofs, verifyProofs } = proxyActivities<KeelActivities>({
   startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '10 seconds', maximumAttempts: 10, nonRetryableErrorTypes: ['PERMISSION_DENIED', 'INVALID_ARGUMENT', 'FAILED_PRECONDITION'] },
+  retry: {
+    initialInterval: '1 second',
+    maximumInterval: '10 seconds',
+    maximumAttempts: 10,
+    nonRetryableErrorTypes: ['PERMISSION_DENIED', 'INVALID_ARGUMENT', 'FAILED_PRECONDITION'],
+  },
 });
 
 /** Proofs of `subjects`, in order. */
@@ -47,12 +52,21 @@ export async function signHolds(agent: string, message: Message): Promise<Messag
   const held = toolRequestParts(message).filter(isHeldPart);
   const proofs = await sign(held.map((part) => holdSubject(agent, part)));
   const byPart = new Map<Part, string>(held.map((part, index) => [part, proofs[index]!]));
-  return { ...message, content: message.content.map((part) => (byPart.has(part) ? { ...part, metadata: { ...part.metadata, [PROOF_METADATA.hold]: byPart.get(part) } } : part)) };
+  return {
+    ...message,
+    content: message.content.map((part) => (byPart.has(part) ? { ...part, metadata: { ...part.metadata, [PROOF_METADATA.hold]: byPart.get(part) } } : part)),
+  };
 }
 
 /** A held part without its hold's marks: a call that was never held. */
 function unheld(part: ToolRequestPart): ToolRequestPart {
-  const { [INTERRUPT_METADATA.interrupt]: _hold, [INTERRUPT_METADATA.interruptedBy]: _by, [INTERRUPT_METADATA.interruptStage]: _stage, [PROOF_METADATA.hold]: _proof, ...rest } = part.metadata ?? {};
+  const {
+    [INTERRUPT_METADATA.interrupt]: _hold,
+    [INTERRUPT_METADATA.interruptedBy]: _by,
+    [INTERRUPT_METADATA.interruptStage]: _stage,
+    [PROOF_METADATA.hold]: _proof,
+    ...rest
+  } = part.metadata ?? {};
   const { metadata: _metadata, ...bare } = part;
   return Object.keys(rest).length ? { ...bare, metadata: rest } : bare;
 }

@@ -78,7 +78,11 @@ export function resumedHoldsByStage(resume: RunResume, messages: readonly Messag
     const id = key(part.toolRequest.name, part.toolRequest.ref);
     const restart = restarts.get(id);
     const respond = responds.get(id);
-    const payload = restart ? payloadOf(restart) : respond && target.middleware.holds.respond === 'decide' ? { respond: respond.toolResponse.output } : undefined;
+    const payload = restart
+      ? payloadOf(restart)
+      : respond && target.middleware.holds.respond === 'decide'
+        ? { respond: respond.toolResponse.output }
+        : undefined;
     if (payload !== undefined) byStage.set(target.stage, [...(byStage.get(target.stage) ?? []), payload]);
   }
   return byStage;
@@ -97,7 +101,14 @@ function resolved(modelMessage: Message): Message {
     const hold = part.metadata[INTERRUPT_METADATA.interrupt];
     const rest = withoutInterruptMarks(part.metadata) ?? {};
     const interruptedBy = part.metadata[INTERRUPT_METADATA.interruptedBy];
-    const metadata = hold === undefined ? rest : { ...rest, [INTERRUPT_METADATA.resolvedInterrupt]: hold, ...(interruptedBy !== undefined ? { [INTERRUPT_METADATA.interruptedBy]: interruptedBy } : {}) };
+    const metadata =
+      hold === undefined
+        ? rest
+        : {
+            ...rest,
+            [INTERRUPT_METADATA.resolvedInterrupt]: hold,
+            ...(interruptedBy !== undefined ? { [INTERRUPT_METADATA.interruptedBy]: interruptedBy } : {}),
+          };
     const { metadata: _old, ...bare } = part;
     return Object.keys(metadata).length ? { ...bare, metadata } : bare;
   });
@@ -124,21 +135,25 @@ export async function resumeHeldCalls(context: ToolTurnContext, { resume, stages
       const call: ToolRequestPart = inputReplaced ? { ...part, toolRequest: { ...part.toolRequest, input } } : part;
       // A request that was never held runs as a fresh call: no stage counts as having let it through.
       const routed: ToolRestart | undefined = target.held ? { stage: target.stage, payload: payloadOf(restart), inputReplaced } : undefined;
-      return () => runCall(context, { part: call, iteration: 0, requestMessages, restart: routed, originalInput: inputReplaced ? part.toolRequest.input : undefined });
+      return () =>
+        runCall(context, { part: call, iteration: 0, requestMessages, restart: routed, originalInput: inputReplaced ? part.toolRequest.input : undefined });
     }
     const respond = responds.get(id);
     if (respond) {
       const output = respond.toolResponse.output;
       // A stage that decides stand-in outputs itself (e.g. Budget) gets it as its payload.
       if (target.held && 'middleware' in target && target.middleware?.holds.respond === 'decide') {
-        return () => runCall(context, { part, iteration: 0, requestMessages, restart: { stage: target.stage, payload: { respond: output }, inputReplaced: false } });
+        return () =>
+          runCall(context, { part, iteration: 0, requestMessages, restart: { stage: target.stage, payload: { respond: output }, inputReplaced: false } });
       }
       return async () => ({ output: await validateOutput(part.toolRequest.name, output) });
     }
     const metadata = part.metadata ?? {};
     if (INTERRUPT_METADATA.pendingOutput in metadata) return async () => ({ output: metadata[INTERRUPT_METADATA.pendingOutput], fromPending: true });
     const heldBy = target.held && 'middleware' in target && target.middleware ? ` (held by middleware "${target.middleware.name}")` : '';
-    throw new KeelError('INVALID_ARGUMENT', `unresolved tool request "${id}"${heldBy}: answer it with a restart or a respond`, { toolName: part.toolRequest.name });
+    throw new KeelError('INVALID_ARGUMENT', `unresolved tool request "${id}"${heldBy}: answer it with a restart or a respond`, {
+      toolName: part.toolRequest.name,
+    });
   };
 
   const plans = requests.map(plan);

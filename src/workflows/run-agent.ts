@@ -4,7 +4,18 @@
  * Temporal. The child gets the middleware the parent's hand down (`forChildRuns`), and its
  * usage counts in the parent's. Runs in the workflow: no I/O.
  */
-import { ApplicationFailure, CancellationScope, ChildWorkflowFailure, ParentClosePolicy, executeChild, getExternalWorkflowHandle, isCancellation, patched, proxyActivities, startChild } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  CancellationScope,
+  ChildWorkflowFailure,
+  ParentClosePolicy,
+  executeChild,
+  getExternalWorkflowHandle,
+  isCancellation,
+  patched,
+  proxyActivities,
+  startChild,
+} from '@temporalio/workflow';
 import { KeelError, fromApplicationFailure, toKeelError } from '../core/errors';
 import { addUsage, type Usage } from '../core/messages';
 import type { MiddlewareRef, RunInputOptions, RunResult } from '../core/run';
@@ -35,7 +46,11 @@ function childFailure(error: unknown, agent: string): { error: KeelError; usage?
 }
 
 /** The id and input of the next sub-agent run of `run`. */
-function childRun(run: RunState, inherited: () => MiddlewareRef[], { agent, messages, artifacts = [] }: AgentRunOptions): { runId: string; input: RunInputOptions } {
+function childRun(
+  run: RunState,
+  inherited: () => MiddlewareRef[],
+  { agent, messages, artifacts = [] }: AgentRunOptions,
+): { runId: string; input: RunInputOptions } {
   run.children += 1;
   const key = `${agent}-${run.children}`;
   const runId = `${run.runId}/${key}`;
@@ -101,7 +116,10 @@ export function taskControl({ run, inherited, forgetChild }: SubAgentRunnerOptio
     if (!patched(SIGNED_TASKS_PATCH)) return new Set([...own, ...claims.map((claim) => claim.taskId)]);
     // Each (id, proof) is checked once per run: a proof does not stop being valid.
     const checkKey = (claim: { taskId: string; proof?: string }) => `${claim.taskId} ${claim.proof ?? ''}`;
-    const unchecked = claims.filter((claim): claim is { taskId: string; proof: string } => !own.has(claim.taskId) && typeof claim.proof === 'string' && run.vouchedTasks?.[checkKey(claim)] === undefined);
+    const unchecked = claims.filter(
+      (claim): claim is { taskId: string; proof: string } =>
+        !own.has(claim.taskId) && typeof claim.proof === 'string' && run.vouchedTasks?.[checkKey(claim)] === undefined,
+    );
     const answers = await verify(unchecked.map((claim) => ({ subject: { kind: 'task' as const, taskId: claim.taskId }, proof: claim.proof })));
     run.vouchedTasks = { ...run.vouchedTasks, ...Object.fromEntries(unchecked.map((claim, index) => [checkKey(claim), answers[index] === true])) };
     return new Set([...own, ...claims.filter((claim) => run.vouchedTasks?.[checkKey(claim)] === true).map((claim) => claim.taskId)]);
@@ -110,7 +128,12 @@ export function taskControl({ run, inherited, forgetChild }: SubAgentRunnerOptio
     async start(options) {
       const { runId, input } = childRun(run, inherited, options);
       await startChild(GENERATE_WORKFLOW, { workflowId: runId, args: [input], parentClosePolicy: ParentClosePolicy.ABANDON });
-      const record: TaskRecord = { taskId: taskIdOf(options.agent, runId), agent: options.agent, runId, ...(options.name !== undefined ? { name: options.name } : {}) };
+      const record: TaskRecord = {
+        taskId: taskIdOf(options.agent, runId),
+        agent: options.agent,
+        runId,
+        ...(options.name !== undefined ? { name: options.name } : {}),
+      };
       run.tasks = [...run.tasks, record];
       return record;
     },
@@ -184,7 +207,11 @@ function learnOf(run: RunState, reports: TaskReport[], forgetChild: (runId: stri
  * (update-with-start with an update id from this run, so a retry attaches to the same turn).
  * A detached turn is recorded as a background task; a finished one's usage counts here.
  */
-export function sessionInvoker({ run, inherited, forgetChild }: SubAgentRunnerOptions): (options: SessionTurnOptions & { name?: string }) => Promise<{ output: InvokeOutput } | { error: KeelError }> {
+export function sessionInvoker({
+  run,
+  inherited,
+  forgetChild,
+}: SubAgentRunnerOptions): (options: SessionTurnOptions & { name?: string }) => Promise<{ output: InvokeOutput } | { error: KeelError }> {
   return async ({ agent, messages, sessionId, fromRunId, detach = false, name }) => {
     run.children += 1;
     const session = sessionId ?? `${run.runId}/${agent}-${run.children}`;
@@ -199,7 +226,14 @@ export function sessionInvoker({ run, inherited, forgetChild }: SubAgentRunnerOp
     expectReports(run, `${agent}-${run.children}`, { sessionWorkflowId: sessionWorkflowId(agent, session) });
     try {
       const requestId = `${run.runId}/turn-${run.children}`;
-      const invoke = { messages, detach, requestId, use: inherited(), reportTo: { runId: run.runId, key: `${agent}-${run.children}` }, ...(fromRunId ? { fromRunId } : {}) };
+      const invoke = {
+        messages,
+        detach,
+        requestId,
+        use: inherited(),
+        reportTo: { runId: run.runId, key: `${agent}-${run.children}` },
+        ...(fromRunId ? { fromRunId } : {}),
+      };
       const output = await invokeSession({ agent, sessionId: session, invoke, updateId: requestId });
       if (detach) run.tasks = [...run.tasks, { taskId: taskIdOf(agent, output.runId), agent, runId: output.runId, ...(name !== undefined ? { name } : {}) }];
       else {
@@ -212,7 +246,11 @@ export function sessionInvoker({ run, inherited, forgetChild }: SubAgentRunnerOp
     } catch (error) {
       if (runCancelled(error)) {
         // The turn runs in the sub-agent's session, not under this run: stop it explicitly.
-        await CancellationScope.nonCancellable(() => getExternalWorkflowHandle(sessionWorkflowId(agent, session)).signal(abortTurnSignal, { requestedBy: run.runId }).catch(() => undefined));
+        await CancellationScope.nonCancellable(() =>
+          getExternalWorkflowHandle(sessionWorkflowId(agent, session))
+            .signal(abortTurnSignal, { requestedBy: run.runId })
+            .catch(() => undefined),
+        );
         throw error;
       }
       return { error: asKeelError(error, `the session of agent "${agent}"`) };

@@ -73,7 +73,10 @@ export async function setUpRun({ agent, input, run, callModel, forgetChild, tree
     },
     countTokens: async (count) => {
       try {
-        return await proxyLocalActivities<KeelActivities>({ ...activityOptions(agent.activities.tool), summary: `countTokens ${count.texts.length} texts` }).countTokens(count);
+        return await proxyLocalActivities<KeelActivities>({
+          ...activityOptions(agent.activities.tool),
+          summary: `countTokens ${count.texts.length} texts`,
+        }).countTokens(count);
       } catch (error) {
         throw asKeelError(error, 'counting tokens');
       }
@@ -115,7 +118,8 @@ export async function setUpRun({ agent, input, run, callModel, forgetChild, tree
   const systemText = [agent.system, ...stages.map((stage) => stage.hooks.systemPrompt)].filter((text): text is string => !!text).join('\n\n');
   // A client-managed conversation's history comes first (without a system prompt of its own).
   const conversation = [...(input.state?.messages ?? []).filter((message) => message.role !== 'system'), ...input.messages];
-  const messages: Message[] = conversation[0]?.role === 'system' || !systemText ? conversation : [{ role: 'system', content: [{ text: systemText }] }, ...conversation];
+  const messages: Message[] =
+    conversation[0]?.role === 'system' || !systemText ? conversation : [{ role: 'system', content: [{ text: systemText }] }, ...conversation];
   run.messages = messages;
   run.artifacts = [...(input.state?.artifacts ?? []), ...input.artifacts];
   return { stages, tools, toolsByName, contributed, messages };

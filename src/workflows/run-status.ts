@@ -16,12 +16,20 @@ import { fittingStop } from './payload-fit';
 
 /** Answers the run's queries from its state. */
 export function answerQueries(run: RunState): void {
-  setHandler(statusQuery, () => ({
-    ...run.status,
-    messageCount: run.messages.length,
-    tasks: run.tasks,
-    artifacts: run.artifacts.map((artifact) => ({ name: artifact.name, chars: [...artifactText(artifact)].length, ...(artifact.metadata ? { metadata: artifact.metadata } : {}) })),
-  }), { description: 'The run: state (running, waiting, completed, failed, cancelled), turn, usage, pending interrupts, tasks, artifacts.' });
+  setHandler(
+    statusQuery,
+    () => ({
+      ...run.status,
+      messageCount: run.messages.length,
+      tasks: run.tasks,
+      artifacts: run.artifacts.map((artifact) => ({
+        name: artifact.name,
+        chars: [...artifactText(artifact)].length,
+        ...(artifact.metadata ? { metadata: artifact.metadata } : {}),
+      })),
+    }),
+    { description: 'The run: state (running, waiting, completed, failed, cancelled), turn, usage, pending interrupts, tasks, artifacts.' },
+  );
   setHandler(messagesQuery, (from: number) => run.messages.slice(Math.max(0, from)), { description: "The run's conversation from index `from` on." });
   // Internal: not part of the protocol (docs/protocol.md); the model activity reads its request with it.
   const modelRequestPage = (key: string, page = 0) => {
@@ -33,7 +41,9 @@ export function answerQueries(run: RunState): void {
     // The first page also lists every page's id, so the activity fetches only pages it has not seen.
     return { pages, text, ...(page === 0 ? { ids: request.ids } : {}) };
   };
-  setHandler(modelRequestQuery, modelRequestPage, { description: 'Internal to keel (its model activity reads a request by reference); not part of the protocol.' });
+  setHandler(modelRequestQuery, modelRequestPage, {
+    description: 'Internal to keel (its model activity reads a request by reference); not part of the protocol.',
+  });
 }
 
 /** Records a signal the run refused and why (the latest KEPT_REFUSED_SIGNALS), for `status` to show. */

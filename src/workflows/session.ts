@@ -32,10 +32,28 @@ import { addUsage, messageText, type Message, type Usage } from '../core/message
 import type { MiddlewareRef, RunResult } from '../core/run';
 import { describeZodError } from '../core/schema-errors';
 import { describeUndecodable, isUndecodable } from '../core/undecodable';
-import { InvokeInputSchema, KEPT_ANSWERS, KEPT_SNAPSHOTS, SessionInputSchema, type InvokeInput, type InvokeOutput, type SessionInput, type SessionState, type Snapshot } from '../core/session';
+import {
+  InvokeInputSchema,
+  KEPT_ANSWERS,
+  KEPT_SNAPSHOTS,
+  SessionInputSchema,
+  type InvokeInput,
+  type InvokeOutput,
+  type SessionInput,
+  type SessionState,
+  type Snapshot,
+} from '../core/session';
 import type { KeelActivities } from '../activities/types';
 import { RESOLVE_AGENT_OPTIONS } from './activity-errors';
-import { GENERATE_WORKFLOW, abortSessionUpdate, abortTurnSignal, childInterruptsSignal, invokeUpdate, snapshotQuery, waitForSnapshotUpdate } from './definitions';
+import {
+  GENERATE_WORKFLOW,
+  abortSessionUpdate,
+  abortTurnSignal,
+  childInterruptsSignal,
+  invokeUpdate,
+  snapshotQuery,
+  waitForSnapshotUpdate,
+} from './definitions';
 
 const { resolveAgent: resolveAgentLocally } = proxyLocalActivities<KeelActivities>({
   startToCloseTimeout: '30 seconds',
@@ -58,7 +76,8 @@ function refusal(status: KeelError['status'], message: string): ApplicationFailu
 /** How a turn's run ended. */
 /** What a stopped run kept (RunStoppedError's partial result). */
 type KeptPartial = { messages?: Message[]; usage?: Usage; artifacts?: Artifact[] };
-type TurnEnd = { result: RunResult } | { stopped: { status: KeelError['status']; message: string; partial?: KeptPartial } } | { aborted: true } | { failed: KeelError };
+type TurnEnd =
+  { result: RunResult } | { stopped: { status: KeelError['status']; message: string; partial?: KeptPartial } } | { aborted: true } | { failed: KeelError };
 
 /** A settled snapshot status. */
 const settled = (snapshot: Snapshot) => snapshot.status !== 'pending' && snapshot.status !== 'aborting';
@@ -66,7 +85,10 @@ const settled = (snapshot: Snapshot) => snapshot.status !== 'pending' && snapsho
 /** The session. */
 export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
   const parsed = SessionInputSchema.safeParse(rawInput);
-  if (!parsed.success) throw toApplicationFailure(new KeelError('INVALID_ARGUMENT', `invalid session input: ${isUndecodable(rawInput) ? describeUndecodable(rawInput) : describeZodError(parsed.error)}`));
+  if (!parsed.success)
+    throw toApplicationFailure(
+      new KeelError('INVALID_ARGUMENT', `invalid session input: ${isUndecodable(rawInput) ? describeUndecodable(rawInput) : describeZodError(parsed.error)}`),
+    );
   const { agent, sessionId } = parsed.data;
   let state: SessionState = parsed.data.state;
   let snapshots: Snapshot[] = parsed.data.snapshots;
@@ -74,7 +96,8 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
   let answered: Record<string, InvokeOutput> = parsed.data.answered;
   /** Remembers the answer of an invocation that carried a request id (the latest KEPT_ANSWERS). */
   const remember = (requestId: string | undefined, output: InvokeOutput): InvokeOutput => {
-    if (requestId) answered = Object.fromEntries([...Object.entries(answered).filter(([id]) => id !== requestId), [requestId, output] as const].slice(-KEPT_ANSWERS));
+    if (requestId)
+      answered = Object.fromEntries([...Object.entries(answered).filter(([id]) => id !== requestId), [requestId, output] as const].slice(-KEPT_ANSWERS));
     return output;
   };
   const sessionRunId = workflowInfo().workflowId;
@@ -88,7 +111,8 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
   /** The tip of the chain: the latest turn that left a state (completed or aborted). */
   const latest = (): Snapshot | undefined => [...snapshots].reverse().find((snapshot) => snapshot.status === 'completed' || snapshot.status === 'aborted');
   /** The snapshot whose state a turn from `snapshot` starts with: itself, or for a failed turn its parent. */
-  const anchorOf = (snapshot: Snapshot): Snapshot | undefined => (snapshot.status === 'failed' ? (snapshot.parentId ? find(snapshot.parentId) : undefined) : snapshot);
+  const anchorOf = (snapshot: Snapshot): Snapshot | undefined =>
+    snapshot.status === 'failed' ? (snapshot.parentId ? find(snapshot.parentId) : undefined) : snapshot;
   /**
    * The state a turn starting from `snapshot` gets: the history up to it, and the session's
    * artifacts, usage (cumulative: a branch does not reset what the session spent) and custom
@@ -115,7 +139,15 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
       await condition(() => settled(find(snapshotId)!));
       return find(snapshotId)!;
     },
-    { validator: (snapshotId) => void (find(snapshotId) ?? (() => { throw notFound(snapshotId); })()) },
+    {
+      validator: (snapshotId) =>
+        void (
+          find(snapshotId) ??
+          (() => {
+            throw notFound(snapshotId);
+          })()
+        ),
+    },
   );
 
   /** Stops the turn in flight: its snapshot reads `aborting` until it settles as `aborted`. */
@@ -133,7 +165,9 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
     // Signals are not validated by Temporal: a malformed one is refused (logged), never fails the session or stops a turn.
     const requestedBy = (raw as { requestedBy?: unknown } | undefined)?.requestedBy;
     if (typeof requestedBy !== 'string' || requestedBy === '') {
-      log.warn('refused an abortTurn signal', { reason: `expected { requestedBy: <run id> }, got ${isUndecodable(raw) ? describeUndecodable(raw) : JSON.stringify(raw) ?? 'nothing'}` });
+      log.warn('refused an abortTurn signal', {
+        reason: `expected { requestedBy: <run id> }, got ${isUndecodable(raw) ? describeUndecodable(raw) : (JSON.stringify(raw) ?? 'nothing')}`,
+      });
       return;
     }
     if (current && current.requestedBy === requestedBy) abortCurrent();
@@ -143,7 +177,19 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
    * Starts one turn as a child generate run, in a scope `abort` can cancel; resolves once the
    * run has started (so its id can be followed), with how it will end.
    */
-  const startTurn = async ({ snapshot, base, messages, use, reportTo }: { snapshot: Snapshot; base: SessionState; messages: Message[]; use: MiddlewareRef[]; reportTo?: { runId: string; key: string } }): Promise<{ ended: Promise<TurnEnd> }> => {
+  const startTurn = async ({
+    snapshot,
+    base,
+    messages,
+    use,
+    reportTo,
+  }: {
+    snapshot: Snapshot;
+    base: SessionState;
+    messages: Message[];
+    use: MiddlewareRef[];
+    reportTo?: { runId: string; key: string };
+  }): Promise<{ ended: Promise<TurnEnd> }> => {
     const runId = snapshot.runId;
     const scope = new CancellationScope();
     current = { snapshot, scope, ...(reportTo ? { requestedBy: reportTo.runId } : {}) };
@@ -170,10 +216,12 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
       return { ended: Promise.resolve(finish(ending(error))) };
     }
     const started = child;
-    const ended = scope.run(() => started.result()).then(
-      (result) => finish({ result: result as RunResult }),
-      (error: unknown) => finish(ending(error)),
-    );
+    const ended = scope
+      .run(() => started.result())
+      .then(
+        (result) => finish({ result: result as RunResult }),
+        (error: unknown) => finish(ending(error)),
+      );
     return { ended };
   };
 
@@ -208,7 +256,12 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
       message = end.result.message;
     } else if ('stopped' in end) {
       const partial = end.stopped.partial;
-      next = { ...base, messages: history(partial?.messages ?? base.messages), artifacts: partial?.artifacts ?? base.artifacts, usage: addUsage(state.usage, partial?.usage ?? {}) };
+      next = {
+        ...base,
+        messages: history(partial?.messages ?? base.messages),
+        artifacts: partial?.artifacts ?? base.artifacts,
+        usage: addUsage(state.usage, partial?.usage ?? {}),
+      };
       status = 'aborted';
       finishReason = 'aborted';
     } else {
@@ -258,9 +311,17 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
           }
           checkedAgent = true;
         }
-        const fromSnapshot = request.snapshotId ? find(request.snapshotId) : request.fromRunId ? snapshots.find((snapshot) => snapshot.runId === request.fromRunId) : undefined;
+        const fromSnapshot = request.snapshotId
+          ? find(request.snapshotId)
+          : request.fromRunId
+            ? snapshots.find((snapshot) => snapshot.runId === request.fromRunId)
+            : undefined;
         const base = fromSnapshot ? resumePoint(fromSnapshot) : state;
-        if (!base) throw refusal('FAILED_PRECONDITION', `snapshot "${fromSnapshot!.snapshotId}" is on a branch this session left; start from a snapshot on the current one`);
+        if (!base)
+          throw refusal(
+            'FAILED_PRECONDITION',
+            `snapshot "${fromSnapshot!.snapshotId}" is on a branch this session left; start from a snapshot on the current one`,
+          );
         // The new turn continues the chain from where it starts (a failed turn left no state: from its parent).
         const parent = fromSnapshot ? anchorOf(fromSnapshot) : latest();
         const now = new Date().toISOString();
@@ -274,7 +335,13 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
           updatedAt: now,
           messageCount: base.messages.length,
         };
-        const { ended } = await startTurn({ snapshot, base, messages: [...base.messages, ...request.messages], use: request.use, ...(request.reportTo ? { reportTo: request.reportTo } : {}) });
+        const { ended } = await startTurn({
+          snapshot,
+          base,
+          messages: [...base.messages, ...request.messages],
+          use: request.use,
+          ...(request.reportTo ? { reportTo: request.reportTo } : {}),
+        });
         if (!request.detach) return remember(request.requestId, settle(snapshot, base, await ended, false));
         // Detached: answer now with the pending snapshot; the turn settles it later.
         detachedTurn = true;
@@ -284,7 +351,17 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
           .finally(() => {
             busy = false;
           });
-        return remember(request.requestId, { sessionId, snapshotId: snapshot.snapshotId, runId: snapshot.runId, status: 'pending', finishReason: 'detached', text: '', artifacts: base.artifacts, usage: {}, sessionUsage: base.usage });
+        return remember(request.requestId, {
+          sessionId,
+          snapshotId: snapshot.snapshotId,
+          runId: snapshot.runId,
+          status: 'pending',
+          finishReason: 'detached',
+          text: '',
+          artifacts: base.artifacts,
+          usage: {},
+          sessionUsage: base.usage,
+        });
       } finally {
         if (!detachedTurn) busy = false;
       }
@@ -293,7 +370,8 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
       validator: (raw: InvokeInput) => {
         const request = InvokeInputSchema.safeParse(raw);
         if (!request.success) throw refusal('INVALID_ARGUMENT', `invalid invocation: ${describeZodError(request.error)}`);
-        if (request.data.state !== undefined) throw refusal('INVALID_ARGUMENT', `agent "${agent}" keeps its conversation on the server (session: 'server'): send a session id, not state`);
+        if (request.data.state !== undefined)
+          throw refusal('INVALID_ARGUMENT', `agent "${agent}" keeps its conversation on the server (session: 'server'): send a session id, not state`);
         if (request.data.snapshotId && !find(request.data.snapshotId)) throw notFound(request.data.snapshotId);
         if (request.data.fromRunId && !snapshots.some((snapshot) => snapshot.runId === request.data.fromRunId)) {
           throw refusal('NOT_FOUND', `no snapshot of run "${request.data.fromRunId}" in session "${sessionId}" of agent "${agent}"`);

@@ -1,5 +1,5 @@
 /**
- * Holds deep in the tree of runs, decided at the root (DESIGN §5). A sub-agent run reports
+ * Holds deep in the tree of runs, decided at the root (docs/interrupts.md). A sub-agent run reports
  * its pending interrupts (its own and its descendants') to its parent with the
  * `childInterrupts` signal; the parent shows them in its own status under composite ids
  * (`<agent>-<n>/<id>`) with a `path` of run ids, and forwards a decision for one of them to
@@ -52,25 +52,35 @@ export class SubAgentInterrupts {
     this.acceptsReport = acceptsReport;
     this.onRefused = onRefused;
     this.followers = followers;
-    setHandler(reportHoldsToSignal, (raw) => {
-      const target = ReportTargetSchema.safeParse(raw);
-      if (!target.success) return this.refuse('reportHoldsTo', `malformed follower: ${isUndecodable(raw) ? describeUndecodable(raw) : describeZodError(target.error)}`);
-      if (target.data.runId === this.runId) return this.refuse('reportHoldsTo', 'a run cannot follow its own holds');
-      const others = (this.followers.followers ?? []).filter((follower) => follower.runId !== target.data.runId);
-      this.followers.followers = [...others, target.data].slice(-KEPT_FOLLOWERS);
-      // Told at once what waits now (and from then on, whenever it changes).
-      this.reported.delete(target.data.runId);
-      this.onChange();
-    }, { description: 'Internal: a later run of the conversation follows this task: its holds are reported there too, under the key given.' });
+    setHandler(
+      reportHoldsToSignal,
+      (raw) => {
+        const target = ReportTargetSchema.safeParse(raw);
+        if (!target.success)
+          return this.refuse('reportHoldsTo', `malformed follower: ${isUndecodable(raw) ? describeUndecodable(raw) : describeZodError(target.error)}`);
+        if (target.data.runId === this.runId) return this.refuse('reportHoldsTo', 'a run cannot follow its own holds');
+        const others = (this.followers.followers ?? []).filter((follower) => follower.runId !== target.data.runId);
+        this.followers.followers = [...others, target.data].slice(-KEPT_FOLLOWERS);
+        // Told at once what waits now (and from then on, whenever it changes).
+        this.reported.delete(target.data.runId);
+        this.onChange();
+      },
+      { description: 'Internal: a later run of the conversation follows this task: its holds are reported there too, under the key given.' },
+    );
     setHandler(childInterruptsSignal, (raw) => {
       // Signals are not validated by Temporal: a malformed or foreign one is refused (logged, shown in status), never fails the run.
       const report = ChildInterruptsSchema.safeParse(raw);
-      if (!report.success) return this.refuse('childInterrupts', `malformed report of holds: ${isUndecodable(raw) ? describeUndecodable(raw) : describeZodError(report.error)}`);
+      if (!report.success)
+        return this.refuse('childInterrupts', `malformed report of holds: ${isUndecodable(raw) ? describeUndecodable(raw) : describeZodError(report.error)}`);
       const { runId: childRunId, interrupts } = report.data;
       const key = report.data.key ?? (childRunId.startsWith(`${this.runId}/`) ? childRunId.slice(this.runId.length + 1) : undefined);
-      if (!key || key.includes('/')) return this.refuse('childInterrupts', `a report of holds from run "${childRunId}", which is not a sub-agent run of this run`);
+      if (!key || key.includes('/'))
+        return this.refuse('childInterrupts', `a report of holds from run "${childRunId}", which is not a sub-agent run of this run`);
       if (!this.acceptsReport(key, childRunId)) {
-        return this.refuse('childInterrupts', `a report of holds from run "${childRunId}" under "${key}": this run did not start that run (it accepts reports only from the sub-agent runs and tasks it started)`);
+        return this.refuse(
+          'childInterrupts',
+          `a report of holds from run "${childRunId}" under "${key}": this run did not start that run (it accepts reports only from the sub-agent runs and tasks it started)`,
+        );
       }
       const shown = interrupts.map((interrupt) => ({ ...interrupt, id: `${key}/${interrupt.id}`, path: [childRunId, ...(interrupt.path ?? [])] }));
       if (shown.length) this.byChild.set(key, { runId: childRunId, interrupts: shown });
@@ -130,7 +140,10 @@ export class SubAgentInterrupts {
    */
   reportToParent(pending: readonly Interrupt[]): void {
     const parent = this.reportTo?.runId ?? workflowInfo().parent?.workflowId;
-    const targets: Array<{ runId: string; key?: string }> = [...(parent ? [{ runId: parent, ...(this.reportTo ? { key: this.reportTo.key } : {}) }] : []), ...(this.followers.followers ?? [])];
+    const targets: Array<{ runId: string; key?: string }> = [
+      ...(parent ? [{ runId: parent, ...(this.reportTo ? { key: this.reportTo.key } : {}) }] : []),
+      ...(this.followers.followers ?? []),
+    ];
     const json = JSON.stringify(pending);
     for (const target of targets) {
       if ((this.reported.get(target.runId) ?? '[]') === json) continue;

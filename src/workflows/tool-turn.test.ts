@@ -18,16 +18,25 @@ function turnWith(hooks: MiddlewareHooks[], stopped: unknown[] = []): ToolTurnCo
 
 const call: ToolRequestPart = { toolRequest: { name: 'search', ref: '0', input: {} } };
 const modelMessage: Message = { role: 'model', content: [call] };
-const upstream = new ToolFailure({ status: 'INTERNAL', message: 'tool "search" failed: upstream timeout', toolName: 'search', modelMessage: 'upstream timeout' });
+const upstream = new ToolFailure({
+  status: 'INTERNAL',
+  message: 'tool "search" failed: upstream timeout',
+  toolName: 'search',
+  modelMessage: 'upstream timeout',
+});
 
 /** Settles a one-call turn whose call failed with `error`. */
-const settleFailed = (hooks: MiddlewareHooks[], error: unknown, stopped: unknown[] = []) => settleTurn(turnWith(hooks, stopped), { modelMessage, requests: [call], calls: [Promise.reject(error)] });
+const settleFailed = (hooks: MiddlewareHooks[], error: unknown, stopped: unknown[] = []) =>
+  settleTurn(turnWith(hooks, stopped), { modelMessage, requests: [call], calls: [Promise.reject(error)] });
 
 describe('tool-error policy (softToolErrors)', () => {
   it("answers a covered failure with the tool's own words, flagged as a tool error", async () => {
     for (const hooks of [[cover([])], [cover(['search'])]]) {
       expect(await settleFailed(hooks, upstream)).toEqual({
-        toolMessage: { role: 'tool', content: [{ toolResponse: { name: 'search', ref: '0', output: { error: 'upstream timeout' } }, metadata: { toolError: true } }] },
+        toolMessage: {
+          role: 'tool',
+          content: [{ toolResponse: { name: 'search', ref: '0', output: { error: 'upstream timeout' } }, metadata: { toolError: true } }],
+        },
       });
     }
   });
@@ -54,11 +63,13 @@ describe('tool-error policy (softToolErrors)', () => {
     const first = new KeelError('INTERNAL', 'first');
     let finished = false;
     const slow = new Promise<{ output: unknown }>((resolve) => setTimeout(() => ((finished = true), resolve({ output: 1 })), 20));
-    await expect(settleTurn(turnWith([]), { modelMessage: { role: 'model', content: [call, second] }, requests: [call, second], calls: [Promise.reject(first), slow] })).rejects.toBe(first);
+    await expect(
+      settleTurn(turnWith([]), { modelMessage: { role: 'model', content: [call, second] }, requests: [call, second], calls: [Promise.reject(first), slow] }),
+    ).rejects.toBe(first);
     expect(finished).toBe(true);
   });
 
-  it('ends the waits of the turn\'s holds on a failure that ends the run, not on one it answers', async () => {
+  it("ends the waits of the turn's holds on a failure that ends the run, not on one it answers", async () => {
     const stopped: unknown[] = [];
     await expect(settleFailed([], upstream, stopped)).rejects.toBe(upstream);
     expect(stopped).toEqual([upstream]);
@@ -70,7 +81,11 @@ describe('tool-error policy (softToolErrors)', () => {
   it('reports a cancellation before a failure that came earlier in request order', async () => {
     const second: ToolRequestPart = { toolRequest: { name: 'fetch', ref: '1', input: {} } };
     const cancelled = new CancelledFailure('cancelled');
-    const outcome = settleTurn(turnWith([]), { modelMessage: { role: 'model', content: [call, second] }, requests: [call, second], calls: [Promise.reject(upstream), Promise.reject(cancelled)] });
+    const outcome = settleTurn(turnWith([]), {
+      modelMessage: { role: 'model', content: [call, second] },
+      requests: [call, second],
+      calls: [Promise.reject(upstream), Promise.reject(cancelled)],
+    });
     await expect(outcome).rejects.toBe(cancelled);
   });
 });

@@ -62,7 +62,12 @@ export async function runCall(context: ToolTurnContext, { part, iteration, reque
   const tool = context.tools.get(name);
   if (!tool) {
     const available = [...context.tools.keys()];
-    throw new ToolFailure({ status: 'NOT_FOUND', message: `tool "${name}" not found; available tools: ${available.join(', ') || '(none)'}`, toolName: name, details: { availableTools: available } });
+    throw new ToolFailure({
+      status: 'NOT_FOUND',
+      message: `tool "${name}" not found; available tools: ${available.join(', ') || '(none)'}`,
+      toolName: name,
+      details: { availableTools: available },
+    });
   }
   let request = part.toolRequest;
   let original = originalInput;
@@ -90,7 +95,14 @@ export async function runCall(context: ToolTurnContext, { part, iteration, reque
 /** Metadata of a tool request part without any interrupt marks. */
 export function withoutInterruptMarks(metadata: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
   if (!metadata) return undefined;
-  const { [INTERRUPT_METADATA.interrupt]: _interrupt, [INTERRUPT_METADATA.interruptedBy]: _by, [INTERRUPT_METADATA.interruptStage]: _stage, [INTERRUPT_METADATA.pendingOutput]: _pending, [PROOF_METADATA.hold]: _proof, ...rest } = metadata;
+  const {
+    [INTERRUPT_METADATA.interrupt]: _interrupt,
+    [INTERRUPT_METADATA.interruptedBy]: _by,
+    [INTERRUPT_METADATA.interruptStage]: _stage,
+    [INTERRUPT_METADATA.pendingOutput]: _pending,
+    [PROOF_METADATA.hold]: _proof,
+    ...rest
+  } = metadata;
   return Object.keys(rest).length ? rest : undefined;
 }
 
@@ -110,7 +122,12 @@ function markInterrupted(modelMessage: Message, results: CallOutcome[]): Message
       return {
         ...part,
         toolRequest: result.request,
-        metadata: { ...rest, [INTERRUPT_METADATA.interrupt]: Object.keys(data).length ? data : true, [INTERRUPT_METADATA.interruptedBy]: raisedBy, [INTERRUPT_METADATA.interruptStage]: stage },
+        metadata: {
+          ...rest,
+          [INTERRUPT_METADATA.interrupt]: Object.keys(data).length ? data : true,
+          [INTERRUPT_METADATA.interruptedBy]: raisedBy,
+          [INTERRUPT_METADATA.interruptStage]: stage,
+        },
       };
     }
     return { ...part, metadata: { ...rest, [INTERRUPT_METADATA.pendingOutput]: result.output } };

@@ -53,16 +53,33 @@ export const SCENARIOS: Scenario[] = [
   { name: 'cancelled', agent: 'replay-cancel', prompt: 'hang', cancelAtTurn: 1 },
   { name: 'retry-fallback', agent: 'replay-resilient', prompt: 'survive' },
   { name: 'soft-tool-errors', agent: 'replay-soft', prompt: 'recover' },
-  { name: 'approval-and-budget', agent: 'replay-guarded', prompt: 'guarded', decisions: [{ approved: true }, { approved: true }, { approved: false, reason: 'no' }] },
+  {
+    name: 'approval-and-budget',
+    agent: 'replay-guarded',
+    prompt: 'guarded',
+    decisions: [{ approved: true }, { approved: true }, { approved: false, reason: 'no' }],
+  },
   // Two holds in two turns, decided, then the run reset to its start: the server re-applies both
   // decisions before the holds come back; each is kept until its hold is raised again.
-  { name: 'reset-with-decisions', agent: 'replay-reset', prompt: 'again', decisions: [{ approved: true }, { approved: false, reason: 'no' }], resetToStart: true },
+  {
+    name: 'reset-with-decisions',
+    agent: 'replay-reset',
+    prompt: 'again',
+    decisions: [{ approved: true }, { approved: false, reason: 'no' }],
+    resetToStart: true,
+  },
   {
     // Recorded with the middleware contract of defineMiddleware: decisions routed by position.
     name: 'restarts-and-stacked-budgets',
     agent: 'replay-restarts',
     prompt: 'confirm it',
-    decisions: [{ approved: true }, { approved: true }, { restart: { answer: 'yes' }, input: { question: 'go now?' } }, { approved: true }, { restart: { answer: 'yes' } }],
+    decisions: [
+      { approved: true },
+      { approved: true },
+      { restart: { answer: 'yes' }, input: { question: 'go now?' } },
+      { approved: true },
+      { restart: { answer: 'yes' } },
+    ],
   },
   // A synchronous delegation (a child run) whose artifact is merged, with a sub-agent hold decided at the root.
   { name: 'delegation', agent: 'replay-orchestrator', prompt: 'delegate', decisions: [{ approved: true }] },
@@ -77,7 +94,12 @@ export const SCENARIOS: Scenario[] = [
   // current, tool calls with per-execution idempotency keys), and a background task whose id carries a proof.
   { name: 'returned-hold', agent: 'replay-signed', prompt: 'hold it', interruptMode: 'return' },
   { name: 'resumed-hold', agent: 'replay-signed', prompt: 'hold it', resumeApproved: true },
-  { name: 'approval-and-budget-memo', agent: 'replay-guarded', prompt: 'guarded', decisions: [{ approved: true }, { approved: true }, { approved: false, reason: 'no' }] },
+  {
+    name: 'approval-and-budget-memo',
+    agent: 'replay-guarded',
+    prompt: 'guarded',
+    decisions: [{ approved: true }, { approved: true }, { approved: false, reason: 'no' }],
+  },
   { name: 'background-task-signed', agent: 'replay-dispatcher', prompt: 'dispatch' },
   // One budget for the tree: a sync sub-agent tells the root's ledger of each call (signals) and
   // asks it before each (an activity); past the limit the root holds before its next model call.
@@ -89,23 +111,55 @@ export function scenarioRegistry(): Registry {
   const parallel = scriptedModel({
     name: 'scripted/replay-parallel',
     script: [
-      toolCallReply([{ name: 'add', input: { a: 1, b: 2 } }, { name: 'echo', input: { v: 'x' } }], { usage: { inputTokens: 5, outputTokens: 3 } }),
+      toolCallReply(
+        [
+          { name: 'add', input: { a: 1, b: 2 } },
+          { name: 'echo', input: { v: 'x' } },
+        ],
+        { usage: { inputTokens: 5, outputTokens: 3 } },
+      ),
       toolCallReply({ name: 'echo', input: { v: 'y' } }, { usage: { inputTokens: 8, outputTokens: 2 } }),
       textReply('three and x and y', { usage: { inputTokens: 12, outputTokens: 4 } }),
     ],
   });
-  const failure = scriptedModel({ name: 'scripted/replay-failure', script: [toolCallReply([{ name: 'fail', input: { message: 'boom' } }, { name: 'echo', input: { v: 'ok' } }])] });
-  const maxTurns = scriptedModel({ name: 'scripted/replay-max-turns', script: [toolCallReply({ name: 'echo', input: { v: '1' } }), toolCallReply({ name: 'echo', input: { v: '2' } })] });
+  const failure = scriptedModel({
+    name: 'scripted/replay-failure',
+    script: [
+      toolCallReply([
+        { name: 'fail', input: { message: 'boom' } },
+        { name: 'echo', input: { v: 'ok' } },
+      ]),
+    ],
+  });
+  const maxTurns = scriptedModel({
+    name: 'scripted/replay-max-turns',
+    script: [toolCallReply({ name: 'echo', input: { v: '1' } }), toolCallReply({ name: 'echo', input: { v: '2' } })],
+  });
   const cancel = scriptedModel({ name: 'scripted/replay-cancel', script: [toolCallReply({ name: 'hang', input: {} }, { text: 'waiting' })] });
   // turn 1: primary UNAVAILABLE (retried after a timer), then NOT_FOUND → secondary asks for echo;
   // turn 2: primary skipped, secondary answers
-  const resilientPrimary = scriptedModel({ name: 'scripted/replay-resilient', script: [errorReply('UNAVAILABLE', 'busy'), errorReply('NOT_FOUND', 'retired')] });
-  const resilientSecondary = scriptedModel({ name: 'scripted/replay-resilient-secondary', script: [toolCallReply({ name: 'echo', input: { v: 'x' } }), textReply('survived')] });
+  const resilientPrimary = scriptedModel({
+    name: 'scripted/replay-resilient',
+    script: [errorReply('UNAVAILABLE', 'busy'), errorReply('NOT_FOUND', 'retired')],
+  });
+  const resilientSecondary = scriptedModel({
+    name: 'scripted/replay-resilient-secondary',
+    script: [toolCallReply({ name: 'echo', input: { v: 'x' } }), textReply('survived')],
+  });
   // turn 1: dangerous held by the gate (approved) then by the budget (approved); echo held by
   // the gate (denied); turn 2: text
   const guarded = scriptedModel({
     name: 'scripted/replay-guarded',
-    script: [toolCallReply([{ name: 'dangerous', input: { v: 'x' } }, { name: 'echo', input: { v: 'y' } }], { usage: { inputTokens: 20 } }), textReply('guarded done')],
+    script: [
+      toolCallReply(
+        [
+          { name: 'dangerous', input: { v: 'x' } },
+          { name: 'echo', input: { v: 'y' } },
+        ],
+        { usage: { inputTokens: 20 } },
+      ),
+      textReply('guarded done'),
+    ],
   });
   // turn 1: dangerous, held and approved; turn 2: echo, held and denied; turn 3: text
   const resetModel = scriptedModel({
@@ -122,17 +176,32 @@ export function scenarioRegistry(): Registry {
   // orchestrator turn 1: delegate to the writer (writes report.md, then its gated echo is approved at the root); turn 2: text
   const writer = scriptedModel({
     name: 'scripted/replay-writer',
-    script: [toolCallReply([{ name: 'write_artifact', input: { name: 'report.md', content: 'the report' } }, { name: 'echo', input: { v: 'w' } }]), textReply('written')],
+    script: [
+      toolCallReply([
+        { name: 'write_artifact', input: { name: 'report.md', content: 'the report' } },
+        { name: 'echo', input: { v: 'w' } },
+      ]),
+      textReply('written'),
+    ],
   });
-  const orchestrator = scriptedModel({ name: 'scripted/replay-orchestrator', script: [toolCallReply({ name: 'delegate_to_replay-writer', input: { task: 'write' } }), textReply('delegated')] });
+  const orchestrator = scriptedModel({
+    name: 'scripted/replay-orchestrator',
+    script: [toolCallReply({ name: 'delegate_to_replay-writer', input: { task: 'write' } }), textReply('delegated')],
+  });
   // dispatcher turn 1: the quick writer in the background; turn 2: wait for it; turn 3: text
   const dispatcherModel = scriptedModel({
     name: 'scripted/replay-dispatcher',
     script: (request) => {
-      const launched = request.messages.flatMap((message) => message.content).find((part) => 'toolResponse' in part && part.toolResponse.name === 'delegate_to_replay-quick-writer');
+      const launched = request.messages
+        .flatMap((message) => message.content)
+        .find((part) => 'toolResponse' in part && part.toolResponse.name === 'delegate_to_replay-quick-writer');
       if (!launched) return toolCallReply({ name: 'delegate_to_replay-quick-writer', input: { task: 'write', background: true } });
-      if (request.messages.at(-1)?.content.some((part) => 'toolResponse' in part && part.toolResponse.name === 'wait_for_background_tasks')) return textReply('collected');
-      return toolCallReply({ name: 'wait_for_background_tasks', input: { taskIds: [(launched as { toolResponse: { output: { taskId: string } } }).toolResponse.output.taskId] } });
+      if (request.messages.at(-1)?.content.some((part) => 'toolResponse' in part && part.toolResponse.name === 'wait_for_background_tasks'))
+        return textReply('collected');
+      return toolCallReply({
+        name: 'wait_for_background_tasks',
+        input: { taskIds: [(launched as { toolResponse: { output: { taskId: string } } }).toolResponse.output.taskId] },
+      });
     },
   });
   // asks for dangerous (held by the gate) until it has an answer, then says done
@@ -148,19 +217,33 @@ export function scenarioRegistry(): Registry {
   // turn 1: fail (covered) and add with bad input (covered); turn 2: text
   const soft = scriptedModel({
     name: 'scripted/replay-soft',
-    script: [toolCallReply([{ name: 'fail', input: { message: 'flaky' } }, { name: 'add', input: { a: 'x', b: 1 } }]), textReply('recovered')],
+    script: [
+      toolCallReply([
+        { name: 'fail', input: { message: 'flaky' } },
+        { name: 'add', input: { a: 'x', b: 1 } },
+      ]),
+      textReply('recovered'),
+    ],
   });
   // compression turns 1–4: echo a long text each time; turn 5: text. The summarizer answers once asked.
   const compressing = scriptedModel({
     name: 'scripted/replay-compression',
-    script: [1, 2, 3, 4].map((turn) => toolCallReply({ name: 'echo', input: { v: `${turn} ${'long text '.repeat(40)}` } }, { usage: { inputTokens: 40 * turn } })).concat(textReply('compressed')),
+    script: [1, 2, 3, 4]
+      .map((turn) => toolCallReply({ name: 'echo', input: { v: `${turn} ${'long text '.repeat(40)}` } }, { usage: { inputTokens: 40 * turn } }))
+      .concat(textReply('compressed')),
   });
-  const summarizer = scriptedModel({ name: 'scripted/replay-summarizer', script: () => textReply('what happened so far', { usage: { inputTokens: 9, outputTokens: 4 } }) });
+  const summarizer = scriptedModel({
+    name: 'scripted/replay-summarizer',
+    script: () => textReply('what happened so far', { usage: { inputTokens: 9, outputTokens: 4 } }),
+  });
   // tree: the root (5) delegates; the child spends 20 (echo), asks, spends 20 more and answers;
   // the tree is at 45 of 30: the root holds before its next call, approved, answers
   const treeRoot = scriptedModel({
     name: 'scripted/replay-tree',
-    script: [toolCallReply({ name: 'delegate_to_replay-tree-child', input: { task: 'spend' } }, { usage: { totalTokens: 5 } }), textReply('tree done', { usage: { totalTokens: 5 } })],
+    script: [
+      toolCallReply({ name: 'delegate_to_replay-tree-child', input: { task: 'spend' } }, { usage: { totalTokens: 5 } }),
+      textReply('tree done', { usage: { totalTokens: 5 } }),
+    ],
   });
   const treeChild = scriptedModel({
     name: 'scripted/replay-tree-child',
@@ -170,7 +253,11 @@ export function scenarioRegistry(): Registry {
     treeRoot,
     treeChild,
     defineAgent({ name: 'replay-tree-child', description: 'Spends.', model: treeChild.name, tools: [echo] }),
-    defineAgent({ name: 'replay-tree', model: treeRoot.name, use: [budget({ limit: { totalTokens: 30 }, interrupt: true }), agents({ agents: ['replay-tree-child'] })] }),
+    defineAgent({
+      name: 'replay-tree',
+      model: treeRoot.name,
+      use: [budget({ limit: { totalTokens: 30 }, interrupt: true }), agents({ agents: ['replay-tree-child'] })],
+    }),
     compressing,
     summarizer,
     defineAgent({
@@ -208,7 +295,13 @@ export function scenarioRegistry(): Registry {
     quickWriter,
     sessionModel,
     defineAgent({ name: 'replay-session', model: sessionModel.name, session: 'server' }),
-    defineAgent({ name: 'replay-writer', description: 'Writes reports.', model: writer.name, tools: [echo], use: [artifacts(), toolApproval({ allowedTools: ['write_artifact'] })] }),
+    defineAgent({
+      name: 'replay-writer',
+      description: 'Writes reports.',
+      model: writer.name,
+      tools: [echo],
+      use: [artifacts(), toolApproval({ allowedTools: ['write_artifact'] })],
+    }),
     defineAgent({ name: 'replay-orchestrator', model: orchestrator.name, use: [agents({ agents: ['replay-writer'] }), artifacts()] }),
     defineAgent({ name: 'replay-quick-writer', model: quickWriter.name }),
     defineAgent({ name: 'replay-dispatcher', model: dispatcherModel.name, use: [agents({ agents: ['replay-quick-writer'], async: true })] }),
@@ -222,7 +315,12 @@ export function scenarioRegistry(): Registry {
     defineAgent({ name: 'replay-signed', model: signed.name, tools: [dangerous], use: [toolApproval()] }),
     resetModel,
     defineAgent({ name: 'replay-reset', model: resetModel.name, tools: [dangerous, echo], use: [toolApproval()] }),
-    defineAgent({ name: 'replay-guarded', model: guarded.name, tools: [dangerous, echo], use: [toolApproval(), budget({ limit: { inputTokens: 10 }, interrupt: true })] }),
+    defineAgent({
+      name: 'replay-guarded',
+      model: guarded.name,
+      tools: [dangerous, echo],
+      use: [toolApproval(), budget({ limit: { inputTokens: 10 }, interrupt: true })],
+    }),
     defineAgent({
       name: 'replay-resilient',
       model: resilientPrimary.name,

@@ -17,10 +17,10 @@ export async function scheduledActivities(client: Client, runId: string): Promis
 /** Local activity markers (resolveAgent) recorded in the history; patch markers are not counted. */
 export async function markerCount(client: Client, runId: string): Promise<number> {
   const history = await client.workflow.getHandle(runId).fetchHistory();
-  return (history.events ?? []).filter((event) => event.eventType === EventType.EVENT_TYPE_MARKER_RECORDED && event.markerRecordedEventAttributes?.markerName !== 'core_patch').length;
+  return (history.events ?? []).filter(
+    (event) => event.eventType === EventType.EVENT_TYPE_MARKER_RECORDED && event.markerRecordedEventAttributes?.markerName !== 'core_patch',
+  ).length;
 }
-
-
 
 /**
  * `temporal workflow reset` of a run to its first workflow task (before anything it did),

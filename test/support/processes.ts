@@ -33,7 +33,12 @@ export function spawnKeel(args: string[], options: { env?: Record<string, string
 export function spawnCommand(
   command: string,
   args: string[],
-  { env = {}, cwd = ROOT, label = `${command} ${args.join(' ')}`, stdin = 'ignore' }: { env?: Record<string, string>; cwd?: string; label?: string; stdin?: 'ignore' | 'pipe' } = {},
+  {
+    env = {},
+    cwd = ROOT,
+    label = `${command} ${args.join(' ')}`,
+    stdin = 'ignore',
+  }: { env?: Record<string, string>; cwd?: string; label?: string; stdin?: 'ignore' | 'pipe' } = {},
 ): KeelProcess {
   const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: [stdin, 'pipe', 'pipe'] });
   let output = '';
@@ -86,7 +91,10 @@ export function killAfterEach(afterEachHook: (fn: () => Promise<void>) => void):
 }
 
 /** Runs `keel <args>` to completion. */
-export async function runKeel(args: string[], options: { env?: Record<string, string>; cwd?: string } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export async function runKeel(
+  args: string[],
+  options: { env?: Record<string, string>; cwd?: string } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const keel = spawnKeel(args, options);
   const code = await keel.exited;
   return { code, stdout: keel.stdout(), stderr: keel.stderr() };
@@ -106,7 +114,9 @@ export function writeTestConfig(
 ): { dir: string; configPath: string; taskQueue: string | undefined } {
   const dir = mkdtempSync(join(tmpdir(), `keel-${prefix}-`));
   const configPath = join(dir, 'temporal.yaml');
-  const defaults = queue ? { taskQueue: `${prefix}-${randomUUID()}`, worker: { stickyQueueScheduleToStartTimeout: '1 second', ...worker } } : worker && { worker };
+  const defaults = queue
+    ? { taskQueue: `${prefix}-${randomUUID()}`, worker: { stickyQueueScheduleToStartTimeout: '1 second', ...worker } }
+    : worker && { worker };
   const config = { temporal: { address: inject('temporalAddress') }, ...defaults, ...fields };
   writeFileSync(configPath, stringify(config));
   return { dir, configPath, taskQueue: config.taskQueue };

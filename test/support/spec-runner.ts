@@ -28,7 +28,12 @@ const CaseSchema = z
   .object({
     name: z.string(),
     agent: z
-      .object({ tools: z.array(z.string()).default([]), maxTurns: z.number().int().optional(), system: z.string().optional(), config: z.record(z.string(), z.unknown()).optional() })
+      .object({
+        tools: z.array(z.string()).default([]),
+        maxTurns: z.number().int().optional(),
+        system: z.string().optional(),
+        config: z.record(z.string(), z.unknown()).optional(),
+      })
       .strict()
       .default({ tools: [] }),
     input: z
@@ -144,7 +149,10 @@ export function runSpecFile(file: string): void {
           if (!tool) throw new Error(`case "${spec.name}" names unknown fixture tool "${name}"`);
           return tool;
         });
-        registry.add(...Object.values(models), defineAgent({ name: id, model: models.primary!.name, tools, maxTurns: spec.agent.maxTurns, system: spec.agent.system, config: spec.agent.config }));
+        registry.add(
+          ...Object.values(models),
+          defineAgent({ name: id, model: models.primary!.name, tools, maxTurns: spec.agent.maxTurns, system: spec.agent.system, config: spec.agent.config }),
+        );
         const use = spec.input.use ? (substituteModels(spec.input.use, names) as typeof spec.input.use) : undefined;
         const handle = await worker.client.start(id, spec.prompt, { maxTurns: spec.input.maxTurns, use, interruptMode: spec.input.interruptMode });
         const settled = handle.result().then(
@@ -191,7 +199,10 @@ export function runSpecFile(file: string): void {
         }
         if (expected.toolCalls !== undefined) expect(activities.filter((type) => type === 'callTool')).toHaveLength(expected.toolCalls);
         const totalModelCalls = Object.values(models).reduce((sum, model) => sum + model.requests.length, 0);
-        expect(activities.filter((type) => type === 'callModel'), 'every model call is a scheduled activity').toHaveLength(totalModelCalls);
+        expect(
+          activities.filter((type) => type === 'callModel'),
+          'every model call is a scheduled activity',
+        ).toHaveLength(totalModelCalls);
         if (expected.timers || expected.timerRanges) {
           const timers = await timersOf(worker, handle.runId);
           if (expected.timers) expect(timers).toEqual(expected.timers);

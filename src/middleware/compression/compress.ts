@@ -1,5 +1,5 @@
 /**
- * One compression decision (BEHAVIOR §12, steps 2–9): given a history and what the run
+ * One compression decision (docs/middleware/context-compression.md): given a history and what the run
  * knows of its size, decide what the model sees and record it in the history's metadata
  * (tool edits on the parts, a boundary on one message), so that `resolveView` of the
  * returned history is exactly the view. Pure except for the summarizer, which the caller
@@ -280,7 +280,15 @@ export async function compress(history: readonly Message[], options: Compression
     if (index < leadingCount(edited)) return undefined;
     const stampWith = (now: CompressionStats) =>
       edited.map((message, position) =>
-        position === index ? { ...message, metadata: { ...message.metadata, [COMPRESSION_KEY]: { ...(message.metadata?.[COMPRESSION_KEY] as object | undefined), ...record, stats: { ...now } } } } : message,
+        position === index
+          ? {
+              ...message,
+              metadata: {
+                ...message.metadata,
+                [COMPRESSION_KEY]: { ...(message.metadata?.[COMPRESSION_KEY] as object | undefined), ...record, stats: { ...now } },
+              },
+            }
+          : message,
       );
     // The stats recorded on the boundary count the view they describe.
     stats.messagesAfter = resolve(stampWith(stats), (position) => position === index || (trusted?.(position) ?? false)).messages.length;
@@ -318,7 +326,9 @@ export async function compress(history: readonly Message[], options: Compression
   // Drop: the newest messages that fit, starting with a user message.
   // With a summarizer configured, only a skipped summary means the cheap steps were enough.
   const cheapSatisfied = options.summarize && summarizer ? stats.summarizationSkipped : cheapUnderBudget;
-  const explicitCap = (options.preserveRecentSet && !cheapSatisfied) || (overBudget && (!dedupe && !limits && !options.summarize ? true : Boolean(options.summarize) && !stats.summarizationSkipped));
+  const explicitCap =
+    (options.preserveRecentSet && !cheapSatisfied) ||
+    (overBudget && (!dedupe && !limits && !options.summarize ? true : Boolean(options.summarize) && !stats.summarizationSkipped));
   const noticeSlot = options.noTruncationNotice ? 0 : systems > 0 ? 0 : 1;
   const fixed = systems + noticeSlot;
   let slots: number;
@@ -408,7 +418,8 @@ export function renderForSummary(messages: readonly Message[]): string {
         if ('toolResponse' in part) {
           const { output, content } = part.toolResponse;
           const rendered = (content ?? []).map((item) => {
-            if (typeof item.text === 'string' && item.text) return item.metadata && (item.metadata as { reasoning?: unknown }).reasoning ? `[Reasoning: ${item.text}]` : item.text;
+            if (typeof item.text === 'string' && item.text)
+              return item.metadata && (item.metadata as { reasoning?: unknown }).reasoning ? `[Reasoning: ${item.text}]` : item.text;
             if (item.media) return mediaDescriptor(item.media as { url: string; contentType?: string });
             if (item.data !== undefined) return `[data: ${JSON.stringify(item.data)}]`;
             return '[other content]';
@@ -441,4 +452,3 @@ export function summaryPrompt(messages: readonly Message[], template = DEFAULT_S
   }
   return template.includes('{conversation}') ? template.split('{conversation}').join(render) : `${template}\n\nConversation to summarize:\n${render}`;
 }
-

@@ -130,11 +130,16 @@ export interface ToolEditRecord {
  * `\n\n` between, other content kept whole while it fits) followed by the marker of the
  * kind of limit.
  */
-export function cutToolResponse(response: { name: string; ref?: string; output: unknown; content?: Array<Record<string, unknown>> }, limit: number, kind: 'truncated' | 'capped') {
+export function cutToolResponse(
+  response: { name: string; ref?: string; output: unknown; content?: Array<Record<string, unknown>> },
+  limit: number,
+  kind: 'truncated' | 'capped',
+) {
   const total = toolResponseChars(response, true);
   const output = outputText(response.output);
   const content = response.content ?? [];
-  const marker = (removed: number) => (kind === 'truncated' ? `\n\n[Truncated ${removed} characters]` : `\n\n---\n\n[TRUNCATED: Response was ${total} chars but only first ${limit} are shown.]`);
+  const marker = (removed: number) =>
+    kind === 'truncated' ? `\n\n[Truncated ${removed} characters]` : `\n\n---\n\n[TRUNCATED: Response was ${total} chars but only first ${limit} are shown.]`;
   if (content.length === 0 || codePoints(output) > limit) {
     const kept = firstChars(output, limit);
     return { ...response, output: kept + marker(total - codePoints(kept)), content: undefined };
@@ -157,7 +162,8 @@ export function cutToolResponse(response: { name: string; ref?: string; output: 
     const size = contentChars(part, true);
     if (used + size > limit) {
       const media = part.media as { contentType?: string; url?: string } | undefined;
-      const descriptor = media?.url !== undefined ? mediaDescriptor({ url: media.url, ...(media.contentType ? { contentType: media.contentType } : {}) }, true) : undefined;
+      const descriptor =
+        media?.url !== undefined ? mediaDescriptor({ url: media.url, ...(media.contentType ? { contentType: media.contentType } : {}) }, true) : undefined;
       if (descriptor && used + 2 + codePoints(descriptor) <= limit) {
         text += `\n\n${descriptor}`;
         used += 2 + codePoints(descriptor);
@@ -263,7 +269,8 @@ export function resolveView(messages: readonly Message[], trusted: (index: numbe
   const preserveSystem = (record as { preserveSystem?: unknown }).preserveSystem !== false;
   let leading = 0;
   while (preserveSystem && leading < messages.length && messages[leading]!.role === 'system') leading++;
-  const noticed = record.truncationNotice || ((record.stats as { truncationNoticeInserted?: unknown } | undefined)?.truncationNoticeInserted ? DROP_NOTICE : undefined);
+  const noticed =
+    record.truncationNotice || ((record.stats as { truncationNoticeInserted?: unknown } | undefined)?.truncationNoticeInserted ? DROP_NOTICE : undefined);
   const out: Message[] = [];
   const origins: number[] = [];
   const push = (message: Message, origin: number) => {
@@ -314,7 +321,8 @@ export function withNotice(message: Message, text: string): Message {
 }
 
 /** Whether a message is a standalone drop notice a view inserted (and a client may have saved). */
-export const isStandaloneNotice = (message: Message) => Boolean((message.metadata?.[COMPRESSION_KEY] as { standaloneNotice?: unknown } | undefined)?.standaloneNotice);
+export const isStandaloneNotice = (message: Message) =>
+  Boolean((message.metadata?.[COMPRESSION_KEY] as { standaloneNotice?: unknown } | undefined)?.standaloneNotice);
 
 /**
  * Standalone notices a saved view carries, folded into the conversation's real system message
@@ -334,7 +342,10 @@ export function reconcileNotices(messages: readonly Message[], text: string): { 
     return { messages: sources.map((index) => messages[index]!), sources };
   }
   const first = others.find((index) => messages[index]!.role === 'system')!;
-  return { messages: others.map((index) => (index === first && !hasNoticeFlag(messages[index]!) ? withNotice(messages[index]!, text) : messages[index]!)), sources: others };
+  return {
+    messages: others.map((index) => (index === first && !hasNoticeFlag(messages[index]!) ? withNotice(messages[index]!, text) : messages[index]!)),
+    sources: others,
+  };
 }
 
 /**
