@@ -1,11 +1,32 @@
 // Lint: typescript-eslint's recommended rules everywhere, type-aware where a review keeps
 // catching the same mistake (a promise nobody awaits), and the sandbox line made an error:
-// workflow code may not import Node built-ins or I/O libraries.
+// workflow code may not import Node built-ins or I/O libraries. The Node side keeps its layers
+// too (docs/architecture.md): nothing imports from a layer above it.
 import { builtinModules } from 'node:module';
 import tseslint from 'typescript-eslint';
 
 /** Every Node built-in, by bare name (`fs`, `fs/promises`, ...); `node:` names are a pattern below. */
 const nodeBuiltins = builtinModules.filter((name) => !name.startsWith('_'));
+
+/** A lint block: `files` may not import from the folders `above` (they belong to higher layers). */
+function layer(files, above) {
+  return [
+    {
+      files,
+      ignores: ['**/*.test.ts'],
+      rules: {
+        'no-restricted-imports': [
+          'error',
+          {
+            patterns: [
+              { group: above.map((folder) => `**/${folder}/*`), message: `A higher layer (docs/architecture.md): move what both need down, or the code up.` },
+            ],
+          },
+        ],
+      },
+    },
+  ];
+}
 
 export default tseslint.config(
   { ignores: ['node_modules/**', '.keel/**', 'dist/**', 'bin/**'] },
@@ -47,4 +68,16 @@ export default tseslint.config(
       ],
     },
   },
+  // The Node side's layers, bottom up: core and node/ helpers, config; models, tools, storage,
+  // telemetry, security, activities; server and worker; client (and the CLI). No import goes up.
+  ...layer(
+    ['src/node/**/*.ts', 'src/config/**/*.ts'],
+    ['activities', 'models', 'tools', 'storage', 'telemetry', 'security', 'middleware', 'client', 'worker', 'server'],
+  ),
+  ...layer(
+    ['src/models/**/*.ts', 'src/tools/**/*.ts', 'src/storage/**/*.ts', 'src/telemetry/**/*.ts', 'src/security/**/*.ts', 'src/activities/**/*.ts'],
+    ['client', 'worker', 'server'],
+  ),
+  ...layer(['src/server/**/*.ts'], ['client', 'worker']),
+  ...layer(['src/worker/**/*.ts'], ['client', 'server']),
 );

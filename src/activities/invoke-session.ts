@@ -7,7 +7,7 @@
 import { Context } from '@temporalio/activity';
 import { ServiceError, WithStartWorkflowOperation, isGrpcServiceError, type Client } from '@temporalio/client';
 import { sessionWorkflowId, type InvokeOutput, type InvokeSessionInput } from '../core/session';
-import { runErrorOf } from '../client/run-errors';
+import { runErrorOf } from '../node/run-errors';
 import { SESSION_WORKFLOW, invokeUpdate } from '../workflows/definitions';
 import { withHeartbeat } from './heartbeat';
 import { InfrastructureError } from './infrastructure-error';

@@ -8,7 +8,7 @@
 import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import { isSettled, type AwaitTasksInput, type AwaitTasksResult, type InspectTasksInput, type TaskReport } from '../core/tasks';
-import { inspectTask } from '../client/inspect-task';
+import { inspectTask } from '../node/inspect-task';
 import { InfrastructureError } from './infrastructure-error';
 
 /** How often a wait looks at its tasks again. */

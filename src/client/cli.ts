@@ -12,7 +12,7 @@ import { KEEL_STATUS } from '../core/search-attributes';
 import { sessionIdProblem } from '../core/session';
 import { z } from 'zod';
 import { ServerError } from '../server/server-error';
-import { requireModule } from '../worker/require-ts';
+import { requireModule } from '../node/require-ts';
 import type { KeelClient, RunHandle } from './keel-client';
 import { describeInterrupt, followRun, wantsColour } from './progress';
 import type { LookupRefusal } from './lookup-refusal';

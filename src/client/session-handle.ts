@@ -10,7 +10,7 @@ import { sessionWorkflowId, type InvokeOutput, type Snapshot } from '../core/ses
 import { sessionIdProblem } from '../core/session';
 import { SESSION_WORKFLOW, abortSessionUpdate, invokeUpdate, snapshotQuery, waitForSnapshotUpdate } from '../workflows/definitions';
 import { assertInputFits } from './input-limit';
-import { runErrorOf } from './run-errors';
+import { runErrorOf } from '../node/run-errors';
 
 /** Options of `new SessionHandle`. */
 export interface SessionHandleOptions {

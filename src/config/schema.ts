@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { DurationSchema } from '../core/duration';
 import { ActivitySpecSchema, MiddlewareRefSchema } from '../core/run';
-import { ScriptedReplySchema } from '../models/scripted';
+import { ScriptedReplySchema } from '../core/scripted-reply';
 
 /** Connection to the Temporal service. */
 export const ConnectionConfigSchema = z

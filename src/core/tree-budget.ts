@@ -3,12 +3,16 @@
  * spent (its own model calls and what every run below it tells it after each of theirs); the
  * runs below ask it before each model call. Shapes shared by the workflow and the activity. Pure.
  */
-import type { TreeBudgetAnswer } from '../workflows/definitions';
-
 /** Where a handed-down Budget keeps its count: the ledger run and the Budget stage in it. */
 export interface LedgerRef {
   runId: string;
   stage: number;
+}
+
+/** What `the tree budget query` answers. */
+export interface TreeBudgetAnswer {
+  /** Spent by each Budget stage that keeps a ledger, by its stage index. */
+  budgets: Record<string, Record<string, number>>;
 }
 
 /** Input of `readTreeBudget`. */

@@ -7,29 +7,11 @@
 import { z } from 'zod';
 import { KeelError } from '../core/errors';
 import type { FinishReason, Message, ModelRequest, ModelResponse, Part } from '../core/messages';
-import { FinishReasonSchema, UsageSchema } from '../core/messages';
-import { StatusNameSchema, type StatusName } from '../core/status';
+import { type StatusName } from '../core/status';
+import { ScriptedReplySchema, type ScriptedReply } from '../core/scripted-reply';
 import { defineModel, type Model, type ModelContext } from '../define';
 
-/** One programmed reply. */
-export const ScriptedReplySchema = z
-  .object({
-    text: z.string().optional(),
-    /** The text streamed in these pieces, `chunkDelayMs` apart (the reply's text, unless `text` says otherwise). */
-    stream: z.array(z.string()).optional(),
-    chunkDelayMs: z.number().int().min(0).optional(),
-    toolRequests: z.array(z.object({ name: z.string().min(1), ref: z.string().optional(), input: z.unknown().default({}) }).strict()).optional(),
-    usage: UsageSchema.optional(),
-    finishReason: FinishReasonSchema.optional(),
-    delayMs: z.number().int().min(0).optional(),
-    /** A failure: with a status it is classified; without one it is a plain (unclassified) error. */
-    error: z
-      .object({ status: StatusNameSchema.optional(), message: z.string().default('scripted failure'), retryAfterMs: z.number().int().min(0).optional() })
-      .strict()
-      .optional(),
-  })
-  .strict();
-export type ScriptedReply = z.input<typeof ScriptedReplySchema>;
+export { ScriptedReplySchema, type ScriptedReply } from '../core/scripted-reply';
 
 /** A request the scripted model saw. */
 export interface RecordedRequest {

@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { ConfigError } from '../config/load';
 import type { KeelConfig } from '../config/schema';
-import { PACKAGE_ROOT } from '../worker/bundle';
+import { PACKAGE_ROOT } from '../node/package-root';
 import { KEEL_SEARCH_ATTRIBUTES } from '../core/search-attributes';
 import { DirectoryError, makeDirectory } from './make-directory';
 import { diesWithParent } from './parent-death';

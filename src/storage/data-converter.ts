@@ -7,7 +7,7 @@ import { ExternalStorage, type DataConverter, type StorageDriver } from '@tempor
 import { resolve } from 'node:path';
 import { ConfigError } from '../config/load';
 import type { KeelConfig } from '../config/schema';
-import { missingPackage, requireModule } from '../worker/require-ts';
+import { missingPackage, requireModule } from '../node/require-ts';
 import { FileStorageDriver } from './file-driver';
 
 type StorageConfig = Pick<KeelConfig, 'externalStorage' | 'baseDir'>;

@@ -13,7 +13,7 @@
  */
 import type { WorkflowClientInterceptor } from '@temporalio/client';
 import type { ActivityInterceptorsFactory, InjectedSinks } from '@temporalio/worker';
-import { missingPackage, requireModule, resolveModule } from '../worker/require-ts';
+import { missingPackage, requireModule, resolveModule } from '../node/require-ts';
 
 /** The packages tracing needs; installed by the projects that trace. */
 export const TRACING_PACKAGES = [

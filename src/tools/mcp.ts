@@ -14,7 +14,7 @@ import { KeelError } from '../core/errors';
 import { toolFail } from '../core/interrupts';
 import type { McpServerConfig } from '../config/schema';
 import { defineTool, type Tool, type ToolContext } from '../define';
-import { missingPackage, requireModule } from '../worker/require-ts';
+import { missingPackage, requireModule } from '../node/require-ts';
 
 /** The keys of a call's `_meta` that carry keel's context to the server. */
 export const MCP_META = { idempotencyKey: 'keel/idempotencyKey', runId: 'keel/runId', attempt: 'keel/attempt' } as const;

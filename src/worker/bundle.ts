@@ -7,9 +7,8 @@ import { bundleWorkflowCode, defaultWorkflowInterceptorModules } from '@temporal
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { PACKAGE_ROOT } from '../node/package-root';
 
-/** Root of the keel package (where package.json lives). */
-export const PACKAGE_ROOT = resolve(__dirname, '..', '..');
 /** keel's own code: src/ in a checkout (run through tsx), dist/ in the installed package. */
 const CODE_DIR = resolve(__dirname, '..');
 /** `.ts` in a checkout, `.js` once built. */

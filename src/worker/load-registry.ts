@@ -16,7 +16,7 @@ import { openAICompatibleModel } from '../models/openai-compatible';
 import { scriptedModel } from '../models/scripted';
 import { Registry } from '../registry';
 import { connectMcpServers } from '../tools/mcp';
-import { requireModule } from './require-ts';
+import { requireModule } from '../node/require-ts';
 
 /** What a module threw at import, as text: an Error's message, else the value itself (`throw "x"`, `throw { code: 1 }`). */
 export function thrownMessage(error: unknown): string {

@@ -7,6 +7,7 @@ import type { Decision, DecisionAccepted } from '../core/interrupts';
 import type { Message, Usage } from '../core/messages';
 import type { ChildInterrupts, ReportTarget, RunStatus } from '../core/run';
 import type { InvokeInput, InvokeOutput, Snapshot } from '../core/session';
+import type { TreeBudgetAnswer } from '../core/tree-budget';
 
 /** Current state of a run: lifecycle, turn, usage, pending interrupts. Works on closed runs. */
 export const statusQuery = defineQuery<RunStatus>('status');
@@ -87,12 +88,6 @@ export const abortTurnSignal = defineSignal<[{ requestedBy: string }]>('abortTur
  * call (through the `readTreeBudget` activity). Works on closed runs.
  */
 export const treeBudgetQuery = defineQuery<TreeBudgetAnswer>('__keel_internal_treeBudget');
-
-/** What `treeBudgetQuery` answers. */
-export interface TreeBudgetAnswer {
-  /** Spent by each Budget stage that keeps a ledger, by its stage index. */
-  budgets: Record<string, Record<string, number>>;
-}
 
 /**
  * Internal: a run of the tree tells the run that keeps its budget ledger what one of its model
