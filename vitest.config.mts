@@ -12,6 +12,8 @@ export default defineConfig({
       { find: /^keel-agents$/, replacement: source('./src/index.ts') },
       { find: /^keel-agents\/workflow$/, replacement: source('./src/workflows/index.ts') },
       { find: /^keel-agents\/middleware$/, replacement: source('./src/middleware/index.ts') },
+      { find: /^keel-agents\/protocol$/, replacement: source('./src/protocol.ts') },
+      { find: /^keel-agents\/testing$/, replacement: source('./src/testing.ts') },
     ],
   },
   test: {

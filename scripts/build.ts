@@ -13,7 +13,7 @@ import { join, resolve } from 'node:path';
 const ROOT = resolve(__dirname, '..');
 const DIST = join(ROOT, 'dist');
 /** The entry points of package.json `exports`, relative to dist/. */
-export const ENTRY_POINTS = ['index', 'workflows/index', 'middleware/index'];
+export const ENTRY_POINTS = ['index', 'workflows/index', 'middleware/index', 'protocol', 'testing'];
 
 /** The ES module that re-exports every named export of the CommonJS module `./index.js` beside it. */
 function esmWrapper(names: readonly string[]): string {

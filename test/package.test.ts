@@ -83,7 +83,7 @@ describe('package.json', () => {
 
   it('is publishable: no private flag, built entry points with types, the subpaths kept', () => {
     expect(manifest.private).toBeUndefined();
-    expect(Object.keys(manifest.exports ?? {}).sort()).toEqual(['.', './middleware', './package.json', './workflow']);
+    expect(Object.keys(manifest.exports ?? {}).sort()).toEqual(['.', './middleware', './package.json', './protocol', './testing', './workflow']);
     for (const [subpath, target] of Object.entries(manifest.exports ?? {})) {
       if (subpath === './package.json') continue;
       expect(target, subpath).toMatchObject({
@@ -276,16 +276,27 @@ describe('npm pack, installed into a fresh project', () => {
       import * as esm from 'keel-agents';
       import * as workflow from 'keel-agents/workflow';
       import * as middleware from 'keel-agents/middleware';
+      import * as protocol from 'keel-agents/protocol';
+      import * as testing from 'keel-agents/testing';
       const require = createRequire(import.meta.url);
       const cjs = require('keel-agents');
       console.log(JSON.stringify({
         same: esm.defineTool === cjs.defineTool && esm.KeelClient === cjs.KeelClient,
         workflow: typeof workflow.generateWorkflow,
         middleware: typeof middleware.defineMiddleware,
+        protocol: typeof protocol.RunStatusSchema.parse,
+        testing: typeof testing.startDevServer,
         sameRegistry: middleware.registerMiddleware === require('keel-agents/middleware').registerMiddleware,
       }));`;
     const out = await inProject(project, process.execPath, ['--input-type=module', '-e', script]);
-    expect(JSON.parse(out)).toEqual({ same: true, workflow: 'function', middleware: 'function', sameRegistry: true });
+    expect(JSON.parse(out)).toEqual({
+      same: true,
+      workflow: 'function',
+      middleware: 'function',
+      protocol: 'function',
+      testing: 'function',
+      sameRegistry: true,
+    });
   });
 
   it("runs a worker from the project's temporal.yaml and its own modules, and a run through it", async () => {

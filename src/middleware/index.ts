@@ -1,10 +1,12 @@
 /**
- * Middleware: the contract (`defineMiddleware` and the hook types), the built-in factories
- * for agent `use` lists, and their config schemas. Pure modules: the same code runs in the
- * workflow.
+ * keel-agents/middleware: what a middleware author writes against: `defineMiddleware` and the
+ * hook types, the context a hook gets, holds and tool answers, the errors a hook may throw, and
+ * the built-in factories with their config schemas (to compose or extend them). Pure modules:
+ * the same code runs in the workflow.
  */
-export { defineMiddleware, isMiddlewareFactory } from './define-middleware';
+export { defineMiddleware } from './define-middleware';
 export type { MiddlewareFactory } from './define-middleware';
+export { registerMiddleware } from './registry';
 export { replaceFinalMessage } from './outcome';
 export { retry, RetryConfigSchema, DEFAULT_RETRY_STATUSES } from './retry';
 export type { RetryConfig } from './retry';
@@ -12,25 +14,21 @@ export { fallback, FallbackConfigSchema, DEFAULT_FALLBACK_STATUSES, LASTING_STAT
 export type { FallbackConfig } from './fallback';
 export { softToolErrors, SoftToolErrorsConfigSchema } from './soft-tool-errors';
 export type { SoftToolErrorsConfig } from './soft-tool-errors';
-export { toolApproval, ToolApprovalConfigSchema, DENIED_MESSAGE, JUDGE_DENIED_MESSAGE, JUDGE_INSTRUCTIONS, turnUserTexts } from './tool-approval';
+export { toolApproval, ToolApprovalConfigSchema } from './tool-approval';
 export type { ToolApprovalConfig } from './tool-approval';
 export { budget, BudgetConfigSchema, BUDGET_METADATA_KEY } from './budget';
 export type { BudgetConfig } from './budget';
-export { artifacts, artifactsListing, ArtifactsConfigSchema, ARTIFACTS_LISTING_MARKER } from './artifacts';
+export { artifacts, ArtifactsConfigSchema } from './artifacts';
 export type { ArtifactsConfig } from './artifacts';
-export { agents, AgentsConfigSchema, AGENTS_INSTRUCTIONS_MARKER, DEFAULT_TOOL_PREFIX, delegationToolName, sharedToolName } from './agents';
+export { agents, AgentsConfigSchema } from './agents';
 export type { AgentsConfig } from './agents';
-export { filesystem, FilesystemConfigSchema, FILESYSTEM_MESSAGE_MARKER, UNCHANGED_STUB } from './filesystem';
+export { filesystem, FilesystemConfigSchema } from './filesystem';
 export type { FilesystemConfig } from './filesystem';
-export { skills, skillsCatalog, SkillsConfigSchema, SKILLS_CATALOG_MARKER, SKILL_ACTIVATION } from './skills';
+export { skills, SkillsConfigSchema } from './skills';
 export type { SkillsConfig } from './skills';
 export { contextCompression, ContextCompressionConfigSchema } from './context-compression';
 export type { ContextCompressionConfig } from './context-compression';
-export { resolveCompressedHistory, DEDUPE_NOTICE, DROP_NOTICE, SUMMARY_PREFIX } from './compression/view';
-export { injectSystemText } from './system-text';
-export { BUILTIN_MIDDLEWARE, instantiateMiddleware, middlewareNames, registerExportedMiddleware, registerMiddleware, registeredMiddleware } from './registry';
-export type { MiddlewareStage } from './registry';
-export { composeStage, composeToolChain } from './compose';
+export { resolveCompressedHistory } from './compression/view';
 export type {
   ContributedTool,
   ContributedToolContext,
@@ -41,6 +39,7 @@ export type {
   ArtifactStore,
   SessionTurnOptions,
   TaskControl,
+  TreeLedger,
   MiddlewareContext,
   MiddlewareDefinition,
   MiddlewareHooks,
@@ -51,3 +50,4 @@ export type {
 export { toolFail } from '../core/interrupts';
 export type { HoldPolicy, ResumePayload } from '../core/interrupts';
 export { RunStoppedError, ToolFailure } from '../core/errors';
+export type { AgentSpec, MiddlewareRef } from '../core/run';

@@ -1,0 +1,24 @@
+/**
+ * keel-agents/protocol: the contract a client in any language speaks with keel's workflows:
+ * the workflow type names, the queries, updates and signals they answer, and the zod schemas of
+ * what crosses (run input, result and status, messages, decisions, sessions, artifacts).
+ * docs/protocol.md describes it; schemas/ holds the same shapes as JSON Schema.
+ */
+export {
+  GENERATE_WORKFLOW,
+  SESSION_WORKFLOW,
+  statusQuery,
+  messagesQuery,
+  resumeUpdate,
+  resumeSignal,
+  snapshotQuery,
+  invokeUpdate,
+  waitForSnapshotUpdate,
+  abortSessionUpdate,
+} from './workflows/definitions';
+export { AgentSpecSchema, RunInputSchema, RunResultSchema, RunStatusSchema } from './core/run';
+export { MessageSchema, ModelRequestSchema, ModelResponseSchema, PartSchema, UsageSchema } from './core/messages';
+export { DecisionSchema } from './core/interrupts';
+export { InvokeOutputSchema, SnapshotSchema, SessionStateSchema, sessionWorkflowId } from './core/session';
+export { ArtifactSchema } from './core/artifacts';
+export type { AgentSpec } from './core/run';
