@@ -25,17 +25,11 @@ import { Registry } from '../src/registry';
 import { keelDataConverter } from '../src/storage/data-converter';
 import { connectClient, connectWorker } from '../src/worker/connect';
 import { startBenchServer } from './harness';
-import { result } from './report';
+import { median, result } from './report';
 
 const TURNS = Number(process.env.BENCH_TURNS ?? 10);
 const REPS = Number(process.env.BENCH_REPS ?? 7);
 const GROWTH_TURNS = [2, 4, 8, 16];
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-}
 
 async function main(): Promise<void> {
   // The embedded server's defaults (DEV_SERVER_DYNAMIC_CONFIG), overridden by BENCH_DYNAMIC (JSON) to compare settings.

@@ -14,16 +14,10 @@ import { budget } from '../src/middleware/budget';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
 import { startBenchServer, startBenchWorker } from './harness';
-import { result } from './report';
+import { median, result } from './report';
 
 const TURNS = Number(process.env.BENCH_TURNS ?? 10);
 const REPS = Number(process.env.BENCH_REPS ?? 7);
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-}
 
 async function main(): Promise<void> {
   const noop = defineTool({ name: 'noop', description: 'Does nothing.', input: z.object({ turn: z.number() }), run: () => ({ ok: true }) });
