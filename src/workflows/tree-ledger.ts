@@ -9,6 +9,7 @@ import { getExternalWorkflowHandle, patched, proxyActivities, setHandler } from 
 import { z } from 'zod';
 import { addUsage, UsageSchema, type Usage } from '../core/messages';
 import type { KeelActivities } from '../activities/types';
+import type { ReadTreeBudgetResult } from '../core/tree-budget';
 import type { TreeLedger } from '../middleware/types';
 import { treeBudgetQuery, treeUsageSignal } from './definitions';
 import type { RunState } from './run-state';
@@ -33,6 +34,10 @@ export class RunLedger implements TreeLedger {
   private readonly joined = new Set<string>();
   private telling: Array<Promise<void>> = [];
   private on: boolean | undefined;
+  /** Model calls of this run counted so far; an answer is asked again only after one more. */
+  private calls = 0;
+  /** The latest answer of each ledger, and this run's call count when it was asked (stacked Budgets ask once per call). */
+  private readonly answers = new Map<string, { calls: number; answer: Promise<ReadTreeBudgetResult> }>();
 
   constructor(private readonly run: RunState) {
     setHandler(treeBudgetQuery, () => ({ budgets: Object.fromEntries([...this.servers].map(([stage, spent]) => [String(stage), spent()])) }));
@@ -74,6 +79,7 @@ export class RunLedger implements TreeLedger {
   /** A model call of this run finished: count it here, and tell every ledger this run joined. */
   counted(usage: Usage): void {
     if (this.on !== true) return;
+    this.calls += 1;
     if (this.run.status.treeUsage) this.run.status.treeUsage = addUsage(this.run.status.treeUsage, usage);
     for (const ledger of this.joined) {
       const told = getExternalWorkflowHandle(ledger)
@@ -98,7 +104,12 @@ export class RunLedger implements TreeLedger {
   async ask(ledgerRunId: string, stage: number): Promise<{ spent: Record<string, number>; untold: Usage } | undefined> {
     // Every call of this run is told before the ledger is asked, so its answer includes them.
     await this.flush();
-    const answer = await readTreeBudget({ runId: ledgerRunId });
+    let asked = this.answers.get(ledgerRunId);
+    if (asked?.calls !== this.calls) {
+      asked = { calls: this.calls, answer: readTreeBudget({ runId: ledgerRunId }) };
+      this.answers.set(ledgerRunId, asked);
+    }
+    const answer = await asked.answer;
     const spent = answer.budgets[String(stage)];
     return spent ? { spent, untold: this.run.ledgerUntold?.[ledgerRunId] ?? {} } : undefined;
   }
