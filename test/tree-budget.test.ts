@@ -15,7 +15,10 @@ import { runErrorOf } from '../src/client/keel-client';
 import { messagesQuery } from '../src/workflows/definitions';
 import { scriptedModel, textReply, toolCallReply, type ScriptedReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
+import { z } from 'zod';
+import { defineTool } from '../src/define';
 import { echo } from './fixtures/tools';
+import { signalWithCli } from './support/temporal-cli';
 import { sharedTestWorker } from './support/harness';
 
 const registry = new Registry();
@@ -176,5 +179,43 @@ describe('one budget for the whole tree', () => {
     const status = await handle.status();
     expect(status.treeUsage).toEqual({ totalTokens: 10 + 20 * sub.model.requests.length });
     expect(status.treeUsage!.totalTokens).toBeLessThan(LIMIT + 20);
+  });
+
+  it('refuses a forged usage report that would lower the count (sent with the temporal CLI while the run waits)', async () => {
+    // call 1 spends the whole limit and asks for a tool that waits until the forged reports are in;
+    // the check before call 2 must still stop the run
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let entered!: () => void;
+    const waiting = new Promise<void>((resolve) => (entered = resolve));
+    const gate = defineTool({
+      name: 'gate',
+      description: 'Waits for the test.',
+      input: z.object({}),
+      run: async () => {
+        entered();
+        await released;
+        return { ok: true };
+      },
+    });
+    const model = scriptedModel({
+      name: `scripted/tree-forged-${++count}`,
+      script: [toolCallReply({ name: 'gate', input: {} }, { usage: { totalTokens: LIMIT } }), textReply('never')],
+    });
+    const name = `tree-forged-${count}`;
+    registry.add(gate, model, defineAgent({ name, model: model.name, tools: [gate], use: [budget({ limit: { totalTokens: LIMIT } })] }));
+    const handle = await worker().client.start(name, 'go');
+    await waiting;
+    await signalWithCli(handle.runId, '__keel_internal_treeUsage', JSON.stringify({ from: 'attacker', usage: { totalTokens: -1000 } }));
+    await signalWithCli(handle.runId, '__keel_internal_treeUsage', JSON.stringify({ from: 'attacker', usage: { custom: { cost: -5 } } }));
+    await signalWithCli(handle.runId, '__keel_internal_treeUsage', JSON.stringify({ usage: 'lots' }));
+    await expect.poll(async () => (await handle.status()).refusedSignals?.length ?? 0, { timeout: 20_000, interval: 100 }).toBe(3);
+    release();
+    expect(await handle.result().then(() => undefined, runErrorOf)).toMatchObject({ status: 'ABORTED', message: 'budget: used 100 of 100 totalTokens' });
+    const status = await handle.status();
+    expect(status.treeUsage).toEqual({ totalTokens: LIMIT });
+    expect(status.refusedSignals!.map((refused) => refused.signal)).toEqual(['treeUsage', 'treeUsage', 'treeUsage']);
+    expect(status.refusedSignals![0]!.reason).toContain('usage must be finite and not negative');
+    expect(model.requests).toHaveLength(1);
   });
 });

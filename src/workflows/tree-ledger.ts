@@ -14,11 +14,16 @@ import type { TreeLedger } from '../middleware/types';
 import { treeBudgetQuery, treeUsageSignal } from './definitions';
 import type { RunState } from './run-state';
 import { recordRefusedSignal } from './run-status';
+import { describeZodError } from '../core/schema-errors';
 
 /** The patch that made budgets count the whole tree through one ledger. */
 export const TREE_LEDGER_PATCH = 'keel-tree-ledger';
 
-const ReportSchema = z.object({ from: z.string().min(1), usage: UsageSchema });
+/** A count no report may lower: every usage field (custom ones too) finite and not negative. */
+const spendsNothingBack = ({ custom, ...fields }: Usage) =>
+  [...Object.values(fields), ...Object.values(custom ?? {})].every((value) => typeof value !== 'number' || (Number.isFinite(value) && value >= 0));
+
+const ReportSchema = z.object({ from: z.string().min(1), usage: UsageSchema.refine(spendsNothingBack, 'usage must be finite and not negative') });
 
 const { readTreeBudget } = proxyActivities<KeelActivities>({
   startToCloseTimeout: '30 seconds',
@@ -43,7 +48,7 @@ export class RunLedger implements TreeLedger {
     setHandler(treeBudgetQuery, () => ({ budgets: Object.fromEntries([...this.servers].map(([stage, spent]) => [String(stage), spent()])) }));
     setHandler(treeUsageSignal, (report) => {
       const parsed = ReportSchema.safeParse(report);
-      if (!parsed.success) return recordRefusedSignal(run, 'treeUsage', `not a usage report: ${parsed.error.issues[0]?.message ?? 'malformed'}`);
+      if (!parsed.success) return recordRefusedSignal(run, 'treeUsage', `not a usage report: ${describeZodError(parsed.error)}`);
       run.status.treeUsage = addUsage(run.status.treeUsage ?? {}, parsed.data.usage);
       run.ledgerReports = (run.ledgerReports ?? 0) + 1;
     });
