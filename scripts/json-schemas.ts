@@ -6,7 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { DecisionAcceptedSchema, DecisionSchema } from '../src/core/interrupts';
+import { DecisionAcceptedSchema, DecisionSchema } from '../src/core/holds';
 import { MessageSchema } from '../src/core/messages';
 import { RunInputSchema, RunResultSchema, RunStatusSchema } from '../src/core/run';
 

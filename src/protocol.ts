@@ -18,7 +18,7 @@ export {
 } from './workflows/definitions';
 export { AgentSpecSchema, RunInputSchema, RunResultSchema, RunStatusSchema } from './core/run';
 export { MessageSchema, ModelRequestSchema, ModelResponseSchema, PartSchema, UsageSchema } from './core/messages';
-export { DecisionSchema } from './core/interrupts';
+export { DecisionSchema, DecisionRecordSchema } from './core/holds';
 export { InvokeOutputSchema, SnapshotSchema, SessionStateSchema, sessionWorkflowId } from './core/session';
 export { ArtifactSchema } from './core/artifacts';
 export type { AgentSpec } from './core/run';

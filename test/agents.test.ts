@@ -277,13 +277,17 @@ describe('agents: holds inside a sub-agent', () => {
       message: expect.stringContaining('deleted'),
     });
     expect((await handle.pendingInterrupts()).map((interrupt) => interrupt.id)).toEqual([pending[0]!.id]);
-    await handle.approve(pending[0]!.id);
+    await handle.approve(pending[0]!.id, { reason: 'looked at it' });
     const result = await handle.result();
     expect(toolOutputs(result.messages)).toEqual([{ response: 'cleaned' }]);
-    expect((await worker().client.getHandle(childRunId).result()).messages.at(-2)!.content).toEqual([
-      { toolResponse: { name: 'dangerous', ref: '0', output: { deleted: 'x' } } },
-    ]);
+    const child = await worker().client.getHandle(childRunId).result();
+    expect(child.messages.at(-2)!.content).toEqual([{ toolResponse: { name: 'dangerous', ref: '0', output: { deleted: 'x' } } }]);
     expect(await handle.pendingInterrupts()).toEqual([]);
+    // Both runs keep the decision: the root took it (by update), the sub-agent was sent it by the root.
+    const decidedBy = expect.stringMatching(/^\d+@/);
+    const audit = { kind: 'approval', toolName: 'dangerous', decision: 'approved', reason: 'looked at it', decidedBy };
+    expect(result.decisions).toEqual([expect.objectContaining({ ...audit, interruptId: pending[0]!.id, route: 'update' })]);
+    expect(child.decisions).toEqual([expect.objectContaining({ ...audit, interruptId: 'i1', route: 'forwarded', forwardedFrom: handle.runId })]);
   });
 });
 

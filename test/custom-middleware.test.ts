@@ -142,17 +142,40 @@ describe('a middleware that holds calls (examples/spending-gate.ts, as docs/midd
     const model = payingAgent('spending-raise');
     const handle = await worker.client.start('spending-raise', 'pay the bills');
     const held = await heldInterrupt(handle);
+    // The hold says what it asks and what it takes, as the middleware declared it: a client renders it from this alone.
     expect(held).toMatchObject({
       kind: 'spending',
       toolName: 'pay',
       input: { amount: 500 },
       raisedBy: 'spendingGate',
-      message: 'pay would spend 500, over the limit of 100',
-      data: { amount: 500, limit: 100 },
+      question: 'Let pay spend 500? (the limit is 100)',
+      data: { tool: 'pay', amount: 500, limit: 100 },
+      respond: 'answer',
     });
-    await handle.decide({ interruptId: held.id, restart: { limit: 1000 } });
+    expect(held.decision).toMatchObject({
+      anyOf: [{ properties: { approved: { type: 'boolean' } } }, { required: ['limit'], properties: { limit: { type: 'number' } } }],
+    });
+    // A decision its schema does not take is refused before it is accepted, naming the field; the hold still waits.
+    await expect(handle.decide({ interruptId: held.id, restart: { limit: 'lots' } })).rejects.toThrow(
+      /the decision for interrupt i1 \(a spending hold on tool "pay"\) is not one it takes: .*limit/,
+    );
+    expect((await handle.status()).interrupts.map((interrupt) => interrupt.id)).toEqual([held.id]);
+    await handle.decide({ interruptId: held.id, restart: { limit: 1000 }, decidedBy: 'finance@example.com' });
     const result = await handle.result();
     expect(result.text).toBe('done');
+    // Who decided, how and what, in the result and the status alike.
+    const record = {
+      interruptId: held.id,
+      kind: 'spending',
+      toolName: 'pay',
+      decision: 'restart',
+      decidedBy: 'finance@example.com',
+      route: 'update',
+      payload: { limit: 1000 },
+    };
+    expect(result.decisions).toEqual([expect.objectContaining(record)]);
+    expect((await handle.status()).decisions).toEqual([expect.objectContaining(record)]);
+    expect(Date.parse(result.decisions[0]!.at)).toBeGreaterThan(0);
     expect(model.requests[1]!.request.messages.at(-1)!.content).toEqual([
       { toolResponse: { name: 'pay', ref: '0', output: { paid: 50 } } },
       { toolResponse: { name: 'pay', ref: '1', output: { paid: 500 } } },

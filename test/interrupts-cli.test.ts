@@ -78,7 +78,12 @@ describe('approval across a killed worker, through the CLI', () => {
 
     const budgetHold = await waitForInterrupt(config, runId, 'budget');
     expect((await status(config, runId)).interrupts).toEqual([
-      expect.objectContaining({ id: budgetHold, kind: 'budget', toolName: 'record_fast', spent: { inputTokens: 20 }, limit: { inputTokens: 10 } }),
+      expect.objectContaining({
+        id: budgetHold,
+        kind: 'budget',
+        toolName: 'record_fast',
+        data: expect.objectContaining({ spent: { inputTokens: 20 }, limit: { inputTokens: 10 } }),
+      }),
     ]);
     expect(existsSync(join(dir, 'fast.log'))).toBe(false);
     expect((await runKeel(['approve', runId, budgetHold, '--config', config])).code).toBe(0);
@@ -116,7 +121,7 @@ describe('approval across a killed worker, through the CLI', () => {
     expect(run.output()).toContain(`approve: npx keel approve ${runId} i1`);
     expect(run.output()).toContain(`deny:    npx keel deny ${runId} i1 --reason "..."`);
     expect((await runKeel(['approve', runId, 'i1', '--config', config])).code).toBe(0);
-    await run.waitFor(/waiting for a decision on i2 \(budget\): the budget is spent \(Usage budget reached: used 20 of 10 inputTokens\)/);
+    await run.waitFor(/waiting for a decision on i2 \(budget\): record_fast\(\{\}\): Usage budget reached: used 20 of 10 inputTokens/);
     expect((await runKeel(['approve', runId, 'i2', '--config', config])).code).toBe(0);
     expect(await run.exited).toBe(0);
     expect(run.output()).toContain('all done');

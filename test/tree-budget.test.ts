@@ -138,8 +138,8 @@ describe('one budget for the whole tree', () => {
     expect(pending[0]).toMatchObject({
       kind: 'budget',
       toolName: '(next model call)',
-      message: expect.stringMatching(/^Usage budget reached: used \d+ of 100 totalTokens$/),
-      limit: { totalTokens: LIMIT },
+      question: expect.stringMatching(/^Usage budget reached: used \d+ of 100 totalTokens$/),
+      data: expect.objectContaining({ limit: { totalTokens: LIMIT } }),
     });
     expect(root.model.requests).toHaveLength(2);
     await handle.approve(pending[0]!.id);

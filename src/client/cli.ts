@@ -3,10 +3,12 @@
  * Exit codes: 0 done, 1 the run failed or was refused, 2 bad usage or bad config.
  * Node side.
  */
+import { hostname, userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config/load';
 import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
+import type { Decision } from '../core/holds';
 import { HOLDS_MEMO_KEY, MemoHoldSchema, RunStateSchema, type Interrupt, type MemoHold, type RunResult, type RunStatus } from '../core/run';
 import { KEEL_STATUS } from '../core/search-attributes';
 import { sessionIdProblem } from '../core/session';
@@ -32,6 +34,8 @@ commands:
   abort <runId>               cancel a run
   approve <runId> <id>        approve a pending interrupt
   deny <runId> <id>           deny a pending interrupt (--reason <text>)
+  decide <runId> <id> <json>  decide a pending interrupt with a JSON value matching its decision
+                              schema (keel status shows it): sent as { restart: <json> }
   holds                       every hold waiting for a decision, with the command that decides it
   tasks <runId>               background tasks of a run (JSON)
   demo                        start what is needed and run the demo agent end to end
@@ -42,7 +46,9 @@ options:
   --detach                    (run) return at once with the run id
   --session <id>              (run) a turn of this session of a server-managed agent
   --reason <text>             (deny) why
-  --queue                     (approve, deny) send the decision even when no worker polls; it is
+  --as <name>                 (approve, deny, decide) who decides, recorded with the decision in
+                              the run's status and result (default: <user>@<host>)
+  --queue                     (approve, deny, decide) send the decision even when no worker polls; it is
                               recorded in the run's history and applied when a worker starts
   --allow-empty               (worker, dev) start even when the config registers no agents,
                               tools or models
@@ -61,6 +67,7 @@ interface CliOptions {
   'id-prefix'?: string;
   queue: boolean;
   'allow-empty': boolean;
+  as?: string;
 }
 
 function parse(argv: string[]): { command: string | undefined; positionals: string[]; options: CliOptions; help: boolean } {
@@ -78,6 +85,7 @@ function parse(argv: string[]): { command: string | undefined; positionals: stri
         id: { type: 'string' },
         'id-prefix': { type: 'string' },
         queue: { type: 'boolean', default: false },
+        as: { type: 'string' },
         'allow-empty': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
@@ -345,6 +353,8 @@ async function commandStatus(config: KeelConfig, positionals: string[], options:
       tasks: status?.tasks ?? [],
       ...(error ? { error: error.toJSON() } : status?.error ? { error: status.error } : {}),
       ...(status?.refusedSignals?.length ? { refusedSignals: status.refusedSignals } : {}),
+      // Who decided which hold, when, how and why: an audit answered by `keel status` alone.
+      ...((result?.decisions ?? status?.decisions)?.length ? { decisions: result?.decisions ?? status?.decisions } : {}),
     });
     return EXIT.ok;
   });
@@ -357,7 +367,7 @@ async function commandTasks(config: KeelConfig, positionals: string[], options: 
     try {
       const tasks = await client.getHandle(runId).tasks();
       const describe = (task: (typeof tasks)[number]) =>
-        `${task.taskId}  ${task.status}${task.result ? `  ${task.result}` : ''}${task.error ? `  ${task.error.status}: ${task.error.message}` : ''}${(task.interrupts ?? []).map((hold) => `\n  ${hold.id}  ${hold.kind}${hold.toolName ? ` ${hold.toolName}` : ''}\n    ${hold.approve}\n    ${hold.deny}`).join('')}`;
+        `${task.taskId}  ${task.status}${task.result ? `  ${task.result}` : ''}${task.error ? `  ${task.error.status}: ${task.error.message}` : ''}${(task.interrupts ?? []).map((hold) => `\n  ${hold.id}  ${hold.kind}${hold.toolName ? ` ${hold.toolName}` : ''}${[hold.approve, hold.deny, hold.decide].map((line) => (line ? `\n    ${line}` : '')).join('')}`).join('')}`;
       print(options.json, { tasks }, tasks.map(describe).join('\n') || '(no background tasks)');
       return EXIT.ok;
     } catch (error) {
@@ -396,10 +406,44 @@ async function commandAbort(config: KeelConfig, positionals: string[], options: 
 /** How long `keel approve` / `keel deny` wait for a worker to take the decision. */
 const DECISION_WAIT_MS = 15_000;
 
-async function commandDecide(config: KeelConfig, command: 'approve' | 'deny', positionals: string[], options: CliOptions): Promise<number> {
-  const [runId, interruptId] = positionals;
-  if (!runId || !interruptId) throw new UsageError(`keel ${command} needs a run id and an interrupt id: keel ${command} <runId> <interruptId>`);
-  const approved = command === 'approve';
+/** The decision a decide command sends: an approval, a denial, or (decide) a restart with the JSON value given. */
+function decisionOf(command: 'approve' | 'deny' | 'decide', positionals: string[], options: CliOptions): Decision {
+  const [runId, interruptId, value] = positionals;
+  const usage = command === 'decide' ? 'keel decide <runId> <interruptId> <json>' : `keel ${command} <runId> <interruptId>`;
+  if (!runId || !interruptId || (command === 'decide' && value === undefined))
+    throw new UsageError(
+      `keel ${command} needs ${command === 'decide' ? 'a run id, an interrupt id and a JSON value' : 'a run id and an interrupt id'}: ${usage}`,
+    );
+  const decidedBy = options.as ?? defaultDecider();
+  if (command !== 'decide')
+    return { interruptId, approved: command === 'approve', ...(options.reason !== undefined ? { reason: options.reason } : {}), decidedBy };
+  let restart: unknown;
+  try {
+    restart = JSON.parse(value!);
+  } catch (error) {
+    throw new UsageError(`keel decide: the decision is not JSON (${(error as Error).message}): ${value}`);
+  }
+  if (restart !== true && (typeof restart !== 'object' || restart === null || Array.isArray(restart)))
+    throw new UsageError(`keel decide: the decision is a JSON object (or true), matching the hold's decision schema (keel status ${runId}); got ${value}`);
+  return { interruptId, restart: restart as Record<string, unknown> | true, decidedBy };
+}
+
+/** Who decides from this terminal, when --as does not say: `<user>@<host>`. */
+function defaultDecider(): string {
+  let user = process.env.USER ?? 'unknown';
+  try {
+    user = userInfo().username;
+  } catch {
+    // No user name for this uid (a container): the environment's word, or unknown.
+  }
+  return `${user}@${hostname()}`;
+}
+
+async function commandDecide(config: KeelConfig, command: 'approve' | 'deny' | 'decide', positionals: string[], options: CliOptions): Promise<number> {
+  const decision = decisionOf(command, positionals, options);
+  const runId = positionals[0]!;
+  const { interruptId } = decision;
+  const word = 'approved' in decision ? (decision.approved ? 'approved' : 'denied') : 'decided';
   return withClient(config, async (client) => {
     try {
       const handle = client.getHandle(runId);
@@ -409,7 +453,6 @@ async function commandDecide(config: KeelConfig, command: 'approve' | 'deny', po
       const taskQueue = description.taskQueue;
       // Nobody would take the decision now: say so rather than wait, unless told to queue it.
       const polling = description.status.name === 'RUNNING' ? await client.workersPolling(taskQueue).catch(() => undefined) : undefined;
-      const decision = { interruptId, approved, ...(options.reason !== undefined ? { reason: options.reason } : {}) };
       if (polling === 0 && !options.queue) {
         return refuse(
           options,
@@ -420,20 +463,19 @@ async function commandDecide(config: KeelConfig, command: 'approve' | 'deny', po
           ),
         );
       }
+      const said = 'approved' in decision ? { approved: decision.approved } : {};
       if (options.queue) {
         // A signal is recorded in history at once, worker or not; the run takes (or refuses) it when a worker runs it.
         await handle.signalDecision(decision);
         print(
           options.json,
-          { runId, interruptId, approved, queued: true },
-          `queued: ${approved ? 'approval' : 'denial'} of ${interruptId} recorded in the history of run ${runId}; a worker applies it when it runs the run (a refusal shows in keel status ${runId}, under refusedSignals)`,
+          { runId, interruptId, ...said, decidedBy: decision.decidedBy, queued: true },
+          `queued: the decision (${word}) on ${interruptId} recorded in the history of run ${runId}; a worker applies it when it runs the run (a refusal shows in keel status ${runId}, under refusedSignals)`,
         );
         return EXIT.ok;
       }
-      const accepted = approved
-        ? await handle.approve(interruptId, { reason: options.reason, timeoutMs: DECISION_WAIT_MS })
-        : await handle.deny(interruptId, { reason: options.reason, timeoutMs: DECISION_WAIT_MS });
-      print(options.json, { runId, ...accepted, approved }, `${approved ? 'approved' : 'denied'} ${accepted.decided.join(', ')} of run ${runId}`);
+      const accepted = await handle.decide(decision, { timeoutMs: DECISION_WAIT_MS });
+      print(options.json, { runId, ...accepted, ...said, decidedBy: decision.decidedBy }, `${word} ${accepted.decided.join(', ')} of run ${runId}`);
       return EXIT.ok;
     } catch (error) {
       return refuse(options, command, runErrorOf(error));
@@ -446,7 +488,10 @@ async function commandHolds(config: KeelConfig, options: CliOptions): Promise<nu
     try {
       const holds = await client.holds();
       const describe = (hold: (typeof holds)[number]) =>
-        `${hold.runId}  ${hold.id}  ${hold.kind}${hold.toolName ? ` ${hold.toolName}` : ''}${hold.agent ? `  (agent ${hold.agent})` : ''}${hold.message ? `: ${hold.message}` : ''}\n    ${hold.approve}\n    ${hold.deny}`;
+        [
+          `${hold.runId}  ${hold.id}  ${hold.kind}${hold.toolName ? ` ${hold.toolName}` : ''}${hold.agent ? `  (agent ${hold.agent})` : ''}${hold.question ? `: ${hold.question}` : ''}`,
+          ...[hold.approve, hold.deny, hold.decide].filter((line) => line !== undefined).map((line) => `    ${line}`),
+        ].join('\n');
       print(options.json, { holds }, holds.map(describe).join('\n') || '(no holds waiting)');
       return EXIT.ok;
     } catch (error) {
@@ -498,6 +543,7 @@ async function command(argv: string[]): Promise<number> {
         return await commandAbort(config, positionals, options);
       case 'approve':
       case 'deny':
+      case 'decide':
         return await commandDecide(config, command, positionals, options);
       case 'tasks':
         return await commandTasks(config, positionals, options);

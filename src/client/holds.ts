@@ -8,6 +8,8 @@
  */
 import { ServiceError, type Client } from '@temporalio/client';
 import { HOLDS_MEMO_KEY, MemoHoldSchema, type MemoHold } from '../core/run';
+import { decideCommands } from './decide-commands';
+import { takesApproval } from '../core/holds';
 import { z } from 'zod';
 import { KEEL_AGENT, KEEL_STATUS } from '../core/search-attributes';
 import { GENERATE_WORKFLOW, statusQuery } from '../workflows/definitions';
@@ -18,17 +20,16 @@ export interface HoldView extends MemoHold {
   runId: string;
   /** That run's agent, when Temporal says. */
   agent?: string;
-  approve: string;
-  deny: string;
+  /** The command that approves it (for a hold whose decision takes `{ approved }`). */
+  approve?: string;
+  /** The command that denies it (likewise). */
+  deny?: string;
+  /** The command that decides it with a JSON value matching its decision schema (`keel status` shows the schema). */
+  decide: string;
 }
 
 /** How long a run from before the memo may take to answer its status query. */
 const QUERY_MS = 5000;
-
-/** The commands that decide hold `id` of run `runId`. */
-export function decideCommands(runId: string, id: string): { approve: string; deny: string } {
-  return { approve: `npx keel approve ${runId} ${id}`, deny: `npx keel deny ${runId} ${id} --reason "..."` };
-}
 
 /** The (run, hold id) pairs a hold shown under `runId` with a path stands for further down the tree. */
 function covered(hold: MemoHold): Array<[string, string]> {
@@ -68,7 +69,15 @@ export async function holdsOf(client: Client, runId: string, memo?: Record<strin
   const recorded = z.array(MemoHoldSchema).safeParse((memo ?? (await client.workflow.getHandle(runId).describe()).memo)?.[HOLDS_MEMO_KEY]);
   if (recorded.success) return recorded.data;
   const status = await client.withDeadline(Date.now() + QUERY_MS, () => client.workflow.getHandle(runId).query(statusQuery)).catch(() => undefined);
-  return (status?.interrupts ?? []).map(({ id, kind, toolName, ref, path, message }) => ({ id, kind, toolName, ref, path, message }));
+  return (status?.interrupts ?? []).map(({ id, kind, question, toolName, ref, path, message, decision }) => ({
+    id,
+    kind,
+    question: question ?? message,
+    toolName,
+    ref,
+    path,
+    approvable: takesApproval(decision),
+  }));
 }
 
 /** Every pending hold in the client's namespace, once each, with the commands that decide it. */
@@ -82,6 +91,11 @@ export async function listHolds(client: Client): Promise<HoldView[]> {
   return found.flatMap((run) =>
     run.holds
       .filter((hold) => !shownAbove.has(`${run.runId}\u0000${hold.id}`))
-      .map((hold): HoldView => ({ runId: run.runId, ...(run.agent ? { agent: run.agent } : {}), ...hold, ...decideCommands(run.runId, hold.id) })),
+      .map((hold): HoldView => ({
+        runId: run.runId,
+        ...(run.agent ? { agent: run.agent } : {}),
+        ...hold,
+        ...decideCommands(run.runId, hold.id, hold.approvable),
+      })),
   );
 }

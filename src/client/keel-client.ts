@@ -13,12 +13,13 @@ import { assertInputFits } from './input-limit';
 import { runErrorOf } from '../node/run-errors';
 import type { TaskStatus } from '../core/tasks';
 import { KEEL_AGENT } from '../core/search-attributes';
-import { decideCommands, holdsOf, listHolds, type HoldView } from './holds';
+import { holdsOf, listHolds, type HoldView } from './holds';
+import { decideCommands } from './decide-commands';
 
 export { runErrorOf };
 import type { Message, StreamedText } from '../core/messages';
 import { runEvents, streamedTextOf, type RunEvent, type RunEventsOptions } from './run-events';
-import type { Decision, DecisionAccepted } from '../core/interrupts';
+import type { Decision, DecisionAccepted } from '../core/holds';
 import type { Interrupt, MemoHold, MiddlewareRefInput, RunInputOptions, RunResult, RunStatus } from '../core/run';
 import type { KeelConfig } from '../config/schema';
 import { connectClient } from '../worker/connect';
@@ -73,7 +74,7 @@ export interface TaskView {
   /** `waiting`: pending, with holds waiting for a decision (in `interrupts`). */
   status: TaskStatus | 'waiting';
   /** With `waiting`: the task's pending holds, each with the commands that decide it on the task's own run. */
-  interrupts?: Array<MemoHold & { approve: string; deny: string }>;
+  interrupts?: Array<MemoHold & { approve?: string; deny?: string; decide: string }>;
   /** With `completed`: the task's final text. */
   result?: string;
   /** With `failed` or `unknown`: why. */
@@ -88,9 +89,9 @@ export interface RunHandleOptions {
 }
 
 /** A handle on one run. */
-/** Whether a worker refused a decision for its `toolName`/`ref` fields, which it does not know. */
+/** Whether a worker refused a decision for its `toolName`/`ref`/`decidedBy` fields, which it does not know (a worker from before them). */
 function refusesTarget(error: unknown): boolean {
-  return /Unrecognized keys?: .*"(toolName|ref)"/.test(runErrorOf(error).message);
+  return /Unrecognized keys?: .*"(toolName|ref|decidedBy)"/.test(runErrorOf(error).message);
 }
 
 /** Options of `RunHandle.decide`. */
@@ -261,7 +262,9 @@ export class RunHandle {
    * decision (unknown or already-decided id, malformed, a respond that fails the tool's
    * output schema) throws a KeelError saying why; the run is unaffected.
    */
-  async decide(decision: Decision, { timeoutMs }: DecideOptions = {}): Promise<DecisionAccepted> {
+  async decide(given: Decision, { timeoutMs }: DecideOptions = {}): Promise<DecisionAccepted> {
+    // Who decides is recorded with the decision: as the caller said, or this client's identity.
+    const decision = { ...given, decidedBy: given.decidedBy ?? this.client.options.identity };
     const targeted = await this.targeted(decision);
     const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
     const send = (sent: Decision) => {
@@ -273,9 +276,9 @@ export class RunHandle {
     } catch (error) {
       if (targeted === decision || !refusesTarget(error)) throw await this.decisionError(error, timeoutMs, decision.interruptId);
     }
-    // A worker from before decisions could name their call refuses those fields: send the decision as given.
+    // A worker from before decisions could name their call (or who made them) refuses those fields: send the decision without them.
     try {
-      return await send(decision);
+      return await send(given.decidedBy === undefined ? { ...decision, decidedBy: undefined } : given);
     } catch (error) {
       throw await this.decisionError(error, timeoutMs, decision.interruptId);
     }
@@ -374,7 +377,7 @@ export class RunHandle {
    */
   async signalDecision(decision: Decision): Promise<void> {
     try {
-      await this.workflow.signal(resumeSignal, decision);
+      await this.workflow.signal(resumeSignal, { ...decision, decidedBy: decision.decidedBy ?? this.client.options.identity });
     } catch (error) {
       throw await this.closedRunError(error, decision.interruptId);
     }
@@ -413,7 +416,7 @@ export class RunHandle {
               agent,
               ...(name !== undefined ? { name } : {}),
               status: 'waiting',
-              interrupts: holds.map((hold) => ({ ...hold, ...decideCommands(runId, hold.id) })),
+              interrupts: holds.map((hold) => ({ ...hold, ...decideCommands(runId, hold.id, hold.approvable) })),
             };
         }
         // A run that finished without an answer (blocked, length, ...) failed as a task, as the agents' tools report it.
@@ -457,9 +460,13 @@ export class KeelClient {
     this.taskQueue = taskQueue;
   }
 
-  /** Connects with the connection and task queue of a config. */
-  static async connect(config: KeelConfig): Promise<KeelClient> {
-    return new KeelClient({ temporal: await connectClient(config), taskQueue: config.taskQueue });
+  /**
+   * Connects with the connection and task queue of a config. `identity` names this client to
+   * Temporal and in the decisions it sends (`decidedBy`, kept in each run's status and result);
+   * default: Temporal's `<pid>@<host>`.
+   */
+  static async connect(config: KeelConfig, { identity }: { identity?: string } = {}): Promise<KeelClient> {
+    return new KeelClient({ temporal: await connectClient(config, identity !== undefined ? { identity } : {}), taskQueue: config.taskQueue });
   }
 
   /** Starts a run of `agent` on a prompt (or on whole messages). */

@@ -2,6 +2,8 @@
  * Prints a run's messages as they arrive (model text, tool calls, tool results), by
  * polling the run's `messages` query. Node side.
  */
+import { decideCommands } from './decide-commands';
+import { takesApproval } from '../core/holds';
 import type { Message } from '../core/messages';
 import type { Interrupt } from '../core/run';
 import type { RunHandle } from './keel-client';
@@ -23,17 +25,16 @@ export function describeMessage(message: Message): string[] {
   return lines;
 }
 
-/** Lines telling a person that a run waits for them and how to decide. */
+/** Lines telling a person that a run waits for them and how to decide: what the hold asks, and the commands its decision schema allows. */
 export function describeInterrupt(runId: string, interrupt: Interrupt): string[] {
-  const what =
-    interrupt.kind === 'budget'
-      ? `the budget is spent (${interrupt.message ?? 'limit reached'})`
-      : `${interrupt.toolName}(${short(interrupt.input ?? {})})${interrupt.message ? `: ${interrupt.message}` : ''}`;
-  return [
-    `  ⏸ waiting for a decision on ${interrupt.id} (${interrupt.kind}${interrupt.judge ? `, judge: ${interrupt.judge}` : ''}): ${what}`,
-    `    approve: npx keel approve ${runId} ${interrupt.id}`,
-    `    deny:    npx keel deny ${runId} ${interrupt.id} --reason "..."`,
-  ];
+  const question = interrupt.question ?? interrupt.message;
+  const call = interrupt.toolName && !interrupt.toolName.startsWith('(') ? `${interrupt.toolName}(${short(interrupt.input ?? {})})` : interrupt.toolName;
+  const lines = [`  ⏸ waiting for a decision on ${interrupt.id} (${interrupt.kind}): ${[call, question].filter(Boolean).join(': ')}`];
+  const commands = decideCommands(runId, interrupt.id, takesApproval(interrupt.decision));
+  if (commands.approve) lines.push(`    approve: ${commands.approve}`, `    deny:    ${commands.deny}`);
+  lines.push(`    decide:  ${commands.decide}`);
+  if (!commands.approve && interrupt.decision) lines.push(`    (the decision: ${JSON.stringify(interrupt.decision)})`);
+  return lines;
 }
 
 /** Options of `followRun`. */

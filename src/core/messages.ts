@@ -115,6 +115,18 @@ export const ModelResponseSchema = z.object({
 });
 export type ModelResponse = z.infer<typeof ModelResponseSchema>;
 
+/**
+ * Metadata key of a message a middleware added to the conversation (file contents, a notice):
+ * the middleware's name. Such a message is not the user's words: a middleware that reads what
+ * the user asked for (an approval judge) leaves it out.
+ */
+export const INJECTED_BY = 'injectedBy';
+
+/** True for a message a middleware injected (`metadata.injectedBy`). */
+export function isInjected(message: Message): boolean {
+  return typeof message.metadata?.[INJECTED_BY] === 'string';
+}
+
 /** The text parts of a message, joined. */
 export function messageText(message: Message | undefined): string {
   if (!message) return '';

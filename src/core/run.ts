@@ -8,6 +8,7 @@ import { FinishReasonSchema, MessageSchema, PartSchema, ToolDefinitionSchema, To
 import { ArtifactSchema } from './artifacts';
 import { DurationSchema } from './duration';
 import { StatusNameSchema } from './status';
+import { DecisionRecordSchema, takesApproval } from './holds';
 
 /** A middleware named by its registered name and a JSON config. */
 export const MiddlewareRefSchema = z.object({
@@ -28,6 +29,8 @@ export const RunResumeSchema = z.object({
   respond: z.array(ToolResponsePartSchema).default([]),
   /** Recorded as the `resumed` metadata of the tool message the resume adds (default `true`). */
   metadata: z.record(z.string(), z.unknown()).optional(),
+  /** Who decided these holds (recorded with each decision in the run's status and result). */
+  decidedBy: z.string().min(1).max(200).optional(),
 });
 export type RunResume = z.infer<typeof RunResumeSchema>;
 
@@ -114,24 +117,34 @@ export type RunInputOptions = z.input<typeof RunInputSchema>;
 export const RunErrorSchema = z.object({ status: StatusNameSchema, message: z.string() });
 export type RunError = z.infer<typeof RunErrorSchema>;
 
-/** A pending interrupt: a held tool call waiting for a decision. */
+/**
+ * A pending hold (an interrupt): a held tool or model call waiting for a decision. It says
+ * what a person is asked and what decision the raising stage takes, so a client can render
+ * it without knowing the middleware: send `{ interruptId, restart: <value matching decision> }`
+ * (or the `approved` and `respond` shorthands the kind accepts).
+ */
 export const InterruptSchema = z.object({
   id: z.string(),
+  /** The kind of hold, as its middleware declares it (`approval`, `budget`, `tool`, ...). */
   kind: z.string(),
+  /** The one line a person is asked. */
+  question: z.string().optional(),
   toolName: z.string().optional(),
   input: z.unknown().optional(),
-  judge: z.string().optional(),
-  spent: z.unknown().optional(),
-  limit: z.unknown().optional(),
+  /** For a sub-agent's hold shown by a run above it: the run ids from there down to the run holding it. */
   path: z.array(z.string()).optional(),
   /** The held call's ref in its model message. */
   ref: z.string().optional(),
-  /** What the hold says (e.g. "Tool not in approved list: x"). */
+  /** Deprecated: the same line as `question` (kept for clients written before it). */
   message: z.string().optional(),
   /** The stage that raised it: a middleware name, or "tool". */
   raisedBy: z.string().optional(),
   /** Everything the hold carries, as the stage that raised it gave it. */
   data: z.record(z.string(), z.unknown()).optional(),
+  /** JSON Schema of the decision the raising stage takes (the `restart` value; `{ approved, reason? }` is one too when it fits). */
+  decision: z.record(z.string(), z.unknown()).optional(),
+  /** What a stand-in output (`respond`) does: answers the call (`answer`, checked against the tool's output schema) or goes to the stage (`decide`). */
+  respond: z.enum(['answer', 'decide']).optional(),
 });
 export type Interrupt = z.infer<typeof InterruptSchema>;
 
@@ -139,7 +152,10 @@ export type Interrupt = z.infer<typeof InterruptSchema>;
 export const HOLDS_MEMO_KEY = 'keelHolds';
 
 /** A pending hold as the run's memo records it: small, without the call's input. */
-export const MemoHoldSchema = InterruptSchema.pick({ id: true, kind: true, toolName: true, ref: true, path: true, message: true });
+export const MemoHoldSchema = InterruptSchema.pick({ id: true, kind: true, question: true, toolName: true, ref: true, path: true, message: true }).extend({
+  /** True when its decision takes `{ approved }` (approve and deny decide it); absent in memos from before it. */
+  approvable: z.boolean().optional(),
+});
 export type MemoHold = z.infer<typeof MemoHoldSchema>;
 
 /** How long a hold's message may be in the memo. */
@@ -147,14 +163,19 @@ const MEMO_MESSAGE_CHARS = 200;
 
 /** The memo entry of pending holds. */
 export function memoHolds(interrupts: readonly Interrupt[]): MemoHold[] {
-  return interrupts.map(({ id, kind, toolName, ref, path, message }) => ({
-    id,
-    kind,
-    ...(toolName !== undefined ? { toolName } : {}),
-    ...(ref !== undefined ? { ref } : {}),
-    ...(path !== undefined ? { path } : {}),
-    ...(message !== undefined ? { message: message.length > MEMO_MESSAGE_CHARS ? `${message.slice(0, MEMO_MESSAGE_CHARS - 1)}…` : message } : {}),
-  }));
+  const short = (text: string) => (text.length > MEMO_MESSAGE_CHARS ? `${text.slice(0, MEMO_MESSAGE_CHARS - 1)}…` : text);
+  return interrupts.map(({ id, kind, question, toolName, ref, path, message, decision }) => {
+    const line = question ?? message;
+    return {
+      id,
+      kind,
+      ...(line !== undefined ? { question: short(line) } : {}),
+      ...(decision !== undefined ? { approvable: takesApproval(decision) } : {}),
+      ...(toolName !== undefined ? { toolName } : {}),
+      ...(ref !== undefined ? { ref } : {}),
+      ...(path !== undefined ? { path } : {}),
+    };
+  });
 }
 
 /** A run that follows another's holds, and the key it shows them under (the `reportHoldsTo` signal). */
@@ -196,6 +217,8 @@ export const RunResultSchema = z.object({
   state: ClientStateSchema.optional(),
   /** With finish reason `interrupted`: the held tool request parts (metadata.interrupt says why). */
   interrupts: z.array(PartSchema).default([]),
+  /** Every decision the run took (the latest 100): who decided which hold, when, how, and why. */
+  decisions: z.array(DecisionRecordSchema).default([]),
 });
 export type RunResult = z.infer<typeof RunResultSchema>;
 
@@ -253,6 +276,8 @@ export const RunStatusSchema = z.object({
    * answer, so this (and the worker's log) is where a sender learns why nothing happened.
    */
   refusedSignals: z.array(RefusedSignalSchema).optional(),
+  /** The decisions the run has taken (the latest 100, oldest first): who decided which hold, when, by which route, and why. */
+  decisions: z.array(DecisionRecordSchema).optional(),
   /** After a `workflow reset`: the decisions the server re-applied, and what became of them. */
   reappliedDecisions: z.array(ReappliedDecisionSchema).optional(),
   /**

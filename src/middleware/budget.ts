@@ -14,6 +14,7 @@ import { z } from 'zod';
 import { KeelError, RunStoppedError } from '../core/errors';
 import { USAGE_FIELDS, type Message, type Usage, type UsageField } from '../core/messages';
 import type { MiddlewareRef } from '../core/run';
+import { defineHold } from '../core/holds';
 import { defineMiddleware } from './define-middleware';
 import { replaceFinalMessage } from './outcome';
 
@@ -103,22 +104,40 @@ export function budgetExceeded(message: string): RunStoppedError {
 }
 
 /**
- * A decision on a budget hold: keel's `{ approved }` or the reference's `{ budgetApproved }`.
- * Anything else (a bare restart, a stand-in output) refuses.
+ * A decision on a budget hold: keel's `{ approved, reason? }` or the reference's
+ * `{ budgetApproved, reason? }`. Anything else (a bare restart, a stand-in output, something
+ * undecodable) refuses.
  */
-const BudgetDecisionSchema = z
-  .object({ budgetApproved: z.boolean().optional(), approved: z.boolean().optional(), reason: z.string().optional(), respond: z.unknown().optional() })
-  .loose()
-  .transform(({ budgetApproved, approved, reason, respond }) => ({
-    approved: respond === undefined && (budgetApproved ?? approved) === true,
-    reason: respond !== undefined ? 'the hold was answered with a tool output' : reason,
-  }));
+export const BudgetDecisionSchema = z
+  .preprocess(
+    (raw) => {
+      if (typeof raw !== 'object' || raw === null) return raw;
+      if ('respond' in raw) return { approved: false, reason: 'the hold was answered with a tool output' };
+      return 'budgetApproved' in raw && !('approved' in raw) ? { ...raw, approved: raw.budgetApproved } : raw;
+    },
+    z.object({
+      approved: z.boolean().describe('true renews the budget and the run goes on; false stops it'),
+      reason: z.string().optional().describe('why (the run stops with it when refused)'),
+    }),
+  )
+  .catch({ approved: false });
+type BudgetDecision = z.output<typeof BudgetDecisionSchema>;
 
-/** Reads a decision payload; a bare restart or anything undecodable refuses. */
-function readDecision(payload: unknown): { approved: boolean; reason?: string } {
-  const decision = BudgetDecisionSchema.safeParse(payload);
-  return decision.success ? decision.data : { approved: false };
-}
+/** The hold a Budget with `interrupt` raises: the run is over its limit and waits to be let go on. */
+export const budgetHold = defineHold({
+  kind: 'budget',
+  question: ({ message }) => message,
+  data: z.object({
+    message: z.string(),
+    /** What the run (or its tree) has spent, per capped field. */
+    spent: z.record(z.string(), z.number()),
+    /** The limit, per capped field. */
+    limit: z.record(z.string(), z.number()),
+  }),
+  decision: BudgetDecisionSchema,
+  respond: 'decide',
+  sharedDecision: true,
+});
 
 /** The holding budgets of a run: approving any of their holds renews each of them. */
 interface Renewals {
@@ -132,7 +151,7 @@ export const budget = defineMiddleware({
   name: 'budget',
   description: 'Caps the usage a run may spend; stops it or holds it for approval.',
   configSchema: BudgetConfigSchema,
-  holds: { kind: 'budget', sharedDecision: true, respond: 'decide' },
+  holds: [budgetHold],
   create(config, context) {
     if (config.scope === 'session' && !context.session) {
       throw new KeelError('FAILED_PRECONDITION', "budget: session scope needs an agent with a session store (session: 'server'), run as a turn of its session");
@@ -206,7 +225,7 @@ export const budget = defineMiddleware({
       // A run's own turn that crossed the limit has had its tool calls held (the reference's rule);
       // a tree's runs below can cross it while this run's tools run: then the next call holds.
       if (!config.interrupt || member || !tree?.toldFromBelow() || !context.holdModelCall) throw budgetExceeded(over);
-      const decision = readDecision(await context.holdModelCall(holdData(over)));
+      const decision = (await context.holdModelCall(holdData(over))) as BudgetDecision;
       if (!decision.approved) throw refused(decision.reason);
       renewAll();
     };
@@ -223,7 +242,7 @@ export const budget = defineMiddleware({
         if (context.resuming && params.iteration === 0) {
           // The resume's first iteration only answers held calls (no model call to check). The
           // holds of a run share one decision: any refusal stops it before a held call runs.
-          const decisions = context.resumedHolds().map(readDecision);
+          const decisions = context.resumedHolds() as BudgetDecision[];
           const refusal = decisions.find((decision) => !decision.approved);
           if (refusal) throw refused(refusal.reason);
           if (decisions.length) renewAll();
@@ -237,7 +256,7 @@ export const budget = defineMiddleware({
             async wrapTool(params, next) {
               if (params.released) return next(params);
               if (params.resumed !== undefined) {
-                const decision = readDecision(params.resumed);
+                const decision = params.resumed as BudgetDecision;
                 if (!decision.approved) throw refused(decision.reason);
                 renewAll();
                 return next(params);

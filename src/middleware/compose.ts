@@ -5,7 +5,6 @@
  * gets the decision's payload as `resumed`, and the stages inside it see a fresh call.
  * Pure: runs in the workflow.
  */
-import type { ResumePayload } from '../core/interrupts';
 import type { MiddlewareHooks, Next, ToolCallParams } from './types';
 
 type Stage = 'wrapGenerate' | 'wrapModel';
@@ -36,7 +35,10 @@ export interface ToolRestart {
    * the payload and none counts as having let the call through.
    */
   stage: number | 'every';
-  payload: ResumePayload;
+  /** What the raising stage receives as `resumed` (parsed by its hold's kind); with `every`, the payload as sent. */
+  payload: unknown;
+  /** With `every`: what the stage at each position receives (its own kind parses the payload). */
+  payloadFor?: (index: number) => unknown;
   /** True when the restart replaced the call's input: no stage counts as having let it through. */
   inputReplaced: boolean;
 }
@@ -45,20 +47,21 @@ export interface ToolRestart {
 export type ToolCall = Omit<ToolCallParams, 'resumed' | 'released'>;
 
 /** The innermost stage: runs the tool, with the payload when the restart is for the tool's own hold. */
-export type ToolRunner = (call: ToolCall, resumed: ResumePayload | undefined) => Promise<unknown>;
+export type ToolRunner = (call: ToolCall, resumed: unknown) => Promise<unknown>;
 
 /** Wraps `runTool` in the wrapTool hooks, hooks[0] outermost, routing restarts by position. */
 export function composeToolChain(hooks: readonly MiddlewareHooks[], runTool: ToolRunner): (call: ToolCall, restart?: ToolRestart) => Promise<unknown> {
   const at = (index: number, call: ToolCall, restart: ToolRestart | undefined): Promise<unknown> => {
     const readsPayload = restart !== undefined && (restart.stage === index || restart.stage === 'every');
-    if (index === hooks.length) return runTool(call, readsPayload ? restart.payload : undefined);
+    const payload = readsPayload ? (restart.stage === 'every' && restart.payloadFor ? restart.payloadFor(index) : restart.payload) : undefined;
+    if (index === hooks.length) return runTool(call, payload);
     const wrap = hooks[index]!.wrapTool;
     // Past the raising stage the call is fresh: the restart is not passed further in.
     const inward = restart && (restart.stage === 'every' || restart.stage > index) ? restart : undefined;
     if (!wrap) return at(index + 1, call, inward);
     const params: ToolCallParams = {
       ...call,
-      ...(readsPayload ? { resumed: restart.payload } : {}),
+      ...(readsPayload ? { resumed: payload } : {}),
       ...(inward && inward.stage !== 'every' && !inward.inputReplaced ? { released: true } : {}),
     };
     return wrap(params, (next) => {

@@ -11,7 +11,7 @@
 import { z } from 'zod';
 import { KeelError } from '../core/errors';
 import { FileEditSchema, normalizeRel, type FileOperation, type FileResult, type FileStamp } from '../core/files';
-import type { Part } from '../core/messages';
+import { INJECTED_BY, type Part } from '../core/messages';
 import { defineMiddleware } from './define-middleware';
 import type { ContributedTool } from './types';
 
@@ -216,7 +216,7 @@ export const filesystem = defineMiddleware({
       coversToolError: (toolName) => own.has(toolName),
       wrapGenerate: (params, next) => {
         if (pending.length === 0) return next(params);
-        const injected = { role: 'user' as const, content: pending, metadata: { [FILESYSTEM_MESSAGE_MARKER]: names.read } };
+        const injected = { role: 'user' as const, content: pending, metadata: { [FILESYSTEM_MESSAGE_MARKER]: names.read, [INJECTED_BY]: 'filesystem' } };
         pending = [];
         return next({ ...params, messages: [...params.messages, injected] });
       },

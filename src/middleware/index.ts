@@ -48,6 +48,7 @@ export type {
   ToolCallParams,
 } from './types';
 export { toolFail } from '../core/interrupts';
-export type { HoldPolicy, ResumePayload } from '../core/interrupts';
+export { defineHold } from '../core/holds';
+export type { HoldKind, ResumePayload } from '../core/holds';
 export { RunStoppedError, ToolFailure } from '../core/errors';
 export type { AgentSpec, MiddlewareRef } from '../core/run';

@@ -5,7 +5,8 @@
  */
 import type { z } from 'zod';
 import { KeelError } from '../core/errors';
-import { ToolInterrupt, holdData, type HoldPolicy, type ResumePayload } from '../core/interrupts';
+import { ToolInterrupt, holdData } from '../core/interrupts';
+import { undeclaredHold, type HoldKind } from '../core/holds';
 import { describeZodError } from '../core/schema-errors';
 import type { MiddlewareRef } from '../core/run';
 import { agents } from './agents';
@@ -80,12 +81,61 @@ export function middlewareNames(registry: Readonly<Record<string, MiddlewareDefi
     .sort();
 }
 
-/** One middleware of a run: its position, name, hold policy and hooks. */
+/** One middleware of a run: its position, name, the kinds of hold it raises and its hooks. */
 export interface MiddlewareStage {
   index: number;
   name: string;
-  holds: HoldPolicy;
+  /** The kinds of hold it declares (at least one: an undeclared hold named after it when it declares none). */
+  holds: readonly [HoldKind, ...HoldKind[]];
   hooks: MiddlewareHooks;
+}
+
+/** The kinds of hold a middleware raises: the ones it declares, or one undeclared kind named after it. */
+export function holdKinds(definition: MiddlewareDefinition): readonly [HoldKind, ...HoldKind[]] {
+  const declared = definition.holds ?? [];
+  return declared.length ? (declared as [HoldKind, ...HoldKind[]]) : [undeclaredHold(definition.name)];
+}
+
+/** The kind named `kind` among a stage's holds (its first when `kind` is absent); undefined when it declares no such kind. */
+export function holdKindOf(holds: readonly [HoldKind, ...HoldKind[]], kind?: string): HoldKind | undefined {
+  return kind === undefined ? holds[0] : holds.find((hold) => hold.kind === kind);
+}
+
+/** The kind of hold `kind` raised by the registered middleware `raisedBy` (a sub-agent's hold shown here), if this worker knows it. */
+export function registeredHoldKind(
+  raisedBy: string,
+  kind: string,
+  registry: Readonly<Record<string, MiddlewareDefinition>> = registered,
+): HoldKind | undefined {
+  const definition = registry[raisedBy];
+  return definition ? holdKindOf(holdKinds(definition), kind) : undefined;
+}
+
+/**
+ * A hold raised by a stage: its kind (the stage's first unless `kind` names another) and its
+ * data, checked against the kind's data schema. A middleware that names a kind it does not
+ * declare, or whose data does not fit, fails the call with INVALID_ARGUMENT naming both.
+ */
+export function raiseHold(
+  stage: { name: string; index: number; holds: readonly [HoldKind, ...HoldKind[]] },
+  data: Record<string, unknown> | undefined,
+  kind?: string,
+): ToolInterrupt {
+  const hold = holdKindOf(stage.holds, kind);
+  if (!hold) {
+    throw new KeelError(
+      'INVALID_ARGUMENT',
+      `middleware "${stage.name}" raised a hold of kind "${kind}", which it does not declare (it declares: ${stage.holds.map((declared) => declared.kind).join(', ')})`,
+    );
+  }
+  const checked = hold.data.safeParse(holdData(data));
+  if (!checked.success) {
+    throw new KeelError(
+      'INVALID_ARGUMENT',
+      `middleware "${stage.name}" raised a hold of kind "${hold.kind}" whose data does not fit its schema: ${describeZodError(checked.error, 'data')}`,
+    );
+  }
+  return new ToolInterrupt({ data: holdData(checked.data), raisedBy: stage.name, stage: stage.index, hold, kindNamed: hold !== stage.holds[0] });
 }
 
 /** What every middleware of a run shares; each gets it with its own stage fields. */
@@ -94,9 +144,9 @@ export type SharedMiddlewareContext = Omit<
   'stageIndex' | 'stageName' | 'interrupt' | 'holdModelCall' | 'shared' | 'resumedHolds' | 'carried'
 > & {
   /** Holds the run before its next model call with this interrupt (undefined: the run cannot wait). */
-  holdModelCall?: (interrupt: ToolInterrupt) => Promise<ResumePayload>;
+  holdModelCall?: (interrupt: ToolInterrupt) => Promise<unknown>;
   /** The resumed holds addressed to the stage at `stageIndex` (see MiddlewareContext.resumedHolds). */
-  resumedHolds: (stageIndex: number) => ResumePayload[];
+  resumedHolds: (stageIndex: number) => unknown[];
   /** What the stage with this `carryKey` carried from the previous run of the chain. */
   carried?: (key: string) => unknown;
 };
@@ -130,25 +180,23 @@ export async function instantiateMiddleware(
     if (!parsed.success) {
       throw new KeelError('INVALID_ARGUMENT', `invalid config for middleware "${ref.name}" (use[${index}]): ${describeZodError(parsed.error, 'config')}`);
     }
-    const holds = definition.holds ?? {};
+    const stage = { index, name: definition.name, holds: holdKinds(definition) };
     const hooks = await definition.create(parsed.data, {
       ...context,
       carried: context.carried?.(carryKey(index, definition.name)),
       stageIndex: index,
       stageName: definition.name,
       resumedHolds: () => context.resumedHolds(index),
-      interrupt: (data) => {
-        throw new ToolInterrupt({ data: holdData(data), raisedBy: definition.name, stage: index, policy: holds });
+      interrupt: (data, kind) => {
+        throw raiseHold(stage, data, kind);
       },
-      holdModelCall: context.holdModelCall
-        ? (data) => context.holdModelCall!(new ToolInterrupt({ data: holdData(data), raisedBy: definition.name, stage: index, policy: holds }))
-        : undefined,
+      holdModelCall: context.holdModelCall ? (data, kind) => context.holdModelCall!(raiseHold(stage, data, kind)) : undefined,
       shared: <T extends object>(init: () => T): T => {
         if (!sharedState.has(definition.name)) sharedState.set(definition.name, init());
         return sharedState.get(definition.name) as T;
       },
     });
-    stages.push({ index, name: definition.name, holds, hooks });
+    stages.push({ ...stage, hooks });
   }
   return stages;
 }

@@ -9,7 +9,8 @@
 import { isCancellation, log } from '@temporalio/workflow';
 import { z } from 'zod';
 import { toolFail } from '../core/interrupts';
-import { messageText, type Message, type ModelRequest } from '../core/messages';
+import { defineHold } from '../core/holds';
+import { isInjected, messageText, type Message, type ModelRequest } from '../core/messages';
 import { defineMiddleware } from './define-middleware';
 import { ModelRefSchema } from './fallback';
 import type { ToolCallParams } from './types';
@@ -63,19 +64,36 @@ export type ToolApprovalConfig = z.input<typeof ToolApprovalConfigSchema>;
  * A decision on an approval hold: keel's `{ approved, reason? }` or the reference's
  * `{ toolApproved, reason? }`. Anything else (a bare restart included) refuses.
  */
-const ToolCallDecisionSchema = z
-  .object({ toolApproved: z.boolean().optional(), approved: z.boolean().optional(), reason: z.string().optional() })
-  .loose()
-  .transform(({ toolApproved, approved, reason }) => ({ approved: (toolApproved ?? approved) === true, reason }));
+export const ApprovalDecisionSchema = z
+  .preprocess(
+    (raw) => (typeof raw === 'object' && raw !== null && 'toolApproved' in raw && !('approved' in raw) ? { ...raw, approved: raw.toolApproved } : raw),
+    z.object({
+      approved: z.boolean().describe('true runs the call; false answers the model with a denial'),
+      reason: z.string().optional().describe('why (told to the model with a denial)'),
+    }),
+  )
+  .catch({ approved: false });
+
+/** The hold ToolApproval raises: a call that is not allow-listed (or that the judge asks about) waits for approval. */
+export const approvalHold = defineHold({
+  kind: 'approval',
+  question: ({ message }) => message,
+  data: z.object({
+    message: z.string(),
+    /** The judge's verdict, when a judge was asked: `ask`, or `failed` (no usable answer). */
+    judge: z.enum(['ask', 'failed']).optional(),
+  }),
+  decision: ApprovalDecisionSchema,
+});
 
 /**
  * What the user wrote in the current turn, one entry per message (its text parts without a
  * `purpose` joined): the trailing user messages before the turn's model and tool messages,
- * leaving out messages other middleware injected (Filesystem file contents). A run that
+ * leaving out messages a middleware injected (marked `injectedBy`, e.g. Filesystem's file contents). A run that
  * resumes an interrupted one still finds the user's text before the held model message.
  */
 export function turnUserTexts(messages: readonly Message[]): string[] {
-  const injected = (message: Message) => message.metadata?.filesystemMiddlewareTool !== undefined;
+  const injected = (message: Message) => isInjected(message);
   let end = messages.length;
   while (end > 0 && (messages[end - 1]!.role === 'model' || messages[end - 1]!.role === 'tool' || injected(messages[end - 1]!))) end--;
   let start = end;
@@ -95,7 +113,7 @@ export const toolApproval = defineMiddleware({
   name: 'toolApproval',
   description: 'Holds tool calls that are not allow-listed for approval, optionally asking a judge model first.',
   configSchema: ToolApprovalConfigSchema,
-  holds: { kind: 'approval' },
+  holds: [approvalHold],
   create(config, context) {
     const system = config.judgePolicy ? `${JUDGE_INSTRUCTIONS}\n\nAlso apply these rules from the application:\n${config.judgePolicy}` : JUDGE_INSTRUCTIONS;
 
@@ -139,9 +157,8 @@ export const toolApproval = defineMiddleware({
         const name = params.request.name;
         if (config.allowedTools.includes(name) || params.released) return next(params);
         if (params.resumed !== undefined) {
-          const decision = ToolCallDecisionSchema.safeParse(params.resumed);
-          if (decision.success && decision.data.approved) return next(params);
-          const reason = decision.success ? decision.data.reason : undefined;
+          const { approved, reason } = params.resumed as z.output<typeof ApprovalDecisionSchema>;
+          if (approved) return next(params);
           throw toolFail(reason ? `${DENIED_MESSAGE}. Reason: ${reason}` : DENIED_MESSAGE);
         }
         if (!config.judge) return context.interrupt({ message: `Tool not in approved list: ${name}` });

@@ -8,7 +8,7 @@
  * world only through the capabilities of `MiddlewareContext`.
  */
 import type { z } from 'zod';
-import type { HoldPolicy, ResumePayload } from '../core/interrupts';
+import type { HoldKind } from '../core/holds';
 import type { Message, ModelRequest, ModelResponse, ToolDefinition, ToolRequest, Usage } from '../core/messages';
 import type { Artifact } from '../core/artifacts';
 import type { KeelError } from '../core/errors';
@@ -55,12 +55,12 @@ export interface ToolCallParams {
   /** The messages of the model request that produced this call. */
   requestMessages: Message[];
   /**
-   * Set only for the stage that raised the hold this call restarts: the decision's payload,
-   * exactly as given (`{ approved, reason? }`, a restart's object, `true` for a bare
-   * restart, or `{ respond }` for a middleware whose holds decide stand-in outputs). When the
-   * stage calls `next`, the inner stages see a fresh call.
+   * Set only for the stage that raised the hold this call restarts: the decision, parsed by
+   * the decision schema of the hold's kind (`defineHold`); for a hold nobody declared, the
+   * payload as sent (`{ approved, reason? }`, a restart's object, `true` for a bare restart).
+   * When the stage calls `next`, the inner stages see a fresh call.
    */
-  resumed?: ResumePayload;
+  resumed?: unknown;
   /**
    * True when this call restarts a hold that a later (inner) stage raised, after this stage
    * had let the call through with the same input. A restart that replaced the input is never
@@ -254,13 +254,13 @@ export interface MiddlewareContext {
   /** True when the run resumes an interrupted one: its first iteration only answers the held calls. */
   resuming: boolean;
   /**
-   * In a run that resumes an interrupted one: the payloads of the restarts (and, for a
-   * middleware whose holds decide stand-in outputs, the `{ respond }` answers) addressed to
-   * this middleware's holds, as the framework routes them (by position; for a middleware
+   * In a run that resumes an interrupted one: the decisions (parsed as for `params.resumed`:
+   * restarts, and for a kind whose holds decide stand-in outputs, the `{ respond }` answers)
+   * addressed to this middleware's holds, as the framework routes them (by position; for a middleware
    * with `sharedDecision`, every instance's holds). Empty otherwise. Read it from
    * `wrapGenerate` at iteration 0 to decide before any restarted call runs.
    */
-  resumedHolds: () => ResumePayload[];
+  resumedHolds: () => unknown[];
   /**
    * What this stage's `carry` hook returned in the previous run of the chain, when the run
    * continued as new (a long run moves to a fresh Temporal run at a turn boundary); undefined
@@ -273,16 +273,18 @@ export interface MiddlewareContext {
   stageName: string;
   /**
    * Holds the current tool call for a decision (call it from `wrapTool`): `data` is a JSON
-   * object shown to whoever decides. The decision comes back to this stage only, as
-   * `params.resumed` of the restarted call.
+   * object shown to whoever decides, checked against the data schema of the hold's kind (the
+   * middleware's first declared kind unless `kind` names another). The decision comes back to
+   * this stage only, parsed by the kind's decision schema, as `params.resumed` of the
+   * restarted call.
    */
-  interrupt: (data?: Record<string, unknown>) => never;
+  interrupt: (data?: Record<string, unknown>, kind?: string) => never;
   /**
    * Holds the run before its next model call (call it from `wrapGenerate`): `data` is shown to
-   * whoever decides, as for `interrupt`, and the decision's payload comes back. Undefined where a
+   * whoever decides, as for `interrupt`, and the parsed decision comes back. Undefined where a
    * run cannot wait for a decision (interruptMode 'return', a run from before this).
    */
-  holdModelCall: ((data: Record<string, unknown>) => Promise<ResumePayload>) | undefined;
+  holdModelCall: ((data: Record<string, unknown>, kind?: string) => Promise<unknown>) | undefined;
   /**
    * State shared by every instance of this middleware in the run (the same name), made by
    * `init` on first use. Lives as long as the run; keep it JSON-plain.
@@ -295,8 +297,12 @@ export interface MiddlewareDefinition<Schema extends z.ZodType = z.ZodType> {
   name: string;
   description: string;
   configSchema: Schema;
-  /** How this middleware's holds are shown and decided. */
-  holds?: HoldPolicy;
+  /**
+   * The kinds of hold this middleware raises (`defineHold`): what each shows, asks and accepts.
+   * `context.interrupt` raises the first unless told another. None declared: holds of the
+   * middleware's name take any data and hand the stage the decision's payload as sent.
+   */
+  holds?: readonly HoldKind[];
   /** Makes the run's hooks; may wait on the context's activities (e.g. a scan of the disk). */
   create: (config: z.output<Schema>, context: MiddlewareContext) => MiddlewareHooks | Promise<MiddlewareHooks>;
 }

@@ -93,7 +93,10 @@ export async function tlsMismatch(config: Connectable): Promise<ConfigError | un
 }
 
 /** A Temporal client for the configured namespace. */
-export async function connectClient(config: Connectable, { connectTimeout = 10_000 }: { connectTimeout?: number } = {}): Promise<Client> {
+export async function connectClient(
+  config: Connectable,
+  { connectTimeout = 10_000, identity }: { connectTimeout?: number; identity?: string } = {},
+): Promise<Client> {
   const connection = await Connection.connect({ ...connectionOptions(config), connectTimeout });
   // The same External Storage as the workers, so offloaded inputs, results and queries read back.
   const dataConverter = config.externalStorage ? await keelDataConverter({ externalStorage: config.externalStorage, baseDir: config.baseDir }) : undefined;
@@ -101,6 +104,7 @@ export async function connectClient(config: Connectable, { connectTimeout = 10_0
   return new Client({
     connection,
     namespace: config.temporal.namespace,
+    ...(identity !== undefined ? { identity } : {}),
     ...(dataConverter ? { dataConverter } : {}),
     ...(tracing ? { interceptors: { workflow: tracing.clientInterceptors } } : {}),
   });

@@ -4,6 +4,7 @@
  * tool that answers with `toolFail` an error the model sees; any other failure is the tool's own (`ToolFailure`), which the tool-error policy may
  * answer to the model. Runs in the workflow: deterministic, no I/O.
  */
+import { undeclaredHold } from '../core/holds';
 import { ActivityFailure, ApplicationFailure, isCancellation, patched, proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import { RunStoppedError, ToolFailure, toKeelError, type KeelError } from '../core/errors';
 import { ModelVisibleToolError, TOOL_FAIL_FAILURE, TOOL_INTERRUPT_FAILURE, TOOL_STAGE, ToolInterrupt, holdData, toolFail } from '../core/interrupts';
@@ -32,6 +33,9 @@ export interface ToolRunnerOptions {
   run?: Pick<RunState, 'status'>;
 }
 
+/** A tool's own question: any data, and the tool gets the decision's payload as sent. */
+const TOOL_HOLD = undeclaredHold(TOOL_STAGE);
+
 /** The innermost stage of the wrapTool chain. */
 export function toolRunner({ contributed, activity, stage, run }: ToolRunnerOptions): ToolRunner {
   return async (call, resumed) => {
@@ -39,7 +43,7 @@ export function toolRunner({ contributed, activity, stage, run }: ToolRunnerOpti
     const local = contributed.get(name);
     if (local) {
       const interrupt = (data?: Record<string, unknown>): never => {
-        throw new ToolInterrupt({ data: holdData(data), raisedBy: TOOL_STAGE, stage, policy: { kind: TOOL_STAGE } });
+        throw new ToolInterrupt({ data: holdData(data), raisedBy: TOOL_STAGE, stage, hold: TOOL_HOLD });
       };
       try {
         return await local.run(call.request.input, { ...call, interrupt, ...(resumed !== undefined ? { resumed } : {}) });
@@ -60,7 +64,7 @@ export function toolRunner({ contributed, activity, stage, run }: ToolRunnerOpti
       });
     } catch (error) {
       if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure && error.cause.type === TOOL_INTERRUPT_FAILURE) {
-        throw new ToolInterrupt({ data: holdData(error.cause.details?.[0] ?? {}), raisedBy: TOOL_STAGE, stage, policy: { kind: TOOL_STAGE } });
+        throw new ToolInterrupt({ data: holdData(error.cause.details?.[0] ?? {}), raisedBy: TOOL_STAGE, stage, hold: TOOL_HOLD });
       }
       if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure && error.cause.type === TOOL_FAIL_FAILURE)
         throw toolFail(error.cause.message);

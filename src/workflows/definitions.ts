@@ -3,7 +3,7 @@
  * and tests import these, never retype a string. Pure: safe on both sides.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { Decision, DecisionAccepted } from '../core/interrupts';
+import type { Decision, DecisionAccepted } from '../core/holds';
 import type { Message, Usage } from '../core/messages';
 import type { ChildInterrupts, ReportTarget, RunStatus } from '../core/run';
 import type { InvokeInput, InvokeOutput, Snapshot } from '../core/session';

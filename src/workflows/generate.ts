@@ -21,7 +21,8 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { KeelError } from '../core/errors';
-import { INTERRUPT_METADATA, decisionPayload, type ToolInterrupt } from '../core/interrupts';
+import { INTERRUPT_METADATA, type ToolInterrupt } from '../core/interrupts';
+import { registeredHoldKind } from '../middleware/registry';
 import { assignToolRefs, messageText, toolRequestParts, type Message, type ModelRequest } from '../core/messages';
 import { describeZodError } from '../core/schema-errors';
 import { describeUndecodable, isUndecodable } from '../core/undecodable';
@@ -88,6 +89,7 @@ function resultOf(outcome: GenerateOutcome, { status, artifacts, tasks }: RunSta
     artifacts,
     tasks: tasks.map((task) => task.taskId),
     interrupts: message.content.filter((part) => 'toolRequest' in part && part.metadata?.[INTERRUPT_METADATA.interrupt] !== undefined),
+    decisions: status.decisions ?? [],
   };
 }
 
@@ -119,6 +121,10 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     onReapplied: (decisions) => {
       run.status.reappliedDecisions = decisions;
     },
+    onDecided: (records) => {
+      run.status.decisions = records;
+    },
+    holdKindOf: (raisedBy, kind) => registeredHoldKind(raisedBy, kind),
     timeout: parsed.success ? parsed.data.interruptTimeout : undefined,
     onTimeout: parsed.success ? parsed.data.onInterruptTimeout : 'deny',
   });
@@ -147,7 +153,10 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
       throw new KeelError('INVALID_ARGUMENT', `agent "${agent.name}" is client-managed (session: 'client'): send its state, not a session id`);
     }
     // The next run of a chain goes on with the state the previous one carried.
-    if (input.continued) restoreRunState(run, input.continued.state);
+    if (input.continued) {
+      restoreRunState(run, input.continued.state);
+      board.restoreDecisions(run.status.decisions ?? []);
+    }
     // Listable by agent and state, when the namespace has keel's search attributes.
     if (agent.searchAttributes) startIndexing(run);
     const maxTurns = input.maxTurns ?? agent.maxTurns;
@@ -159,7 +168,10 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     if (input.resume && patched(SIGNED_HOLDS_PATCH)) input.messages = await trustedForResume(agent.name, input.messages);
     const callModel = modelCaller(run, activityOptions(agent.activities.model), info.runId, (usage) => tree.counted(usage));
     // A hold before a model call (a Budget over its tree's limit) is shown as a call of this name.
-    const holdModelCall = (interrupt: ToolInterrupt) => board.hold(interrupt, { name: MODEL_CALL_HOLD, input: { model: agent.model } }).then(decisionPayload);
+    const holdModelCall = (interrupt: ToolInterrupt) =>
+      board
+        .hold(interrupt, { name: MODEL_CALL_HOLD, input: { model: agent.model } })
+        .then((decided) => ('payload' in decided ? decided.payload : { respond: decided.output }));
     const setup = await setUpRun({
       agent,
       input,
@@ -186,7 +198,13 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     /** One iteration: the model call, then the turn's tool calls, then the next iteration. */
     const iterate = async ({ iteration, messages }: GenerateParams): Promise<GenerateOutcome> => {
       if (input.resume && iteration === 0) {
-        const resumed = await resumeHeldCalls(turn, { resume: input.resume, stages: setup.stages, validateOutput: checkOutput, messages });
+        const resumed = await resumeHeldCalls(turn, {
+          resume: input.resume,
+          stages: setup.stages,
+          validateOutput: checkOutput,
+          messages,
+          onDecided: (records) => board.recordDecisions(records),
+        });
         if ('interrupted' in resumed) {
           const held = await signedHolds(resumed.interrupted);
           return { response: { message: held, finishReason: 'interrupted', usage: {} }, messages: [...messages.slice(0, -1), held] };

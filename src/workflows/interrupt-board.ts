@@ -8,7 +8,22 @@
 import { ApplicationFailure, CancellationScope, condition, log, patched, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
 import type { Duration } from '@temporalio/common';
 import { KeelError } from '../core/errors';
-import { holdMismatch, parseDecision, type Decision, type DecisionAccepted, type HoldPolicy, type ToolInterrupt } from '../core/interrupts';
+import type { ToolInterrupt } from '../core/interrupts';
+import {
+  KEPT_DECISIONS,
+  decisionJsonSchema,
+  decisionRecord,
+  decisionWord,
+  holdMismatch,
+  parseDecision,
+  resumption,
+  type Decision,
+  type DecisionAccepted,
+  type DecisionRecord,
+  type DecisionRoute,
+  type HoldKind,
+  type Resumption,
+} from '../core/holds';
 import type { ToolRequest } from '../core/messages';
 import type { Interrupt, ReappliedDecision, ReportTarget } from '../core/run';
 import { resumeSignal, resumeUpdate } from './definitions';
@@ -16,8 +31,10 @@ import { SubAgentInterrupts } from './sub-agent-interrupts';
 
 interface Entry {
   record: Interrupt;
-  policy: HoldPolicy;
-  decision?: Decision;
+  /** The kind of hold, as the raising stage declared it. */
+  hold: HoldKind;
+  /** Set once decided: what the held call gets. */
+  resumption?: Resumption;
 }
 
 /** The patch that gave each hold without a deadline a named timer (runs from before replay without). */
@@ -37,6 +54,10 @@ export interface InterruptBoardOptions {
   onChange: () => void;
   /** Called when a decision the server re-applied after a reset is kept, applied or dropped. */
   onReapplied?: (decisions: ReappliedDecision[]) => void;
+  /** Called with every decision the run takes (the latest KEPT_DECISIONS are kept in status and the result). */
+  onDecided?: (records: DecisionRecord[]) => void;
+  /** The kind of a sub-agent's hold, by the middleware that raised it, when this worker knows it: a decision for it is checked here. */
+  holdKindOf?: (raisedBy: string, kind: string) => HoldKind | undefined;
   /** Called when a signalled decision is refused (a signal has no caller to answer). */
   onRefused?: (refusal: { interruptId?: string; reason: string }) => void;
   /** True when run `runId` may report its holds here under `key` (this run started it). */
@@ -67,6 +88,8 @@ export class InterruptBoard {
   private closed = false;
 
   private readonly options: InterruptBoardOptions;
+  /** The decisions taken, oldest first (the latest KEPT_DECISIONS). */
+  private readonly records: DecisionRecord[] = [];
   /** Holds of the run's sub-agents, decided through this board. */
   private readonly nested: SubAgentInterrupts;
 
@@ -83,7 +106,7 @@ export class InterruptBoard {
     // Whether a decision may wait for its hold is decided by the validator, which runs only on
     // live delivery: the replayer runs a reset run under its original run id, so the handler
     // must not ask again.
-    setHandler(resumeUpdate, (decision) => this.accept(decision, { mayAwaitHold: true }), {
+    setHandler(resumeUpdate, (decision) => this.accept(decision, { mayAwaitHold: true, route: 'update' }), {
       validator: (decision) => void this.check(decision, { mayAwaitHold: this.resetRun }),
       description:
         'Decides a held tool call: { interruptId, approved, reason? }, { interruptId, respond } or { interruptId, restart, input? }. Refused (with why) for an unknown, decided or malformed decision.',
@@ -92,7 +115,7 @@ export class InterruptBoard {
       resumeSignal,
       async (decision) => {
         try {
-          await this.accept(decision, { mayAwaitHold: this.resetRun });
+          await this.accept(decision, { mayAwaitHold: this.resetRun, route: 'signal' });
         } catch (error) {
           // Nobody waits for a signal's answer: the refusal is logged and shown in `status`.
           const reason = (error as Error).message;
@@ -112,7 +135,7 @@ export class InterruptBoard {
   }
 
   private own(): Interrupt[] {
-    return [...this.entries.values()].filter((entry) => !entry.decision).map((entry) => entry.record);
+    return [...this.entries.values()].filter((entry) => !entry.resumption).map((entry) => entry.record);
   }
 
   /** Forgets the holds of a sub-agent run that has settled. */
@@ -140,29 +163,33 @@ export class InterruptBoard {
     this.stoppedBy = undefined;
   }
 
-  /** Records a hold and waits durably for its decision (or the timeout, or the run's stop). */
-  async hold(interrupt: ToolInterrupt, request: ToolRequest): Promise<Decision> {
+  /**
+   * Records a hold and waits durably for its decision (or the timeout, or the run's stop); the
+   * hold's data is kept as the stage gave it. Resolves to what the held call gets.
+   */
+  async hold(interrupt: ToolInterrupt, request: ToolRequest): Promise<Resumption> {
     if (this.stoppedBy !== undefined) throw this.stoppedBy;
     const id = `i${++this.counter}`;
-    const { message, judge, spent, limit } = interrupt.data;
+    const { hold } = interrupt;
+    const question = hold.question(interrupt.data as never, { toolName: request.name });
     const record: Interrupt = {
       id,
-      kind: interrupt.kind,
+      kind: hold.kind,
+      question,
       toolName: request.name,
       input: request.input ?? {},
       ...(request.ref !== undefined ? { ref: request.ref } : {}),
-      ...(typeof message === 'string' ? { message } : {}),
-      ...(typeof judge === 'string' ? { judge } : {}),
-      ...(spent !== undefined ? { spent } : {}),
-      ...(limit !== undefined ? { limit } : {}),
+      message: question,
       raisedBy: interrupt.raisedBy,
       ...(Object.keys(interrupt.data).length ? { data: interrupt.data } : {}),
+      decision: decisionJsonSchema(hold),
+      respond: hold.respond ?? 'answer',
     };
-    const entry: Entry = { record, policy: interrupt.policy };
+    const entry: Entry = { record, hold };
     this.entries.set(id, entry);
     this.changed();
     try {
-      const settled = () => entry.decision !== undefined || this.stoppedBy !== undefined;
+      const settled = () => entry.resumption !== undefined || this.stoppedBy !== undefined;
       let settledInTime: boolean;
       if (this.options.timeout !== undefined) settledInTime = await condition(settled, this.options.timeout);
       else if (patched(HOLD_TIMER_PATCH)) {
@@ -175,39 +202,68 @@ export class InterruptBoard {
         });
         settledInTime = true;
       } else settledInTime = (await condition(settled), true);
-      if (entry.decision === undefined && this.stoppedBy !== undefined) throw this.stoppedBy;
-      if (!settledInTime) {
-        if (this.options.onTimeout === 'fail') {
-          throw new KeelError('DEADLINE_EXCEEDED', `interrupt ${id} on tool "${request.name}" got no decision within ${String(this.options.timeout)}`);
-        }
-        entry.decision = { interruptId: id, approved: false, reason: `no decision within ${String(this.options.timeout)}` };
-        this.decided.add(id);
-      }
-      return entry.decision!;
+      if (entry.resumption === undefined && this.stoppedBy !== undefined) throw this.stoppedBy;
+      if (!settledInTime) entry.resumption = this.timedOut(entry);
+      return entry.resumption!;
     } finally {
       this.entries.delete(id);
       this.changed();
     }
   }
 
-  /** Throws an ApplicationFailure saying what is wrong with a decision; returns it parsed. */
-  private check(raw: unknown, { mayAwaitHold = false }: { mayAwaitHold?: boolean } = {}): Decision {
+  /** A hold nobody decided in time: a denial (recorded as the timeout's), or the run failing DEADLINE_EXCEEDED. */
+  private timedOut(entry: Entry): Resumption {
+    const { id, toolName } = entry.record;
+    const waited = String(this.options.timeout);
+    const fail = (why = '') => new KeelError('DEADLINE_EXCEEDED', `interrupt ${id} on tool "${toolName}" got no decision within ${waited}${why}`);
+    if (this.options.onTimeout === 'fail') throw fail();
+    const denial = { approved: false, reason: `no decision within ${waited}` };
+    const taken = resumption(entry.hold, denial);
+    // A kind whose decisions cannot say no (no `{ approved: false }`): the run cannot go on without one.
+    if (!taken.success) throw fail(`, and a ${entry.hold.kind} hold cannot be denied (${taken.error})`);
+    this.decided.add(id);
+    this.recordDecisions([decisionRecord(entry.record, { ...denial, decidedBy: 'keel (timeout)' }, 'timeout')]);
+    return taken.value;
+  }
+
+  /** Keeps decision records for status and the result (the latest KEPT_DECISIONS); also those a resume took. */
+  recordDecisions(records: DecisionRecord[]): void {
+    this.records.push(...records);
+    if (this.records.length > KEPT_DECISIONS) this.records.splice(0, this.records.length - KEPT_DECISIONS);
+    this.options.onDecided?.([...this.records]);
+  }
+
+  /** Decisions taken before this run of the chain (continue-as-new): kept on, and shown with the new ones. */
+  restoreDecisions(records: readonly DecisionRecord[]): void {
+    this.records.splice(0, this.records.length, ...records.slice(-KEPT_DECISIONS));
+  }
+
+  /**
+   * Throws an ApplicationFailure saying what is wrong with a decision: malformed, for no pending
+   * hold, already decided, for another call, or not what the hold's kind takes (checked against
+   * its decision schema, once, here). Returns it parsed, with what the held call gets (absent
+   * for a sub-agent's hold this worker has no kind for, and for a decision kept until its hold).
+   */
+  private check(raw: unknown, { mayAwaitHold = false }: { mayAwaitHold?: boolean } = {}): { decision: Decision; resumption?: Resumption } {
     const parsed = parseDecision(raw);
     if (!parsed.success) throw ApplicationFailure.create({ type: 'INVALID_ARGUMENT', nonRetryable: true, message: parsed.error });
-    const { interruptId } = parsed.data;
+    const decision = parsed.data;
+    const { interruptId } = decision;
     if (SubAgentInterrupts.isNested(interruptId)) {
       this.nested.check(
         interruptId,
         this.own().map((record) => record.id),
       );
-      return parsed.data;
+      const held = this.nested.find(interruptId)!;
+      const hold = held.raisedBy !== undefined ? this.options.holdKindOf?.(held.raisedBy, held.kind) : undefined;
+      return hold ? { decision, resumption: taken(hold, held, decision) } : { decision };
     }
     const entry = this.entries.get(interruptId);
-    if (this.decided.has(interruptId) || entry?.decision) {
+    if (this.decided.has(interruptId) || entry?.resumption) {
       throw ApplicationFailure.create({ type: 'FAILED_PRECONDITION', nonRetryable: true, message: `interrupt ${interruptId} was already decided` });
     }
     if (!entry) {
-      if (mayAwaitHold && this.awaitsHold(interruptId)) return parsed.data;
+      if (mayAwaitHold && this.awaitsHold(interruptId)) return { decision };
       const pending = this.pending().map((record) => record.id);
       throw ApplicationFailure.create({
         type: 'NOT_FOUND',
@@ -215,21 +271,21 @@ export class InterruptBoard {
         message: `unknown interrupt id "${interruptId}"; pending interrupts: ${pending.length ? pending.join(', ') : '(none)'}`,
       });
     }
-    const mismatch = holdMismatch(parsed.data, entry.record);
+    const mismatch = holdMismatch(decision, entry.record);
     if (mismatch) throw ApplicationFailure.create({ type: 'FAILED_PRECONDITION', nonRetryable: true, message: mismatch });
-    return parsed.data;
+    return { decision, resumption: taken(entry.hold, entry.record, decision) };
   }
 
   /** A stand-in output checked against the tool's output schema; an ApplicationFailure naming the field when it fails. */
-  private async checkedOutput(toolName: string, decision: Decision & { respond: unknown }): Promise<unknown> {
+  private async checkedOutput(toolName: string, interruptId: string, output: unknown): Promise<unknown> {
     try {
-      return await this.options.validateOutput(toolName, decision.respond);
+      return await this.options.validateOutput(toolName, output);
     } catch (error) {
       const failure = KeelError.isInstance(error) ? error : new KeelError('INVALID_ARGUMENT', String((error as Error)?.message ?? error));
       throw ApplicationFailure.create({
         type: failure.status,
         nonRetryable: true,
-        message: `respond for interrupt ${decision.interruptId}: ${failure.message}`,
+        message: `respond for interrupt ${interruptId}: ${failure.message}`,
       });
     }
   }
@@ -243,7 +299,7 @@ export class InterruptBoard {
   /** Keeps a decision re-applied after a reset until the run raises its hold again; then it is decided as sent. */
   private async awaitHold(decision: Decision): Promise<void> {
     const { interruptId } = decision;
-    const kept: ReappliedDecision = { interruptId, decision: decisionKind(decision), state: 'waiting' };
+    const kept: ReappliedDecision = { interruptId, decision: decisionWord(decision), state: 'waiting' };
     this.reapplied.set(interruptId, kept);
     this.reportReapplied();
     log.warn('keeping a decision re-applied after a reset until its hold is raised again', { interruptId });
@@ -270,48 +326,75 @@ export class InterruptBoard {
     this.closed = true;
   }
 
+  /** The route a decision took: a signal that says it was forwarded counts as such only from a run this one reports its holds to. */
+  private routeOf(decision: Decision, route: 'update' | 'signal'): DecisionRoute {
+    if (route !== 'signal' || decision.forwardedFrom === undefined) return route;
+    const above = [
+      this.options.reportTo?.runId ?? workflowInfo().parent?.workflowId,
+      ...(this.options.followers.followers ?? []).map((follower) => follower.runId),
+    ];
+    return above.includes(decision.forwardedFrom) ? 'forwarded' : 'signal';
+  }
+
   /** Validates and records a decision (for a shared decision: on every pending hold of the same middleware). */
-  private async accept(raw: Decision, { mayAwaitHold }: { mayAwaitHold: boolean }): Promise<DecisionAccepted> {
-    let decision = this.check(raw, { mayAwaitHold });
+  private async accept(raw: Decision, { mayAwaitHold, route: via }: { mayAwaitHold: boolean; route: 'update' | 'signal' }): Promise<DecisionAccepted> {
+    let { decision, resumption: value } = this.check(raw, { mayAwaitHold });
+    const route = this.routeOf(decision, via);
     if (!SubAgentInterrupts.isNested(decision.interruptId) && !this.entries.has(decision.interruptId)) {
       await this.awaitHold(decision);
-      decision = this.check(decision);
+      ({ decision, resumption: value } = this.check(decision));
     }
-    if (SubAgentInterrupts.isNested(decision.interruptId)) {
-      // A stand-in output is checked here, so the sub-agent run never has to refuse (and drop) it.
-      const held = this.nested.find(decision.interruptId);
-      if ('respond' in decision && held?.toolName && held.kind !== 'budget') {
-        const respond = decision.respond;
-        // A tool this worker does not know (a sub-agent's own workflow-local tool) is left to the sub-agent to check.
-        const checked = await this.checkedOutput(held.toolName, decision).catch((error: unknown) => {
-          if (error instanceof ApplicationFailure && error.type === 'NOT_FOUND') return respond;
-          throw error;
-        });
-        decision = { interruptId: decision.interruptId, respond: checked };
-      }
-      await this.nested.forward(decision);
-      return { interruptId: decision.interruptId, decided: [decision.interruptId] };
-    }
+    if (SubAgentInterrupts.isNested(decision.interruptId)) return this.forward(decision, value, route);
     const entry = this.entries.get(decision.interruptId)!;
-    if ('respond' in decision && entry.policy.respond !== 'decide') {
-      decision = { interruptId: decision.interruptId, respond: await this.checkedOutput(entry.record.toolName ?? '', decision) };
+    if (value && 'output' in value) {
+      value = { output: await this.checkedOutput(entry.record.toolName ?? '', decision.interruptId, value.output) };
       this.check(decision); // decided meanwhile by another handler?
     }
-    const targets = entry.policy.sharedDecision
-      ? [...this.entries.values()].filter((other) => other.record.raisedBy === entry.record.raisedBy && !other.decision)
+    const targets = entry.hold.sharedDecision
+      ? [...this.entries.values()].filter((other) => other.record.raisedBy === entry.record.raisedBy && !other.resumption)
       : [entry];
+    const records: DecisionRecord[] = [];
     for (const target of targets) {
       // A replacement input belongs to the call it was sent for, never to the others it decides.
-      const shared = target === entry || !('input' in decision) ? decision : { interruptId: decision.interruptId, restart: decision.restart };
-      target.decision = { ...shared, interruptId: target.record.id };
+      const shared = target === entry || !('input' in decision) ? decision : { ...decision, input: undefined };
+      target.resumption = target === entry ? value! : taken(target.hold, target.record, shared);
       this.decided.add(target.record.id);
+      records.push(decisionRecord(target.record, shared, route, target === entry ? {} : { sharedWith: entry.record.id }));
     }
+    this.recordDecisions(records);
     return { interruptId: decision.interruptId, decided: targets.map((target) => target.record.id) };
+  }
+
+  /**
+   * Sends a decision on a sub-agent's hold to the run holding it, where it is taken like any
+   * other (and recorded as forwarded from here). A stand-in output is checked here, so the
+   * sub-agent run never has to refuse (and drop) it.
+   */
+  private async forward(decision: Decision, value: Resumption | undefined, route: DecisionRoute): Promise<DecisionAccepted> {
+    const held = this.nested.find(decision.interruptId)!;
+    if ('respond' in decision && held.toolName && held.respond !== 'decide' && (value === undefined || 'output' in value)) {
+      const respond = decision.respond;
+      // A tool this worker does not know (a sub-agent's own workflow-local tool) is left to the sub-agent to check.
+      const checked = await this.checkedOutput(held.toolName, decision.interruptId, respond).catch((error: unknown) => {
+        if (error instanceof ApplicationFailure && error.type === 'NOT_FOUND') return respond;
+        throw error;
+      });
+      decision = { ...decision, respond: checked };
+    }
+    await this.nested.forward({ ...decision, forwardedFrom: this.options.runId });
+    this.recordDecisions([decisionRecord(held, decision, route)]);
+    return { interruptId: decision.interruptId, decided: [decision.interruptId] };
   }
 }
 
-/** What a decision says, in one word (for status). */
-function decisionKind(decision: Decision): ReappliedDecision['decision'] {
-  if ('approved' in decision) return decision.approved ? 'approved' : 'denied';
-  return 'respond' in decision ? 'respond' : 'restart';
+/** What a decision on `record` (a hold of kind `hold`) hands the held call; an ApplicationFailure naming the field when the kind does not take it. */
+function taken(hold: HoldKind, record: Interrupt, decision: Decision): Resumption {
+  const result = resumption(hold, decision);
+  if (result.success) return result.value;
+  const what = `${record.kind} hold${record.toolName ? ` on tool "${record.toolName}"` : ''}`;
+  throw ApplicationFailure.create({
+    type: 'INVALID_ARGUMENT',
+    nonRetryable: true,
+    message: `the decision for interrupt ${record.id} (a ${what}) is not one it takes: ${result.error}`,
+  });
 }

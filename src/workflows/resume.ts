@@ -8,11 +8,21 @@
  * Runs in the workflow: deterministic, no I/O.
  */
 import { KeelError } from '../core/errors';
-import { INTERRUPT_METADATA, ResumePayloadSchema, TOOL_STAGE, type ResumePayload } from '../core/interrupts';
+import { INTERRUPT_METADATA, TOOL_STAGE } from '../core/interrupts';
+import {
+  ResumePayloadSchema,
+  decisionRecord,
+  resumption,
+  undeclaredHold,
+  type DecisionBody,
+  type DecisionRecord,
+  type HoldKind,
+  type ResumePayload,
+} from '../core/holds';
 import { toolRequestParts, type Message, type Part, type ToolRequestPart } from '../core/messages';
 import type { RunResume } from '../core/run';
 import type { ToolRestart } from '../middleware/compose';
-import type { MiddlewareStage } from '../middleware/registry';
+import { holdKindOf, type MiddlewareStage } from '../middleware/registry';
 import { runCall, sameInput, settleTurn, withoutInterruptMarks, type CallOutcome, type SettledTurn, type ToolTurnContext } from './tool-turn';
 
 /** What answering the held calls needs besides the turn's context. */
@@ -24,6 +34,8 @@ export interface ResumeOptions {
   validateOutput: (toolName: string, output: unknown) => Promise<unknown>;
   /** The conversation, ending with the interrupted model message. */
   messages: Message[];
+  /** Called with the decisions the resume takes (route `resume`). */
+  onDecided?: (records: DecisionRecord[]) => void;
 }
 
 /** How a resume ended: the conversation to go on with, or the model message held again. */
@@ -65,9 +77,37 @@ export function holdTarget(part: ToolRequestPart, stages: readonly MiddlewareSta
   return { held: true, stage: middleware.index, middleware };
 }
 
-/** The payloads a resume addresses to each stage's holds (restarts, and `{ respond }` for `decide` holds), by stage index. */
-export function resumedHoldsByStage(resume: RunResume, messages: readonly Message[], stages: readonly MiddlewareStage[]): Map<number, ResumePayload[]> {
-  const byStage = new Map<number, ResumePayload[]>();
+/** A tool's own question: the tool gets the payload as sent. */
+const TOOL_HOLD = undeclaredHold(TOOL_STAGE);
+
+/** The kind of hold a held request was held with: its middleware's kind (recorded when not its first), or a tool's own. */
+function kindOf(part: ToolRequestPart, target: HoldTarget): HoldKind | undefined {
+  if (!target.held || target.stage === 'every') return undefined;
+  if (!target.middleware) return TOOL_HOLD;
+  const named = part.metadata?.[INTERRUPT_METADATA.interruptKind];
+  return holdKindOf(target.middleware.holds, typeof named === 'string' ? named : undefined) ?? target.middleware.holds[0];
+}
+
+/**
+ * What the answer to a held request hands the raising stage, through the same step as a live
+ * decision (`resumption`): the restart's payload, or a stand-in output for a kind that decides
+ * them, parsed by the kind's decision schema. A decision the kind does not take fails the
+ * resume with INVALID_ARGUMENT naming the request and the field.
+ */
+function stagePayload(part: ToolRequestPart, hold: HoldKind | undefined, body: DecisionBody): unknown {
+  if (!hold) return 'restart' in body ? body.restart : undefined;
+  const taken = resumption(hold, body);
+  if (taken.success) return 'payload' in taken.value ? taken.value.payload : undefined;
+  throw new KeelError(
+    'INVALID_ARGUMENT',
+    `the answer to tool request "${key(part.toolRequest.name, part.toolRequest.ref)}" (a ${hold.kind} hold) is not one it takes: ${taken.error}`,
+    { toolName: part.toolRequest.name },
+  );
+}
+
+/** The payloads a resume addresses to each stage's holds (restarts, and `{ respond }` for `decide` holds), parsed, by stage index. */
+export function resumedHoldsByStage(resume: RunResume, messages: readonly Message[], stages: readonly MiddlewareStage[]): Map<number, unknown[]> {
+  const byStage = new Map<number, unknown[]>();
   const last = messages[messages.length - 1];
   const parts = last?.role === 'model' ? toolRequestParts(last) : [];
   const restarts = new Map(resume.restart.map((part) => [key(part.toolRequest.name, part.toolRequest.ref), part]));
@@ -75,13 +115,14 @@ export function resumedHoldsByStage(resume: RunResume, messages: readonly Messag
   for (const part of parts) {
     const target = holdTarget(part, stages);
     if (!target.held || target.stage === 'every' || !target.middleware) continue;
+    const hold = kindOf(part, target);
     const id = key(part.toolRequest.name, part.toolRequest.ref);
     const restart = restarts.get(id);
     const respond = responds.get(id);
     const payload = restart
-      ? payloadOf(restart)
-      : respond && target.middleware.holds.respond === 'decide'
-        ? { respond: respond.toolResponse.output }
+      ? stagePayload(part, hold, { restart: payloadOf(restart) })
+      : respond && hold?.respond === 'decide'
+        ? stagePayload(part, hold, { respond: respond.toolResponse.output })
         : undefined;
     if (payload !== undefined) byStage.set(target.stage, [...(byStage.get(target.stage) ?? []), payload]);
   }
@@ -116,7 +157,7 @@ function resolved(modelMessage: Message): Message {
 }
 
 /** Answers the held requests of the interrupted run that `messages` end with (iteration 0). */
-export async function resumeHeldCalls(context: ToolTurnContext, { resume, stages, validateOutput, messages }: ResumeOptions): Promise<ResumedTurn> {
+export async function resumeHeldCalls(context: ToolTurnContext, { resume, stages, validateOutput, messages, onDecided }: ResumeOptions): Promise<ResumedTurn> {
   const last = messages[messages.length - 1];
   const requests = last?.role === 'model' ? toolRequestParts(last) : [];
   if (!last || requests.length === 0) throw new KeelError('FAILED_PRECONDITION', 'resume needs messages that end with a model message asking for tools');
@@ -124,27 +165,45 @@ export async function resumeHeldCalls(context: ToolTurnContext, { resume, stages
   const restarts = new Map(resume.restart.map((part) => [key(part.toolRequest.name, part.toolRequest.ref), part]));
   const responds = new Map(resume.respond.map((part) => [key(part.toolResponse.name, part.toolResponse.ref), part]));
 
+  const decisions: DecisionRecord[] = [];
+  /** Records the decision on a held request (its id is the request's `name#ref`: a returned hold has no other). */
+  const record = (part: ToolRequestPart, hold: HoldKind | undefined, body: DecisionBody) => {
+    const id = key(part.toolRequest.name, part.toolRequest.ref);
+    const { name: toolName, ref } = part.toolRequest;
+    const held = { id, kind: hold?.kind ?? 'unknown', toolName, ...(ref !== undefined ? { ref } : {}) };
+    decisions.push(decisionRecord(held, { ...body, ...(resume.decidedBy !== undefined ? { decidedBy: resume.decidedBy } : {}) }, 'resume'));
+  };
+
   /** How each request is answered; an unresolved one fails the run before any call runs. */
   const plan = (part: ToolRequestPart): (() => Promise<CallOutcome>) => {
     const id = key(part.toolRequest.name, part.toolRequest.ref);
     const target = holdTarget(part, stages);
+    const hold = kindOf(part, target);
     const restart = restarts.get(id);
     if (restart) {
       const input = restart.toolRequest.input;
       const inputReplaced = input !== undefined && !sameInput(input, part.toolRequest.input);
       const call: ToolRequestPart = inputReplaced ? { ...part, toolRequest: { ...part.toolRequest, input } } : part;
+      const body = { restart: payloadOf(restart) };
       // A request that was never held runs as a fresh call: no stage counts as having let it through.
-      const routed: ToolRestart | undefined = target.held ? { stage: target.stage, payload: payloadOf(restart), inputReplaced } : undefined;
+      let routed: ToolRestart | undefined;
+      if (target.held) {
+        routed = { stage: target.stage, payload: stagePayload(part, hold, body), inputReplaced };
+        // A hold that recorded no stage: each stage reads the payload as its own first kind parses it.
+        if (target.stage === 'every') routed.payloadFor = (index) => stagePayload(part, stages[index]?.holds[0] ?? TOOL_HOLD, body);
+        record(part, hold, body);
+      }
       return () =>
         runCall(context, { part: call, iteration: 0, requestMessages, restart: routed, originalInput: inputReplaced ? part.toolRequest.input : undefined });
     }
     const respond = responds.get(id);
     if (respond) {
       const output = respond.toolResponse.output;
+      if (target.held) record(part, hold, { respond: output });
       // A stage that decides stand-in outputs itself (e.g. Budget) gets it as its payload.
-      if (target.held && 'middleware' in target && target.middleware?.holds.respond === 'decide') {
-        return () =>
-          runCall(context, { part, iteration: 0, requestMessages, restart: { stage: target.stage, payload: { respond: output }, inputReplaced: false } });
+      if (target.held && target.stage !== 'every' && hold?.respond === 'decide') {
+        const payload = stagePayload(part, hold, { respond: output });
+        return () => runCall(context, { part, iteration: 0, requestMessages, restart: { stage: target.stage as number, payload, inputReplaced: false } });
       }
       return async () => ({ output: await validateOutput(part.toolRequest.name, output) });
     }
@@ -157,6 +216,7 @@ export async function resumeHeldCalls(context: ToolTurnContext, { resume, stages
   };
 
   const plans = requests.map(plan);
+  if (decisions.length) onDecided?.(decisions);
   const settled: SettledTurn = await settleTurn(context, { modelMessage: last, requests, calls: plans.map((run) => run()) });
   if ('interrupted' in settled) return settled;
   return { messages: [...requestMessages, resolved(last), { ...settled.toolMessage, metadata: { resumed: resume.metadata ?? true } }] };

@@ -7,7 +7,6 @@ import { putArtifact } from '../core/artifacts';
 import { KeelError } from '../core/errors';
 import type { Message, ModelRequest, ModelResponse, ToolDefinition } from '../core/messages';
 import type { AgentSpec, RunInput } from '../core/run';
-import type { ResumePayload } from '../core/interrupts';
 import { instantiateMiddleware, type MiddlewareStage } from '../middleware/registry';
 import { resumedHoldsByStage } from './resume';
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
@@ -41,12 +40,12 @@ export interface RunSetupOptions {
   /** The run's side of its tree's budget ledger. */
   tree: TreeLedger;
   /** Holds the run before its next model call (undefined: it cannot wait, interruptMode 'return'). */
-  holdModelCall?: (interrupt: ToolInterrupt) => Promise<ResumePayload>;
+  holdModelCall?: (interrupt: ToolInterrupt) => Promise<unknown>;
 }
 
 /** Instantiates the middleware and gathers the tools (a duplicate name is INVALID_ARGUMENT); records the first conversation in the run. */
 export async function setUpRun({ agent, input, run, callModel, forgetChild, tree, holdModelCall }: RunSetupOptions): Promise<RunSetup> {
-  let resumedHolds = new Map<number, ResumePayload[]>();
+  let resumedHolds = new Map<number, unknown[]>();
   const runners = { run, inherited: () => stages.flatMap((stage) => stage.hooks.forChildRuns?.() ?? []), forgetChild };
   const stages: MiddlewareStage[] = await instantiateMiddleware([...agent.use, ...input.use], {
     agent,
@@ -95,7 +94,7 @@ export async function setUpRun({ agent, input, run, callModel, forgetChild, tree
     // A middleware whose holds share one decision reads the holds of every instance of its name.
     resumedHolds: (index) => {
       const stage = stages[index]!;
-      const claimed = stage.holds.sharedDecision ? stages.filter((other) => other.name === stage.name) : [stage];
+      const claimed = stage.holds.some((hold) => hold.sharedDecision) ? stages.filter((other) => other.name === stage.name) : [stage];
       return claimed.flatMap((other) => resumedHolds.get(other.index) ?? []);
     },
   });

@@ -10,7 +10,7 @@
  * Runs in the workflow: deterministic, no I/O.
  */
 import { ApplicationFailure, CancellationScope, getExternalWorkflowHandle, log, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { Decision } from '../core/interrupts';
+import type { Decision } from '../core/holds';
 import { describeZodError } from '../core/schema-errors';
 import { describeUndecodable, isUndecodable } from '../core/undecodable';
 import { ChildInterruptsSchema, KEPT_FOLLOWERS, ReportTargetSchema, type Interrupt, type ReportTarget } from '../core/run';

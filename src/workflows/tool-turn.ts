@@ -10,7 +10,7 @@
  */
 import { isCancellation } from '@temporalio/workflow';
 import { ToolFailure } from '../core/errors';
-import { INTERRUPT_METADATA, ModelVisibleToolError, ToolInterrupt, decisionPayload } from '../core/interrupts';
+import { INTERRUPT_METADATA, ModelVisibleToolError, ToolInterrupt } from '../core/interrupts';
 import { isToolAnswer } from '../core/tool-answer';
 import { PROOF_METADATA } from '../core/proofs';
 import type { Message, Part, ToolDefinition, ToolRequest, ToolRequestPart } from '../core/messages';
@@ -80,14 +80,14 @@ export async function runCall(context: ToolTurnContext, { part, iteration, reque
       if (ModelVisibleToolError.isInstance(error)) return { output: { error: error.message }, toolError: true };
       if (!ToolInterrupt.isInstance(error)) throw error;
       if (context.interruptMode === 'return') return { interrupt: error, request };
-      const decision = await context.board.hold(error, request);
-      if ('respond' in decision && error.policy.respond !== 'decide') return { output: decision.respond };
-      const inputReplaced = 'input' in decision && decision.input !== undefined && !sameInput(decision.input, request.input);
+      const decided = await context.board.hold(error, request);
+      if ('output' in decided) return { output: decided.output };
+      const inputReplaced = decided.input !== undefined && !sameInput(decided.input, request.input);
       if (inputReplaced) {
         original ??= request.input;
-        request = { ...request, input: decision.input };
+        request = { ...request, input: decided.input };
       }
-      next = { stage: error.stage, payload: decisionPayload(decision), inputReplaced };
+      next = { stage: error.stage, payload: decided.payload, inputReplaced };
     }
   }
 }
@@ -100,6 +100,7 @@ export function withoutInterruptMarks(metadata: Record<string, unknown> | undefi
     [INTERRUPT_METADATA.interruptedBy]: _by,
     [INTERRUPT_METADATA.interruptStage]: _stage,
     [INTERRUPT_METADATA.pendingOutput]: _pending,
+    [INTERRUPT_METADATA.interruptKind]: _kind,
     [PROOF_METADATA.hold]: _proof,
     ...rest
   } = metadata;
@@ -118,7 +119,7 @@ function markInterrupted(modelMessage: Message, results: CallOutcome[]): Message
     const result = results[position++]!;
     const rest = withoutInterruptMarks(part.metadata);
     if ('interrupt' in result) {
-      const { data, raisedBy, stage } = result.interrupt;
+      const { data, raisedBy, stage, kindNamed } = result.interrupt;
       return {
         ...part,
         toolRequest: result.request,
@@ -127,6 +128,7 @@ function markInterrupted(modelMessage: Message, results: CallOutcome[]): Message
           [INTERRUPT_METADATA.interrupt]: Object.keys(data).length ? data : true,
           [INTERRUPT_METADATA.interruptedBy]: raisedBy,
           [INTERRUPT_METADATA.interruptStage]: stage,
+          ...(kindNamed ? { [INTERRUPT_METADATA.interruptKind]: result.interrupt.kind } : {}),
         },
       };
     }

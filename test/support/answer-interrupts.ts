@@ -3,7 +3,7 @@
  * real `resume` update. Used by the spec runner and the history recorder (no vitest here).
  */
 import type { RunHandle } from '../../src/client/keel-client';
-import type { Decision } from '../../src/core/interrupts';
+import type { Decision } from '../../src/core/holds';
 import type { Interrupt } from '../../src/core/run';
 
 /**
