@@ -11,12 +11,13 @@
 import { isCancellation, log } from '@temporalio/workflow';
 import { z } from 'zod';
 import { KeelError } from '../core/errors';
-import { messageText, type Message } from '../core/messages';
-import { compress, summaryPrompt, type CompressionOptions, type CompressionStats } from './compression/compress';
+import { messageText, type Message, type ModelResponse } from '../core/messages';
+import { compress, summaryPrompt, type CompressionOptions, type CompressionStats, type Summarizer } from './compression/compress';
 import { COMPRESSION_KEY, DROP_NOTICE, reconcileNotices, resolveView, trustedEnd } from './compression/view';
 import { TokenCache } from './compression/token-cache';
 import { TIKTOKEN_ENCODINGS } from '../core/tokens';
 import { defineMiddleware } from './define-middleware';
+import type { GenerateOutcome, GenerateParams, MiddlewareContext, ModelCallParams, Next } from './types';
 
 const NonNegative = (what: string) => z.number().int(`${what} must be a whole number`).min(0, `${what} must not be negative`);
 
@@ -128,122 +129,211 @@ export const contextCompression = defineMiddleware({
   description: 'Keeps the model’s view under a token or message budget: caps, deduplicates and truncates tool responses, summarizes or drops older turns.',
   configSchema: ContextCompressionConfigSchema,
   create: (config, context) => {
-    const summarize = config.summarize;
-    const models = context.agent.models;
-    if (summarize && models && !models.includes(summarize.model)) {
-      throw new KeelError(
-        'NOT_FOUND',
-        `contextCompression: summarize.model "${summarize.model}" is not registered; registered models: ${models.join(', ') || '(none)'}`,
-      );
-    }
-    const options: CompressionOptions = {
-      maxInputTokens: config.maxInputTokens,
-      maxMessages: config.maxMessages,
-      // As in the reference, 0 means "not set": the default applies.
-      preserveRecent: config.preserveRecent || 4,
-      preserveRecentSet: Boolean(config.preserveRecent),
-      maxToolResponseChars: config.maxToolResponseChars || 400_000,
-      ...(config.deduplicateToolResponses
-        ? { deduplicateToolResponses: { ...config.deduplicateToolResponses, keepRecent: config.deduplicateToolResponses.keepRecent || 1 } }
-        : {}),
-      ...(config.toolResponses ? { toolResponses: { ...config.toolResponses, preserveRecent: config.toolResponses.preserveRecent || 2 } } : {}),
-      ...(summarize ? { summarize: { preserveRecent: summarize.preserveRecent || config.preserveRecent || 6 } } : {}),
-      skipSummarizationThreshold: config.skipSummarizationThreshold,
-      ...(config.truncationNotice !== undefined ? { truncationNotice: config.truncationNotice } : {}),
-      noTruncationNotice: config.noTruncationNotice,
+    checkSummarizerModel(config.summarize, context.agent.models);
+    const stage: CompressionStage = {
+      options: compressionOptions(config),
+      summarizer: config.summarize ? modelSummarizer(config.summarize, context) : undefined,
+      noticeText: config.truncationNotice || DROP_NOTICE,
+      tokens: config.tokenizer === 'tiktoken' ? new TokenCache(config.encoding, context.countTokens) : undefined,
+      replaceHistory: config.replaceHistory,
+      state: restoredState(context.carried),
     };
-    const summarizer = summarize
-      ? async (messages: Message[]): Promise<string | undefined> => {
-          let response;
-          try {
-            response = await context.callModel(summarize.model, {
-              messages: [{ role: 'user', content: [{ text: summaryPrompt(messages, summarize.prompt) }] }],
-              tools: [],
-              ...(summarize.config ? { config: summarize.config } : {}),
-            });
-          } catch (error) {
-            // Cancellation ends the run (the main model is not called); any other failure falls back to dropping.
-            if (isCancellation(error)) throw error;
-            log.warn('contextCompression: the summarizer failed; dropping older messages instead', {
-              error: error instanceof Error ? error.message : String(error),
-            });
-            return undefined;
-          }
-          const text = messageText(response.message).trim();
-          if (response.finishReason !== 'stop' || !text) {
-            log.warn('contextCompression: the summarizer gave no usable summary; dropping older messages instead', { finishReason: response.finishReason });
-            return undefined;
-          }
-          return text;
-        }
-      : undefined;
-
-    // Per-run state: the input tokens the model last reported, the message objects this run
-    // stamped with a boundary (trusted even when they trail), the cumulative and newest stats.
-    let reportedTokens: number | undefined;
-    const stampedByRun = new WeakSet<Message>();
-    // The newest stats and the cumulative counts go on in the next run of a long run's chain.
-    type Totals = { toolResponsesSafetyCapped: number; toolResponsesDeduplicated: number; toolResponsesTruncated: number };
-    const restored = context.carried as { latestStats?: CompressionStats; totals: Totals } | undefined;
-    let latestStats: CompressionStats | undefined = restored?.latestStats;
-    const totals: Totals = restored?.totals ?? { toolResponsesSafetyCapped: 0, toolResponsesDeduplicated: 0, toolResponsesTruncated: 0 };
-    /** The iteration this run started at: its outermost (the run's final message gets the stats there). */
-    let outermost: number | undefined;
-    const trustedIn = (messages: readonly Message[]) => (index: number) => stampedByRun.has(messages[index]!);
-
-    const noticeText = config.truncationNotice || DROP_NOTICE;
-    const tokens = config.tokenizer === 'tiktoken' ? new TokenCache(config.encoding, context.countTokens) : undefined;
-
     return {
-      carry: () => ({ ...(latestStats ? { latestStats } : {}), totals }),
-      wrapGenerate: async (params, next) => {
-        outermost ??= params.iteration;
-        // A caller's forged boundaries go, and standalone notices a saved view carried fold into the system message.
-        const messages = reconcileNotices(sanitized(params.messages, stampedByRun), noticeText).messages;
-        const result = await compress(messages, options, {
-          tokens: reportedTokens ?? stampedTokens(messages),
-          summarizer,
-          trusted: trustedIn(messages),
-          ...(tokens ? { measure: (messages: readonly Message[]) => tokens.measure(messages) } : {}),
-        });
-        if (result.stamped !== undefined) stampedByRun.add(result.history[result.stamped]!);
-        if (result.stats) {
-          totals.toolResponsesSafetyCapped += result.stats.toolResponsesSafetyCapped;
-          totals.toolResponsesDeduplicated += result.stats.toolResponsesDeduplicated;
-          totals.toolResponsesTruncated += result.stats.toolResponsesTruncated;
-          latestStats = {
-            ...result.stats,
-            ...totals,
-            truncationNoticeInserted: result.stats.truncationNoticeInserted || (latestStats?.truncationNoticeInserted ?? false),
-            summarized: result.stats.summarized || (latestStats?.summarized ?? false),
-          };
-        }
-        const outcome = await next({ ...params, messages: config.replaceHistory ? result.view : result.history });
-        if (params.iteration !== outermost || !latestStats) return outcome;
-        // The newest stats go on the run's final message, as the reference reports them on the final response.
-        const final = outcome.response.message;
-        const stamped: Message = {
-          ...final,
-          metadata: { ...final.metadata, [COMPRESSION_KEY]: { ...(final.metadata?.[COMPRESSION_KEY] as object | undefined), stats: latestStats } },
-        };
-        return { response: { ...outcome.response, message: stamped }, messages: [...outcome.messages.slice(0, -1), stamped] };
-      },
-      wrapModel: async (params, next) => {
-        const messages = params.request.messages;
-        const view = reconcileNotices(resolveView(messages, trustedIn(messages)).messages, noticeText).messages;
-        const response = await next({ ...params, request: { ...params.request, messages: view } });
-        const reported = response.usage.inputTokens;
-        if (!reported || reported <= 0) return response;
-        reportedTokens = reported;
-        const message = response.message;
-        return {
-          ...response,
-          message: {
-            ...message,
-            metadata: { ...message.metadata, [COMPRESSION_KEY]: { ...(message.metadata?.[COMPRESSION_KEY] as object | undefined), inputTokens: reported } },
-          },
-        };
-      },
+      carry: () => ({ ...(stage.state.latestStats ? { latestStats: stage.state.latestStats } : {}), totals: stage.state.totals }),
+      wrapGenerate: (params, next) => compressIteration(stage, params, next),
+      wrapModel: (params, next) => sendView(stage, params, next),
     };
   },
 });
+
+/** ContextCompression's config as `create` gets it (defaults applied). */
+type ParsedConfig = z.output<typeof ContextCompressionConfigSchema>;
+
+/** The tool edit counts summed over the run and the runs before it in a long run's chain. */
+interface CompressionTotals {
+  toolResponsesSafetyCapped: number;
+  toolResponsesDeduplicated: number;
+  toolResponsesTruncated: number;
+}
+
+/** What `carry` hands the next run of a long run's chain: the newest stats and the cumulative counts. */
+interface CarriedCompression {
+  latestStats?: CompressionStats;
+  totals: CompressionTotals;
+}
+
+/** One run's compression state, shared by its hooks. */
+interface CompressionState {
+  /** The input tokens the model last reported. */
+  reportedTokens: number | undefined;
+  /** The message objects this run stamped with a boundary (trusted even when they trail). */
+  stampedByRun: WeakSet<Message>;
+  /** The newest stats, with the cumulative counts. */
+  latestStats: CompressionStats | undefined;
+  totals: CompressionTotals;
+  /** The iteration this run started at: its outermost (the run's final message gets the stats there). */
+  outermost: number | undefined;
+}
+
+/** What one run's hooks work with: what `create` made from the config, and the run's state. */
+interface CompressionStage {
+  options: CompressionOptions;
+  summarizer: Summarizer | undefined;
+  /** The drop notice's text. */
+  noticeText: string;
+  /** The tokenizer's counts, when the config asks for tiktoken. */
+  tokens: TokenCache | undefined;
+  replaceHistory: boolean;
+  state: CompressionState;
+}
+
+/** A summarizer model the agent does not register fails the run's start with NOT_FOUND, naming the registered ones. */
+function checkSummarizerModel(summarize: ParsedConfig['summarize'], models: readonly string[] | undefined): void {
+  if (summarize && models && !models.includes(summarize.model)) {
+    throw new KeelError(
+      'NOT_FOUND',
+      `contextCompression: summarize.model "${summarize.model}" is not registered; registered models: ${models.join(', ') || '(none)'}`,
+    );
+  }
+}
+
+/**
+ * The options of each decision, from the config. A 0 means "not set" for these counts and
+ * limits, so their defaults apply: preserveRecent 4, the safety cap 400000, dedupe keepRecent 1,
+ * toolResponses.preserveRecent 2, summarize.preserveRecent the config's preserveRecent or 6.
+ */
+function compressionOptions(config: ParsedConfig): CompressionOptions {
+  const summarize = config.summarize;
+  return {
+    maxInputTokens: config.maxInputTokens,
+    maxMessages: config.maxMessages,
+    preserveRecent: config.preserveRecent || 4,
+    preserveRecentSet: Boolean(config.preserveRecent),
+    maxToolResponseChars: config.maxToolResponseChars || 400_000,
+    ...(config.deduplicateToolResponses
+      ? { deduplicateToolResponses: { ...config.deduplicateToolResponses, keepRecent: config.deduplicateToolResponses.keepRecent || 1 } }
+      : {}),
+    ...(config.toolResponses ? { toolResponses: { ...config.toolResponses, preserveRecent: config.toolResponses.preserveRecent || 2 } } : {}),
+    ...(summarize ? { summarize: { preserveRecent: summarize.preserveRecent || config.preserveRecent || 6 } } : {}),
+    skipSummarizationThreshold: config.skipSummarizationThreshold,
+    ...(config.truncationNotice !== undefined ? { truncationNotice: config.truncationNotice } : {}),
+    noTruncationNotice: config.noTruncationNotice,
+  };
+}
+
+/**
+ * The summarizer: one call of `summarize.model` through the model activity, with the summary
+ * prompt and no tools. A failure (other than cancellation, which ends the run), a finish reason
+ * other than `stop` or an empty text gives no summary (undefined), and older messages are dropped.
+ */
+function modelSummarizer(summarize: NonNullable<ParsedConfig['summarize']>, context: Pick<MiddlewareContext, 'callModel'>): Summarizer {
+  return async (messages: Message[]): Promise<string | undefined> => {
+    let response;
+    try {
+      response = await context.callModel(summarize.model, {
+        messages: [{ role: 'user', content: [{ text: summaryPrompt(messages, summarize.prompt) }] }],
+        tools: [],
+        ...(summarize.config ? { config: summarize.config } : {}),
+      });
+    } catch (error) {
+      // Cancellation ends the run (the main model is not called); any other failure falls back to dropping.
+      if (isCancellation(error)) throw error;
+      log.warn('contextCompression: the summarizer failed; dropping older messages instead', {
+        error: error instanceof Error ? error.message : String(error),
+      });
+      return undefined;
+    }
+    const text = messageText(response.message).trim();
+    if (response.finishReason !== 'stop' || !text) {
+      log.warn('contextCompression: the summarizer gave no usable summary; dropping older messages instead', { finishReason: response.finishReason });
+      return undefined;
+    }
+    return text;
+  };
+}
+
+/** A run's starting state: the newest stats and the cumulative counts carried from the previous run of the chain, if any. */
+function restoredState(carried: unknown): CompressionState {
+  const restored = carried as CarriedCompression | undefined;
+  return {
+    reportedTokens: undefined,
+    stampedByRun: new WeakSet<Message>(),
+    latestStats: restored?.latestStats,
+    totals: restored?.totals ?? { toolResponsesSafetyCapped: 0, toolResponsesDeduplicated: 0, toolResponsesTruncated: 0 },
+    outermost: undefined,
+  };
+}
+
+/** Whether the message at an index of `messages` carries a boundary this run stamped. */
+const trustedIn = (state: CompressionState, messages: readonly Message[]) => (index: number) => state.stampedByRun.has(messages[index]!);
+
+/**
+ * One iteration (wrapGenerate): the caller's forged boundaries removed, one compression decision,
+ * the next stage given the stamped history (or the view, with replaceHistory); at the run's
+ * outermost iteration the final message gets the newest stats.
+ */
+async function compressIteration(stage: CompressionStage, params: GenerateParams, next: Next<GenerateParams, GenerateOutcome>): Promise<GenerateOutcome> {
+  const { state, tokens } = stage;
+  state.outermost ??= params.iteration;
+  // A caller's forged boundaries go, and standalone notices a saved view carried fold into the system message.
+  const messages = reconcileNotices(sanitized(params.messages, state.stampedByRun), stage.noticeText).messages;
+  const result = await compress(messages, stage.options, {
+    tokens: state.reportedTokens ?? stampedTokens(messages),
+    summarizer: stage.summarizer,
+    trusted: trustedIn(state, messages),
+    ...(tokens ? { measure: (messages: readonly Message[]) => tokens.measure(messages) } : {}),
+  });
+  if (result.stamped !== undefined) state.stampedByRun.add(result.history[result.stamped]!);
+  if (result.stats) recordStats(state, result.stats);
+  const outcome = await next({ ...params, messages: stage.replaceHistory ? result.view : result.history });
+  if (params.iteration !== state.outermost || !state.latestStats) return outcome;
+  return withFinalStats(outcome, state.latestStats);
+}
+
+/**
+ * Adds a decision's tool edit counts to the totals; the newest stats are the decision's, with
+ * the totals, and with truncationNoticeInserted and summarized kept once set.
+ */
+function recordStats(state: CompressionState, stats: CompressionStats): void {
+  const totals = state.totals;
+  totals.toolResponsesSafetyCapped += stats.toolResponsesSafetyCapped;
+  totals.toolResponsesDeduplicated += stats.toolResponsesDeduplicated;
+  totals.toolResponsesTruncated += stats.toolResponsesTruncated;
+  state.latestStats = {
+    ...stats,
+    ...totals,
+    truncationNoticeInserted: stats.truncationNoticeInserted || (state.latestStats?.truncationNoticeInserted ?? false),
+    summarized: stats.summarized || (state.latestStats?.summarized ?? false),
+  };
+}
+
+/** The outcome with the stats on the run's final message: the response's message and the last of the conversation. */
+function withFinalStats(outcome: GenerateOutcome, stats: CompressionStats): GenerateOutcome {
+  const final = outcome.response.message;
+  const stamped: Message = {
+    ...final,
+    metadata: { ...final.metadata, [COMPRESSION_KEY]: { ...(final.metadata?.[COMPRESSION_KEY] as object | undefined), stats } },
+  };
+  return { response: { ...outcome.response, message: stamped }, messages: [...outcome.messages.slice(0, -1), stamped] };
+}
+
+/**
+ * One model call (wrapModel): the model is sent the view of the request's messages, and a
+ * response that reports input tokens is stamped with them (the next decision starts from them).
+ */
+async function sendView(stage: CompressionStage, params: ModelCallParams, next: Next<ModelCallParams, ModelResponse>): Promise<ModelResponse> {
+  const messages = params.request.messages;
+  const view = reconcileNotices(resolveView(messages, trustedIn(stage.state, messages)).messages, stage.noticeText).messages;
+  const response = await next({ ...params, request: { ...params.request, messages: view } });
+  const reported = response.usage.inputTokens;
+  if (!reported || reported <= 0) return response;
+  stage.state.reportedTokens = reported;
+  const message = response.message;
+  return {
+    ...response,
+    message: {
+      ...message,
+      metadata: { ...message.metadata, [COMPRESSION_KEY]: { ...(message.metadata?.[COMPRESSION_KEY] as object | undefined), inputTokens: reported } },
+    },
+  };
+}
