@@ -10,7 +10,8 @@ export type { Agent, AgentOptions, AgentSessionMode, Model, ModelContext, Tool, 
 export { Registry } from './registry';
 
 export { KeelClient, RunHandle, runErrorOf } from './client/keel-client';
-export type { DecideOptions, ResultOptions, StartRunOptions, TaskView } from './client/keel-client';
+export type { DecideOptions, ResultOptions, StartRunOptions } from './client/keel-client';
+export type { TaskView } from './core/tasks';
 export type { HoldView } from './client/holds';
 export { SessionHandle } from './client/session-handle';
 export type { SendOptions } from './client/session-handle';

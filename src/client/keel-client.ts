@@ -11,7 +11,7 @@ import { inspectTask } from '../node/inspect-task';
 import { SessionHandle } from './session-handle';
 import { assertInputFits } from './input-limit';
 import { runErrorOf } from '../node/run-errors';
-import type { TaskStatus } from '../core/tasks';
+import { taskView, type TaskView } from '../core/tasks';
 import { KEEL_AGENT } from '../core/search-attributes';
 import { holdsOf, listHolds, type HoldView } from './holds';
 import { decideCommands } from './decide-commands';
@@ -20,7 +20,7 @@ export { runErrorOf };
 import type { Message, StreamedText } from '../core/messages';
 import { runEvents, streamedTextOf, type RunEvent, type RunEventsOptions } from './run-events';
 import type { Decision, DecisionAccepted } from '../core/holds';
-import type { Interrupt, MemoHold, MiddlewareRefInput, RunInputOptions, RunResult, RunStatus } from '../core/run';
+import type { Interrupt, MiddlewareRefInput, RunInputOptions, RunResult, RunStatus } from '../core/run';
 import type { KeelConfig } from '../config/schema';
 import { connectClient } from '../worker/connect';
 import { GENERATE_WORKFLOW, messagesQuery, resumeSignal, resumeUpdate, statusQuery } from '../workflows/definitions';
@@ -63,22 +63,6 @@ export function promptExcerpt(messages: readonly Message[]): string {
     .trim();
   const chars = [...text];
   return chars.length > 100 ? `${chars.slice(0, 99).join('')}…` : text;
-}
-
-/** A background task as the client reports it. */
-export interface TaskView {
-  taskId: string;
-  agent: string;
-  /** The label the model gave it. */
-  name?: string;
-  /** `waiting`: pending, with holds waiting for a decision (in `interrupts`). */
-  status: TaskStatus | 'waiting';
-  /** With `waiting`: the task's pending holds, each with the commands that decide it on the task's own run. */
-  interrupts?: Array<MemoHold & { approve?: string; deny?: string; decide: string }>;
-  /** With `completed`: the task's final text. */
-  result?: string;
-  /** With `failed` or `unknown`: why. */
-  error?: { status: string; message: string };
 }
 
 /** Options of `new RunHandle`. */
@@ -405,33 +389,15 @@ export class RunHandle {
   async tasks(): Promise<TaskView[]> {
     const records = (await this.status()).tasks;
     return Promise.all(
-      records.map(async ({ taskId, agent, runId, name }): Promise<TaskView> => {
-        const report = await inspectTask(this.client, runId);
-        if (report.status === 'pending') {
-          // Decided on the task's own run, which works whether or not the run that launched it still goes on.
-          const holds = await holdsOf(this.client, runId);
-          if (holds.length)
-            return {
-              taskId,
-              agent,
-              ...(name !== undefined ? { name } : {}),
-              status: 'waiting',
-              interrupts: holds.map((hold) => ({ ...hold, ...decideCommands(runId, hold.id, hold.approvable) })),
-            };
-        }
-        // A run that finished without an answer (blocked, length, ...) failed as a task, as the agents' tools report it.
-        const answered = !report.result || ['stop', 'other', 'unknown'].includes(report.result.finishReason);
-        return {
-          taskId,
-          agent,
-          ...(name !== undefined ? { name } : {}),
-          status: answered ? report.status : 'failed',
-          ...(report.result && answered ? { result: report.result.text } : {}),
-          ...(report.result && !answered
-            ? { error: { status: 'ABORTED', message: `the run ended as "${report.result.finishReason}" without an answer` } }
-            : {}),
-          ...(report.error ? { error: report.error } : {}),
-        };
+      records.map(async (record): Promise<TaskView> => {
+        const report = await inspectTask(this.client, record.runId);
+        // Decided on the task's own run, which works whether or not the run that launched it still goes on.
+        const holds = report.status === 'pending' ? await holdsOf(this.client, record.runId) : [];
+        return taskView(
+          record,
+          report,
+          holds.map((hold) => ({ ...hold, ...decideCommands(record.runId, hold.id, hold.approvable) })),
+        );
       }),
     );
   }

@@ -8,7 +8,8 @@
  */
 import { messageText, STREAM_DETAILS, type Message, type StreamedText } from '../core/messages';
 import type { Interrupt, RunState } from '../core/run';
-import type { RunHandle, TaskView } from './keel-client';
+import type { TaskView } from '../core/tasks';
+import type { RunHandle } from './keel-client';
 
 /** One event of a run. */
 export type RunEvent =

@@ -264,7 +264,7 @@ export const RunStatusSchema = z.object({
   finishReason: FinishReasonSchema.optional(),
   text: z.string().optional(),
   error: RunErrorSchema.optional(),
-  /** Background tasks (sub-agent runs) this run started. */
+  /** Background tasks (sub-agent runs) this run started: `TaskRecordSchema` (core/tasks.ts, which imports this module), spelled out. */
   tasks: z.array(z.object({ taskId: z.string(), agent: z.string(), runId: z.string(), name: z.string().optional() })).default([]),
   /** The run's artifacts so far, by name and size (the result carries their content). */
   artifacts: z.array(z.object({ name: z.string(), chars: z.number().int(), metadata: z.record(z.string(), z.unknown()).optional() })).default([]),

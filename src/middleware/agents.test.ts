@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { KeelError } from '../core/errors';
 import type { Message } from '../core/messages';
 import { agents, delegationToolName, forwardedHistory, sharedToolName } from './agents';
-import { parseTaskId } from './agents-tasks';
+import { parseTaskId } from '../core/tasks';
 import { injectSystemText } from './system-text';
 
 const configError = (config: unknown) => {

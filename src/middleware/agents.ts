@@ -3,21 +3,30 @@
  * configured agent gets a `delegate_to_<agent>` tool; a delegation runs the sub-agent as a
  * child run (a child workflow) and returns its answer, with its artifacts merged into this
  * run's under a namespace. A `<sub-agents>` block in the system prompt lists the tools.
- * Runs in the workflow: the tools are workflow-local, the sub-agent's work is its own run.
+ * Background tasks (`async: true`) and their tools are in background-tasks.ts, what a finished
+ * sub-agent run answers in sub-agent-results.ts. Runs in the workflow: the tools are
+ * workflow-local, the sub-agent's work is its own run.
  */
 import { log } from '@temporalio/workflow';
 import { z } from 'zod';
-import { artifactText, type Artifact } from '../core/artifacts';
 import type { Message } from '../core/messages';
-import type { RunResult } from '../core/run';
-import { defineMiddleware } from './define-middleware';
-import { taskIdOf } from '../core/tasks';
+import { PROOF_METADATA } from '../core/proofs';
 import { sessionOfTurn } from '../core/session';
-import { BACKGROUND_TOOLS, backgroundTools, conversationTasks, launchedInConversation, parseTaskId } from './agents-tasks';
+import { hasAnswer, parseTaskId, taskIdOf, type TaskReport } from '../core/tasks';
+import { toolAnswer, type ToolAnswer } from '../core/tool-answer';
+import {
+  BACKGROUND_TOOLS,
+  backgroundTools,
+  conversationTasks,
+  followConversationTasks,
+  launchedResponse,
+  type BackgroundToolNames,
+  type TaskScope,
+} from './background-tasks';
+import { defineMiddleware } from './define-middleware';
+import { foldResult, mergeArtifacts, namespaceOf, subAgentAnswer, type ArtifactMerge, type MergedArtifact } from './sub-agent-results';
 import { injectSystemText } from './system-text';
 import type { ContributedTool, MiddlewareContext, ToolCallParams } from './types';
-import { PROOF_METADATA } from '../core/proofs';
-import { toolAnswer, type ToolAnswer } from '../core/tool-answer';
 
 /** Metadata key tagging the `<sub-agents>` block of the system prompt (the reference's). */
 export const AGENTS_INSTRUCTIONS_MARKER = 'agents-instructions';
@@ -33,9 +42,6 @@ const AgentRefSchema = z.union([
     .transform((name) => ({ name, description: undefined as string | undefined })),
   z.object({ name: z.string().min(1, 'an agent name must not be empty'), description: z.string().optional() }).strict(),
 ]);
-
-/** Finish reasons that carry an answer (others explain why there is none). */
-const RESULT_REASONS = new Set(['stop', 'other', 'unknown']);
 
 /** Name of a delegation tool: `<prefix>_<agent>`, or the bare agent name for an empty prefix. */
 export function delegationToolName(prefix: string | undefined, agent: string): string {
@@ -89,18 +95,14 @@ const DelegationInputSchema = z.object({ task: z.string().min(1), name: z.string
 /** What a delegation answers the model. */
 interface DelegationOutput {
   response: string;
-  artifacts?: Array<{ name: string; content?: string }>;
+  artifacts?: MergedArtifact[];
   taskId?: string;
   status?: 'pending' | 'completed' | 'failed' | 'aborted';
   name?: string;
 }
 
 /** The `<sub-agents>` block: every delegation tool with what its agent does, and how background tasks work. */
-export function subAgentsBlock(
-  entries: ReadonlyArray<{ tool: string; description: string }>,
-  background?: { check: string; wait: string; abort: string },
-  continueTool?: string,
-): string {
+export function subAgentsBlock(entries: ReadonlyArray<{ tool: string; description: string }>, background?: BackgroundToolNames, continueTool?: string): string {
   return [
     '<sub-agents>',
     'You can hand tasks to these sub-agents, each through its own tool:',
@@ -134,35 +136,285 @@ export function forwardedHistory(messages: readonly Message[], count: number): M
   return texts.slice(-count);
 }
 
-/**
- * The namespace of a sub-agent run's artifacts: `<agent>_<8 hex digits>` from the run's id
- * (FNV-1a), unique across the runs and turns of a conversation, so a later delegation never
- * replaces an earlier one's artifacts.
- */
-export function namespaceOf(agent: string, runId: string): string {
-  let hash = 0x811c9dc5;
-  for (let index = 0; index < runId.length; index++) {
-    hash ^= runId.charCodeAt(index);
-    hash = Math.imul(hash, 0x01000193) >>> 0;
-  }
-  return `${agent}_${hash.toString(16).padStart(8, '0')}`;
-}
-
 /** The hint a server-managed task's failure carries: its progress is kept for continue_task. */
 const CONTINUE_HINT = (tool: string) =>
   ` The run's progress up to that point is saved; call ${tool} with this taskId to continue it, optionally with instructions.`;
 
-/** The answer a finished sub-agent run gives the delegating model. */
-function foldResult(agent: string, result: RunResult, artifacts: number): string {
-  const text = result.text;
-  if (!RESULT_REASONS.has(result.finishReason)) {
-    return `Error calling agent "${agent}": its run ended as "${result.finishReason}" without completing the task; its last message was: ${text}.`;
+/** One delegation tool: its agent, its name, and what the model and the `<sub-agents>` block say of it. */
+interface DelegationEntry {
+  agent: string;
+  tool: string;
+  /** What the `<sub-agents>` block says the agent does. */
+  description: string;
+  toolDescription: string;
+}
+
+/**
+ * The Agents middleware in one run: its config and context, what it resolved from them at
+ * creation, and its delegation count. The tools' steps take it as their first argument.
+ */
+interface Delegator extends TaskScope, ArtifactMerge {
+  config: ResolvedConfig;
+  /** Agents registered on this worker, with their descriptions. */
+  registered: Map<string, string>;
+  /** Registered agents that keep their own session (server-managed). */
+  serverManaged: Set<string>;
+  /** One entry per configured agent, in config order. */
+  entries: DelegationEntry[];
+  /** continue_task's name, when a configured agent may keep a session. */
+  continueTool: string | undefined;
+  /** The background-task tools' names, with `async: true`. */
+  background: BackgroundToolNames | undefined;
+  /** Delegations so far, across the runs of a long run's chain (carried through continue-as-new). */
+  delegations: number;
+  /** Set once the run followed its conversation's earlier tasks (the first run of a chain does; its later runs need not). */
+  followed: boolean;
+}
+
+/**
+ * The names and counts the tools work from: a delegation tool per configured agent;
+ * continue_task when any configured agent may keep a session (a server-managed one, or one
+ * this worker does not know); the background-task tools with `async: true`.
+ */
+function createDelegator(config: ResolvedConfig, context: MiddlewareContext): Delegator {
+  const registered = new Map(context.agent.directory.map((entry) => [entry.name, entry.description]));
+  const serverManaged = new Set(context.agent.directory.filter((entry) => entry.session === 'server').map((entry) => entry.name));
+  const continueTool = config.agents.some((ref) => serverManaged.has(ref.name) || !registered.has(ref.name))
+    ? sharedToolName(config.toolPrefix, 'continue_task')
+    : undefined;
+  const background = config.async
+    ? {
+        check: sharedToolName(config.toolPrefix, BACKGROUND_TOOLS.check),
+        wait: sharedToolName(config.toolPrefix, BACKGROUND_TOOLS.wait),
+        abort: sharedToolName(config.toolPrefix, BACKGROUND_TOOLS.abort),
+      }
+    : undefined;
+  const entries = config.agents.map((ref) => ({
+    agent: ref.name,
+    tool: delegationToolName(config.toolPrefix, ref.name),
+    description: ref.description ?? (registered.get(ref.name) || 'No description available.'),
+    toolDescription: ref.description ?? `Delegates a task to the "${ref.name}" sub-agent.`,
+  }));
+  return {
+    config,
+    context,
+    artifactStrategy: config.artifactStrategy,
+    agents: config.agents.map((ref) => ref.name),
+    registered,
+    serverManaged,
+    entries,
+    continueTool,
+    background,
+    // Results of these tools carry the task ids this conversation launched.
+    delegationTools: new Set([...entries.map((entry) => entry.tool), ...(continueTool ? [continueTool] : [])]),
+    delegations: typeof context.carried === 'number' ? context.carried : 0,
+    followed: context.carried !== undefined,
+  };
+}
+
+/** The answer to a delegation past `maxDelegations` (0 = no limit), or undefined while there is room. */
+function limitReached({ config, delegations }: Delegator): string | undefined {
+  if (config.maxDelegations === 0 || delegations < config.maxDelegations) return undefined;
+  return `Delegation limit reached (${config.maxDelegations}). Finish the task with what you have gathered so far.`;
+}
+
+/**
+ * A delegation: a well-formed one counts against `maxDelegations` (even to an agent this worker
+ * does not know). A server-managed agent runs a turn of its own session with the task only;
+ * `background: true` (with `async`) starts a task and answers with its id at once; otherwise
+ * the sub-agent runs as a child run, given the forwarded history and the task, and this waits
+ * for its answer.
+ */
+async function delegate(delegator: Delegator, agent: string, rawInput: unknown, params: ToolCallParams): Promise<DelegationOutput> {
+  const { config, context } = delegator;
+  const input = DelegationInputSchema.safeParse(rawInput);
+  if (!input.success) return { response: `Error: give the task to delegate as a non-empty "task" string.` };
+  const label = input.data.name !== undefined ? { name: input.data.name } : {};
+  const limit = limitReached(delegator);
+  if (limit) {
+    log.warn('delegation limit reached', { agent, maxDelegations: config.maxDelegations });
+    return { response: limit, ...label };
   }
-  if (text) return text;
-  if (artifacts === 0) return 'The task completed, but the agent gave no final message and produced no artifacts.';
-  return artifacts === 1
-    ? 'The task completed without a final message; its result is in the one artifact it produced.'
-    : `The task completed without a final message; its result is in the ${artifacts} artifacts it produced.`;
+  delegator.delegations += 1;
+  if (!delegator.registered.has(agent)) {
+    return { response: `Error: agent "${agent}" is configured on the agents middleware but is not registered on this worker.`, ...label };
+  }
+  const task: Message = { role: 'user', content: [{ text: input.data.task }] };
+  const inBackground = input.data.background === true && config.async;
+  if (delegator.serverManaged.has(agent)) return { ...(await sessionTurn(delegator, agent, { messages: [task], detach: inBackground }, label.name)), ...label };
+  if (inBackground) {
+    const started = await context.tasks.start({ agent, messages: [task], ...label });
+    return { taskId: started.taskId, status: 'pending', response: launchedResponse(delegator.background!, agent, started.taskId), ...label };
+  }
+  // History goes to client-managed sub-agents only; a server-managed one keeps its own.
+  const outcome = await context.runAgent({ agent, messages: [...forwardedHistory(params.requestMessages, config.historyLength), task] });
+  if ('error' in outcome) return { response: `Error calling agent "${agent}": ${outcome.error.message}`, ...label };
+  return { ...subAgentAnswer(delegator, agent, outcome.runId, outcome.result), ...label };
+}
+
+const ContinueInputSchema = z.object({ taskId: z.string(), instructions: z.string().optional(), background: z.boolean().optional() }).loose();
+
+/**
+ * Why a task cannot be continued, from where its run stands (undefined: it can). A task still
+ * running or winding down, or a completed one given no new instructions, is refused without
+ * spending a delegation (`refund`); a task with no record spends it.
+ */
+function continueRefusal(
+  { continueTool }: Delegator,
+  taskId: string,
+  report: TaskReport | undefined,
+  instructions: string | undefined,
+): { response: string; refund: boolean } | undefined {
+  switch (report?.status) {
+    case 'pending':
+      return { refund: true, response: `Error: task ${taskId} is still running; only a settled task can be continued. Wait for it first.` };
+    case 'aborting':
+      return { refund: true, response: `Error: task ${taskId} is winding down after an abort. Retry this taskId once it settles.` };
+    case 'unknown':
+    case undefined:
+      return { refund: false, response: `Error: no record of task ${taskId} exists. Delegate the task again.` };
+    case 'completed':
+      if (!instructions && hasAnswer(report.result?.finishReason ?? 'stop')) {
+        return { refund: true, response: `Error: task ${taskId} already completed. Call ${continueTool} again with instructions for what to do next.` };
+      }
+  }
+  return undefined;
+}
+
+/**
+ * continue_task: a settled task of a server-managed sub-agent that this conversation launched
+ * goes on from its snapshot, as a new task (a failed or aborted one from where it stopped, a
+ * completed one with new instructions). It counts as a delegation.
+ */
+async function continueTask(delegator: Delegator, rawInput: unknown, params: ToolCallParams): Promise<DelegationOutput> {
+  const input = ContinueInputSchema.safeParse(rawInput);
+  if (!input.success) return { response: 'Error: give the "taskId" of the task to continue.' };
+  const { taskId, instructions } = input.data;
+  const parsed = parseTaskId(taskId, delegator.agents);
+  if (!parsed) return { response: `Error: task ID "${taskId}" does not match any configured agent (expected "<agent>:<runId>").` };
+  const known = await conversationTasks(delegator, params.requestMessages);
+  if (!known.has(taskId)) return { response: 'Error: this conversation did not launch this task, so it cannot be continued from here.' };
+  const label = known.get(taskId) !== undefined ? { name: known.get(taskId)! } : {};
+  const limit = limitReached(delegator);
+  if (limit) return { response: limit, ...label };
+  delegator.delegations += 1;
+  const session = sessionOfTurn(parsed.runId, parsed.agent);
+  if (!delegator.serverManaged.has(parsed.agent) || !session) {
+    return { response: `Error: agent "${parsed.agent}" does not keep a session, so its tasks cannot be continued. Delegate the task again.`, ...label };
+  }
+  const [report] = await delegator.context.tasks.inspect([parsed.runId]);
+  const refusal = continueRefusal(delegator, taskId, report, instructions);
+  if (refusal) {
+    if (refusal.refund) delegator.delegations -= 1;
+    return { response: refusal.response, ...label };
+  }
+  const message: Message = { role: 'user', content: [{ text: instructions ?? 'Continue the task from where it stopped.' }] };
+  const detach = input.data.background === true && delegator.config.async;
+  return {
+    ...(await sessionTurn(delegator, parsed.agent, { messages: [message], detach, fromRunId: parsed.runId, sessionId: session.sessionId }, label.name)),
+    ...label,
+  };
+}
+
+/**
+ * A turn of a server-managed sub-agent's session: a detached one answers with its pending
+ * task; a finished one with its answer and task id, its artifacts merged under the turn's run.
+ * A turn without an answer failed (or was aborted); its progress is kept for continue_task.
+ */
+async function sessionTurn(
+  delegator: Delegator,
+  agent: string,
+  options: { messages: Message[]; detach: boolean; fromRunId?: string; sessionId?: string },
+  name?: string,
+): Promise<DelegationOutput> {
+  const outcome = await delegator.context.invokeSession({ agent, ...options, ...(name !== undefined ? { name } : {}) });
+  if ('error' in outcome) return { response: `Error calling agent "${agent}": ${outcome.error.message}` };
+  const { output } = outcome;
+  const taskId = taskIdOf(agent, output.runId);
+  if (output.status === 'pending') return { taskId, status: 'pending', response: launchedResponse(delegator.background!, agent, taskId) };
+  const merged = mergeArtifacts(delegator, agent, namespaceOf(agent, output.runId), output.artifacts);
+  if (output.status === 'completed' && hasAnswer(output.finishReason)) {
+    return {
+      taskId,
+      status: 'completed',
+      response: output.text || foldResult(agent, { text: '', finishReason: 'stop' }, merged.length),
+      ...(merged.length ? { artifacts: merged } : {}),
+    };
+  }
+  const why = output.error
+    ? output.error.message
+    : `its run ended as "${output.finishReason}" without completing the task; its last message was: ${output.text}.`;
+  return {
+    taskId,
+    status: output.status === 'aborted' ? 'aborted' : 'failed',
+    response: `Error calling agent "${agent}": ${why}${delegator.continueTool ? CONTINUE_HINT(delegator.continueTool) : ''}`,
+  };
+}
+
+/** A delegation's answer; one that hands out a task id carries the proof that this run did, in its response's metadata. */
+async function withTaskProof(context: MiddlewareContext, output: DelegationOutput): Promise<DelegationOutput | ToolAnswer> {
+  if (output.taskId === undefined) return output;
+  const proof = (await context.tasks.prove([output.taskId]))[output.taskId];
+  return proof === undefined ? output : toolAnswer(output, { [PROOF_METADATA.task]: proof });
+}
+
+/** The delegation tool of one configured agent (`background` offered with `async`). */
+function delegationTool(delegator: Delegator, { agent, tool, toolDescription }: DelegationEntry): ContributedTool {
+  return {
+    definition: {
+      name: tool,
+      description: toolDescription,
+      inputSchema: {
+        type: 'object',
+        properties: {
+          task: { type: 'string', description: 'The task, described completely: the sub-agent sees only this.' },
+          name: { type: 'string', description: 'A short label for the task, echoed back (never an identifier).' },
+          ...(delegator.config.async ? { background: { type: 'boolean', description: 'Start the task in the background and get a taskId at once.' } } : {}),
+        },
+        required: ['task'],
+      },
+    },
+    run: async (input, params) => withTaskProof(delegator.context, await delegate(delegator, agent, input, params)),
+  };
+}
+
+/** The continue_task tool (`background` offered with `async`). */
+function continueTaskTool(delegator: Delegator, name: string): ContributedTool {
+  return {
+    definition: {
+      name,
+      description: 'Continues a settled task of a sub-agent that keeps its own session (failed, aborted, or completed with new instructions).',
+      inputSchema: {
+        type: 'object',
+        properties: {
+          taskId: { type: 'string', description: 'The taskId of the task to continue.' },
+          instructions: { type: 'string', description: 'What to do next; omit to retry where it stopped.' },
+          ...(delegator.config.async ? { background: { type: 'boolean', description: 'Continue it in the background.' } } : {}),
+        },
+        required: ['taskId'],
+      },
+    },
+    run: async (input, params) => withTaskProof(delegator.context, await continueTask(delegator, input, params)),
+  };
+}
+
+/** Every tool of the middleware, in the order the model sees them: the delegation tools, the background-task tools, continue_task. */
+function agentsTools(delegator: Delegator): ContributedTool[] {
+  const { config, context, background, continueTool } = delegator;
+  return [
+    ...delegator.entries.map((entry) => delegationTool(delegator, entry)),
+    ...(background
+      ? backgroundTools({
+          context,
+          agents: delegator.agents,
+          delegationTools: delegator.delegationTools,
+          names: background,
+          maxWaitSeconds: config.maxWaitSeconds,
+          artifactStrategy: delegator.artifactStrategy,
+        })
+      : []),
+    ...(continueTool ? [continueTaskTool(delegator, continueTool)] : []),
+  ];
 }
 
 /** Agents: `use: [agents({ agents: ['researcher', { name: 'coder', description: 'Writes code.' }] })]` */
@@ -171,229 +423,17 @@ export const agents = defineMiddleware({
   description: 'Delegates tasks to sub-agents, each run as a child run of its own.',
   configSchema: AgentsConfigSchema,
   create(config: ResolvedConfig, context: MiddlewareContext) {
-    const registered = new Map(context.agent.directory.map((entry) => [entry.name, entry.description]));
-    const serverManaged = new Set(context.agent.directory.filter((entry) => entry.session === 'server').map((entry) => entry.name));
-    // continue_task exists when any configured agent may keep a session (an unknown one may).
-    const continueTool = config.agents.some((ref) => serverManaged.has(ref.name) || !registered.has(ref.name))
-      ? sharedToolName(config.toolPrefix, 'continue_task')
-      : undefined;
-    // Delegations count across the runs of a long run's chain.
-    let delegations = typeof context.carried === 'number' ? context.carried : 0;
-    const background = config.async
-      ? {
-          check: sharedToolName(config.toolPrefix, BACKGROUND_TOOLS.check),
-          wait: sharedToolName(config.toolPrefix, BACKGROUND_TOOLS.wait),
-          abort: sharedToolName(config.toolPrefix, BACKGROUND_TOOLS.abort),
-        }
-      : undefined;
-
-    /** Merges a sub-agent's named artifacts into this run under `<namespace>/<name>`; lists them for the model. */
-    const mergeArtifacts = (agent: string, namespace: string, produced: readonly Artifact[]) =>
-      produced
-        .filter((artifact) => artifact.name !== '')
-        .map((artifact) => {
-          const name = `${namespace}/${artifact.name}`;
-          context.artifacts.put({ ...artifact, name, metadata: { ...artifact.metadata, source: agent, invocationId: namespace } });
-          return config.artifactStrategy === 'inline' ? { name, content: artifactText(artifact) } : { name };
-        });
-
-    const delegate = async (agent: string, rawInput: unknown, params: ToolCallParams): Promise<DelegationOutput> => {
-      const input = DelegationInputSchema.safeParse(rawInput);
-      if (!input.success) return { response: `Error: give the task to delegate as a non-empty "task" string.` };
-      const label = input.data.name !== undefined ? { name: input.data.name } : {};
-      if (config.maxDelegations > 0 && delegations >= config.maxDelegations) {
-        log.warn('delegation limit reached', { agent, maxDelegations: config.maxDelegations });
-        return { response: `Delegation limit reached (${config.maxDelegations}). Finish the task with what you have gathered so far.`, ...label };
-      }
-      delegations += 1;
-      if (!registered.has(agent)) {
-        return { response: `Error: agent "${agent}" is configured on the agents middleware but is not registered on this worker.`, ...label };
-      }
-      const task: Message = { role: 'user', content: [{ text: input.data.task }] };
-      const inBackground = input.data.background === true && config.async;
-      if (serverManaged.has(agent)) return { ...(await sessionTurn(agent, { messages: [task], detach: inBackground }, label.name)), ...label };
-      if (inBackground) {
-        const started = await context.tasks.start({ agent, messages: [task], ...label });
-        return { taskId: started.taskId, status: 'pending', response: launched(agent, started.taskId), ...label };
-      }
-      // History goes to client-managed sub-agents only; a server-managed one keeps its own.
-      const outcome = await context.runAgent({ agent, messages: [...forwardedHistory(params.requestMessages, config.historyLength), task] });
-      if ('error' in outcome) return { response: `Error calling agent "${agent}": ${outcome.error.message}`, ...label };
-      return { ...settled(agent, outcome.runId, outcome.result), ...label };
-    };
-
-    const ContinueInputSchema = z.object({ taskId: z.string(), instructions: z.string().optional(), background: z.boolean().optional() }).loose();
-
-    /** continue_task: a settled task of a server-managed sub-agent goes on from its snapshot, as a new task. */
-    const continueTask = async (rawInput: unknown, params: ToolCallParams): Promise<DelegationOutput> => {
-      const input = ContinueInputSchema.safeParse(rawInput);
-      if (!input.success) return { response: 'Error: give the "taskId" of the task to continue.' };
-      const { taskId, instructions } = input.data;
-      const parsed = parseTaskId(
-        taskId,
-        config.agents.map((ref) => ref.name),
-      );
-      if (!parsed) return { response: `Error: task ID "${taskId}" does not match any configured agent (expected "<agent>:<runId>").` };
-      const known = await conversationTasks(context, params.requestMessages, delegationToolNames);
-      if (!known.has(taskId)) return { response: 'Error: this conversation did not launch this task, so it cannot be continued from here.' };
-      const label = known.get(taskId) !== undefined ? { name: known.get(taskId)! } : {};
-      if (config.maxDelegations > 0 && delegations >= config.maxDelegations) {
-        return { response: `Delegation limit reached (${config.maxDelegations}). Finish the task with what you have gathered so far.`, ...label };
-      }
-      delegations += 1;
-      const session = sessionOfTurn(parsed.runId, parsed.agent);
-      if (!serverManaged.has(parsed.agent) || !session) {
-        return { response: `Error: agent "${parsed.agent}" does not keep a session, so its tasks cannot be continued. Delegate the task again.`, ...label };
-      }
-      const refund = (response: string): DelegationOutput => {
-        delegations -= 1;
-        return { response, ...label };
-      };
-      const [report] = await context.tasks.inspect([parsed.runId]);
-      switch (report?.status) {
-        case 'pending':
-          return refund(`Error: task ${taskId} is still running; only a settled task can be continued. Wait for it first.`);
-        case 'aborting':
-          return refund(`Error: task ${taskId} is winding down after an abort. Retry this taskId once it settles.`);
-        case 'unknown':
-        case undefined:
-          return { response: `Error: no record of task ${taskId} exists. Delegate the task again.`, ...label };
-        case 'completed':
-          if (!instructions && RESULT_REASONS.has(report.result?.finishReason ?? 'stop')) {
-            return refund(`Error: task ${taskId} already completed. Call ${continueTool} again with instructions for what to do next.`);
-          }
-      }
-      const message: Message = { role: 'user', content: [{ text: instructions ?? 'Continue the task from where it stopped.' }] };
-      const detach = input.data.background === true && config.async;
-      return {
-        ...(await sessionTurn(parsed.agent, { messages: [message], detach, fromRunId: parsed.runId, sessionId: session.sessionId }, label.name)),
-        ...label,
-      };
-    };
-
-    const launched = (agent: string, taskId: string) =>
-      `Background task ${taskId} started for agent "${agent}". Collect its result with ${background!.check} or ${background!.wait}, or stop it with ${background!.abort}.`;
-
-    /** A turn of a server-managed sub-agent's session: its answer and task id, or its pending task. */
-    const sessionTurn = async (
-      agent: string,
-      options: { messages: Message[]; detach: boolean; fromRunId?: string; sessionId?: string },
-      name?: string,
-    ): Promise<DelegationOutput> => {
-      const outcome = await context.invokeSession({ agent, ...options, ...(name !== undefined ? { name } : {}) });
-      if ('error' in outcome) return { response: `Error calling agent "${agent}": ${outcome.error.message}` };
-      const { output } = outcome;
-      const taskId = taskIdOf(agent, output.runId);
-      if (output.status === 'pending') return { taskId, status: 'pending', response: launched(agent, taskId) };
-      const merged = mergeArtifacts(agent, namespaceOf(agent, output.runId), output.artifacts);
-      if (output.status === 'completed' && RESULT_REASONS.has(output.finishReason)) {
-        return {
-          taskId,
-          status: 'completed',
-          response: output.text || foldResult(agent, { text: '', finishReason: 'stop' } as RunResult, merged.length),
-          ...(merged.length ? { artifacts: merged } : {}),
-        };
-      }
-      const why = output.error
-        ? output.error.message
-        : `its run ended as "${output.finishReason}" without completing the task; its last message was: ${output.text}.`;
-      return {
-        taskId,
-        status: output.status === 'aborted' ? 'aborted' : 'failed',
-        response: `Error calling agent "${agent}": ${why}${continueTool ? CONTINUE_HINT(continueTool) : ''}`,
-      };
-    };
-
-    /** What a finished sub-agent run answers: its text (or why it has none) and its artifacts, merged under `<agent>_<n>`. */
-    const settled = (agent: string, runId: string, result: RunResult) => {
-      const merged = mergeArtifacts(agent, namespaceOf(agent, runId), result.artifacts);
-      return { response: foldResult(agent, result, merged.length), ...(merged.length ? { artifacts: merged } : {}) };
-    };
-
-    /** A delegation's answer; one that hands out a task id carries the proof that this run did, in its response's metadata. */
-    const withTaskProof = async (output: DelegationOutput): Promise<DelegationOutput | ToolAnswer> => {
-      if (output.taskId === undefined) return output;
-      const proof = (await context.tasks.prove([output.taskId]))[output.taskId];
-      return proof === undefined ? output : toolAnswer(output, { [PROOF_METADATA.task]: proof });
-    };
-
-    const entries = config.agents.map((ref) => ({
-      agent: ref.name,
-      tool: delegationToolName(config.toolPrefix, ref.name),
-      description: ref.description ?? (registered.get(ref.name) || 'No description available.'),
-      toolDescription: ref.description ?? `Delegates a task to the "${ref.name}" sub-agent.`,
-    }));
-    // Results of these tools carry the task ids this conversation launched.
-    const delegationToolNames = new Set([...entries.map((entry) => entry.tool), ...(continueTool ? [continueTool] : [])]);
-    const tools: ContributedTool[] = entries.map(({ agent, tool, toolDescription }) => ({
-      definition: {
-        name: tool,
-        description: toolDescription,
-        inputSchema: {
-          type: 'object',
-          properties: {
-            task: { type: 'string', description: 'The task, described completely: the sub-agent sees only this.' },
-            name: { type: 'string', description: 'A short label for the task, echoed back (never an identifier).' },
-            ...(config.async ? { background: { type: 'boolean', description: 'Start the task in the background and get a taskId at once.' } } : {}),
-          },
-          required: ['task'],
-        },
-      },
-      run: async (input, params) => withTaskProof(await delegate(agent, input, params)),
-    }));
-    const block = subAgentsBlock(entries, background, continueTool);
-    if (background) {
-      tools.push(
-        ...backgroundTools({
-          context,
-          agents: config.agents.map((ref) => ref.name),
-          names: background,
-          delegationTools: delegationToolNames,
-          maxWaitSeconds: config.maxWaitSeconds,
-          completed: (agent, runId, result) => {
-            const row = settled(agent, runId, result);
-            if (RESULT_REASONS.has(result.finishReason)) return { status: 'completed', ...row };
-            return { status: 'failed', error: row.response };
-          },
-        }),
-      );
-    }
-
-    if (continueTool) {
-      tools.push({
-        definition: {
-          name: continueTool,
-          description: 'Continues a settled task of a sub-agent that keeps its own session (failed, aborted, or completed with new instructions).',
-          inputSchema: {
-            type: 'object',
-            properties: {
-              taskId: { type: 'string', description: 'The taskId of the task to continue.' },
-              instructions: { type: 'string', description: 'What to do next; omit to retry where it stopped.' },
-              ...(config.async ? { background: { type: 'boolean', description: 'Continue it in the background.' } } : {}),
-            },
-            required: ['taskId'],
-          },
-        },
-        run: async (input, params) => withTaskProof(await continueTask(input, params)),
-      });
-    }
-    // The first run of a chain follows the tasks earlier runs of the conversation launched that
-    // still run: their holds show in this run's status and are decided here.
-    let followed = context.carried !== undefined;
-    const followConversationTasks = async (messages: readonly Message[]) => {
-      followed = true;
-      const names = config.agents.map((ref) => ref.name);
-      const claims = [...launchedInConversation(messages, delegationToolNames)].flatMap(([taskId, { proof }]) => {
-        const parsed = parseTaskId(taskId, names);
-        return parsed ? [{ taskId, ...parsed, ...(proof !== undefined ? { proof } : {}) }] : [];
-      });
-      if (claims.length) await context.tasks.follow(claims);
-    };
+    const delegator = createDelegator(config, context);
+    const block = subAgentsBlock(delegator.entries, delegator.background, delegator.continueTool);
     return {
-      carry: () => delegations,
-      tools,
+      carry: () => delegator.delegations,
+      tools: agentsTools(delegator),
       wrapGenerate: async (params, next) => {
-        if (!followed && background) await followConversationTasks(params.messages);
+        // The first run of a chain follows the tasks earlier runs of the conversation launched that still run.
+        if (!delegator.followed && delegator.background) {
+          delegator.followed = true;
+          await followConversationTasks(delegator, params.messages);
+        }
         return next({ ...params, messages: injectSystemText(params.messages, AGENTS_INSTRUCTIONS_MARKER, block) });
       },
     };

@@ -2,35 +2,29 @@
  * Sub-agent runs: a middleware (Agents) runs another agent as a child generate workflow,
  * whose id extends the parent's (`<runId>/<agent>-<n>`), so the tree of runs is visible in
  * Temporal. The child gets the middleware the parent's hand down (`forChildRuns`), and its
- * usage counts in the parent's. Runs in the workflow: no I/O.
+ * usage counts in the parent's. A background one is a task (tasks.ts). Runs in the workflow:
+ * no I/O.
  */
 import {
   ApplicationFailure,
   CancellationScope,
   ChildWorkflowFailure,
-  ParentClosePolicy,
   executeChild,
   getExternalWorkflowHandle,
   isCancellation,
-  patched,
   proxyActivities,
-  startChild,
 } from '@temporalio/workflow';
 import { KeelError, fromApplicationFailure, toKeelError } from '../core/errors';
 import { addUsage, type Usage } from '../core/messages';
 import type { MiddlewareRef, RunInputOptions, RunResult } from '../core/run';
-import { isSettled, taskIdOf, type TaskRecord, type TaskReport } from '../core/tasks';
+import { taskRecord } from '../core/tasks';
 import type { KeelActivities } from '../activities/types';
-import type { AgentRunOptions, AgentRunOutcome, SessionTurnOptions, TaskControl } from '../middleware/types';
+import type { AgentRunOptions, AgentRunOutcome, SessionTurnOptions } from '../middleware/types';
 import { sessionWorkflowId, type InvokeOutput } from '../core/session';
 import { asKeelError } from './activity-errors';
-import { GENERATE_WORKFLOW, abortTurnSignal, reportHoldsToSignal } from './definitions';
+import { GENERATE_WORKFLOW, abortTurnSignal } from './definitions';
 import type { RunState } from './run-state';
 import { expectReports } from './reporters';
-import { SIGNED_TASKS_PATCH, sign, verify } from './proofs';
-
-/** The patch that made a run follow the still-running tasks of its conversation's earlier runs. */
-export const FOLLOW_TASKS_PATCH = 'keel-follow-conversation-tasks';
 
 /** The KeelError a failed child run ended with (its status kept), and the usage it reported. */
 function childFailure(error: unknown, agent: string): { error: KeelError; usage?: Usage } {
@@ -45,8 +39,8 @@ function childFailure(error: unknown, agent: string): { error: KeelError; usage?
   return { error: new KeelError(failure.status, `agent "${agent}": ${failure.message}`, failure.details, failure.classified) };
 }
 
-/** The id and input of the next sub-agent run of `run`. */
-function childRun(
+/** The id and input of the next sub-agent run of `run` (numbered by `run.children`). */
+export function childRun(
   run: RunState,
   inherited: () => MiddlewareRef[],
   { agent, messages, artifacts = [] }: AgentRunOptions,
@@ -95,113 +89,6 @@ export function agentRunner({ run, inherited, forgetChild }: SubAgentRunnerOptio
   };
 }
 
-const { inspectTasks } = proxyActivities<KeelActivities>({
-  startToCloseTimeout: '1 minute',
-  // Temporal unreachable for a while: keep trying (the reads are idempotent) rather than fail the run.
-  retry: { initialInterval: '1 second', maximumInterval: '10 seconds' },
-  scheduleToCloseTimeout: '10 minutes',
-});
-
-/** How long a wait may take past its own deadline before its activity is given up. */
-const WAIT_MARGIN_MS = 60_000;
-
-/**
- * The background tasks of `run`: sub-agent runs started with parent-close policy ABANDON,
- * so they go on when this run finishes; asked about through activities (a task may have
- * been started by an earlier run of the conversation).
- */
-export function taskControl({ run, inherited, forgetChild }: SubAgentRunnerOptions): TaskControl {
-  const reachable: TaskControl['reachable'] = async (claims) => {
-    const own = new Set(run.tasks.map((record) => record.taskId));
-    if (!patched(SIGNED_TASKS_PATCH)) return new Set([...own, ...claims.map((claim) => claim.taskId)]);
-    // Each (id, proof) is checked once per run: a proof does not stop being valid.
-    const checkKey = (claim: { taskId: string; proof?: string }) => `${claim.taskId} ${claim.proof ?? ''}`;
-    const unchecked = claims.filter(
-      (claim): claim is { taskId: string; proof: string } =>
-        !own.has(claim.taskId) && typeof claim.proof === 'string' && run.vouchedTasks?.[checkKey(claim)] === undefined,
-    );
-    const answers = await verify(unchecked.map((claim) => ({ subject: { kind: 'task' as const, taskId: claim.taskId }, proof: claim.proof })));
-    run.vouchedTasks = { ...run.vouchedTasks, ...Object.fromEntries(unchecked.map((claim, index) => [checkKey(claim), answers[index] === true])) };
-    return new Set([...own, ...claims.filter((claim) => run.vouchedTasks?.[checkKey(claim)] === true).map((claim) => claim.taskId)]);
-  };
-  return {
-    async start(options) {
-      const { runId, input } = childRun(run, inherited, options);
-      await startChild(GENERATE_WORKFLOW, { workflowId: runId, args: [input], parentClosePolicy: ParentClosePolicy.ABANDON });
-      const record: TaskRecord = {
-        taskId: taskIdOf(options.agent, runId),
-        agent: options.agent,
-        runId,
-        ...(options.name !== undefined ? { name: options.name } : {}),
-      };
-      run.tasks = [...run.tasks, record];
-      return record;
-    },
-    records: () => run.tasks,
-    async inspect(runIds) {
-      return learnOf(run, await inspectTasks({ runIds: [...runIds] }), forgetChild);
-    },
-    async wait(runIds, { timeoutMs, first }) {
-      const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
-      const { awaitTasks } = proxyActivities<KeelActivities>({
-        startToCloseTimeout: timeoutMs === undefined ? '3650 days' : timeoutMs + WAIT_MARGIN_MS,
-        heartbeatTimeout: '10 seconds',
-        retry: { initialInterval: '1 second', maximumInterval: '10 seconds' },
-        summary: 'wait for background tasks',
-      });
-      const { reports, timedOut } = await awaitTasks({ runIds: [...runIds], first, ...(deadline !== undefined ? { deadline } : {}) });
-      return { reports: learnOf(run, reports, forgetChild), timedOut };
-    },
-    async abort(runId) {
-      // A run that already ended cannot be cancelled; asking is then a no-op.
-      await getExternalWorkflowHandle(runId)
-        .cancel()
-        .catch(() => undefined);
-      if (!run.aborting.includes(runId)) run.aborting = [...run.aborting, runId];
-    },
-    async prove(taskIds) {
-      if (taskIds.length === 0 || !patched(SIGNED_TASKS_PATCH)) return {};
-      const proofs = await sign(taskIds.map((taskId) => ({ kind: 'task' as const, taskId })));
-      return Object.fromEntries(taskIds.map((taskId, index) => [taskId, proofs[index]!]));
-    },
-    async follow(claims) {
-      const own = new Set(run.tasks.map((record) => record.taskId));
-      const others = claims.filter((claim) => !own.has(claim.taskId));
-      if (others.length === 0 || !patched(FOLLOW_TASKS_PATCH)) return;
-      const vouched = await reachable(others);
-      const candidates = others.filter((claim) => vouched.has(claim.taskId));
-      if (candidates.length === 0) return;
-      const reports = await inspectTasks({ runIds: candidates.map((claim) => claim.runId) });
-      for (const claim of candidates) {
-        if (reports.find((report) => report.runId === claim.runId)?.status !== 'pending') continue;
-        run.children += 1;
-        const key = `${claim.agent}-${run.children}`;
-        expectReports(run, key, { runId: claim.runId });
-        // A task that has ended meanwhile cannot be told; there is nothing left to follow then.
-        await getExternalWorkflowHandle(claim.runId)
-          .signal(reportHoldsToSignal, { runId: run.runId, key })
-          .catch(() => undefined);
-      }
-    },
-    reachable,
-  };
-}
-
-/**
- * What a run learns of its tasks: one it asked to stop that is still running reads
- * `aborting`; a finished one's usage counts in this run's, once (a background task spends
- * against the run that launched it, as far as the run sees it finish).
- */
-function learnOf(run: RunState, reports: TaskReport[], forgetChild: (runId: string) => void): TaskReport[] {
-  for (const report of reports) {
-    if (isSettled(report.status)) forgetChild(report.runId);
-    if (report.status !== 'completed' || !report.result || run.countedTasks.includes(report.runId)) continue;
-    run.countedTasks = [...run.countedTasks, report.runId];
-    run.status.usage = addUsage(run.status.usage, report.result.usage);
-  }
-  return reports.map((report) => (report.status === 'pending' && run.aborting.includes(report.runId) ? { ...report, status: 'aborting' } : report));
-}
-
 /**
  * Turns of server-managed sub-agents' sessions, sent through the `invokeSession` activity
  * (update-with-start with an update id from this run, so a retry attaches to the same turn).
@@ -235,7 +122,7 @@ export function sessionInvoker({
         ...(fromRunId ? { fromRunId } : {}),
       };
       const output = await invokeSession({ agent, sessionId: session, invoke, updateId: requestId });
-      if (detach) run.tasks = [...run.tasks, { taskId: taskIdOf(agent, output.runId), agent, runId: output.runId, ...(name !== undefined ? { name } : {}) }];
+      if (detach) run.tasks = [...run.tasks, taskRecord({ agent, runId: output.runId, name })];
       else {
         // Counted now: a later check of this task id must not count it again.
         run.status.usage = addUsage(run.status.usage, output.usage);
