@@ -45,6 +45,9 @@ export function defineHold<Data extends z.ZodType, Decision extends z.ZodType>(h
   return hold;
 }
 
+/** The tool name a hold before a model call shows (a Budget's, once the tree is over its limit). */
+export const MODEL_CALL_HOLD = '(next model call)';
+
 /** A restart payload: an object for the raising stage, or `true` for a bare restart. */
 export const ResumePayloadSchema = z.union([z.literal(true), z.record(z.string(), z.unknown())]);
 export type ResumePayload = z.infer<typeof ResumePayloadSchema>;

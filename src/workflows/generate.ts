@@ -22,6 +22,7 @@ import {
 } from '@temporalio/workflow';
 import { KeelError } from '../core/errors';
 import { INTERRUPT_METADATA, type ToolInterrupt } from '../core/interrupts';
+import { MODEL_CALL_HOLD } from '../core/holds';
 import { registeredHoldKind } from '../middleware/registry';
 import { assignToolRefs, messageText, toolRequestParts, type Message, type ModelRequest } from '../core/messages';
 import { describeZodError } from '../core/schema-errors';
@@ -45,9 +46,6 @@ import { setUpRun } from './run-setup';
 import { assertContinuedFits, assertResultFits } from './payload-fit';
 import { RunLedger } from './tree-ledger';
 import { runCall, settleTurn, type ToolTurnContext } from './tool-turn';
-
-/** The tool name a hold before a model call shows (a Budget's, once the tree is over its limit). */
-export const MODEL_CALL_HOLD = '(next model call)';
 
 const { resolveAgent, validateToolOutput } = proxyLocalActivities<KeelActivities>({
   startToCloseTimeout: '30 seconds',

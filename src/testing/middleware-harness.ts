@@ -1,0 +1,445 @@
+/**
+ * An in-memory harness for one middleware, so its unit test runs a hook without a dev server
+ * and takes milliseconds. `testMiddleware(factory, config, options)` checks the config as the
+ * runtime does (`middlewareRef`, then `instantiateMiddleware`), creates the hooks with a context
+ * of fakes (fake-context.ts), and drives them: a tool call through `wrapTool` around a fake tool,
+ * a decision on the hold it raised (parsed by the hold's kind through `resumption`, routed back
+ * to the raising stage by `composeToolChain`, as a run does), one `wrapModel` call and one
+ * `wrapGenerate` iteration. It runs no loop: a model reply's tool requests are not called.
+ *
+ * Imports nothing of Temporal. A hook that itself calls a Temporal workflow API (`log`,
+ * `sleep`, `workflowInfo`) cannot run here: the harness fails such a call saying so.
+ */
+import type { z } from 'zod';
+import { KeelError, RunStoppedError, ToolFailure, toKeelError } from '../core/errors';
+import {
+  MODEL_CALL_HOLD,
+  decisionJsonSchema,
+  parseDecision,
+  resumption,
+  undeclaredHold,
+  type DecisionBody,
+  type HoldKind,
+  type RespondMode,
+  type Resumption,
+} from '../core/holds';
+import { ModelVisibleToolError, TOOL_STAGE, ToolInterrupt, holdData } from '../core/interrupts';
+import type { Message, ModelRequest, ModelResponse, ToolDefinition, Usage } from '../core/messages';
+import { AgentSpecSchema, type AgentSpec, type MiddlewareRef } from '../core/run';
+import { isToolAnswer } from '../core/tool-answer';
+import { composeStage, composeToolChain, type ToolCall, type ToolRestart, type ToolRunner } from '../middleware/compose';
+import { isMiddlewareFactory, middlewareRef, type MiddlewareFactory } from '../middleware/define-middleware';
+import { holdKindOf, holdKinds, instantiateMiddleware, registeredMiddleware, type SharedMiddlewareContext } from '../middleware/registry';
+import type {
+  ArtifactStore,
+  ContributedToolContext,
+  GenerateOutcome,
+  GenerateParams,
+  MiddlewareContext,
+  MiddlewareDefinition,
+  MiddlewareHooks,
+  ModelCallParams,
+  Next,
+} from '../middleware/types';
+import { fakeCapabilities, type FakeCapabilityOptions, type RecordedModelCall } from './fake-context';
+
+/** A decision a run resumed with, addressed to this middleware's holds; `kind` names a kind other than its first. */
+export type ResumedHold = DecisionBody & { kind?: string };
+
+/** Options of `testMiddleware`: the fakes (see `FakeCapabilityOptions`) and the run around the middleware. */
+export interface MiddlewareHarnessOptions extends FakeCapabilityOptions {
+  /** Fields of the agent being run (`context.agent`); default an agent of model `scripted/harness` with no tools. */
+  agent?: Partial<AgentSpec>;
+  /** The messages the run started with (`context.inputMessages`), and the default conversation of each driver. */
+  inputMessages?: Message[];
+  /** `context.session`: a turn of a server-managed agent's session (its id, what it spent before). */
+  session?: MiddlewareContext['session'];
+  /**
+   * Decisions of a run that resumes an interrupted one, addressed to this middleware's holds:
+   * `context.resumedHolds()` gets them parsed by the kind's decision schema, as the runtime
+   * parses them (a stand-in output only for a `decide` kind). Sets `resuming`.
+   */
+  resumedHolds?: ResumedHold[];
+  /** `context.resuming`; default true when `resumedHolds` is given. */
+  resuming?: boolean;
+  /** `context.carried`: what the stage's `carry` returned in the previous run of a long run's chain. */
+  carried?: unknown;
+  /**
+   * Decides a hold before a model call (`context.holdModelCall`, a Budget over its tree's limit):
+   * gets the hold, returns the decision, which comes back to the hook parsed by its kind.
+   * Absent: `context.holdModelCall` is undefined, as in a run that cannot wait (interruptMode 'return').
+   */
+  holdModelCall?: (held: HeldCall) => DecisionBody | Promise<DecisionBody>;
+}
+
+/** A held call, as a run's status shows it. */
+export interface HeldCall {
+  /** `i1`, `i2`, ... in the order the harness saw the holds. */
+  id: string;
+  kind: string;
+  /** The one line a person is asked, made by the kind from the data. */
+  question: string;
+  /** The data the stage raised the hold with, as given. */
+  data: Record<string, unknown>;
+  /** JSON Schema of the decision the kind takes (status's `decision`). */
+  decisionSchema: Record<string, unknown>;
+  /** What a stand-in output does: answers the call, or goes to the stage to decide. */
+  respond: RespondMode;
+  /** The middleware that raised it, or `tool` for the tool's own question. */
+  raisedBy: string;
+  /** The held tool (`(next model call)` for a hold before a model call). */
+  toolName: string;
+  input: unknown;
+}
+
+/** What a tool call came to: its output, a hold, or an error the model sees. */
+export type ToolCallOutcome =
+  /** It ran (`metadata`: a `toolAnswer`'s, for its response part). */
+  | { output: unknown; metadata?: Record<string, unknown>; held?: undefined; error?: undefined }
+  /** A stage (or the tool) held it: decide it with `decide(held, decision)`. */
+  | { held: HeldCall; output?: undefined; error?: undefined }
+  /** Answered with `{ "error": message }` for the model: `toolFail`, or a tool failure `coversToolError` covers. */
+  | { error: string; output?: undefined; held?: undefined };
+
+/** A tool call to run through wrapTool. */
+export interface HarnessToolCall {
+  name: string;
+  /** Default `{}`. */
+  input?: unknown;
+  ref?: string;
+  /** Default 0. */
+  iteration?: number;
+  /** The messages of the model request that asked for the call; default `inputMessages`. */
+  requestMessages?: Message[];
+  /** The tool's definition as a hook sees it (`params.tool`); default one with an empty description. */
+  tool?: Partial<Omit<ToolDefinition, 'name'>>;
+}
+
+/**
+ * A fake tool: gets the call's input, and the call as a contributed tool does (`resumed` on a
+ * restart of its own hold, `interrupt(data)` to hold it). A throw is the tool's own failure.
+ */
+export type FakeTool = (input: unknown, context: ContributedToolContext) => unknown;
+
+/** A call that reached the tool. */
+export interface ToolRun {
+  name: string;
+  input: unknown;
+  /** On a restart of the tool's own hold: the decision's payload. */
+  resumed?: unknown;
+}
+
+/** One middleware's hooks in a context of fakes, and ways to drive them. */
+export interface MiddlewareHarness {
+  /** The middleware's name. */
+  readonly name: string;
+  /** The hooks its `create` returned (`tools`, `systemPrompt`, `carry`, `forChildRuns`, `coversToolError`, ...). */
+  readonly hooks: MiddlewareHooks;
+  /** The agent its context has. */
+  readonly agent: AgentSpec;
+  /**
+   * Runs a tool call through the middleware's `wrapTool` around `tool` (default: the tool the
+   * middleware contributes by that name, else one that answers `{ ok: true }`). A failure the
+   * model does not see (a run stop, a hook's error, an uncovered tool failure) rejects.
+   */
+  callTool(call: HarnessToolCall, tool?: FakeTool): Promise<ToolCallOutcome>;
+  /**
+   * Decides a held call as the runtime routes it: `{ approved, reason? }`, `{ restart, input? }`
+   * or `{ respond }`, parsed by the hold's kind (`resumption`); a restart runs the call again
+   * with the parsed value as `resumed` of the raising stage (stages outside it `released`). A
+   * decision the kind does not take is refused with INVALID_ARGUMENT naming the field, and the
+   * hold stays undecided. It answers this hold only (a `sharedDecision` kind's others are decided
+   * one by one), and a stand-in output is not checked against a tool output schema.
+   */
+  decide(held: HeldCall | ToolCallOutcome, decision: DecisionBody): Promise<ToolCallOutcome>;
+  /** Runs one model call through `wrapModel`; `next` defaults to the fake model (`options.model`). */
+  callModel(call?: { model?: string; request?: ModelRequest; iteration?: number }, next?: Next<ModelCallParams, ModelResponse>): Promise<ModelResponse>;
+  /**
+   * Runs one iteration through `wrapGenerate`; `next` defaults to one model call (through
+   * `wrapModel`, to the fake model) whose message ends the conversation.
+   */
+  generate(params?: Partial<GenerateParams>, next?: Next<GenerateParams, GenerateOutcome>): Promise<GenerateOutcome>;
+  /** The run's usage: `options.usage`, every fake model call's, and `addUsage`'s. */
+  usage(): Usage;
+  /** Counts usage as if another model call of the run had spent it. */
+  addUsage(usage: Usage): void;
+  /** Every model call the fake model was asked, in order. */
+  readonly modelCalls: readonly RecordedModelCall[];
+  /** Every call that reached the tool, in order. */
+  readonly toolRuns: readonly ToolRun[];
+  /** Every hold raised, in order (decided ones included). */
+  readonly holds: readonly HeldCall[];
+  /** The run's artifacts (the store the middleware's context has). */
+  readonly artifacts: ArtifactStore;
+}
+
+/** What a restart needs of a held call. */
+interface PendingHold {
+  interrupt: ToolInterrupt;
+  call: ToolCall;
+  tool: FakeTool | undefined;
+  decided: boolean;
+}
+
+/** A tool's own question: any data, and the tool gets the decision's payload as sent. */
+const TOOL_HOLD = undeclaredHold(TOOL_STAGE);
+
+/** The position of the tool stage: the one middleware under test is stage 0, the tool right after it. */
+const TOOL_STAGE_INDEX = 1;
+
+/** The default fake tool. */
+const ranOk: FakeTool = () => ({ ok: true });
+
+/**
+ * Makes a harness for a middleware: `await testMiddleware(spendingGate, { limit: 100 })`, or a
+ * ref by registered name (`await testMiddleware(toolApproval({ allowedTools: ['search'] }))`). A
+ * config the schema refuses fails as `defineAgent` and the worker fail it (INVALID_ARGUMENT
+ * naming the field); an unknown name fails NOT_FOUND.
+ */
+export function testMiddleware<Schema extends z.ZodType>(
+  middleware: MiddlewareFactory<Schema> | MiddlewareDefinition<Schema>,
+  config?: z.input<Schema>,
+  options?: MiddlewareHarnessOptions,
+): Promise<MiddlewareHarness>;
+export function testMiddleware(ref: MiddlewareRef, options?: MiddlewareHarnessOptions): Promise<MiddlewareHarness>;
+export async function testMiddleware(
+  subject: MiddlewareFactory | MiddlewareDefinition | MiddlewareRef,
+  configOrOptions?: unknown,
+  maybeOptions?: MiddlewareHarnessOptions,
+): Promise<MiddlewareHarness> {
+  const byRef = !isMiddlewareFactory(subject) && !isDefinition(subject);
+  const options = ((byRef ? configOrOptions : maybeOptions) ?? {}) as MiddlewareHarnessOptions;
+  let ref: MiddlewareRef;
+  let registry: Readonly<Record<string, MiddlewareDefinition>>;
+  if (byRef) {
+    ref = subject as MiddlewareRef;
+    registry = registeredMiddleware();
+  } else {
+    const definition = (isMiddlewareFactory(subject) ? subject.definition : subject) as MiddlewareDefinition;
+    // What `use: [myGate(config)]` does where the agent is defined; the worker checks the ref again below.
+    ref = middlewareRef(definition, configOrOptions);
+    registry = { [definition.name]: definition };
+  }
+  const agent = AgentSpecSchema.parse({
+    name: 'harness',
+    description: 'the agent of a middleware harness',
+    model: 'scripted/harness',
+    tools: [],
+    use: [ref],
+    maxTurns: 10,
+    activities: { model: {}, tool: {} },
+    ...options.agent,
+  });
+  const inputMessages = options.inputMessages ?? [];
+  const fakes = fakeCapabilities(options);
+  const holds: HeldCall[] = [];
+  const pending = new WeakMap<HeldCall, PendingHold>();
+  const toolRuns: ToolRun[] = [];
+
+  const showHold = (interrupt: ToolInterrupt, toolName: string, input: unknown): HeldCall => {
+    const { hold } = interrupt;
+    const held: HeldCall = {
+      id: `i${holds.length + 1}`,
+      kind: hold.kind,
+      question: hold.question(interrupt.data as never, { toolName }),
+      data: interrupt.data,
+      decisionSchema: decisionJsonSchema(hold),
+      respond: hold.respond ?? 'answer',
+      raisedBy: interrupt.raisedBy,
+      toolName,
+      input,
+    };
+    holds.push(held);
+    return held;
+  };
+
+  let resumedHolds: unknown[] | undefined;
+  const readResumedHolds = () => (resumedHolds ??= parseResumedHolds(ref.name, holdKinds(registry[ref.name]!), options.resumedHolds ?? []));
+
+  const context: SharedMiddlewareContext = {
+    agent,
+    callModel: fakes.callModel,
+    runAgent: fakes.runAgent,
+    artifacts: fakes.artifacts,
+    tasks: fakes.tasks,
+    invokeSession: fakes.invokeSession,
+    files: fakes.files,
+    skills: fakes.skills,
+    countTokens: fakes.countTokens,
+    usage: fakes.usage,
+    tree: fakes.tree,
+    inputMessages,
+    session: options.session,
+    resuming: options.resuming ?? (options.resumedHolds?.length ?? 0) > 0,
+    resumedHolds: () => readResumedHolds(),
+    carried: () => options.carried,
+    ...(options.holdModelCall
+      ? {
+          holdModelCall: async (interrupt: ToolInterrupt) => {
+            const held = showHold(interrupt, MODEL_CALL_HOLD, { model: agent.model });
+            const decided = taken(interrupt.hold, held, await options.holdModelCall!(held));
+            return 'payload' in decided ? decided.payload : { respond: decided.output };
+          },
+        }
+      : {}),
+  };
+  const [stage] = await outsideWorkflow(() => instantiateMiddleware([ref], context, registry));
+  const { hooks } = stage!;
+  // A resumed decision its kind does not take fails here, not in the first hook that reads it.
+  readResumedHolds();
+  const contributed = new Map((hooks.tools ?? []).map((tool) => [tool.definition.name, tool]));
+
+  /** The innermost stage: the fake tool, run as keel runs a workflow-local tool. */
+  const toolRunner =
+    (fake: FakeTool | undefined): ToolRunner =>
+    async (call, resumed) => {
+      const name = call.request.name;
+      const run = fake ?? contributed.get(name)?.run ?? ranOk;
+      toolRuns.push({ name, input: call.request.input, ...(resumed !== undefined ? { resumed } : {}) });
+      const interrupt = (data?: Record<string, unknown>): never => {
+        throw new ToolInterrupt({ data: holdData(data), raisedBy: TOOL_STAGE, stage: TOOL_STAGE_INDEX, hold: TOOL_HOLD });
+      };
+      try {
+        return await run(call.request.input, { ...call, interrupt, ...(resumed !== undefined ? { resumed } : {}) });
+      } catch (error) {
+        if (ToolInterrupt.isInstance(error) || ModelVisibleToolError.isInstance(error) || RunStoppedError.isInstance(error)) throw error;
+        // The tool's own failure, answered (when covered) in the tool's own words, as call-tool.ts does.
+        const failure = toKeelError(error);
+        const modelMessage = typeof failure.details.toolMessage === 'string' ? failure.details.toolMessage : failure.message;
+        throw new ToolFailure({
+          status: failure.status,
+          message: failure.message,
+          toolName: name,
+          modelMessage,
+          details: failure.details,
+          classified: failure.classified,
+        });
+      }
+    };
+
+  /** Runs a call through wrapTool and settles it as a tool turn does. */
+  const runCall = async (call: ToolCall, tool: FakeTool | undefined, restart?: ToolRestart): Promise<ToolCallOutcome> => {
+    try {
+      const value = await outsideWorkflow(() => composeToolChain([hooks], toolRunner(tool))(call, restart));
+      return isToolAnswer(value) ? { output: value.output, metadata: value.metadata } : { output: value };
+    } catch (error) {
+      if (ModelVisibleToolError.isInstance(error)) return { error: error.message };
+      if (ToolInterrupt.isInstance(error)) {
+        const held = showHold(error, call.request.name, call.request.input);
+        pending.set(held, { interrupt: error, call, tool, decided: false });
+        return { held };
+      }
+      if (ToolFailure.isInstance(error) && hooks.coversToolError?.(call.request.name)) return { error: error.modelMessage };
+      throw error;
+    }
+  };
+
+  const modelStage = composeStage([hooks], 'wrapModel', (params) => fakes.callModel(params.model, params.request));
+  const requestOf = (messages: Message[]): ModelRequest => ({ messages, tools: agent.tools, ...(agent.config ? { config: agent.config } : {}) });
+
+  return {
+    name: stage!.name,
+    hooks,
+    agent,
+    callTool({ name, input = {}, ref: callRef, iteration = 0, requestMessages = inputMessages, tool: definition }, tool) {
+      const local = contributed.get(name)?.definition;
+      const call: ToolCall = {
+        request: { name, ...(callRef !== undefined ? { ref: callRef } : {}), input },
+        tool: { name, description: '', inputSchema: { type: 'object' }, ...local, ...definition },
+        iteration,
+        requestMessages,
+      };
+      return runCall(call, tool);
+    },
+    async decide(target, decision) {
+      const held = isHeldCall(target) ? target : target.held;
+      if (!held) throw new KeelError('FAILED_PRECONDITION', `decide needs a held call; this call was not held: it answered ${JSON.stringify(target)}`);
+      const entry = pending.get(held);
+      if (!entry) throw new KeelError('NOT_FOUND', `interrupt ${held.id} is not a held tool call of this harness`);
+      if (entry.decided) throw new KeelError('FAILED_PRECONDITION', `interrupt ${held.id} was already decided`);
+      const value = taken(entry.interrupt.hold, held, decision);
+      entry.decided = true;
+      if ('output' in value) return { output: value.output };
+      let { call } = entry;
+      const inputReplaced = value.input !== undefined && JSON.stringify(value.input) !== JSON.stringify(call.request.input);
+      if (inputReplaced) call = { ...call, originalInput: call.originalInput ?? call.request.input, request: { ...call.request, input: value.input } };
+      return runCall(call, entry.tool, { stage: entry.interrupt.stage, payload: value.payload, inputReplaced });
+    },
+    callModel({ model = agent.model, request = requestOf(inputMessages), iteration = 0 } = {}, next) {
+      const stageCall = next ? composeStage([hooks], 'wrapModel', next) : modelStage;
+      return outsideWorkflow(() => stageCall({ model, request, iteration }));
+    },
+    generate({ iteration = 0, messages = inputMessages } = {}, next) {
+      const oneModelCall: Next<GenerateParams, GenerateOutcome> = async (params) => {
+        const response = await modelStage({ model: agent.model, request: requestOf(params.messages), iteration: params.iteration });
+        return { response, messages: [...params.messages, response.message] };
+      };
+      return outsideWorkflow(() => composeStage([hooks], 'wrapGenerate', next ?? oneModelCall)({ iteration, messages }));
+    },
+    usage: fakes.usage,
+    addUsage: fakes.addUsage,
+    modelCalls: fakes.modelCalls,
+    toolRuns,
+    holds,
+    artifacts: fakes.artifacts,
+  };
+}
+
+/**
+ * What a decision on `held` (a hold of kind `hold`) comes to, checked as the run's `resume`
+ * update checks it: the envelope (`parseDecision`), then the kind's decision schema
+ * (`resumption`); a refusal names the field.
+ */
+function taken(hold: HoldKind, held: HeldCall, decision: DecisionBody): Resumption {
+  const parsed = parseDecision({ interruptId: held.id, ...decision });
+  if (!parsed.success) throw new KeelError('INVALID_ARGUMENT', parsed.error);
+  const result = resumption(hold, parsed.data);
+  if (result.success) return result.value;
+  throw new KeelError(
+    'INVALID_ARGUMENT',
+    `the decision for interrupt ${held.id} (a ${held.kind} hold on tool "${held.toolName}") is not one it takes: ${result.error}`,
+  );
+}
+
+/** The payloads `options.resumedHolds` hand the stage, parsed as a resume parses them (a stand-in output only for a `decide` kind). */
+function parseResumedHolds(name: string, kinds: readonly [HoldKind, ...HoldKind[]], decisions: readonly ResumedHold[]): unknown[] {
+  return decisions.flatMap(({ kind, ...body }, index) => {
+    const hold = holdKindOf(kinds, kind);
+    if (!hold) {
+      throw new KeelError(
+        'INVALID_ARGUMENT',
+        `options.resumedHolds[${index}] names kind "${kind}", which middleware "${name}" does not declare (it declares: ${kinds.map((declared) => declared.kind).join(', ')})`,
+      );
+    }
+    const result = resumption(hold, body as DecisionBody);
+    if (!result.success) throw new KeelError('INVALID_ARGUMENT', `options.resumedHolds[${index}] (a ${hold.kind} hold) is not one it takes: ${result.error}`);
+    return 'payload' in result.value ? [result.value.payload] : [];
+  });
+}
+
+/**
+ * Runs `work`, turning the error of a Temporal workflow API called outside a workflow (a hook's
+ * `log.warn`, `sleep`) into one that says the harness cannot run it.
+ */
+async function outsideWorkflow<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof Error && error.name === 'IllegalStateError' && /workflow/i.test(error.message)) {
+      throw new KeelError(
+        'FAILED_PRECONDITION',
+        `a hook called a Temporal workflow API, which runs only inside a workflow (${error.message}); the in-memory harness cannot run this path: test it against a dev server`,
+        { cause: error.message },
+      );
+    }
+    throw error;
+  }
+}
+
+function isDefinition(value: unknown): value is MiddlewareDefinition {
+  return typeof value === 'object' && value !== null && typeof (value as MiddlewareDefinition).create === 'function' && 'configSchema' in value;
+}
+
+function isHeldCall(value: HeldCall | ToolCallOutcome): value is HeldCall {
+  return 'decisionSchema' in value;
+}
