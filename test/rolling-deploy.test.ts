@@ -148,7 +148,12 @@ describe('a worker that lacks the run’s agent, model and tool on the same queu
       modules: [join(ROOT, 'test', 'fixtures', 'crash-agents.ts')],
       models: [{ name: 'scripted/crash', script: [{ toolRequests: [{ name: 'record_fast', input: {} }] }, { text: 'done' }] }],
     });
-    const { configPath: stale } = writeTestConfig('deploy-stale', { taskQueue, modules: [join(ROOT, 'test', 'fixtures', 'guard-agents.ts')] });
+    // The stale worker keeps a refused call retrying for longer than a loaded CI machine may take to give the good worker a turn.
+    const { configPath: stale } = writeTestConfig('deploy-stale', {
+      taskQueue,
+      worker: { notRegisteredRetryFor: '5 minutes' },
+      modules: [join(ROOT, 'test', 'fixtures', 'guard-agents.ts')],
+    });
     const env = { KEEL_TEST_DIR: dir };
     const workers = [spawnKeel(['worker', '--config', good], { env }), spawnKeel(['worker', '--config', stale], { env })].map(track);
     await Promise.all(workers.map((worker) => worker.waitFor(/keel: worker \d+ on task queue/)));
