@@ -24,7 +24,7 @@ export type { StatusName } from './core/status';
 
 export { messageText } from './core/messages';
 export type { FinishReason, Message, ModelRequest, ModelResponse, Part, ToolDefinition, Usage } from './core/messages';
-export type { Interrupt, MiddlewareRef, MiddlewareRefInput, RunInput, RunResult, RunState, RunStatus } from './core/run';
+export type { Interrupt, MiddlewareRef, MiddlewareRefInput, RunInput, RunLifecycle, RunResult, RunStatus } from './core/run';
 export type { Decision, DecisionRecord } from './core/holds';
 export { artifactText } from './core/artifacts';
 export type { Artifact } from './core/artifacts';

@@ -9,7 +9,7 @@ import { ConfigError, loadConfig } from '../config/load';
 import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
 import type { Decision } from '../core/holds';
-import { HOLDS_MEMO_KEY, MemoHoldSchema, RunStateSchema, type Interrupt, type MemoHold, type RunResult, type RunStatus } from '../core/run';
+import { HOLDS_MEMO_KEY, MemoHoldSchema, RunLifecycleSchema, type Interrupt, type MemoHold, type RunResult, type RunStatus } from '../core/run';
 import { KEEL_STATUS } from '../core/search-attributes';
 import { sessionIdProblem } from '../core/session';
 import { z } from 'zod';
@@ -184,7 +184,7 @@ function recordedStatus(description: { memo?: Record<string, unknown>; searchAtt
 } {
   const holds = z.array(MemoHoldSchema).safeParse(description.memo?.[HOLDS_MEMO_KEY]);
   const indexed = description.searchAttributes[KEEL_STATUS.name];
-  const state = RunStateSchema.safeParse(Array.isArray(indexed) ? indexed[0] : undefined);
+  const state = RunLifecycleSchema.safeParse(Array.isArray(indexed) ? indexed[0] : undefined);
   const interrupts = holds.success ? holds.data : [];
   return { state: state.success ? state.data : interrupts.length ? 'waiting' : 'running', interrupts };
 }

@@ -7,7 +7,7 @@
  * already shown comes out. Node side.
  */
 import { messageText, STREAM_DETAILS, type Message, type StreamedText } from '../core/messages';
-import type { Interrupt, RunState } from '../core/run';
+import type { Interrupt, RunLifecycle } from '../core/run';
 import type { TaskView } from '../core/tasks';
 import type { RunHandle } from './keel-client';
 
@@ -24,7 +24,7 @@ export type RunEvent =
   /** A background task (sub-agent run) started or changed status. */
   | { type: 'task'; task: TaskView }
   /** The run ended (the last event). */
-  | { type: 'end'; state: RunState };
+  | { type: 'end'; state: RunLifecycle };
 
 /** How often background tasks are looked at (each look queries every task's run). */
 const TASKS_INTERVAL_MS = 1000;
@@ -39,7 +39,7 @@ export interface RunEventsOptions {
 
 /** The events of `handle`'s run until it ends. */
 export async function* runEvents(handle: RunHandle, { intervalMs = 150, signal }: RunEventsOptions = {}): AsyncGenerator<RunEvent> {
-  let ended: RunState | undefined;
+  let ended: RunLifecycle | undefined;
   const settled = handle.result().then(
     () => (ended = 'completed'),
     () => (ended = 'failed'),

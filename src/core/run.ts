@@ -222,13 +222,14 @@ export const RunResultSchema = z.object({
 });
 export type RunResult = z.infer<typeof RunResultSchema>;
 
-/** Lifecycle state of a run as the `status` query reports it. */
 /**
- * A run's lifecycle. `terminated` and `timed_out` come from Temporal (a run ended from outside,
- * by `temporal workflow terminate` or an execution timeout): the run itself never reports them.
+ * Where a run is in its lifecycle, as `status.state` reports it. `terminated` and `timed_out`
+ * come from Temporal (a run ended from outside, by `temporal workflow terminate` or an execution
+ * timeout): the run itself never reports them. (The workflow's in-memory state of a run is
+ * `RunState`, in src/workflows/run-state.ts.)
  */
-export const RunStateSchema = z.enum(['running', 'waiting', 'completed', 'failed', 'cancelled', 'terminated', 'timed_out']);
-export type RunState = z.infer<typeof RunStateSchema>;
+export const RunLifecycleSchema = z.enum(['running', 'waiting', 'completed', 'failed', 'cancelled', 'terminated', 'timed_out']);
+export type RunLifecycle = z.infer<typeof RunLifecycleSchema>;
 
 /**
  * A decision the server re-applied to a run made by `workflow reset` (it was sent after the
@@ -255,7 +256,7 @@ export const KEPT_REFUSED_SIGNALS = 10;
 
 /** The `status` query's answer. */
 export const RunStatusSchema = z.object({
-  state: RunStateSchema,
+  state: RunLifecycleSchema,
   agent: z.string(),
   turn: z.number().int(),
   usage: UsageSchema,
