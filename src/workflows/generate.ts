@@ -2,10 +2,10 @@
  * generateWorkflow: one generate run, the tool loop (docs/protocol.md) as a Temporal workflow.
  * Each model call and each tool call is an activity; the agent is resolved by an activity
  * at the start (its answer recorded in history), so a changed definition never breaks replay
- * of a run under way. The
- * conversation flows through the `wrapGenerate` chain as a value: each iteration sends
- * `params.messages` and returns the messages it ends with. The loop knows no middleware by
- * name; a hold's decision goes back, as given, to the stage that raised it.
+ * of a run under way. The conversation flows through the `wrapGenerate` chain as a value: each
+ * iteration sends `params.messages` and returns the messages it ends with. The loop knows no
+ * middleware by name; a hold's decision goes back, parsed by the hold's kind, to the stage that
+ * raised it alone.
  *
  * Runs in the workflow sandbox: deterministic, no I/O. Everything external goes through
  * the activities proxied by the steps (call-model, call-tool).
