@@ -41,7 +41,7 @@ function worker(configPath: string, dir: string): { child: ChildProcess; ready: 
   });
   let output = '';
   const ready = new Promise<void>((done) =>
-    child.stderr!.on('data', (chunk: Buffer) => ((output += chunk.toString()), /keel: worker \d+ on task queue/.test(output) && done())),
+    child.stderr.on('data', (chunk: Buffer) => ((output += chunk.toString()), /keel: worker \d+ on task queue/.test(output) && done())),
   );
   return { child, ready };
 }

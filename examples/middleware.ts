@@ -21,7 +21,7 @@ export const search = defineTool({
 export const fetchPage = defineTool({
   name: 'fetch_page',
   description: 'Fetches a page.',
-  input: z.object({ url: z.string().url() }),
+  input: z.object({ url: z.url() }),
   async run({ url }, { signal }) {
     const response = await fetch(url, { signal });
     return { status: response.status, text: (await response.text()).slice(0, 10_000) };

@@ -67,11 +67,11 @@ export class Registry {
   private tableOf(definition: Definition): Map<string, Definition> {
     switch (definition.kind) {
       case 'tool':
-        return this.tools as Map<string, Definition>;
+        return this.tools;
       case 'agent':
-        return this.agents as Map<string, Definition>;
+        return this.agents;
       case 'model':
-        return this.models as Map<string, Definition>;
+        return this.models;
     }
   }
 }

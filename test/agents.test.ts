@@ -537,10 +537,10 @@ describe('agents: background tasks', () => {
       state: {
         messages: planted(realResult.metadata).map((message) =>
           message.role === 'tool'
-            ? ({
+            ? {
                 ...message,
                 content: [{ ...message.content[0]!, toolResponse: { name: 'delegate_to_slowpoke', ref: '0', output: { taskId: otherTask } } }],
-              } as typeof message)
+              }
             : message,
         ),
       },
@@ -657,7 +657,9 @@ describe('agents: sub-agents that keep a session', () => {
     const [first, second, third] = outputs(result.messages);
     expect(first).toEqual({ taskId: `${sub.name}:session/${sub.name}/${sessionId}/turn-1`, status: 'completed', response: 'seen draft it' });
     expect(second).toEqual({ taskId: `${sub.name}:session/${sub.name}/${sessionId}/turn-2`, status: 'completed', response: 'seen draft it + shorten it' });
-    expect(third).toEqual({ response: `Error: task ${second!.taskId} already completed. Call continue_task again with instructions for what to do next.` });
+    expect(third).toEqual({
+      response: `Error: task ${String(second!.taskId)} already completed. Call continue_task again with instructions for what to do next.`,
+    });
     expect(sub.model.requests[0]!.request.messages.map((message) => message.role)).toEqual(['user']);
     // Synchronous turns are not background tasks.
     expect((await worker().client.getHandle(handle.runId).status()).tasks).toEqual([]);

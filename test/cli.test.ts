@@ -220,7 +220,7 @@ describe('keel run / status / abort', () => {
   it('detaches, reports status, and aborts', async () => {
     const detached = await runKeel(['run', 'slow', 'hi', '--detach', '--json', '--config', config]);
     expect(detached.code).toBe(0);
-    const { runId } = JSON.parse(detached.stdout);
+    const { runId } = JSON.parse(detached.stdout) as { runId: string };
     expect(runId).toMatch(/^run-/);
     const running = await runKeel(['status', runId, '--json', '--config', config]);
     expect(running.code).toBe(0);

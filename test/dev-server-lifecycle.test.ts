@@ -28,7 +28,7 @@ async function writeConfig(server: Record<string, unknown>, extra: object = {}):
   const path = join(dir, 'temporal.yaml');
   const fields = { port: await freePort(), uiPort: await freePort(), dbFile: 'server.db', binary: inject('temporalBinary'), ...server };
   writeFileSync(path, stringify({ taskQueue: `lifecycle-${Date.now()}`, server: fields, ...extra }));
-  return { path, port: fields.port as number };
+  return { path, port: fields.port };
 }
 
 /** The exit code of `keel`, or 'still running' when it has not exited within `ms` (afterEach kills it). */

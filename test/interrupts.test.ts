@@ -243,7 +243,7 @@ describe('interruptMode return', () => {
       ...(first.interrupts[0] as { toolRequest: { name: string; ref: string; input: unknown } }),
       metadata: { resumed: { toolApproved: true } },
     };
-    const second = await worker.client.run(name, first.messages as Message[], { interruptMode: 'return', resume: { restart: [restart] } });
+    const second = await worker.client.run(name, first.messages, { interruptMode: 'return', resume: { restart: [restart] } });
     // turn 2's call is held by the gate again; the budget saw 20 (carried) + 20 = 40
     expect(second.finishReason).toBe('interrupted');
     expect(second.message!.metadata?.[BUDGET_METADATA_KEY]).toEqual({ spent: { inputTokens: 40 } });

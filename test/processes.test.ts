@@ -159,7 +159,7 @@ describe('worker.ts', () => {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
-    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     const exited = new Promise<number | null>((done) => child.once('close', done));
     try {
       await expect.poll(() => output, { timeout: 60_000, interval: 100 }).toMatch(/keel: worker \d+ on task queue/);

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { KeelClient } from '../src/client/keel-client';
 import { loadConfig } from '../src/config/load';
-import { ROOT, killAfterEach, runKeel, spawnKeel, writeTestConfig, type KeelProcess } from './support/processes';
+import { ROOT, killAfterEach, runKeel, spawnKeel, writeTestConfig } from './support/processes';
 
 const track = killAfterEach(afterEach);
 
@@ -62,7 +62,7 @@ async function runWithToolInFlight({ shutdownGraceTime, seconds }: { shutdownGra
   const victim = workers.find((worker) => String(worker.child.pid) === pid);
   expect(victim, `slow_work ran in pid ${pid}, not one of the workers`).toBeDefined();
   const survivor = workers.find((worker) => worker !== victim)!;
-  return { dir, client, handle, victim: victim as KeelProcess, survivor };
+  return { dir, client, handle, victim: victim!, survivor };
 }
 
 describe('keel worker on SIGTERM', () => {

@@ -95,7 +95,7 @@ function parse(argv: string[]): { command: string | undefined; positionals: stri
   }
   const [command, ...positionals] = parsed.positionals;
   const { help, ...options } = parsed.values;
-  return { command, positionals, options: options as CliOptions, help: help === true };
+  return { command, positionals, options, help };
 }
 
 /** Says on stderr that `command` failed and why; with --json, also as `{ "error": ... }` on stdout. */
@@ -249,7 +249,7 @@ async function commandRun(config: KeelConfig, positionals: string[], options: Cl
       });
     } else {
       // stdout keeps its one JSON object; a hold the run waits on is said on stderr at once, with the commands that decide it.
-      const sayHold = (interrupt: Interrupt) => void describeInterrupt(handle.runId, interrupt).forEach((line) => process.stderr.write(`${line}\n`));
+      const sayHold = (interrupt: Interrupt) => describeInterrupt(handle.runId, interrupt).forEach((line) => process.stderr.write(`${line}\n`));
       await followRun(handle, done, () => undefined, { onInterrupt: sayHold, signal: stopFollowing.signal });
     }
     const refusal = await Promise.race([

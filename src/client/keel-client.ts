@@ -3,6 +3,7 @@
  * Node side; uses the same message constants as the workflow.
  */
 import { Client, ServiceError, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
+import type { TypedSearchAttributes } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { randomUUID } from 'node:crypto';
 import { KeelError } from '../core/errors';
@@ -461,7 +462,7 @@ export class KeelClient {
       use: use.map((ref) => ({ name: ref.name, config: ref.config ?? {} })),
       ...(maxTurns !== undefined ? { maxTurns } : {}),
       ...(interruptMode ? { interruptMode } : {}),
-      ...(interruptTimeout ? { interruptTimeout: interruptTimeout as RunInputOptions['interruptTimeout'] } : {}),
+      ...(interruptTimeout ? { interruptTimeout } : {}),
       ...(onInterruptTimeout ? { onInterruptTimeout } : {}),
       ...(resume ? { resume } : {}),
       ...(artifacts?.length ? { artifacts } : {}),
@@ -561,7 +562,7 @@ export class KeelClient {
         `task id "${taskId}" names run "${runId}", which is not a background task (no run started it); to cancel that run itself: keel abort ${runId}`,
       );
     }
-    const runAgent = await this.agentOf(runId, description.searchAttributes);
+    const runAgent = await this.agentOf(runId, description.typedSearchAttributes);
     if (runAgent !== undefined && runAgent !== agent) {
       throw new KeelError(
         'INVALID_ARGUMENT',
@@ -572,9 +573,9 @@ export class KeelClient {
   }
 
   /** The agent a run runs: its KeelAgent search attribute, else its first event's input (undefined when neither says). */
-  private async agentOf(runId: string, searchAttributes: Record<string, unknown>): Promise<string | undefined> {
-    const indexed = searchAttributes[KEEL_AGENT.name];
-    if (Array.isArray(indexed) && typeof indexed[0] === 'string') return indexed[0];
+  private async agentOf(runId: string, searchAttributes: TypedSearchAttributes): Promise<string | undefined> {
+    const indexed = searchAttributes.get(KEEL_AGENT);
+    if (indexed !== undefined) return indexed;
     const { history } = await this.temporal.workflowService.getWorkflowExecutionHistory({
       namespace: this.temporal.options.namespace,
       execution: { workflowId: runId },

@@ -26,7 +26,7 @@ describe('config', () => {
   });
 
   it('names the path of each bad field', () => {
-    expect(() => parseConfig({ agents: [{ name: 'a' }], activities: { tool: { heartbeatTimeout: 'soon' } } }, { source: 'f.yaml', env: {} })).toThrowError(
+    expect(() => parseConfig({ agents: [{ name: 'a' }], activities: { tool: { heartbeatTimeout: 'soon' } } }, { source: 'f.yaml', env: {} })).toThrow(
       ConfigError,
     );
     try {
@@ -39,7 +39,7 @@ describe('config', () => {
   });
 
   it('validates scripted replies and middleware refs', () => {
-    expect(() => parseConfig({ models: [{ name: 'scripted/x', script: [{ txt: 'typo' }] }] }, { env: {} })).toThrowError(/models\[0\]/);
-    expect(() => parseConfig({ agents: [{ name: 'a', model: 'm', use: [{ config: {} }] }] }, { env: {} })).toThrowError(/agents\[0\]\.use\[0\]\.name/);
+    expect(() => parseConfig({ models: [{ name: 'scripted/x', script: [{ txt: 'typo' }] }] }, { env: {} })).toThrow(/models\[0\]/);
+    expect(() => parseConfig({ agents: [{ name: 'a', model: 'm', use: [{ config: {} }] }] }, { env: {} })).toThrow(/agents\[0\]\.use\[0\]\.name/);
   });
 });

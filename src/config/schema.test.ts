@@ -37,7 +37,7 @@ describe('config activities', () => {
 
 describe('config namespace', () => {
   it('has one namespace setting, temporal.namespace', () => {
-    expect(() => KeelConfigSchema.parse({ server: { namespace: 'team-a' } })).toThrowError(/namespace/);
+    expect(() => KeelConfigSchema.parse({ server: { namespace: 'team-a' } })).toThrow(/namespace/);
     expect(parseConfig({ temporal: { namespace: 'team-a' } }, { env: {} }).temporal.namespace).toBe('team-a');
   });
 

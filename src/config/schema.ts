@@ -79,7 +79,7 @@ const HttpModelFields = {
   name: z.string().min(1),
   /** The provider's model id; defaults to the part of `name` after the first `/`. */
   model: z.string().optional(),
-  baseUrl: z.string().url().optional(),
+  baseUrl: z.url().optional(),
   apiKey: z.string().optional(),
   /** Name of an environment variable holding the API key. */
   apiKeyEnv: z.string().optional(),
@@ -110,7 +110,7 @@ export const AiSdkModelConfigSchema = z
   })
   .strict()
   .refine((entry) => (entry.factory === undefined) !== (entry.instance === undefined), {
-    message: 'give exactly one of factory (an export to call with options) or instance (an export that is a provider)',
+    error: 'give exactly one of factory (an export to call with options) or instance (an export that is a provider)',
   });
 
 /** A model declared in the config: scripted, an OpenAI-compatible endpoint, Anthropic, or an AI SDK provider's. */
@@ -155,7 +155,7 @@ export const McpServerConfigSchema = z.union([
       cwd: z.string().optional(),
     })
     .strict(),
-  z.object({ ...McpServerFields, url: z.string().url(), headers: z.record(z.string(), z.string()).default({}) }).strict(),
+  z.object({ ...McpServerFields, url: z.url(), headers: z.record(z.string(), z.string()).default({}) }).strict(),
 ]);
 export type McpServerConfig = z.infer<typeof McpServerConfigSchema>;
 
@@ -200,7 +200,7 @@ export const ExternalStorageConfigSchema = z
         bucket: z.string().min(1),
         region: z.string().min(1).default('us-east-1'),
         /** An S3-compatible endpoint (MinIO, a local server); omit for AWS. */
-        endpoint: z.string().url().optional(),
+        endpoint: z.url().optional(),
         /** Path-style URLs (bucket in the path), as most S3-compatible servers need. */
         forcePathStyle: z.boolean().default(false),
       })
@@ -208,7 +208,7 @@ export const ExternalStorageConfigSchema = z
       .optional(),
   })
   .strict()
-  .refine((storage) => storage.driver !== 's3' || storage.s3 !== undefined, { message: 'driver s3 needs s3.bucket', path: ['s3'] });
+  .refine((storage) => storage.driver !== 's3' || storage.s3 !== undefined, { error: 'driver s3 needs s3.bucket', path: ['s3'] });
 
 /** How workers sign what clients must not forge (held calls, task ids): src/security/signing-keys.ts. */
 export const SecurityConfigSchema = z

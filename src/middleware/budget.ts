@@ -73,7 +73,7 @@ export function flatten(usage: Usage): Record<string, number> {
   const out: Record<string, number> = {};
   for (const [key, value] of Object.entries(usage)) {
     if (key === 'custom' && value && typeof value === 'object') {
-      for (const [custom, amount] of Object.entries(value as Record<string, number>)) if (amount) out[`custom.${custom}`] = amount;
+      for (const [custom, amount] of Object.entries(value)) if (amount) out[`custom.${custom}`] = amount;
     } else if (typeof value === 'number' && value) out[key] = value;
   }
   return out;

@@ -35,7 +35,7 @@ export function middlewareRef<Schema extends z.ZodType>(definition: MiddlewareDe
  */
 export function defineMiddleware<Schema extends z.ZodType>(definition: MiddlewareDefinition<Schema>): MiddlewareFactory<Schema> {
   const factory = (config?: unknown) => middlewareRef(definition, config);
-  return Object.assign(factory, { definition }) as MiddlewareFactory<Schema>;
+  return Object.assign(factory, { definition });
 }
 
 /** True for a factory made by `defineMiddleware`. */

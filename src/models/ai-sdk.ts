@@ -100,7 +100,7 @@ export function aiSdkModel({ name, model, config = {} }: AiSdkModelOptions): Mod
                   type: 'function' as const,
                   name: tool.name,
                   description: tool.description,
-                  inputSchema: tool.inputSchema as Record<string, unknown>,
+                  inputSchema: tool.inputSchema,
                 })),
               }
             : {}),

@@ -20,7 +20,7 @@ import { acceptsConnections, isPortInUse } from './ports';
 export { ServerError } from './server-error';
 import { ServerError } from './server-error';
 
-function works(path: string | undefined): path is string {
+function works(path: string): boolean {
   if (!path || !existsSync(path)) return false;
   return spawnSync(path, ['--version'], { stdio: 'ignore', timeout: 20_000 }).status === 0;
 }
@@ -47,7 +47,7 @@ export function findTemporalBinary(config: Pick<KeelConfig, 'server' | 'baseDir'
   const script = join(PACKAGE_ROOT, 'scripts', 'install-temporal.sh');
   const result = spawnSync('bash', [script], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, KEEL_BIN_DIR: caches[0] } });
   const installed = result.stdout.trim().split('\n').pop();
-  if (result.status === 0 && works(installed)) return installed;
+  if (result.status === 0 && installed !== undefined && works(installed)) return installed;
   throw new ServerError('could not install the temporal binary: see the messages above');
 }
 

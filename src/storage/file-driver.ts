@@ -63,7 +63,7 @@ export class FileStorageDriver implements StorageDriver {
         }
         const actual = createHash('sha256').update(bytes).digest('hex');
         if (actual !== hashValue) throw new Error(`keel file storage: payload file ${path} is corrupt (its hash is ${actual})`);
-        return PayloadProto.decode(bytes) as Payload;
+        return PayloadProto.decode(bytes);
       }),
     );
   }

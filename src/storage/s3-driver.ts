@@ -17,6 +17,6 @@ export function s3StorageDriver({ bucket, region, endpoint, forcePathStyle }: S3
   // S3-compatible servers (an endpoint) often lack the newer default checksums: ask for them only when required.
   const compatible = endpoint ? { endpoint, requestChecksumCalculation: 'WHEN_REQUIRED' as const, responseChecksumValidation: 'WHEN_REQUIRED' as const } : {};
   const client = new S3Client({ region, forcePathStyle, ...compatible });
-  // The driver is built against the SDK's StorageDriver interface (structurally the same across 1.22–1.24).
-  return new S3StorageDriver({ client: new AwsSdkS3StorageDriverClient(client), bucket }) as unknown as StorageDriver;
+  // The driver is built against the SDK's StorageDriver interface (structurally the same across 1.22–1.24), so no cast.
+  return new S3StorageDriver({ client: new AwsSdkS3StorageDriverClient(client), bucket });
 }

@@ -93,6 +93,7 @@ export function tracingFromEnv(env: NodeJS.ProcessEnv = process.env): Tracing | 
         outbound: new otel.OpenTelemetryActivityOutboundInterceptor(context),
       }),
     ],
+    // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment -- Resource#merge is declared to return IResource but builds a Resource
     sinks: { exporter: otel.makeWorkflowExporter(processor, resource) } as unknown as InjectedSinks<Record<string, never>>,
     workflowInterceptorModule: resolveModule('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors', __filename),
     shutdown: () => provider.shutdown(),

@@ -258,7 +258,7 @@ export class McpServerConnection {
       case REQUEST_TIMEOUT:
         return new KeelError(
           'DEADLINE_EXCEEDED',
-          `${server} did not answer tool "${toolName}" within ${String(this.config.callTimeout)} (its callTimeout); the call was cancelled`,
+          `${server} did not answer tool "${toolName}" within ${this.config.callTimeout} (its callTimeout); the call was cancelled`,
         );
       case CONNECTION_CLOSED:
         this.drop();
@@ -292,7 +292,7 @@ function reasonOf(error: unknown): string {
 /** A tool's JSON Schema as a zod schema keel validates arguments with; one zod cannot read takes any object. */
 function inputSchemaOf(schema: Record<string, unknown>): z.ZodType {
   try {
-    return z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]);
+    return z.fromJSONSchema(schema);
   } catch {
     return z.record(z.string(), z.unknown());
   }

@@ -3,7 +3,7 @@
  * the bundle on disk, keyed by a hash of the sources it is built from, so a worker (or a
  * test) starts in a second after the first build. Node side.
  */
-import { bundleWorkflowCode, defaultWorkflowInterceptorModules } from '@temporalio/worker';
+import { bundleWorkflowCode } from '@temporalio/worker';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -24,11 +24,11 @@ const REGISTRY_PATH = join(CODE_DIR, 'middleware', `registry${CODE_EXTENSION}`);
 /**
  * What `keel-agents/workflow` and `keel-agents/middleware` mean inside a bundle: this keel's
  * own code, whichever copy a middleware module would otherwise resolve, so the bundle holds
- * one middleware registry.
+ * one middleware registry. Exact matches: `keel-agents/workflow/x` is not aliased.
  */
-const BUNDLE_ALIASES = {
-  'keel-agents/workflow$': WORKFLOWS_PATH,
-  'keel-agents/middleware$': join(CODE_DIR, 'middleware', `index${CODE_EXTENSION}`),
+const BUNDLE_ALIASES: Record<string, string> = {
+  'keel-agents/workflow': WORKFLOWS_PATH,
+  'keel-agents/middleware': join(CODE_DIR, 'middleware', `index${CODE_EXTENSION}`),
 };
 
 function sourceFiles(dir: string): string[] {
@@ -113,11 +113,17 @@ export async function workflowBundlePath({
     workflowsPath,
     payloadConverterPath: PAYLOAD_CONVERTER_PATH,
     logger: quietLogger,
-    workflowInterceptorModules: [...defaultWorkflowInterceptorModules, LOG_ATTRIBUTES_PATH, ...workflowInterceptorModules],
-    webpackConfigHook: (webpackConfig) => ({
-      ...webpackConfig,
-      resolve: { ...webpackConfig.resolve, alias: { ...webpackConfig.resolve?.alias, ...BUNDLE_ALIASES } },
-    }),
+    // Not the SDK's defaultWorkflowInterceptorModules: a deprecated no-op now that the SDK logs a workflow's lifecycle itself.
+    workflowInterceptorModules: [LOG_ATTRIBUTES_PATH, ...workflowInterceptorModules],
+    webpackConfigHook: (webpackConfig) => {
+      // webpack takes aliases as an object (`name$`: exact match) or as a list of { name, alias, onlyModule }: add ours in the form given.
+      const given = webpackConfig.resolve?.alias;
+      const ours = Object.entries(BUNDLE_ALIASES);
+      const alias = Array.isArray(given)
+        ? [...given, ...ours.map(([name, target]) => ({ name, alias: target, onlyModule: true }))]
+        : { ...given, ...Object.fromEntries(ours.map(([name, target]) => [`${name}$`, target])) };
+      return { ...webpackConfig, resolve: { ...webpackConfig.resolve, alias } };
+    },
   });
   const temporary = `${path}.${process.pid}.tmp`;
   writeFileSync(temporary, code);

@@ -77,7 +77,7 @@ export const snapshotQuery = defineQuery<Snapshot | null, [string?]>('snapshot')
 export const waitForSnapshotUpdate = defineUpdate<Snapshot, [string]>('waitForSnapshot');
 
 /** Stops the turn in flight, if any: its snapshot reads `aborting`, then settles as `aborted`. */
-export const abortSessionUpdate = defineUpdate<Snapshot | null, []>('abort');
+export const abortSessionUpdate = defineUpdate<Snapshot | null>('abort');
 
 /** Internal: stops the session's turn in flight when run `requestedBy` sent it (that delegating run was cancelled). */
 export const abortTurnSignal = defineSignal<[{ requestedBy: string }]>('abortTurn');

@@ -168,10 +168,11 @@ export class InterruptBoard {
    * hold's data is kept as the stage gave it. Resolves to what the held call gets.
    */
   async hold(interrupt: ToolInterrupt, request: ToolRequest): Promise<Resumption> {
+    // eslint-disable-next-line @typescript-eslint/only-throw-error -- rethrows, as caught, what stopped the run
     if (this.stoppedBy !== undefined) throw this.stoppedBy;
     const id = `i${++this.counter}`;
     const { hold } = interrupt;
-    const question = hold.question(interrupt.data as never, { toolName: request.name });
+    const question = hold.question(interrupt.data, { toolName: request.name });
     const record: Interrupt = {
       id,
       kind: hold.kind,
@@ -202,6 +203,7 @@ export class InterruptBoard {
         });
         settledInTime = true;
       } else settledInTime = (await condition(settled), true);
+      // eslint-disable-next-line @typescript-eslint/only-throw-error -- rethrows, as caught, what stopped the run
       if (entry.resumption === undefined && this.stoppedBy !== undefined) throw this.stoppedBy;
       if (!settledInTime) entry.resumption = this.timedOut(entry);
       return entry.resumption!;
@@ -281,7 +283,9 @@ export class InterruptBoard {
     try {
       return await this.options.validateOutput(toolName, output);
     } catch (error) {
-      const failure = KeelError.isInstance(error) ? error : new KeelError('INVALID_ARGUMENT', String((error as Error)?.message ?? error));
+      const failure = KeelError.isInstance(error)
+        ? error
+        : new KeelError('INVALID_ARGUMENT', String((error as { message?: unknown } | undefined)?.message ?? error));
       throw ApplicationFailure.create({
         type: failure.status,
         nonRetryable: true,

@@ -203,7 +203,7 @@ export async function resumeHeldCalls(context: ToolTurnContext, { resume, stages
       // A stage that decides stand-in outputs itself (e.g. Budget) gets it as its payload.
       if (target.held && target.stage !== 'every' && hold?.respond === 'decide') {
         const payload = stagePayload(part, hold, { respond: output });
-        return () => runCall(context, { part, iteration: 0, requestMessages, restart: { stage: target.stage as number, payload, inputReplaced: false } });
+        return () => runCall(context, { part, iteration: 0, requestMessages, restart: { stage: target.stage, payload, inputReplaced: false } });
       }
       return async () => ({ output: await validateOutput(part.toolRequest.name, output) });
     }

@@ -75,7 +75,7 @@ export function agentRunner({ run, inherited, forgetChild }: SubAgentRunnerOptio
     const { agent } = options;
     const { runId, input } = childRun(run, inherited, options);
     try {
-      const result: RunResult = await executeChild(GENERATE_WORKFLOW, { workflowId: runId, args: [input] });
+      const result = await executeChild<(input: RunInputOptions) => Promise<RunResult>>(GENERATE_WORKFLOW, { workflowId: runId, args: [input] });
       run.status.usage = addUsage(run.status.usage, result.usage);
       forgetChild(runId);
       return { runId, result };

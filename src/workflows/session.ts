@@ -85,7 +85,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
     (snapshotId?: string) => (snapshotId ? findSnapshot(session, snapshotId) : session.snapshots[session.snapshots.length - 1]) ?? null,
   );
   setHandler(waitForSnapshotUpdate, (snapshotId) => waitForSettled(session, snapshotId), {
-    validator: (snapshotId) => assertSnapshotExists(session, snapshotId),
+    validator: (snapshotId: string) => assertSnapshotExists(session, snapshotId),
   });
   setHandler(abortSessionUpdate, () => abortCurrentTurn(session));
   // A turn reports its holds to its parent, this session; they are followed on the turn's own run.

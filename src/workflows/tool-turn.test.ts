@@ -26,7 +26,7 @@ const upstream = new ToolFailure({
 });
 
 /** Settles a one-call turn whose call failed with `error`. */
-const settleFailed = (hooks: MiddlewareHooks[], error: unknown, stopped: unknown[] = []) =>
+const settleFailed = (hooks: MiddlewareHooks[], error: Error, stopped: unknown[] = []) =>
   settleTurn(turnWith(hooks, stopped), { modelMessage, requests: [call], calls: [Promise.reject(error)] });
 
 describe('tool-error policy (softToolErrors)', () => {

@@ -37,5 +37,5 @@ export async function resetToFirstTask(client: Client, namespace: string, workfl
     requestId: randomUUID(),
     reason: 'reset to before the run decided anything',
   });
-  return runId!;
+  return runId;
 }

@@ -173,7 +173,7 @@ export function runSpecFile(file: string): void {
           if (expected.text !== undefined) expect(status.text).toBe(expected.text);
         } else {
           if (outcome.error) throw outcome.error;
-          const result = outcome.result!;
+          const result = outcome.result;
           if (expected.finishReason) expect(result.finishReason).toBe(expected.finishReason);
           if (expected.text !== undefined) expect(result.text).toBe(expected.text);
           if (expected.turns !== undefined) expect(result.turns).toBe(expected.turns);

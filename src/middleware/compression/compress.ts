@@ -261,7 +261,7 @@ function recordedToolEdits(history: readonly Message[], resolved: ResolvedView):
       const key = `${origin}:${partIndex}`;
       const record = recordOf(part);
       if (record) records.set(key, { ...record });
-      toolParts.push({ key, viewIndex, part: part as Part & { toolResponse: unknown } });
+      toolParts.push({ key, viewIndex, part });
     });
   });
   return { records, toolParts };
@@ -395,7 +395,7 @@ function withToolEdits(history: readonly Message[], records: ReadonlyMap<string,
       const record = records.get(`${index}:${partIndex}`);
       if (!record || JSON.stringify(record) === JSON.stringify(recordOf(part))) return part;
       changed = true;
-      return { ...part, metadata: { ...part.metadata, [COMPRESSION_KEY]: record } } as Part;
+      return { ...part, metadata: { ...part.metadata, [COMPRESSION_KEY]: record } };
     });
     return changed ? { ...message, content } : message;
   });
