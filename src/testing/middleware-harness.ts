@@ -212,10 +212,10 @@ export async function testMiddleware(
   let ref: MiddlewareRef;
   let registry: Readonly<Record<string, MiddlewareDefinition>>;
   if (byRef) {
-    ref = subject as MiddlewareRef;
+    ref = subject;
     registry = registeredMiddleware();
   } else {
-    const definition = (isMiddlewareFactory(subject) ? subject.definition : subject) as MiddlewareDefinition;
+    const definition = isMiddlewareFactory(subject) ? subject.definition : subject;
     // What `use: [myGate(config)]` does where the agent is defined; the worker checks the ref again below.
     ref = middlewareRef(definition, configOrOptions);
     registry = { [definition.name]: definition };
@@ -241,7 +241,7 @@ export async function testMiddleware(
     const held: HeldCall = {
       id: `i${holds.length + 1}`,
       kind: hold.kind,
-      question: hold.question(interrupt.data as never, { toolName }),
+      question: hold.question(interrupt.data, { toolName }),
       data: interrupt.data,
       decisionSchema: decisionJsonSchema(hold),
       respond: hold.respond ?? 'answer',
@@ -411,7 +411,7 @@ function parseResumedHolds(name: string, kinds: readonly [HoldKind, ...HoldKind[
         `options.resumedHolds[${index}] names kind "${kind}", which middleware "${name}" does not declare (it declares: ${kinds.map((declared) => declared.kind).join(', ')})`,
       );
     }
-    const result = resumption(hold, body as DecisionBody);
+    const result = resumption(hold, body);
     if (!result.success) throw new KeelError('INVALID_ARGUMENT', `options.resumedHolds[${index}] (a ${hold.kind} hold) is not one it takes: ${result.error}`);
     return 'payload' in result.value ? [result.value.payload] : [];
   });
