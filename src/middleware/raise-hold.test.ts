@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineHold } from '../core/holds';
-import { holdKinds, raiseHold } from './registry';
+import { holdKinds, raiseHold } from './hold-kinds';
 import type { MiddlewareDefinition } from './types';
 
 const asked = defineHold({ kind: 'asked', question: ({ q }) => q, data: z.object({ q: z.string() }), decision: z.object({ answer: z.string() }) });

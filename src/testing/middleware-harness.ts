@@ -29,7 +29,9 @@ import { AgentSpecSchema, type AgentSpec, type MiddlewareRef } from '../core/run
 import { isToolAnswer } from '../core/tool-answer';
 import { composeStage, composeToolChain, type ToolCall, type ToolRestart, type ToolRunner } from '../middleware/compose';
 import { isMiddlewareFactory, middlewareRef, type MiddlewareFactory } from '../middleware/define-middleware';
-import { holdKindOf, holdKinds, instantiateMiddleware, registeredMiddleware, type SharedMiddlewareContext } from '../middleware/registry';
+import { holdKindOf, holdKinds } from '../middleware/hold-kinds';
+import { registeredMiddleware } from '../middleware/catalog';
+import { instantiateMiddleware, type SharedMiddlewareContext } from '../middleware/stages';
 import type {
   ArtifactStore,
   ContributedToolContext,

@@ -19,12 +19,12 @@ export const WORKFLOWS_PATH = join(CODE_DIR, 'workflows', `index${CODE_EXTENSION
 const LOG_ATTRIBUTES_PATH = join(CODE_DIR, 'workflows', `log-attributes${CODE_EXTENSION}`);
 /** The workflow's payload converter: the default one, tolerant of payloads it cannot decode (a signal then is refused, not fatal). */
 const PAYLOAD_CONVERTER_PATH = join(CODE_DIR, 'workflows', `payload-converter${CODE_EXTENSION}`);
-/** The middleware registry, which the entry of a bundle with middleware modules calls. */
-const REGISTRY_PATH = join(CODE_DIR, 'middleware', `registry${CODE_EXTENSION}`);
+/** The middleware catalog, which the entry of a bundle with middleware modules registers its modules in. */
+const CATALOG_PATH = join(CODE_DIR, 'middleware', `catalog${CODE_EXTENSION}`);
 /**
  * What `keel-agents/workflow` and `keel-agents/middleware` mean inside a bundle: this keel's
  * own code, whichever copy a middleware module would otherwise resolve, so the bundle holds
- * one middleware registry. Exact matches: `keel-agents/workflow/x` is not aliased.
+ * one middleware catalog. Exact matches: `keel-agents/workflow/x` is not aliased.
  */
 const BUNDLE_ALIASES: Record<string, string> = {
   'keel-agents/workflow': WORKFLOWS_PATH,
@@ -102,7 +102,7 @@ export async function workflowBundlePath({
     workflowsPath = join(cacheDir, `workflow-entry-${key}.ts`);
     const source = (path: string) => JSON.stringify(path.replace(/\.[jt]s$/, ''));
     const lines = [
-      `import { registerExportedMiddleware } from ${source(REGISTRY_PATH)};`,
+      `import { registerExportedMiddleware } from ${source(CATALOG_PATH)};`,
       ...middlewareModules.map((module, index) => `import * as middleware${index} from ${JSON.stringify(module)};`),
       ...middlewareModules.map((_module, index) => `registerExportedMiddleware(middleware${index});`),
       `export { generateWorkflow, sessionWorkflow } from ${source(WORKFLOWS_PATH)};`,

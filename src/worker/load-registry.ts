@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import { inspect } from 'node:util';
 import { ConfigError } from '../config/load';
 import { describeZodError } from '../core/schema-errors';
-import { middlewareNames, registerExportedMiddleware, registeredMiddleware } from '../middleware/registry';
+import { middlewareNames, registerExportedMiddleware, registeredMiddleware } from '../middleware/catalog';
 import type { AiSdkModelConfig, KeelConfig, ModelConfig } from '../config/schema';
 import { aiSdkModel, type AiSdkLanguageModel } from '../models/ai-sdk';
 import { defineAgent, type Model } from '../define';

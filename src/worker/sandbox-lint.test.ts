@@ -15,7 +15,9 @@ const BUNDLE_ENTRIES = [
   'src/workflows/index.ts',
   'src/workflows/log-attributes.ts',
   'src/workflows/payload-converter.ts',
-  'src/middleware/registry.ts',
+  'src/middleware/catalog.ts',
+  'src/middleware/hold-kinds.ts',
+  'src/middleware/stages.ts',
   'src/middleware/index.ts',
 ];
 

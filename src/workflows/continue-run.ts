@@ -8,7 +8,7 @@
 import { workflowInfo } from '@temporalio/workflow';
 import type { Message } from '../core/messages';
 import type { RunInput } from '../core/run';
-import { carryKey, type MiddlewareStage } from '../middleware/registry';
+import { carryKey, type MiddlewareStage } from '../middleware/stages';
 import type { RunState } from './run-state';
 
 /** True when the run's history has passed either bound, or the server suggests continuing as new. */

@@ -23,7 +23,7 @@ import {
 import { KeelError } from '../core/errors';
 import { INTERRUPT_METADATA, type ToolInterrupt } from '../core/interrupts';
 import { MODEL_CALL_HOLD } from '../core/holds';
-import { registeredHoldKind } from '../middleware/registry';
+import { registeredHoldKind } from '../middleware/catalog';
 import { assignToolRefs, messageText, toolRequestParts, type Message, type ModelRequest } from '../core/messages';
 import { describeZodError } from '../core/schema-errors';
 import { describeUndecodable, isUndecodable } from '../core/undecodable';

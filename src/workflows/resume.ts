@@ -22,7 +22,8 @@ import {
 import { toolRequestParts, type Message, type Part, type ToolRequestPart } from '../core/messages';
 import type { RunResume } from '../core/run';
 import type { ToolRestart } from '../middleware/compose';
-import { holdKindOf, type MiddlewareStage } from '../middleware/registry';
+import { holdKindOf } from '../middleware/hold-kinds';
+import type { MiddlewareStage } from '../middleware/stages';
 import { runCall, sameInput, settleTurn, withoutInterruptMarks, type CallOutcome, type SettledTurn, type ToolTurnContext } from './tool-turn';
 
 /** What answering the held calls needs besides the turn's context. */

@@ -7,7 +7,7 @@ import { putArtifact } from '../core/artifacts';
 import { KeelError } from '../core/errors';
 import type { Message, ModelRequest, ModelResponse, ToolDefinition } from '../core/messages';
 import type { AgentSpec, RunInput } from '../core/run';
-import { instantiateMiddleware, type MiddlewareStage } from '../middleware/registry';
+import { instantiateMiddleware, type MiddlewareStage } from '../middleware/stages';
 import { resumedHoldsByStage } from './resume';
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { KeelActivities } from '../activities/types';
