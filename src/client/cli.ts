@@ -3,7 +3,9 @@
  * Exit codes: 0 done, 1 the run failed or was refused, 2 bad usage or bad config.
  * Node side.
  */
+import { readFileSync } from 'node:fs';
 import { hostname, userInfo } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config/load';
 import type { KeelConfig } from '../config/schema';
@@ -15,6 +17,7 @@ import { sessionIdProblem } from '../core/session';
 import { z } from 'zod';
 import { ServerError } from '../server/server-error';
 import { requireModule } from '../node/require-ts';
+import { PACKAGE_ROOT } from '../node/package-root';
 import type { KeelClient, RunHandle } from './keel-client';
 import { describeInterrupt, followRun, wantsColour } from './progress';
 import type { LookupRefusal } from './lookup-refusal';
@@ -30,6 +33,9 @@ commands:
   dev                         server + one worker, for local work
   run <agent> <prompt...>     start a run and wait for its answer (--detach: print the run id;
                               --id <runId> or --id-prefix <prefix> to name it)
+  watch <runId>               follow a run's events as keel run prints them, until it ends
+  list                        the namespace's runs, newest first (--agent <name>, --status <state>,
+                              --limit <n>; state: waiting, running, completed, failed, ...)
   status <runId>              the run's state, turn, usage and pending interrupts (JSON)
   abort <runId>               cancel a run
   approve <runId> <id>        approve a pending interrupt
@@ -48,14 +54,15 @@ options:
   --reason <text>             (deny) why
   --as <name>                 (approve, deny, decide) who decides, recorded with the decision in
                               the run's status and result (default: <user>@<host>)
-  --queue                     (approve, deny, decide) send the decision even when no worker polls; it is
-                              recorded in the run's history and applied when a worker starts
+  --queue                     (approve, deny, decide) send the decision even when no worker polls;
+                              it is recorded in the run's history and applied when a worker starts
   --allow-empty               (worker, dev) start even when the config registers no agents,
                               tools or models
+  -v, --version               keel's version
   -h, --help                  this help`;
 
 /** Exit codes. */
-export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
+export const EXIT = { ok: 0, failed: 1, usage: 2, interrupted: 130 } as const;
 
 interface CliOptions {
   config?: string;
@@ -68,6 +75,9 @@ interface CliOptions {
   queue: boolean;
   'allow-empty': boolean;
   as?: string;
+  agent?: string;
+  status?: string;
+  limit?: string;
 }
 
 function parse(argv: string[]): { command: string | undefined; positionals: string[]; options: CliOptions; help: boolean } {
@@ -86,6 +96,10 @@ function parse(argv: string[]): { command: string | undefined; positionals: stri
         'id-prefix': { type: 'string' },
         queue: { type: 'boolean', default: false },
         as: { type: 'string' },
+        agent: { type: 'string' },
+        status: { type: 'string' },
+        limit: { type: 'string' },
+        version: { type: 'boolean', short: 'v', default: false },
         'allow-empty': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
@@ -94,8 +108,8 @@ function parse(argv: string[]): { command: string | undefined; positionals: stri
     throw new UsageError((error as Error).message);
   }
   const [command, ...positionals] = parsed.positionals;
-  const { help, ...options } = parsed.values;
-  return { command, positionals, options, help };
+  const { help, version, ...options } = parsed.values;
+  return { command: version && !command ? 'version' : command, positionals, options, help };
 }
 
 /** Says on stderr that `command` failed and why; with --json, also as `{ "error": ... }` on stdout. */
@@ -229,55 +243,155 @@ async function commandRun(config: KeelConfig, positionals: string[], options: Cl
       print(options.json, { runId: handle.runId, status: 'running', ...session }, handle.runId);
       return EXIT.ok;
     }
-    // A server restart while the run goes on is not its outcome: the wait reconnects.
-    const done = handle.result({
-      onReconnecting: (reason) => process.stderr.write(`keel run: lost Temporal (${reason}); waiting for it to come back, the run goes on\n`),
-    });
-    await warnWithoutWorkers(client, config, 'run');
-    // A run whose agent no polling worker has says so at once (it keeps retrying, in case one starts).
-    const stopFollowing = new AbortController();
-    const refused = watchLookup(client, handle.runId, done).then((refusal) => {
-      if (refusal) stopFollowing.abort();
-      return refusal;
-    });
     process.stderr.write(`run ${handle.runId} started (agent ${agent})\n`);
-    if (!options.json) {
-      await followRun(handle, done, (line) => process.stderr.write(`${line}\n`), {
+    return watchRun(client, config, handle, options, { command: 'run', agent, ...(session ? { session } : {}) });
+  });
+}
+
+/** What a watched run needs said besides its events. */
+interface WatchOptions {
+  /** The command watching (`run` or `watch`), for what it says. */
+  command: 'run' | 'watch';
+  /** The agent, when this command started the run: a refusal of its lookup is then said at once. */
+  agent?: string;
+  /** The session turn the run is, printed with its outcome. */
+  session?: { sessionId: string; snapshotId: string };
+}
+
+/**
+ * Follows a run's events (on stderr; with --json, only its holds) until it ends and prints its
+ * outcome; the exit code is the run's. Ctrl-C stops watching, not the run: it says so, and how
+ * to watch it again or abort it.
+ */
+async function watchRun(
+  client: KeelClient,
+  config: KeelConfig,
+  handle: RunHandle,
+  options: CliOptions,
+  { command, agent, session }: WatchOptions,
+): Promise<number> {
+  // Ctrl-C stops the watch (and this wait), never the run.
+  const stopWaiting = new AbortController();
+  // A server restart while the run goes on is not its outcome: the wait reconnects.
+  const done = handle.result({
+    onReconnecting: (reason) => process.stderr.write(`keel ${command}: lost Temporal (${reason}); waiting for it to come back, the run goes on\n`),
+    signal: stopWaiting.signal,
+  });
+  await warnWithoutWorkers(client, config, command);
+  const stopFollowing = new AbortController();
+  // A run whose agent no polling worker has says so at once (it keeps retrying, in case one starts).
+  const refused =
+    agent === undefined
+      ? Promise.resolve(undefined)
+      : watchLookup(client, handle.runId, done).then((refusal) => {
+          if (refusal) stopFollowing.abort();
+          return refusal;
+        });
+  const interrupted = new Promise<'interrupted'>((resolve) => {
+    const stop = () => {
+      stopFollowing.abort();
+      stopWaiting.abort();
+      resolve('interrupted');
+    };
+    process.once('SIGINT', stop);
+    void done.then(
+      () => process.removeListener('SIGINT', stop),
+      () => process.removeListener('SIGINT', stop),
+    );
+  });
+  const following = options.json
+    ? // stdout keeps its one JSON object; a hold the run waits on is said on stderr at once, with the commands that decide it.
+      followRun(handle, done, () => undefined, {
+        onInterrupt: (interrupt: Interrupt) => describeInterrupt(handle.runId, interrupt).forEach((line) => process.stderr.write(`${line}\n`)),
+        signal: stopFollowing.signal,
+      })
+    : followRun(handle, done, (line) => process.stderr.write(`${line}\n`), {
         writeRaw: (text) => process.stderr.write(text),
         colour: wantsColour(process.stderr),
         signal: stopFollowing.signal,
       });
-    } else {
-      // stdout keeps its one JSON object; a hold the run waits on is said on stderr at once, with the commands that decide it.
-      const sayHold = (interrupt: Interrupt) => describeInterrupt(handle.runId, interrupt).forEach((line) => process.stderr.write(`${line}\n`));
-      await followRun(handle, done, () => undefined, { onInterrupt: sayHold, signal: stopFollowing.signal });
-    }
-    const refusal = await Promise.race([
-      refused,
-      done.then(
-        () => undefined,
-        () => undefined,
-      ),
-    ]);
-    if (refusal) {
-      const message = describeRefusal(agent, refusal, handle.runId, config.taskQueue);
-      done.catch(() => undefined);
-      if (options.json) print(true, { runId: handle.runId, status: 'running', error: { status: 'NOT_FOUND', message } });
-      process.stderr.write(`keel run: ${message}\n`);
-      return EXIT.usage;
-    }
+  if ((await Promise.race([following.then(() => 'followed' as const), interrupted])) === 'interrupted') {
+    done.catch(() => undefined);
+    const { runId } = handle;
+    process.stderr.write(
+      `\nkeel ${command}: stopped watching; run ${runId} goes on. Watch it again with keel watch ${runId}, or stop it with keel abort ${runId}\n`,
+    );
+    if (options.json) print(true, { runId, status: 'running', watching: false });
+    return EXIT.interrupted;
+  }
+  const refusal = await Promise.race([
+    refused,
+    done.then(
+      () => undefined,
+      () => undefined,
+    ),
+  ]);
+  if (refusal && agent !== undefined) {
+    const message = describeRefusal(agent, refusal, handle.runId, config.taskQueue);
+    done.catch(() => undefined);
+    if (options.json) print(true, { runId: handle.runId, status: 'running', error: { status: 'NOT_FOUND', message } });
+    process.stderr.write(`keel run: ${message}\n`);
+    return EXIT.usage;
+  }
+  try {
+    const result = await done;
+    print(options.json, { ...runSummary(handle.runId, result, undefined, undefined), ...session }, result.text);
+    return EXIT.ok;
+  } catch (error) {
+    const failure = runErrorOf(error);
+    const status = await tryStatus(client, handle);
+    if (options.json) print(true, runSummary(handle.runId, undefined, failure, status));
+    else process.stderr.write(`run ${handle.runId} failed: ${failure.status}: ${failure.message}\n`);
+    return EXIT.failed;
+  }
+}
+
+/** `keel watch <runId>`: follows a run started elsewhere (or by a detached keel run) until it ends. */
+async function commandWatch(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
+  const [runId] = positionals;
+  if (!runId) throw new UsageError('keel watch needs a run id: keel watch <runId>');
+  return withClient(config, async (client) => {
+    const handle = client.getHandle(runId);
     try {
-      const result = await done;
-      print(options.json, { ...runSummary(handle.runId, result, undefined, undefined), ...session }, result.text);
+      await handle.describe();
+    } catch (error) {
+      return refuse(options, 'watch', runErrorOf(error));
+    }
+    process.stderr.write(`watching run ${runId}\n`);
+    return watchRun(client, config, handle, options, { command: 'watch' });
+  });
+}
+
+/** `keel list`: the namespace's runs, newest first, by agent and state. */
+async function commandList(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
+  if (positionals.length) throw new UsageError(`keel list takes no arguments (filter with --agent, --status, --limit); got ${positionals.join(' ')}`);
+  const state = options.status === undefined ? undefined : RunLifecycleSchema.safeParse(options.status);
+  if (state && !state.success)
+    throw new UsageError(`keel list --status: "${options.status}" is not a run state; one of ${RunLifecycleSchema.options.join(', ')}`);
+  const limit = options.limit === undefined ? 50 : Number(options.limit);
+  if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`keel list --limit: a whole number of at least 1, got "${options.limit}"`);
+  return withClient(config, async (client) => {
+    try {
+      const runs = await client.list({
+        ...(options.agent !== undefined ? { agent: options.agent } : {}),
+        ...(state?.success ? { state: state.data } : {}),
+        limit,
+      });
+      const line = (run: (typeof runs)[number]) =>
+        `${run.runId}  ${run.state}${run.holds ? ` (${run.holds} hold${run.holds > 1 ? 's' : ''})` : ''}  ${run.agent ?? '?'}  ${run.startedAt}${run.prompt ? `  ${run.prompt}` : ''}`;
+      print(options.json, { runs }, runs.map(line).join('\n') || '(no runs)');
       return EXIT.ok;
     } catch (error) {
-      const failure = runErrorOf(error);
-      const status = await tryStatus(client, handle);
-      if (options.json) print(true, runSummary(handle.runId, undefined, failure, status));
-      else process.stderr.write(`run ${handle.runId} failed: ${failure.status}: ${failure.message}\n`);
-      return EXIT.failed;
+      return refuse(options, 'list', runErrorOf(error));
     }
   });
+}
+
+/** `keel --version`. */
+function printVersion(options: CliOptions): number {
+  const { version } = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string };
+  print(options.json, { version }, `keel ${version}`);
+  return EXIT.ok;
 }
 
 /** Watches a run's agent lookup until it is behind the run or the run ends; resolves to a refusal every polling worker made, if any. */
@@ -526,6 +640,8 @@ async function command(argv: string[]): Promise<number> {
       return parsed.help ? EXIT.ok : EXIT.usage;
     }
     const { command, positionals, options } = parsed;
+    // Needs no config: the version of the keel package this command line is.
+    if (command === 'version') return printVersion(options);
     const config = loadConfig({ path: options.config, explicit: options.config !== undefined });
     switch (command) {
       // The worker, the server and the demo load only for the commands that need them.
@@ -539,6 +655,10 @@ async function command(argv: string[]): Promise<number> {
         return await commandRun(config, positionals, options);
       case 'status':
         return await commandStatus(config, positionals, options);
+      case 'watch':
+        return await commandWatch(config, positionals, options);
+      case 'list':
+        return await commandList(config, positionals, options);
       case 'abort':
         return await commandAbort(config, positionals, options);
       case 'approve':

@@ -16,6 +16,7 @@ import { taskView, type TaskView } from '../core/tasks';
 import { KEEL_AGENT } from '../core/search-attributes';
 import { holdsOf, listHolds, type HoldView } from './holds';
 import { decideCommands } from './decide-commands';
+import { listRuns, type ListRunsOptions, type RunListing } from './runs';
 
 export { runErrorOf };
 import type { Message, StreamedText } from '../core/messages';
@@ -105,6 +106,8 @@ export interface ResultOptions {
   reconnectForMs?: number;
   /** Called once when Temporal could not be reached and the wait goes on, with what went wrong. */
   onReconnecting?: (reason: string) => void;
+  /** Stops waiting (the run goes on): the wait then rejects with a CANCELLED KeelError. */
+  signal?: AbortSignal;
 }
 
 /** gRPC status codes of a connection that failed (CANCELLED, UNKNOWN, DEADLINE_EXCEEDED, INTERNAL, UNAVAILABLE). */
@@ -215,12 +218,16 @@ export class RunHandle {
    * outcome: the wait goes on for up to `reconnectForMs` (default 10 minutes) of it, then throws
    * UNAVAILABLE saying the run may still be going.
    */
-  async result({ reconnectForMs = RECONNECT_FOR_MS, onReconnecting }: ResultOptions = {}): Promise<RunResult> {
+  async result({ reconnectForMs = RECONNECT_FOR_MS, onReconnecting, signal }: ResultOptions = {}): Promise<RunResult> {
     let lostSince: number | undefined;
+    const stopped = () => new KeelError('CANCELLED', `stopped waiting for run ${this.runId}; the run goes on`);
     for (;;) {
+      if (signal?.aborted) throw stopped();
       try {
-        return (await this.workflow.result()) as RunResult;
+        const wait = () => this.workflow.result() as Promise<RunResult>;
+        return await (signal ? this.client.withAbortSignal(signal, wait) : wait());
       } catch (error) {
+        if (signal?.aborted) throw stopped();
         if (!isTransient(error)) throw runErrorOf(error);
         if (lostSince === undefined) {
           lostSince = Date.now();
@@ -425,6 +432,11 @@ export class KeelClient {
   constructor({ temporal, taskQueue }: KeelClientOptions) {
     this.temporal = temporal;
     this.taskQueue = taskQueue;
+  }
+
+  /** The namespace's runs, newest first, by agent and lifecycle (`keel list`); read from Temporal, no worker needed. */
+  list(options: ListRunsOptions = {}): Promise<RunListing[]> {
+    return listRuns(this.temporal, options);
   }
 
   /**

@@ -40,7 +40,8 @@ export interface RunEventsOptions {
 /** The events of `handle`'s run until it ends. */
 export async function* runEvents(handle: RunHandle, { intervalMs = 150, signal }: RunEventsOptions = {}): AsyncGenerator<RunEvent> {
   let ended: RunLifecycle | undefined;
-  const settled = handle.result().then(
+  // Stopped with the events: a wait left running would keep retrying after its connection closed.
+  const settled = handle.result(signal ? { signal } : {}).then(
     () => (ended = 'completed'),
     () => (ended = 'failed'),
   );

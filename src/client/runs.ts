@@ -1,0 +1,114 @@
+/**
+ * The runs of a namespace, for `keel list` and `KeelClient.list`: generate runs listed through
+ * Temporal's visibility, newest first, filtered by agent and lifecycle on the KeelAgent and
+ * KeelStatus search attributes when the namespace has them (else by what each run's memo and
+ * Temporal's execution status say, which cannot tell `waiting` from `running` without the memo's
+ * holds). Reads Temporal only: no worker needed. Node side.
+ */
+import { ServiceError, type Client, type WorkflowExecutionInfo } from '@temporalio/client';
+import { z } from 'zod';
+import { HOLDS_MEMO_KEY, MemoHoldSchema, RunLifecycleSchema, type RunLifecycle } from '../core/run';
+import { KEEL_AGENT, KEEL_STATUS } from '../core/search-attributes';
+import { GENERATE_WORKFLOW } from '../workflows/definitions';
+
+/** One run as `keel list` shows it. */
+export interface RunListing {
+  runId: string;
+  agent?: string;
+  state: RunLifecycle;
+  /** When it started and (if it ended) ended, ISO 8601. */
+  startedAt: string;
+  endedAt?: string;
+  /** How its prompt starts (as keel's client started it). */
+  prompt?: string;
+  /** Pending holds, when it waits. */
+  holds?: number;
+}
+
+/** What to list. */
+export interface ListRunsOptions {
+  agent?: string;
+  state?: RunLifecycle;
+  /** At most this many (default 50). */
+  limit?: number;
+}
+
+/** Temporal's execution status, by the lifecycle it stands for once a run has ended. */
+const ENDED: Partial<Record<RunLifecycle, string>> = {
+  completed: 'Completed',
+  failed: 'Failed',
+  cancelled: 'Canceled',
+  terminated: 'Terminated',
+  timed_out: 'TimedOut',
+};
+
+/** The lifecycle an ended execution stands for, by Temporal's status name. */
+const BY_TEMPORAL: Record<string, RunLifecycle> = {
+  COMPLETED: 'completed',
+  FAILED: 'failed',
+  CANCELLED: 'cancelled',
+  TERMINATED: 'terminated',
+  TIMED_OUT: 'timed_out',
+};
+
+/** The visibility query for `options`, with or without keel's search attributes. */
+function queryOf({ agent, state }: ListRunsOptions, indexed: boolean): string {
+  const clauses = [`WorkflowType='${GENERATE_WORKFLOW}'`];
+  if (indexed && agent !== undefined) clauses.push(`${KEEL_AGENT.name}='${agent.replace(/'/g, "\\'")}'`);
+  if (state === 'waiting' || state === 'running') {
+    clauses.push(`ExecutionStatus='Running'`);
+    if (indexed) clauses.push(`${KEEL_STATUS.name}='${state}'`);
+  } else if (state !== undefined) clauses.push(`ExecutionStatus='${ENDED[state]!}'`);
+  return clauses.join(' AND ');
+}
+
+/** A listed run as keel sees it: its agent and lifecycle from its search attributes, else its memo and Temporal's status. */
+function listing(run: WorkflowExecutionInfo): RunListing {
+  const agentAttribute = run.typedSearchAttributes.get(KEEL_AGENT);
+  const statusAttribute = RunLifecycleSchema.safeParse(run.typedSearchAttributes.get(KEEL_STATUS));
+  const holds = z.array(MemoHoldSchema).safeParse(run.memo?.[HOLDS_MEMO_KEY]);
+  const pending = holds.success ? holds.data.length : 0;
+  const state: RunLifecycle =
+    run.status.name === 'RUNNING'
+      ? statusAttribute.success
+        ? statusAttribute.data
+        : pending
+          ? 'waiting'
+          : 'running'
+      : (BY_TEMPORAL[run.status.name] ?? 'failed');
+  const agent = agentAttribute ?? (typeof run.memo?.agent === 'string' ? run.memo.agent : undefined);
+  return {
+    runId: run.workflowId,
+    ...(agent !== undefined ? { agent } : {}),
+    state,
+    startedAt: run.startTime.toISOString(),
+    ...(run.closeTime ? { endedAt: run.closeTime.toISOString() } : {}),
+    ...(typeof run.memo?.prompt === 'string' ? { prompt: run.memo.prompt } : {}),
+    ...(state === 'waiting' && pending ? { holds: pending } : {}),
+  };
+}
+
+/** The namespace's generate runs matching `options`, newest first (as Temporal lists them). */
+export async function listRuns(client: Client, options: ListRunsOptions = {}): Promise<RunListing[]> {
+  const limit = options.limit ?? 50;
+  const collect = async (indexed: boolean) => {
+    const found: RunListing[] = [];
+    for await (const run of client.workflow.list({ query: queryOf(options, indexed), pageSize: Math.min(limit, 100) })) {
+      // A run that continued as new goes on in a later execution of the same id, listed on its own.
+      if (run.status.name === 'CONTINUED_AS_NEW') continue;
+      const shown = listing(run);
+      if (!indexed && options.agent !== undefined && shown.agent !== options.agent) continue;
+      if (!indexed && (options.state === 'waiting' || options.state === 'running') && shown.state !== options.state) continue;
+      found.push(shown);
+      if (found.length >= limit) break;
+    }
+    return found;
+  };
+  try {
+    return await collect(true);
+  } catch (error) {
+    // Without keel's search attributes the query is refused: then filter what Temporal lists.
+    if (!(error instanceof ServiceError) || !/KeelStatus|KeelAgent|search attribute/i.test(error.message)) throw error;
+    return collect(false);
+  }
+}
