@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { defineAgent } from '../src/define';
+import { agents } from '../src/middleware/agents';
 import { toolApproval } from '../src/middleware/tool-approval';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
@@ -17,7 +18,17 @@ const model = scriptedModel({
   script: (request) =>
     request.messages.some((message) => message.role === 'tool') ? textReply('done') : toolCallReply({ name: 'dangerous', input: { v: 'x' } }),
 });
-const registry = new Registry().add(dangerous, model, defineAgent({ name: agent, model: model.name, tools: [dangerous], use: [toolApproval()] }));
+const orchestrator = `${agent}-boss`;
+const boss = scriptedModel({
+  name: `scripted/${orchestrator}`,
+  script: (request) =>
+    request.messages.some((message) => message.role === 'tool')
+      ? textReply('done')
+      : toolCallReply({ name: `delegate_to_${agent}`, input: { task: 'clean up' } }),
+});
+const registry = new Registry()
+  .add(dangerous, model, defineAgent({ name: agent, model: model.name, tools: [dangerous], use: [toolApproval()] }))
+  .add(boss, defineAgent({ name: orchestrator, model: boss.name, use: [agents({ agents: [agent] })] }));
 const worker = sharedTestWorker(registry);
 
 /** Run ids a visibility query lists (visibility is eventually consistent: poll). */
@@ -64,20 +75,29 @@ describe('memo and summary', () => {
   });
 });
 
-describe('a hold in history', () => {
-  it('shows as a timer named after the hold, cancelled by the decision', async () => {
+describe('what the Temporal Web UI shows of a waiting run', () => {
+  it("says what it waits for in the run's current details, with no timer in history, and gives a child run its summary", async () => {
     const { client } = worker();
-    const handle = await client.start(agent, 'go');
+    const handle = await client.start(orchestrator, 'go');
+    const childRunId = `${handle.runId}/${agent}-1`;
     await expect.poll(async () => (await handle.pendingInterrupts()).length, { timeout: 20_000 }).toBe(1);
     const [hold] = await handle.pendingInterrupts();
-    const events = async () => (await client.temporal.workflow.getHandle(handle.runId).fetchHistory()).events ?? [];
-    const summaryOf = (event: { userMetadata?: { summary?: { data?: Uint8Array | null } | null } | null }) =>
-      JSON.parse(Buffer.from(event.userMetadata?.summary?.data ?? []).toString() || 'null') as unknown;
-    await expect
-      .poll(async () => (await events()).filter((event) => event.timerStartedEventAttributes).map(summaryOf), { timeout: 10_000 })
-      .toEqual([`waiting for a decision on ${hold!.id}: approval of tool "dangerous"`]);
+    expect(hold!.id).toBe(`${agent}-1/i1`);
+    // The Web UI reads the run's current details through the SDK's metadata query.
+    const details = async (runId: string) =>
+      (await client.temporal.workflow.getHandle(runId).query<{ currentDetails?: string }>('__temporal_workflow_metadata')).currentDetails ?? '';
+    const shown = await details(handle.runId);
+    expect(shown).toContain('**Waiting for a decision** on 1 hold:');
+    expect(shown).toContain(`\`${hold!.id}\` (approval) on \`dangerous\`: Tool not in approved list: dangerous`);
+    expect(shown).toContain(`Send an Update** \`resume\`, e.g. \`{"interruptId":"${hold!.id}","approved":true,"reason":"..."}\``);
+    expect(await details(childRunId)).toContain('`i1` (approval) on `dangerous`');
+    // The child run carries `<agent>: <task>`, as a root run does.
+    expect(await (await client.temporal.workflow.getHandle(childRunId).describe()).staticSummary?.()).toBe(`${agent}: clean up`);
+    // The wait records nothing that reads as a ten-year timeout.
+    const events = async (runId: string) => (await client.temporal.workflow.getHandle(runId).fetchHistory()).events ?? [];
+    expect((await events(childRunId)).filter((event) => event.timerStartedEventAttributes)).toEqual([]);
     await handle.approve(hold!.id);
     expect((await handle.result()).text).toBe('done');
-    expect((await events()).filter((event) => event.timerCanceledEventAttributes)).toHaveLength(1);
+    expect(await details(childRunId).catch(() => '')).toBe('');
   });
 });

@@ -19,7 +19,9 @@ import { decideCommands } from './decide-commands';
 import { listRuns, type ListRunsOptions, type RunListing } from './runs';
 
 export { runErrorOf };
-import type { Message, StreamedText } from '../core/messages';
+import { promptExcerpt, type Message, type StreamedText } from '../core/messages';
+
+export { promptExcerpt };
 import { runEvents, streamedTextOf, type RunEvent, type RunEventsOptions } from './run-events';
 import type { Decision, DecisionAccepted } from '../core/holds';
 import type { Interrupt, MiddlewareRefInput, RunInputOptions, RunResult, RunStatus } from '../core/run';
@@ -53,18 +55,6 @@ export interface StartRunOptions {
   state?: RunInputOptions['state'];
   /** When a long run continues as new (history bytes or events; defaults 4 MiB, 10,000 events). */
   continueAsNewAt?: RunInputOptions['continueAsNewAt'];
-}
-
-/** The first 100 characters of a prompt's last user text (what a list of runs shows). */
-export function promptExcerpt(messages: readonly Message[]): string {
-  const user = [...messages].reverse().find((message) => message.role === 'user');
-  const text = (user?.content ?? [])
-    .flatMap((part) => ('text' in part ? [part.text] : []))
-    .join(' ')
-    .replace(/\s+/g, ' ')
-    .trim();
-  const chars = [...text];
-  return chars.length > 100 ? `${chars.slice(0, 99).join('')}…` : text;
 }
 
 /** Options of `new RunHandle`. */

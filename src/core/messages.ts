@@ -127,6 +127,18 @@ export function isInjected(message: Message): boolean {
   return typeof message.metadata?.[INJECTED_BY] === 'string';
 }
 
+/** The first 100 characters of a conversation's last user text (what a list of runs, or a run's summary, shows). */
+export function promptExcerpt(messages: readonly Message[]): string {
+  const user = [...messages].reverse().find((message) => message.role === 'user');
+  const text = (user?.content ?? [])
+    .flatMap((part) => ('text' in part ? [part.text] : []))
+    .join(' ')
+    .replace(/\s+/g, ' ')
+    .trim();
+  const chars = [...text];
+  return chars.length > 100 ? `${chars.slice(0, 99).join('')}…` : text;
+}
+
 /** The text parts of a message, joined. */
 export function messageText(message: Message | undefined): string {
   if (!message) return '';

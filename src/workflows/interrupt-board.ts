@@ -39,6 +39,11 @@ interface Entry {
 
 /** The patch that gave each hold without a deadline a named timer (runs from before replay without). */
 export const HOLD_TIMER_PATCH = 'keel-hold-timer';
+/**
+ * The patch that took that timer away again: the Temporal Web UI showed it as a wait of "9
+ * years, 11 months". The run's current details say what it waits for instead.
+ */
+export const HOLD_WITHOUT_TIMER_PATCH = 'keel-hold-without-timer';
 /** The length of that timer: longer than any wait (the decision cancels it). */
 const HOLD_TIMER_LENGTH = '3650 days';
 
@@ -193,6 +198,7 @@ export class InterruptBoard {
       const settled = () => entry.resumption !== undefined || this.stoppedBy !== undefined;
       let settledInTime: boolean;
       if (this.options.timeout !== undefined) settledInTime = await condition(settled, this.options.timeout);
+      else if (patched(HOLD_WITHOUT_TIMER_PATCH)) settledInTime = (await condition(settled), true);
       else if (patched(HOLD_TIMER_PATCH)) {
         // A wait with no deadline records nothing in history by itself: a timer named after the
         // hold makes it visible there and in the Web UI; the decision cancels it.

@@ -22,6 +22,7 @@ import type { KeelActivities } from '../activities/types';
 import type { AgentRunOptions, AgentRunOutcome, SessionTurnOptions } from '../middleware/types';
 import { sessionWorkflowId, type InvokeOutput } from '../core/session';
 import { asKeelError } from './activity-errors';
+import { childSummary } from './child-summary';
 import { GENERATE_WORKFLOW, abortTurnSignal } from './definitions';
 import type { RunState } from './run-state';
 import { expectReports } from './reporters';
@@ -75,7 +76,11 @@ export function agentRunner({ run, inherited, forgetChild }: SubAgentRunnerOptio
     const { agent } = options;
     const { runId, input } = childRun(run, inherited, options);
     try {
-      const result = await executeChild<(input: RunInputOptions) => Promise<RunResult>>(GENERATE_WORKFLOW, { workflowId: runId, args: [input] });
+      const result = await executeChild<(input: RunInputOptions) => Promise<RunResult>>(GENERATE_WORKFLOW, {
+        workflowId: runId,
+        args: [input],
+        ...childSummary(agent, options.messages),
+      });
       run.status.usage = addUsage(run.status.usage, result.usage);
       forgetChild(runId);
       return { runId, result };

@@ -3,7 +3,16 @@
  * query handlers over the run's state, and how the state settles when the run completes,
  * fails, is stopped or is cancelled. Runs in the workflow: deterministic, no I/O.
  */
-import { ApplicationFailure, ContinueAsNew, isCancellation, patched, setHandler, upsertMemo, upsertSearchAttributes } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  ContinueAsNew,
+  isCancellation,
+  patched,
+  setCurrentDetails,
+  setHandler,
+  upsertMemo,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
 import { KEEL_AGENT, KEEL_STATUS } from '../core/search-attributes';
 import { KeelError, RunStoppedError, fromApplicationFailure, toApplicationFailure, toKeelError } from '../core/errors';
 import { ToolInterrupt } from '../core/interrupts';
@@ -60,6 +69,31 @@ export function showInterrupts(run: RunState, pending: Interrupt[]): void {
   if (run.status.state === 'running' || run.status.state === 'waiting') run.status.state = pending.length ? 'waiting' : 'running';
   indexState(run);
   memoizeHolds(run, pending);
+  // The Temporal Web UI shows it as the run's current details: what it waits for, and how to decide it there.
+  setCurrentDetails(waitDetails(pending));
+}
+
+/** How many holds the current details describe one by one. */
+const DETAILED_HOLDS = 10;
+
+/**
+ * What a waiting run waits for, as the Temporal Web UI shows it (Markdown): each hold, its
+ * question, and the Update that decides it from there. Empty when nothing waits.
+ */
+export function waitDetails(pending: readonly Interrupt[]): string {
+  if (pending.length === 0) return '';
+  const lines = [`**Waiting for a decision** on ${pending.length === 1 ? '1 hold' : `${pending.length} holds`}:`, ''];
+  for (const hold of pending.slice(0, DETAILED_HOLDS)) {
+    const question = hold.question ?? hold.message ?? '';
+    lines.push(`- \`${hold.id}\` (${hold.kind})${hold.toolName ? ` on \`${hold.toolName}\`` : ''}${question ? `: ${question}` : ''}`);
+  }
+  if (pending.length > DETAILED_HOLDS) lines.push(`- and ${pending.length - DETAILED_HOLDS} more (keel holds lists them all)`);
+  const [first] = pending;
+  lines.push(
+    '',
+    `Decide with **Send an Update** \`resume\`, e.g. \`{"interruptId":"${first!.id}","approved":true,"reason":"..."}\` (a hold whose decision schema in \`status\` asks for something else takes \`{"interruptId":"${first!.id}","restart":{...}}\`), or \`keel approve <runId> ${first!.id}\`.`,
+  );
+  return lines.join('\n');
 }
 
 /**

@@ -4,6 +4,7 @@
  * and settles into the session's state and its snapshot. Runs in the workflow:
  * deterministic, no I/O.
  */
+import { childSummary } from './child-summary';
 import { ApplicationFailure, CancellationScope, isCancellation, startChild } from '@temporalio/workflow';
 import { fromApplicationFailure, toKeelError, type KeelError } from '../core/errors';
 import type { Artifact } from '../core/artifacts';
@@ -66,7 +67,7 @@ export async function startTurn(session: Session, { snapshot, base, messages, us
   };
   let child;
   try {
-    child = await scope.run(() => startChild(GENERATE_WORKFLOW, { workflowId: runId, args: [input] }));
+    child = await scope.run(() => startChild(GENERATE_WORKFLOW, { workflowId: runId, args: [input], ...childSummary(session.agent, messages) }));
   } catch (error) {
     return { ended: Promise.resolve(finish(turnEnding(error))) };
   }

@@ -5,6 +5,7 @@
  * run of the conversation). The shapes are in core/tasks.ts; the Agents middleware's tools on
  * top of this are in middleware/background-tasks.ts. Runs in the workflow: no I/O.
  */
+import { childSummary } from './child-summary';
 import { getExternalWorkflowHandle, ParentClosePolicy, patched, proxyActivities, startChild } from '@temporalio/workflow';
 import { addUsage } from '../core/messages';
 import { isSettled, taskRecord, type TaskReport } from '../core/tasks';
@@ -47,7 +48,12 @@ export function taskControl({ run, inherited, forgetChild }: SubAgentRunnerOptio
   return {
     async start(options) {
       const { runId, input } = childRun(run, inherited, options);
-      await startChild(GENERATE_WORKFLOW, { workflowId: runId, args: [input], parentClosePolicy: ParentClosePolicy.ABANDON });
+      await startChild(GENERATE_WORKFLOW, {
+        workflowId: runId,
+        args: [input],
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+        ...childSummary(options.agent, options.messages),
+      });
       const record = taskRecord({ agent: options.agent, runId, name: options.name });
       run.tasks = [...run.tasks, record];
       return record;

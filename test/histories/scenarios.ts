@@ -104,6 +104,16 @@ export const SCENARIOS: Scenario[] = [
   // One budget for the tree: a sync sub-agent tells the root's ledger of each call (signals) and
   // asks it before each (an activity); past the limit the root holds before its next model call.
   { name: 'tree-budget', agent: 'replay-tree', prompt: 'spend', decisions: [{ approved: true }] },
+  // Child runs with their summary and holds that wait without a timer (patches keel-child-run-summary, keel-hold-without-timer).
+  { name: 'delegation-summarized', agent: 'replay-orchestrator', prompt: 'delegate', decisions: [{ approved: true }] },
+  { name: 'background-task-summarized', agent: 'replay-dispatcher', prompt: 'dispatch' },
+  { name: 'session-summarized', agent: 'replay-session', prompt: '', turns: ['remember 42', 'what was it?'] },
+  {
+    name: 'approval-and-budget-untimed',
+    agent: 'replay-guarded',
+    prompt: 'guarded',
+    decisions: [{ approved: true }, { approved: true }, { approved: false, reason: 'no' }],
+  },
 ];
 
 /** The registry the scenarios run against. */
