@@ -28,6 +28,10 @@ describe('keel --version', () => {
   });
 });
 
+/** Agent names of this test alone: the namespace is shared with every other test. */
+const slowpoke = `slowpoke-${Date.now()}`;
+const asker = `asker-${Date.now()}`;
+
 describe('watching and listing runs', () => {
   it('stops watching on Ctrl-C while the run goes on, watches it again to its end, and lists runs by agent and state', async () => {
     const { dir, configPath: config } = writeTestConfig('watch', {
@@ -38,15 +42,15 @@ describe('watching and listing runs', () => {
         { name: 'scripted/asks', script: [{ toolRequests: [{ name: 'record_fast', input: {} }] }, { text: 'asked' }] },
       ],
       agents: [
-        { name: 'slowpoke', model: 'scripted/slow', tools: ['slow_work'] },
-        { name: 'asker', model: 'scripted/asks', tools: ['record_fast'], use: [{ name: 'toolApproval' }] },
+        { name: slowpoke, model: 'scripted/slow', tools: ['slow_work'] },
+        { name: asker, model: 'scripted/asks', tools: ['record_fast'], use: [{ name: 'toolApproval' }] },
       ],
     });
     const env = { KEEL_TEST_DIR: dir };
     const worker = track(spawnKeel(['worker', '--config', config], { env }));
     await worker.waitFor(/keel: worker \d+ on task queue/);
 
-    const run = track(spawnKeel(['run', 'slowpoke', 'take', 'your', 'time', '--config', config]));
+    const run = track(spawnKeel(['run', slowpoke, 'take', 'your', 'time', '--config', config]));
     await run.waitFor(/run (run-[\w-]+) started/);
     const runId = /run (run-[\w-]+) started/.exec(run.stderr())![1]!;
     await run.waitFor(/slow_work/);
@@ -63,24 +67,24 @@ describe('watching and listing runs', () => {
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/keel watch: .*run-nope/);
 
-    const { runId: waiting } = JSON.parse((await runKeel(['run', 'asker', 'go', '--detach', '--json', '--config', config])).stdout) as { runId: string };
+    const { runId: waiting } = JSON.parse((await runKeel(['run', asker, 'go', '--detach', '--json', '--config', config])).stdout) as { runId: string };
     const list = async (...args: string[]) => (JSON.parse((await runKeel(['list', '--json', ...args, '--config', config])).stdout) as { runs: Listed[] }).runs;
     await expect
-      .poll(async () => (await list('--status', 'waiting', '--agent', 'asker')).map((listed) => listed.runId), { timeout: 30_000, interval: 300 })
+      .poll(async () => (await list('--status', 'waiting', '--agent', asker)).map((listed) => listed.runId), { timeout: 30_000, interval: 300 })
       .toContain(waiting);
-    expect((await list('--status', 'waiting', '--agent', 'asker')).find((listed) => listed.runId === waiting)).toMatchObject({
-      agent: 'asker',
+    expect((await list('--status', 'waiting', '--agent', asker)).find((listed) => listed.runId === waiting)).toMatchObject({
+      agent: asker,
       state: 'waiting',
       holds: 1,
       prompt: 'go',
     });
-    expect(await list('--agent', 'slowpoke')).toEqual([expect.objectContaining({ runId, agent: 'slowpoke', state: 'completed', prompt: 'take your time' })]);
+    expect(await list('--agent', slowpoke)).toEqual([expect.objectContaining({ runId, agent: slowpoke, state: 'completed', prompt: 'take your time' })]);
     // The namespace is shared with other tests: filter by agent too.
-    expect((await list('--status', 'completed', '--agent', 'slowpoke')).map((listed) => listed.runId)).toEqual([runId]);
-    expect(await list('--status', 'completed', '--agent', 'asker')).toEqual([]);
+    expect((await list('--status', 'completed', '--agent', slowpoke)).map((listed) => listed.runId)).toEqual([runId]);
+    expect(await list('--status', 'completed', '--agent', asker)).toEqual([]);
     expect(await list('--limit', '1')).toHaveLength(1);
-    const human = await runKeel(['list', '--agent', 'asker', '--config', config]);
-    expect(human.stdout).toContain(`${waiting}  waiting (1 hold)  asker`);
+    const human = await runKeel(['list', '--agent', asker, '--config', config]);
+    expect(human.stdout).toContain(`${waiting}  waiting (1 hold)  ${asker}`);
     const bad = await runKeel(['list', '--status', 'sleeping', '--config', config]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('"sleeping" is not a run state; one of running, waiting, completed');

@@ -77,9 +77,13 @@ export interface DecideOptions {
 }
 
 /** True for a gRPC call that ran past its deadline. */
-function isDeadlineExceeded(error: unknown): boolean {
+function isDeadlineExceeded(error: unknown, deadline?: number): boolean {
   const grpc = error instanceof ServiceError ? error.cause : error;
-  return (grpc as { code?: unknown } | undefined)?.code === 4 || /deadline exceeded/i.test(error instanceof Error ? error.message : String(error));
+  const code = (grpc as { code?: unknown } | undefined)?.code;
+  const message = error instanceof Error ? error.message : String(error);
+  if (code === 4 || /deadline exceeded/i.test(message)) return true;
+  // A deadline that has passed can also end the call as a cancelled stream (RST_STREAM CANCEL), by a hair's race.
+  return deadline !== undefined && Date.now() >= deadline && (code === 1 || /RST_STREAM|cancel/i.test(message));
 }
 
 /** How long a decision waits to learn which call its interrupt holds before it goes without. */
@@ -256,19 +260,19 @@ export class RunHandle {
     try {
       return await send(targeted);
     } catch (error) {
-      if (targeted === decision || !refusesTarget(error)) throw await this.decisionError(error, timeoutMs, decision.interruptId);
+      if (targeted === decision || !refusesTarget(error)) throw await this.decisionError(error, timeoutMs, decision.interruptId, deadline);
     }
     // A worker from before decisions could name their call (or who made them) refuses those fields: send the decision without them.
     try {
       return await send(given.decidedBy === undefined ? { ...decision, decidedBy: undefined } : given);
     } catch (error) {
-      throw await this.decisionError(error, timeoutMs, decision.interruptId);
+      throw await this.decisionError(error, timeoutMs, decision.interruptId, deadline);
     }
   }
 
   /** What a decision's failure means: no worker answered in time, the run ended, or the run's refusal. */
-  private async decisionError(error: unknown, timeoutMs: number | undefined, decisionId?: string): Promise<KeelError> {
-    if (timeoutMs !== undefined && isDeadlineExceeded(error)) {
+  private async decisionError(error: unknown, timeoutMs: number | undefined, decisionId?: string, deadline?: number): Promise<KeelError> {
+    if (timeoutMs !== undefined && isDeadlineExceeded(error, deadline)) {
       return new KeelError(
         'DEADLINE_EXCEEDED',
         `no worker took the decision within ${Math.round(timeoutMs / 1000)} s (a worker polls the run's task queue but did not answer: busy, hung or stopped). The server keeps the decision for the run, until it restarts, and a worker applies it when it next runs the run (or refuses it, if the hold was decided meanwhile): see where it stands with keel status ${this.runId}`,
