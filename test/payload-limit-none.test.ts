@@ -26,6 +26,17 @@ const REMEDY =
 
 /** How the runs of a chain under `runId` ended: statuses, failed workflow tasks, the run's failure, and whether any recorded the patch. */
 async function ending(client: Client, runId: string): Promise<{ statuses: string[]; taskFailures: string[]; failure?: string; patched: boolean }> {
+  // Visibility is eventually consistent: a run that has just ended may still be listed as running for a moment.
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const seen = await endingOnce(client, runId);
+    if (!seen.statuses.includes('RUNNING') || Date.now() > deadline) return seen;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+/** What the executions of `runId` listed now ended as, their workflow task failures, the run's failure, and whether it has the inline-payload patch. */
+async function endingOnce(client: Client, runId: string): Promise<{ statuses: string[]; taskFailures: string[]; failure?: string; patched: boolean }> {
   const statuses: string[] = [];
   const taskFailures: string[] = [];
   let failure: string | undefined;
