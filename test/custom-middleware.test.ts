@@ -16,6 +16,7 @@ import { loadRegistry } from '../src/worker/load-registry';
 import { z } from 'zod';
 import { echo } from './fixtures/tools';
 import { scheduledActivities } from './support/history';
+import { signalWithCli } from './support/temporal-cli';
 import { startTestWorker, type TestWorker } from './support/harness';
 import { ROOT } from './support/processes';
 
@@ -180,6 +181,29 @@ describe('a middleware that holds calls (examples/spending-gate.ts, as docs/midd
       { toolResponse: { name: 'pay', ref: '0', output: { paid: 50 } } },
       { toolResponse: { name: 'pay', ref: '1', output: { paid: 500 } } },
     ]);
+  });
+
+  it('refuses a forged signal its hold does not take, and records a forged "forwarded" claim as a plain signal', async () => {
+    const model = payingAgent('spending-forged');
+    const handle = await worker.client.start('spending-forged', 'pay the bills');
+    const held = await heldInterrupt(handle);
+    // Sent with the temporal CLI, as anyone with access to the namespace could: the kind's schema still decides.
+    await signalWithCli(handle.runId, 'resume', JSON.stringify({ interruptId: held.id, restart: { limit: 'lots' } }));
+    await expect.poll(async () => (await handle.status()).refusedSignals?.length ?? 0, { timeout: 10_000 }).toBe(1);
+    const status = await handle.status();
+    expect(status.refusedSignals![0]!.reason).toMatch(/is not one it takes: .*limit/);
+    expect(status.interrupts.map((interrupt) => interrupt.id)).toEqual([held.id]);
+    // A signal claiming to come from a run above, which this run does not answer to, is not recorded as forwarded.
+    await signalWithCli(
+      handle.runId,
+      'resume',
+      JSON.stringify({ interruptId: held.id, restart: { limit: 1000 }, forwardedFrom: 'not-my-parent', decidedBy: 'mallory' }),
+    );
+    const result = await handle.result();
+    expect(result.text).toBe('done');
+    expect(result.decisions).toEqual([expect.objectContaining({ interruptId: held.id, route: 'signal', decidedBy: 'mallory' })]);
+    expect(result.decisions[0]).not.toHaveProperty('forwardedFrom');
+    expect(model.requests).toHaveLength(2);
   });
 
   it('answers the model with the refusal and its reason when the decision denies', async () => {
