@@ -7,7 +7,8 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { Worker } from '@temporalio/worker';
+import { afterEach, describe, expect, inject, it } from 'vitest';
 import { KeelClient } from '../src/client/keel-client';
 import { loadConfig } from '../src/config/load';
 import { ROOT, killAfterEach, runKeel, spawnKeel, writeTestConfig } from './support/processes';
@@ -141,9 +142,10 @@ describe('a worker that lacks the run’s agent, model and tool on the same queu
       configPath: good,
       taskQueue,
     } = writeTestConfig('deploy-mixed', {
+      // Two attempts a call: the stale worker often takes both, and the run schedules the call again.
       activities: {
-        model: { retry: { initialInterval: '200ms', maximumInterval: '1 second' } },
-        tool: { retry: { initialInterval: '200ms', maximumInterval: '1 second' } },
+        model: { retry: { initialInterval: '200ms', maximumInterval: '1 second', maximumAttempts: 2 } },
+        tool: { retry: { initialInterval: '200ms', maximumInterval: '1 second', maximumAttempts: 2 } },
       },
       modules: [join(ROOT, 'test', 'fixtures', 'crash-agents.ts')],
       models: [{ name: 'scripted/crash', script: [{ toolRequests: [{ name: 'record_fast', input: {} }] }, { text: 'done' }] }],
@@ -195,6 +197,68 @@ describe('a worker that lacks the run’s agent, model and tool on the same queu
       expect(error!.message).toContain('agent "nobody-has-me" is not registered on this worker; registered agents: delegator, guarded');
       expect(error!.message).toContain(`no worker of task queue "${taskQueue}" that took the call within 3 seconds has it; asked: worker ${worker.child.pid}@`);
       expect(Date.now() - started).toBeGreaterThanOrEqual(3000);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('a call whose every attempt a stale worker refuses', () => {
+  it('is scheduled again with the same idempotency key, and runs once a worker that has it comes', async () => {
+    // The good worker holds the danger call for approval and stops; a stale worker (another
+    // project's config: no danger) takes the approval and both attempts of the call; the run
+    // schedules the call again instead of failing; a new good worker runs it.
+    const {
+      dir,
+      configPath: good,
+      taskQueue,
+    } = writeTestConfig('deploy-refused', {
+      worker: { notRegisteredRetryFor: '5 minutes' },
+      activities: { tool: { retry: { initialInterval: '200ms', maximumInterval: '200ms', maximumAttempts: 2 } } },
+      modules: [join(ROOT, 'test', 'fixtures', 'guard-agents.ts')],
+    });
+    const { configPath: stale } = writeTestConfig('deploy-refused-stale', {
+      taskQueue,
+      worker: { notRegisteredRetryFor: '5 minutes' },
+      modules: [join(ROOT, 'test', 'fixtures', 'crash-agents.ts')],
+    });
+    const env = { KEEL_TEST_DIR: dir };
+    const first = track(spawnKeel(['worker', '--config', good], { env }));
+    await first.waitFor(/keel: worker \d+ on task queue/);
+    const client = await KeelClient.connect(loadConfig({ path: good }));
+    try {
+      const handle = await client.start('guarded', 'go');
+      await expect.poll(async () => (await handle.status()).interrupts.length, { timeout: 30_000 }).toBe(1);
+      const [hold] = (await handle.status()).interrupts;
+      first.kill('SIGTERM');
+      expect(await first.exited).toBe(0);
+      const staleWorker = track(spawnKeel(['worker', '--config', stale], { env }));
+      await staleWorker.waitFor(/keel: worker \d+ on task queue/);
+      await handle.approve(hold!.id);
+      const scheduledCalls = async () => {
+        const events = (await client.temporal.workflow.getHandle(handle.runId).fetchHistory()).events ?? [];
+        return events.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'callTool');
+      };
+      await expect.poll(async () => (await scheduledCalls()).length, { timeout: 60_000 }).toBeGreaterThanOrEqual(2);
+      const second = track(spawnKeel(['worker', '--config', good], { env }));
+      await second.waitFor(/keel: worker \d+ on task queue/);
+      const result = await handle.result();
+      expect(result.text).toBe('done');
+      const [firstCall, again] = await scheduledCalls();
+      const converter = client.temporal.options.loadedDataConverter.payloadConverter;
+      const input = converter.fromPayload<{ refusedBefore?: { activityId: string; workers: Array<{ identity: string; has: string[] }> } }>(
+        again!.activityTaskScheduledEventAttributes!.input!.payloads![0]!,
+      );
+      const firstId = firstCall!.activityTaskScheduledEventAttributes!.activityId!;
+      expect(input.refusedBefore).toMatchObject({ activityId: firstId, workers: [{ identity: expect.stringMatching(`^${String(staleWorker.child.pid)}@`) }] });
+      expect(input.refusedBefore!.workers[0]!.has).toContain('record_fast');
+      const description = await client.temporal.workflow.getHandle(handle.runId).describe();
+      const ran = readFileSync(join(dir, 'danger.log'), 'utf8').trim().split('\n');
+      expect(ran, 'the tool ran once, under the first call’s key').toEqual([`x ${handle.runId}/${description.runId}/${firstId}`]);
+      expect(staleWorker.output()).toMatch(/refused a call: tool "danger" is not registered on this worker/);
+      // The rescheduling replays deterministically.
+      const history = await client.temporal.workflow.getHandle(handle.runId).fetchHistory();
+      await Worker.runReplayHistory({ workflowBundle: { codePath: inject('bundlePath') } }, history, handle.runId);
     } finally {
       await client.close();
     }

@@ -14,7 +14,7 @@ import { KeelError, toApplicationFailure, toKeelError } from '../core/errors';
 import { ModelVisibleToolError, TOOL_FAIL_FAILURE, TOOL_INTERRUPT_FAILURE } from '../core/interrupts';
 import { ModelResponseSchema, STREAM_DETAILS, type ModelResponse, type StreamedText } from '../core/messages';
 import type { ModelRequest, ToolDefinition } from '../core/messages';
-import type { AgentSpec, CallModelInput, CallToolInput, ResolveAgentInput, ValidateToolOutputInput } from '../core/run';
+import type { AgentSpec, CallModelInput, CallToolInput, RefusedBefore, ResolveAgentInput, ValidateToolOutputInput } from '../core/run';
 import { describeZodError, firstIssuePath } from '../core/schema-errors';
 import type { KeelConfig } from '../config/schema';
 import type { Tool } from '../define';
@@ -82,14 +82,14 @@ class InterruptRequest extends Error {
  * call that was cancelled reports the SDK's CancelledFailure instead, so Temporal records a
  * cancellation (not a failure) and a workflow waiting for it can end.
  */
-async function asActivity<T>(work: () => Promise<T>, notRegisteredRetryFor: Duration): Promise<T> {
+async function asActivity<T>(work: () => Promise<T>, notRegisteredRetryFor: Duration, refusedBefore?: RefusedBefore): Promise<T> {
   try {
     return await work();
   } catch (error) {
     const { cancellationSignal } = Context.current();
     if (cancellationSignal.aborted && cancellationSignal.reason instanceof CancelledFailure) throw cancellationSignal.reason;
     if (NotRegisteredError.isInstance(error)) {
-      const failure = notRegisteredFailure(error, notRegisteredRetryFor);
+      const failure = notRegisteredFailure(error, notRegisteredRetryFor, refusedBefore);
       throw failure instanceof ApplicationFailure ? failure : toApplicationFailure(failure);
     }
     if (error instanceof InterruptRequest) {
@@ -124,13 +124,15 @@ async function hasSearchAttributes(client: Client): Promise<boolean> {
 /**
  * A tool call's idempotency key: `<workflowId>/<temporal run id>/<activityId>`, unique over
  * every call of a run's whole chain (continue-as-new, a reused run id, a reset that runs a call
- * again) and the same on every attempt of one call; a call scheduled before the patch keeps
- * `<workflowId>/<activityId>`.
+ * again) and the same on every attempt of one call, and on a call scheduled again after workers
+ * lacking the tool refused all its attempts (`refusedBefore`: the first call's activity id); a call
+ * scheduled before the patch keeps `<workflowId>/<activityId>`.
  */
-function idempotencyKeyOf(info: ActivityInfo, idempotency: CallToolInput['idempotency']): string {
+function idempotencyKeyOf(info: ActivityInfo, idempotency: CallToolInput['idempotency'], refusedBefore?: RefusedBefore): string {
   const workflowId = info.workflowExecution?.workflowId ?? 'standalone';
-  if (idempotency !== 'execution') return `${workflowId}/${info.activityId}`;
-  return `${workflowId}/${info.workflowExecution?.runId ?? 'standalone'}/${info.activityId}`;
+  const activityId = refusedBefore?.activityId ?? info.activityId;
+  if (idempotency !== 'execution') return `${workflowId}/${activityId}`;
+  return `${workflowId}/${info.workflowExecution?.runId ?? 'standalone'}/${activityId}`;
 }
 
 /**
@@ -159,13 +161,13 @@ export function createActivities({
   const limit = payloadLimit(config.externalStorage);
   const inlineLimit = inlinePayloadLimit(config.externalStorage);
   const notRegisteredRetryFor = config.worker?.notRegisteredRetryFor ?? '1 minute';
-  const activity = <T>(work: () => Promise<T>): Promise<T> => asActivity(work, notRegisteredRetryFor);
+  const activity = <T>(work: () => Promise<T>, refusedBefore?: RefusedBefore): Promise<T> => asActivity(work, notRegisteredRetryFor, refusedBefore);
   let keys = signingKeys;
   const proofKeys = (): SigningKeys =>
     (keys ??= loadSigningKeys({ security: config.security ?? { signingKeyFile: '.keel/signing-key' }, baseDir: config.baseDir ?? process.cwd() }));
   // Whether the namespace has keel's search attributes: asked once per worker, on the first run.
   let searchAttributes: Promise<boolean> | undefined;
-  const resolveAgent = ({ agent: name }: ResolveAgentInput): Promise<AgentSpec> =>
+  const resolveAgent = ({ agent: name, refusedBefore }: ResolveAgentInput): Promise<AgentSpec> =>
     activity(async () => {
       searchAttributes ??= hasSearchAttributes(client);
       const agent = registry.agents.get(name);
@@ -218,7 +220,7 @@ export function createActivities({
         searchAttributes: await searchAttributes,
         ...(inlineLimit !== undefined ? { inlinePayloadLimit: inlineLimit } : {}),
       };
-    });
+    }, refusedBefore);
 
   const callModel = (input: CallModelInput): Promise<ModelResponse> =>
     activity(async () => {
@@ -278,9 +280,9 @@ export function createActivities({
       }
       assertPayloadFits(parsed.data, `the response of model "${input.model}"`, limit);
       return parsed.data;
-    });
+    }, input.refusedBefore);
 
-  const callTool = ({ toolName, input, resumed, idempotency }: CallToolInput): Promise<unknown> =>
+  const callTool = ({ toolName, input, resumed, idempotency, refusedBefore }: CallToolInput): Promise<unknown> =>
     activity(async () => {
       const context = Context.current();
       const tool = registry.tools.get(toolName);
@@ -303,7 +305,7 @@ export function createActivities({
       let output: unknown;
       try {
         const toolContext = {
-          idempotencyKey: idempotencyKeyOf(info, idempotency),
+          idempotencyKey: idempotencyKeyOf(info, idempotency, refusedBefore),
           runId,
           attempt: info.attempt,
           signal: context.cancellationSignal,
@@ -336,7 +338,7 @@ export function createActivities({
       if (problem) throw new KeelError('INTERNAL', `tool "${toolName}" returned a value JSON cannot carry: ${problem}`, { toolName });
       assertPayloadFits(output ?? null, `the output of tool "${toolName}"`, limit);
       return output ?? null;
-    });
+    }, refusedBefore);
 
   const validateToolOutput = ({ toolName, output }: ValidateToolOutputInput): Promise<unknown> =>
     activity(async () => {

@@ -5,7 +5,9 @@
  * retryable: Temporal gives the next attempt to any worker. Each worker that refuses logs it and
  * adds itself (with what it has) to the attempt's heartbeat details, which the next attempt
  * reads; once `worker.notRegisteredRetryFor` has passed since the call was first scheduled, the
- * refusal is final: NOT_FOUND, naming what was missing and every worker that was asked.
+ * refusal is final: NOT_FOUND, naming what was missing and every worker that was asked. When
+ * refusals spend all of a call's attempts before that, the run schedules the call again with
+ * `refusedBefore` (see `untilRegistered`), so the clock and the list carry on.
  * Node side.
  */
 import { Context, log } from '@temporalio/activity';
@@ -13,6 +15,7 @@ import { ApplicationFailure, type Duration } from '@temporalio/common';
 import { msToNumber } from '@temporalio/common/lib/time';
 import { hostname } from 'node:os';
 import { KeelError, NOT_REGISTERED_FAILURE, type KeelErrorDetails } from '../core/errors';
+import type { RefusedBefore } from '../core/run';
 
 const MARK = '__keelNotRegistered';
 
@@ -36,10 +39,7 @@ export class NotRegisteredError extends KeelError {
 }
 
 /** A worker that refused a call, and what it has of the kind that was missing. */
-export interface RefusingWorker {
-  identity: string;
-  has: string[];
-}
+export type RefusingWorker = RefusedBefore['workers'][number];
 
 /**
  * What a refused attempt records, in its heartbeat details (for the next attempt) and as the
@@ -47,7 +47,15 @@ export interface RefusingWorker {
  * queue has the agent).
  */
 export interface NotRegisteredReport {
-  notRegistered: { kind: 'agent' | 'model' | 'tool'; name: string; workers: RefusingWorker[]; retryFor: string };
+  notRegistered: {
+    kind: 'agent' | 'model' | 'tool';
+    name: string;
+    workers: RefusingWorker[];
+    retryFor: string;
+    /** When the call was first scheduled, and its activity id: what a call scheduled again carries on from. */
+    since: number;
+    activityId: string;
+  };
 }
 
 /** The workers a previous attempt recorded as having refused. */
@@ -62,15 +70,19 @@ const describeWorker = (worker: RefusingWorker, kind: string) => `worker ${worke
  * The failure a NotRegisteredError leaves its activity with: retryable while the call is younger
  * than `retryFor` (another worker may have it), else final (NOT_FOUND, naming every worker asked).
  */
-export function notRegisteredFailure(error: NotRegisteredError, retryFor: Duration): ApplicationFailure | KeelError {
+export function notRegisteredFailure(error: NotRegisteredError, retryFor: Duration, refusedBefore?: RefusedBefore): ApplicationFailure | KeelError {
   const context = Context.current();
   const { info } = context;
   const { kind, name, has } = error.missing;
   const me: RefusingWorker = { identity: `${process.pid}@${hostname()}`, has };
-  const workers = [...asked(info.heartbeatDetails).filter((worker) => worker.identity !== me.identity), me];
+  const before = [...(refusedBefore?.workers ?? []), ...asked(info.heartbeatDetails)];
+  const workers = [...new Map(before.map((worker) => [worker.identity, worker])).values()].filter((worker) => worker.identity !== me.identity);
+  workers.push(me);
   const listed = workers.map((worker) => describeWorker(worker, kind)).join('; ');
-  const report: NotRegisteredReport = { notRegistered: { kind, name, workers, retryFor: String(retryFor) } };
-  const waited = Date.now() - info.scheduledTimestampMs;
+  const since = refusedBefore?.since ?? info.scheduledTimestampMs;
+  const activityId = refusedBefore?.activityId ?? info.activityId;
+  const report: NotRegisteredReport = { notRegistered: { kind, name, workers, retryFor: String(retryFor), since, activityId } };
+  const waited = Date.now() - since;
   const bound = msToNumber(retryFor);
   log.warn(`refused a call: ${error.message}`, { attempt: info.attempt, activityType: info.activityType });
   if (waited < bound) {

@@ -341,6 +341,23 @@ export const AgentSpecSchema = z.object({
 });
 export type AgentSpec = z.infer<typeof AgentSpecSchema>;
 
+/**
+ * Set on a call the run scheduled again because every attempt of the one before was refused by
+ * workers that lack the agent, model or tool it names (a rolling deploy whose old workers kept
+ * taking it): those refusals spent the call's attempts without running it. The new call keeps
+ * the first one's clock (its retry time runs from `since`), the workers already asked, and its
+ * activity id (a tool's idempotency key stays the same).
+ */
+export const RefusedBeforeSchema = z.object({
+  /** When the first call was scheduled (ms since the epoch, as Temporal recorded it). */
+  since: z.number(),
+  /** The workers that refused it, and what each has of the kind that was missing. */
+  workers: z.array(z.object({ identity: z.string(), has: z.array(z.string()) })),
+  /** The first call's activity id. */
+  activityId: z.string(),
+});
+export type RefusedBefore = z.infer<typeof RefusedBeforeSchema>;
+
 /** Input of the `callModel` activity: the request travels by reference (read back from the run), or inline when small. */
 export const CallModelInputSchema = z.object({
   model: z.string(),
@@ -357,6 +374,7 @@ export const CallModelInputSchema = z.object({
   turn: z.number().int().optional(),
   /** A small request's JSON, carried in the input itself (no read back from the run). */
   requestText: z.string().optional(),
+  refusedBefore: RefusedBeforeSchema.optional(),
 });
 export type CallModelInput = z.infer<typeof CallModelInputSchema>;
 
@@ -378,6 +396,7 @@ export const CallToolInputSchema = z.object({
    * their first attempt saw.
    */
   idempotency: z.literal('execution').optional(),
+  refusedBefore: RefusedBeforeSchema.optional(),
 });
 
 /** Input of the `validateToolOutput` local activity (a stand-in output for a held call). */
@@ -386,5 +405,5 @@ export type ValidateToolOutputInput = z.infer<typeof ValidateToolOutputInputSche
 export type CallToolInput = z.infer<typeof CallToolInputSchema>;
 
 /** Input of the `resolveAgent` local activity. */
-export const ResolveAgentInputSchema = z.object({ agent: z.string() });
+export const ResolveAgentInputSchema = z.object({ agent: z.string(), refusedBefore: RefusedBeforeSchema.optional() });
 export type ResolveAgentInput = z.infer<typeof ResolveAgentInputSchema>;

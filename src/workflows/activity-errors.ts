@@ -2,10 +2,50 @@
  * How the loop talks to its activities: Temporal activity options from the worker's config,
  * and what an activity failure means as a keel error. Runs in the workflow: no I/O.
  */
-import { ActivityFailure, ApplicationFailure, CancelledFailure, TimeoutFailure, isCancellation } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, CancelledFailure, TimeoutFailure, isCancellation, patched } from '@temporalio/workflow';
 import type { ActivityOptions } from '@temporalio/workflow';
-import { KeelError, fromApplicationFailure, toKeelError } from '../core/errors';
-import type { ActivitySpec } from '../core/run';
+import { KeelError, NOT_REGISTERED_FAILURE, fromApplicationFailure, toKeelError } from '../core/errors';
+import { RefusedBeforeSchema, type ActivitySpec, type RefusedBefore } from '../core/run';
+
+/**
+ * Runs since this patch schedule a call again when workers lacking what it names refused every
+ * one of its attempts while its `worker.notRegisteredRetryFor` was still running; before it, such
+ * a call failed the run once its attempts were spent.
+ */
+export const NOT_REGISTERED_RESCHEDULE_PATCH = 'keel-not-registered-reschedule';
+
+/**
+ * What to carry into a new call when `error` is a call whose attempts were all spent on
+ * refusals by workers that lack its agent, model or tool, with its retry time not yet over (a
+ * final refusal is not retryable and carries nothing).
+ */
+function refusedBefore(error: unknown): RefusedBefore | undefined {
+  if (!(error instanceof ActivityFailure) || !(error.cause instanceof ApplicationFailure)) return undefined;
+  const { type, nonRetryable, details } = error.cause;
+  if (type !== NOT_REGISTERED_FAILURE || nonRetryable) return undefined;
+  const parsed = RefusedBeforeSchema.safeParse((details?.[1] as { notRegistered?: unknown } | undefined)?.notRegistered);
+  return parsed.success ? { since: parsed.data.since, workers: parsed.data.workers, activityId: parsed.data.activityId } : undefined;
+}
+
+/**
+ * Schedules an activity call, and again (with what the refusals so far recorded) while workers
+ * of the queue that lack its agent, model or tool spend all its attempts refusing it: in a
+ * rolling deploy, old workers may take every attempt of a call before a new one does. A call's
+ * own failures still end after its configured attempts; the refusals end after
+ * `worker.notRegisteredRetryFor`, counted from the first call.
+ */
+export async function untilRegistered<T>(schedule: (refused: RefusedBefore | undefined) => Promise<T>): Promise<T> {
+  let refused: RefusedBefore | undefined;
+  for (;;) {
+    try {
+      return await schedule(refused);
+    } catch (error) {
+      const carry = refusedBefore(error);
+      if (!carry || !patched(NOT_REGISTERED_RESCHEDULE_PATCH)) throw error;
+      refused = carry;
+    }
+  }
+}
 
 /**
  * Options of the agent lookup (`resolveAgent`, a regular activity). A worker that lacks the

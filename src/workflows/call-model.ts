@@ -8,7 +8,7 @@ import { KeelError } from '../core/errors';
 import { addUsage, type Message, type ModelRequest, type ModelResponse } from '../core/messages';
 import { MODEL_REQUEST_PAGE_CHARS } from './definitions';
 import type { KeelActivities } from '../activities/types';
-import { asKeelError } from './activity-errors';
+import { asKeelError, untilRegistered } from './activity-errors';
 import type { RunState } from './run-state';
 
 /**
@@ -104,16 +104,20 @@ export function modelCaller(
       run.modelRequests[requestKey] = { text, ids };
     }
     try {
-      const response = await proxyActivities<KeelActivities>({ ...options, summary: `model ${model}` }).callModel({
-        model,
-        callIndex,
-        requestKey,
-        runId: run.runId,
-        temporalRunId,
-        agent: run.status.agent,
-        turn: run.status.turn,
-        ...(inline ? { requestText: text } : {}),
-      });
+      const { callModel } = proxyActivities<KeelActivities>({ ...options, summary: `model ${model}` });
+      const response = await untilRegistered((refusedBefore) =>
+        callModel({
+          model,
+          callIndex,
+          requestKey,
+          runId: run.runId,
+          temporalRunId,
+          agent: run.status.agent,
+          turn: run.status.turn,
+          ...(inline ? { requestText: text } : {}),
+          ...(refusedBefore ? { refusedBefore } : {}),
+        }),
+      );
       run.status.usage = addUsage(run.status.usage, response.usage);
       onUsage?.(response.usage);
       return response;

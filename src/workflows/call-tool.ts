@@ -11,7 +11,7 @@ import { ModelVisibleToolError, TOOL_FAIL_FAILURE, TOOL_INTERRUPT_FAILURE, TOOL_
 import type { KeelActivities } from '../activities/types';
 import type { ToolRunner } from '../middleware/compose';
 import type { ContributedTool } from '../middleware/types';
-import { asKeelError } from './activity-errors';
+import { asKeelError, untilRegistered } from './activity-errors';
 import type { RunState } from './run-state';
 
 /**
@@ -54,14 +54,19 @@ export function toolRunner({ contributed, activity, stage, run }: ToolRunnerOpti
       }
     }
     try {
-      return await proxyActivities<KeelActivities>({ ...activity, summary: `tool ${name}` }).callTool({
-        toolName: name,
-        input: call.request.input,
-        ref: call.request.ref,
-        ...(run ? { agent: run.status.agent, turn: run.status.turn } : {}),
-        ...(resumed !== undefined ? { resumed } : {}),
-        ...(patched(IDEMPOTENCY_KEY_PATCH) ? { idempotency: 'execution' as const } : {}),
-      });
+      const { callTool } = proxyActivities<KeelActivities>({ ...activity, summary: `tool ${name}` });
+      const idempotency = patched(IDEMPOTENCY_KEY_PATCH) ? { idempotency: 'execution' as const } : {};
+      return await untilRegistered((refusedBefore) =>
+        callTool({
+          toolName: name,
+          input: call.request.input,
+          ref: call.request.ref,
+          ...(run ? { agent: run.status.agent, turn: run.status.turn } : {}),
+          ...(resumed !== undefined ? { resumed } : {}),
+          ...idempotency,
+          ...(refusedBefore ? { refusedBefore } : {}),
+        }),
+      );
     } catch (error) {
       if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure && error.cause.type === TOOL_INTERRUPT_FAILURE) {
         throw new ToolInterrupt({ data: holdData(error.cause.details?.[0] ?? {}), raisedBy: TOOL_STAGE, stage, hold: TOOL_HOLD });
