@@ -9,6 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, join, resolve } from 'node:path';
+import { buildUi } from './build-ui';
 
 const ROOT = resolve(__dirname, '..');
 const DIST = join(ROOT, 'dist');
@@ -39,3 +40,8 @@ function main(): void {
 }
 
 main();
+// keel ui's page, in dist/web (removed with dist above).
+buildUi().catch((error: unknown) => {
+  process.stderr.write(`keel: building the UI failed: ${(error as Error).message}\n`);
+  process.exit(1);
+});

@@ -31,6 +31,7 @@ commands:
   server                      run the embedded Temporal dev server until stopped
   worker                      run one worker (start several to scale out)
   dev                         server + one worker, for local work
+  ui                          the web UI: inbox of holds, runs, live run view (--host, --port)
   run <agent> <prompt...>     start a run and wait for its answer (--detach: print the run id;
                               --id <runId> or --id-prefix <prefix> to name it)
   watch <runId>               follow a run's events as keel run prints them, until it ends
@@ -56,6 +57,8 @@ options:
                               the run's status and result (default: <user>@<host>)
   --queue                     (approve, deny, decide) send the decision even when no worker polls;
                               it is recorded in the run's history and applied when a worker starts
+  --host <address>            (ui) listen here (default ui.host, 127.0.0.1; elsewhere needs KEEL_UI_TOKEN)
+  --port <n>                  (ui) listen on this port (default ui.port, 8234; 0: a free one)
   --allow-empty               (worker, dev) start even when the config registers no agents,
                               tools or models
   -v, --version               keel's version
@@ -78,6 +81,8 @@ interface CliOptions {
   agent?: string;
   status?: string;
   limit?: string;
+  host?: string;
+  port?: string;
 }
 
 function parse(argv: string[]): { command: string | undefined; positionals: string[]; options: CliOptions; help: boolean } {
@@ -99,6 +104,8 @@ function parse(argv: string[]): { command: string | undefined; positionals: stri
         agent: { type: 'string' },
         status: { type: 'string' },
         limit: { type: 'string' },
+        host: { type: 'string' },
+        port: { type: 'string' },
         version: { type: 'boolean', short: 'v', default: false },
         'allow-empty': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
@@ -631,6 +638,14 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+/** `--host` and `--port` of `keel ui`, checked. */
+function uiOptions(options: CliOptions): { host?: string; port?: number } {
+  const port = options.port === undefined ? undefined : Number(options.port);
+  if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535))
+    throw new UsageError(`--port: a port number from 0 to 65535, not "${options.port}"`);
+  return { ...(options.host !== undefined ? { host: options.host } : {}), ...(port !== undefined ? { port } : {}) };
+}
+
 async function command(argv: string[]): Promise<number> {
   let parsed;
   try {
@@ -651,6 +666,8 @@ async function command(argv: string[]): Promise<number> {
         return await later<typeof import('./processes')>('./processes').runWorker(config, { allowEmpty: options['allow-empty'] });
       case 'dev':
         return await later<typeof import('./processes')>('./processes').runDev(config, { allowEmpty: options['allow-empty'] });
+      case 'ui':
+        return await later<typeof import('../ui/command')>('../ui/command').runUi(config, uiOptions(options));
       case 'run':
         return await commandRun(config, positionals, options);
       case 'status':

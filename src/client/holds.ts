@@ -69,18 +69,19 @@ export async function holdsOf(client: Client, runId: string, memo?: Record<strin
   const recorded = z.array(MemoHoldSchema).safeParse((memo ?? (await client.workflow.getHandle(runId).describe()).memo)?.[HOLDS_MEMO_KEY]);
   if (recorded.success) return recorded.data;
   const status = await client.withDeadline(Date.now() + QUERY_MS, () => client.workflow.getHandle(runId).query(statusQuery)).catch(() => undefined);
-  return (status?.interrupts ?? []).map(({ id, kind, question, toolName, ref, path, message, decision }) => ({
+  return (status?.interrupts ?? []).map(({ id, kind, question, toolName, ref, path, message, decision, since }) => ({
     id,
     kind,
     question: question ?? message,
     toolName,
     ref,
     path,
+    since,
     approvable: takesApproval(decision),
   }));
 }
 
-/** Every pending hold in the client's namespace, once each, with the commands that decide it. */
+/** Every pending hold in the client's namespace, once each, oldest first (holds from before `since` last), with the commands that decide it. */
 export async function listHolds(client: Client): Promise<HoldView[]> {
   const found: Array<{ runId: string; agent?: string; holds: MemoHold[] }> = [];
   for await (const run of waitingRuns(client)) {
@@ -88,7 +89,7 @@ export async function listHolds(client: Client): Promise<HoldView[]> {
     if (holds.length) found.push({ runId: run.runId, ...(run.agent ? { agent: run.agent } : {}), holds });
   }
   const shownAbove = new Set(found.flatMap((run) => run.holds.flatMap(covered)).map(([runId, id]) => `${runId}\u0000${id}`));
-  return found.flatMap((run) =>
+  const holds = found.flatMap((run) =>
     run.holds
       .filter((hold) => !shownAbove.has(`${run.runId}\u0000${hold.id}`))
       .map((hold): HoldView => ({
@@ -98,4 +99,6 @@ export async function listHolds(client: Client): Promise<HoldView[]> {
         ...decideCommands(run.runId, hold.id, hold.approvable),
       })),
   );
+  // Stable: holds without a time keep the order Temporal listed them in, after those with one.
+  return holds.sort((a, b) => (a.since ?? '\uffff').localeCompare(b.since ?? '\uffff'));
 }

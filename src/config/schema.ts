@@ -46,6 +46,18 @@ export const ServerConfigSchema = z
   })
   .strict();
 
+/** `keel ui` (and `keel dev`, which starts it): where it listens, and where the Temporal Web UI is. */
+export const UiConfigSchema = z
+  .object({
+    /** Loopback by default; any other address needs KEEL_UI_TOKEN. */
+    host: z.string().default('127.0.0.1'),
+    /** 0 picks a free port. */
+    port: z.number().int().min(0).max(65535).default(8234),
+    /** The Temporal Web UI the run view links to; default: the embedded dev server's (when server.enabled). */
+    temporalUiUrl: z.url().optional(),
+  })
+  .strict();
+
 /** Worker tuning. */
 export const WorkerConfigSchema = z
   .object({
@@ -228,6 +240,7 @@ export const KeelConfigSchema = z
     temporal: ConnectionConfigSchema.prefault({}),
     taskQueue: z.string().min(1).default('keel'),
     server: ServerConfigSchema.prefault({}),
+    ui: UiConfigSchema.prefault({}),
     worker: WorkerConfigSchema.prefault({}),
     externalStorage: ExternalStorageConfigSchema.prefault({}),
     activities: z

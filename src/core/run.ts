@@ -145,6 +145,10 @@ export const InterruptSchema = z.object({
   decision: z.record(z.string(), z.unknown()).optional(),
   /** What a stand-in output (`respond`) does: answers the call (`answer`, checked against the tool's output schema) or goes to the stage (`decide`). */
   respond: z.enum(['answer', 'decide']).optional(),
+  /** JSON Schema of the held tool's output, when it declares one: what a stand-in output (`respond`) answering the call must match. */
+  outputSchema: z.record(z.string(), z.unknown()).optional(),
+  /** When the hold was raised (ISO 8601, the run's clock); absent on holds from before it. */
+  since: z.string().optional(),
 });
 export type Interrupt = z.infer<typeof InterruptSchema>;
 
@@ -152,7 +156,16 @@ export type Interrupt = z.infer<typeof InterruptSchema>;
 export const HOLDS_MEMO_KEY = 'keelHolds';
 
 /** A pending hold as the run's memo records it: small, without the call's input. */
-export const MemoHoldSchema = InterruptSchema.pick({ id: true, kind: true, question: true, toolName: true, ref: true, path: true, message: true }).extend({
+export const MemoHoldSchema = InterruptSchema.pick({
+  id: true,
+  kind: true,
+  question: true,
+  toolName: true,
+  ref: true,
+  path: true,
+  message: true,
+  since: true,
+}).extend({
   /** True when its decision takes `{ approved }` (approve and deny decide it); absent in memos from before it. */
   approvable: z.boolean().optional(),
 });
@@ -164,7 +177,7 @@ const MEMO_MESSAGE_CHARS = 200;
 /** The memo entry of pending holds. */
 export function memoHolds(interrupts: readonly Interrupt[]): MemoHold[] {
   const short = (text: string) => (text.length > MEMO_MESSAGE_CHARS ? `${text.slice(0, MEMO_MESSAGE_CHARS - 1)}…` : text);
-  return interrupts.map(({ id, kind, question, toolName, ref, path, message, decision }) => {
+  return interrupts.map(({ id, kind, question, toolName, ref, path, message, decision, since }) => {
     const line = question ?? message;
     return {
       id,
@@ -174,6 +187,7 @@ export function memoHolds(interrupts: readonly Interrupt[]): MemoHold[] {
       ...(toolName !== undefined ? { toolName } : {}),
       ...(ref !== undefined ? { ref } : {}),
       ...(path !== undefined ? { path } : {}),
+      ...(since !== undefined ? { since } : {}),
     };
   });
 }

@@ -170,9 +170,10 @@ export class InterruptBoard {
 
   /**
    * Records a hold and waits durably for its decision (or the timeout, or the run's stop); the
-   * hold's data is kept as the stage gave it. Resolves to what the held call gets.
+   * hold's data is kept as the stage gave it, with the held tool's output schema (what a
+   * stand-in output must match). Resolves to what the held call gets.
    */
-  async hold(interrupt: ToolInterrupt, request: ToolRequest): Promise<Resumption> {
+  async hold(interrupt: ToolInterrupt, request: ToolRequest, outputSchema?: Record<string, unknown>): Promise<Resumption> {
     // eslint-disable-next-line @typescript-eslint/only-throw-error -- rethrows, as caught, what stopped the run
     if (this.stoppedBy !== undefined) throw this.stoppedBy;
     const id = `i${++this.counter}`;
@@ -190,6 +191,8 @@ export class InterruptBoard {
       ...(Object.keys(interrupt.data).length ? { data: interrupt.data } : {}),
       decision: decisionJsonSchema(hold),
       respond: hold.respond ?? 'answer',
+      ...(outputSchema !== undefined ? { outputSchema } : {}),
+      since: new Date().toISOString(),
     };
     const entry: Entry = { record, hold };
     this.entries.set(id, entry);

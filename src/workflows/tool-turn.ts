@@ -80,7 +80,7 @@ export async function runCall(context: ToolTurnContext, { part, iteration, reque
       if (ModelVisibleToolError.isInstance(error)) return { output: { error: error.message }, toolError: true };
       if (!ToolInterrupt.isInstance(error)) throw error;
       if (context.interruptMode === 'return') return { interrupt: error, request };
-      const decided = await context.board.hold(error, request);
+      const decided = await context.board.hold(error, request, tool.outputSchema);
       if ('output' in decided) return { output: decided.output };
       const inputReplaced = decided.input !== undefined && !sameInput(decided.input, request.input);
       if (inputReplaced) {

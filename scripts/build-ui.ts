@@ -1,0 +1,47 @@
+/**
+ * Builds the page of `keel ui` (ui/, Preact with Vite) into dist/web, which the UI server serves.
+ * `npm run build:ui`; `npm install` in a checkout runs it (prepare), `npm pack` too (build), and
+ * the tests' global setup when ui/ changed since the last build.
+ */
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+const ROOT = resolve(__dirname, '..');
+export const UI_SOURCE = join(ROOT, 'ui');
+export const UI_OUTPUT = join(ROOT, 'dist', 'web');
+
+/** The newest modification time of the files under `dir`. */
+function newest(dir: string): number {
+  let latest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    latest = Math.max(latest, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs);
+  }
+  return latest;
+}
+
+/** True when dist/web is missing or older than ui/. */
+export function uiIsStale(): boolean {
+  const index = join(UI_OUTPUT, 'index.html');
+  return !existsSync(index) || statSync(index).mtimeMs < newest(UI_SOURCE);
+}
+
+/** Builds the page (with `ifStale`, only when ui/ changed since the last build). */
+export async function buildUi({ ifStale = false } = {}): Promise<boolean> {
+  if (ifStale && !uiIsStale()) return false;
+  // Vite ships ES modules only: loaded by name, typed by what is used of it.
+  const vite = 'vite';
+  const { build } = (await import(vite)) as { build: (options: { configFile: string; logLevel: 'warn' }) => Promise<unknown> };
+  await build({ configFile: join(UI_SOURCE, 'vite.config.mts'), logLevel: 'warn' });
+  return true;
+}
+
+if (require.main === module) {
+  buildUi().then(
+    () => process.stdout.write(`keel: built the UI in ${UI_OUTPUT}\n`),
+    (error: unknown) => {
+      process.stderr.write(`keel: building the UI failed: ${(error as Error).message}\n`);
+      process.exit(1);
+    },
+  );
+}

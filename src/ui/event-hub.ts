@@ -1,0 +1,67 @@
+/**
+ * One watcher per open run for `keel ui`: however many pages show a run, the server follows its
+ * events once (RunHandle.events, which polls Temporal without touching the run's history) and
+ * hands each event to every page that listens. A watcher stops when its last listener leaves or
+ * the run ends; it keeps no history, so memory stays bounded by the pages open. Node side.
+ */
+import type { KeelClient } from '../client/keel-client';
+import type { RunEvent } from '../client/run-events';
+
+/** Receives a run's events; `undefined` means the watch ended (the run ended or failed to be followed). */
+export type RunListener = (event: RunEvent | undefined) => void;
+
+interface Watcher {
+  listeners: Set<RunListener>;
+  stop: AbortController;
+}
+
+export class EventHub {
+  private readonly watchers = new Map<string, Watcher>();
+
+  constructor(
+    private readonly client: KeelClient,
+    private readonly intervalMs = 250,
+  ) {}
+
+  /** How many runs are watched now (one watcher each). */
+  get watched(): number {
+    return this.watchers.size;
+  }
+
+  /** Listens to `runId`'s events until the returned function is called. */
+  listen(runId: string, listener: RunListener): () => void {
+    let watcher = this.watchers.get(runId);
+    if (!watcher) {
+      watcher = { listeners: new Set(), stop: new AbortController() };
+      this.watchers.set(runId, watcher);
+      void this.follow(runId, watcher);
+    }
+    watcher.listeners.add(listener);
+    return () => {
+      const current = this.watchers.get(runId);
+      if (!current?.listeners.delete(listener) || current.listeners.size) return;
+      this.watchers.delete(runId);
+      current.stop.abort();
+    };
+  }
+
+  /** Stops every watcher. */
+  close(): void {
+    for (const watcher of this.watchers.values()) watcher.stop.abort();
+    this.watchers.clear();
+  }
+
+  private async follow(runId: string, watcher: Watcher): Promise<void> {
+    const { signal } = watcher.stop;
+    try {
+      for await (const event of this.client.getHandle(runId).events({ intervalMs: this.intervalMs, signal })) {
+        for (const listener of watcher.listeners) listener(event);
+        if (signal.aborted) return;
+      }
+    } catch {
+      // A run that cannot be followed (gone, unreachable): its pages learn the watch ended.
+    }
+    if (this.watchers.get(runId) === watcher) this.watchers.delete(runId);
+    for (const listener of watcher.listeners) listener(undefined);
+  }
+}

@@ -1,0 +1,360 @@
+/**
+ * `keel ui`: the approval inbox and the live view of runs, served by keel itself. Everything is
+ * read and sent through Temporal (visibility, the runs' memos, queries, updates), so it works
+ * against the embedded dev server and a real cluster alike. The page is built at pack time
+ * (ui/, Vite) and served from dist/web; nothing is fetched at run time.
+ *
+ * Security: loopback by default; any other address needs a token (KEEL_UI_TOKEN), given once
+ * as `?token=` and kept in an HttpOnly, SameSite=Strict cookie. Without a token, every request
+ * must name this server in its Host header (no DNS rebinding); every POST must come from the page's own origin
+ * and carry the `X-Keel-UI` header, which no cross-site form can set. The page never sees the
+ * config: only the namespace, task queue, the Temporal Web UI's address and the user's name.
+ * Node side.
+ */
+import { serve, type ServerType } from '@hono/node-server';
+import { serveStatic } from '@hono/node-server/serve-static';
+import { timingSafeEqual } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { hostname, userInfo } from 'node:os';
+import { join, relative, resolve } from 'node:path';
+import { Hono, type Context, type Next } from 'hono';
+import { getCookie, setCookie } from 'hono/cookie';
+import { secureHeaders } from 'hono/secure-headers';
+import { streamSSE } from 'hono/streaming';
+import { z } from 'zod';
+import { KeelClient } from '../client/keel-client';
+import type { KeelConfig } from '../config/schema';
+import { KeelError } from '../core/errors';
+import { parseDecision } from '../core/holds';
+import { RunLifecycleSchema } from '../core/run';
+import { describeZodError } from '../core/schema-errors';
+import { EventHub } from './event-hub';
+import { runView } from './run-view';
+
+/** Where the built page is: dist/web of the package (from src/ui or dist/ui alike). */
+export const WEB_ROOT = resolve(__dirname, '..', '..', 'dist', 'web');
+
+const TOKEN_COOKIE = 'keel_ui_token';
+const CSRF_HEADER = 'x-keel-ui';
+
+export interface UiServerOptions {
+  config: KeelConfig;
+  /** Overrides `ui.host`. */
+  host?: string;
+  /** Overrides `ui.port` (0: a free port). */
+  port?: number;
+  /** Required when `host` is not loopback (default: $KEEL_UI_TOKEN). */
+  token?: string;
+  /** The name decisions are recorded with when the page gives none (default `<user>@<host>`). */
+  user?: string;
+  /** The built page (default dist/web). */
+  webRoot?: string;
+}
+
+export interface UiServer {
+  /** The address to open (with `?token=` when a token is needed). */
+  url: string;
+  /** The address without the token. */
+  origin: string;
+  /** Runs watched for open pages now (one watcher per run). */
+  watched(): number;
+  close(): Promise<void>;
+}
+
+const isLoopback = (host: string) => host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+
+const StartSchema = z
+  .object({
+    agent: z.string().min(1),
+    prompt: z.string().min(1),
+    /** Sends the prompt as a turn of this session (a server-managed agent). */
+    sessionId: z.string().min(1).optional(),
+  })
+  .strict();
+
+/** Who the page says decides: a short name, recorded as `<name> (keel ui)`. */
+const UserSchema = z.string().trim().min(1).max(80);
+
+/** The answer for a failure: its status as HTTP status, and its message. */
+function failure(c: Context, error: unknown) {
+  const keel = KeelError.isInstance(error) ? error : undefined;
+  const status = keel?.status ?? 'UNKNOWN';
+  const http = (
+    { INVALID_ARGUMENT: 400, NOT_FOUND: 404, FAILED_PRECONDITION: 409, ALREADY_EXISTS: 409, PERMISSION_DENIED: 403, UNAVAILABLE: 503 } as Record<string, number>
+  )[status];
+  return c.json({ error: { status, message: error instanceof Error ? error.message : String(error) } }, (http ?? 500) as 400);
+}
+
+const bad = (c: Context, message: string) => c.json({ error: { status: 'INVALID_ARGUMENT', message } }, 400);
+
+/** Reads a JSON body, or says what was wrong with it. */
+async function jsonBody(c: Context): Promise<{ ok: true; value: unknown } | { ok: false; message: string }> {
+  if (!(c.req.header('content-type') ?? '').startsWith('application/json')) return { ok: false, message: 'send the body as application/json' };
+  try {
+    return { ok: true, value: await c.req.json() };
+  } catch (error) {
+    return { ok: false, message: `the body is not JSON: ${(error as Error).message}` };
+  }
+}
+
+/** Builds the app (routes and guards) for `client`. */
+export function createUiApp({
+  client,
+  config,
+  hub,
+  token,
+  user,
+  webRoot,
+  allowedHosts,
+}: {
+  client: KeelClient;
+  config: KeelConfig;
+  hub: EventHub;
+  token: string | undefined;
+  user: string;
+  webRoot: string;
+  allowedHosts: () => Set<string>;
+}): Hono {
+  const app = new Hono();
+  const namespace = config.temporal.namespace;
+  const temporalUiUrl = config.ui.temporalUiUrl ?? (config.server.enabled ? `http://${config.server.ip}:${config.server.uiPort}` : undefined);
+
+  app.use(secureHeaders({ contentSecurityPolicy: { defaultSrc: ["'self'"], imgSrc: ["'self'", 'data:'], styleSrc: ["'self'", "'unsafe-inline'"] } }));
+  // Without a token, the Host must be this server: a page on another site cannot reach it
+  // through DNS rebinding. With one, a rebound page lacks the cookie anyway.
+  if (token === undefined)
+    app.use(async (c: Context, next: Next) => {
+      const host = c.req.header('host');
+      if (!host || !allowedHosts().has(host.toLowerCase())) return c.text(`keel ui: unexpected Host header "${host ?? ''}"`, 421);
+      await next();
+    });
+  else {
+    const expected = Buffer.from(token);
+    const matches = (given: string | undefined) => given !== undefined && given.length === token.length && timingSafeEqual(Buffer.from(given), expected);
+    app.use(async (c: Context, next: Next) => {
+      const given = c.req.query('token');
+      if (given !== undefined && matches(given)) {
+        setCookie(c, TOKEN_COOKIE, given, { httpOnly: true, sameSite: 'Strict', path: '/' });
+        return c.redirect('/');
+      }
+      const bearer = c.req.header('authorization')?.replace(/^Bearer /, '');
+      if (!matches(getCookie(c, TOKEN_COOKIE)) && !matches(bearer))
+        return c.text(
+          'keel ui: this server needs its token: open the address keel ui printed (with ?token=), or send Authorization: Bearer <KEEL_UI_TOKEN>',
+          401,
+        );
+      await next();
+    });
+  }
+  // A POST comes only from the page itself: same origin, and a header no cross-site form can set.
+  app.use('/api/*', async (c: Context, next: Next) => {
+    if (c.req.method !== 'GET' && c.req.method !== 'HEAD') {
+      const origin = c.req.header('origin');
+      const host = c.req.header('host');
+      if (c.req.header(CSRF_HEADER) !== '1')
+        return c.json({ error: { status: 'PERMISSION_DENIED', message: `a change needs the ${CSRF_HEADER} header` } }, 403);
+      if (origin !== undefined && origin !== `http://${host}` && origin !== `https://${host}`)
+        return c.json({ error: { status: 'PERMISSION_DENIED', message: `a change from origin ${origin} is refused` } }, 403);
+    }
+    await next();
+  });
+
+  app.get('/api/info', (c) =>
+    c.json({
+      namespace,
+      taskQueue: config.taskQueue,
+      address: config.temporal.address,
+      user,
+      temporalUiUrl: temporalUiUrl ?? null,
+      agents: agentNames(config),
+    }),
+  );
+
+  app.get('/api/inbox', async (c) => {
+    try {
+      return c.json({ holds: await client.holds() });
+    } catch (error) {
+      return failure(c, error);
+    }
+  });
+
+  app.get('/api/runs', async (c) => {
+    const state = c.req.query('status');
+    const parsedState = state ? RunLifecycleSchema.safeParse(state) : undefined;
+    if (parsedState && !parsedState.success) return bad(c, `unknown status "${state}"; one of ${RunLifecycleSchema.options.join(', ')}`);
+    const limit = Number(c.req.query('limit') ?? 50);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 500) return bad(c, 'limit: a whole number from 1 to 500');
+    const agent = c.req.query('agent') || undefined;
+    try {
+      const runs = await client.list({ ...(agent ? { agent } : {}), ...(parsedState?.success ? { state: parsedState.data } : {}), limit });
+      // Waiting runs first, then newest first.
+      runs.sort((a, b) => Number(b.state === 'waiting') - Number(a.state === 'waiting') || b.startedAt.localeCompare(a.startedAt));
+      return c.json({ runs });
+    } catch (error) {
+      return failure(c, error);
+    }
+  });
+
+  app.post('/api/runs', async (c) => {
+    const body = await jsonBody(c);
+    if (!body.ok) return bad(c, body.message);
+    const parsed = StartSchema.safeParse(body.value);
+    if (!parsed.success) return bad(c, `a run needs { agent, prompt, sessionId? }: ${describeZodError(parsed.error)}`);
+    const { agent, prompt, sessionId } = parsed.data;
+    try {
+      if (sessionId !== undefined) {
+        const turn = await client.session(agent, sessionId).send(prompt, { detach: true });
+        return c.json({ runId: turn.runId, sessionId });
+      }
+      const handle = await client.start(agent, prompt, { idPrefix: 'ui' });
+      return c.json({ runId: handle.runId });
+    } catch (error) {
+      return failure(c, error);
+    }
+  });
+
+  app.get('/api/runs/:runId', async (c) => {
+    try {
+      return c.json(await runView(client, c.req.param('runId'), temporalUiUrl, namespace));
+    } catch (error) {
+      return failure(c, error);
+    }
+  });
+
+  // A run's pending holds in full (input, data, decision schema): what the inbox's forms are made from.
+  app.get('/api/runs/:runId/holds', async (c) => {
+    try {
+      return c.json({ holds: await client.getHandle(c.req.param('runId')).pendingInterrupts() });
+    } catch (error) {
+      return failure(c, error);
+    }
+  });
+
+  app.get('/api/runs/:runId/events', (c) => {
+    const runId = c.req.param('runId');
+    return streamSSE(c, async (stream) => {
+      let id = 0;
+      const queue: string[] = [];
+      let wake: (() => void) | undefined;
+      let ended = false;
+      const stop = hub.listen(runId, (event) => {
+        if (event === undefined) ended = true;
+        // A page that reads slowly gets text coalesced by the page's refetch: keep at most 200 events queued.
+        else if (queue.length < 200) queue.push(JSON.stringify(event));
+        wake?.();
+      });
+      stream.onAbort(() => {
+        ended = true;
+        wake?.();
+      });
+      try {
+        while (!stream.aborted) {
+          while (queue.length) await stream.writeSSE({ data: queue.shift()!, event: 'run', id: String(++id) });
+          if (ended) break;
+          await Promise.race([new Promise<void>((resolve) => (wake = resolve)), stream.sleep(15_000)]);
+          wake = undefined;
+          if (!queue.length && !ended) await stream.writeSSE({ data: '{}', event: 'ping' });
+        }
+        if (!stream.aborted) await stream.writeSSE({ data: '{}', event: 'closed' });
+      } finally {
+        stop();
+      }
+    });
+  });
+
+  app.post('/api/runs/:runId/decisions', async (c) => {
+    const body = await jsonBody(c);
+    if (!body.ok) return bad(c, body.message);
+    const { user: named, ...decision } = (body.value ?? {}) as { user?: unknown } & Record<string, unknown>;
+    const who = named === undefined ? { success: true as const, data: user } : UserSchema.safeParse(named);
+    if (!who.success) return bad(c, 'user: a name of 1 to 80 characters');
+    const parsed = parseDecision({ ...decision, decidedBy: `${who.data} (keel ui)` });
+    if (!parsed.success) return bad(c, parsed.error);
+    try {
+      return c.json(await client.getHandle(c.req.param('runId')).decide(parsed.data, { timeoutMs: 15_000 }));
+    } catch (error) {
+      return failure(c, error);
+    }
+  });
+
+  app.post('/api/runs/:runId/abort', async (c) => {
+    try {
+      await client.getHandle(c.req.param('runId')).cancel();
+      return c.json({ aborted: true });
+    } catch (error) {
+      return failure(c, error);
+    }
+  });
+
+  app.all('/api/*', (c) => c.json({ error: { status: 'NOT_FOUND', message: `no such endpoint: ${c.req.method} ${c.req.path}` } }, 404));
+
+  const root = relative(process.cwd(), webRoot) || '.';
+  app.use('/*', serveStatic({ root }));
+  // The page routes by hash; any other path is the page too.
+  app.get('*', serveStatic({ root, path: 'index.html' }));
+  return app;
+}
+
+/** The agents the config names (the worker's modules may register more; the page lets any name be typed). */
+function agentNames(config: KeelConfig): string[] {
+  return config.agents.map((agent) => agent.name).sort();
+}
+
+/** The default name of whoever decides from this UI. */
+export function defaultUser(): string {
+  try {
+    return `${userInfo().username}@${hostname()}`;
+  } catch {
+    return `ui@${hostname()}`;
+  }
+}
+
+/** Starts the UI server. */
+export async function startUiServer({
+  config,
+  host = config.ui.host,
+  port = config.ui.port,
+  token = process.env.KEEL_UI_TOKEN || undefined,
+  user = defaultUser(),
+  webRoot = WEB_ROOT,
+}: UiServerOptions): Promise<UiServer> {
+  if (!isLoopback(host) && token === undefined) {
+    throw new KeelError(
+      'FAILED_PRECONDITION',
+      `keel ui listens on ${host}, which is not loopback: set KEEL_UI_TOKEN (a long random string) so only people given it can decide holds, or listen on 127.0.0.1`,
+    );
+  }
+  if (!existsSync(join(webRoot, 'index.html')))
+    throw new KeelError('FAILED_PRECONDITION', `the UI's page is not built (${join(webRoot, 'index.html')} is missing): run npm run build:ui`);
+  const client = await KeelClient.connect(config, { identity: `keel-ui ${process.pid}@${hostname()}` });
+  const hub = new EventHub(client);
+  let bound = port;
+  const hosts = new Set<string>();
+  const allowedHosts = () => hosts;
+  const app = createUiApp({ client, config, hub, token, user, webRoot, allowedHosts });
+  const server: ServerType = await new Promise((resolve, reject) => {
+    const started = serve({ fetch: app.fetch, hostname: host, port }, (info: AddressInfo) => {
+      bound = info.port;
+      resolve(started);
+    });
+    started.once('error', reject);
+  });
+  const shown = host.includes(':') ? `[${host}]` : host;
+  for (const name of [shown, ...(isLoopback(host) ? ['localhost', '127.0.0.1', '[::1]'] : [])]) hosts.add(`${name}:${bound}`.toLowerCase());
+  const origin = `http://${shown}:${bound}`;
+  return {
+    url: token !== undefined ? `${origin}/?token=${encodeURIComponent(token)}` : origin,
+    origin,
+    watched: () => hub.watched,
+    async close() {
+      hub.close();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        // Open event streams would keep the server from closing.
+        (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+      });
+      await client.close();
+    },
+  };
+}

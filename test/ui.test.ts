@@ -1,0 +1,157 @@
+/**
+ * `keel ui` in a real browser: Debian's chromium driven by playwright-core (never a browser
+ * download), a real `keel ui` process and a real worker. `travel` delegates to `clerk`, whose
+ * book_train is held for approval: the inbox shows the nested hold, a click approves it, and the
+ * run view streams the rest to `completed`; a second run is denied with a reason the model then
+ * sees; a stand-in output that fails the tool's output schema shows the error at its field and
+ * sends nothing. Screenshots of each step go to .keel/artifacts/ui (git-ignored).
+ */
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KeelClient } from '../src/client/keel-client';
+import { loadConfig } from '../src/config/load';
+import { ROOT, spawnKeel, writeTestConfig } from './support/processes';
+
+const CHROMIUM = process.env.KEEL_CHROMIUM ?? '/usr/bin/chromium';
+const SHOTS = join(ROOT, '.keel', 'artifacts', 'ui');
+
+let browser: Browser;
+let page: Page;
+let client: KeelClient;
+let url: string;
+let dir: string;
+const stopAfterAll: Array<() => unknown> = [];
+
+const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+const booked = () => (existsSync(join(dir, 'booked.log')) ? readFileSync(join(dir, 'booked.log'), 'utf8').trim().split('\n').filter(Boolean) : []);
+
+/** The root run's pending holds, once its sub-agent's hold has reached it. */
+async function nestedHold(runId: string) {
+  await expect.poll(async () => (await client.getHandle(runId).status()).interrupts.length, { timeout: 30_000 }).toBe(1);
+  return (await client.getHandle(runId).status()).interrupts[0]!;
+}
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium; .ci/run does it)`);
+  mkdirSync(SHOTS, { recursive: true });
+  // Heartbeats (which carry the streamed text) reach the server at most this often.
+  const written = writeTestConfig('ui', {
+    worker: { maxHeartbeatThrottleInterval: '200 milliseconds' },
+    modules: [join(ROOT, 'test', 'fixtures', 'ui-agents.ts')],
+  });
+  dir = written.dir;
+  const env = { KEEL_TEST_DIR: dir };
+  // Not tracked per test: the worker and the UI serve every test of this file.
+  const worker = spawnKeel(['worker', '--config', written.configPath], { env });
+  const ui = spawnKeel(['ui', '--config', written.configPath, '--port', '0'], { env });
+  stopAfterAll.push(
+    () => worker.kill('SIGTERM'),
+    () => ui.kill('SIGTERM'),
+  );
+  await Promise.all([worker.waitFor(/keel: worker \d+ on task queue/), ui.waitFor(/keel: UI at http:\/\/\S+/)]);
+  url = /keel: UI at (http:\/\/\S+)/.exec(ui.output())![1]!;
+  client = await KeelClient.connect(loadConfig({ path: written.configPath }));
+  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  await page.goto(url);
+  await page.getByTestId('user-name').fill('tester');
+  await page.getByTestId('user-name').press('Tab');
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await client?.close();
+  for (const stop of stopAfterAll) stop();
+});
+
+describe('keel ui in chromium', () => {
+  it('starts a run from the playground, shows its sub-agent’s hold in the inbox, approves it with a click, and streams the run to completed', async () => {
+    await page.goto(`${url}/start`);
+    await page.locator('input[name=agent]').fill('travel');
+    await page.locator('textarea[name=prompt]').fill('get me to Paris');
+    await shot('1-start');
+    await page.getByRole('button', { name: 'Start' }).click();
+    await page.waitForURL(/\/runs\/ui-/);
+    const runId = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!);
+    const hold = await nestedHold(runId);
+    expect(hold.path).toHaveLength(1);
+
+    await page.goto(url);
+    const card = page.locator(`[data-run="${runId}"]`);
+    await expect.poll(() => card.count(), { timeout: 15_000 }).toBe(1);
+    await expect.poll(() => card.locator('.question').textContent()).toContain('book_train');
+    expect(await card.locator('.path').textContent()).toContain(hold.path![0]);
+    expect(await card.textContent()).toContain('"to": "Paris"');
+    await shot('2-inbox');
+    await card.getByRole('button', { name: 'Approve' }).click();
+    await expect.poll(() => page.locator('.notice').textContent()).toContain('approved book_train');
+
+    await page.goto(`${url}/runs/${encodeURIComponent(runId)}`);
+    // The model's answer comes a few words at a time: the page shows it while it streams.
+    await page.getByTestId('streaming').waitFor({ timeout: 30_000 });
+    await shot('3-streaming');
+    await expect.poll(() => page.getByTestId('run-state').textContent(), { timeout: 30_000 }).toBe('completed');
+    await expect.poll(() => page.getByTestId('chat').textContent()).toContain('TRAIN-PARIS');
+    expect(await page.getByTestId('children').textContent()).toContain('clerk');
+    await shot('4-completed');
+    expect(booked()).toEqual(['Paris 2']);
+    const child = await client.getHandle(hold.path![0]!).status();
+    expect(child.decisions?.[0]).toMatchObject({ decision: 'approved', decidedBy: 'tester (keel ui)' });
+  });
+
+  it('denies a hold with a reason, which the model then sees, and runs nothing', async () => {
+    const handle = await client.start('travel', 'again to Paris');
+    const hold = await nestedHold(handle.runId);
+    await page.goto(url);
+    const card = page.locator(`[data-run="${handle.runId}"]`);
+    await expect.poll(() => card.count(), { timeout: 15_000 }).toBe(1);
+    await card.locator('input.reason').fill('over the travel budget');
+    await card.getByRole('button', { name: 'Deny' }).click();
+    await page.goto(`${url}/runs/${encodeURIComponent(handle.runId)}`);
+    await expect.poll(() => page.getByTestId('run-state').textContent(), { timeout: 30_000 }).toBe('completed');
+    await expect.poll(() => page.getByTestId('chat').textContent()).toContain('over the travel budget');
+    await shot('5-denied');
+    expect((await handle.result()).text).toContain('Reason: over the travel budget');
+    expect(booked()).toEqual(['Paris 2']);
+    expect((await client.getHandle(hold.path![0]!).status()).decisions?.[0]).toMatchObject({ decision: 'denied', reason: 'over the travel budget' });
+  });
+
+  it('shows a stand-in output that fails the tool’s output schema at its field and sends nothing; a valid one answers the call', async () => {
+    const handle = await client.start('travel', 'a stand-in, please');
+    await nestedHold(handle.runId);
+    const posted: string[] = [];
+    page.on('request', (request) => {
+      if (request.method() === 'POST') posted.push(request.url());
+    });
+    await page.goto(url);
+    const card = page.locator(`[data-run="${handle.runId}"]`);
+    await expect.poll(() => card.count(), { timeout: 15_000 }).toBe(1);
+    await card.getByRole('button', { name: 'respond with a stand-in output' }).click();
+    const form = card.getByTestId('respond-form');
+    await form.locator('input[name=confirmation]').fill('BY-HAND-1');
+    await form.locator('input[name=seats]').fill('0');
+    await form.getByRole('button', { name: 'Send stand-in output' }).click();
+    const seatsError = form.locator('[data-field=seats] .error');
+    await seatsError.waitFor();
+    expect(await seatsError.textContent()).toMatch(/minimum|1/);
+    await shot('6-respond-invalid');
+    expect(posted, 'nothing was sent').toEqual([]);
+    expect((await client.getHandle(handle.runId).status()).interrupts).toHaveLength(1);
+
+    await form.locator('input[name=seats]').fill('3');
+    await form.getByRole('button', { name: 'Send stand-in output' }).click();
+    expect((await handle.result()).text).toContain('BY-HAND-1');
+    expect(posted).toHaveLength(1);
+    expect(booked(), 'the stand-in answered the call: book_train did not run').toEqual(['Paris 2']);
+  });
+
+  it('lists runs, waiting first, and filters them by agent and status', async () => {
+    await page.goto(`${url}/runs?agent=travel&status=completed`);
+    await expect.poll(() => page.getByTestId('run-row').count(), { timeout: 15_000 }).toBeGreaterThanOrEqual(3);
+    const states = await page.locator('[data-testid=run-row] .state').allTextContents();
+    expect(new Set(states)).toEqual(new Set(['completed']));
+    await shot('7-runs');
+  });
+});

@@ -1,0 +1,47 @@
+/**
+ * The page's calls to the keel ui server. Every change is a JSON POST with the X-Keel-UI
+ * header (the server refuses changes without it: no cross-site form can send it).
+ */
+import type { HoldView } from '../../src/client/holds';
+import type { RunListing } from '../../src/client/runs';
+import type { RunEvent } from '../../src/client/run-events';
+import type { RunView } from '../../src/ui/run-view';
+
+export type { HoldView, RunListing, RunEvent, RunView };
+export type { Interrupt, RunStatus } from '../../src/core/run';
+export type { Message, Part } from '../../src/core/messages';
+
+export interface Info {
+  namespace: string;
+  taskQueue: string;
+  address: string;
+  user: string;
+  temporalUiUrl: string | null;
+  agents: string[];
+}
+
+/** A failure the server answered with: its status and message. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+async function answer<T>(response: Response): Promise<T> {
+  const body = (await response.json().catch(() => ({}))) as { error?: { status: string; message: string } };
+  if (!response.ok || body.error) throw new ApiError(body.error?.status ?? String(response.status), body.error?.message ?? response.statusText);
+  return body as T;
+}
+
+export const get = async <T>(path: string): Promise<T> => answer<T>(await fetch(path, { headers: { accept: 'application/json' } }));
+
+export const post = async <T>(path: string, body: unknown): Promise<T> =>
+  answer<T>(await fetch(path, { method: 'POST', headers: { 'content-type': 'application/json', 'x-keel-ui': '1' }, body: JSON.stringify(body) }));
+
+/** The name decisions are recorded with: what the person typed (kept in this browser), else the server's default. */
+export function userName(info: Info | undefined): string {
+  return localStorage.getItem('keel.user') || info?.user || 'someone';
+}

@@ -1,0 +1,168 @@
+/**
+ * One pending hold and the ways to decide it, all made from what the hold declares: approve or
+ * deny (with a reason) when its decision takes `{ approved }`; a stand-in output checked against
+ * the tool's output schema; the call run again with edited input; or, for any other kind, a form
+ * of its decision schema. Nothing is sent until the value passes its schema.
+ */
+import { useState } from 'preact/hooks';
+import { ApiError, post, userName, type Info, type Interrupt } from './api';
+import { age, json } from './format';
+import { SchemaForm } from './schema-form';
+
+/** Whether a decision schema takes `{ approved }` (as keel's own check says). */
+function takesApproval(schema: Record<string, unknown> | undefined): boolean {
+  if (!schema) return true;
+  const alternatives = [schema, ...((schema.anyOf ?? schema.oneOf ?? []) as Array<Record<string, unknown>>)];
+  return alternatives.some((alternative) => {
+    if (alternative.type !== 'object') return false;
+    const properties = alternative.properties as Record<string, { type?: unknown }> | undefined;
+    return properties === undefined ? alternative.additionalProperties !== false : properties.approved?.type === 'boolean';
+  });
+}
+
+const ANY_OUTPUT = {};
+
+export function HoldCard({
+  runId,
+  hold,
+  agent,
+  info,
+  onDecided,
+}: {
+  runId: string;
+  hold: Interrupt;
+  agent?: string;
+  info: Info | undefined;
+  onDecided: (summary: string) => void;
+}) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  const [reason, setReason] = useState('');
+  const [mode, setMode] = useState<'none' | 'respond' | 'restart'>('none');
+  const approvable = takesApproval(hold.decision);
+
+  const send = async (decision: Record<string, unknown>, summary: string) => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      await post(`/api/runs/${encodeURIComponent(runId)}/decisions`, { interruptId: hold.id, toolName: hold.toolName, ...decision, user: userName(info) });
+      onDecided(summary);
+    } catch (failure) {
+      setError(failure instanceof ApiError ? `${failure.status}: ${failure.message}` : String(failure));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const data = Object.entries(hold.data ?? {});
+  return (
+    <article class="hold" data-testid={`hold-${hold.id}`} data-run={runId}>
+      <header>
+        <strong class="question">{hold.question ?? hold.message ?? `${hold.kind} of ${hold.toolName ?? 'a call'}`}</strong>
+        <span class="meta">
+          <span class="badge">{hold.kind}</span>
+          {agent ? <span>agent {agent}</span> : null}
+          {hold.toolName ? <span>tool {hold.toolName}</span> : null}
+          {hold.since ? <span title={hold.since}>waiting {age(hold.since)}</span> : null}
+        </span>
+        {hold.path?.length ? (
+          <div class="path">
+            run path:{' '}
+            {[runId, ...hold.path].map((id, index) => (
+              <span key={id}>
+                {index ? ' › ' : ''}
+                <a href={`/runs/${encodeURIComponent(id)}`}>{id}</a>
+              </span>
+            ))}
+          </div>
+        ) : null}
+      </header>
+      {hold.input !== undefined ? (
+        <details open={JSON.stringify(hold.input).length < 300}>
+          <summary>input</summary>
+          <pre>{json(hold.input)}</pre>
+        </details>
+      ) : null}
+      {data.length ? (
+        <dl class="data">
+          {data.map(([key, value]) => (
+            <div key={key}>
+              <dt>{key}</dt>
+              <dd>{typeof value === 'string' ? value : json(value)}</dd>
+            </div>
+          ))}
+        </dl>
+      ) : null}
+      <div class="actions">
+        {approvable ? (
+          <>
+            <button class="approve" disabled={busy} onClick={() => void send({ approved: true }, `approved ${hold.toolName ?? hold.id}`)}>
+              Approve
+            </button>
+            <input
+              class="reason"
+              placeholder="reason (optional for approve, shown to the model on deny)"
+              value={reason}
+              onInput={(e) => setReason(e.currentTarget.value)}
+            />
+            <button
+              class="deny"
+              disabled={busy}
+              onClick={() => void send({ approved: false, ...(reason ? { reason } : {}) }, `denied ${hold.toolName ?? hold.id}`)}
+            >
+              Deny
+            </button>
+          </>
+        ) : (
+          <SchemaForm
+            schema={hold.decision ?? {}}
+            submitLabel="Decide"
+            testId="decision-form"
+            busy={busy}
+            onValid={(value) => void send({ restart: value }, `decided ${hold.id}`)}
+          />
+        )}
+        {(hold.respond ?? 'answer') === 'answer' && hold.toolName ? (
+          <button class="link" onClick={() => setMode(mode === 'respond' ? 'none' : 'respond')}>
+            respond with a stand-in output
+          </button>
+        ) : null}
+        {hold.toolName && hold.input !== undefined ? (
+          <button class="link" onClick={() => setMode(mode === 'restart' ? 'none' : 'restart')}>
+            run with edited input
+          </button>
+        ) : null}
+      </div>
+      {mode === 'respond' ? (
+        <section class="respond">
+          <p>The call is not run; the model gets this as the tool's output{hold.outputSchema ? ', checked against its output schema' : ''}.</p>
+          <SchemaForm
+            schema={hold.outputSchema ?? ANY_OUTPUT}
+            submitLabel="Send stand-in output"
+            testId="respond-form"
+            busy={busy}
+            onValid={(value) => void send({ respond: value }, `answered ${hold.toolName ?? hold.id} with a stand-in`)}
+          />
+        </section>
+      ) : null}
+      {mode === 'restart' ? (
+        <section class="restart">
+          <p>The call runs with this input; every gate checks it again.</p>
+          <SchemaForm
+            schema={{}}
+            initial={hold.input}
+            submitLabel="Run with this input"
+            testId="restart-form"
+            busy={busy}
+            onValid={(input) => void send({ restart: approvable ? { approved: true } : true, input }, `ran ${hold.toolName ?? hold.id} with edited input`)}
+          />
+        </section>
+      ) : null}
+      {error ? (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      ) : null}
+    </article>
+  );
+}

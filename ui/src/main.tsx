@@ -1,0 +1,69 @@
+/** keel ui: the page. Routes: / (inbox), /runs, /runs/:runId, /start. */
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { LocationProvider, Route, Router, useRoute } from 'preact-iso';
+import { get, userName, type Info } from './api';
+import { Inbox } from './inbox';
+import { RunView } from './run-view';
+import { Runs, StartRun } from './runs';
+import './style.css';
+
+function RunPage({ info }: { info: Info | undefined }) {
+  const { params } = useRoute();
+  return <RunView key={params.runId} runId={decodeURIComponent(params.runId ?? '')} info={info} />;
+}
+
+function Who({ info }: { info: Info | undefined }) {
+  const [name, setName] = useState(userName(info));
+  useEffect(() => setName(userName(info)), [info]);
+  return (
+    <label class="who" title="decisions you make here are recorded with this name">
+      deciding as{' '}
+      <input
+        data-testid="user-name"
+        value={name}
+        onChange={(e) => {
+          localStorage.setItem('keel.user', e.currentTarget.value);
+          setName(e.currentTarget.value);
+        }}
+      />
+    </label>
+  );
+}
+
+function App() {
+  const [info, setInfo] = useState<Info>();
+  useEffect(() => void get<Info>('/api/info').then(setInfo, () => undefined), []);
+  return (
+    <LocationProvider>
+      <nav>
+        <a class="brand" href="/">
+          keel
+        </a>
+        <a href="/">Inbox</a>
+        <a href="/runs">Runs</a>
+        <a href="/start">Start a run</a>
+        <span class="where">{info ? `${info.namespace} · ${info.taskQueue} · ${info.address}` : ''}</span>
+        <Who info={info} />
+      </nav>
+      <main>
+        <Router>
+          <Route path="/" component={() => <Inbox info={info} />} />
+          <Route path="/runs" component={Runs} />
+          <Route path="/runs/:runId" component={() => <RunPage info={info} />} />
+          <Route path="/start" component={() => <StartRun info={info} />} />
+          <Route
+            default
+            component={() => (
+              <p>
+                Nothing here. Go to the <a href="/">inbox</a>.
+              </p>
+            )}
+          />
+        </Router>
+      </main>
+    </LocationProvider>
+  );
+}
+
+render(<App />, document.getElementById('app')!);

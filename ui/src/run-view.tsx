@@ -1,0 +1,242 @@
+/**
+ * One run, live: the conversation as a chat (the model's text streamed while it answers), each
+ * tool call with its input and output, holds inline with their forms, the runs below it, its
+ * background tasks, usage, artifacts, files its Filesystem tools wrote, decisions, abort, and a
+ * link to its raw history in the Temporal Web UI. Live through one event stream per open page
+ * (the server watches each run once); every event that changes the run reloads its view.
+ */
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { ApiError, get, post, type Info, type Message, type Part, type RunEvent, type RunView as View } from './api';
+import { json } from './format';
+import { HoldCard } from './hold';
+
+const ENDED = new Set(['completed', 'failed', 'cancelled', 'terminated', 'timed_out']);
+
+function PartView({ part }: { part: Part }) {
+  if ('text' in part) return <p class="text">{part.text}</p>;
+  if ('toolRequest' in part)
+    return (
+      <details class="tool-call" data-testid="tool-call" open={JSON.stringify(part.toolRequest.input ?? {}).length < 200}>
+        <summary>
+          calls <code>{part.toolRequest.name}</code>
+        </summary>
+        <pre>{json(part.toolRequest.input)}</pre>
+      </details>
+    );
+  if ('toolResponse' in part)
+    return (
+      <details class="tool-result" data-testid="tool-result" open={JSON.stringify(part.toolResponse.output ?? null).length < 200}>
+        <summary>
+          <code>{part.toolResponse.name}</code> answered
+        </summary>
+        <pre>{json(part.toolResponse.output)}</pre>
+      </details>
+    );
+  return <pre class="other">{json(part)}</pre>;
+}
+
+function MessageView({ message }: { message: Message }) {
+  if (message.role === 'system')
+    return (
+      <details class="message system" data-testid="message-system">
+        <summary class="role">system prompt</summary>
+        {message.content.map((part, index) => (
+          <PartView key={index} part={part} />
+        ))}
+      </details>
+    );
+  return (
+    <div class={`message ${message.role}`} data-testid={`message-${message.role}`}>
+      <span class="role">{message.role}</span>
+      {message.content.map((part, index) => (
+        <PartView key={index} part={part} />
+      ))}
+    </div>
+  );
+}
+
+export function RunView({ runId, info }: { runId: string; info: Info | undefined }) {
+  const [view, setView] = useState<View>();
+  const [error, setError] = useState<string>();
+  const [streamed, setStreamed] = useState('');
+  const [notice, setNotice] = useState<string>();
+  const reload = useRef<() => void>(() => undefined);
+
+  useEffect(() => {
+    let live = true;
+    let pending: ReturnType<typeof setTimeout> | undefined;
+    const load = async () => {
+      try {
+        const next = await get<View>(`/api/runs/${encodeURIComponent(runId)}`);
+        if (!live) return;
+        setView(next);
+        setError(undefined);
+      } catch (failure) {
+        if (live) setError(failure instanceof ApiError ? `${failure.status}: ${failure.message}` : String(failure));
+      }
+    };
+    reload.current = () => {
+      clearTimeout(pending);
+      pending = setTimeout(() => void load(), 150);
+    };
+    void load();
+    const events = new EventSource(`/api/runs/${encodeURIComponent(runId)}/events`);
+    events.addEventListener('run', (message: MessageEvent<string>) => {
+      const event = JSON.parse(message.data) as RunEvent;
+      if (event.type === 'text' && !event.final) setStreamed((text) => text + event.delta);
+      else {
+        if (event.type === 'message') setStreamed('');
+        reload.current();
+      }
+    });
+    // The run ended (or cannot be followed): one last look, and no reconnect.
+    events.addEventListener('closed', () => {
+      events.close();
+      setStreamed('');
+      reload.current();
+    });
+    return () => {
+      live = false;
+      clearTimeout(pending);
+      events.close();
+    };
+  }, [runId]);
+
+  if (error && !view) return <p class="error">{error}</p>;
+  if (!view) return <p>loading…</p>;
+  const { status } = view;
+  const ended = ENDED.has(status.state);
+  const abort = async () => {
+    try {
+      await post(`/api/runs/${encodeURIComponent(runId)}/abort`, {});
+      setNotice('abort sent');
+      reload.current();
+    } catch (failure) {
+      setNotice((failure as Error).message);
+    }
+  };
+  return (
+    <section class="run">
+      <header class="run-header">
+        <h1>
+          {status.agent} <small>{runId}</small>
+        </h1>
+        <span class={`state ${status.state}`} data-testid="run-state">
+          {status.state}
+        </span>
+        <span>turn {status.turn}</span>
+        <span data-testid="usage">
+          tokens {status.usage.inputTokens ?? 0} in / {status.usage.outputTokens ?? 0} out
+          {status.treeUsage ? ` (tree: ${status.treeUsage.inputTokens ?? 0} / ${status.treeUsage.outputTokens ?? 0})` : ''}
+        </span>
+        {view.temporalUrl ? (
+          <a href={view.temporalUrl} target="_blank" rel="noreferrer">
+            raw history in the Temporal Web UI
+          </a>
+        ) : null}
+        {!ended ? (
+          <button class="abort" onClick={() => void abort()}>
+            Abort
+          </button>
+        ) : null}
+      </header>
+      {notice ? <p class="notice">{notice}</p> : null}
+      {status.error ? (
+        <p class="error" data-testid="run-error">
+          {status.error.status}: {status.error.message}
+        </p>
+      ) : null}
+      <div class="layout">
+        <div class="chat" data-testid="chat">
+          {view.messages.map((message, index) => (
+            <MessageView key={index} message={message} />
+          ))}
+          {streamed ? (
+            <div class="message model streaming" data-testid="streaming">
+              <span class="role">model</span>
+              <p class="text">{streamed}</p>
+            </div>
+          ) : null}
+          {status.interrupts.map((hold) => (
+            <HoldCard
+              key={hold.id}
+              runId={runId}
+              hold={hold}
+              agent={status.agent}
+              info={info}
+              onDecided={(summary) => {
+                setNotice(summary);
+                reload.current();
+              }}
+            />
+          ))}
+        </div>
+        <aside>
+          <h2>Runs below</h2>
+          {view.children.length ? (
+            <ul class="children" data-testid="children">
+              {view.children.map((child) => (
+                <li key={child.runId}>
+                  <a href={`/runs/${encodeURIComponent(child.runId)}`}>{child.agent ?? child.runId}</a> <span class="badge">{child.kind}</span>{' '}
+                  <span class={`state ${child.state}`}>{child.state}</span>
+                  {child.task ? <div class="task">{child.task}</div> : null}
+                </li>
+              ))}
+            </ul>
+          ) : (
+            <p class="empty">none</p>
+          )}
+          <h2>Background tasks</h2>
+          {status.tasks.length ? (
+            <ul>
+              {status.tasks.map((task) => (
+                <li key={task.taskId}>
+                  <a href={`/runs/${encodeURIComponent(task.runId)}`}>{task.taskId}</a> ({task.agent})
+                </li>
+              ))}
+            </ul>
+          ) : (
+            <p class="empty">none</p>
+          )}
+          <h2>Artifacts</h2>
+          {status.artifacts.length ? (
+            <ul>
+              {status.artifacts.map((artifact) => (
+                <li key={artifact.name}>
+                  {artifact.name} <small>({artifact.chars} chars)</small>
+                </li>
+              ))}
+            </ul>
+          ) : (
+            <p class="empty">none</p>
+          )}
+          <h2>Files written</h2>
+          {view.files.length ? (
+            <ul>
+              {view.files.map((file, index) => (
+                <li key={index}>
+                  <code>{file.path}</code> <small>{file.tool}</small> {file.ok ? '' : '(failed)'}
+                </li>
+              ))}
+            </ul>
+          ) : (
+            <p class="empty">none</p>
+          )}
+          <h2>Decisions</h2>
+          {status.decisions?.length ? (
+            <ul data-testid="decisions">
+              {status.decisions.map((decision, index) => (
+                <li key={index}>
+                  {decision.interruptId} {decision.decision}
+                  {decision.reason ? `: ${decision.reason}` : ''} <small>by {decision.decidedBy ?? 'unknown'}</small>
+                </li>
+              ))}
+            </ul>
+          ) : (
+            <p class="empty">none</p>
+          )}
+        </aside>
+      </div>
+    </section>
+  );
+}

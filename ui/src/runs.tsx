@@ -1,0 +1,138 @@
+/** The runs list (filter by agent and status, waiting first) and the playground that starts a run. */
+import { useEffect, useState } from 'preact/hooks';
+import { useLocation } from 'preact-iso';
+import { ApiError, get, post, type Info, type RunListing } from './api';
+import { age } from './format';
+
+const STATES = ['', 'waiting', 'running', 'completed', 'failed', 'cancelled', 'terminated', 'timed_out'];
+
+export function Runs() {
+  const { query, route } = useLocation();
+  const agent = query.agent ?? '';
+  const status = query.status ?? '';
+  const [runs, setRuns] = useState<RunListing[]>();
+  const [error, setError] = useState<string>();
+
+  useEffect(() => {
+    let live = true;
+    const params = new URLSearchParams({ ...(agent ? { agent } : {}), ...(status ? { status } : {}), limit: '100' });
+    const load = () =>
+      get<{ runs: RunListing[] }>(`/api/runs?${params.toString()}`).then(
+        (answer) => live && (setRuns(answer.runs), setError(undefined)),
+        (failure: Error) => live && setError(failure.message),
+      );
+    void load();
+    const timer = setInterval(() => void load(), 5000);
+    return () => {
+      live = false;
+      clearInterval(timer);
+    };
+  }, [agent, status]);
+
+  const filter = (next: Record<string, string>) => {
+    const params = new URLSearchParams(Object.entries({ agent, status, ...next }).filter(([, value]) => value));
+    route(`/runs${params.size ? `?${params.toString()}` : ''}`);
+  };
+  return (
+    <section class="runs">
+      <h1>Runs</h1>
+      <div class="filters">
+        <input placeholder="agent" value={agent} onChange={(e) => filter({ agent: e.currentTarget.value })} data-testid="filter-agent" />
+        <select value={status} onChange={(e) => filter({ status: e.currentTarget.value })} data-testid="filter-status">
+          {STATES.map((state) => (
+            <option key={state} value={state}>
+              {state || 'any status'}
+            </option>
+          ))}
+        </select>
+      </div>
+      {error ? <p class="error">{error}</p> : null}
+      {!runs ? (
+        <p>loading…</p>
+      ) : (
+        <table>
+          <thead>
+            <tr>
+              <th>run</th>
+              <th>agent</th>
+              <th>status</th>
+              <th>prompt</th>
+              <th>started</th>
+            </tr>
+          </thead>
+          <tbody>
+            {runs.map((run) => (
+              <tr key={run.runId} data-testid="run-row">
+                <td>
+                  <a href={`/runs/${encodeURIComponent(run.runId)}`}>{run.runId}</a>
+                </td>
+                <td>{run.agent ?? ''}</td>
+                <td>
+                  <span class={`state ${run.state}`}>{run.state}</span>
+                  {run.holds ? ` (${run.holds} held)` : ''}
+                </td>
+                <td class="prompt">{run.prompt ?? ''}</td>
+                <td title={run.startedAt}>{age(run.startedAt)} ago</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
+export function StartRun({ info }: { info: Info | undefined }) {
+  const { route } = useLocation();
+  const [agent, setAgent] = useState('');
+  const [prompt, setPrompt] = useState('');
+  const [sessionId, setSessionId] = useState('');
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const start = async (event: Event) => {
+    event.preventDefault();
+    setBusy(true);
+    try {
+      const { runId } = await post<{ runId: string }>('/api/runs', { agent, prompt, ...(sessionId ? { sessionId } : {}) });
+      route(`/runs/${encodeURIComponent(runId)}`);
+    } catch (failure) {
+      setError(failure instanceof ApiError ? `${failure.status}: ${failure.message}` : String(failure));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <section class="start">
+      <h1>Start a run</h1>
+      <form onSubmit={(e) => void start(e)} data-testid="start-form">
+        <label class="field">
+          <span class="label">agent</span>
+          <input name="agent" list="agents" value={agent} onInput={(e) => setAgent(e.currentTarget.value)} required />
+          <datalist id="agents">
+            {(info?.agents ?? []).map((name) => (
+              <option key={name} value={name} />
+            ))}
+          </datalist>
+        </label>
+        <label class="field">
+          <span class="label">prompt</span>
+          <textarea name="prompt" rows={4} value={prompt} onInput={(e) => setPrompt(e.currentTarget.value)} required />
+        </label>
+        <label class="field">
+          <span class="label">
+            session id <small>(optional: a turn of a server-managed agent's session)</small>
+          </span>
+          <input name="session" value={sessionId} onInput={(e) => setSessionId(e.currentTarget.value)} />
+        </label>
+        <button type="submit" disabled={busy}>
+          Start
+        </button>
+        {error ? (
+          <p class="error" role="alert">
+            {error}
+          </p>
+        ) : null}
+      </form>
+    </section>
+  );
+}
