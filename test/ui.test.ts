@@ -12,7 +12,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeelClient } from '../src/client/keel-client';
 import { loadConfig } from '../src/config/load';
-import { ROOT, spawnKeel, writeTestConfig } from './support/processes';
+import { ROOT, runKeel, spawnKeel, writeTestConfig } from './support/processes';
 
 const CHROMIUM = process.env.KEEL_CHROMIUM ?? '/usr/bin/chromium';
 const SHOTS = join(ROOT, '.keel', 'artifacts', 'ui');
@@ -22,6 +22,7 @@ let page: Page;
 let client: KeelClient;
 let url: string;
 let dir: string;
+let configPath: string;
 const stopAfterAll: Array<() => unknown> = [];
 
 const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
@@ -42,6 +43,7 @@ beforeAll(async () => {
     modules: [join(ROOT, 'test', 'fixtures', 'ui-agents.ts')],
   });
   dir = written.dir;
+  configPath = written.configPath;
   const env = { KEEL_TEST_DIR: dir };
   // Not tracked per test: the worker and the UI serve every test of this file.
   const worker = spawnKeel(['worker', '--config', written.configPath], { env });
@@ -121,6 +123,12 @@ describe('keel ui in chromium', () => {
   it('shows a stand-in output that fails the tool’s output schema at its field and sends nothing; a valid one answers the call', async () => {
     const handle = await client.start('travel', 'a stand-in, please');
     await nestedHold(handle.runId);
+    // keel holds, the inbox in a terminal, lists the same hold as the page's inbox.
+    const ofRun = (holds: Array<{ runId: string }>) => holds.filter((hold) => hold.runId === handle.runId);
+    const inbox = ofRun(((await (await fetch(`${url}/api/inbox`)).json()) as { holds: Array<{ runId: string }> }).holds);
+    const listed = await runKeel(['holds', '--json', '--config', configPath]);
+    expect(inbox).toHaveLength(1);
+    expect(ofRun((JSON.parse(listed.stdout) as { holds: Array<{ runId: string }> }).holds)).toEqual(inbox);
     const posted: string[] = [];
     page.on('request', (request) => {
       if (request.method() === 'POST') posted.push(request.url());

@@ -2,7 +2,8 @@
  * One watcher per open run for `keel ui`: however many pages show a run, the server follows its
  * events once (RunHandle.events, which polls Temporal without touching the run's history) and
  * hands each event to every page that listens. A watcher stops when its last listener leaves or
- * the run ends; it keeps no history, so memory stays bounded by the pages open. Node side.
+ * the run ends; it keeps no history (only the text the model call under way has streamed, for
+ * pages that join late), so memory stays bounded by the pages open. Node side.
  */
 import type { KeelClient } from '../client/keel-client';
 import type { RunEvent } from '../client/run-events';
@@ -13,6 +14,8 @@ export type RunListener = (event: RunEvent | undefined) => void;
 interface Watcher {
   listeners: Set<RunListener>;
   stop: AbortController;
+  /** The text the model call under way has streamed so far: a page that joins late starts with it. */
+  streamed: string;
 }
 
 export class EventHub {
@@ -32,10 +35,10 @@ export class EventHub {
   listen(runId: string, listener: RunListener): () => void {
     let watcher = this.watchers.get(runId);
     if (!watcher) {
-      watcher = { listeners: new Set(), stop: new AbortController() };
+      watcher = { listeners: new Set(), stop: new AbortController(), streamed: '' };
       this.watchers.set(runId, watcher);
       void this.follow(runId, watcher);
-    }
+    } else if (watcher.streamed) listener({ type: 'text', delta: watcher.streamed, final: false });
     watcher.listeners.add(listener);
     return () => {
       const current = this.watchers.get(runId);
@@ -55,6 +58,8 @@ export class EventHub {
     const { signal } = watcher.stop;
     try {
       for await (const event of this.client.getHandle(runId).events({ intervalMs: this.intervalMs, signal })) {
+        if (event.type === 'text') watcher.streamed = event.final ? '' : watcher.streamed + event.delta;
+        else if (event.type === 'message' && event.message.role === 'model') watcher.streamed = '';
         for (const listener of watcher.listeners) listener(event);
         if (signal.aborted) return;
       }
