@@ -34,6 +34,15 @@ async function nestedHold(runId: string) {
   return (await client.getHandle(runId).status()).interrupts[0]!;
 }
 
+/** The inbox card of `runId`'s hold, once the page has loaded the hold in full (its input, its schemas). */
+async function inboxCard(runId: string) {
+  await page.goto(url);
+  const card = page.locator(`[data-run="${runId}"]`);
+  await expect.poll(() => card.count(), { timeout: 15_000 }).toBe(1);
+  await expect.poll(() => card.textContent()).toContain('"to": "Paris"');
+  return card;
+}
+
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium; .ci/run does it)`);
   mkdirSync(SHOTS, { recursive: true });
@@ -80,12 +89,9 @@ describe('keel ui in chromium', () => {
     const hold = await nestedHold(runId);
     expect(hold.path).toHaveLength(1);
 
-    await page.goto(url);
-    const card = page.locator(`[data-run="${runId}"]`);
-    await expect.poll(() => card.count(), { timeout: 15_000 }).toBe(1);
-    await expect.poll(() => card.locator('.question').textContent()).toContain('book_train');
+    const card = await inboxCard(runId);
+    expect(await card.locator('.question').textContent()).toContain('book_train');
     expect(await card.locator('.path').textContent()).toContain(hold.path![0]);
-    expect(await card.textContent()).toContain('"to": "Paris"');
     await shot('2-inbox');
     await card.getByRole('button', { name: 'Approve' }).click();
     await expect.poll(() => page.locator('.notice').textContent()).toContain('approved book_train');
@@ -106,9 +112,7 @@ describe('keel ui in chromium', () => {
   it('denies a hold with a reason, which the model then sees, and runs nothing', async () => {
     const handle = await client.start('travel', 'again to Paris');
     const hold = await nestedHold(handle.runId);
-    await page.goto(url);
-    const card = page.locator(`[data-run="${handle.runId}"]`);
-    await expect.poll(() => card.count(), { timeout: 15_000 }).toBe(1);
+    const card = await inboxCard(handle.runId);
     await card.locator('input.reason').fill('over the travel budget');
     await card.getByRole('button', { name: 'Deny' }).click();
     await page.goto(`${url}/runs/${encodeURIComponent(handle.runId)}`);
@@ -133,9 +137,7 @@ describe('keel ui in chromium', () => {
     page.on('request', (request) => {
       if (request.method() === 'POST') posted.push(request.url());
     });
-    await page.goto(url);
-    const card = page.locator(`[data-run="${handle.runId}"]`);
-    await expect.poll(() => card.count(), { timeout: 15_000 }).toBe(1);
+    const card = await inboxCard(handle.runId);
     await card.getByRole('button', { name: 'respond with a stand-in output' }).click();
     const form = card.getByTestId('respond-form');
     await form.locator('input[name=confirmation]').fill('BY-HAND-1');
@@ -155,9 +157,21 @@ describe('keel ui in chromium', () => {
     expect(booked(), 'the stand-in answered the call: book_train did not run').toEqual(['Paris 2']);
   });
 
+  it('runs the held call with edited input: the tool gets it', async () => {
+    const handle = await client.start('travel', 'four seats this time');
+    await nestedHold(handle.runId);
+    const card = await inboxCard(handle.runId);
+    await card.getByRole('button', { name: 'run with edited input' }).click();
+    const form = card.getByTestId('restart-form');
+    await form.locator('textarea').fill('{ "to": "Lyon", "seats": 4 }');
+    await form.getByRole('button', { name: 'Run with this input' }).click();
+    expect((await handle.result()).text).toContain('TRAIN-LYON');
+    expect(booked()).toEqual(['Paris 2', 'Lyon 4']);
+  });
+
   it('lists runs, waiting first, and filters them by agent and status', async () => {
     await page.goto(`${url}/runs?agent=travel&status=completed`);
-    await expect.poll(() => page.getByTestId('run-row').count(), { timeout: 15_000 }).toBeGreaterThanOrEqual(3);
+    await expect.poll(() => page.getByTestId('run-row').count(), { timeout: 15_000 }).toBeGreaterThanOrEqual(4);
     const states = await page.locator('[data-testid=run-row] .state').allTextContents();
     expect(new Set(states)).toEqual(new Set(['completed']));
     await shot('7-runs');
