@@ -35,11 +35,11 @@ async function nestedHold(runId: string) {
 }
 
 /** The inbox card of `runId`'s hold, once the page has loaded the hold in full (its input, its schemas). */
-async function inboxCard(runId: string) {
+async function inboxCard(runId: string, input = '"to": "Paris"') {
   await page.goto(url);
   const card = page.locator(`[data-run="${runId}"]`);
   await expect.poll(() => card.count(), { timeout: 15_000 }).toBe(1);
-  await expect.poll(() => card.textContent()).toContain('"to": "Paris"');
+  await expect.poll(() => card.textContent()).toContain(input);
   return card;
 }
 
@@ -49,7 +49,11 @@ beforeAll(async () => {
   // Heartbeats (which carry the streamed text) reach the server at most this often.
   const written = writeTestConfig('ui', {
     worker: { maxHeartbeatThrottleInterval: '200 milliseconds' },
-    modules: [join(ROOT, 'test', 'fixtures', 'ui-agents.ts')],
+    modules: [join(ROOT, 'test', 'fixtures', 'ui-agents.ts'), join(ROOT, 'test', 'fixtures', 'spending-agents.ts')],
+    // A hold of a middleware's own (kind spending: approve, deny, or a new limit).
+    middlewareModules: [join(ROOT, 'examples', 'spending-gate.ts')],
+    models: [{ name: 'scripted/spender', script: [{ toolRequests: [{ name: 'pay', input: { amount: 500 } }] }, { text: 'paid' }] }],
+    agents: [{ name: 'spender', model: 'scripted/spender', tools: ['pay'], use: [{ name: 'spendingGate', config: { limit: 100 } }] }],
   });
   dir = written.dir;
   configPath = written.configPath;
@@ -167,6 +171,31 @@ describe('keel ui in chromium', () => {
     await form.getByRole('button', { name: 'Run with this input' }).click();
     expect((await handle.result()).text).toContain('TRAIN-LYON');
     expect(booked()).toEqual(['Paris 2', 'Lyon 4']);
+  });
+
+  it('decides a hold of a middleware’s own with a form of its decision schema, refusing a value that does not fit at its field', async () => {
+    const handle = await client.start('spender', 'pay the bill');
+    await expect.poll(async () => (await handle.status()).interrupts.length, { timeout: 30_000 }).toBe(1);
+    const posted: string[] = [];
+    const onRequest = (request: { method: () => string; url: () => string }) => void (request.method() === 'POST' && posted.push(request.url()));
+    page.on('request', onRequest);
+    try {
+      const card = await inboxCard(handle.runId, '"amount": 500');
+      expect(await card.locator('.question').textContent()).toBe('Let pay spend 500? (the limit is 100)');
+      const form = card.getByTestId('decision-form');
+      await form.locator('input[name=limit]').fill('-5');
+      await form.getByRole('button', { name: 'Decide' }).click();
+      await form.locator('[data-field=limit] .error').waitFor();
+      await shot('8-custom-hold');
+      expect(posted).toEqual([]);
+      await form.locator('input[name=limit]').fill('1000');
+      await form.getByRole('button', { name: 'Decide' }).click();
+      expect((await handle.result()).text).toBe('paid');
+      expect(posted).toHaveLength(1);
+      expect((await handle.status()).decisions?.[0]).toMatchObject({ decision: 'restart', payload: { limit: 1000 }, decidedBy: 'tester (keel ui)' });
+    } finally {
+      page.off('request', onRequest);
+    }
   });
 
   it('lists runs, waiting first, and filters them by agent and status', async () => {

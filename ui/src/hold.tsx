@@ -22,24 +22,39 @@ function takesApproval(schema: Record<string, unknown> | undefined): boolean {
 
 const ANY_OUTPUT = {};
 
+/**
+ * The decisions a hold takes besides `{ approved }`: the other alternatives of its schema (a
+ * hold may take approve, deny, or e.g. a new limit), each with the schema's shared definitions.
+ */
+function otherDecisions(schema: Record<string, unknown> | undefined): Array<Record<string, unknown>> {
+  const alternatives = (schema?.anyOf ?? schema?.oneOf) as Array<Record<string, unknown>> | undefined;
+  if (!alternatives) return [];
+  const shared = schema?.$defs !== undefined ? { $defs: schema.$defs } : {};
+  return alternatives.filter((alternative) => !takesApproval(alternative)).map((alternative) => ({ ...shared, ...alternative }));
+}
+
 export function HoldCard({
   runId,
   hold,
   agent,
   info,
   onDecided,
+  complete = true,
 }: {
   runId: string;
   hold: Interrupt;
   agent?: string;
   info: Info | undefined;
   onDecided: (summary: string) => void;
+  /** False while only the inbox's summary of the hold is known (no input, no schemas yet). */
+  complete?: boolean;
 }) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string>();
   const [reason, setReason] = useState('');
   const [mode, setMode] = useState<'none' | 'respond' | 'restart'>('none');
-  const approvable = takesApproval(hold.decision);
+  // The inbox's summary says whether approve and deny decide it; the full hold says by its schema.
+  const approvable = complete ? takesApproval(hold.decision) : (hold as { approvable?: boolean }).approvable !== false;
 
   const send = async (decision: Record<string, unknown>, summary: string) => {
     setBusy(true);
@@ -113,7 +128,7 @@ export function HoldCard({
               Deny
             </button>
           </>
-        ) : (
+        ) : !complete ? null : (
           <SchemaForm
             schema={hold.decision ?? {}}
             submitLabel="Decide"
@@ -122,17 +137,33 @@ export function HoldCard({
             onValid={(value) => void send({ restart: value }, `decided ${hold.id}`)}
           />
         )}
-        {(hold.respond ?? 'answer') === 'answer' && hold.toolName ? (
+        {!complete ? <span class="empty">loading the hold…</span> : null}
+        {complete && (hold.respond ?? 'answer') === 'answer' && hold.toolName ? (
           <button class="link" onClick={() => setMode(mode === 'respond' ? 'none' : 'respond')}>
             respond with a stand-in output
           </button>
         ) : null}
-        {hold.toolName && hold.input !== undefined ? (
+        {complete && hold.toolName && hold.input !== undefined ? (
           <button class="link" onClick={() => setMode(mode === 'restart' ? 'none' : 'restart')}>
             run with edited input
           </button>
         ) : null}
       </div>
+      {complete && approvable && otherDecisions(hold.decision).length ? (
+        <section class="decide">
+          <p>Or decide otherwise:</p>
+          {otherDecisions(hold.decision).map((alternative, index) => (
+            <SchemaForm
+              key={index}
+              schema={alternative}
+              submitLabel="Decide"
+              testId="decision-form"
+              busy={busy}
+              onValid={(value) => void send({ restart: value }, `decided ${hold.id}`)}
+            />
+          ))}
+        </section>
+      ) : null}
       {mode === 'respond' ? (
         <section class="respond">
           <p>The call is not run; the model gets this as the tool's output{hold.outputSchema ? ', checked against its output schema' : ''}.</p>

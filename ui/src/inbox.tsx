@@ -70,6 +70,7 @@ export function Inbox({ info }: { info: Info | undefined }) {
             key={`${hold.runId}/${hold.id}`}
             runId={hold.runId}
             hold={detailed ?? { ...hold, question: hold.question ?? hold.message }}
+            complete={detailed !== undefined}
             {...(hold.agent ? { agent: hold.agent } : {})}
             info={info}
             onDecided={(summary) => {
