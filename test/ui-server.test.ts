@@ -98,6 +98,17 @@ describe('keel ui server', () => {
     const badFilter = await fetch(`${ui.origin}/api/runs?status=sleeping`);
     expect(badFilter.status).toBe(400);
     expect(await message(badFilter)).toContain('unknown status "sleeping"');
+    const badSince = await fetch(`${ui.origin}/api/runs?since=yesterday`);
+    expect(badSince.status).toBe(400);
+    expect(await message(badSince)).toContain('since: an ISO 8601 time');
+    const future = (await (await fetch(`${ui.origin}/api/runs?agent=ui-slow&since=${new Date(Date.now() + 3_600_000).toISOString()}`)).json()) as {
+      runs: unknown[];
+    };
+    expect(future.runs).toEqual([]);
+    const recent = (await (await fetch(`${ui.origin}/api/runs?agent=ui-slow&since=${new Date(Date.now() - 3_600_000).toISOString()}`)).json()) as {
+      runs: Array<{ runId: string }>;
+    };
+    expect(recent.runs.map((run) => run.runId)).toContain(handle.runId);
     expect((await fetch(`${ui.origin}/api/nothing`)).status).toBe(404);
     await handle.cancel();
   });

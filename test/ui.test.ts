@@ -199,7 +199,7 @@ describe('keel ui in chromium', () => {
   });
 
   it('lists runs, waiting first, and filters them by agent and status', async () => {
-    await page.goto(`${url}/runs?agent=travel&status=completed`);
+    await page.goto(`${url}/runs?agent=travel&status=completed&within=1`);
     await expect.poll(() => page.getByTestId('run-row').count(), { timeout: 15_000 }).toBeGreaterThanOrEqual(4);
     const states = await page.locator('[data-testid=run-row] .state').allTextContents();
     expect(new Set(states)).toEqual(new Set(['completed']));

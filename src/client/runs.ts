@@ -31,6 +31,8 @@ export interface ListRunsOptions {
   state?: RunLifecycle;
   /** At most this many (default 50). */
   limit?: number;
+  /** Only runs started at or after this time. */
+  startedAfter?: Date;
 }
 
 /** Temporal's execution status, by the lifecycle it stands for once a run has ended. */
@@ -52,8 +54,9 @@ const BY_TEMPORAL: Record<string, RunLifecycle> = {
 };
 
 /** The visibility query for `options`, with or without keel's search attributes. */
-function queryOf({ agent, state }: ListRunsOptions, indexed: boolean): string {
+function queryOf({ agent, state, startedAfter }: ListRunsOptions, indexed: boolean): string {
   const clauses = [`WorkflowType='${GENERATE_WORKFLOW}'`];
+  if (startedAfter !== undefined) clauses.push(`StartTime >= '${startedAfter.toISOString()}'`);
   if (indexed && agent !== undefined) clauses.push(`${KEEL_AGENT.name}='${agent.replace(/'/g, "\\'")}'`);
   if (state === 'waiting' || state === 'running') {
     clauses.push(`ExecutionStatus='Running'`);

@@ -186,8 +186,16 @@ export function createUiApp({
     const limit = Number(c.req.query('limit') ?? 50);
     if (!Number.isInteger(limit) || limit < 1 || limit > 500) return bad(c, 'limit: a whole number from 1 to 500');
     const agent = c.req.query('agent') || undefined;
+    const since = c.req.query('since');
+    const startedAfter = since ? new Date(since) : undefined;
+    if (startedAfter && Number.isNaN(startedAfter.getTime())) return bad(c, `since: an ISO 8601 time, not "${since}"`);
     try {
-      const runs = await client.list({ ...(agent ? { agent } : {}), ...(parsedState?.success ? { state: parsedState.data } : {}), limit });
+      const runs = await client.list({
+        ...(agent ? { agent } : {}),
+        ...(parsedState?.success ? { state: parsedState.data } : {}),
+        ...(startedAfter ? { startedAfter } : {}),
+        limit,
+      });
       // Waiting runs first, then newest first.
       runs.sort((a, b) => Number(b.state === 'waiting') - Number(a.state === 'waiting') || b.startedAt.localeCompare(a.startedAt));
       return c.json({ runs });

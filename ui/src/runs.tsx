@@ -5,17 +5,26 @@ import { ApiError, get, post, type Info, type RunListing } from './api';
 import { age } from './format';
 
 const STATES = ['', 'waiting', 'running', 'completed', 'failed', 'cancelled', 'terminated', 'timed_out'];
+/** "Started within" choices, in hours ('' for any time). */
+const WITHIN = [
+  ['', 'any time'],
+  ['1', 'last hour'],
+  ['24', 'last day'],
+  ['168', 'last week'],
+] as const;
 
 export function Runs() {
   const { query, route } = useLocation();
   const agent = query.agent ?? '';
   const status = query.status ?? '';
+  const within = query.within ?? '';
   const [runs, setRuns] = useState<RunListing[]>();
   const [error, setError] = useState<string>();
 
   useEffect(() => {
     let live = true;
-    const params = new URLSearchParams({ ...(agent ? { agent } : {}), ...(status ? { status } : {}), limit: '100' });
+    const since = within ? new Date(Date.now() - Number(within) * 3_600_000).toISOString() : undefined;
+    const params = new URLSearchParams({ ...(agent ? { agent } : {}), ...(status ? { status } : {}), ...(since ? { since } : {}), limit: '100' });
     const load = () =>
       get<{ runs: RunListing[] }>(`/api/runs?${params.toString()}`).then(
         (answer) => live && (setRuns(answer.runs), setError(undefined)),
@@ -27,10 +36,10 @@ export function Runs() {
       live = false;
       clearInterval(timer);
     };
-  }, [agent, status]);
+  }, [agent, status, within]);
 
   const filter = (next: Record<string, string>) => {
-    const params = new URLSearchParams(Object.entries({ agent, status, ...next }).filter(([, value]) => value));
+    const params = new URLSearchParams(Object.entries({ agent, status, within, ...next }).filter(([, value]) => value));
     route(`/runs${params.size ? `?${params.toString()}` : ''}`);
   };
   return (
@@ -42,6 +51,13 @@ export function Runs() {
           {STATES.map((state) => (
             <option key={state} value={state}>
               {state || 'any status'}
+            </option>
+          ))}
+        </select>
+        <select value={within} onChange={(e) => filter({ within: e.currentTarget.value })} data-testid="filter-within">
+          {WITHIN.map(([hours, label]) => (
+            <option key={hours} value={hours}>
+              {label}
             </option>
           ))}
         </select>
