@@ -105,10 +105,14 @@ describe('keel ui server', () => {
       runs: unknown[];
     };
     expect(future.runs).toEqual([]);
-    const recent = (await (await fetch(`${ui.origin}/api/runs?agent=ui-slow&since=${new Date(Date.now() - 3_600_000).toISOString()}`)).json()) as {
-      runs: Array<{ runId: string }>;
-    };
-    expect(recent.runs.map((run) => run.runId)).toContain(handle.runId);
+    const recent = async () =>
+      (
+        (await (await fetch(`${ui.origin}/api/runs?agent=ui-slow&since=${new Date(Date.now() - 3_600_000).toISOString()}`)).json()) as {
+          runs: Array<{ runId: string }>;
+        }
+      ).runs;
+    // Visibility lists a new run a moment after it started.
+    await expect.poll(async () => (await recent()).map((run) => run.runId)).toContain(handle.runId);
     expect((await fetch(`${ui.origin}/api/nothing`)).status).toBe(404);
     await handle.cancel();
   });
