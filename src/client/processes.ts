@@ -7,6 +7,7 @@ import type { KeelConfig } from '../config/schema';
 import { ConfigError } from '../config/load';
 import { KeelError } from '../core/errors';
 import { isServerReachable, startConfiguredServer, type DevServer } from '../server/dev-server';
+import { describeServerOwner } from '../server/server-owner';
 import { connectClient, connectWorker, tlsMismatch } from '../worker/connect';
 import { createKeelWorker } from '../worker/create-worker';
 import { loadSigningKeys, type SigningKeys } from '../security/signing-keys';
@@ -56,7 +57,7 @@ function sleepUnlessSignalled(ms: number): Promise<NodeJS.Signals | undefined> {
 
 /** `keel server`: the embedded dev server in the foreground. */
 export async function runServer(config: KeelConfig): Promise<number> {
-  const server = await startConfiguredServer(config, { stdio: 'inherit' });
+  const server = await startConfiguredServer(config, { stdio: 'inherit', command: 'keel server' });
   process.stderr.write(`keel: Temporal dev server at ${server.address}${server.uiAddress ? `, UI ${server.uiAddress}` : ''} (Ctrl-C to stop)\n`);
   const stopped = server.exited.then(() => 'exited' as const);
   const outcome = await Promise.race([waitForSignal(), stopped]);
@@ -171,23 +172,41 @@ export async function runWorker(config: KeelConfig, options: WorkerRunOptions = 
   return 0;
 }
 
+/** Options of `ensureServer`. */
+export interface EnsureServerOptions {
+  /** Where a started server's output goes (default: ignored). */
+  stdio?: 'inherit' | 'ignore';
+  /** The command asking (`keel dev`), recorded as who started the server. */
+  command?: string;
+}
+
 /** Starts the configured dev server unless a server already answers; returns it if started. */
-export async function ensureServer(config: KeelConfig, { stdio = 'ignore' }: { stdio?: 'inherit' | 'ignore' } = {}): Promise<DevServer | undefined> {
+export async function ensureServer(config: KeelConfig, { stdio = 'ignore', command }: EnsureServerOptions = {}): Promise<DevServer | undefined> {
   if (await isServerReachable(config.temporal.address!)) return undefined;
   if (!config.server.enabled) {
     throw new KeelError('UNAVAILABLE', `no Temporal server answers at ${config.temporal.address} and server.enabled is false in the config`);
   }
-  return startConfiguredServer(config, { stdio });
+  return startConfiguredServer(config, { stdio, ...(command !== undefined ? { command } : {}) });
+}
+
+/**
+ * What `keel dev` (or the demo) says of a server that already answered at the configured
+ * address: whose it is, from the project's record of the servers keel started, and that keel
+ * leaves it running.
+ */
+export function describeRunningServer(config: KeelConfig, command: string): string {
+  const address = config.temporal.address!;
+  const owner = describeServerOwner(config.baseDir, address);
+  return owner.started
+    ? `using the Temporal dev server at ${address} ${owner.phrase}; this ${command} leaves it running`
+    : `using the Temporal server already running at ${address}, ${owner.phrase}; keel leaves it running`;
 }
 
 /** `keel dev`: dev server (unless one is reachable, which it names and leaves running) plus one worker. */
 export async function runDev(config: KeelConfig, options: WorkerRunOptions = {}): Promise<number> {
-  const server = await ensureServer(config);
+  const server = await ensureServer(config, { command: 'keel dev' });
   if (server) process.stderr.write(`keel: Temporal dev server at ${server.address}${server.uiAddress ? `, UI ${server.uiAddress}` : ''}\n`);
-  else
-    process.stderr.write(
-      `keel: using the Temporal server already running at ${config.temporal.address}; this keel dev did not start it and leaves it running\n`,
-    );
+  else process.stderr.write(`keel: ${describeRunningServer(config, 'keel dev')}\n`);
   try {
     return await runWorker(config, options);
   } finally {
