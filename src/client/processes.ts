@@ -12,6 +12,7 @@ import { connectClient, connectWorker, tlsMismatch } from '../worker/connect';
 import { createKeelWorker } from '../worker/create-worker';
 import { loadSigningKeys, type SigningKeys } from '../security/signing-keys';
 import { loadRegistry } from '../worker/load-registry';
+import { describeToolCallStart, type ToolCallStart } from '../worker/tool-call-start';
 import type { Registry } from '../registry';
 
 let runtimeInstalled = false;
@@ -69,11 +70,16 @@ export async function runServer(config: KeelConfig): Promise<number> {
   return 0;
 }
 
-/** Creates (not runs) a worker for the config: modules loaded, connections made. */
 /** Options of `runWorker` and `prepareWorker`. */
 export interface WorkerRunOptions {
   /** Start even when the config registers no agents, tools or models (such a worker can only refuse calls). */
   allowEmpty?: boolean;
+}
+
+/** Options of `prepareWorker`. */
+export interface PrepareWorkerOptions extends WorkerRunOptions {
+  /** Called as each tool call's attempt starts on the worker. */
+  onToolCallStart?: (call: ToolCallStart) => void;
 }
 
 /**
@@ -88,10 +94,11 @@ function assertNotEmpty(config: KeelConfig, registry: Registry, { allowEmpty = f
   );
 }
 
+/** Creates (not runs) a worker for the config: modules loaded, connections made. */
 export async function prepareWorker(
   config: KeelConfig,
   loaded?: Registry,
-  options: WorkerRunOptions = {},
+  options: PrepareWorkerOptions = {},
 ): Promise<{ worker: Worker; agents: string[]; signingKeys: SigningKeys; close: () => Promise<void> }> {
   const registry = loaded ?? (await loadRegistry(config));
   assertNotEmpty(config, registry, options);
@@ -104,7 +111,14 @@ export async function prepareWorker(
     signingKeys = loadSigningKeys(config);
     connection = await connectWithRetry(config);
     client = await connectClient(config);
-    worker = await createKeelWorker({ config, registry, connection, client, signingKeys });
+    worker = await createKeelWorker({
+      config,
+      registry,
+      connection,
+      client,
+      signingKeys,
+      ...(options.onToolCallStart ? { onToolCallStart: options.onToolCallStart } : {}),
+    });
   } catch (error) {
     await registry.close(); // an MCP server's process must not outlive a worker that never started
     throw error;
@@ -153,9 +167,12 @@ export async function connectWithRetry(config: KeelConfig, { backoff = CONNECT_B
   }
 }
 
-/** `keel worker`: one worker in the foreground; SIGINT/SIGTERM drain it gracefully. */
+/** What `keel worker` logs as each tool call's attempt starts on it: which worker (its pid) runs which call. */
+const logToolCallStart = (call: ToolCallStart): void => void process.stderr.write(`${describeToolCallStart(call)}\n`);
+
+/** `keel worker`: one worker in the foreground; SIGINT/SIGTERM drain it gracefully. Each tool call it starts is logged with its pid. */
 export async function runWorker(config: KeelConfig, options: WorkerRunOptions = {}): Promise<number> {
-  const { worker, agents, signingKeys, close } = await prepareWorker(config, undefined, options);
+  const { worker, agents, signingKeys, close } = await prepareWorker(config, undefined, { ...options, onToolCallStart: logToolCallStart });
   if (signingKeys.created) {
     process.stderr.write(
       `keel: created a signing key in ${signingKeys.source}; workers on other machines that run the same runs need the same key: set KEEL_SIGNING_KEY on every worker (README, "Signing key")\n`,
