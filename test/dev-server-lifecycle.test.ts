@@ -75,6 +75,20 @@ function temporalChildrenOf(parent: number): number[] {
   return children;
 }
 
+/** Pids of live processes whose command line names `configPath` (keel and the worker processes keel dev starts). */
+function processesNaming(configPath: string): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((entry) => {
+      try {
+        return readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(configPath) && isRunning(Number(entry));
+      } catch {
+        return false; // it ended while we read
+      }
+    })
+    .map(Number);
+}
+
 /** True when nothing listens on 127.0.0.1:`port`. */
 function canListen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -94,20 +108,24 @@ describe('server.dbFile', () => {
 });
 
 describe('a killed keel', () => {
-  it.each([['server'], ['dev', '--allow-empty']])('keel %s killed with SIGKILL takes its temporal process with it and frees the port', async (...args) => {
-    const { path, port } = await writeConfig({});
-    const keel = track(spawnKeel([...args, '--config', path]));
-    await keel.waitFor(args[0] === 'server' ? /Temporal dev server at 127\.0\.0\.1:\d+/ : /keel: worker \d+ on task queue/);
-    const [temporal] = temporalChildrenOf(keel.child.pid!);
-    expect(temporal, 'keel runs temporal as its child').toBeDefined();
-    temporalPids.push(temporal!);
-    const killed = new Promise((resolve) => keel.child.once('exit', resolve));
-    keel.kill('SIGKILL');
-    // 'exit', not keel.exited: that waits for keel's output pipes, which a surviving temporal holds open.
-    await killed;
-    await expect.poll(() => isRunning(temporal!), { timeout: 10_000, interval: 100 }).toBe(false);
-    expect(await canListen(port)).toBe(true);
-  });
+  it.each([['server'], ['dev', '--allow-empty']])(
+    'keel %s killed with SIGKILL takes its temporal process (and worker processes) with it and frees the port',
+    async (...args) => {
+      const { path, port } = await writeConfig({});
+      const keel = track(spawnKeel([...args, '--config', path]));
+      await keel.waitFor(args[0] === 'server' ? /Temporal dev server at 127\.0\.0\.1:\d+/ : /keel: worker \d+ on task queue/);
+      const [temporal] = temporalChildrenOf(keel.child.pid!);
+      expect(temporal, 'keel runs temporal as its child').toBeDefined();
+      temporalPids.push(temporal!);
+      const killed = new Promise((resolve) => keel.child.once('exit', resolve));
+      keel.kill('SIGKILL');
+      // 'exit', not keel.exited: that waits for keel's output pipes, which a surviving temporal holds open.
+      await killed;
+      await expect.poll(() => isRunning(temporal!), { timeout: 10_000, interval: 100 }).toBe(false);
+      expect(await canListen(port)).toBe(true);
+      await expect.poll(() => processesNaming(path), { timeout: 10_000, interval: 100 }).toEqual([]);
+    },
+  );
 });
 
 describe('a server keel did not start', () => {

@@ -86,7 +86,7 @@ export interface PrepareWorkerOptions extends WorkerRunOptions {
  * Refuses a worker that would register nothing: one started from the wrong directory, or on an
  * empty temporal.yaml, would poll the task queue and only refuse the calls it takes.
  */
-function assertNotEmpty(config: KeelConfig, registry: Registry, { allowEmpty = false }: WorkerRunOptions): void {
+export function assertNotEmpty(config: KeelConfig, registry: Registry, { allowEmpty = false }: WorkerRunOptions): void {
   if (allowEmpty || registry.agents.size || registry.tools.size || registry.models.size) return;
   const where = config.path ?? `${config.baseDir} (no temporal.yaml there)`;
   throw new ConfigError(
@@ -168,11 +168,10 @@ export async function connectWithRetry(config: KeelConfig, { backoff = CONNECT_B
 }
 
 /** What `keel worker` logs as each tool call's attempt starts on it: which worker (its pid) runs which call. */
-const logToolCallStart = (call: ToolCallStart): void => void process.stderr.write(`${describeToolCallStart(call)}\n`);
+export const logToolCallStart = (call: ToolCallStart): void => void process.stderr.write(`${describeToolCallStart(call)}\n`);
 
-/** `keel worker`: one worker in the foreground; SIGINT/SIGTERM drain it gracefully. Each tool call it starts is logged with its pid. */
-export async function runWorker(config: KeelConfig, options: WorkerRunOptions = {}): Promise<number> {
-  const { worker, agents, signingKeys, close } = await prepareWorker(config, undefined, { ...options, onToolCallStart: logToolCallStart });
+/** Says on stderr that a worker is about to poll: a signing key it created, then its pid, task queue, address and agents. */
+export function announceWorker(config: KeelConfig, { agents, signingKeys }: { agents: string[]; signingKeys: SigningKeys }): void {
   if (signingKeys.created) {
     process.stderr.write(
       `keel: created a signing key in ${signingKeys.source}; workers on other machines that run the same runs need the same key: set KEEL_SIGNING_KEY on every worker (README, "Signing key")\n`,
@@ -181,6 +180,12 @@ export async function runWorker(config: KeelConfig, options: WorkerRunOptions = 
   process.stderr.write(
     `keel: worker ${process.pid} on task queue "${config.taskQueue}" at ${config.temporal.address}; agents: ${agents.join(', ') || '(none)'}\n`,
   );
+}
+
+/** `keel worker`: one worker in the foreground; SIGINT/SIGTERM drain it gracefully. Each tool call it starts is logged with its pid. */
+export async function runWorker(config: KeelConfig, options: WorkerRunOptions = {}): Promise<number> {
+  const { worker, agents, signingKeys, close } = await prepareWorker(config, undefined, { ...options, onToolCallStart: logToolCallStart });
+  announceWorker(config, { agents, signingKeys });
   try {
     await worker.run();
   } finally {
@@ -217,16 +222,4 @@ export function describeRunningServer(config: KeelConfig, command: string): stri
   return owner.started
     ? `using the Temporal dev server at ${address} ${owner.phrase}; this ${command} leaves it running`
     : `using the Temporal server already running at ${address}, ${owner.phrase}; keel leaves it running`;
-}
-
-/** `keel dev`: dev server (unless one is reachable, which it names and leaves running) plus one worker. */
-export async function runDev(config: KeelConfig, options: WorkerRunOptions = {}): Promise<number> {
-  const server = await ensureServer(config, { command: 'keel dev' });
-  if (server) process.stderr.write(`keel: Temporal dev server at ${server.address}${server.uiAddress ? `, UI ${server.uiAddress}` : ''}\n`);
-  else process.stderr.write(`keel: ${describeRunningServer(config, 'keel dev')}\n`);
-  try {
-    return await runWorker(config, options);
-  } finally {
-    await server?.stop();
-  }
 }
