@@ -102,12 +102,16 @@ describe('keel dev', () => {
     // The new worker polls the task queue (Temporal says so), and the old one has drained and exited.
     const client = await KeelClient.connect(loadConfig({ path: configPath }));
     try {
-      const pollers = await client.temporal.workflowService.describeTaskQueue({
-        namespace: client.temporal.options.namespace,
-        taskQueue: { name: taskQueue },
-        taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-      });
-      expect((pollers.pollers ?? []).map((poller) => poller.identity?.split('@')[0])).toContain(second);
+      const pollers = async () =>
+        (
+          await client.temporal.workflowService.describeTaskQueue({
+            namespace: client.temporal.options.namespace,
+            taskQueue: { name: taskQueue },
+            taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+          })
+        ).pollers?.map((poller) => poller.identity?.split('@')[0]) ?? [];
+      // Its first poll reaches the server a moment after it says it polls.
+      await expect.poll(pollers, { timeout: 10_000, interval: 100 }).toContain(second);
     } finally {
       await client.close();
     }
