@@ -11,7 +11,7 @@
  * keel dev started. Node side.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { join, relative } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import type { KeelConfig } from '../config/schema';
 import { PACKAGE_ROOT } from '../node/package-root';
 import { diesWithParent } from '../server/parent-death';
@@ -125,7 +125,7 @@ class DevLoop {
     // Before the first worker says what it loaded: the config and the modules it lists.
     this.watcher.add([
       config.path ?? join(config.baseDir, 'temporal.yaml'),
-      ...[...config.modules, ...config.middlewareModules].map((module) => join(config.baseDir, module)),
+      ...[...config.modules, ...config.middlewareModules].map((module) => resolve(config.baseDir, module)),
     ]);
   }
 
