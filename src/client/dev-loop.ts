@@ -153,7 +153,12 @@ class DevLoop {
     }
     this.reloading = true;
     this.pending = undefined;
-    const changed = change.files.map((file) => relative(this.config.baseDir, file) || file).join(', ');
+    const changed = change.files
+      .map((file) => {
+        const inProject = relative(this.config.baseDir, file);
+        return inProject && !inProject.startsWith('..') ? inProject : file;
+      })
+      .join(', ');
     try {
       const outcome = await this.bringUp();
       if (this.stopping) return;
