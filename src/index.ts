@@ -10,7 +10,8 @@ export type { Agent, AgentOptions, AgentSessionMode, Model, ModelContext, Tool, 
 export { Registry } from './registry';
 
 export { KeelClient, RunHandle, runErrorOf } from './client/keel-client';
-export type { DecideOptions, ResultOptions, StartRunOptions } from './client/keel-client';
+export type { DecideOptions, InFlight, ResultOptions, StartRunOptions } from './client/keel-client';
+export type { ToolAttempt } from './client/tool-attempts';
 export type { TaskView } from './core/tasks';
 export type { HoldView } from './client/holds';
 export { SessionHandle } from './client/session-handle';
@@ -69,5 +70,6 @@ export type {
 
 export { createKeelWorker } from './worker/create-worker';
 export type { KeelWorkerOptions } from './worker/create-worker';
+export type { ToolCallStart } from './worker/tool-call-start';
 export { loadRegistry } from './worker/load-registry';
 export { connectClient, connectWorker } from './worker/connect';

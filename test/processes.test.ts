@@ -118,7 +118,7 @@ describe('keel demo', () => {
     const { path } = await configWithOwnServer({ temporal: { address: inject('temporalAddress') }, taskQueue: `demo-${Date.now()}` });
     const { code, stdout } = await runKeel(['demo', '--config', path], { env: { OPENAI_BASE_URL: '', OPENAI_API_KEY: '' } });
     expect(code).toBe(0);
-    expect(stdout).toContain(`using the Temporal server at ${inject('temporalAddress')}`);
+    expect(stdout).toContain(`using the Temporal server already running at ${inject('temporalAddress')}, not started by keel from this project`);
     expect(stdout).toContain('Go to Lisbon');
   });
 

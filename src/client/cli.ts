@@ -21,6 +21,7 @@ import { PACKAGE_ROOT } from '../node/package-root';
 import type { KeelClient, RunHandle } from './keel-client';
 import { describeInterrupt, followRun, wantsColour } from './progress';
 import type { LookupRefusal } from './lookup-refusal';
+import { DEV_WORKER_ENV } from './dev-protocol';
 
 /** Bad usage: exit code 2, message on stderr. */
 export class UsageError extends Error {}
@@ -30,7 +31,8 @@ const USAGE = `usage: keel <command> [options]
 commands:
   server                      run the embedded Temporal dev server until stopped
   worker                      run one worker (start several to scale out)
-  dev                         server + one worker, for local work
+  dev                         server + one worker, for local work: a save of the config or of a
+                              module (or a file it imports) restarts the worker
   ui                          the web UI: inbox of holds, runs, live run view (--host, --port)
   run <agent> <prompt...>     start a run and wait for its answer (--detach: print the run id;
                               --id <runId> or --id-prefix <prefix> to name it)
@@ -657,6 +659,12 @@ async function command(argv: string[]): Promise<number> {
     const { command, positionals, options } = parsed;
     // Needs no config: the version of the keel package this command line is.
     if (command === 'version') return printVersion(options);
+    // A worker process of keel dev reads its config when keel dev says start (and again on each reload: it is a new process).
+    if (command === 'worker' && process.env[DEV_WORKER_ENV] && process.send)
+      return await later<typeof import('./dev-worker')>('./dev-worker').runDevWorker({
+        ...(options.config !== undefined ? { configPath: options.config } : {}),
+        allowEmpty: options['allow-empty'],
+      });
     const config = loadConfig({ path: options.config, explicit: options.config !== undefined });
     switch (command) {
       // The worker, the server and the demo load only for the commands that need them.
@@ -665,7 +673,7 @@ async function command(argv: string[]): Promise<number> {
       case 'worker':
         return await later<typeof import('./processes')>('./processes').runWorker(config, { allowEmpty: options['allow-empty'] });
       case 'dev':
-        return await later<typeof import('./processes')>('./processes').runDev(config, { allowEmpty: options['allow-empty'] });
+        return await later<typeof import('./dev-loop')>('./dev-loop').runDev(config, { allowEmpty: options['allow-empty'] });
       case 'ui':
         return await later<typeof import('../ui/command')>('../ui/command').runUi(config, uiOptions(options));
       case 'run':

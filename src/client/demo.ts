@@ -9,7 +9,7 @@ import { KeelError } from '../core/errors';
 import type { Interrupt } from '../core/run';
 import { KeelClient, runErrorOf, type RunHandle } from './keel-client';
 import { loadRegistry } from '../worker/load-registry';
-import { ensureServer, prepareWorker } from './processes';
+import { describeRunningServer, ensureServer, prepareWorker } from './processes';
 import { followRun, wantsColour } from './progress';
 
 /** The agent and prompt the demo runs. */
@@ -92,11 +92,9 @@ export async function runDemo(config: KeelConfig): Promise<number> {
     );
     return 1;
   }
-  const server = await ensureServer(config);
+  const server = await ensureServer(config, { command: 'keel demo' });
   say(
-    server
-      ? `· started a Temporal dev server at ${server.address} (SQLite file ${config.server.dbFile})`
-      : `· using the Temporal server at ${config.temporal.address}`,
+    server ? `· started a Temporal dev server at ${server.address} (SQLite file ${config.server.dbFile})` : `· ${describeRunningServer(config, 'keel demo')}`,
   );
   let client: KeelClient | undefined;
   let worker: Awaited<ReturnType<typeof prepareWorker>> | undefined;

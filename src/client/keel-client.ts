@@ -23,6 +23,7 @@ import { promptExcerpt, type Message, type StreamedText } from '../core/messages
 
 export { promptExcerpt };
 import { runEvents, streamedTextOf, type RunEvent, type RunEventsOptions } from './run-events';
+import { toolAttemptsOf, type ToolAttempt, type ToolNames } from './tool-attempts';
 import type { Decision, DecisionAccepted } from '../core/holds';
 import type { Interrupt, MiddlewareRefInput, RunInputOptions, RunResult, RunStatus } from '../core/run';
 import type { KeelConfig } from '../config/schema';
@@ -55,6 +56,14 @@ export interface StartRunOptions {
   state?: RunInputOptions['state'];
   /** When a long run continues as new (history bytes or events; defaults 4 MiB, 10,000 events). */
   continueAsNewAt?: RunInputOptions['continueAsNewAt'];
+}
+
+/** What a run's workers are doing now (`RunHandle.inFlight()`). */
+export interface InFlight {
+  /** The text the model call under way has streamed so far, if one streams. */
+  text?: StreamedText;
+  /** Each tool call under way, with the worker running its current attempt. */
+  tools: ToolAttempt[];
 }
 
 /** Options of `new RunHandle`. */
@@ -120,6 +129,8 @@ function isTransient(error: unknown): boolean {
 
 export class RunHandle {
   private readonly client: Client;
+  /** What each tool activity of the run was for, learned from its history once per call. */
+  private readonly toolNames: ToolNames = new Map();
   /** The run id (the workflow id). */
   readonly runId: string;
 
@@ -170,23 +181,35 @@ export class RunHandle {
 
   /**
    * The text the model call under way has streamed so far (from its heartbeat; undefined when
-   * no model call is streaming). `events()` builds on it.
+   * no model call is streaming). `events()` builds on `inFlight()`, which reads it too.
    */
   async streamedText(): Promise<StreamedText | undefined> {
-    const { raw } = await this.workflow.describe();
+    return (await this.inFlight()).text;
+  }
+
+  /**
+   * What the run's workers are doing now, from one look at the run (its pending activities): the
+   * text the model call under way has streamed so far, and each tool call under way with the
+   * worker (`<pid>@<host>`) running its current attempt. A call that starts and ends between two
+   * looks is not seen.
+   */
+  async inFlight(): Promise<InFlight> {
+    const description = await this.workflow.describe();
     const converter = this.client.options.loadedDataConverter.payloadConverter;
-    for (const activity of raw.pendingActivities ?? []) {
+    let text: StreamedText | undefined;
+    for (const activity of description.raw.pendingActivities ?? []) {
       if (activity.activityType?.name !== 'callModel') continue;
       const payload = activity.heartbeatDetails?.payloads?.[0];
       if (!payload) continue;
       try {
-        const streamed = streamedTextOf(converter.fromPayload(payload));
-        if (streamed) return streamed;
+        text = streamedTextOf(converter.fromPayload(payload));
       } catch {
         // details this client cannot read (another converter): nothing streamed to show
       }
+      if (text) break;
     }
-    return undefined;
+    const tools = await toolAttemptsOf(this.client, description, this.toolNames);
+    return { ...(text ? { text } : {}), tools };
   }
 
   /**

@@ -7,10 +7,12 @@ import type { KeelConfig } from '../config/schema';
 import { ConfigError } from '../config/load';
 import { KeelError } from '../core/errors';
 import { isServerReachable, startConfiguredServer, type DevServer } from '../server/dev-server';
+import { describeServerOwner } from '../server/server-owner';
 import { connectClient, connectWorker, tlsMismatch } from '../worker/connect';
 import { createKeelWorker } from '../worker/create-worker';
 import { loadSigningKeys, type SigningKeys } from '../security/signing-keys';
 import { loadRegistry } from '../worker/load-registry';
+import { describeToolCallStart, type ToolCallStart } from '../worker/tool-call-start';
 import type { Registry } from '../registry';
 
 let runtimeInstalled = false;
@@ -56,7 +58,7 @@ function sleepUnlessSignalled(ms: number): Promise<NodeJS.Signals | undefined> {
 
 /** `keel server`: the embedded dev server in the foreground. */
 export async function runServer(config: KeelConfig): Promise<number> {
-  const server = await startConfiguredServer(config, { stdio: 'inherit' });
+  const server = await startConfiguredServer(config, { stdio: 'inherit', command: 'keel server' });
   process.stderr.write(`keel: Temporal dev server at ${server.address}${server.uiAddress ? `, UI ${server.uiAddress}` : ''} (Ctrl-C to stop)\n`);
   const stopped = server.exited.then(() => 'exited' as const);
   const outcome = await Promise.race([waitForSignal(), stopped]);
@@ -68,18 +70,23 @@ export async function runServer(config: KeelConfig): Promise<number> {
   return 0;
 }
 
-/** Creates (not runs) a worker for the config: modules loaded, connections made. */
 /** Options of `runWorker` and `prepareWorker`. */
 export interface WorkerRunOptions {
   /** Start even when the config registers no agents, tools or models (such a worker can only refuse calls). */
   allowEmpty?: boolean;
 }
 
+/** Options of `prepareWorker`. */
+export interface PrepareWorkerOptions extends WorkerRunOptions {
+  /** Called as each tool call's attempt starts on the worker. */
+  onToolCallStart?: (call: ToolCallStart) => void;
+}
+
 /**
  * Refuses a worker that would register nothing: one started from the wrong directory, or on an
  * empty temporal.yaml, would poll the task queue and only refuse the calls it takes.
  */
-function assertNotEmpty(config: KeelConfig, registry: Registry, { allowEmpty = false }: WorkerRunOptions): void {
+export function assertNotEmpty(config: KeelConfig, registry: Registry, { allowEmpty = false }: WorkerRunOptions): void {
   if (allowEmpty || registry.agents.size || registry.tools.size || registry.models.size) return;
   const where = config.path ?? `${config.baseDir} (no temporal.yaml there)`;
   throw new ConfigError(
@@ -87,10 +94,11 @@ function assertNotEmpty(config: KeelConfig, registry: Registry, { allowEmpty = f
   );
 }
 
+/** Creates (not runs) a worker for the config: modules loaded, connections made. */
 export async function prepareWorker(
   config: KeelConfig,
   loaded?: Registry,
-  options: WorkerRunOptions = {},
+  options: PrepareWorkerOptions = {},
 ): Promise<{ worker: Worker; agents: string[]; signingKeys: SigningKeys; close: () => Promise<void> }> {
   const registry = loaded ?? (await loadRegistry(config));
   assertNotEmpty(config, registry, options);
@@ -103,7 +111,14 @@ export async function prepareWorker(
     signingKeys = loadSigningKeys(config);
     connection = await connectWithRetry(config);
     client = await connectClient(config);
-    worker = await createKeelWorker({ config, registry, connection, client, signingKeys });
+    worker = await createKeelWorker({
+      config,
+      registry,
+      connection,
+      client,
+      signingKeys,
+      ...(options.onToolCallStart ? { onToolCallStart: options.onToolCallStart } : {}),
+    });
   } catch (error) {
     await registry.close(); // an MCP server's process must not outlive a worker that never started
     throw error;
@@ -152,9 +167,11 @@ export async function connectWithRetry(config: KeelConfig, { backoff = CONNECT_B
   }
 }
 
-/** `keel worker`: one worker in the foreground; SIGINT/SIGTERM drain it gracefully. */
-export async function runWorker(config: KeelConfig, options: WorkerRunOptions = {}): Promise<number> {
-  const { worker, agents, signingKeys, close } = await prepareWorker(config, undefined, options);
+/** What `keel worker` logs as each tool call's attempt starts on it: which worker (its pid) runs which call. */
+export const logToolCallStart = (call: ToolCallStart): void => void process.stderr.write(`${describeToolCallStart(call)}\n`);
+
+/** Says on stderr that a worker is about to poll: a signing key it created, then its pid, task queue, address and agents. */
+export function announceWorker(config: KeelConfig, { agents, signingKeys }: { agents: string[]; signingKeys: SigningKeys }): void {
   if (signingKeys.created) {
     process.stderr.write(
       `keel: created a signing key in ${signingKeys.source}; workers on other machines that run the same runs need the same key: set KEEL_SIGNING_KEY on every worker (README, "Signing key")\n`,
@@ -163,6 +180,12 @@ export async function runWorker(config: KeelConfig, options: WorkerRunOptions = 
   process.stderr.write(
     `keel: worker ${process.pid} on task queue "${config.taskQueue}" at ${config.temporal.address}; agents: ${agents.join(', ') || '(none)'}\n`,
   );
+}
+
+/** `keel worker`: one worker in the foreground; SIGINT/SIGTERM drain it gracefully. Each tool call it starts is logged with its pid. */
+export async function runWorker(config: KeelConfig, options: WorkerRunOptions = {}): Promise<number> {
+  const { worker, agents, signingKeys, close } = await prepareWorker(config, undefined, { ...options, onToolCallStart: logToolCallStart });
+  announceWorker(config, { agents, signingKeys });
   try {
     await worker.run();
   } finally {
@@ -171,26 +194,32 @@ export async function runWorker(config: KeelConfig, options: WorkerRunOptions = 
   return 0;
 }
 
+/** Options of `ensureServer`. */
+export interface EnsureServerOptions {
+  /** Where a started server's output goes (default: ignored). */
+  stdio?: 'inherit' | 'ignore';
+  /** The command asking (`keel dev`), recorded as who started the server. */
+  command?: string;
+}
+
 /** Starts the configured dev server unless a server already answers; returns it if started. */
-export async function ensureServer(config: KeelConfig, { stdio = 'ignore' }: { stdio?: 'inherit' | 'ignore' } = {}): Promise<DevServer | undefined> {
+export async function ensureServer(config: KeelConfig, { stdio = 'ignore', command }: EnsureServerOptions = {}): Promise<DevServer | undefined> {
   if (await isServerReachable(config.temporal.address!)) return undefined;
   if (!config.server.enabled) {
     throw new KeelError('UNAVAILABLE', `no Temporal server answers at ${config.temporal.address} and server.enabled is false in the config`);
   }
-  return startConfiguredServer(config, { stdio });
+  return startConfiguredServer(config, { stdio, ...(command !== undefined ? { command } : {}) });
 }
 
-/** `keel dev`: dev server (unless one is reachable, which it names and leaves running) plus one worker. */
-export async function runDev(config: KeelConfig, options: WorkerRunOptions = {}): Promise<number> {
-  const server = await ensureServer(config);
-  if (server) process.stderr.write(`keel: Temporal dev server at ${server.address}${server.uiAddress ? `, UI ${server.uiAddress}` : ''}\n`);
-  else
-    process.stderr.write(
-      `keel: using the Temporal server already running at ${config.temporal.address}; this keel dev did not start it and leaves it running\n`,
-    );
-  try {
-    return await runWorker(config, options);
-  } finally {
-    await server?.stop();
-  }
+/**
+ * What `keel dev` (or the demo) says of a server that already answered at the configured
+ * address: whose it is, from the project's record of the servers keel started, and that keel
+ * leaves it running.
+ */
+export function describeRunningServer(config: KeelConfig, command: string): string {
+  const address = config.temporal.address!;
+  const owner = describeServerOwner(config.baseDir, address);
+  return owner.started
+    ? `using the Temporal dev server at ${address} ${owner.phrase}; this ${command} leaves it running`
+    : `using the Temporal server already running at ${address}, ${owner.phrase}; keel leaves it running`;
 }

@@ -1,6 +1,6 @@
 /**
- * Prints a run's messages as they arrive (model text, tool calls, tool results), by
- * polling the run's `messages` query. Node side.
+ * Prints a run's messages as they arrive (model text, tool calls, the worker running each, tool
+ * results), by polling the run's `messages` query. Node side.
  */
 import { decideCommands } from './decide-commands';
 import { takesApproval } from '../core/holds';
@@ -23,6 +23,11 @@ export function describeMessage(message: Message): string[] {
     else if ('toolResponse' in part) lines.push(`  ← ${part.toolResponse.name}: ${short(part.toolResponse.output)}`);
   }
   return lines;
+}
+
+/** The line for a tool call's attempt on a worker: `  ⚙ slow_step runs on worker 1234@host (attempt 1)`. */
+export function describeToolAttempt({ name, worker, attempt }: { name: string; worker: string; attempt: number }): string {
+  return `  ⚙ ${name} runs on worker ${worker} (attempt ${attempt})`;
 }
 
 /** Lines telling a person that a run waits for them and how to decide: what the hold asks, and the commands its decision schema allows. */
@@ -55,7 +60,7 @@ export interface FollowOptions {
 }
 
 /** ANSI styles for the kinds of line `followRun` writes. */
-const STYLES = { turn: '1', call: '36', result: '2', hold: '33', task: '35' } as const;
+const STYLES = { turn: '1', call: '36', result: '2', hold: '33', task: '35', worker: '34' } as const;
 
 /** Whether a stream is a terminal that takes colours (NO_COLOR, https://no-color.org, turns them off). */
 export function wantsColour(stream: { isTTY?: boolean }): boolean {
@@ -106,6 +111,13 @@ export async function followRun(
         write(paint('turn', `turn ${++turn}`));
       }
       for (const line of describeMessage(message)) writeLine(line);
+    } else if (event.type === 'toolAttempt') {
+      // Which worker (pid@host) runs the call: the one to kill to see it retried elsewhere.
+      if (streaming) {
+        writeRaw?.('\n');
+        streaming = false;
+      }
+      write(paint('worker', describeToolAttempt(event)));
     } else if (event.type === 'task') {
       const { task } = event;
       const outcome =

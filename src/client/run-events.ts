@@ -1,15 +1,16 @@
 /**
  * A run's events as they happen, for a client to show: text as the model writes it (from the
- * model call's heartbeat, see STREAM_DETAILS), each new message, tool calls and results,
- * holds, and the end. Polls Temporal (describe for the streamed text, the `status` and
- * `messages` queries), so nothing is added to the run's history. Text is never shown twice:
+ * model call's heartbeat, see STREAM_DETAILS), each new message, tool calls and results, the
+ * worker running each tool call, holds, and the end. Polls Temporal (describe for the streamed
+ * text and the pending tool calls, the `status` and `messages` queries), so nothing is added to
+ * the run's history. Text is never shown twice:
  * a retried model call streams again from its start, and only what goes beyond what was
  * already shown comes out. Node side.
  */
 import { messageText, STREAM_DETAILS, type Message, type StreamedText } from '../core/messages';
 import type { Interrupt, RunLifecycle } from '../core/run';
 import type { TaskView } from '../core/tasks';
-import type { RunHandle } from './keel-client';
+import type { InFlight, RunHandle } from './keel-client';
 
 /** One event of a run. */
 export type RunEvent =
@@ -19,6 +20,12 @@ export type RunEvent =
   | { type: 'message'; index: number; message: Message }
   | { type: 'toolCall'; name: string; ref?: string; input: unknown }
   | { type: 'toolResult'; name: string; ref?: string; output: unknown }
+  /**
+   * A tool call's attempt started on a worker (`worker`: its identity, `<pid>@<host>`): said once
+   * per attempt, so a call retried on another worker after its worker died is said again. Seen
+   * in the run's pending activities, so a call that starts and ends between two polls is not.
+   */
+  | { type: 'toolAttempt'; name: string; ref?: string; attempt: number; worker: string }
   /** A hold waiting for a decision. */
   | { type: 'hold'; interrupt: Interrupt }
   /** A background task (sub-agent run) started or changed status. */
@@ -46,6 +53,8 @@ export async function* runEvents(handle: RunHandle, { intervalMs = 150, signal }
     () => (ended = 'failed'),
   );
   const announced = new Set<string>();
+  // Tool call attempts said, by execution, activity, attempt and worker.
+  const attemptsSeen = new Set<string>();
   // Background tasks by id: the status last reported, and when they were last looked at.
   const taskStatus = new Map<string, string>();
   let tasksCheckedAt = 0;
@@ -54,8 +63,10 @@ export async function* runEvents(handle: RunHandle, { intervalMs = 150, signal }
   let shown = '';
   for (;;) {
     const finishing = ended;
+    let inFlight: InFlight | undefined;
     if (!finishing) {
-      const streamed = await handle.streamedText().catch(() => undefined);
+      inFlight = await handle.inFlight().catch(() => undefined);
+      const streamed = inFlight?.text;
       if (streamed && streamed.text.length > shown.length) {
         yield {
           type: 'text',
@@ -98,6 +109,13 @@ export async function* runEvents(handle: RunHandle, { intervalMs = 150, signal }
             };
         }
       }
+    }
+    // After the messages, so a call's line follows the model's request for it.
+    for (const tool of inFlight?.tools ?? []) {
+      const key = `${tool.temporalRunId}/${tool.activityId}/${tool.attempt}/${tool.worker}`;
+      if (attemptsSeen.has(key)) continue;
+      attemptsSeen.add(key);
+      yield { type: 'toolAttempt', name: tool.name, ...(tool.ref !== undefined ? { ref: tool.ref } : {}), attempt: tool.attempt, worker: tool.worker };
     }
     if (status && status.tasks.length && (finishing || Date.now() - tasksCheckedAt >= TASKS_INTERVAL_MS)) {
       tasksCheckedAt = Date.now();

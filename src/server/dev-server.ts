@@ -16,6 +16,7 @@ import { KEEL_SEARCH_ATTRIBUTES } from '../core/search-attributes';
 import { DirectoryError, makeDirectory } from './make-directory';
 import { diesWithParent } from './parent-death';
 import { acceptsConnections, isPortInUse } from './ports';
+import { describeServerOwner, recordServerOwner } from './server-owner';
 
 export { ServerError } from './server-error';
 import { ServerError } from './server-error';
@@ -71,6 +72,12 @@ export interface DevServerOptions {
   readyTimeoutMs?: number;
   /** How long `stop` waits after SIGTERM before SIGKILL. */
   stopGraceMs?: number;
+  /**
+   * Who starts the server: recorded in the project's `.keel/dev-servers.json` while it runs, so a
+   * later keel that finds it can say whose it is (and that project's record names a server already
+   * on the port).
+   */
+  owner?: { projectDir: string; command: string };
 }
 
 /** A running dev server. */
@@ -161,12 +168,15 @@ export function devServerArgs({
  * them (with its output ignored, `keel dev` could only say it exited), or, worse, be taken for
  * ready because the server already there answers.
  */
-async function assertPortsFree({ ip, port, uiPort }: { ip: string; port: number; uiPort?: number }): Promise<void> {
+async function assertPortsFree({ ip, port, uiPort, projectDir }: { ip: string; port: number; uiPort?: number; projectDir?: string }): Promise<void> {
   const address = `${ip}:${port}`;
   if (await isPortInUse({ ip, port })) {
-    const held = (await isServerReachable(address, 1000))
-      ? `a Temporal server already runs at ${address}, and this process did not start it (one left by an earlier keel server or keel dev, or started by hand)`
-      : `${address} is already in use by another process, which does not answer as a Temporal server`;
+    const owner = projectDir === undefined ? undefined : describeServerOwner(projectDir, address);
+    const held = !(await isServerReachable(address, 1000))
+      ? `${address} is already in use by another process, which does not answer as a Temporal server`
+      : owner
+        ? `a Temporal server already runs at ${address}, ${owner.phrase}${owner.started ? '' : ' (one started by hand, or by keel elsewhere)'}`
+        : `a Temporal server already runs at ${address}, and this process did not start it (one left by an earlier keel server or keel dev, or started by hand)`;
     throw new ServerError(`${held}: stop it, or give this server another port (server.port)`);
   }
   if (uiPort !== undefined && (await isPortInUse({ ip, port: uiPort }))) {
@@ -176,7 +186,7 @@ async function assertPortsFree({ ip, port, uiPort }: { ip: string; port: number;
 
 /** Starts `temporal server start-dev` and resolves once it answers. */
 export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
-  const { binary, ip = '127.0.0.1', port, uiPort, dbFile, headless = false, stdio = 'ignore', readyTimeoutMs = 60_000, stopGraceMs = 30_000 } = options;
+  const { binary, ip = '127.0.0.1', port, uiPort, dbFile, headless = false, stdio = 'ignore', readyTimeoutMs = 60_000, stopGraceMs = 30_000, owner } = options;
   const args = devServerArgs(options);
   if (dbFile) {
     try {
@@ -186,7 +196,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
       throw error;
     }
   }
-  await assertPortsFree({ ip, port, uiPort: headless ? undefined : uiPort });
+  await assertPortsFree({ ip, port, uiPort: headless ? undefined : uiPort, ...(owner ? { projectDir: owner.projectDir } : {}) });
   const command = diesWithParent(binary, args);
   const child = spawn(command.command, command.args, { stdio: ['ignore', stdio, stdio] });
   let exited = false;
@@ -203,6 +213,8 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     child.kill('SIGKILL');
     throw error;
   }
+  const forget = owner ? recordServerOwner({ ...owner, address, ...(child.pid !== undefined ? { serverPid: child.pid } : {}) }) : () => undefined;
+  void exit.then(forget);
   const stop = async (): Promise<void> => {
     if (exited) return;
     child.kill('SIGTERM');
@@ -220,7 +232,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
 }
 
 /** The dev server the config describes (all but the binary): it creates `temporal.namespace`. */
-export function devServerOptions(config: Pick<KeelConfig, 'server' | 'temporal' | 'baseDir'>): Omit<DevServerOptions, 'binary'> {
+export function devServerOptions(config: Pick<KeelConfig, 'server' | 'temporal' | 'baseDir'>): Omit<DevServerOptions, 'binary' | 'owner'> {
   return {
     ip: config.server.ip,
     port: config.server.port,
@@ -231,12 +243,21 @@ export function devServerOptions(config: Pick<KeelConfig, 'server' | 'temporal' 
   };
 }
 
+/** Options of `startConfiguredServer`. */
+export interface ConfiguredServerOptions {
+  /** Where the server's output goes (default: this process's). */
+  stdio?: 'inherit' | 'ignore';
+  /** The command starting it (`keel dev`), recorded with the project's directory so that a later keel can say whose the server is. */
+  command?: string;
+}
+
 /**
- * Starts the dev server the config describes. The SQLite file's directory is made first, so a
- * `server.dbFile` where none can be made fails at once (ConfigError, exit 2) before a binary is
- * looked for or installed.
+ * Starts the dev server the config describes, recording who started it in the project's
+ * `.keel/dev-servers.json`. The SQLite file's directory is made first, so a `server.dbFile`
+ * where none can be made fails at once (ConfigError, exit 2) before a binary is looked for or
+ * installed.
  */
-export async function startConfiguredServer(config: KeelConfig, { stdio = 'inherit' }: { stdio?: 'inherit' | 'ignore' } = {}): Promise<DevServer> {
+export async function startConfiguredServer(config: KeelConfig, { stdio = 'inherit', command = 'keel' }: ConfiguredServerOptions = {}): Promise<DevServer> {
   const options = devServerOptions(config);
   if (options.dbFile) {
     try {
@@ -246,5 +267,5 @@ export async function startConfiguredServer(config: KeelConfig, { stdio = 'inher
       throw error;
     }
   }
-  return startDevServer({ binary: findTemporalBinary(config), ...options, stdio });
+  return startDevServer({ binary: findTemporalBinary(config), ...options, stdio, owner: { projectDir: config.baseDir, command } });
 }

@@ -13,6 +13,7 @@ import { keelDataConverter } from '../storage/data-converter';
 import { loadSigningKeys, type SigningKeys } from '../security/signing-keys';
 import { tracingFromEnv } from '../telemetry/tracing';
 import { workflowBundlePath } from './bundle';
+import { toolCallStartInterceptor, type ToolCallStart } from './tool-call-start';
 
 /**
  * Activity logs name the run's agent and turn (the model and tool calls carry them), besides
@@ -47,6 +48,8 @@ export interface KeelWorkerOptions {
   bundlePath?: string;
   /** The keys proofs are signed with; loaded from the config when absent. */
   signingKeys?: SigningKeys;
+  /** Called as each tool call's attempt starts on this worker (`keel worker` logs a line with it). */
+  onToolCallStart?: (call: ToolCallStart) => void;
 }
 
 /** A worker ready to `run()`. */
@@ -58,6 +61,7 @@ export async function createKeelWorker({
   taskQueue,
   bundlePath,
   signingKeys = loadSigningKeys(config),
+  onToolCallStart,
 }: KeelWorkerOptions): Promise<Worker> {
   const dataConverter = await keelDataConverter(config);
   // Traced when the OTEL_* variables say so: activity spans, and the workflow's spans through a sink.
@@ -71,7 +75,9 @@ export async function createKeelWorker({
     taskQueue: taskQueue ?? config.taskQueue,
     // A prebuilt bundle (the tests') has no tracing module: tracing builds its own.
     workflowBundle: { codePath: (tracing ? undefined : bundlePath) ?? (await workflowBundlePath({ middlewareModules, workflowInterceptorModules })) },
-    interceptors: { activity: [logRunAttributes, ...(tracing?.activityInterceptors ?? [])] },
+    interceptors: {
+      activity: [logRunAttributes, ...(onToolCallStart ? [toolCallStartInterceptor(onToolCallStart)] : []), ...(tracing?.activityInterceptors ?? [])],
+    },
     ...(tracing ? { sinks: tracing.sinks } : {}),
     activities: createActivities({ registry, config, client, signingKeys }),
     maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivityTaskExecutions,
