@@ -177,7 +177,9 @@ describe('keel ui in chromium', () => {
     const handle = await client.start('spender', 'pay the bill');
     await expect.poll(async () => (await handle.status()).interrupts.length, { timeout: 30_000 }).toBe(1);
     const posted: string[] = [];
-    const onRequest = (request: { method: () => string; url: () => string }) => void (request.method() === 'POST' && posted.push(request.url()));
+    const onRequest = (request: { method: () => string; url: () => string }) => {
+      if (request.method() === 'POST') posted.push(request.url());
+    };
     page.on('request', onRequest);
     try {
       const card = await inboxCard(handle.runId, '"amount": 500');
