@@ -85,6 +85,10 @@ describe('keel dev', () => {
     const { configPath, dir, taskQueue } = project(agentsModule('v1'));
     const { dev, pid: first } = await startDev(configPath);
     expect(dev.stderr()).toContain(`keel dev: watching`);
+    // keel dev serves keel ui beside the worker (on ui.port, or a free one when that is taken).
+    const ui = /keel: UI at (http:\/\/\S+)/.exec(dev.stderr())?.[1];
+    expect(ui, dev.stderr()).toBeDefined();
+    expect(((await (await fetch(`${ui!}/api/info`)).json()) as { taskQueue: string }).taskQueue).toBe(taskQueue);
     expect(await answer(configPath, 'dev-helper')).toBe('v1');
 
     const saved = Date.now();

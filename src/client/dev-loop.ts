@@ -14,6 +14,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join, relative, resolve } from 'node:path';
 import type { KeelConfig } from '../config/schema';
 import { PACKAGE_ROOT } from '../node/package-root';
+import { requireModule } from '../node/require-ts';
+import type { UiServer } from '../ui/server';
 import { diesWithParent } from '../server/parent-death';
 import { DEV_WORKER_ENV, WorkerMessageSchema, type StartMessage, type WorkerMessage } from './dev-protocol';
 import { describeRunningServer, ensureServer, type WorkerRunOptions } from './processes';
@@ -278,6 +280,7 @@ export async function runDev(config: KeelConfig, options: WorkerRunOptions = {})
   if (server) say(`keel: Temporal dev server at ${server.address}${server.uiAddress ? `, UI ${server.uiAddress}` : ''}`);
   else say(`keel: ${describeRunningServer(config, 'keel dev')}`);
   const signalled = nextSignal();
+  const ui = await startDevUi(config, say);
   const loop = new DevLoop(config, options, say);
   try {
     const first = await Promise.race([loop.start(), signalled.then(() => 'signalled' as const)]);
@@ -300,6 +303,30 @@ export async function runDev(config: KeelConfig, options: WorkerRunOptions = {})
     return 0;
   } finally {
     await loop.stop();
+    await ui?.close();
     await server?.stop();
+  }
+}
+
+/**
+ * keel ui beside the dev loop (docs/ui.md), on `ui.port`, or on a free port when another
+ * process holds that one. One that cannot start is said in one line; keel dev goes on without it.
+ */
+async function startDevUi(config: KeelConfig, say: (line: string) => void): Promise<UiServer | undefined> {
+  const { startUiServer } = requireModule<typeof import('../ui/server')>('../ui/server', __filename);
+  try {
+    let ui: UiServer;
+    try {
+      ui = await startUiServer({ config });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
+      ui = await startUiServer({ config, port: 0 });
+      say(`keel dev: port ${config.ui.port} is taken; the UI listens on another`);
+    }
+    say(`keel: UI at ${ui.url} (inbox of holds, runs, live run view)`);
+    return ui;
+  } catch (error) {
+    say(`keel dev: no UI: ${(error as Error).message}`);
+    return undefined;
   }
 }

@@ -341,13 +341,21 @@ export async function startUiServer({
   const hosts = new Set<string>();
   const allowedHosts = () => hosts;
   const app = createUiApp({ client, config, hub, token, user, webRoot, allowedHosts });
-  const server: ServerType = await new Promise((resolve, reject) => {
-    const started = serve({ fetch: app.fetch, hostname: host, port }, (info: AddressInfo) => {
-      bound = info.port;
-      resolve(started);
+  let server: ServerType;
+  try {
+    server = await new Promise((resolve, reject) => {
+      const started = serve({ fetch: app.fetch, hostname: host, port }, (info: AddressInfo) => {
+        bound = info.port;
+        resolve(started);
+      });
+      started.once('error', reject);
     });
-    started.once('error', reject);
-  });
+  } catch (error) {
+    // A port another process holds (EADDRINUSE), an address this machine lacks: nothing is left open.
+    hub.close();
+    await client.close();
+    throw error;
+  }
   const shown = host.includes(':') ? `[${host}]` : host;
   for (const name of [shown, ...(isLoopback(host) ? ['localhost', '127.0.0.1', '[::1]'] : [])]) hosts.add(`${name}:${bound}`.toLowerCase());
   const origin = `http://${shown}:${bound}`;
