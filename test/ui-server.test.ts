@@ -16,7 +16,13 @@ import { scriptedModel } from '../src/models/scripted';
 
 const SECRET = 'sk-test-must-never-reach-the-page';
 const slow = scriptedModel({ name: 'scripted/ui-slow', script: [{ text: 'done', delayMs: 4000 }] });
-const registry = new Registry().add(slow, defineAgent({ name: 'ui-slow', model: slow.name }));
+const quick = scriptedModel({ name: 'scripted/ui-chat', script: () => ({ text: 'hello from the session' }) });
+const registry = new Registry().add(
+  slow,
+  quick,
+  defineAgent({ name: 'ui-slow', model: slow.name }),
+  defineAgent({ name: 'ui-chat', model: quick.name, session: 'server' }),
+);
 
 let worker: TestWorker;
 let ui: UiServer;
@@ -115,6 +121,19 @@ describe('keel ui server', () => {
     await expect.poll(async () => (await recent()).map((run) => run.runId)).toContain(handle.runId);
     expect((await fetch(`${ui.origin}/api/nothing`)).status).toBe(404);
     await handle.cancel();
+  });
+
+  it('starts a run, or a turn of a session, from the playground', async () => {
+    const started = (await (await post('/api/runs', { agent: 'ui-slow', prompt: 'hi' })).json()) as { runId: string };
+    expect(started.runId).toMatch(/^ui-/);
+    await worker.client.getHandle(started.runId).cancel();
+    const turn = await post('/api/runs', { agent: 'ui-chat', prompt: 'hi', sessionId: 'ui-playground' });
+    expect(turn.status).toBe(200);
+    const { runId, sessionId } = (await turn.json()) as { runId: string; sessionId: string };
+    expect(sessionId).toBe('ui-playground');
+    expect((await worker.client.getHandle(runId).result()).text).toBe('hello from the session');
+    const view = (await (await fetch(`${ui.origin}/api/runs/${encodeURIComponent(runId)}`)).json()) as { status: { state: string; text: string } };
+    expect(view.status).toMatchObject({ state: 'completed', text: 'hello from the session' });
   });
 
   it('follows a run once however many pages watch it, and stops when they leave', async () => {
