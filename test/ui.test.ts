@@ -39,7 +39,7 @@ async function inboxCard(runId: string, input = '"to": "Paris"') {
   await page.goto(url);
   const card = page.locator(`[data-run="${runId}"]`);
   await expect.poll(() => card.count(), { timeout: 15_000 }).toBe(1);
-  await expect.poll(() => card.textContent()).toContain(input);
+  await expect.poll(() => card.textContent(), { timeout: 20_000 }).toContain(input);
   return card;
 }
 
@@ -98,14 +98,14 @@ describe('keel ui in chromium', () => {
     expect(await card.locator('.path').textContent()).toContain(hold.path![0]);
     await shot('2-inbox');
     await card.getByRole('button', { name: 'Approve' }).click();
-    await expect.poll(() => page.locator('.notice').textContent()).toContain('approved book_train');
+    await expect.poll(() => page.locator('.notice').textContent(), { timeout: 15_000 }).toContain('approved book_train');
 
     await page.goto(`${url}/runs/${encodeURIComponent(runId)}`);
     // The model's answer comes a few words at a time: the page shows it while it streams.
     await page.getByTestId('streaming').waitFor({ timeout: 30_000 });
     await shot('3-streaming');
     await expect.poll(() => page.getByTestId('run-state').textContent(), { timeout: 30_000 }).toBe('completed');
-    await expect.poll(() => page.getByTestId('chat').textContent()).toContain('TRAIN-PARIS');
+    await expect.poll(() => page.getByTestId('chat').textContent(), { timeout: 15_000 }).toContain('TRAIN-PARIS');
     expect(await page.getByTestId('children').textContent()).toContain('clerk');
     await shot('4-completed');
     expect(booked()).toEqual(['Paris 2']);
@@ -121,7 +121,7 @@ describe('keel ui in chromium', () => {
     await card.getByRole('button', { name: 'Deny' }).click();
     await page.goto(`${url}/runs/${encodeURIComponent(handle.runId)}`);
     await expect.poll(() => page.getByTestId('run-state').textContent(), { timeout: 30_000 }).toBe('completed');
-    await expect.poll(() => page.getByTestId('chat').textContent()).toContain('over the travel budget');
+    await expect.poll(() => page.getByTestId('chat').textContent(), { timeout: 15_000 }).toContain('over the travel budget');
     await shot('5-denied');
     expect((await handle.result()).text).toContain('Reason: over the travel budget');
     expect(booked()).toEqual(['Paris 2']);

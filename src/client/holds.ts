@@ -43,14 +43,14 @@ async function* waitingRuns(client: Client): AsyncGenerator<{ runId: string; age
   let query = `${base} AND ${KEEL_STATUS.name}='waiting'`;
   try {
     // Without keel's search attributes the query is refused: then every open run is looked at.
-    const first = client.workflow.list({ query, pageSize: 100 });
+    const first = client.workflow.list({ query, pageSize: 1000 });
     for await (const run of first) yield { runId: run.workflowId, ...(run.memo ? { memo: run.memo } : {}), ...agentOf(run) };
     return;
   } catch (error) {
     if (!(error instanceof ServiceError) || !/KeelStatus|search attribute/i.test(error.message)) throw error;
     query = base;
   }
-  for await (const run of client.workflow.list({ query, pageSize: 100 }))
+  for await (const run of client.workflow.list({ query, pageSize: 1000 }))
     yield { runId: run.workflowId, ...(run.memo ? { memo: run.memo } : {}), ...agentOf(run) };
 }
 

@@ -23,6 +23,7 @@ import { getCookie, setCookie } from 'hono/cookie';
 import { secureHeaders } from 'hono/secure-headers';
 import { streamSSE } from 'hono/streaming';
 import { z } from 'zod';
+import type { HoldView } from '../client/holds';
 import { KeelClient } from '../client/keel-client';
 import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
@@ -36,6 +37,10 @@ import { runView } from './run-view';
 export const WEB_ROOT = resolve(__dirname, '..', '..', 'dist', 'web');
 
 const TOKEN_COOKIE = 'keel_ui_token';
+/** How long one listing of pending holds answers the inbox. */
+const INBOX_FRESH_MS = 2000;
+/** How long a run may take to answer with its holds in full. */
+const HOLDS_QUERY_MS = 5000;
 const CSRF_HEADER = 'x-keel-ui';
 
 export interface UiServerOptions {
@@ -171,9 +176,18 @@ export function createUiApp({
     }),
   );
 
+  // One listing serves every open inbox for INBOX_FRESH_MS (a listing of 1,000 holds costs the
+  // visibility store most of a second: bench/RESULTS.md); a decision or a start makes it stale.
+  let inbox: { at: number; holds: Promise<HoldView[]> } | undefined;
+  const staleInbox = () => (inbox = undefined);
   app.get('/api/inbox', async (c) => {
+    if (!inbox || Date.now() - inbox.at > INBOX_FRESH_MS) {
+      const listing = client.holds();
+      inbox = { at: Date.now(), holds: listing };
+      listing.catch(() => inbox?.holds === listing && staleInbox());
+    }
     try {
-      return c.json({ holds: await client.holds() });
+      return c.json({ holds: await inbox.holds });
     } catch (error) {
       return failure(c, error);
     }
@@ -232,8 +246,10 @@ export function createUiApp({
 
   // A run's pending holds in full (input, data, decision schema): what the inbox's forms are made from.
   app.get('/api/runs/:runId/holds', async (c) => {
+    const runId = c.req.param('runId');
     try {
-      return c.json({ holds: await client.getHandle(c.req.param('runId')).pendingInterrupts() });
+      // The status query needs a worker: one that does not answer in time leaves the card with the inbox's summary.
+      return c.json({ holds: await client.temporal.withDeadline(Date.now() + HOLDS_QUERY_MS, () => client.getHandle(runId).pendingInterrupts()) });
     } catch (error) {
       return failure(c, error);
     }
@@ -279,10 +295,14 @@ export function createUiApp({
     if (!who.success) return bad(c, 'user: a name of 1 to 80 characters');
     const parsed = parseDecision({ ...decision, decidedBy: `${who.data} (keel ui)` });
     if (!parsed.success) return bad(c, parsed.error);
+    staleInbox();
     try {
       return c.json(await client.getHandle(c.req.param('runId')).decide(parsed.data, { timeoutMs: 15_000 }));
     } catch (error) {
       return failure(c, error);
+    } finally {
+      // A listing made while the decision was under way may still show its hold.
+      staleInbox();
     }
   });
 

@@ -27,14 +27,13 @@ export function Inbox({ info }: { info: Info | undefined }) {
         if (!live) return;
         setHolds(listed);
         setError(undefined);
+        // Each run's holds in full as its answer comes: a run whose worker is slow (or gone) holds up no other card.
         const runs = [...new Set(listed.map((hold) => hold.runId))].slice(0, SHOWN);
-        const loaded = await Promise.all(
-          runs.map(
-            async (runId) =>
-              [runId, (await get<{ holds: Interrupt[] }>(`/api/runs/${encodeURIComponent(runId)}/holds`).catch(() => ({ holds: [] }))).holds] as const,
-          ),
-        );
-        if (live) setFull(Object.fromEntries(loaded));
+        for (const runId of runs)
+          void get<{ holds: Interrupt[] }>(`/api/runs/${encodeURIComponent(runId)}/holds`).then(
+            ({ holds: detailed }) => live && setFull((current) => ({ ...current, [runId]: detailed })),
+            () => undefined,
+          );
       } catch (failure) {
         if (live) setError((failure as Error).message);
       }
