@@ -13,6 +13,7 @@ import { startTestWorker, type TestWorker } from './support/harness';
 import { Registry } from '../src/registry';
 import { defineAgent } from '../src/define';
 import { scriptedModel } from '../src/models/scripted';
+import { budget } from '../src/middleware/budget';
 
 const SECRET = 'sk-test-must-never-reach-the-page';
 const slow = scriptedModel({ name: 'scripted/ui-slow', script: [{ text: 'done', delayMs: 4000 }] });
@@ -22,6 +23,7 @@ const registry = new Registry().add(
   quick,
   defineAgent({ name: 'ui-slow', model: slow.name }),
   defineAgent({ name: 'ui-chat', model: quick.name, session: 'server' }),
+  defineAgent({ name: 'ui-budgeted', model: quick.name, use: [budget({ limit: { totalTokens: 5000 } })] }),
 );
 
 let worker: TestWorker;
@@ -134,6 +136,20 @@ describe('keel ui server', () => {
     expect((await worker.client.getHandle(runId).result()).text).toBe('hello from the session');
     const view = (await (await fetch(`${ui.origin}/api/runs/${encodeURIComponent(runId)}`)).json()) as { status: { state: string; text: string } };
     expect(view.status).toMatchObject({ state: 'completed', text: 'hello from the session' });
+  });
+
+  it('shows a run’s budget limit beside what it spent; a run without one shows none', async () => {
+    const budgeted = await worker.client.start('ui-budgeted', 'hi');
+    await budgeted.result();
+    const view = (await (await fetch(`${ui.origin}/api/runs/${budgeted.runId}`)).json()) as {
+      budget?: { limit: Record<string, number> };
+      status: { usage: object };
+    };
+    expect(view.budget).toEqual({ limit: { totalTokens: 5000 } });
+    const slowRun = await worker.client.start('ui-slow', 'hi');
+    const slowView = (await (await fetch(`${ui.origin}/api/runs/${slowRun.runId}`)).json()) as { budget?: unknown };
+    expect(slowView.budget).toBeUndefined();
+    await slowRun.cancel();
   });
 
   it('follows a run once however many pages watch it, and stops when they leave', async () => {

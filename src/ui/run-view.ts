@@ -3,6 +3,8 @@
  * background tasks), the files its Filesystem tools wrote, and where the Temporal Web UI shows
  * its raw history. Read through Temporal only (queries, describe, visibility). Node side.
  */
+import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow';
+import type { temporal } from '@temporalio/proto';
 import type { KeelClient } from '../client/keel-client';
 import type { Message } from '../core/messages';
 import type { RunLifecycle, RunStatus } from '../core/run';
@@ -27,9 +29,16 @@ export interface WrittenFile {
   ok: boolean;
 }
 
+/** The run's Budget, when it has one: its limit per capped field, and what it had spent when it started (a sub-agent's share of its tree). */
+export interface BudgetView {
+  limit: Record<string, number>;
+  spent?: Record<string, number>;
+}
+
 export interface RunView {
   runId: string;
   status: RunStatus;
+  budget?: BudgetView;
   messages: Message[];
   children: ChildRun[];
   files: WrittenFile[];
@@ -96,14 +105,73 @@ export function writtenFiles(messages: readonly Message[]): WrittenFile[] {
   return files;
 }
 
+const BUDGET_NAMES = new Set(['budget', 'genkit-middleware/budget']);
+/** Budgets already read, by run id (a run's middleware never changes): at most this many kept. */
+const budgets = new Map<string, BudgetView | null>();
+const KEPT_BUDGETS = 500;
+
+/** `limit: { totalTokens: 10, custom: { cost: 2 } }` as `{ totalTokens: 10, 'custom.cost': 2 }`. */
+function flat(value: unknown): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [key, entry] of Object.entries((value ?? {}) as Record<string, unknown>)) {
+    if (typeof entry === 'number') out[key] = entry;
+    else if (key === 'custom' && entry && typeof entry === 'object')
+      for (const [name, cap] of Object.entries(entry)) if (typeof cap === 'number') out[`custom.${name}`] = cap;
+  }
+  return out;
+}
+
+/**
+ * The run's Budget, read once from the start of its history: the middleware the run was started
+ * with (its input's `use`) and its agent's (the `resolveAgent` result). Undefined without one, or
+ * when the history does not say (a run from before the agent lookup was an activity).
+ */
+async function budgetOf(client: KeelClient, runId: string): Promise<BudgetView | undefined> {
+  const known = budgets.get(runId);
+  if (known !== undefined) return known ?? undefined;
+  const { history } = await client.temporal.workflowService.getWorkflowExecutionHistory({
+    namespace: client.temporal.options.namespace,
+    execution: { workflowId: runId },
+    maximumPageSize: 40,
+  });
+  const converter = client.temporal.options.loadedDataConverter;
+  const decoded = (payloads: temporal.api.common.v1.IPayloads | null | undefined): Promise<{ use?: typeof refs } | undefined> =>
+    decodeFromPayloadsAtIndex<{ use?: typeof refs } | undefined>(converter, 0, payloads?.payloads).catch(() => undefined);
+  const refs: Array<{ name?: unknown; config?: unknown }> = [];
+  const scheduled = new Map<string, string>();
+  // Kept only once the agent was resolved: a run viewed before that may yet have the agent's Budget.
+  let resolved = false;
+  for (const event of history?.events ?? []) {
+    const started = event.workflowExecutionStartedEventAttributes;
+    if (started) refs.push(...((await decoded(started.input))?.use ?? []));
+    const schedule = event.activityTaskScheduledEventAttributes;
+    if (schedule?.activityType?.name) scheduled.set(String(event.eventId), schedule.activityType.name);
+    const completed = event.activityTaskCompletedEventAttributes;
+    if (completed && scheduled.get(String(completed.scheduledEventId)) === 'resolveAgent') {
+      refs.push(...((await decoded(completed.result))?.use ?? []));
+      resolved = true;
+      break;
+    }
+  }
+  const ref = refs.find((candidate) => typeof candidate.name === 'string' && BUDGET_NAMES.has(candidate.name));
+  const config = ref?.config as { limit?: unknown; spent?: unknown } | undefined;
+  const budget = config?.limit ? { limit: flat(config.limit), ...(config.spent ? { spent: flat(config.spent) } : {}) } : undefined;
+  if (resolved || budget) {
+    if (budgets.size >= KEPT_BUDGETS) budgets.delete(budgets.keys().next().value!);
+    budgets.set(runId, budget ?? null);
+  }
+  return budget;
+}
+
 /** Everything the run view shows of `runId`. */
 export async function runView(client: KeelClient, runId: string, temporalUiUrl: string | undefined, namespace: string): Promise<RunView> {
   const handle = client.getHandle(runId);
   const [status, messages, description] = await Promise.all([handle.status(), handle.messages(0), handle.describe()]);
-  const children = await childrenOf(client, runId, status);
+  const [children, budget] = await Promise.all([childrenOf(client, runId, status), budgetOf(client, runId).catch(() => undefined)]);
   return {
     runId,
     status,
+    ...(budget ? { budget } : {}),
     messages,
     children,
     files: writtenFiles(messages),

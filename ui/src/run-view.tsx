@@ -55,6 +55,13 @@ function MessageView({ message }: { message: Message }) {
   );
 }
 
+/** What the run (its tree, when it keeps the tree's ledger) has spent of a capped field (`custom.<name>` for a custom one). */
+function spentOn(field: string, view: View): number {
+  const usage = (view.status.treeUsage ?? view.status.usage) as Record<string, unknown> & { custom?: Record<string, number> };
+  const own = field.startsWith('custom.') ? (usage.custom?.[field.slice(7)] ?? 0) : typeof usage[field] === 'number' ? usage[field] : 0;
+  return own + (view.status.treeUsage ? 0 : (view.budget?.spent?.[field] ?? 0));
+}
+
 export function RunView({ runId, info }: { runId: string; info: Info | undefined }) {
   const [view, setView] = useState<View>();
   const [error, setError] = useState<string>();
@@ -129,6 +136,14 @@ export function RunView({ runId, info }: { runId: string; info: Info | undefined
           tokens {status.usage.inputTokens ?? 0} in / {status.usage.outputTokens ?? 0} out
           {status.treeUsage ? ` (tree: ${status.treeUsage.inputTokens ?? 0} / ${status.treeUsage.outputTokens ?? 0})` : ''}
         </span>
+        {view.budget ? (
+          <span data-testid="budget" class="budget">
+            budget{' '}
+            {Object.entries(view.budget.limit)
+              .map(([field, limit]) => `${field} ${spentOn(field, view)} / ${limit}`)
+              .join(', ')}
+          </span>
+        ) : null}
         {view.temporalUrl ? (
           <a href={view.temporalUrl} target="_blank" rel="noreferrer">
             raw history in the Temporal Web UI
