@@ -71,8 +71,13 @@ beforeAll(async () => {
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   await page.goto(url);
+  // Once the page knows the server's default name, the name typed here replaces it.
+  await page.locator('nav .where', { hasText: written.taskQueue! }).waitFor({ timeout: 15_000 });
   await page.getByTestId('user-name').fill('tester');
   await page.getByTestId('user-name').press('Tab');
+  expect(
+    await page.evaluate(() => (globalThis as unknown as { localStorage: { getItem: (key: string) => string | null } }).localStorage.getItem('keel.user')),
+  ).toBe('tester');
 }, 120_000);
 
 afterAll(async () => {

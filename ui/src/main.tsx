@@ -22,7 +22,8 @@ function Who({ info }: { info: Info | undefined }) {
       <input
         data-testid="user-name"
         value={name}
-        onChange={(e) => {
+        onInput={(e) => {
+          // Kept as typed: the server's default (which arrives later) never overwrites it.
           localStorage.setItem('keel.user', e.currentTarget.value);
           setName(e.currentTarget.value);
         }}
