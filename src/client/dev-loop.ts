@@ -18,6 +18,7 @@ import { requireModule } from '../node/require-ts';
 import type { UiServer } from '../ui/server';
 import { diesWithParent } from '../server/parent-death';
 import { DEV_WORKER_ENV, WorkerMessageSchema, type StartMessage, type WorkerMessage } from './dev-protocol';
+import { waitForSignal } from '../node/signals';
 import { describeRunningServer, ensureServer, type WorkerRunOptions } from './processes';
 import { SourceWatcher, type SourceChange } from './source-watcher';
 
@@ -260,26 +261,13 @@ class DevLoop {
   }
 }
 
-/** Resolves with the first SIGINT or SIGTERM. */
-function nextSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolveSignal) => {
-    const handler = (signal: NodeJS.Signals) => {
-      process.off('SIGINT', handler);
-      process.off('SIGTERM', handler);
-      resolveSignal(signal);
-    };
-    process.on('SIGINT', handler);
-    process.on('SIGTERM', handler);
-  });
-}
-
 /** `keel dev`: dev server (unless one is reachable, which it names and leaves running) plus a worker that restarts on a save. */
 export async function runDev(config: KeelConfig, options: WorkerRunOptions = {}): Promise<number> {
   const say = (line: string) => process.stderr.write(`${line}\n`);
   const server = await ensureServer(config, { command: 'keel dev' });
   if (server) say(`keel: Temporal dev server at ${server.address}${server.uiAddress ? `, UI ${server.uiAddress}` : ''}`);
   else say(`keel: ${describeRunningServer(config, 'keel dev')}`);
-  const signalled = nextSignal();
+  const signalled = waitForSignal();
   const ui = await startDevUi(config, say);
   const loop = new DevLoop(config, options, say);
   try {

@@ -4,6 +4,7 @@
  */
 import { DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
 import type { KeelConfig } from '../config/schema';
+import { waitForSignal } from '../node/signals';
 import { ConfigError } from '../config/load';
 import { KeelError } from '../core/errors';
 import { isServerReachable, startConfiguredServer, type DevServer } from '../server/dev-server';
@@ -27,18 +28,6 @@ export function installRuntime(): void {
   const level = (LOG_LEVELS as readonly string[]).includes(wanted) ? (wanted as (typeof LOG_LEVELS)[number]) : 'WARN';
   if (level !== wanted) process.stderr.write(`keel: KEEL_LOG_LEVEL=${process.env.KEEL_LOG_LEVEL} is not one of ${LOG_LEVELS.join(', ')}; using WARN\n`);
   Runtime.install({ logger: new DefaultLogger(level) });
-}
-
-function waitForSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
-    const handler = (signal: NodeJS.Signals) => {
-      process.off('SIGINT', handler);
-      process.off('SIGTERM', handler);
-      resolve(signal);
-    };
-    process.on('SIGINT', handler);
-    process.on('SIGTERM', handler);
-  });
 }
 
 /** Waits `ms`; resolves early with the signal when SIGINT or SIGTERM arrives (undefined when the time ran out). */
