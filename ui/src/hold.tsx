@@ -8,17 +8,7 @@ import { useState } from 'preact/hooks';
 import { ApiError, post, userName, type Info, type Interrupt } from './api';
 import { age, json } from './format';
 import { SchemaForm } from './schema-form';
-
-/** Whether a decision schema takes `{ approved }` (as keel's own check says). */
-function takesApproval(schema: Record<string, unknown> | undefined): boolean {
-  if (!schema) return true;
-  const alternatives = [schema, ...((schema.anyOf ?? schema.oneOf ?? []) as Array<Record<string, unknown>>)];
-  return alternatives.some((alternative) => {
-    if (alternative.type !== 'object') return false;
-    const properties = alternative.properties as Record<string, { type?: unknown }> | undefined;
-    return properties === undefined ? alternative.additionalProperties !== false : properties.approved?.type === 'boolean';
-  });
-}
+import { takesApproval } from '../../src/core/takes-approval';
 
 const ANY_OUTPUT = {};
 
@@ -55,6 +45,7 @@ export function HoldCard({
   const [mode, setMode] = useState<'none' | 'respond' | 'restart'>('none');
   // The inbox's summary says whether approve and deny decide it; the full hold says by its schema.
   const approvable = complete ? takesApproval(hold.decision) : (hold as { approvable?: boolean }).approvable !== false;
+  const others = complete && approvable ? otherDecisions(hold.decision) : [];
 
   const send = async (decision: Record<string, unknown>, summary: string) => {
     setBusy(true);
@@ -149,10 +140,10 @@ export function HoldCard({
           </button>
         ) : null}
       </div>
-      {complete && approvable && otherDecisions(hold.decision).length ? (
+      {others.length ? (
         <section class="decide">
           <p>Or decide otherwise:</p>
-          {otherDecisions(hold.decision).map((alternative, index) => (
+          {others.map((alternative, index) => (
             <SchemaForm
               key={index}
               schema={alternative}
