@@ -5,6 +5,7 @@
  * link to its raw history in the Temporal Web UI. Live through one event stream per open page
  * (the server watches each run once); every event that changes the run reloads its view.
  */
+import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, get, post, type Info, type Message, type Part, type RunEvent, type RunView as View } from './api';
 import { json } from './format';
@@ -60,6 +61,34 @@ function spentOn(field: string, view: View): number {
   const usage = (view.status.treeUsage ?? view.status.usage) as Record<string, unknown> & { custom?: Record<string, number> };
   const own = field.startsWith('custom.') ? (usage.custom?.[field.slice(7)] ?? 0) : typeof usage[field] === 'number' ? usage[field] : 0;
   return own + (view.status.treeUsage ? 0 : (view.budget?.spent?.[field] ?? 0));
+}
+
+/** A side list of the run view: its title, then its items, or "none". */
+function Listed<T>({
+  title,
+  items,
+  testId,
+  className,
+  children,
+}: {
+  title: string;
+  items: readonly T[];
+  testId?: string;
+  className?: string;
+  children: (item: T, index: number) => ComponentChildren;
+}) {
+  return (
+    <>
+      <h2>{title}</h2>
+      {items.length ? (
+        <ul class={className} data-testid={testId}>
+          {items.map(children)}
+        </ul>
+      ) : (
+        <p class="empty">none</p>
+      )}
+    </>
+  );
 }
 
 export function RunView({ runId, info }: { runId: string; info: Info | undefined }) {
@@ -187,69 +216,44 @@ export function RunView({ runId, info }: { runId: string; info: Info | undefined
           ))}
         </div>
         <aside>
-          <h2>Runs below</h2>
-          {view.children.length ? (
-            <ul class="children" data-testid="children">
-              {view.children.map((child) => (
-                <li key={child.runId}>
-                  <a href={`/runs/${encodeURIComponent(child.runId)}`}>{child.agent ?? child.runId}</a> <span class="badge">{child.kind}</span>{' '}
-                  <span class={`state ${child.state}`}>{child.state}</span>
-                  {child.task ? <div class="task">{child.task}</div> : null}
-                </li>
-              ))}
-            </ul>
-          ) : (
-            <p class="empty">none</p>
-          )}
-          <h2>Background tasks</h2>
-          {status.tasks.length ? (
-            <ul>
-              {status.tasks.map((task) => (
-                <li key={task.taskId}>
-                  <a href={`/runs/${encodeURIComponent(task.runId)}`}>{task.taskId}</a> ({task.agent})
-                </li>
-              ))}
-            </ul>
-          ) : (
-            <p class="empty">none</p>
-          )}
-          <h2>Artifacts</h2>
-          {status.artifacts.length ? (
-            <ul>
-              {status.artifacts.map((artifact) => (
-                <li key={artifact.name}>
-                  {artifact.name} <small>({artifact.chars} chars)</small>
-                </li>
-              ))}
-            </ul>
-          ) : (
-            <p class="empty">none</p>
-          )}
-          <h2>Files written</h2>
-          {view.files.length ? (
-            <ul>
-              {view.files.map((file, index) => (
-                <li key={index}>
-                  <code>{file.path}</code> <small>{file.tool}</small> {file.ok ? '' : '(failed)'}
-                </li>
-              ))}
-            </ul>
-          ) : (
-            <p class="empty">none</p>
-          )}
-          <h2>Decisions</h2>
-          {status.decisions?.length ? (
-            <ul data-testid="decisions">
-              {status.decisions.map((decision, index) => (
-                <li key={index}>
-                  {decision.interruptId} {decision.decision}
-                  {decision.reason ? `: ${decision.reason}` : ''} <small>by {decision.decidedBy ?? 'unknown'}</small>
-                </li>
-              ))}
-            </ul>
-          ) : (
-            <p class="empty">none</p>
-          )}
+          <Listed title="Runs below" testId="children" className="children" items={view.children}>
+            {(child) => (
+              <li key={child.runId}>
+                <a href={`/runs/${encodeURIComponent(child.runId)}`}>{child.agent ?? child.runId}</a> <span class="badge">{child.kind}</span>{' '}
+                <span class={`state ${child.state}`}>{child.state}</span>
+                {child.task ? <div class="task">{child.task}</div> : null}
+              </li>
+            )}
+          </Listed>
+          <Listed title="Background tasks" items={status.tasks}>
+            {(task) => (
+              <li key={task.taskId}>
+                <a href={`/runs/${encodeURIComponent(task.runId)}`}>{task.taskId}</a> ({task.agent})
+              </li>
+            )}
+          </Listed>
+          <Listed title="Artifacts" items={status.artifacts}>
+            {(artifact) => (
+              <li key={artifact.name}>
+                {artifact.name} <small>({artifact.chars} chars)</small>
+              </li>
+            )}
+          </Listed>
+          <Listed title="Files written" items={view.files}>
+            {(file, index) => (
+              <li key={index}>
+                <code>{file.path}</code> <small>{file.tool}</small> {file.ok ? '' : '(failed)'}
+              </li>
+            )}
+          </Listed>
+          <Listed title="Decisions" testId="decisions" items={status.decisions ?? []}>
+            {(decision, index) => (
+              <li key={index}>
+                {decision.interruptId} {decision.decision}
+                {decision.reason ? `: ${decision.reason}` : ''} <small>by {decision.decidedBy ?? 'unknown'}</small>
+              </li>
+            )}
+          </Listed>
         </aside>
       </div>
     </section>
