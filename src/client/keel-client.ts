@@ -2,7 +2,14 @@
  * The typed client: start a run, get its handle, read its status and result, cancel it.
  * Node side; uses the same message constants as the workflow.
  */
-import { Client, ServiceError, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
+import {
+  Client,
+  ServiceError,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowFailedError,
+  WorkflowNotFoundError,
+  type WorkflowExecutionDescription,
+} from '@temporalio/client';
 import type { TypedSearchAttributes } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { randomUUID } from 'node:crypto';
@@ -184,7 +191,7 @@ export class RunHandle {
    * no model call is streaming). `events()` builds on `inFlight()`, which reads it too.
    */
   async streamedText(): Promise<StreamedText | undefined> {
-    return (await this.inFlight()).text;
+    return this.streamedTextIn(await this.workflow.describe());
   }
 
   /**
@@ -195,21 +202,26 @@ export class RunHandle {
    */
   async inFlight(): Promise<InFlight> {
     const description = await this.workflow.describe();
+    const text = this.streamedTextIn(description);
+    const tools = await toolAttemptsOf(this.client, description, this.toolNames);
+    return { ...(text ? { text } : {}), tools };
+  }
+
+  /** The text a pending model call of `description` has streamed (its heartbeat details). */
+  private streamedTextIn(description: WorkflowExecutionDescription): StreamedText | undefined {
     const converter = this.client.options.loadedDataConverter.payloadConverter;
-    let text: StreamedText | undefined;
     for (const activity of description.raw.pendingActivities ?? []) {
       if (activity.activityType?.name !== 'callModel') continue;
       const payload = activity.heartbeatDetails?.payloads?.[0];
       if (!payload) continue;
       try {
-        text = streamedTextOf(converter.fromPayload(payload));
+        const text = streamedTextOf(converter.fromPayload(payload));
+        if (text) return text;
       } catch {
         // details this client cannot read (another converter): nothing streamed to show
       }
-      if (text) break;
     }
-    const tools = await toolAttemptsOf(this.client, description, this.toolNames);
-    return { ...(text ? { text } : {}), tools };
+    return undefined;
   }
 
   /**
