@@ -100,6 +100,11 @@ describe('keel ui server', () => {
     const malformed = await post(`/api/runs/${handle.runId}/decisions`, { interruptId: 'i1', approved: 'yes' });
     expect(malformed.status).toBe(400);
     expect(await message(malformed)).toContain('approved: expected boolean');
+    const claimed = await post(`/api/runs/${handle.runId}/decisions`, { interruptId: 'i1', approved: true, forwardedFrom: 'some-parent' });
+    expect(claimed.status).toBe(400);
+    expect(await message(claimed)).toContain('forwardedFrom and decidedBy are set by keel');
+    const impersonated = await post(`/api/runs/${handle.runId}/decisions`, { interruptId: 'i1', approved: true, decidedBy: 'the-ceo' });
+    expect(impersonated.status).toBe(400);
     const unknown = await post(`/api/runs/${handle.runId}/decisions`, { interruptId: 'i9', approved: true });
     expect(unknown.status).toBeGreaterThanOrEqual(400);
     expect(await message(unknown)).toContain('i9');

@@ -291,6 +291,9 @@ export function createUiApp({
     const body = await jsonBody(c);
     if (!body.ok) return bad(c, body.message);
     const { user: named, ...decision } = (body.value ?? {}) as { user?: unknown } & Record<string, unknown>;
+    // Only a run sends a decision on as forwarded, and names itself: a person never claims it.
+    if ('forwardedFrom' in decision || 'decidedBy' in decision)
+      return bad(c, 'forwardedFrom and decidedBy are set by keel (decidedBy from user), not sent from the page');
     const who = named === undefined ? { success: true as const, data: user } : UserSchema.safeParse(named);
     if (!who.success) return bad(c, 'user: a name of 1 to 80 characters');
     const parsed = parseDecision({ ...decision, decidedBy: `${who.data} (keel ui)` });
