@@ -110,3 +110,9 @@ export function retriesSoFar(messages: readonly Message[]): number {
   const last = messages.at(-1)?.metadata?.[OUTPUT_RETRY_METADATA];
   return typeof last === 'number' ? last : 0;
 }
+
+/** A JSON Schema as a provider is sent it: without the `$schema` dialect line some providers refuse. */
+export function providerSchema(schema: JsonSchemaObject): JsonSchemaObject {
+  const { $schema: _dialect, ...rest } = schema;
+  return rest;
+}
