@@ -11,7 +11,12 @@ import { KeelError } from '../src/core/errors';
 import { OUTPUT_RETRY_METADATA } from '../src/core/output';
 import { objectReply, scriptedModel, textReply, toolCallReply, type Script } from '../src/models/scripted';
 import { Registry } from '../src/registry';
+import { parseConfig } from '../src/config/load';
+import { loadRegistry } from '../src/worker/load-registry';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { sharedTestWorker } from './support/harness';
+import { ROOT, runKeel, writeTestConfig } from './support/processes';
 
 const registry = new Registry();
 const worker = sharedTestWorker(registry);
@@ -108,5 +113,64 @@ describe('structured output', () => {
     const toolMessage = result.messages.find((message) => message.role === 'tool')!;
     const part = toolMessage.content[0] as { toolResponse: { output: { output?: unknown; response: string } } };
     expect(part.toolResponse.output.output).toEqual({ city: 'Bergen', celsius: 9 });
+  });
+});
+
+describe('structured output in temporal.yaml', () => {
+  it('takes a JSON Schema alone or { schema, retries } and refuses one zod cannot read, naming the agent', async () => {
+    const schema = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] };
+    const config = parseConfig(
+      {
+        models: [{ name: 'scripted/yaml-output', provider: 'scripted', script: [{ object: { n: 1 } }] }],
+        agents: [
+          { name: 'yaml-bare', model: 'scripted/yaml-output', output: schema },
+          { name: 'yaml-wrapped', model: 'scripted/yaml-output', output: { schema, retries: 0 } },
+        ],
+      },
+      { baseDir: ROOT, env: {} },
+    );
+    const yamlRegistry = await loadRegistry(config);
+    expect(yamlRegistry.agents.get('yaml-bare')!.output).toEqual({ schema, retries: 2, name: 'output' });
+    expect(yamlRegistry.agents.get('yaml-wrapped')!.output).toEqual({ schema, retries: 0, name: 'output' });
+    await yamlRegistry.close();
+    expect(() => parseConfig({ agents: [{ name: 'typo', model: 'm', output: { schema, retry: 3 } }] }, { baseDir: ROOT, env: {} })).toThrow(
+      /agents\[0\]\.output/,
+    );
+    const bad = parseConfig(
+      {
+        models: [{ name: 'scripted/yaml-bad', provider: 'scripted', script: [] }],
+        agents: [{ name: 'yaml-bad', model: 'scripted/yaml-bad', output: { type: 'no-such-type' } }],
+      },
+      { baseDir: ROOT, env: {} },
+    );
+    await expect(loadRegistry(bad)).rejects.toThrow(/agents\[0\].*output schema/);
+  });
+});
+
+describe('keel run with structured output', () => {
+  it('prints the answer as JSON, with --json in "output", and keel status shows it; --output-schema gives one for the run', async () => {
+    const { agent } = weatherAgent(() => objectReply({ city: 'Oslo', celsius: 4 }));
+    const { configPath, dir } = writeTestConfig('output-cli', { taskQueue: worker().taskQueue, server: { enabled: false } });
+    const plain = await runKeel(['run', agent.name, 'weather?', '--config', configPath]);
+    expect(plain.code, plain.stderr).toBe(0);
+    expect(JSON.parse(plain.stdout)).toEqual({ city: 'Oslo', celsius: 4 });
+    const json = await runKeel(['run', agent.name, 'weather?', '--json', '--config', configPath]);
+    expect(json.code, json.stderr).toBe(0);
+    const summary = JSON.parse(json.stdout) as { runId: string; output: unknown };
+    expect(summary.output).toEqual({ city: 'Oslo', celsius: 4 });
+    const status = await runKeel(['status', summary.runId, '--json', '--config', configPath]);
+    expect((JSON.parse(status.stdout) as { output: unknown }).output).toEqual({ city: 'Oslo', celsius: 4 });
+
+    const name = `cli-plain-${++count}`;
+    const model = scriptedModel({ name: `scripted/${name}`, script: () => objectReply({ ok: true }) });
+    registry.add(model, defineAgent({ name, model: model.name }));
+    const schemaFile = join(dir, 'answer.json');
+    writeFileSync(schemaFile, JSON.stringify({ type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] }));
+    const overridden = await runKeel(['run', name, 'ok?', '--output-schema', schemaFile, '--json', '--config', configPath]);
+    expect(overridden.code, overridden.stderr).toBe(0);
+    expect((JSON.parse(overridden.stdout) as { output: unknown }).output).toEqual({ ok: true });
+    const missing = await runKeel(['run', name, 'ok?', '--output-schema', join(dir, 'absent.json'), '--config', configPath]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('--output-schema: cannot read');
   });
 });
