@@ -9,6 +9,7 @@ import { ArtifactSchema } from './artifacts';
 import { DurationSchema } from './duration';
 import { StatusNameSchema } from './status';
 import { DecisionRecordSchema, takesApproval } from './holds';
+import { SteerRecordSchema } from './steering';
 
 /** A middleware named by its registered name and a JSON config. */
 export const MiddlewareRefSchema = z.object({
@@ -301,6 +302,11 @@ export const RunStatusSchema = z.object({
    * however those runs ended).
    */
   treeUsage: UsageSchema.optional(),
+  /**
+   * The steering messages the run accepted (the latest 100, oldest first): pending until its
+   * next model call takes them, then applied (with the turn), or dropped when the run ended first.
+   */
+  steering: z.array(SteerRecordSchema).optional(),
 });
 export type RunStatus = z.infer<typeof RunStatusSchema>;
 
