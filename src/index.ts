@@ -10,7 +10,8 @@ export type { Agent, AgentOptions, AgentSessionMode, Model, ModelContext, Tool, 
 export { Registry } from './registry';
 
 export { KeelClient, RunHandle, runErrorOf } from './client/keel-client';
-export type { DecideOptions, InFlight, ResultOptions, StartRunOptions } from './client/keel-client';
+export type { DecideOptions, InFlight, ResultOptions, StartRunOptions, SteerOptions } from './client/keel-client';
+export type { SteerInput, SteerRecord } from './core/steering';
 export type { ToolAttempt } from './client/tool-attempts';
 export type { TaskView } from './core/tasks';
 export type { HoldView } from './client/holds';

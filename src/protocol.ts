@@ -11,6 +11,7 @@ export {
   messagesQuery,
   resumeUpdate,
   resumeSignal,
+  steerUpdate,
   snapshotQuery,
   invokeUpdate,
   waitForSnapshotUpdate,
@@ -21,4 +22,5 @@ export { MessageSchema, ModelRequestSchema, ModelResponseSchema, PartSchema, Usa
 export { DecisionSchema, DecisionRecordSchema } from './core/holds';
 export { InvokeOutputSchema, SnapshotSchema, SessionStateSchema, sessionWorkflowId } from './core/session';
 export { ArtifactSchema } from './core/artifacts';
+export { SteerInputSchema, SteerRecordSchema, STEER_METADATA_KEY } from './core/steering';
 export type { AgentSpec } from './core/run';

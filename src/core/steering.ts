@@ -15,8 +15,9 @@ export const SteerInputSchema = z
     /** The user message, added to the conversation before the run's next model call. */
     text: z
       .string()
-      .refine((text) => text.trim().length > 0, 'must not be empty')
-      .refine((text) => text.length <= MAX_STEER_CHARS, `must be at most ${MAX_STEER_CHARS} characters`),
+      .min(1, { error: 'must not be empty', abort: true })
+      .max(MAX_STEER_CHARS, { error: `must be at most ${MAX_STEER_CHARS} characters`, abort: true })
+      .refine((text) => text.trim().length > 0, 'must not be empty'),
     /**
      * Cancel the model call in flight, if any, and call the model again at once with the message
      * added (its partial text is discarded). Tool calls in flight are never cancelled: with one
