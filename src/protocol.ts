@@ -13,6 +13,7 @@ export {
   resumeSignal,
   steerUpdate,
   snapshotQuery,
+  currentTurnQuery,
   invokeUpdate,
   waitForSnapshotUpdate,
   abortSessionUpdate,

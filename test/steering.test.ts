@@ -214,8 +214,28 @@ describe('steering a sub-agent and a session', () => {
     const missing = await handle.steer('nobody', { agent: `${child.name}-7` }).catch((error: unknown) => runErrorOf(error));
     expect(missing).toMatchObject({
       status: 'NOT_FOUND',
-      message: `run "${handle.runId}" has no sub-agent run "${child.name}-7" (no run "${childRunId.replace(/-1$/, '-7')}")`,
+      message: `run "${handle.runId}" has no sub-agent run "${child.name}-7" (no run "${handle.runId}/${child.name}-7", nor a session "session/${child.name}/${handle.runId}/${child.name}-7")`,
     });
+  });
+
+  it('steers the running turn of a server-managed sub-agent addressed through its root', async () => {
+    const key = `session-child-${Date.now()}`;
+    const child = agent({
+      name: `steering-keeper-${++count}`,
+      session: 'server',
+      script: [toolCallReply({ name: 'hold_until_released', input: { key } }), textReply('kept')],
+    });
+    const root = agent({
+      script: [toolCallReply({ name: `delegate_to_${child.name}`, input: { task: 'keep it' } }), textReply('root done')],
+      use: [agents({ agents: [child.name] })],
+    });
+    const handle = await worker().client.start(root.name, 'start');
+    await toolStarted(key);
+    expect(await handle.steer('keeper: hurry', { agent: `${child.name}-1` })).toMatchObject({ state: 'pending' });
+    release(key);
+    expect((await handle.result()).text).toBe('root done');
+    const turnRunId = `session/${child.name}/${handle.runId}/${child.name}-1/turn-1`;
+    expect(userTexts(requestsOf(child.model, turnRunId)[1]!.messages)).toEqual(['keep it', 'keeper: hurry']);
   });
 
   it("steers a session's running turn, and says so when no turn runs", async () => {

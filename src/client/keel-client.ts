@@ -393,7 +393,10 @@ export class RunHandle {
    * text, a run that has ended or has finished its loop, and a sub-agent key with no run.
    */
   async steer(text: string, { interrupt, agent, steerId = randomUUID() }: SteerOptions = {}): Promise<SteerRecord> {
-    const target = agent === undefined ? this : await this.subAgentRun(agent);
+    const below = agent === undefined ? undefined : await this.subAgentRun(agent);
+    // A server-managed sub-agent runs turns of a session of its own: its running turn is steered.
+    if (below instanceof SessionHandle) return below.steer(text, { ...(interrupt ? { interrupt } : {}), steerId });
+    const target = below ?? this;
     try {
       return await target.workflow.executeUpdate(steerUpdate, { args: [{ text, ...(interrupt ? { interrupt: true } : {}) }], updateId: steerId });
     } catch (error) {
@@ -401,24 +404,36 @@ export class RunHandle {
     }
   }
 
-  /** The handle of sub-agent run `key` below this run (`<runId>/<key>`); NOT_FOUND, naming both, when there is none. */
-  private async subAgentRun(key: string): Promise<RunHandle> {
+  /**
+   * The handle of sub-agent run `key` below this run (`<runId>/<key>`), or for a server-managed
+   * sub-agent the session the run started for it (`<runId>/<key>` is its session id);
+   * NOT_FOUND, naming both, when there is neither.
+   */
+  private async subAgentRun(key: string): Promise<RunHandle | SessionHandle> {
     if (!/^[^/\s]+-\d+(\/[^/\s]+-\d+)*$/.test(key)) {
       throw new KeelError(
         'INVALID_ARGUMENT',
         `sub-agent "${key}": expected the key its run id ends with, <agent>-<n> (e.g. writer-1), or a path of them (writer-1/critic-1)`,
       );
     }
+    const exists = (workflowId: string) =>
+      this.client.workflow
+        .getHandle(workflowId)
+        .describe()
+        .then(
+          () => true,
+          (error: unknown) => {
+            if (error instanceof WorkflowNotFoundError) return false;
+            throw runErrorOf(error);
+          },
+        );
     const child = new RunHandle({ client: this.client, runId: `${this.runId}/${key}` });
-    const exists = await child.workflow.describe().then(
-      () => true,
-      (error: unknown) => {
-        if (error instanceof WorkflowNotFoundError) return false;
-        throw runErrorOf(error);
-      },
-    );
-    if (!exists) throw new KeelError('NOT_FOUND', `run "${this.runId}" has no sub-agent run "${key}" (no run "${child.runId}")`);
-    return child;
+    if (await exists(child.runId)) return child;
+    const agent = /([^/]+)-\d+$/.exec(key)![1]!;
+    // Only steered, so no task queue is needed (a session's turns are started by its own workflow).
+    const session = new SessionHandle({ client: this.client, agent, sessionId: child.runId, taskQueue: '' });
+    if (await exists(session.workflowId)) return session;
+    throw new KeelError('NOT_FOUND', `run "${this.runId}" has no sub-agent run "${key}" (no run "${child.runId}", nor a session "${session.workflowId}")`);
   }
 
   /** Approves a held call (or a budget hold: the run continues with its limit renewed). */

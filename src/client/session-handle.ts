@@ -10,7 +10,15 @@ import { KeelError } from '../core/errors';
 import type { Message } from '../core/messages';
 import { sessionWorkflowId, type InvokeOutput, type Snapshot } from '../core/session';
 import { sessionIdProblem } from '../core/session';
-import { SESSION_WORKFLOW, abortSessionUpdate, invokeUpdate, snapshotQuery, steerUpdate, waitForSnapshotUpdate } from '../workflows/definitions';
+import {
+  SESSION_WORKFLOW,
+  abortSessionUpdate,
+  currentTurnQuery,
+  invokeUpdate,
+  snapshotQuery,
+  steerUpdate,
+  waitForSnapshotUpdate,
+} from '../workflows/definitions';
 import { assertInputFits } from './input-limit';
 import { runErrorOf } from '../node/run-errors';
 
@@ -106,22 +114,22 @@ export class SessionHandle {
    * call in flight). FAILED_PRECONDITION, saying why, when no turn runs.
    */
   async steer(text: string, { interrupt, steerId = randomUUID() }: { interrupt?: boolean; steerId?: string } = {}): Promise<SteerRecord> {
-    let latest: Snapshot;
+    const handle = this.client.workflow.getHandle(this.workflowId);
+    let current: Snapshot | null;
     try {
-      latest = await this.snapshot();
+      current = await handle.query(currentTurnQuery);
     } catch (error) {
-      if (KeelError.isInstance(error) && error.message.includes('has no snapshot yet'))
-        throw new KeelError(
-          'FAILED_PRECONDITION',
-          `session "${this.sessionId}" of agent "${this.agent}" has no turn running (it has had none yet); nothing to steer`,
-        );
-      throw error;
+      const failure = runErrorOf(error);
+      throw failure.status === 'NOT_FOUND' ? new KeelError('NOT_FOUND', `session "${this.sessionId}" of agent "${this.agent}" does not exist`) : failure;
     }
-    if (latest.status !== 'pending')
+    if (!current) {
+      const latest = await handle.query(snapshotQuery).catch(() => null);
       throw new KeelError(
         'FAILED_PRECONDITION',
-        `session "${this.sessionId}" of agent "${this.agent}" has no turn running (its latest turn, snapshot ${latest.snapshotId}, is ${latest.status}); nothing to steer`,
+        `session "${this.sessionId}" of agent "${this.agent}" has no turn running (${latest ? `its latest turn, snapshot ${latest.snapshotId}, is ${latest.status}` : 'it has had none yet'}); nothing to steer`,
       );
+    }
+    const latest = current;
     try {
       return await this.client.workflow
         .getHandle(latest.runId)

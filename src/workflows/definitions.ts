@@ -81,6 +81,9 @@ export const invokeUpdate = defineUpdate<InvokeOutput, [InvokeInput]>('invoke');
 /** A snapshot of the session, by id, or the latest when no id is given; null when there is none. */
 export const snapshotQuery = defineQuery<Snapshot | null, [string?]>('snapshot');
 
+/** The snapshot of the session's turn in flight (waited for or detached), or null when no turn runs: its `runId` is the run a steer goes to. */
+export const currentTurnQuery = defineQuery<Snapshot | null>('currentTurn');
+
 /** Blocks until the snapshot settles (completed, failed or aborted), then answers it. */
 export const waitForSnapshotUpdate = defineUpdate<Snapshot, [string]>('waitForSnapshot');
 
