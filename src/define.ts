@@ -3,8 +3,9 @@
  * objects tagged with `kind`; a worker registers every one a configured module exports.
  * Node side: tools and models run in activities, never in the workflow.
  */
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { ModelRequest, ModelResponse } from './core/messages';
+import { OutputSpecSchema, outputValidator, type JsonSchemaObject, type OutputSpec } from './core/output';
 import type { MiddlewareRefInput } from './core/run';
 
 /** What a tool's `run` receives besides its input. */
@@ -63,8 +64,8 @@ function isZodSchema(value: unknown): value is z.ZodType {
   return typeof value === 'object' && value !== null && '_zod' in value && typeof (value as z.ZodType).safeParse === 'function';
 }
 
-/** An agent: a model, a system prompt, tools and middleware. */
-export interface Agent {
+/** An agent: a model, a system prompt, tools and middleware; `Output` is the type of its structured answer (`unknown` without one). */
+export interface Agent<Output = unknown> {
   readonly kind: 'agent';
   readonly name: string;
   readonly description: string;
@@ -84,13 +85,24 @@ export interface Agent {
    * run and gets it back; `server` keeps it in a session workflow per session id.
    */
   readonly session: AgentSessionMode;
+  /** The answer the agent gives: one JSON value matching this JSON Schema, in `result.output` (absent: text). */
+  readonly output?: OutputSpec;
+  /** Type-level only (never set): the type of `result.output`, so a client given the agent types it. */
+  readonly '~output'?: Output;
 }
+
+/**
+ * An agent's structured answer: a zod schema, or `{ schema, retries?, name? }` where `schema`
+ * is a zod schema or a JSON Schema, `retries` how many times the model gets the validation
+ * error and tries again (default 2), and `name` what the provider is told the schema is called.
+ */
+export type AgentOutputOption<Schema extends z.ZodType = z.ZodType> = Schema | { schema: Schema | JsonSchemaObject; retries?: number; name?: string };
 
 /** Who keeps an agent's conversation between turns. */
 export type AgentSessionMode = 'client' | 'server';
 
-/** Options of `defineAgent`; `tools`, `use` and `maxTurns` (5) are optional. */
-export interface AgentOptions {
+/** Options of `defineAgent`; `tools`, `use`, `maxTurns` (5) and `output` are optional. */
+export interface AgentOptions<Schema extends z.ZodType = z.ZodType> {
   name: string;
   description?: string;
   model: string;
@@ -100,11 +112,52 @@ export interface AgentOptions {
   use?: ReadonlyArray<MiddlewareRefInput>;
   maxTurns?: number;
   session?: AgentSessionMode;
+  /** The structured answer: a zod schema (or `{ schema, retries?, name? }`); the result's `output` is typed from it. */
+  output?: AgentOutputOption<Schema>;
 }
 
-/** Declares an agent. */
-export function defineAgent({ name, description = '', model, system, config, tools = [], use = [], maxTurns = 5, session = 'client' }: AgentOptions): Agent {
-  return { kind: 'agent', name, description, model, system, config, tools, use, maxTurns, session };
+/** Declares an agent; with `output`, its runs answer one value of that schema (`result.output`). */
+export function defineAgent<Schema extends z.ZodType = z.ZodType>({
+  name,
+  description = '',
+  model,
+  system,
+  config,
+  tools = [],
+  use = [],
+  maxTurns = 5,
+  session = 'client',
+  output,
+}: AgentOptions<Schema>): Agent<z.output<Schema>> {
+  const spec = output === undefined ? undefined : outputSpecFrom(`defineAgent(${JSON.stringify(name)})`, output);
+  return { kind: 'agent', name, description, model, system, config, tools, use, maxTurns, session, ...(spec ? { output: spec } : {}) };
+}
+
+/** The JSON Schema form of an agent's output option; throws naming what is wrong. */
+function outputSpecFrom(where: string, option: AgentOutputOption): OutputSpec {
+  const wrapped = isZodSchema(option) ? { schema: option } : option;
+  if (typeof wrapped !== 'object' || wrapped === null || !('schema' in wrapped)) {
+    throw new TypeError(`${where}: output must be a zod schema or { schema, retries?, name? }`);
+  }
+  let schema: JsonSchemaObject;
+  if (isZodSchema(wrapped.schema)) {
+    try {
+      schema = z.toJSONSchema(wrapped.schema);
+    } catch (error) {
+      throw new TypeError(`${where}: output schema has no JSON Schema (${(error as Error).message}); transforms and custom types cannot be sent to a model`);
+    }
+  } else {
+    schema = wrapped.schema;
+  }
+  const parsed = OutputSpecSchema.safeParse({ ...wrapped, schema });
+  if (!parsed.success)
+    throw new TypeError(`${where}: output ${parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ')}`);
+  try {
+    outputValidator(parsed.data.schema);
+  } catch (error) {
+    throw new TypeError(`${where}: ${(error as Error).message}`);
+  }
+  return parsed.data;
 }
 
 /** What a model's `generate` receives besides the request. */

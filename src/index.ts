@@ -6,11 +6,13 @@
  * project's own test helpers `keel-agents/testing`. Node side.
  */
 export { defineAgent, defineModel, defineTool } from './define';
-export type { Agent, AgentOptions, AgentSessionMode, Model, ModelContext, Tool, ToolContext, ToolOptions } from './define';
+export type { Agent, AgentOptions, AgentOutputOption, AgentSessionMode, Model, ModelContext, Tool, ToolContext, ToolOptions } from './define';
+export { DEFAULT_OUTPUT_RETRIES, OutputSpecSchema } from './core/output';
+export type { JsonSchemaObject, OutputOption, OutputSpec, OutputSpecInput } from './core/output';
 export { Registry } from './registry';
 
 export { KeelClient, RunHandle, runErrorOf } from './client/keel-client';
-export type { DecideOptions, InFlight, ResultOptions, StartRunOptions, SteerOptions } from './client/keel-client';
+export type { DecideOptions, InFlight, ResultOptions, StartRunOptions, SteerOptions, TypedRunResult } from './client/keel-client';
 export type { SteerInput, SteerRecord } from './core/steering';
 export type { ToolAttempt } from './client/tool-attempts';
 export type { TaskView } from './core/tasks';
@@ -34,7 +36,7 @@ export type { Artifact } from './core/artifacts';
 export { ConfigError, defineConfig, loadConfig, parseConfig } from './config/load';
 export type { KeelConfig, KeelConfigInput } from './config/schema';
 
-export { errorReply, scriptedModel, textReply, toolCallReply } from './models/scripted';
+export { errorReply, objectReply, scriptedModel, textReply, toolCallReply } from './models/scripted';
 export type { ScriptedModel, ScriptedReply } from './models/scripted';
 export { openAICompatibleModel } from './models/openai-compatible';
 export type { OpenAICompatibleOptions } from './models/openai-compatible';

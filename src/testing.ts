@@ -17,7 +17,7 @@ export type {
   ToolRun,
 } from './testing/middleware-harness';
 export type { FakeCapabilityOptions, RecordedModelCall } from './testing/fake-context';
-export { errorReply, textReply, toolCallReply } from './models/scripted';
+export { errorReply, objectReply, textReply, toolCallReply } from './models/scripted';
 export type { ReplyFunction, Script, ScriptedReply } from './models/scripted';
 export type { DecisionBody } from './core/holds';
 export { findTemporalBinary, startDevServer, waitForServer } from './server/dev-server';

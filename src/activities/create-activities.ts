@@ -217,6 +217,7 @@ export function createActivities({
           .map((entry) => ({ name: entry.name, description: entry.description, session: entry.session }))
           .sort((a, b) => a.name.localeCompare(b.name)),
         session: agent.session,
+        ...(agent.output ? { output: agent.output } : {}),
         searchAttributes: await searchAttributes,
         ...(inlineLimit !== undefined ? { inlinePayloadLimit: inlineLimit } : {}),
       };

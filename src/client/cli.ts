@@ -15,6 +15,8 @@ import { HOLDS_MEMO_KEY, MemoHoldSchema, RunLifecycleSchema, type Interrupt, typ
 import { KEEL_STATUS } from '../core/search-attributes';
 import { sessionIdProblem } from '../core/session';
 import { z } from 'zod';
+import { parse as parseYaml } from 'yaml';
+import type { OutputOption } from '../core/output';
 import { ServerError } from '../server/server-error';
 import { requireModule } from '../node/require-ts';
 import { PACKAGE_ROOT } from '../node/package-root';
@@ -60,6 +62,8 @@ options:
   --detach                    (run) return at once with the run id
   --session <id>              (run, steer) a turn of this session of a server-managed agent
   --interrupt                 (steer) cancel the model call in flight (never a tool call)
+  --output-schema <file>      (run) the answer must be one JSON value matching this JSON Schema
+                              (or { schema, retries }): printed as JSON, in --json's "output"
   --reason <text>             (deny) why
   --as <name>                 (approve, deny, decide) who decides, recorded with the decision in
                               the run's status and result (default: <user>@<host>)
@@ -80,6 +84,7 @@ interface CliOptions {
   json: boolean;
   detach: boolean;
   session?: string;
+  'output-schema'?: string;
   reason?: string;
   id?: string;
   'id-prefix'?: string;
@@ -105,6 +110,7 @@ function parse(argv: string[]): { command: string | undefined; positionals: stri
         json: { type: 'boolean', default: false },
         detach: { type: 'boolean', default: false },
         session: { type: 'string' },
+        'output-schema': { type: 'string' },
         reason: { type: 'string' },
         id: { type: 'string' },
         'id-prefix': { type: 'string' },
@@ -198,6 +204,7 @@ function runSummary(runId: string, result: RunResult | undefined, error: KeelErr
     status: error ? (error.status === 'CANCELLED' ? 'cancelled' : 'failed') : 'completed',
     finishReason: result?.finishReason ?? status?.finishReason ?? null,
     text: result?.text ?? status?.text ?? '',
+    ...((result?.output ?? status?.output) !== undefined ? { output: result?.output ?? status?.output } : {}),
     usage: result?.usage ?? status?.usage ?? {},
     interrupts: status?.interrupts ?? [],
     tasks: result?.tasks ?? [],
@@ -229,9 +236,31 @@ async function tryStatus(client: KeelClient, handle: RunHandle, timeoutMs = 5000
   }
 }
 
+/** The JSON Schema file of `--output-schema`, read and parsed (as JSON, or YAML). */
+function readOutputSchema(file: string): OutputOption {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new UsageError(`keel run --output-schema: cannot read ${file}: ${(error as Error).message}`);
+  }
+  let value: unknown;
+  try {
+    value = parseYaml(text);
+  } catch (error) {
+    throw new UsageError(`keel run --output-schema: ${file} is neither JSON nor YAML: ${(error as Error).message}`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new UsageError(`keel run --output-schema: ${file} must hold a JSON Schema object`);
+  return value as OutputOption;
+}
+
 async function commandRun(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
   const [agent, ...words] = positionals;
   if (!agent || words.length === 0) throw new UsageError('keel run needs an agent and a prompt: keel run <agent> <prompt...>');
+  const output = options['output-schema'] === undefined ? undefined : readOutputSchema(options['output-schema']);
+  if (output && options.session !== undefined)
+    throw new UsageError('keel run: --output-schema is for a run, not a session turn (give the agent an output schema)');
   return withClient(config, async (client) => {
     // A session's turn runs as a run of its own: send it detached, then follow that run.
     let session: { sessionId: string; snapshotId: string } | undefined;
@@ -251,6 +280,7 @@ async function commandRun(config: KeelConfig, positionals: string[], options: Cl
         handle = await client.start(agent, words.join(' '), {
           ...(options.id ? { runId: options.id } : {}),
           ...(options['id-prefix'] ? { idPrefix: options['id-prefix'] } : {}),
+          ...(output ? { output } : {}),
         });
       } catch (error) {
         return refuse(options, 'run', runErrorOf(error), { withStatus: true });
@@ -352,7 +382,12 @@ async function watchRun(
   }
   try {
     const result = await done;
-    print(options.json, { ...runSummary(handle.runId, result, undefined, undefined), ...session }, result.text);
+    // A structured answer is what the run gives: printed as JSON (the text is that JSON already).
+    print(
+      options.json,
+      { ...runSummary(handle.runId, result, undefined, undefined), ...session },
+      result.output !== undefined ? JSON.stringify(result.output, null, 2) : result.text,
+    );
     return EXIT.ok;
   } catch (error) {
     const failure = runErrorOf(error);
@@ -479,6 +514,7 @@ async function commandStatus(config: KeelConfig, positionals: string[], options:
       turn: status?.turn ?? result?.turns ?? 0,
       ...((result?.finishReason ?? status?.finishReason) ? { finishReason: result?.finishReason ?? status?.finishReason } : {}),
       ...((result?.text ?? status?.text) ? { text: result?.text ?? status?.text } : {}),
+      ...((result?.output ?? status?.output) !== undefined ? { output: result?.output ?? status?.output } : {}),
       usage: result?.usage ?? status?.usage ?? {},
       interrupts: status?.interrupts ?? recorded?.interrupts ?? [],
       tasks: status?.tasks ?? [],

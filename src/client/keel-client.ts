@@ -34,6 +34,9 @@ import { toolAttemptsOf, type ToolAttempt, type ToolNames } from './tool-attempt
 import type { Decision, DecisionAccepted } from '../core/holds';
 import type { Interrupt, MiddlewareRefInput, RunInputOptions, RunResult, RunStatus } from '../core/run';
 import type { KeelConfig } from '../config/schema';
+import { OutputOptionSchema, outputSpecOf, outputValidator, type OutputOption, type OutputSpec } from '../core/output';
+import type { Agent } from '../define';
+import { describeZodError } from '../core/schema-errors';
 import { connectClient } from '../worker/connect';
 import { GENERATE_WORKFLOW, messagesQuery, resumeSignal, resumeUpdate, statusQuery, steerUpdate } from '../workflows/definitions';
 import type { SteerRecord } from '../core/steering';
@@ -64,7 +67,18 @@ export interface StartRunOptions {
   state?: RunInputOptions['state'];
   /** When a long run continues as new (history bytes or events; defaults 4 MiB, 10,000 events). */
   continueAsNewAt?: RunInputOptions['continueAsNewAt'];
+  /**
+   * The answer this run must give, over the agent's own: a JSON Schema, or `{ schema, retries?, name? }`
+   * (docs/structured-output.md). The result's `output` holds it.
+   */
+  output?: OutputOption;
 }
+
+/** A run's result with its structured answer typed (`unknown` when the run was started by agent name). */
+export type TypedRunResult<Output> = Omit<RunResult, 'output'> & {
+  /** The structured answer, parsed and checked against the output schema (set when the run ended `stop`). */
+  output?: Output;
+};
 
 /** What a run's workers are doing now (`RunHandle.inFlight()`). */
 export interface InFlight {
@@ -148,7 +162,8 @@ function isTransient(error: unknown): boolean {
   return typeof code === 'number' && TRANSIENT_GRPC_CODES.has(code);
 }
 
-export class RunHandle {
+/** A handle on a run; `Output` types its result's structured answer. */
+export class RunHandle<Output = unknown> {
   private readonly client: Client;
   /** What each tool activity of the run was for, learned from its history once per call. */
   private readonly toolNames: ToolNames = new Map();
@@ -261,13 +276,13 @@ export class RunHandle {
    * outcome: the wait goes on for up to `reconnectForMs` (default 10 minutes) of it, then throws
    * UNAVAILABLE saying the run may still be going.
    */
-  async result({ reconnectForMs = RECONNECT_FOR_MS, onReconnecting, signal }: ResultOptions = {}): Promise<RunResult> {
+  async result({ reconnectForMs = RECONNECT_FOR_MS, onReconnecting, signal }: ResultOptions = {}): Promise<TypedRunResult<Output>> {
     let lostSince: number | undefined;
     const stopped = () => new KeelError('CANCELLED', `stopped waiting for run ${this.runId}; the run goes on`);
     for (;;) {
       if (signal?.aborted) throw stopped();
       try {
-        const wait = () => this.workflow.result() as Promise<RunResult>;
+        const wait = () => this.workflow.result() as Promise<TypedRunResult<Output>>;
         return await (signal ? this.client.withAbortSignal(signal, wait) : wait());
       } catch (error) {
         if (signal?.aborted) throw stopped();
@@ -504,6 +519,19 @@ export class RunHandle {
   }
 }
 
+/** A run's output option as a spec, refused with what is wrong before the run starts. */
+function checkedOutputSpec(option: OutputOption): OutputSpec {
+  const parsed = OutputOptionSchema.safeParse(option);
+  if (!parsed.success) throw new KeelError('INVALID_ARGUMENT', `invalid output option: ${describeZodError(parsed.error, 'output')}`, { path: 'output' });
+  const spec = outputSpecOf(parsed.data);
+  try {
+    outputValidator(spec.schema);
+  } catch (error) {
+    throw new KeelError('INVALID_ARGUMENT', `output.schema: ${(error as Error).message}`, { path: 'output.schema' });
+  }
+  return spec;
+}
+
 /** How recently Temporal must have seen a poller for it to count as a worker that polls. */
 const POLLER_FRESH_MS = 90_000;
 
@@ -541,9 +569,12 @@ export class KeelClient {
     return new KeelClient({ temporal: await connectClient(config, identity !== undefined ? { identity } : {}), taskQueue: config.taskQueue });
   }
 
-  /** Starts a run of `agent` on a prompt (or on whole messages). */
-  async start(
-    agent: string,
+  /**
+   * Starts a run of `agent` (by name, or its definition, which types the result's `output`) on a
+   * prompt (or on whole messages).
+   */
+  async start<Output = unknown>(
+    agentOrName: string | Agent<Output>,
     prompt: string | Message[],
     {
       idPrefix = 'run',
@@ -558,8 +589,11 @@ export class KeelClient {
       artifacts,
       state,
       continueAsNewAt,
+      output,
     }: StartRunOptions = {},
-  ): Promise<RunHandle> {
+  ): Promise<RunHandle<Output>> {
+    const agent = typeof agentOrName === 'string' ? agentOrName : agentOrName.name;
+    const outputSpec = output === undefined ? undefined : checkedOutputSpec(output);
     const messages: Message[] = typeof prompt === 'string' ? [{ role: 'user', content: [{ text: prompt }] }] : prompt;
     const input: RunInputOptions = {
       agent,
@@ -573,6 +607,7 @@ export class KeelClient {
       ...(artifacts?.length ? { artifacts } : {}),
       ...(state ? { state } : {}),
       ...(continueAsNewAt ? { continueAsNewAt } : {}),
+      ...(outputSpec ? { output: outputSpec } : {}),
     };
     assertInputFits(this.temporal, input, `the input of run ${runId} (agent "${agent}")`);
     // What `describe`, `list` and the Web UI show of the run: its agent and how its prompt starts.
@@ -598,11 +633,11 @@ export class KeelClient {
         `could not start run "${runId}" of agent "${agent}": ${(error as Error).message}${cause}`,
       );
     }
-    return new RunHandle({ client: this.temporal, runId });
+    return new RunHandle<Output>({ client: this.temporal, runId });
   }
 
-  /** Starts a run and waits for its result. */
-  async run(agent: string, prompt: string | Message[], options: StartRunOptions = {}): Promise<RunResult> {
+  /** Starts a run and waits for its result (typed by the agent's output schema when given its definition). */
+  async run<Output = unknown>(agent: string | Agent<Output>, prompt: string | Message[], options: StartRunOptions = {}): Promise<TypedRunResult<Output>> {
     return (await this.start(agent, prompt, options)).result();
   }
 

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { DurationSchema } from '../core/duration';
 import { ActivitySpecSchema, MiddlewareRefSchema } from '../core/run';
 import { ScriptedReplySchema } from '../core/scripted-reply';
+import { OutputOptionSchema } from '../core/output';
 
 /** Connection to the Temporal service. */
 export const ConnectionConfigSchema = z
@@ -184,6 +185,8 @@ export const AgentConfigSchema = z
     use: z.array(MiddlewareRefSchema).default([]),
     /** `client` (default): the caller keeps the conversation; `server`: a session workflow per session id keeps it. */
     session: z.enum(['client', 'server']).default('client'),
+    /** The structured answer: a JSON Schema, or `{ schema, retries?, name? }` (docs/structured-output.md). */
+    output: OutputOptionSchema.optional(),
   })
   .strict();
 export type AgentConfig = z.infer<typeof AgentConfigSchema>;

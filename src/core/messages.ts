@@ -102,8 +102,17 @@ export const ModelRequestSchema = z.object({
   messages: z.array(MessageSchema),
   tools: z.array(ToolDefinitionSchema),
   config: z.record(z.string(), z.unknown()).optional(),
-  /** Constrains the answer: `enum` asks for exactly one of the listed words. */
-  output: z.object({ format: z.literal('enum'), enum: z.array(z.string()).min(1) }).optional(),
+  /**
+   * Constrains the answer: `enum` asks for exactly one of the listed words; `json` for one JSON
+   * value matching `schema` (a JSON Schema), answered as the text of the response (a provider
+   * asks for it its own way: OpenAI-compatible `response_format`, Anthropic a forced tool).
+   */
+  output: z
+    .discriminatedUnion('format', [
+      z.object({ format: z.literal('enum'), enum: z.array(z.string()).min(1) }),
+      z.object({ format: z.literal('json'), schema: z.record(z.string(), z.unknown()), name: z.string().min(1) }),
+    ])
+    .optional(),
 });
 export type ModelRequest = z.infer<typeof ModelRequestSchema>;
 

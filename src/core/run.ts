@@ -10,6 +10,7 @@ import { DurationSchema } from './duration';
 import { StatusNameSchema } from './status';
 import { DecisionRecordSchema, takesApproval } from './holds';
 import { SteerRecordSchema } from './steering';
+import { OutputSpecSchema } from './output';
 
 /** A middleware named by its registered name and a JSON config. */
 export const MiddlewareRefSchema = z.object({
@@ -65,6 +66,8 @@ export const RunInputSchema = z
     onInterruptTimeout: z.enum(['deny', 'fail']).default('deny'),
     /** Resumes an interrupted run (interruptMode 'return'): `messages` end with its model message. */
     resume: RunResumeSchema.optional(),
+    /** The answer this run must give (overrides the agent's `output`): one JSON value matching the schema, in the result's `output`. */
+    output: OutputSpecSchema.optional(),
     /** Artifacts the run starts with (a session's, or a client's state). */
     artifacts: z.array(ArtifactSchema).default([]),
     /**
@@ -234,6 +237,8 @@ export const RunResultSchema = z.object({
   interrupts: z.array(PartSchema).default([]),
   /** Every decision the run took (the latest 100): who decided which hold, when, how, and why. */
   decisions: z.array(DecisionRecordSchema).default([]),
+  /** For a run with an output schema (the agent's or the run's) that ended `stop`: the answer, parsed and checked. */
+  output: z.unknown().optional(),
 });
 export type RunResult = z.infer<typeof RunResultSchema>;
 
@@ -279,6 +284,8 @@ export const RunStatusSchema = z.object({
   messageCount: z.number().int(),
   finishReason: FinishReasonSchema.optional(),
   text: z.string().optional(),
+  /** A completed run's structured answer (when it has an output schema). */
+  output: z.unknown().optional(),
   error: RunErrorSchema.optional(),
   /** Background tasks (sub-agent runs) this run started: `TaskRecordSchema` (core/tasks.ts, which imports this module), spelled out. */
   tasks: z.array(z.object({ taskId: z.string(), agent: z.string(), runId: z.string(), name: z.string().optional() })).default([]),
@@ -348,6 +355,8 @@ export const AgentSpecSchema = z.object({
   directory: z.array(z.object({ name: z.string(), description: z.string(), session: z.enum(['client', 'server']).default('client') })).default([]),
   /** Who keeps the agent's conversation between turns. */
   session: z.enum(['client', 'server']).default('client'),
+  /** The answer the agent gives: one JSON value matching the schema (absent: text). */
+  output: OutputSpecSchema.optional(),
   /** True when the namespace has keel's search attributes (KeelAgent, KeelStatus): the run keeps them current. */
   searchAttributes: z.boolean().optional(),
   /**

@@ -10,6 +10,8 @@ import { StatusNameSchema } from './status';
 export const ScriptedReplySchema = z
   .object({
     text: z.string().optional(),
+    /** A structured answer (for a request with an output schema): sent as its JSON text. */
+    object: z.unknown().optional(),
     /** The text streamed in these pieces, `chunkDelayMs` apart (the reply's text, unless `text` says otherwise). */
     stream: z.array(z.string()).optional(),
     chunkDelayMs: z.number().int().min(0).optional(),

@@ -95,6 +95,7 @@ const DelegationInputSchema = z.object({ task: z.string().min(1), name: z.string
 /** What a delegation answers the model. */
 interface DelegationOutput {
   response: string;
+  output?: unknown;
   artifacts?: MergedArtifact[];
   taskId?: string;
   status?: 'pending' | 'completed' | 'failed' | 'aborted';

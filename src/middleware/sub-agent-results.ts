@@ -24,6 +24,8 @@ export interface MergedArtifact {
 /** What a finished sub-agent run answers the model: its text (or why it has none) and its merged artifacts. */
 export interface SubAgentAnswer {
   response: string;
+  /** The sub-agent's structured answer, when it has an output schema. */
+  output?: unknown;
   artifacts?: MergedArtifact[];
 }
 
@@ -73,8 +75,12 @@ export function foldResult(agent: string, { text, finishReason }: Pick<RunResult
     : `The task completed without a final message; its result is in the ${artifacts} artifacts it produced.`;
 }
 
-/** What a finished sub-agent run (`runId`) answers: its text (or why it has none) and its artifacts, merged under `namespaceOf(agent, runId)`. */
+/** What a finished sub-agent run (`runId`) answers: its text (or why it has none), its structured `output` when it has one, and its artifacts, merged under `namespaceOf(agent, runId)`. */
 export function subAgentAnswer(merge: ArtifactMerge, agent: string, runId: string, result: RunResult): SubAgentAnswer {
   const merged = mergeArtifacts(merge, agent, namespaceOf(agent, runId), result.artifacts);
-  return { response: foldResult(agent, result, merged.length), ...(merged.length ? { artifacts: merged } : {}) };
+  return {
+    response: foldResult(agent, result, merged.length),
+    ...(result.output !== undefined ? { output: result.output } : {}),
+    ...(merged.length ? { artifacts: merged } : {}),
+  };
 }

@@ -104,6 +104,8 @@ export function aiSdkModel({ name, model, config = {} }: AiSdkModelOptions): Mod
                 })),
               }
             : {}),
+          // A structured answer: the specification's JSON response format (what the AI SDK's object output sends).
+          ...(request.output?.format === 'json' ? { responseFormat: { type: 'json', schema: request.output.schema, name: request.output.name } } : {}),
           abortSignal: context.signal,
         });
       } catch (error) {

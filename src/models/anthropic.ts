@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { KeelError } from '../core/errors';
 import type { FinishReason, Message, ModelRequest, ModelResponse, Part, Usage } from '../core/messages';
+import { providerSchema } from '../core/output';
 import { defineModel, type Model, type ModelContext } from '../define';
 import { isEventStream, postRequest, readJson, serverSentEvents } from './http';
 
@@ -201,15 +202,30 @@ export function anthropicModel(options: AnthropicOptions): Model {
       const apiKey = options.apiKey ?? process.env.ANTHROPIC_API_KEY;
       const { system, messages } = toAnthropicMessages(request.messages);
       const config = { ...options.config, ...request.config };
+      const answerTool =
+        request.output?.format === 'json'
+          ? {
+              name: request.output.name,
+              description: 'Give your final answer: call this with the answer as its input.',
+              input_schema: providerSchema(request.output.schema),
+            }
+          : undefined;
       const body = {
         max_tokens: options.maxTokens ?? 4096,
         ...config,
         model: providerModel,
         ...(system ? { system } : {}),
         messages,
-        ...(request.tools.length
-          ? { tools: request.tools.map((tool) => ({ name: tool.name, description: tool.description, input_schema: tool.inputSchema })) }
+        ...(request.tools.length || answerTool
+          ? {
+              tools: [
+                ...request.tools.map((tool) => ({ name: tool.name, description: tool.description, input_schema: tool.inputSchema })),
+                ...(answerTool ? [answerTool] : []),
+              ],
+            }
           : {}),
+        // A structured answer is a forced tool: that one alone, or any tool when the agent has tools of its own.
+        ...(answerTool ? { tool_choice: request.tools.length ? { type: 'any' } : { type: 'tool', name: answerTool.name } } : {}),
       };
       const stream = options.stream ?? true;
       const response = await postRequest({
@@ -226,9 +242,15 @@ export function anthropicModel(options: AnthropicOptions): Model {
         ? await readMessageStream(options.name, response, context)
         : await readJson('anthropic', options.name, response, ResponseSchema);
       const content: Part[] = [];
+      let answered = false;
       for (const block of data.content) {
         if (block.type === 'text' && 'text' in block && typeof block.text === 'string') content.push({ text: block.text });
-        else if (block.type === 'tool_use' && 'id' in block && typeof block.id === 'string' && 'name' in block && typeof block.name === 'string') {
+        else if (block.type === 'tool_use' && 'name' in block && block.name === answerTool?.name) {
+          // The forced tool's input is the answer: it becomes the answer's text (any text before it is the model thinking aloud).
+          content.splice(0, content.length, { text: JSON.stringify('input' in block ? block.input : {}) });
+          answered = true;
+          break;
+        } else if (block.type === 'tool_use' && 'id' in block && typeof block.id === 'string' && 'name' in block && typeof block.name === 'string') {
           content.push({ toolRequest: { name: block.name, ref: block.id, input: 'input' in block ? block.input : {} } });
         }
       }
@@ -238,7 +260,7 @@ export function anthropicModel(options: AnthropicOptions): Model {
       if (raw?.output_tokens !== undefined) usage.outputTokens = raw.output_tokens;
       if (raw?.input_tokens !== undefined && raw.output_tokens !== undefined) usage.totalTokens = raw.input_tokens + raw.output_tokens;
       if (typeof raw?.cache_read_input_tokens === 'number') usage.cachedContentTokens = raw.cache_read_input_tokens;
-      return { message: { role: 'model', content }, finishReason: finishReasonOf(data.stop_reason), usage };
+      return { message: { role: 'model', content }, finishReason: answered ? 'stop' : finishReasonOf(data.stop_reason), usage };
     },
   });
 }

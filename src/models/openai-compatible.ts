@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { KeelError } from '../core/errors';
 import type { FinishReason, Message, ModelRequest, ModelResponse, Part, Usage } from '../core/messages';
+import { providerSchema } from '../core/output';
 import { defineModel, type Model, type ModelContext } from '../define';
 import { isEventStream, postRequest, readJson, serverSentEvents } from './http';
 
@@ -185,6 +186,10 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
                 function: { name: tool.name, description: tool.description, parameters: tool.inputSchema },
               })),
             }
+          : {}),
+        // A structured answer: the JSON Schema as OpenAI's `response_format` (the run checks the answer either way).
+        ...(request.output?.format === 'json'
+          ? { response_format: { type: 'json_schema', json_schema: { name: request.output.name, schema: providerSchema(request.output.schema) } } }
           : {}),
       };
       const stream = options.stream ?? true;

@@ -61,6 +61,13 @@ export function scriptedModel({ name, script, keepRequests }: ScriptedModelOptio
         if (!status) throw new Error(message);
         throw new KeelError(status, message, { modelName: name, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) });
       }
+      if (reply.object !== undefined && request.output?.format !== 'json') {
+        throw new KeelError(
+          'FAILED_PRECONDITION',
+          `scripted model "${name}" answered call #${context.callIndex + 1} with an object, but the request asked for no structured output (the agent or run has no output schema)`,
+          { modelName: name },
+        );
+      }
       return toResponse(reply);
     },
   });
@@ -83,7 +90,7 @@ async function replyFor(name: string, script: Script, request: ModelRequest, cal
 
 function toResponse(reply: z.output<typeof ScriptedReplySchema>): ModelResponse {
   const content: Part[] = [];
-  const text = reply.text ?? reply.stream?.join('');
+  const text = reply.text ?? (reply.object !== undefined ? JSON.stringify(reply.object) : reply.stream?.join(''));
   if (text !== undefined) content.push({ text });
   for (const request of reply.toolRequests ?? []) {
     content.push({ toolRequest: { name: request.name, ...(request.ref ? { ref: request.ref } : {}), input: request.input } });
@@ -115,6 +122,11 @@ function abortableSleep(ms: number, context: ModelContext): Promise<void> {
 /** A reply with text only. */
 export function textReply(text: string, extra: Omit<ScriptedReply, 'text'> = {}): ScriptedReply {
   return { ...extra, text };
+}
+
+/** A structured answer (for a run with an output schema): the value, answered as its JSON text. */
+export function objectReply(value: unknown, extra: Omit<ScriptedReply, 'object'> = {}): ScriptedReply {
+  return { ...extra, object: value };
 }
 
 /** A reply asking for one tool call, or several (run concurrently). */

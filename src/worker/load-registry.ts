@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path';
 import { inspect } from 'node:util';
 import { ConfigError } from '../config/load';
 import { describeZodError } from '../core/schema-errors';
+import { outputSpecOf } from '../core/output';
 import { middlewareNames, registerExportedMiddleware, registeredMiddleware } from '../middleware/catalog';
 import type { AiSdkModelConfig, KeelConfig, ModelConfig } from '../config/schema';
 import { aiSdkModel, type AiSdkLanguageModel } from '../models/ai-sdk';
@@ -156,7 +157,7 @@ async function fillRegistry(config: RegistryConfig, registry: Registry): Promise
       }
     }
     try {
-      registry.add(defineAgent(entry));
+      registry.add(defineAgent({ ...entry, output: entry.output === undefined ? undefined : outputSpecOf(entry.output) }));
     } catch (error) {
       throw new ConfigError(`agents[${index}]: ${(error as Error).message}`);
     }

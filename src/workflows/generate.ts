@@ -27,6 +27,7 @@ import { MODEL_CALL_HOLD } from '../core/holds';
 import { registeredHoldKind } from '../middleware/catalog';
 import { assignToolRefs, messageText, toolRequestParts, type Message, type ModelRequest, type ModelResponse } from '../core/messages';
 import { describeZodError } from '../core/schema-errors';
+import { checkAnswer, outputRetryMessage, outputValidator, retriesSoFar, type OutputSpec } from '../core/output';
 import { describeUndecodable, isUndecodable } from '../core/undecodable';
 import { RunInputSchema, type AgentSpec, type RunInput, type RunResult } from '../core/run';
 import { composeStage, composeToolChain } from '../middleware/compose';
@@ -64,6 +65,30 @@ const { resolveAgent, validateToolOutput } = proxyLocalActivities<KeelActivities
  */
 export const RESOLVE_AS_ACTIVITY_PATCH = 'keel-resolve-agent-as-activity';
 
+/**
+ * The patch that asks the model for a structured answer (an agent's or a run's `output`): the
+ * request carries the schema, and an answer that does not match gets the model asked again.
+ * Only runs with an output schema call `patched` for it.
+ */
+export const STRUCTURED_OUTPUT_PATCH = 'keel-structured-output';
+
+/** A run's output schema, as the loop checks answers against it. */
+interface RunOutput {
+  spec: OutputSpec;
+  validator: ReturnType<typeof outputValidator>;
+}
+
+/** The run's output schema (the run's own over the agent's), or undefined without one. */
+function runOutputOf(input: RunInput, agent: AgentSpec): RunOutput | undefined {
+  const spec = input.output ?? agent.output;
+  if (!spec || !patched(STRUCTURED_OUTPUT_PATCH)) return undefined;
+  try {
+    return { spec, validator: outputValidator(spec.schema) };
+  } catch (error) {
+    throw new KeelError('INVALID_ARGUMENT', `${input.output ? 'the run' : `agent "${agent.name}"`}: ${(error as Error).message}`, { path: 'output.schema' });
+  }
+}
+
 /** The same lookup as a regular activity (eagerly dispatched to this worker when it can). */
 const { resolveAgent: resolveAgentActivity } = proxyActivities<KeelActivities>(RESOLVE_AGENT_OPTIONS);
 
@@ -77,9 +102,12 @@ async function validateOutput(toolName: string, output: unknown): Promise<unknow
 }
 
 /** The run's result from the outcome of its outermost iteration. */
-function resultOf(outcome: GenerateOutcome, { status, artifacts, tasks }: RunState): RunResult {
+function resultOf(outcome: GenerateOutcome, { status, artifacts, tasks }: RunState, output: RunOutput | undefined): RunResult {
   const message = outcome.response.message;
+  // The loop checked the answer already (and asked again until it matched): this reads its value.
+  const checked = output && outcome.response.finishReason === 'stop' ? checkAnswer(output.validator, message) : undefined;
   return {
+    ...(checked?.ok ? { output: checked.value } : {}),
     finishReason: outcome.response.finishReason,
     message,
     text: messageText(message),
@@ -167,6 +195,7 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     // (Asked only where it matters, so a run that neither resumes nor returns holds records no marker.)
     const signedHolds = (message: Message): Promise<Message> => (patched(SIGNED_HOLDS_PATCH) ? signHolds(agent.name, message) : Promise.resolve(message));
     if (input.resume && patched(SIGNED_HOLDS_PATCH)) input.messages = await trustedForResume(agent.name, input.messages);
+    const output = runOutputOf(input, agent);
     const callModel = modelCaller(run, activityOptions(agent.activities.model), info.runId, (usage) => tree.counted(usage));
     // A hold before a model call (a Budget over its tree's limit) is shown as a call of this name.
     const holdModelCall = (interrupt: ToolInterrupt) =>
@@ -228,7 +257,12 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
       // Steering messages sent meanwhile go in before the call (and one sent with interrupt makes it again).
       let response: ModelResponse;
       ({ response, messages } = await steering.callModel(messages, (sent) => {
-        const request: ModelRequest = { messages: sent, tools: setup.tools, ...(agent.config ? { config: agent.config } : {}) };
+        const request: ModelRequest = {
+          messages: sent,
+          tools: setup.tools,
+          ...(agent.config ? { config: agent.config } : {}),
+          ...(output ? { output: { format: 'json', schema: output.spec.schema, name: output.spec.name } } : {}),
+        };
         return modelStage({ model: agent.model, request, iteration });
       }));
       const modelMessage: Message = assignToolRefs({ ...response.message, role: 'model' });
@@ -237,8 +271,24 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
       if (requests.length === 0) {
         // A steer that came during the final call is answered by one more.
         if (steering.hasPending()) return generate({ iteration: iteration + 1, messages: run.messages });
-        steering.close('has finished its loop');
-        return { response: { ...response, message: modelMessage }, messages: run.messages };
+        const answer: GenerateOutcome = { response: { ...response, message: modelMessage }, messages: run.messages };
+        const checked =
+          !output || (response.finishReason !== 'stop' && response.finishReason !== 'length') ? undefined : checkAnswer(output.validator, modelMessage);
+        if (!output || !checked || checked.ok) {
+          steering.close('has finished its loop');
+          return answer;
+        }
+        // The model gets what was wrong and tries again, `retries` times; then the run fails naming the path.
+        const retry = retriesSoFar(messages) + 1;
+        if (retry > output.spec.retries) {
+          throw new KeelError(
+            'INVALID_ARGUMENT',
+            `the model's answer does not match the output schema after ${output.spec.retries + 1} ${output.spec.retries === 0 ? 'attempt' : 'attempts'}: ${checked.error}`,
+            { path: checked.path, modelName: agent.model },
+          );
+        }
+        run.messages = [...run.messages, outputRetryMessage(checked.error, retry)];
+        return generate({ iteration: iteration + 1, messages: run.messages });
       }
       if (iteration + 1 > maxTurns) {
         throw new KeelError('ABORTED', `exceeded maxTurns (${maxTurns}): the model still asked for tools after ${maxTurns} tool rounds`);
@@ -258,7 +308,7 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     const firstIteration = input.continued?.iteration ?? 0;
     const outcome = await generate({ iteration: firstIteration, messages: setup.messages });
     steering.close('has finished its loop');
-    const result = resultOf(outcome, run);
+    const result = resultOf(outcome, run, output);
     if (input.state)
       result.state = { messages: result.messages.filter((message) => message.role !== 'system'), artifacts: result.artifacts, custom: input.state.custom };
     assertResultFits(run.runId, result, inlinePayloadLimit);

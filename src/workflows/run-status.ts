@@ -134,6 +134,7 @@ export function settleCompleted(run: RunState, result: RunResult): void {
   run.status.state = 'completed';
   run.status.finishReason = result.finishReason;
   run.status.text = result.text;
+  if (result.output !== undefined) run.status.output = result.output;
   indexState(run);
 }
 
