@@ -61,9 +61,9 @@ options:
   --json                      print one JSON object on stdout, nothing else
   --detach                    (run) return at once with the run id
   --session <id>              (run, steer) a turn of this session of a server-managed agent
+  --interrupt                 (steer) cancel the model call in flight (never a tool call)
   --output-schema <file>      (run) the answer must be one JSON value matching this JSON Schema
                               (or { schema, retries }): printed as JSON, in --json's "output"
-  --interrupt                 (steer) cancel the model call in flight (never a tool call)
   --reason <text>             (deny) why
   --as <name>                 (approve, deny, decide) who decides, recorded with the decision in
                               the run's status and result (default: <user>@<host>)

@@ -9,8 +9,8 @@ import { ArtifactSchema } from './artifacts';
 import { DurationSchema } from './duration';
 import { StatusNameSchema } from './status';
 import { DecisionRecordSchema, takesApproval } from './holds';
-import { OutputSpecSchema } from './output';
 import { SteerRecordSchema } from './steering';
+import { OutputSpecSchema } from './output';
 
 /** A middleware named by its registered name and a JSON config. */
 export const MiddlewareRefSchema = z.object({

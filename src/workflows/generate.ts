@@ -272,13 +272,12 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
         // A steer that came during the final call is answered by one more.
         if (steering.hasPending()) return generate({ iteration: iteration + 1, messages: run.messages });
         const answer: GenerateOutcome = { response: { ...response, message: modelMessage }, messages: run.messages };
-        const closing = (outcome: GenerateOutcome): GenerateOutcome => {
+        const checked =
+          !output || (response.finishReason !== 'stop' && response.finishReason !== 'length') ? undefined : checkAnswer(output.validator, modelMessage);
+        if (!output || !checked || checked.ok) {
           steering.close('has finished its loop');
-          return outcome;
-        };
-        if (!output || (response.finishReason !== 'stop' && response.finishReason !== 'length')) return closing(answer);
-        const checked = checkAnswer(output.validator, modelMessage);
-        if (checked.ok) return closing(answer);
+          return answer;
+        }
         // The model gets what was wrong and tries again, `retries` times; then the run fails naming the path.
         const retry = retriesSoFar(messages) + 1;
         if (retry > output.spec.retries) {
