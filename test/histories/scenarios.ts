@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { defineAgent, defineTool } from '../../src/define';
-import { errorReply, scriptedModel, textReply, toolCallReply } from '../../src/models/scripted';
+import { errorReply, objectReply, scriptedModel, textReply, toolCallReply } from '../../src/models/scripted';
 import { Registry } from '../../src/registry';
 import { fallback } from '../../src/middleware/fallback';
 import { retry } from '../../src/middleware/retry';
@@ -114,10 +114,16 @@ export const SCENARIOS: Scenario[] = [
     prompt: 'guarded',
     decisions: [{ approved: true }, { approved: true }, { approved: false, reason: 'no' }],
   },
+  // Structured output (patch keel-structured-output): a tool call, an answer that fails the schema, the retry's valid one.
+  { name: 'structured-output', agent: 'replay-structured', prompt: 'weather?' },
 ];
 
 /** The registry the scenarios run against. */
 export function scenarioRegistry(): Registry {
+  const structured = scriptedModel({
+    name: 'scripted/replay-structured',
+    script: [toolCallReply({ name: 'echo', input: { v: 'Oslo' } }), objectReply({ city: 'Oslo', celsius: 'cold' }), objectReply({ city: 'Oslo', celsius: 4 })],
+  });
   const parallel = scriptedModel({
     name: 'scripted/replay-parallel',
     script: [
@@ -342,5 +348,7 @@ export function scenarioRegistry(): Registry {
     defineAgent({ name: 'replay-failure', model: failure.name, tools: [fail, echo] }),
     defineAgent({ name: 'replay-max-turns', model: maxTurns.name, tools: [echo] }),
     defineAgent({ name: 'replay-cancel', model: cancel.name, tools: [hang] }),
+    structured,
+    defineAgent({ name: 'replay-structured', model: structured.name, tools: [echo], output: z.object({ city: z.string(), celsius: z.number() }) }),
   );
 }
