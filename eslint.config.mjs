@@ -21,6 +21,7 @@ const workflowCode = [
   'src/core/**/*.ts',
   'examples/spending-gate.ts',
   'test/fixtures/notebook-middleware.ts',
+  'test/fixtures/lingering-middleware.ts',
   'test/fixtures/patched-v1.ts',
   'test/fixtures/patched-v2.ts',
   'test/fixtures/unpatched-v2.ts',

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { DecisionAcceptedSchema, DecisionSchema } from '../src/core/holds';
 import { MessageSchema } from '../src/core/messages';
 import { RunInputSchema, RunResultSchema, RunStatusSchema } from '../src/core/run';
+import { SteerInputSchema, SteerRecordSchema } from '../src/core/steering';
 
 /** Each schema file: name, what it describes, the zod schema (`input`: what a client sends). */
 const SCHEMAS: Array<{ file: string; title: string; schema: z.ZodType; io: 'input' | 'output' }> = [
@@ -17,6 +18,8 @@ const SCHEMAS: Array<{ file: string; title: string; schema: z.ZodType; io: 'inpu
   { file: 'run-status.json', title: 'The answer of the status query', schema: RunStatusSchema, io: 'output' },
   { file: 'decision.json', title: 'The argument of the resume update and signal', schema: DecisionSchema, io: 'input' },
   { file: 'decision-accepted.json', title: 'The answer of the resume update', schema: DecisionAcceptedSchema, io: 'output' },
+  { file: 'steer.json', title: 'The argument of the steer update', schema: SteerInputSchema, io: 'input' },
+  { file: 'steer-record.json', title: 'The answer of the steer update (and one entry of status.steering)', schema: SteerRecordSchema, io: 'output' },
   { file: 'message.json', title: 'One message of a conversation (the messages query answers an array of them)', schema: MessageSchema, io: 'output' },
 ];
 

@@ -72,6 +72,13 @@ async function main(): Promise<void> {
         await new Promise((resolve) => setTimeout(resolve, 500));
         await handle.cancel();
       }
+      if (scenario.steers) {
+        while ((await handle.status()).turn < 1) await new Promise((resolve) => setTimeout(resolve, 100));
+        for (const { afterMs, text, interrupt } of scenario.steers) {
+          await new Promise((resolve) => setTimeout(resolve, afterMs));
+          await handle.steer(text, { interrupt, steerId: `${scenario.name}-${text}` });
+        }
+      }
       if (scenario.decisions) {
         await answerInterrupts(
           handle,

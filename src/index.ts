@@ -12,7 +12,8 @@ export type { JsonSchemaObject, OutputOption, OutputSpec, OutputSpecInput } from
 export { Registry } from './registry';
 
 export { KeelClient, RunHandle, runErrorOf } from './client/keel-client';
-export type { DecideOptions, InFlight, ResultOptions, StartRunOptions, TypedRunResult } from './client/keel-client';
+export type { DecideOptions, InFlight, ResultOptions, StartRunOptions, SteerOptions, TypedRunResult } from './client/keel-client';
+export type { SteerInput, SteerRecord } from './core/steering';
 export type { ToolAttempt } from './client/tool-attempts';
 export type { TaskView } from './core/tasks';
 export type { HoldView } from './client/holds';

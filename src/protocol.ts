@@ -11,7 +11,9 @@ export {
   messagesQuery,
   resumeUpdate,
   resumeSignal,
+  steerUpdate,
   snapshotQuery,
+  currentTurnQuery,
   invokeUpdate,
   waitForSnapshotUpdate,
   abortSessionUpdate,
@@ -21,4 +23,5 @@ export { MessageSchema, ModelRequestSchema, ModelResponseSchema, PartSchema, Usa
 export { DecisionSchema, DecisionRecordSchema } from './core/holds';
 export { InvokeOutputSchema, SnapshotSchema, SessionStateSchema, sessionWorkflowId } from './core/session';
 export { ArtifactSchema } from './core/artifacts';
+export { SteerInputSchema, SteerRecordSchema, STEER_METADATA_KEY } from './core/steering';
 export type { AgentSpec } from './core/run';

@@ -18,12 +18,15 @@ import { budget } from '../src/middleware/budget';
 
 const SECRET = 'sk-test-must-never-reach-the-page';
 const slow = scriptedModel({ name: 'scripted/ui-slow', script: [{ text: 'done', delayMs: 4000 }] });
+const steerable = scriptedModel({ name: 'scripted/ui-steered', script: [{ text: 'slow', delayMs: 60_000 }, { text: 'steered' }] });
 const quick = scriptedModel({ name: 'scripted/ui-chat', script: () => ({ text: 'hello from the session' }) });
 const structured = scriptedModel({ name: 'scripted/ui-structured', script: () => objectReply({ city: 'Oslo' }) });
 const registry = new Registry().add(
   slow,
   quick,
+  steerable,
   defineAgent({ name: 'ui-slow', model: slow.name }),
+  defineAgent({ name: 'ui-steered', model: steerable.name }),
   defineAgent({ name: 'ui-chat', model: quick.name, session: 'server' }),
   defineAgent({ name: 'ui-budgeted', model: quick.name, use: [budget({ limit: { totalTokens: 5000 } })] }),
   structured,
@@ -132,6 +135,31 @@ describe('keel ui server', () => {
     await expect.poll(async () => (await recent()).map((run) => run.runId)).toContain(handle.runId);
     expect((await fetch(`${ui.origin}/api/nothing`)).status).toBe(404);
     await handle.cancel();
+  });
+
+  it('steers a running run (with the page’s header only), says what was wrong with bad input, and refuses a run that has ended', async () => {
+    const message = async (response: Response) => ((await response.json()) as { error: { message: string } }).error.message;
+    const handle = await worker.client.start('ui-steered', 'hi');
+    await expect.poll(async () => (await handle.status()).turn, { timeout: 20_000, interval: 50 }).toBe(1);
+    const bare = await fetch(`${ui.origin}/api/runs/${handle.runId}/steer`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"text":"x"}',
+    });
+    expect(bare.status).toBe(403);
+    const empty = await post(`/api/runs/${handle.runId}/steer`, { text: '' });
+    expect(empty.status).toBe(400);
+    expect(await message(empty)).toBe('invalid steer: text: must not be empty');
+    const extra = await post(`/api/runs/${handle.runId}/steer`, { text: 'x', id: 'mine' });
+    expect(extra.status).toBe(400);
+    expect(await message(extra)).toContain('id');
+    const steered = await post(`/api/runs/${handle.runId}/steer`, { text: 'answer now', interrupt: true });
+    expect(steered.status).toBe(200);
+    expect(await steered.json()).toMatchObject({ text: 'answer now', state: 'pending', interrupt: true, cancelledModelCall: true });
+    expect((await handle.result()).text).toBe('steered');
+    const late = await post(`/api/runs/${handle.runId}/steer`, { text: 'too late' });
+    expect(late.status).toBeGreaterThanOrEqual(400);
+    expect(await message(late)).toBe(`run "${handle.runId}" has ended (completed); it takes no more steering`);
   });
 
   it('starts a run, or a turn of a session, from the playground', async () => {

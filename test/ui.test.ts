@@ -52,8 +52,15 @@ beforeAll(async () => {
     modules: [join(ROOT, 'test', 'fixtures', 'ui-agents.ts'), join(ROOT, 'test', 'fixtures', 'spending-agents.ts')],
     // A hold of a middleware's own (kind spending: approve, deny, or a new limit).
     middlewareModules: [join(ROOT, 'examples', 'spending-gate.ts')],
-    models: [{ name: 'scripted/spender', script: [{ toolRequests: [{ name: 'pay', input: { amount: 500 } }] }, { text: 'paid' }] }],
-    agents: [{ name: 'spender', model: 'scripted/spender', tools: ['pay'], use: [{ name: 'spendingGate', config: { limit: 100 } }] }],
+    models: [
+      { name: 'scripted/spender', script: [{ toolRequests: [{ name: 'pay', input: { amount: 500 } }] }, { text: 'paid' }] },
+      // A model call of a minute, which a steer with "answer now" cancels; the call made again answers.
+      { name: 'scripted/ponderer', script: [{ delayMs: 60_000, text: 'still pondering' }, { text: 'the steered answer' }] },
+    ],
+    agents: [
+      { name: 'spender', model: 'scripted/spender', tools: ['pay'], use: [{ name: 'spendingGate', config: { limit: 100 } }] },
+      { name: 'ponderer', model: 'scripted/ponderer' },
+    ],
   });
   dir = written.dir;
   configPath = written.configPath;
@@ -203,6 +210,25 @@ describe('keel ui in chromium', () => {
     } finally {
       page.off('request', onRequest);
     }
+  });
+
+  it('steers a running run from its page: answer now cancels the slow model call, and the message is listed as applied', async () => {
+    const handle = await client.start('ponderer', 'ponder');
+    await expect.poll(async () => (await handle.status()).turn, { timeout: 30_000 }).toBe(1);
+    await page.goto(`${url}/runs/${encodeURIComponent(handle.runId)}`);
+    const box = page.getByTestId('steer');
+    await box.locator('textarea').fill('stop and answer now');
+    await box.locator('input[type=checkbox]').check();
+    await box.getByRole('button', { name: 'Steer' }).click();
+    expect((await handle.result()).text).toBe('the steered answer');
+    expect((await handle.status()).steering).toEqual([
+      expect.objectContaining({ text: 'stop and answer now', state: 'applied', interrupt: true, cancelledModelCall: true }),
+    ]);
+    await page.goto(`${url}/runs/${encodeURIComponent(handle.runId)}`);
+    await expect.poll(() => page.getByTestId('steering').textContent(), { timeout: 15_000 }).toContain('applied');
+    // The run has ended: no box to steer it.
+    expect(await page.getByTestId('steer').count()).toBe(0);
+    await shot('9-steered');
   });
 
   it('lists runs, waiting first, and filters them by agent and status', async () => {

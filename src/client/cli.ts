@@ -47,6 +47,11 @@ commands:
   deny <runId> <id>           deny a pending interrupt (--reason <text>)
   decide <runId> <id> <json>  decide a pending interrupt with a JSON value matching its decision
                               schema (keel status shows it): sent as { restart: <json> }
+  steer <runId> <text...>     add a user message to a running run, taken at its next model call
+                              (--interrupt: cancel the model call in flight and answer it at once;
+                              --agent <agent>-<n>: a sub-agent run below it; --id <id>: sent again
+                              with the same id, it is added once; keel steer <agent> <text>
+                              --session <id>: the session's running turn)
   holds                       every hold waiting for a decision, with the command that decides it
   tasks <runId>               background tasks of a run (JSON)
   demo                        start what is needed and run the demo agent end to end
@@ -55,9 +60,10 @@ options:
   --config <file>             config file (default ./temporal.yaml)
   --json                      print one JSON object on stdout, nothing else
   --detach                    (run) return at once with the run id
-  --session <id>              (run) a turn of this session of a server-managed agent
+  --session <id>              (run, steer) a turn of this session of a server-managed agent
   --output-schema <file>      (run) the answer must be one JSON value matching this JSON Schema
                               (or { schema, retries }): printed as JSON, in --json's "output"
+  --interrupt                 (steer) cancel the model call in flight (never a tool call)
   --reason <text>             (deny) why
   --as <name>                 (approve, deny, decide) who decides, recorded with the decision in
                               the run's status and result (default: <user>@<host>)
@@ -83,6 +89,7 @@ interface CliOptions {
   id?: string;
   'id-prefix'?: string;
   queue: boolean;
+  interrupt: boolean;
   'allow-empty': boolean;
   as?: string;
   agent?: string;
@@ -108,6 +115,7 @@ function parse(argv: string[]): { command: string | undefined; positionals: stri
         id: { type: 'string' },
         'id-prefix': { type: 'string' },
         queue: { type: 'boolean', default: false },
+        interrupt: { type: 'boolean', default: false },
         as: { type: 'string' },
         agent: { type: 'string' },
         status: { type: 'string' },
@@ -514,6 +522,8 @@ async function commandStatus(config: KeelConfig, positionals: string[], options:
       ...(status?.refusedSignals?.length ? { refusedSignals: status.refusedSignals } : {}),
       // Who decided which hold, when, how and why: an audit answered by `keel status` alone.
       ...((result?.decisions ?? status?.decisions)?.length ? { decisions: result?.decisions ?? status?.decisions } : {}),
+      // The steering messages the run took (or has pending), in order.
+      ...(status?.steering?.length ? { steering: status.steering } : {}),
     });
     return EXIT.ok;
   });
@@ -642,6 +652,41 @@ async function commandDecide(config: KeelConfig, command: 'approve' | 'deny' | '
   });
 }
 
+/**
+ * `keel steer <runId> <text...>` (or `keel steer <agent> <text...> --session <id>`): sends the
+ * `steer` update. Exit 0 when the run took it, 2 for bad input (no text, an empty one), 1 when
+ * the run (or session) refused it: it has ended, or no turn runs.
+ */
+async function commandSteer(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
+  const [target, ...words] = positionals;
+  const text = words.join(' ');
+  const usage = 'keel steer <runId> <text...> [--interrupt] [--agent <agent>-<n>] [--id <id>], or keel steer <agent> <text...> --session <id>';
+  if (!target || words.length === 0)
+    throw new UsageError(`keel steer needs ${target ? 'the text of the message' : 'a run id and the text of the message'}: ${usage}`);
+  if (options.session !== undefined && options.agent !== undefined)
+    throw new UsageError('keel steer: --agent names a sub-agent run below a run; with --session the first argument is the agent');
+  return withClient(config, async (client) => {
+    try {
+      const sent = { ...(options.interrupt ? { interrupt: true } : {}), ...(options.id !== undefined ? { steerId: options.id } : {}) };
+      const session = options.session !== undefined ? client.session(target, options.session) : undefined;
+      const record = session
+        ? await session.steer(text, sent)
+        : await client.getHandle(target).steer(text, { ...sent, ...(options.agent !== undefined ? { agent: options.agent } : {}) });
+      const where = session ? `the running turn of session ${options.session}` : `run ${options.agent !== undefined ? `${target}/${options.agent}` : target}`;
+      print(
+        options.json,
+        { ...(session ? { sessionId: options.session } : { runId: target, ...(options.agent !== undefined ? { agent: options.agent } : {}) }), ...record },
+        `steering message ${record.id} taken by ${where} (${record.state}${record.state === 'pending' ? ': added before its next model call' : ''}${record.cancelledModelCall ? '; the model call in flight was cancelled' : ''})`,
+      );
+      return EXIT.ok;
+    } catch (error) {
+      const failure = runErrorOf(error);
+      if (failure.status === 'INVALID_ARGUMENT') return reportFailure(options.json, `keel steer: ${failure.message}`, failure.toJSON(), EXIT.usage);
+      return refuse(options, 'steer', failure);
+    }
+  });
+}
+
 async function commandHolds(config: KeelConfig, options: CliOptions): Promise<number> {
   return withClient(config, async (client) => {
     try {
@@ -726,6 +771,8 @@ async function command(argv: string[]): Promise<number> {
       case 'deny':
       case 'decide':
         return await commandDecide(config, command, positionals, options);
+      case 'steer':
+        return await commandSteer(config, positionals, options);
       case 'tasks':
         return await commandTasks(config, positionals, options);
       case 'holds':

@@ -38,7 +38,8 @@ import { OutputOptionSchema, outputSpecOf, outputValidator, type OutputOption, t
 import type { Agent } from '../define';
 import { describeZodError } from '../core/schema-errors';
 import { connectClient } from '../worker/connect';
-import { GENERATE_WORKFLOW, messagesQuery, resumeSignal, resumeUpdate, statusQuery } from '../workflows/definitions';
+import { GENERATE_WORKFLOW, messagesQuery, resumeSignal, resumeUpdate, statusQuery, steerUpdate } from '../workflows/definitions';
+import type { SteerRecord } from '../core/steering';
 
 /** Options of `KeelClient.start`. */
 export interface StartRunOptions {
@@ -125,6 +126,19 @@ const RECONNECT_FOR_MS = 10 * 60_000;
 const RECONNECT_PAUSE_MS = 1000;
 
 /** Options of `RunHandle.result()`. */
+/** Options of `RunHandle.steer`. */
+export interface SteerOptions {
+  /** Cancel the model call in flight (not tool calls) and call the model again at once with the message. */
+  interrupt?: boolean;
+  /**
+   * A sub-agent run below this run, by the key its run id ends with (`writer-1`; deeper,
+   * `writer-1/critic-1`): the message steers that run instead.
+   */
+  agent?: string;
+  /** The update id: sent again with the same id, the message is added once. Default: a new random id. */
+  steerId?: string;
+}
+
 export interface ResultOptions {
   /** How long to keep waiting while Temporal cannot be reached (default 10 minutes). */
   reconnectForMs?: number;
@@ -352,7 +366,7 @@ export class RunHandle<Output = unknown> {
    * Temporal answers a message to a run that has ended as if the run did not exist; say that
    * it ended, and how, when it did.
    */
-  private async closedRunError(error: unknown, interruptId?: string): Promise<KeelError> {
+  private async closedRunError(error: unknown, interruptId?: string, takes = 'decisions'): Promise<KeelError> {
     const failure = runErrorOf(error);
     if (!(error instanceof WorkflowNotFoundError)) return failure;
     const closed = await this.workflow.describe().then(
@@ -362,7 +376,7 @@ export class RunHandle<Output = unknown> {
     if (!closed) return failure;
     return new KeelError(
       'FAILED_PRECONDITION',
-      `run "${this.runId}" has ended (${closed}); it takes no more decisions${await this.stillHeldBelow(interruptId)}`,
+      `run "${this.runId}" has ended (${closed}); it takes no more ${takes}${await this.stillHeldBelow(interruptId)}`,
     );
   }
 
@@ -385,6 +399,56 @@ export class RunHandle<Output = unknown> {
     return running
       ? `; hold ${interruptId} is in run "${childRunId}", which goes on: decide it there (npx keel approve ${childRunId} ${rest}), or list every pending hold with keel holds`
       : '';
+  }
+
+  /**
+   * Adds a user message to the run under way (the `steer` update): its next model call takes it,
+   * or with `interrupt` the model call in flight is cancelled and made again with it. Resolves to
+   * the run's record of the message (`pending` until taken). Refused, with why, for an empty
+   * text, a run that has ended or has finished its loop, and a sub-agent key with no run.
+   */
+  async steer(text: string, { interrupt, agent, steerId = randomUUID() }: SteerOptions = {}): Promise<SteerRecord> {
+    const below = agent === undefined ? undefined : await this.subAgentRun(agent);
+    // A server-managed sub-agent runs turns of a session of its own: its running turn is steered.
+    if (below instanceof SessionHandle) return below.steer(text, { ...(interrupt ? { interrupt } : {}), steerId });
+    const target = below ?? this;
+    try {
+      return await target.workflow.executeUpdate(steerUpdate, { args: [{ text, ...(interrupt ? { interrupt: true } : {}) }], updateId: steerId });
+    } catch (error) {
+      throw await target.closedRunError(error, undefined, 'steering');
+    }
+  }
+
+  /**
+   * The handle of sub-agent run `key` below this run (`<runId>/<key>`), or for a server-managed
+   * sub-agent the session the run started for it (`<runId>/<key>` is its session id);
+   * NOT_FOUND, naming both, when there is neither.
+   */
+  private async subAgentRun(key: string): Promise<RunHandle | SessionHandle> {
+    if (!/^[^/\s]+-\d+(\/[^/\s]+-\d+)*$/.test(key)) {
+      throw new KeelError(
+        'INVALID_ARGUMENT',
+        `sub-agent "${key}": expected the key its run id ends with, <agent>-<n> (e.g. writer-1), or a path of them (writer-1/critic-1)`,
+      );
+    }
+    const exists = (workflowId: string) =>
+      this.client.workflow
+        .getHandle(workflowId)
+        .describe()
+        .then(
+          () => true,
+          (error: unknown) => {
+            if (error instanceof WorkflowNotFoundError) return false;
+            throw runErrorOf(error);
+          },
+        );
+    const child = new RunHandle({ client: this.client, runId: `${this.runId}/${key}` });
+    if (await exists(child.runId)) return child;
+    const agent = /([^/]+)-\d+$/.exec(key)![1]!;
+    // Only steered, so no task queue is needed (a session's turns are started by its own workflow).
+    const session = new SessionHandle({ client: this.client, agent, sessionId: child.runId, taskQueue: '' });
+    if (await exists(session.workflowId)) return session;
+    throw new KeelError('NOT_FOUND', `run "${this.runId}" has no sub-agent run "${key}" (no run "${child.runId}", nor a session "${session.workflowId}")`);
   }
 
   /** Approves a held call (or a budget hold: the run continues with its limit renewed). */

@@ -3,12 +3,22 @@
  * `invoke` update, with update-with-start so the first turn starts the session), read its
  * snapshots, wait for one to settle, abort the turn in flight. Node side.
  */
-import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
+import { WithStartWorkflowOperation, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { randomUUID } from 'node:crypto';
+import type { SteerRecord } from '../core/steering';
 import { KeelError } from '../core/errors';
 import type { Message } from '../core/messages';
 import { sessionWorkflowId, type InvokeOutput, type Snapshot } from '../core/session';
 import { sessionIdProblem } from '../core/session';
-import { SESSION_WORKFLOW, abortSessionUpdate, invokeUpdate, snapshotQuery, waitForSnapshotUpdate } from '../workflows/definitions';
+import {
+  SESSION_WORKFLOW,
+  abortSessionUpdate,
+  currentTurnQuery,
+  invokeUpdate,
+  snapshotQuery,
+  steerUpdate,
+  waitForSnapshotUpdate,
+} from '../workflows/definitions';
 import { assertInputFits } from './input-limit';
 import { runErrorOf } from '../node/run-errors';
 
@@ -94,6 +104,42 @@ export class SessionHandle {
     try {
       return await this.client.workflow.getHandle(this.workflowId).executeUpdate(waitForSnapshotUpdate, { args: [snapshotId] });
     } catch (error) {
+      throw runErrorOf(error);
+    }
+  }
+
+  /**
+   * Steers the session's turn in flight (its generate run): the `steer` update of that run, so a
+   * message is taken at the turn's next model call (`interrupt`: at once, cancelling the model
+   * call in flight). FAILED_PRECONDITION, saying why, when no turn runs.
+   */
+  async steer(text: string, { interrupt, steerId = randomUUID() }: { interrupt?: boolean; steerId?: string } = {}): Promise<SteerRecord> {
+    const handle = this.client.workflow.getHandle(this.workflowId);
+    let current: Snapshot | null;
+    try {
+      current = await handle.query(currentTurnQuery);
+    } catch (error) {
+      const failure = runErrorOf(error);
+      throw failure.status === 'NOT_FOUND' ? new KeelError('NOT_FOUND', `session "${this.sessionId}" of agent "${this.agent}" does not exist`) : failure;
+    }
+    if (!current) {
+      const latest = await handle.query(snapshotQuery).catch(() => null);
+      throw new KeelError(
+        'FAILED_PRECONDITION',
+        `session "${this.sessionId}" of agent "${this.agent}" has no turn running (${latest ? `its latest turn, snapshot ${latest.snapshotId}, is ${latest.status}` : 'it has had none yet'}); nothing to steer`,
+      );
+    }
+    const latest = current;
+    try {
+      return await this.client.workflow
+        .getHandle(latest.runId)
+        .executeUpdate(steerUpdate, { args: [{ text, ...(interrupt ? { interrupt: true } : {}) }], updateId: steerId });
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError)
+        throw new KeelError(
+          'FAILED_PRECONDITION',
+          `session "${this.sessionId}" of agent "${this.agent}": its turn (run "${latest.runId}") has ended; nothing to steer`,
+        );
       throw runErrorOf(error);
     }
   }

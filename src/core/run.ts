@@ -10,6 +10,7 @@ import { DurationSchema } from './duration';
 import { StatusNameSchema } from './status';
 import { DecisionRecordSchema, takesApproval } from './holds';
 import { OutputSpecSchema } from './output';
+import { SteerRecordSchema } from './steering';
 
 /** A middleware named by its registered name and a JSON config. */
 export const MiddlewareRefSchema = z.object({
@@ -308,6 +309,11 @@ export const RunStatusSchema = z.object({
    * however those runs ended).
    */
   treeUsage: UsageSchema.optional(),
+  /**
+   * The steering messages the run accepted (the latest 100, oldest first): pending until its
+   * next model call takes them, then applied (with the turn), or dropped when the run ended first.
+   */
+  steering: z.array(SteerRecordSchema).optional(),
 });
 export type RunStatus = z.infer<typeof RunStatusSchema>;
 

@@ -30,6 +30,7 @@ import { KeelError } from '../core/errors';
 import { parseDecision } from '../core/holds';
 import { RunLifecycleSchema } from '../core/run';
 import { describeZodError } from '../core/schema-errors';
+import { SteerInputSchema, steerInputProblem } from '../core/steering';
 import { EventHub } from './event-hub';
 import { runView } from './run-view';
 
@@ -306,6 +307,20 @@ export function createUiApp({
     } finally {
       // A listing made while the decision was under way may still show its hold.
       staleInbox();
+    }
+  });
+
+  // A steering message from the page: { text, interrupt? }, checked by the run's validator (the page names no update id: each send is new).
+  app.post('/api/runs/:runId/steer', async (c) => {
+    const body = await jsonBody(c);
+    if (!body.ok) return bad(c, body.message);
+    const problem = steerInputProblem(body.value);
+    if (problem) return bad(c, problem);
+    const { text, interrupt } = SteerInputSchema.parse(body.value);
+    try {
+      return c.json(await client.getHandle(c.req.param('runId')).steer(text, { ...(interrupt ? { interrupt } : {}) }));
+    } catch (error) {
+      return failure(c, error);
     }
   });
 

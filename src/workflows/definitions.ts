@@ -5,6 +5,7 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { Decision, DecisionAccepted } from '../core/holds';
 import type { Message, Usage } from '../core/messages';
+import type { SteerInput, SteerRecord } from '../core/steering';
 import type { ChildInterrupts, ReportTarget, RunStatus } from '../core/run';
 import type { InvokeInput, InvokeOutput, Snapshot } from '../core/session';
 import type { TreeBudgetAnswer } from '../core/tree-budget';
@@ -41,6 +42,13 @@ export const MODEL_REQUEST_PAGE_CHARS = 128 * 1024;
  */
 export const resumeUpdate = defineUpdate<DecisionAccepted, [Decision]>('resume');
 
+/**
+ * A user message for the run under way, taken at its next model call (docs/steering.md); with
+ * `interrupt`, the model call in flight is cancelled and made again with it. Idempotent by update
+ * id. Its validator refuses an empty text and a run that has finished its loop.
+ */
+export const steerUpdate = defineUpdate<SteerRecord, [SteerInput]>('steer');
+
 /** The same decision, fire-and-forget. An invalid one is logged and ignored. */
 export const resumeSignal = defineSignal<[Decision]>('resume');
 
@@ -72,6 +80,9 @@ export const invokeUpdate = defineUpdate<InvokeOutput, [InvokeInput]>('invoke');
 
 /** A snapshot of the session, by id, or the latest when no id is given; null when there is none. */
 export const snapshotQuery = defineQuery<Snapshot | null, [string?]>('snapshot');
+
+/** The snapshot of the session's turn in flight (waited for or detached), or null when no turn runs: its `runId` is the run a steer goes to. */
+export const currentTurnQuery = defineQuery<Snapshot | null>('currentTurn');
 
 /** Blocks until the snapshot settles (completed, failed or aborted), then answers it. */
 export const waitForSnapshotUpdate = defineUpdate<Snapshot, [string]>('waitForSnapshot');

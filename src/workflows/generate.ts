@@ -12,6 +12,7 @@
  */
 import {
   CancellationScope,
+  ContinueAsNew,
   allHandlersFinished,
   condition,
   continueAsNew,
@@ -24,7 +25,7 @@ import { KeelError } from '../core/errors';
 import { INTERRUPT_METADATA, type ToolInterrupt } from '../core/interrupts';
 import { MODEL_CALL_HOLD } from '../core/holds';
 import { registeredHoldKind } from '../middleware/catalog';
-import { assignToolRefs, messageText, toolRequestParts, type Message, type ModelRequest } from '../core/messages';
+import { assignToolRefs, messageText, toolRequestParts, type Message, type ModelRequest, type ModelResponse } from '../core/messages';
 import { describeZodError } from '../core/schema-errors';
 import { checkAnswer, outputRetryMessage, outputValidator, retriesSoFar, type OutputSpec } from '../core/output';
 import { describeUndecodable, isUndecodable } from '../core/undecodable';
@@ -47,6 +48,7 @@ import { setUpRun } from './run-setup';
 import { assertContinuedFits, assertResultFits } from './payload-fit';
 import { RunLedger } from './tree-ledger';
 import { runCall, settleTurn, type ToolTurnContext } from './tool-turn';
+import { Steering } from './steering';
 
 const { resolveAgent, validateToolOutput } = proxyLocalActivities<KeelActivities>({
   startToCloseTimeout: '30 seconds',
@@ -154,6 +156,7 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     timeout: parsed.success ? parsed.data.interruptTimeout : undefined,
     onTimeout: parsed.success ? parsed.data.onInterruptTimeout : 'deny',
   });
+  const steering = new Steering(run);
   // Decided before the first await, where no local activity can shift it.
   const resolveAsActivity = patched(RESOLVE_AS_ACTIVITY_PATCH);
   // Set once the agent is resolved by a worker without External Storage: what one payload may hold.
@@ -233,6 +236,7 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
           onDecided: (records) => board.recordDecisions(records),
         });
         if ('interrupted' in resumed) {
+          steering.close('has ended (interrupted)');
           const held = await signedHolds(resumed.interrupted);
           return { response: { message: held, finishReason: 'interrupted', usage: {} }, messages: [...messages.slice(0, -1), held] };
         }
@@ -250,21 +254,31 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
         await continueAsNew<typeof generateWorkflow>(...args);
       }
       run.status.turn += 1;
-      const request: ModelRequest = {
-        messages,
-        tools: setup.tools,
-        ...(agent.config ? { config: agent.config } : {}),
-        ...(output ? { output: { format: 'json', schema: output.spec.schema, name: output.spec.name } } : {}),
-      };
-      const response = await modelStage({ model: agent.model, request, iteration });
+      // Steering messages sent meanwhile go in before the call (and one sent with interrupt makes it again).
+      let response: ModelResponse;
+      ({ response, messages } = await steering.callModel(messages, (sent) => {
+        const request: ModelRequest = {
+          messages: sent,
+          tools: setup.tools,
+          ...(agent.config ? { config: agent.config } : {}),
+          ...(output ? { output: { format: 'json', schema: output.spec.schema, name: output.spec.name } } : {}),
+        };
+        return modelStage({ model: agent.model, request, iteration });
+      }));
       const modelMessage: Message = assignToolRefs({ ...response.message, role: 'model' });
       run.messages = [...messages, modelMessage];
       const requests = toolRequestParts(modelMessage);
       if (requests.length === 0) {
+        // A steer that came during the final call is answered by one more.
+        if (steering.hasPending()) return generate({ iteration: iteration + 1, messages: run.messages });
         const answer: GenerateOutcome = { response: { ...response, message: modelMessage }, messages: run.messages };
-        if (!output || (response.finishReason !== 'stop' && response.finishReason !== 'length')) return answer;
+        const closing = (outcome: GenerateOutcome): GenerateOutcome => {
+          steering.close('has finished its loop');
+          return outcome;
+        };
+        if (!output || (response.finishReason !== 'stop' && response.finishReason !== 'length')) return closing(answer);
         const checked = checkAnswer(output.validator, modelMessage);
-        if (checked.ok) return answer;
+        if (checked.ok) return closing(answer);
         // The model gets what was wrong and tries again, `retries` times; then the run fails naming the path.
         const retry = retriesSoFar(messages) + 1;
         if (retry > output.spec.retries) {
@@ -283,6 +297,7 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
       const calls = requests.map((part) => runCall(turn, { part, iteration, requestMessages: messages }));
       const settled = await settleTurn(turn, { modelMessage, requests, calls });
       if ('interrupted' in settled) {
+        steering.close('has ended (interrupted)');
         const held = await signedHolds(settled.interrupted);
         return { response: { ...response, message: held, finishReason: 'interrupted' }, messages: [...messages, held] };
       }
@@ -292,7 +307,9 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     const generate = composeStage(hooks, 'wrapGenerate', iterate);
 
     const firstIteration = input.continued?.iteration ?? 0;
-    const result = resultOf(await generate({ iteration: firstIteration, messages: setup.messages }), run, output);
+    const outcome = await generate({ iteration: firstIteration, messages: setup.messages });
+    steering.close('has finished its loop');
+    const result = resultOf(outcome, run, output);
     if (input.state)
       result.state = { messages: result.messages.filter((message) => message.role !== 'system'), artifacts: result.artifacts, custom: input.state.custom };
     assertResultFits(run.runId, result, inlinePayloadLimit);
@@ -302,6 +319,7 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     await condition(allHandlersFinished);
     return result;
   } catch (error) {
+    if (!(error instanceof ContinueAsNew)) steering.close('has ended');
     // What the run spent is told to its tree's ledger however it ends (a cancellation included).
     await CancellationScope.nonCancellable(() => tree.flush());
     throw settleFailure(run, error, { inlinePayloadLimit });

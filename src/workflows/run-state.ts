@@ -5,6 +5,7 @@
  */
 import type { Artifact } from '../core/artifacts';
 import type { Message, Usage } from '../core/messages';
+import type { SteerState } from '../core/steering';
 import type { TaskRecord } from '../core/tasks';
 import type { ReportTarget, RunStatus } from '../core/run';
 
@@ -48,6 +49,8 @@ export interface RunState {
   ledgerReports?: number;
   /** The pending holds last written to the run's memo, as JSON (absent: none written). */
   memoHolds?: string;
+  /** Every steering message the chain accepted, by update id, and where it stands (steering.ts: a steer sent again is not added again). */
+  steerIds?: Record<string, SteerState>;
   /** Set while the run keeps its search attributes (KeelAgent, KeelStatus): the state last upserted. */
   indexed?: { state: string };
 }

@@ -41,7 +41,15 @@ import {
 } from '../core/session';
 import type { KeelActivities } from '../activities/types';
 import { RESOLVE_AGENT_OPTIONS } from './activity-errors';
-import { abortSessionUpdate, abortTurnSignal, childInterruptsSignal, invokeUpdate, snapshotQuery, waitForSnapshotUpdate } from './definitions';
+import {
+  abortSessionUpdate,
+  abortTurnSignal,
+  childInterruptsSignal,
+  currentTurnQuery,
+  invokeUpdate,
+  snapshotQuery,
+  waitForSnapshotUpdate,
+} from './definitions';
 import {
   anchorOf,
   carriedInput,
@@ -88,6 +96,9 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
     validator: (snapshotId: string) => assertSnapshotExists(session, snapshotId),
   });
   setHandler(abortSessionUpdate, () => abortCurrentTurn(session));
+  setHandler(currentTurnQuery, () => (session.current ? { ...session.current.snapshot } : null), {
+    description: 'The snapshot of the turn in flight (its runId is the run to steer), or null when no turn runs.',
+  });
   // A turn reports its holds to its parent, this session; they are followed on the turn's own run.
   setHandler(childInterruptsSignal, () => undefined);
   setHandler(abortTurnSignal, (raw) => abortTurnAskedBy(session, raw));

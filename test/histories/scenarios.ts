@@ -25,6 +25,14 @@ export const hang = defineTool({
   run: (_input, { signal }) => new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('cancelled')))),
 });
 
+/** A tool that naps for `ms` milliseconds. */
+export const nap = defineTool({
+  name: 'nap',
+  description: 'Naps.',
+  input: z.object({ ms: z.number().int() }),
+  run: ({ ms }) => new Promise((resolve) => setTimeout(() => resolve({ napped: ms }), ms)),
+});
+
 /** One recorded scenario. */
 export interface Scenario {
   name: string;
@@ -41,6 +49,8 @@ export interface Scenario {
   resetToStart?: boolean;
   /** `return`: the run ends `interrupted` with its (signed) holds. */
   interruptMode?: 'return';
+  /** Steering messages: each sent `afterMs` after the one before (the first after the run's first model call began). */
+  steers?: Array<{ afterMs: number; text: string; interrupt?: boolean }>;
   /** Run first in return mode (unrecorded), then resume it with every hold approved: the resumed run is recorded. */
   resumeApproved?: boolean;
 }
@@ -116,6 +126,17 @@ export const SCENARIOS: Scenario[] = [
   },
   // Structured output (patch keel-structured-output): a tool call, an answer that fails the schema, the retry's valid one.
   { name: 'structured-output', agent: 'replay-structured', prompt: 'weather?' },
+  // Steering (patch keel-steer): an interrupting steer cancels the slow first model call, which is
+  // made again with it; a second steer arrives while the nap tool runs and goes into the next call.
+  {
+    name: 'steered',
+    agent: 'replay-steered',
+    prompt: 'ponder',
+    steers: [
+      { afterMs: 500, text: 'stop pondering, nap instead', interrupt: true },
+      { afterMs: 1000, text: 'then say done' },
+    ],
+  },
 ];
 
 /** The registry the scenarios run against. */
@@ -265,7 +286,15 @@ export function scenarioRegistry(): Registry {
     name: 'scripted/replay-tree-child',
     script: [toolCallReply({ name: 'echo', input: { v: 'x' } }, { usage: { totalTokens: 20 } }), textReply('child done', { usage: { totalTokens: 20 } })],
   });
+  // turn 1: a model call of a minute, cancelled by a steer, made again: nap (a second steer meanwhile); turn 2: text
+  const steered = scriptedModel({
+    name: 'scripted/replay-steered',
+    script: [{ delayMs: 60_000, text: 'still pondering' }, toolCallReply({ name: 'nap', input: { ms: 3000 } }), textReply('done')],
+  });
   return new Registry().add(
+    steered,
+    nap,
+    defineAgent({ name: 'replay-steered', model: steered.name, tools: [nap] }),
     treeRoot,
     treeChild,
     defineAgent({ name: 'replay-tree-child', description: 'Spends.', model: treeChild.name, tools: [echo] }),

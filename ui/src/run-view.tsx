@@ -7,6 +7,7 @@
  */
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { SteerBox } from './steer-box';
 import { ApiError, get, post, type Info, type Message, type Part, type RunEvent, type RunView as View } from './api';
 import { json } from './format';
 import { HoldCard } from './hold';
@@ -214,6 +215,15 @@ export function RunView({ runId, info }: { runId: string; info: Info | undefined
               }}
             />
           ))}
+          {!ended ? (
+            <SteerBox
+              runId={runId}
+              onSent={(summary) => {
+                setNotice(summary);
+                reload.current();
+              }}
+            />
+          ) : null}
         </div>
         <aside>
           {status.output !== undefined ? (
@@ -259,6 +269,16 @@ export function RunView({ runId, info }: { runId: string; info: Info | undefined
               <li key={index}>
                 {decision.interruptId} {decision.decision}
                 {decision.reason ? `: ${decision.reason}` : ''} <small>by {decision.decidedBy ?? 'unknown'}</small>
+              </li>
+            )}
+          </Listed>
+          <Listed title="Steering" testId="steering" items={status.steering ?? []}>
+            {(steer) => (
+              <li key={steer.id}>
+                {steer.text} <span class="badge">{steer.state}</span>
+                {steer.turn !== undefined ? <small> turn {steer.turn}</small> : null}
+                {steer.cancelledModelCall ? <small> (cancelled a model call)</small> : null}
+                {steer.reason ? <small>: {steer.reason}</small> : null}
               </li>
             )}
           </Listed>
