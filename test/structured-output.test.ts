@@ -174,3 +174,13 @@ describe('keel run with structured output', () => {
     expect(missing.stderr).toContain('--output-schema: cannot read');
   });
 });
+
+describe('examples/structured-output.ts', () => {
+  it('runs the docs example: the wrong first answer is retried and the output is typed', async () => {
+    const example = await import('../examples/structured-output');
+    registry.add(example.forecastModel, example.forecaster);
+    const output = await example.forecast(worker().client, 'Oslo');
+    expectTypeOf(output).toEqualTypeOf<{ city: string; celsius: number; summary: string } | undefined>();
+    expect(output).toEqual({ city: 'Oslo', celsius: 4, summary: 'Grey, light rain' });
+  });
+});

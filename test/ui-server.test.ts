@@ -12,13 +12,15 @@ import { startUiServer, type UiServer } from '../src/ui/server';
 import { startTestWorker, type TestWorker } from './support/harness';
 import { Registry } from '../src/registry';
 import { defineAgent } from '../src/define';
-import { scriptedModel } from '../src/models/scripted';
+import { objectReply, scriptedModel } from '../src/models/scripted';
+import { z } from 'zod';
 import { budget } from '../src/middleware/budget';
 
 const SECRET = 'sk-test-must-never-reach-the-page';
 const slow = scriptedModel({ name: 'scripted/ui-slow', script: [{ text: 'done', delayMs: 4000 }] });
 const steerable = scriptedModel({ name: 'scripted/ui-steered', script: [{ text: 'slow', delayMs: 60_000 }, { text: 'steered' }] });
 const quick = scriptedModel({ name: 'scripted/ui-chat', script: () => ({ text: 'hello from the session' }) });
+const structured = scriptedModel({ name: 'scripted/ui-structured', script: () => objectReply({ city: 'Oslo' }) });
 const registry = new Registry().add(
   slow,
   quick,
@@ -27,6 +29,8 @@ const registry = new Registry().add(
   defineAgent({ name: 'ui-steered', model: steerable.name }),
   defineAgent({ name: 'ui-chat', model: quick.name, session: 'server' }),
   defineAgent({ name: 'ui-budgeted', model: quick.name, use: [budget({ limit: { totalTokens: 5000 } })] }),
+  structured,
+  defineAgent({ name: 'ui-structured', model: structured.name, output: z.object({ city: z.string() }) }),
 );
 
 let worker: TestWorker;
@@ -183,6 +187,13 @@ describe('keel ui server', () => {
     const slowView = (await (await fetch(`${ui.origin}/api/runs/${slowRun.runId}`)).json()) as { budget?: unknown };
     expect(slowView.budget).toBeUndefined();
     await slowRun.cancel();
+  });
+
+  it('gives the run view a structured answer in the status it shows', async () => {
+    const run = await worker.client.start('ui-structured', 'where?');
+    await run.result();
+    const view = (await (await fetch(`${ui.origin}/api/runs/${run.runId}`)).json()) as { status: { output?: unknown } };
+    expect(view.status.output).toEqual({ city: 'Oslo' });
   });
 
   it('follows a run once however many pages watch it, and stops when they leave', async () => {

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { defineAgent, defineTool } from '../../src/define';
-import { errorReply, scriptedModel, textReply, toolCallReply } from '../../src/models/scripted';
+import { errorReply, objectReply, scriptedModel, textReply, toolCallReply } from '../../src/models/scripted';
 import { Registry } from '../../src/registry';
 import { fallback } from '../../src/middleware/fallback';
 import { retry } from '../../src/middleware/retry';
@@ -124,6 +124,8 @@ export const SCENARIOS: Scenario[] = [
     prompt: 'guarded',
     decisions: [{ approved: true }, { approved: true }, { approved: false, reason: 'no' }],
   },
+  // Structured output (patch keel-structured-output): a tool call, an answer that fails the schema, the retry's valid one.
+  { name: 'structured-output', agent: 'replay-structured', prompt: 'weather?' },
   // Steering (patch keel-steer): an interrupting steer cancels the slow first model call, which is
   // made again with it; a second steer arrives while the nap tool runs and goes into the next call.
   {
@@ -139,6 +141,10 @@ export const SCENARIOS: Scenario[] = [
 
 /** The registry the scenarios run against. */
 export function scenarioRegistry(): Registry {
+  const structured = scriptedModel({
+    name: 'scripted/replay-structured',
+    script: [toolCallReply({ name: 'echo', input: { v: 'Oslo' } }), objectReply({ city: 'Oslo', celsius: 'cold' }), objectReply({ city: 'Oslo', celsius: 4 })],
+  });
   const parallel = scriptedModel({
     name: 'scripted/replay-parallel',
     script: [
@@ -371,5 +377,7 @@ export function scenarioRegistry(): Registry {
     defineAgent({ name: 'replay-failure', model: failure.name, tools: [fail, echo] }),
     defineAgent({ name: 'replay-max-turns', model: maxTurns.name, tools: [echo] }),
     defineAgent({ name: 'replay-cancel', model: cancel.name, tools: [hang] }),
+    structured,
+    defineAgent({ name: 'replay-structured', model: structured.name, tools: [echo], output: z.object({ city: z.string(), celsius: z.number() }) }),
   );
 }

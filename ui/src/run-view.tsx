@@ -226,6 +226,14 @@ export function RunView({ runId, info }: { runId: string; info: Info | undefined
           ) : null}
         </div>
         <aside>
+          {status.output !== undefined ? (
+            <>
+              <h2>Output</h2>
+              <pre class="output" data-testid="output">
+                {JSON.stringify(status.output, null, 2)}
+              </pre>
+            </>
+          ) : null}
           <Listed title="Runs below" testId="children" className="children" items={view.children}>
             {(child) => (
               <li key={child.runId}>
