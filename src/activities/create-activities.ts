@@ -12,10 +12,12 @@ import { z } from 'zod';
 import { inSpan } from '../telemetry/spans';
 import { KeelError, toApplicationFailure, toKeelError } from '../core/errors';
 import { ModelVisibleToolError, TOOL_FAIL_FAILURE, TOOL_INTERRUPT_FAILURE } from '../core/interrupts';
-import { ModelResponseSchema, STREAM_DETAILS, type ModelResponse, type StreamedText } from '../core/messages';
+import { ModelResponseSchema, STREAM_DETAILS, UsageSchema, addUsage, type ModelResponse, type StreamedText, type Usage } from '../core/messages';
 import type { ModelRequest, ToolDefinition } from '../core/messages';
+import { TOOL_CALL_RESULT, type ToolCallResult } from '../core/run';
 import type { AgentSpec, CallModelInput, CallToolInput, RefusedBefore, ResolveAgentInput, ValidateToolOutputInput } from '../core/run';
 import { describeZodError, firstIssuePath } from '../core/schema-errors';
+import { pricedUsage } from '../core/cost';
 import type { KeelConfig } from '../config/schema';
 import type { Tool } from '../define';
 import type { Registry } from '../registry';
@@ -65,6 +67,17 @@ function describeTool(tool: Tool): ToolDefinition {
     ...(tool.output ? { outputSchema: jsonSchemaOf(tool.output) } : {}),
   };
 }
+
+/** What a tool may report it spent: usage fields, each finite and not negative (no field may take spend back). */
+const Spent = z.number().min(0);
+const ReportedUsageSchema = UsageSchema.extend({
+  ...Object.fromEntries(
+    Object.keys(UsageSchema.shape)
+      .filter((key) => key !== 'custom')
+      .map((key) => [key, Spent.optional()]),
+  ),
+  custom: z.record(z.string(), Spent).optional(),
+}).strict();
 
 const INTERRUPT_REQUEST = '__keelInterruptRequest';
 
@@ -278,11 +291,13 @@ export function createActivities({
       if (!parsed.success) {
         throw new KeelError('INTERNAL', `model "${input.model}" returned a malformed response: ${describeZodError(parsed.error)}`, { modelName: input.model });
       }
-      assertPayloadFits(parsed.data, `the response of model "${input.model}"`, limit);
-      return parsed.data;
+      // The call's cost, from the model's price: recorded in history with the rest of its usage.
+      const priced = model.price ? { ...parsed.data, usage: pricedUsage(parsed.data.usage, model.price) } : parsed.data;
+      assertPayloadFits(priced, `the response of model "${input.model}"`, limit);
+      return priced;
     }, input.refusedBefore);
 
-  const callTool = ({ toolName, input, resumed, idempotency, refusedBefore }: CallToolInput): Promise<unknown> =>
+  const callTool = ({ toolName, input, resumed, idempotency, refusedBefore, reportsUsage }: CallToolInput): Promise<unknown> =>
     activity(async () => {
       const context = Context.current();
       const tool = registry.tools.get(toolName);
@@ -303,8 +318,18 @@ export function createActivities({
       const { info } = context;
       const runId = info.workflowExecution?.workflowId ?? 'standalone';
       let output: unknown;
+      let reported: Usage | undefined;
+      const reportUsage = (usage: Usage): void => {
+        const parsed = ReportedUsageSchema.safeParse(usage);
+        if (!parsed.success)
+          throw new KeelError('INVALID_ARGUMENT', `tool "${toolName}" reported usage keel cannot count: ${describeZodError(parsed.error, 'usage')}`, {
+            toolName,
+          });
+        reported = addUsage(reported ?? {}, parsed.data);
+      };
       try {
         const toolContext = {
+          reportUsage,
           idempotencyKey: idempotencyKeyOf(info, idempotency, refusedBefore),
           runId,
           attempt: info.attempt,
@@ -337,7 +362,8 @@ export function createActivities({
       const problem = output === undefined ? undefined : unrepresentable(output);
       if (problem) throw new KeelError('INTERNAL', `tool "${toolName}" returned a value JSON cannot carry: ${problem}`, { toolName });
       assertPayloadFits(output ?? null, `the output of tool "${toolName}"`, limit);
-      return output ?? null;
+      if (!reportsUsage) return output ?? null;
+      return { result: TOOL_CALL_RESULT, output: output ?? null, ...(reported ? { usage: reported } : {}) } satisfies ToolCallResult;
     }, refusedBefore);
 
   const validateToolOutput = ({ toolName, output }: ValidateToolOutputInput): Promise<unknown> =>

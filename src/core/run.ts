@@ -411,7 +411,19 @@ export const CallToolInputSchema = z.object({
    */
   idempotency: z.literal('execution').optional(),
   refusedBefore: RefusedBeforeSchema.optional(),
+  /**
+   * Set by runs since the patch `keel-tool-usage`: the activity answers a `ToolCallResult` (the
+   * output and the usage the tool reported); absent, the output alone, as before.
+   */
+  reportsUsage: z.literal(true).optional(),
 });
+
+/** Marks a `ToolCallResult`, so a run tells it from a bare output (an older worker's answer). */
+export const TOOL_CALL_RESULT = 'keel-tool-result';
+
+/** What the tool activity answers a run that asked for usage: the output and what the tool reported it spent. */
+export const ToolCallResultSchema = z.object({ result: z.literal(TOOL_CALL_RESULT), output: z.unknown(), usage: UsageSchema.optional() });
+export type ToolCallResult = z.infer<typeof ToolCallResultSchema>;
 
 /** Input of the `validateToolOutput` local activity (a stand-in output for a held call). */
 export const ValidateToolOutputInputSchema = z.object({ toolName: z.string(), output: z.unknown() });

@@ -24,7 +24,7 @@ import { KeelError } from '../core/errors';
 import { INTERRUPT_METADATA, type ToolInterrupt } from '../core/interrupts';
 import { MODEL_CALL_HOLD } from '../core/holds';
 import { registeredHoldKind } from '../middleware/catalog';
-import { assignToolRefs, messageText, toolRequestParts, type Message, type ModelRequest } from '../core/messages';
+import { addUsage, assignToolRefs, messageText, toolRequestParts, type Message, type ModelRequest } from '../core/messages';
 import { describeZodError } from '../core/schema-errors';
 import { describeUndecodable, isUndecodable } from '../core/undecodable';
 import { RunInputSchema, type AgentSpec, type RunInput, type RunResult } from '../core/run';
@@ -185,7 +185,17 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     const turn: ToolTurnContext = {
       chain: composeToolChain(
         hooks,
-        toolRunner({ contributed: setup.contributed, activity: activityOptions(agent.activities.tool), stage: hooks.length, run }),
+        toolRunner({
+          contributed: setup.contributed,
+          activity: activityOptions(agent.activities.tool),
+          stage: hooks.length,
+          run,
+          // What a tool reports it spent counts like a model call's usage: the run's, its tree's, its budgets'.
+          onUsage: (usage) => {
+            run.status.usage = addUsage(run.status.usage, usage);
+            tree.counted(usage);
+          },
+        }),
       ),
       tools: setup.toolsByName,
       board,
