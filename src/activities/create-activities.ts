@@ -18,6 +18,7 @@ import { TOOL_CALL_RESULT, type ToolCallResult } from '../core/run';
 import type { AgentSpec, CallModelInput, CallToolInput, RefusedBefore, ResolveAgentInput, ValidateToolOutputInput } from '../core/run';
 import { describeZodError, firstIssuePath } from '../core/schema-errors';
 import { pricedUsage } from '../core/cost';
+import { modelTaskQueue } from '../core/rate-limit';
 import type { KeelConfig } from '../config/schema';
 import type { Tool } from '../define';
 import type { Registry } from '../registry';
@@ -110,6 +111,7 @@ async function asActivity<T>(work: () => Promise<T>, notRegisteredRetryFor: Dura
     }
     if (ModelVisibleToolError.isInstance(error)) throw ApplicationFailure.create({ type: TOOL_FAIL_FAILURE, message: error.message, nonRetryable: true });
     if (InfrastructureError.isInstance(error)) throw toRetryableFailure(error);
+    if (error instanceof ApplicationFailure) throw error;
     throw toApplicationFailure(toKeelError(error));
   }
 }
@@ -161,6 +163,30 @@ function assertCalledByRun(activity: string): void {
       `activity ${activity} runs only for keel's own runs (it was scheduled by ${workflowType ? `workflow type "${workflowType}"` : 'no workflow'})`,
     );
   }
+}
+
+/** The task queue of each rate-limited model's calls, beside the queue the agent was resolved on (every keel worker of it polls them). */
+function modelQueuesOf(registry: Registry, taskQueue: string): { modelQueues?: Record<string, string> } {
+  const limited = [...registry.models.values()].filter((model) => model.rateLimit).map((model) => model.name);
+  return limited.length ? { modelQueues: Object.fromEntries(limited.sort().map((name) => [name, modelTaskQueue(taskQueue, name)])) } : {};
+}
+
+/**
+ * A rate-limited model's provider answering 429 (too many requests): a retryable failure, so the
+ * activity's retry policy calls again after the provider's Retry-After (or the policy's backoff)
+ * instead of failing the run; its attempts (`activities.model.retry.maximumAttempts`) bound the
+ * wait. Any other error is left as it is.
+ */
+function throttledFailure(error: unknown): unknown {
+  if (!KeelError.isInstance(error) || error.status !== 'RESOURCE_EXHAUSTED' || error.details.httpStatus !== 429) return error;
+  const { retryAfterMs } = error.details;
+  return ApplicationFailure.create({
+    type: error.status,
+    message: error.message,
+    nonRetryable: false,
+    details: [error.details],
+    ...(typeof retryAfterMs === 'number' ? { nextRetryDelay: retryAfterMs } : {}),
+  });
 }
 
 /** Builds the activity implementations for one worker. */
@@ -232,6 +258,7 @@ export function createActivities({
         session: agent.session,
         searchAttributes: await searchAttributes,
         ...(inlineLimit !== undefined ? { inlinePayloadLimit: inlineLimit } : {}),
+        ...modelQueuesOf(registry, Context.current().info.taskQueue),
       };
     }, refusedBefore);
 
@@ -278,7 +305,11 @@ export function createActivities({
               } satisfies StreamedText,
             });
           };
-          return model.generate(request, { callIndex: input.callIndex, runId: input.runId, heartbeat, signal: context.cancellationSignal, stream });
+          try {
+            return await model.generate(request, { callIndex: input.callIndex, runId: input.runId, heartbeat, signal: context.cancellationSignal, stream });
+          } catch (error) {
+            throw model.rateLimit ? throttledFailure(error) : error;
+          }
         });
         span.setAttributes({
           ...(answer?.finishReason ? { 'gen_ai.response.finish_reasons': [answer.finishReason], 'keel.finish_reason': answer.finishReason } : {}),

@@ -352,6 +352,12 @@ export const AgentSpecSchema = z.object({
    * resolved by a worker from before keel said).
    */
   inlinePayloadLimit: z.number().int().positive().optional(),
+  /**
+   * The task queue of each rate-limited model's calls (a model with `rateLimit`), by model name:
+   * the run schedules that model's calls there, where Temporal applies the limit. Absent: every
+   * call goes to the run's own queue.
+   */
+  modelQueues: z.record(z.string(), z.string()).optional(),
 });
 export type AgentSpec = z.infer<typeof AgentSpecSchema>;
 

@@ -164,7 +164,7 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     // (Asked only where it matters, so a run that neither resumes nor returns holds records no marker.)
     const signedHolds = (message: Message): Promise<Message> => (patched(SIGNED_HOLDS_PATCH) ? signHolds(agent.name, message) : Promise.resolve(message));
     if (input.resume && patched(SIGNED_HOLDS_PATCH)) input.messages = await trustedForResume(agent.name, input.messages);
-    const callModel = modelCaller(run, activityOptions(agent.activities.model), info.runId, (usage) => tree.counted(usage));
+    const callModel = modelCaller(run, activityOptions(agent.activities.model), info.runId, (usage) => tree.counted(usage), agent.modelQueues);
     // A hold before a model call (a Budget over its tree's limit) is shown as a call of this name.
     const holdModelCall = (interrupt: ToolInterrupt) =>
       board
