@@ -4,9 +4,11 @@
  * Node side: tools and models run in activities, never in the workflow.
  */
 import { z } from 'zod';
-import type { ModelRequest, ModelResponse } from './core/messages';
+import type { ModelRequest, ModelResponse, Usage } from './core/messages';
 import { OutputSpecSchema, outputValidator, type JsonSchemaObject, type OutputSpec } from './core/output';
 import type { MiddlewareRefInput } from './core/run';
+import type { ModelPrice } from './core/cost';
+import type { ModelRateLimit } from './core/rate-limit';
 
 /** What a tool's `run` receives besides its input. */
 export interface ToolContext {
@@ -32,6 +34,13 @@ export interface ToolContext {
   interrupt: (data?: Record<string, unknown>) => never;
   /** On a restart of this call's own interrupt: the decision's payload (`true` for a bare restart). */
   resumed?: unknown;
+  /**
+   * Reports what this call spent (a paid API's `cost` in USD, tokens of a model it called):
+   * added to the run's usage, its tree's and its session's, and counted by Budget like a model
+   * call's. Reports add up; what an attempt that fails reported is not counted. Each field must
+   * be a finite number, not negative.
+   */
+  reportUsage: (usage: Usage) => void;
 }
 
 /** A tool that keel can run as an activity. */
@@ -183,6 +192,10 @@ export interface Model {
   readonly kind: 'model';
   readonly name: string;
   readonly generate: (request: ModelRequest, context: ModelContext) => Promise<ModelResponse>;
+  /** USD per million tokens: each call's usage then carries `cost` (unless the model reported one). */
+  readonly price?: ModelPrice;
+  /** Calls go to a task queue of their own, rate-limited by Temporal across workers (README, "Rate limits"). */
+  readonly rateLimit?: ModelRateLimit;
 }
 
 /** Declares a model. Throw `KeelError` with a status for failures Retry/Fallback should see. */

@@ -72,7 +72,7 @@ export type {
 } from './middleware';
 
 export { createKeelWorker } from './worker/create-worker';
-export type { KeelWorkerOptions } from './worker/create-worker';
+export type { KeelWorker, KeelWorkerOptions } from './worker/create-worker';
 export type { ToolCallStart } from './worker/tool-call-start';
 export { loadRegistry } from './worker/load-registry';
 export { connectClient, connectWorker } from './worker/connect';

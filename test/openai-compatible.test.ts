@@ -78,7 +78,7 @@ describe('openai-compatible wire format', () => {
     expect(response).toEqual({
       message: { role: 'model', content: [{ text: 'sum is' }, { toolRequest: { name: 'add', ref: 'call_2', input: { a: 3, b: 4 } } }] },
       finishReason: 'stop',
-      usage: { inputTokens: 11, outputTokens: 5, totalTokens: 16, thoughtsTokens: 2 },
+      usage: { inputTokens: 11, outputTokens: 3, totalTokens: 16, thoughtsTokens: 2 },
     });
   });
 

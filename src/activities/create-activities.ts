@@ -12,10 +12,13 @@ import { z } from 'zod';
 import { inSpan } from '../telemetry/spans';
 import { KeelError, toApplicationFailure, toKeelError } from '../core/errors';
 import { ModelVisibleToolError, TOOL_FAIL_FAILURE, TOOL_INTERRUPT_FAILURE } from '../core/interrupts';
-import { ModelResponseSchema, STREAM_DETAILS, type ModelResponse, type StreamedText } from '../core/messages';
+import { ModelResponseSchema, STREAM_DETAILS, UsageSchema, addUsage, type ModelResponse, type StreamedText, type Usage } from '../core/messages';
 import type { ModelRequest, ToolDefinition } from '../core/messages';
+import { TOOL_CALL_RESULT, type ToolCallResult } from '../core/run';
 import type { AgentSpec, CallModelInput, CallToolInput, RefusedBefore, ResolveAgentInput, ValidateToolOutputInput } from '../core/run';
 import { describeZodError, firstIssuePath } from '../core/schema-errors';
+import { pricedUsage } from '../core/cost';
+import { modelTaskQueue } from '../core/rate-limit';
 import type { KeelConfig } from '../config/schema';
 import type { Tool } from '../define';
 import type { Registry } from '../registry';
@@ -66,6 +69,17 @@ function describeTool(tool: Tool): ToolDefinition {
   };
 }
 
+/** What a tool may report it spent: usage fields, each finite and not negative (no field may take spend back). */
+const Spent = z.number().min(0);
+const ReportedUsageSchema = UsageSchema.extend({
+  ...Object.fromEntries(
+    Object.keys(UsageSchema.shape)
+      .filter((key) => key !== 'custom')
+      .map((key) => [key, Spent.optional()]),
+  ),
+  custom: z.record(z.string(), Spent).optional(),
+}).strict();
+
 const INTERRUPT_REQUEST = '__keelInterruptRequest';
 
 /** Thrown by ToolContext.interrupt; carries the hold's data out of the activity. */
@@ -97,6 +111,7 @@ async function asActivity<T>(work: () => Promise<T>, notRegisteredRetryFor: Dura
     }
     if (ModelVisibleToolError.isInstance(error)) throw ApplicationFailure.create({ type: TOOL_FAIL_FAILURE, message: error.message, nonRetryable: true });
     if (InfrastructureError.isInstance(error)) throw toRetryableFailure(error);
+    if (error instanceof ApplicationFailure) throw error;
     throw toApplicationFailure(toKeelError(error));
   }
 }
@@ -148,6 +163,30 @@ function assertCalledByRun(activity: string): void {
       `activity ${activity} runs only for keel's own runs (it was scheduled by ${workflowType ? `workflow type "${workflowType}"` : 'no workflow'})`,
     );
   }
+}
+
+/** The task queue of each rate-limited model's calls, beside the queue the agent was resolved on (every keel worker of it polls them). */
+function modelQueuesOf(registry: Registry, taskQueue: string): { modelQueues?: Record<string, string> } {
+  const limited = [...registry.models.values()].filter((model) => model.rateLimit).map((model) => model.name);
+  return limited.length ? { modelQueues: Object.fromEntries(limited.sort().map((name) => [name, modelTaskQueue(taskQueue, name)])) } : {};
+}
+
+/**
+ * A rate-limited model's provider answering 429 (too many requests): a retryable failure, so the
+ * activity's retry policy calls again after the provider's Retry-After (or the policy's backoff)
+ * instead of failing the run; its attempts (`activities.model.retry.maximumAttempts`) bound the
+ * wait. Any other error is left as it is.
+ */
+function throttledFailure(error: unknown): unknown {
+  if (!KeelError.isInstance(error) || error.status !== 'RESOURCE_EXHAUSTED' || error.details.httpStatus !== 429) return error;
+  const { retryAfterMs } = error.details;
+  return ApplicationFailure.create({
+    type: error.status,
+    message: error.message,
+    nonRetryable: false,
+    details: [error.details],
+    ...(typeof retryAfterMs === 'number' ? { nextRetryDelay: retryAfterMs } : {}),
+  });
 }
 
 /** Builds the activity implementations for one worker. */
@@ -220,6 +259,7 @@ export function createActivities({
         ...(agent.output ? { output: agent.output } : {}),
         searchAttributes: await searchAttributes,
         ...(inlineLimit !== undefined ? { inlinePayloadLimit: inlineLimit } : {}),
+        ...modelQueuesOf(registry, Context.current().info.taskQueue),
       };
     }, refusedBefore);
 
@@ -266,7 +306,11 @@ export function createActivities({
               } satisfies StreamedText,
             });
           };
-          return model.generate(request, { callIndex: input.callIndex, runId: input.runId, heartbeat, signal: context.cancellationSignal, stream });
+          try {
+            return await model.generate(request, { callIndex: input.callIndex, runId: input.runId, heartbeat, signal: context.cancellationSignal, stream });
+          } catch (error) {
+            throw model.rateLimit ? throttledFailure(error) : error;
+          }
         });
         span.setAttributes({
           ...(answer?.finishReason ? { 'gen_ai.response.finish_reasons': [answer.finishReason], 'keel.finish_reason': answer.finishReason } : {}),
@@ -279,11 +323,13 @@ export function createActivities({
       if (!parsed.success) {
         throw new KeelError('INTERNAL', `model "${input.model}" returned a malformed response: ${describeZodError(parsed.error)}`, { modelName: input.model });
       }
-      assertPayloadFits(parsed.data, `the response of model "${input.model}"`, limit);
-      return parsed.data;
+      // The call's cost, from the model's price: recorded in history with the rest of its usage.
+      const priced = model.price ? { ...parsed.data, usage: pricedUsage(parsed.data.usage, model.price) } : parsed.data;
+      assertPayloadFits(priced, `the response of model "${input.model}"`, limit);
+      return priced;
     }, input.refusedBefore);
 
-  const callTool = ({ toolName, input, resumed, idempotency, refusedBefore }: CallToolInput): Promise<unknown> =>
+  const callTool = ({ toolName, input, resumed, idempotency, refusedBefore, reportsUsage }: CallToolInput): Promise<unknown> =>
     activity(async () => {
       const context = Context.current();
       const tool = registry.tools.get(toolName);
@@ -304,8 +350,18 @@ export function createActivities({
       const { info } = context;
       const runId = info.workflowExecution?.workflowId ?? 'standalone';
       let output: unknown;
+      let reported: Usage | undefined;
+      const reportUsage = (usage: Usage): void => {
+        const parsed = ReportedUsageSchema.safeParse(usage);
+        if (!parsed.success)
+          throw new KeelError('INVALID_ARGUMENT', `tool "${toolName}" reported usage keel cannot count: ${describeZodError(parsed.error, 'usage')}`, {
+            toolName,
+          });
+        reported = addUsage(reported ?? {}, parsed.data);
+      };
       try {
         const toolContext = {
+          reportUsage,
           idempotencyKey: idempotencyKeyOf(info, idempotency, refusedBefore),
           runId,
           attempt: info.attempt,
@@ -338,7 +394,8 @@ export function createActivities({
       const problem = output === undefined ? undefined : unrepresentable(output);
       if (problem) throw new KeelError('INTERNAL', `tool "${toolName}" returned a value JSON cannot carry: ${problem}`, { toolName });
       assertPayloadFits(output ?? null, `the output of tool "${toolName}"`, limit);
-      return output ?? null;
+      if (!reportsUsage) return output ?? null;
+      return { result: TOOL_CALL_RESULT, output: output ?? null, ...(reported ? { usage: reported } : {}) } satisfies ToolCallResult;
     }, refusedBefore);
 
   const validateToolOutput = ({ toolName, output }: ValidateToolOutputInput): Promise<unknown> =>

@@ -10,7 +10,7 @@
  * A failure to load is said in one line naming the file, and the process exits: keel dev keeps
  * its last good worker. Node side.
  */
-import type { Worker } from '@temporalio/worker';
+import type { KeelWorker } from '../worker/create-worker';
 import { resolve, sep } from 'node:path';
 import { ConfigError, loadConfig } from '../config/load';
 import type { KeelConfig } from '../config/schema';
@@ -31,7 +31,7 @@ export interface DevWorkerOptions {
 interface WarmWorker {
   key: string;
   registry: Registry;
-  worker: Worker;
+  worker: KeelWorker;
   signingKeys: SigningKeys;
   close: () => Promise<void>;
 }

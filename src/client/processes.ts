@@ -2,7 +2,7 @@
  * The long-running commands: `keel server`, `keel worker`, `keel dev`. Each runs in the
  * foreground until SIGINT/SIGTERM and then stops cleanly. Node side.
  */
-import { DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import type { KeelConfig } from '../config/schema';
 import { waitForSignal } from '../node/signals';
 import { ConfigError } from '../config/load';
@@ -10,7 +10,7 @@ import { KeelError } from '../core/errors';
 import { isServerReachable, startConfiguredServer, type DevServer } from '../server/dev-server';
 import { describeServerOwner } from '../server/server-owner';
 import { connectClient, connectWorker, tlsMismatch } from '../worker/connect';
-import { createKeelWorker } from '../worker/create-worker';
+import { createKeelWorker, type KeelWorker } from '../worker/create-worker';
 import { loadSigningKeys, type SigningKeys } from '../security/signing-keys';
 import { loadRegistry } from '../worker/load-registry';
 import { describeToolCallStart, type ToolCallStart } from '../worker/tool-call-start';
@@ -88,13 +88,13 @@ export async function prepareWorker(
   config: KeelConfig,
   loaded?: Registry,
   options: PrepareWorkerOptions = {},
-): Promise<{ worker: Worker; agents: string[]; signingKeys: SigningKeys; close: () => Promise<void> }> {
+): Promise<{ worker: KeelWorker; agents: string[]; signingKeys: SigningKeys; close: () => Promise<void> }> {
   const registry = loaded ?? (await loadRegistry(config));
   assertNotEmpty(config, registry, options);
   installRuntime();
   let connection: Awaited<ReturnType<typeof connectWithRetry>>;
   let client: Awaited<ReturnType<typeof connectClient>>;
-  let worker: Worker;
+  let worker: KeelWorker;
   let signingKeys: SigningKeys;
   try {
     signingKeys = loadSigningKeys(config);

@@ -6,6 +6,16 @@ import { DurationSchema } from '../core/duration';
 import { ActivitySpecSchema, MiddlewareRefSchema } from '../core/run';
 import { ScriptedReplySchema } from '../core/scripted-reply';
 import { OutputOptionSchema } from '../core/output';
+import { ModelPriceSchema } from '../core/cost';
+import { ModelRateLimitSchema } from '../core/rate-limit';
+
+/** Fields every model entry may have: its price (for `usage.cost`) and its rate limit across workers. */
+const ModelLimitFields = {
+  /** USD per million tokens: each call's usage then carries `cost`. */
+  price: ModelPriceSchema.optional(),
+  /** Calls to this model go to a task queue of their own, rate-limited by Temporal (README, "Rate limits"). */
+  rateLimit: ModelRateLimitSchema.optional(),
+};
 
 /** Connection to the Temporal service. */
 export const ConnectionConfigSchema = z
@@ -97,6 +107,7 @@ const HttpModelFields = {
   /** Name of an environment variable holding the API key. */
   apiKeyEnv: z.string().optional(),
   config: z.record(z.string(), z.unknown()).optional(),
+  ...ModelLimitFields,
 };
 
 /**
@@ -120,6 +131,7 @@ export const AiSdkModelConfigSchema = z
     model: z.string().min(1).optional(),
     /** AI SDK call options sent with every request (temperature, maxOutputTokens, providerOptions). */
     config: z.record(z.string(), z.unknown()).optional(),
+    ...ModelLimitFields,
   })
   .strict()
   .refine((entry) => (entry.factory === undefined) !== (entry.instance === undefined), {
@@ -133,6 +145,7 @@ export const ModelConfigSchema = z.union([
       name: z.string().min(1),
       provider: z.literal('scripted').default('scripted'),
       script: z.array(ScriptedReplySchema),
+      ...ModelLimitFields,
     })
     .strict(),
   z.object({ ...HttpModelFields, provider: z.literal('openai-compatible') }).strict(),

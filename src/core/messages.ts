@@ -56,7 +56,10 @@ export const MessageSchema = z.object({
 });
 export type Message = z.infer<typeof MessageSchema>;
 
-/** The numeric usage fields of the reference's GenerationUsage, by their JSON names. */
+/**
+ * The numeric usage fields of the reference's GenerationUsage, by their JSON names, and keel's
+ * `cost` (USD: a model call's from the model's price, a tool's as it reported it).
+ */
 export const USAGE_FIELDS = [
   'inputTokens',
   'outputTokens',
@@ -71,12 +74,14 @@ export const USAGE_FIELDS = [
   'outputVideos',
   'inputAudioFiles',
   'outputAudioFiles',
+  'cost',
 ] as const;
 export type UsageField = (typeof USAGE_FIELDS)[number];
 
 /**
  * Usage, as the reference counts it (every GenerationUsage field); `custom` holds other
- * counters such as `cost`. `outputTokens` leaves out `thoughtsTokens`.
+ * counters. `outputTokens` leaves out `thoughtsTokens`; `inputTokens` includes `cachedContentTokens`
+ * (the input read from the provider's cache); `cost` is in USD.
  */
 export const UsageSchema = z.object({
   ...(Object.fromEntries(USAGE_FIELDS.map((field) => [field, z.number().optional()])) as Record<UsageField, z.ZodOptional<z.ZodNumber>>),
@@ -164,6 +169,8 @@ export function addUsage(a: Usage, b: Usage): Usage {
   const sum: Usage = {};
   for (const field of USAGE_FIELDS) {
     if (a[field] !== undefined || b[field] !== undefined) sum[field] = (a[field] ?? 0) + (b[field] ?? 0);
+    // USD amounts: rounded to 1e-9 so that a sum of prices reads as written (0.1 + 0.2 is 0.3).
+    if (field === 'cost' && sum.cost !== undefined) sum.cost = Math.round(sum.cost * 1e9) / 1e9;
   }
   if (a.custom || b.custom) {
     const custom: Record<string, number> = { ...(a.custom ?? {}) };

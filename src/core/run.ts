@@ -367,6 +367,12 @@ export const AgentSpecSchema = z.object({
    * resolved by a worker from before keel said).
    */
   inlinePayloadLimit: z.number().int().positive().optional(),
+  /**
+   * The task queue of each rate-limited model's calls (a model with `rateLimit`), by model name:
+   * the run schedules that model's calls there, where Temporal applies the limit. Absent: every
+   * call goes to the run's own queue.
+   */
+  modelQueues: z.record(z.string(), z.string()).optional(),
 });
 export type AgentSpec = z.infer<typeof AgentSpecSchema>;
 
@@ -426,7 +432,19 @@ export const CallToolInputSchema = z.object({
    */
   idempotency: z.literal('execution').optional(),
   refusedBefore: RefusedBeforeSchema.optional(),
+  /**
+   * Set by runs since the patch `keel-tool-usage`: the activity answers a `ToolCallResult` (the
+   * output and the usage the tool reported); absent, the output alone, as before.
+   */
+  reportsUsage: z.literal(true).optional(),
 });
+
+/** Marks a `ToolCallResult`, so a run tells it from a bare output (an older worker's answer). */
+export const TOOL_CALL_RESULT = 'keel-tool-result';
+
+/** What the tool activity answers a run that asked for usage: the output and what the tool reported it spent. */
+export const ToolCallResultSchema = z.object({ result: z.literal(TOOL_CALL_RESULT), output: z.unknown(), usage: UsageSchema.optional() });
+export type ToolCallResult = z.infer<typeof ToolCallResultSchema>;
 
 /** Input of the `validateToolOutput` local activity (a stand-in output for a held call). */
 export const ValidateToolOutputInputSchema = z.object({ toolName: z.string(), output: z.unknown() });

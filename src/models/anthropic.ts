@@ -256,9 +256,13 @@ export function anthropicModel(options: AnthropicOptions): Model {
       }
       const raw = data.usage;
       const usage: Usage = {};
-      if (raw?.input_tokens !== undefined) usage.inputTokens = raw.input_tokens;
+      // Anthropic's input_tokens leave out what was read from or written to its cache; keel's inputTokens count all of the input.
+      const cacheRead = typeof raw?.cache_read_input_tokens === 'number' ? raw.cache_read_input_tokens : 0;
+      const cacheWrite = typeof raw?.cache_creation_input_tokens === 'number' ? raw.cache_creation_input_tokens : 0;
+      const input = raw?.input_tokens !== undefined ? raw.input_tokens + cacheRead + cacheWrite : undefined;
+      if (input !== undefined) usage.inputTokens = input;
       if (raw?.output_tokens !== undefined) usage.outputTokens = raw.output_tokens;
-      if (raw?.input_tokens !== undefined && raw.output_tokens !== undefined) usage.totalTokens = raw.input_tokens + raw.output_tokens;
+      if (input !== undefined && raw?.output_tokens !== undefined) usage.totalTokens = input + raw.output_tokens;
       if (typeof raw?.cache_read_input_tokens === 'number') usage.cachedContentTokens = raw.cache_read_input_tokens;
       return { message: { role: 'model', content }, finishReason: answered ? 'stop' : finishReasonOf(data.stop_reason), usage };
     },

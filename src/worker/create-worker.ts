@@ -4,7 +4,9 @@
  * Node side.
  */
 import type { Client } from '@temporalio/client';
-import { Worker, type ActivityInterceptorsFactory, type NativeConnection } from '@temporalio/worker';
+import { Worker, type ActivityInterceptorsFactory, type NativeConnection, type State, type WorkerOptions } from '@temporalio/worker';
+import { modelTaskQueue } from '../core/rate-limit';
+import type { Model } from '../define';
 import { resolve } from 'node:path';
 import { createActivities } from '../activities/create-activities';
 import type { KeelConfig } from '../config/schema';
@@ -52,7 +54,71 @@ export interface KeelWorkerOptions {
   onToolCallStart?: (call: ToolCallStart) => void;
 }
 
-/** A worker ready to `run()`. */
+/**
+ * A keel worker: the Temporal Worker of the task queue (workflows and activities) and one
+ * activity Worker per rate-limited model, on that model's queue. They run and stop together.
+ */
+export interface KeelWorker {
+  /**
+   * Creates the Workers of the registry's rate-limited models (the registry may have been filled
+   * since this KeelWorker was made, as keel dev's warm worker is), then runs every Worker until
+   * shut down (SIGINT/SIGTERM or `shutdown()`); a Worker that fails stops the others.
+   */
+  run(): Promise<void>;
+  /** Starts a graceful shutdown of every running Worker. */
+  shutdown(): void;
+  /** The state of the task queue's Worker. */
+  getState(): State;
+  /** The task queue's Worker, then (once running) one per rate-limited model. */
+  readonly workers: readonly Worker[];
+}
+
+/** Runs the Workers together: all until shut down, and when one fails, the others are shut down too. */
+function together(main: Worker, createModelWorkers: () => Promise<Worker[]>): KeelWorker {
+  const workers = [main];
+  let stopping = false;
+  const shutdown = () => {
+    stopping = true;
+    for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
+  };
+  return {
+    workers,
+    shutdown,
+    getState: () => main.getState(),
+    async run() {
+      workers.push(...(await createModelWorkers()));
+      const runs = workers.map((worker) =>
+        worker.run().catch((error: unknown) => {
+          shutdown();
+          throw error;
+        }),
+      );
+      // Told to stop while the model Workers were being made: stop them too, now that they run.
+      if (stopping) shutdown();
+      const settled = await Promise.allSettled(runs);
+      const failed = settled.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+      if (failed) throw failed.reason;
+    },
+  };
+}
+
+/**
+ * The activity Worker of a rate-limited model's queue: Temporal's server hands out at most
+ * `requestsPerSecond` of its tasks a second across every worker of the queue, and this worker
+ * runs at most `concurrency` of them at once.
+ */
+function modelWorker(model: Model, options: Omit<WorkerOptions, 'taskQueue' | 'workflowBundle' | 'activities'>, activities: object, taskQueue: string) {
+  const { requestsPerSecond, concurrency } = model.rateLimit!;
+  return Worker.create({
+    ...options,
+    taskQueue: modelTaskQueue(taskQueue, model.name),
+    activities,
+    ...(requestsPerSecond !== undefined ? { maxTaskQueueActivitiesPerSecond: requestsPerSecond } : {}),
+    ...(concurrency !== undefined ? { maxConcurrentActivityTaskExecutions: concurrency } : {}),
+  });
+}
+
+/** A worker ready to `run()`: the task queue's, and one per rate-limited model. */
 export async function createKeelWorker({
   config,
   registry,
@@ -62,29 +128,47 @@ export async function createKeelWorker({
   bundlePath,
   signingKeys = loadSigningKeys(config),
   onToolCallStart,
-}: KeelWorkerOptions): Promise<Worker> {
+}: KeelWorkerOptions): Promise<KeelWorker> {
   const dataConverter = await keelDataConverter(config);
   // Traced when the OTEL_* variables say so: activity spans, and the workflow's spans through a sink.
   const tracing = tracingFromEnv();
   const middlewareModules = config.middlewareModules.map((module) => resolve(config.baseDir, module));
   const workflowInterceptorModules = tracing ? [tracing.workflowInterceptorModule] : [];
-  return Worker.create({
+  const queue = taskQueue ?? config.taskQueue;
+  const activities = createActivities({ registry, config, client, signingKeys });
+  const interceptors = {
+    activity: [logRunAttributes, ...(onToolCallStart ? [toolCallStartInterceptor(onToolCallStart)] : []), ...(tracing?.activityInterceptors ?? [])],
+  };
+  const shared = {
     connection,
     ...(dataConverter ? { dataConverter } : {}),
     namespace: config.temporal.namespace,
-    taskQueue: taskQueue ?? config.taskQueue,
+    interceptors,
+    shutdownGraceTime: config.worker.shutdownGraceTime,
+    maxHeartbeatThrottleInterval: config.worker.maxHeartbeatThrottleInterval,
+  };
+  const main = await Worker.create({
+    ...shared,
+    taskQueue: queue,
     // A prebuilt bundle (the tests') has no tracing module: tracing builds its own.
     workflowBundle: { codePath: (tracing ? undefined : bundlePath) ?? (await workflowBundlePath({ middlewareModules, workflowInterceptorModules })) },
-    interceptors: {
-      activity: [logRunAttributes, ...(onToolCallStart ? [toolCallStartInterceptor(onToolCallStart)] : []), ...(tracing?.activityInterceptors ?? [])],
-    },
     ...(tracing ? { sinks: tracing.sinks } : {}),
-    activities: createActivities({ registry, config, client, signingKeys }),
+    activities,
     maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivityTaskExecutions,
     maxConcurrentWorkflowTaskExecutions: config.worker.maxConcurrentWorkflowTaskExecutions,
     ...(config.worker.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: config.worker.maxCachedWorkflows } : {}),
-    shutdownGraceTime: config.worker.shutdownGraceTime,
     stickyQueueScheduleToStartTimeout: config.worker.stickyQueueScheduleToStartTimeout,
-    maxHeartbeatThrottleInterval: config.worker.maxHeartbeatThrottleInterval,
+  });
+  return together(main, async () => {
+    const limited = [...registry.models.values()].filter((model) => model.rateLimit);
+    const models: Worker[] = [];
+    for (const model of limited) {
+      try {
+        models.push(await modelWorker(model, shared, activities, queue));
+      } catch (error) {
+        throw new Error(`cannot create the worker of rate-limited model "${model.name}": ${(error as Error).message}`, { cause: error });
+      }
+    }
+    return models;
   });
 }

@@ -3,13 +3,16 @@
  * `callModel` activity reads it back through the `modelRequest` query, page by page, so
  * history records each message once and no request is too large for a payload. Runs in the workflow: deterministic, no I/O.
  */
-import { proxyActivities, workflowInfo, type ActivityOptions } from '@temporalio/workflow';
+import { patched, proxyActivities, workflowInfo, type ActivityOptions } from '@temporalio/workflow';
 import { KeelError } from '../core/errors';
 import { addUsage, type Message, type ModelRequest, type ModelResponse } from '../core/messages';
 import { MODEL_REQUEST_PAGE_CHARS } from './definitions';
 import type { KeelActivities } from '../activities/types';
 import { asKeelError, untilRegistered } from './activity-errors';
 import type { RunState } from './run-state';
+
+/** The patch that sends a rate-limited model's calls to its own task queue (AgentSpec.modelQueues). */
+export const MODEL_TASK_QUEUE_PATCH = 'keel-model-task-queue';
 
 /**
  * The largest request a run hands to its model activity. The activity reads it in pages,
@@ -77,6 +80,7 @@ export function modelCaller(
   options: ActivityOptions,
   temporalRunId: string,
   onUsage?: (usage: ModelResponse['usage']) => void,
+  modelQueues: Record<string, string> = {},
 ): (model: string, request: ModelRequest) => Promise<ModelResponse> {
   /** The latest request to each model, with its page ids. */
   const latest = new Map<string, { text: string; ids: string[] }>();
@@ -104,7 +108,9 @@ export function modelCaller(
       run.modelRequests[requestKey] = { text, ids };
     }
     try {
-      const { callModel } = proxyActivities<KeelActivities>({ ...options, summary: `model ${model}` });
+      // A rate-limited model's calls go to its own task queue, where Temporal applies the limit.
+      const queue = modelQueues[model] !== undefined && patched(MODEL_TASK_QUEUE_PATCH) ? { taskQueue: modelQueues[model] } : {};
+      const { callModel } = proxyActivities<KeelActivities>({ ...options, ...queue, summary: `model ${model}` });
       const response = await untilRegistered((refusedBefore) =>
         callModel({
           model,

@@ -13,6 +13,8 @@ import type { ToolRunner } from '../middleware/compose';
 import type { ContributedTool } from '../middleware/types';
 import { asKeelError, untilRegistered } from './activity-errors';
 import type { RunState } from './run-state';
+import type { Usage } from '../core/messages';
+import { TOOL_CALL_RESULT, ToolCallResultSchema, type ToolCallResult } from '../core/run';
 
 /**
  * The patch that made a tool call's idempotency key unique over the whole chain of a run:
@@ -31,13 +33,23 @@ export interface ToolRunnerOptions {
   stage: number;
   /** The run: its agent and turn go with each call (for traces and logs). */
   run?: Pick<RunState, 'status'>;
+  /** Counts what a tool reported it spent (into the run's usage and its tree's ledger). */
+  onUsage?: (usage: Usage) => void;
+}
+
+/** The patch that made tool calls answer what the tool reported it spent (`ToolContext.reportUsage`). */
+export const TOOL_USAGE_PATCH = 'keel-tool-usage';
+
+/** A `ToolCallResult` (not the bare output an older worker answers). */
+function isToolCallResult(value: unknown): value is ToolCallResult {
+  return typeof value === 'object' && value !== null && (value as { result?: unknown }).result === TOOL_CALL_RESULT && 'output' in value;
 }
 
 /** A tool's own question: any data, and the tool gets the decision's payload as sent. */
 const TOOL_HOLD = undeclaredHold(TOOL_STAGE);
 
 /** The innermost stage of the wrapTool chain. */
-export function toolRunner({ contributed, activity, stage, run }: ToolRunnerOptions): ToolRunner {
+export function toolRunner({ contributed, activity, stage, run, onUsage }: ToolRunnerOptions): ToolRunner {
   return async (call, resumed) => {
     const name = call.request.name;
     const local = contributed.get(name);
@@ -56,7 +68,8 @@ export function toolRunner({ contributed, activity, stage, run }: ToolRunnerOpti
     try {
       const { callTool } = proxyActivities<KeelActivities>({ ...activity, summary: `tool ${name}` });
       const idempotency = patched(IDEMPOTENCY_KEY_PATCH) ? { idempotency: 'execution' as const } : {};
-      return await untilRegistered((refusedBefore) =>
+      const reportsUsage = onUsage !== undefined && patched(TOOL_USAGE_PATCH);
+      const answer = await untilRegistered((refusedBefore) =>
         callTool({
           toolName: name,
           input: call.request.input,
@@ -64,9 +77,14 @@ export function toolRunner({ contributed, activity, stage, run }: ToolRunnerOpti
           ...(run ? { agent: run.status.agent, turn: run.status.turn } : {}),
           ...(resumed !== undefined ? { resumed } : {}),
           ...idempotency,
+          ...(reportsUsage ? { reportsUsage: true as const } : {}),
           ...(refusedBefore ? { refusedBefore } : {}),
         }),
       );
+      if (!reportsUsage || !isToolCallResult(answer)) return answer;
+      const parsed = ToolCallResultSchema.safeParse(answer);
+      if (parsed.success && parsed.data.usage && Object.keys(parsed.data.usage).length) onUsage(parsed.data.usage);
+      return answer.output;
     } catch (error) {
       if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure && error.cause.type === TOOL_INTERRUPT_FAILURE) {
         throw new ToolInterrupt({ data: holdData(error.cause.details?.[0] ?? {}), raisedBy: TOOL_STAGE, stage, hold: TOOL_HOLD });

@@ -25,7 +25,7 @@ import { KeelError } from '../core/errors';
 import { INTERRUPT_METADATA, type ToolInterrupt } from '../core/interrupts';
 import { MODEL_CALL_HOLD } from '../core/holds';
 import { registeredHoldKind } from '../middleware/catalog';
-import { assignToolRefs, messageText, toolRequestParts, type Message, type ModelRequest, type ModelResponse } from '../core/messages';
+import { addUsage, assignToolRefs, messageText, toolRequestParts, type Message, type ModelRequest, type ModelResponse } from '../core/messages';
 import { describeZodError } from '../core/schema-errors';
 import { checkAnswer, outputRetryMessage, outputValidator, retriesSoFar, type OutputSpec } from '../core/output';
 import { describeUndecodable, isUndecodable } from '../core/undecodable';
@@ -196,7 +196,7 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     const signedHolds = (message: Message): Promise<Message> => (patched(SIGNED_HOLDS_PATCH) ? signHolds(agent.name, message) : Promise.resolve(message));
     if (input.resume && patched(SIGNED_HOLDS_PATCH)) input.messages = await trustedForResume(agent.name, input.messages);
     const output = runOutputOf(input, agent);
-    const callModel = modelCaller(run, activityOptions(agent.activities.model), info.runId, (usage) => tree.counted(usage));
+    const callModel = modelCaller(run, activityOptions(agent.activities.model), info.runId, (usage) => tree.counted(usage), agent.modelQueues);
     // A hold before a model call (a Budget over its tree's limit) is shown as a call of this name.
     const holdModelCall = (interrupt: ToolInterrupt) =>
       board
@@ -217,7 +217,17 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     const turn: ToolTurnContext = {
       chain: composeToolChain(
         hooks,
-        toolRunner({ contributed: setup.contributed, activity: activityOptions(agent.activities.tool), stage: hooks.length, run }),
+        toolRunner({
+          contributed: setup.contributed,
+          activity: activityOptions(agent.activities.tool),
+          stage: hooks.length,
+          run,
+          // What a tool reports it spent counts like a model call's usage: the run's, its tree's, its budgets'.
+          onUsage: (usage) => {
+            run.status.usage = addUsage(run.status.usage, usage);
+            tree.counted(usage);
+          },
+        }),
       ),
       tools: setup.toolsByName,
       board,

@@ -58,6 +58,7 @@ export interface Scenario {
 /** The scenarios, in recording order. */
 export const SCENARIOS: Scenario[] = [
   { name: 'parallel-tools', agent: 'replay-parallel', prompt: 'add and echo' },
+  { name: 'tool-usage', agent: 'replay-tool-usage', prompt: 'spend' },
   { name: 'tool-failure', agent: 'replay-failure', prompt: 'fail please' },
   { name: 'max-turns', agent: 'replay-max-turns', prompt: 'loop', maxTurns: 1 },
   { name: 'cancelled', agent: 'replay-cancel', prompt: 'hang', cancelAtTurn: 1 },
@@ -379,5 +380,28 @@ export function scenarioRegistry(): Registry {
     defineAgent({ name: 'replay-cancel', model: cancel.name, tools: [hang] }),
     structured,
     defineAgent({ name: 'replay-structured', model: structured.name, tools: [echo], output: z.object({ city: z.string(), celsius: z.number() }) }),
+    spending,
+    paidLookup,
+    defineAgent({ name: 'replay-tool-usage', model: spending.name, tools: [paidLookup], use: [budget({ limit: { cost: 1 } })] }),
   );
 }
+
+/** A tool that reports what it spent: $0.6 a call. */
+const paidLookup = defineTool({
+  name: 'paid_lookup',
+  description: 'Looks up, for a fee.',
+  input: z.object({ q: z.string() }),
+  run: ({ q }, ctx) => {
+    ctx.reportUsage({ cost: 0.6 });
+    return { found: q };
+  },
+});
+
+/** A priced, rate-limited model that keeps asking for the paid lookup: the Budget stops it at its third call. */
+const spending = Object.assign(
+  scriptedModel({
+    name: 'scripted/replay-tool-usage',
+    script: [1, 2, 3].map((n) => toolCallReply({ name: 'paid_lookup', input: { q: String(n) } }, { usage: { inputTokens: 100, outputTokens: 10 } })),
+  }),
+  { price: { inputPerMTok: 1, outputPerMTok: 2 }, rateLimit: { concurrency: 1 } },
+);
