@@ -11,6 +11,7 @@ import { ConfigError, loadConfig } from '../config/load';
 import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
 import type { Decision } from '../core/holds';
+import type { Usage } from '../core/messages';
 import { HOLDS_MEMO_KEY, MemoHoldSchema, RunLifecycleSchema, type Interrupt, type MemoHold, type RunResult, type RunStatus } from '../core/run';
 import { KEEL_STATUS } from '../core/search-attributes';
 import { sessionIdProblem } from '../core/session';
@@ -195,6 +196,18 @@ async function withClient<T>(config: KeelConfig, work: (client: KeelClient) => P
   } finally {
     await client.close();
   }
+}
+
+/**
+ * What a run used, for a person: tokens in and out, and its cost in USD when its models have a
+ * price (or its tools reported one). Empty when the run used nothing it counts.
+ */
+function usageLine(usage: Usage): string {
+  const parts: string[] = [];
+  if (usage.inputTokens !== undefined || usage.outputTokens !== undefined)
+    parts.push(`${(usage.inputTokens ?? 0).toLocaleString('en-US')} input + ${(usage.outputTokens ?? 0).toLocaleString('en-US')} output tokens`);
+  if (usage.cost !== undefined) parts.push(`$${usage.cost >= 1 ? usage.cost.toFixed(2) : String(Number(usage.cost.toPrecision(3)))}`);
+  return parts.length ? `usage: ${parts.join(', ')}` : '';
 }
 
 /** The JSON shape of a finished or failed run (README, "The command line": `keel run`). */
@@ -388,12 +401,18 @@ async function watchRun(
       { ...runSummary(handle.runId, result, undefined, undefined), ...session },
       result.output !== undefined ? JSON.stringify(result.output, null, 2) : result.text,
     );
+    const spent = usageLine(result.usage);
+    if (!options.json && spent) process.stderr.write(`${spent}\n`);
     return EXIT.ok;
   } catch (error) {
     const failure = runErrorOf(error);
     const status = await tryStatus(client, handle);
     if (options.json) print(true, runSummary(handle.runId, undefined, failure, status));
-    else process.stderr.write(`run ${handle.runId} failed: ${failure.status}: ${failure.message}\n`);
+    else {
+      process.stderr.write(`run ${handle.runId} failed: ${failure.status}: ${failure.message}\n`);
+      const spent = usageLine(status?.usage ?? {});
+      if (spent) process.stderr.write(`${spent}\n`);
+    }
     return EXIT.failed;
   }
 }
