@@ -3,8 +3,17 @@
  * harness that runs a middleware's hooks with fake capabilities (`testMiddleware`, no server,
  * milliseconds a test), the scripted reply builders its model script takes, an embedded
  * Temporal dev server on a port of their choosing (the `temporal` binary keel finds or builds),
- * and a wait until a server answers. Scripted models are a provider in `keel-agents`.
+ * and a wait until a server answers; `createTestEnv` (a server, a worker from the project's own
+ * modules, assertions on a run's tool calls and holds, decisions) and `replayHistories` (recorded
+ * runs against the current workflow code). Scripted models are a provider in `keel-agents`.
  */
+export { createTestEnv, recordedToolCalls } from './testing/test-env';
+export type { ExpectedToolCall, HoldMatcher, RecordedToolCall, TestEnv, TestEnvOptions } from './testing/test-env';
+export { HistoryReplayError, replayHistories, runIdOfHistoryFile } from './testing/replay';
+export type { HistoryFile, ReplayFailure, ReplayHistoriesOptions } from './testing/replay';
+export { historyFileName } from './client/history-export';
+export { scriptedModel } from './models/scripted';
+export type { ScriptedModel, ScriptedModelOptions } from './models/scripted';
 export { testMiddleware } from './testing/middleware-harness';
 export type {
   FakeTool,

@@ -3,7 +3,7 @@
  * Exit codes: 0 done, 1 the run failed or was refused, 2 bad usage or bad config.
  * Node side.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { hostname, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -56,6 +56,11 @@ commands:
   holds                       every hold waiting for a decision, with the command that decides it
   tasks <runId>               background tasks of a run (JSON)
   demo                        start what is needed and run the demo agent end to end
+  init [dir]                  write a runnable project (temporal.yaml, an agents module with a
+                              scripted model, a tool and an approval, a test of it); never
+                              overwrites a file
+  history export <runId>      the run's Temporal history as JSON (--out <file>; default stdout),
+                              for replayHistories of keel-agents/testing
 
 options:
   --config <file>             config file (default ./temporal.yaml)
@@ -66,6 +71,7 @@ options:
   --output-schema <file>      (run) the answer must be one JSON value matching this JSON Schema
                               (or { schema, retries }): printed as JSON, in --json's "output"
   --reason <text>             (deny) why
+  --out <file>                (history export) write the history to this file
   --as <name>                 (approve, deny, decide) who decides, recorded with the decision in
                               the run's status and result (default: <user>@<host>)
   --queue                     (approve, deny, decide) send the decision even when no worker polls;
@@ -98,6 +104,7 @@ interface CliOptions {
   limit?: string;
   host?: string;
   port?: string;
+  out?: string;
 }
 
 function parse(argv: string[]): { command: string | undefined; positionals: string[]; options: CliOptions; help: boolean } {
@@ -123,6 +130,7 @@ function parse(argv: string[]): { command: string | undefined; positionals: stri
         limit: { type: 'string' },
         host: { type: 'string' },
         port: { type: 'string' },
+        out: { type: 'string' },
         version: { type: 'boolean', short: 'v', default: false },
         'allow-empty': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
@@ -723,6 +731,53 @@ async function commandHolds(config: KeelConfig, options: CliOptions): Promise<nu
   });
 }
 
+function commandInit(positionals: string[]): number {
+  const [target, ...rest] = positionals;
+  if (rest.length) throw new UsageError(`keel init takes one directory at most: keel init [dir]; got ${positionals.join(' ')}`);
+  const { initProject, InitRefusal } = later<typeof import('./init')>('./init');
+  try {
+    const { dir, written, packageJson } = initProject(target);
+    const lines = [
+      `keel init: wrote ${[...written, ...(packageJson === 'written' ? ['package.json'] : [])].join(', ')} in ${dir}${packageJson === 'added test script' ? ' (and a test script in package.json)' : ''}`,
+      '',
+      ...(target ? [`  cd ${target}`] : []),
+      "  npm test                                   # the project's own tests, offline (a scripted model)",
+      '  npx keel dev                               # a dev server and a worker; then, in another terminal:',
+      '  npx keel run support "where is order 7?"',
+      '  npx keel run support "refund order 7"      # waits for: npx keel approve <runId> i1',
+    ];
+    process.stdout.write(`${lines.join('\n')}\n`);
+    return EXIT.ok;
+  } catch (error) {
+    if (error instanceof InitRefusal) throw new UsageError(error.message.replace(/^keel init: /, 'init: '));
+    throw error;
+  }
+}
+
+async function commandHistory(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
+  const [verb, runId, ...rest] = positionals;
+  if (verb !== 'export' || !runId || rest.length) throw new UsageError('keel history needs export and a run id: keel history export <runId> [--out <file>]');
+  const { exportHistory } = later<typeof import('./history-export')>('./history-export');
+  return withClient(config, async (client) => {
+    let text: string;
+    try {
+      text = await exportHistory(client, runId);
+    } catch (error) {
+      return refuse(options, 'history export', runErrorOf(error));
+    }
+    if (options.out === undefined) {
+      process.stdout.write(text);
+      return EXIT.ok;
+    }
+    // A directory gets <runId>.json, the name replayHistories reads the run id from.
+    const { historyFileName } = later<typeof import('./history-export')>('./history-export');
+    const file = existsSync(options.out) && statSync(options.out).isDirectory() ? join(options.out, historyFileName(runId)) : options.out;
+    writeFileSync(file, text);
+    process.stderr.write(`keel history export: wrote the history of run ${runId} to ${file}\n`);
+    return EXIT.ok;
+  });
+}
+
 /** A module of the CLI, loaded when a command needs it (the worker, server and demo are slow to load). */
 function later<T>(specifier: string): T {
   return requireModule<T>(specifier, __filename);
@@ -759,6 +814,8 @@ async function command(argv: string[]): Promise<number> {
     const { command, positionals, options } = parsed;
     // Needs no config: the version of the keel package this command line is.
     if (command === 'version') return printVersion(options);
+    // Writes a project: needs no config (there is none yet).
+    if (command === 'init') return commandInit(positionals);
     // A worker process of keel dev reads its config when keel dev says start (and again on each reload: it is a new process).
     if (command === 'worker' && process.env[DEV_WORKER_ENV] && process.send)
       return await later<typeof import('./dev-worker')>('./dev-worker').runDevWorker({
@@ -796,6 +853,8 @@ async function command(argv: string[]): Promise<number> {
         return await commandTasks(config, positionals, options);
       case 'holds':
         return await commandHolds(config, options);
+      case 'history':
+        return await commandHistory(config, positionals, options);
       case 'demo':
         return await later<typeof import('./demo')>('./demo').runDemo(config);
       default:

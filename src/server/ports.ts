@@ -41,3 +41,17 @@ export function acceptsConnections(address: string, timeoutMs: number): Promise<
     socket.once('error', () => finish(false));
   });
 }
+
+/** A loopback TCP port nothing listens on right now (for a server a test starts). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}

@@ -1,0 +1,97 @@
+/**
+ * `replayHistories`: a project's recorded runs (`keel history export`) replayed against its
+ * current workflow code (keel's workflow plus the project's middleware modules, bundled as
+ * `keel worker` bundles them), so that a change that would break runs under way fails in the
+ * project's CI rather than in production. Node side; no server needed.
+ */
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
+import { Worker } from '@temporalio/worker';
+import { existsSync, readFileSync } from 'node:fs';
+import { basename, resolve } from 'node:path';
+import { loadConfig } from '../config/load';
+import { workflowBundlePath } from '../worker/bundle';
+
+/** A recorded history: a file, or a file and the run id it was recorded from. */
+export type HistoryFile = string | { file: string; workflowId: string };
+
+/** Options of `replayHistories`. */
+export interface ReplayHistoriesOptions {
+  /**
+   * The project's middleware modules, bundled with the workflow (paths from `baseDir`).
+   * Default: the `middlewareModules` of `./temporal.yaml` (of `baseDir`), none without one.
+   */
+  middlewareModules?: string[];
+  /** A temporal.yaml whose `middlewareModules` to bundle, instead of `./temporal.yaml`. */
+  config?: string;
+  /** Where relative paths resolve from (default: the working directory). */
+  baseDir?: string;
+  /** A prebuilt workflow bundle to replay against, instead of building one. */
+  bundlePath?: string;
+}
+
+/** One history that did not replay. */
+export interface ReplayFailure {
+  file: string;
+  workflowId: string;
+  message: string;
+}
+
+/** Thrown by `replayHistories`: names each file that did not replay and why (nondeterminism, usually). */
+export class HistoryReplayError extends Error {
+  constructor(readonly failures: ReplayFailure[]) {
+    super(
+      `${failures.length} recorded ${failures.length === 1 ? 'history does' : 'histories do'} not replay against the current workflow code:\n${failures
+        .map((failure) => `  ${failure.file} (run ${failure.workflowId}): ${failure.message}`)
+        .join('\n')}`,
+    );
+    this.name = 'HistoryReplayError';
+  }
+}
+
+/**
+ * The run id of a history file named the way `keel history export` names one:
+ * `<runId>.json`, with the run id URI-encoded (a child run's `/` as `%2F`).
+ */
+export function runIdOfHistoryFile(file: string): string {
+  return decodeURIComponent(basename(file).replace(/\.json$/, ''));
+}
+
+function middlewareModulesOf({ middlewareModules, config, baseDir = process.cwd() }: ReplayHistoriesOptions): string[] {
+  if (middlewareModules) return middlewareModules.map((module) => resolve(baseDir, module));
+  const path = resolve(baseDir, config ?? 'temporal.yaml');
+  if (!config && !existsSync(path)) return [];
+  const loaded = loadConfig({ path, explicit: true });
+  return loaded.middlewareModules.map((module) => resolve(loaded.baseDir, module));
+}
+
+/**
+ * Replays recorded histories against the current workflow code; resolves when every one
+ * replays, throws a `HistoryReplayError` naming each file that does not (and why).
+ */
+export async function replayHistories(files: HistoryFile[], options: ReplayHistoriesOptions = {}): Promise<void> {
+  const baseDir = options.baseDir ?? process.cwd();
+  const entries = files.map((entry) => {
+    const file = resolve(baseDir, typeof entry === 'string' ? entry : entry.file);
+    const workflowId = typeof entry === 'string' ? runIdOfHistoryFile(file) : entry.workflowId;
+    let history;
+    try {
+      history = historyFromJSON(JSON.parse(readFileSync(file, 'utf8')));
+    } catch (error) {
+      throw new Error(`${file}: not a recorded history (keel history export writes one): ${(error as Error).message}`);
+    }
+    return { file, workflowId, history };
+  });
+  const codePath =
+    options.bundlePath ??
+    (await workflowBundlePath({ middlewareModules: middlewareModulesOf({ ...options, baseDir }), cacheDir: resolve(baseDir, '.keel', 'cache') }));
+  const failures: ReplayFailure[] = [];
+  // Replayed one by one: the SDK's results carry a workflow id, and two files may hold runs of one id.
+  for (const { file, workflowId, history } of entries) {
+    try {
+      await Worker.runReplayHistory({ workflowBundle: { codePath } }, history, workflowId);
+    } catch (error) {
+      failures.push({ file, workflowId, message: (error as Error).message });
+    }
+  }
+  if (failures.length) throw new HistoryReplayError(failures);
+}
