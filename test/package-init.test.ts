@@ -2,16 +2,18 @@
  * The README's start, from the packed tarball: `npm pack`, the tarball installed offline into
  * an empty project (as test/package.test.ts installs it), `npx keel init` there, and that
  * project's own tests (`npm test`: the testing kit, a dev server from the checkout's temporal
- * binary, a scripted model) passing. No network.
+ * binary, a scripted model) passing, then `keel dev` and `npx keel run` running its agent at
+ * once. No network.
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { ROOT } from './support/processes';
+import { freePort } from '../src/server/ports';
+import { ROOT, spawnCommand } from './support/processes';
 
 const exec = promisify(execFile);
 const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as Record<string, unknown> & { version: string };
@@ -83,4 +85,45 @@ describe('npx keel init in an empty project with the tarball installed', () => {
     expect(tested).toMatch(/# pass 2\b/);
     expect(tested).toMatch(/# fail 0\b/);
   }, 360_000);
+
+  it('runs at once under keel dev: npx keel run answers, and a refund waits for npx keel approve', async () => {
+    // Free ports instead of the defaults (7233, 8233, 8234), which something else on a CI machine may hold.
+    const [port, uiPort, keelUiPort] = [await freePort(), await freePort(), await freePort()];
+    appendFileSync(
+      join(project, 'temporal.yaml'),
+      `temporal: { address: 127.0.0.1:${port} }\nserver: { port: ${port}, uiPort: ${uiPort} }\nui: { port: ${keelUiPort} }\n`,
+    );
+    // The installed bin itself (what npx runs), so that SIGINT reaches keel dev and not an npx in between.
+    const dev = spawnCommand(join(project, 'node_modules', '.bin', 'keel'), ['dev'], {
+      cwd: project,
+      env: { TEMPORAL_CLI: inject('temporalBinary'), npm_config_update_notifier: 'false' },
+      label: 'keel dev (initialized project)',
+    });
+    try {
+      await dev.waitFor(/keel dev: watching \d+ files/, 180_000);
+      const answered = await inProject(project, 'npx', ['keel', 'run', 'support', 'where is order 7?']);
+      expect(answered.trim()).toBe('Order 7 has shipped.');
+
+      const started = JSON.parse(await inProject(project, 'npx', ['keel', 'run', 'support', 'refund order 7', '--detach', '--json'])) as { runId: string };
+      let holdId: string | undefined;
+      await expect
+        .poll(
+          async () => {
+            const status = JSON.parse(await inProject(project, 'npx', ['keel', 'status', started.runId])) as {
+              interrupts: Array<{ id: string; toolName: string }>;
+            };
+            holdId = status.interrupts.find((hold) => hold.toolName === 'refund_order')?.id;
+            return holdId;
+          },
+          { timeout: 60_000, interval: 500 },
+        )
+        .toBeDefined();
+      await inProject(project, 'npx', ['keel', 'approve', started.runId, holdId!]);
+      const watched = await inProject(project, 'npx', ['keel', 'watch', started.runId]);
+      expect(watched.trim()).toBe('Order 7 is refunded.');
+    } finally {
+      dev.kill('SIGINT');
+      await dev.exited;
+    }
+  }, 420_000);
 });
