@@ -16,6 +16,7 @@ import { ModelResponseSchema, STREAM_DETAILS, type ModelResponse, type StreamedT
 import type { ModelRequest, ToolDefinition } from '../core/messages';
 import type { AgentSpec, CallModelInput, CallToolInput, RefusedBefore, ResolveAgentInput, ValidateToolOutputInput } from '../core/run';
 import { describeZodError, firstIssuePath } from '../core/schema-errors';
+import { toInputJsonSchema } from '../core/zod-schema';
 import type { KeelConfig } from '../config/schema';
 import type { Tool } from '../define';
 import type { Registry } from '../registry';
@@ -52,7 +53,7 @@ export interface ActivityDependencies {
 
 /** JSON schema of a zod schema, as the model sees it. */
 export function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
-  const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+  const json = toInputJsonSchema(schema);
   delete json.$schema;
   return json;
 }
