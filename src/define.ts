@@ -9,6 +9,8 @@ import { OutputSpecSchema, outputValidator, type JsonSchemaObject, type OutputSp
 import type { MiddlewareRefInput } from './core/run';
 import type { ModelPrice } from './core/cost';
 import type { ModelRateLimit } from './core/rate-limit';
+import { zod3Refusal, zodSchemaKind } from './core/zod-schema';
+import { installedZodVersion } from './node/zod-version';
 
 /** What a tool's `run` receives besides its input. */
 export interface ToolContext {
@@ -63,14 +65,26 @@ export function defineTool<Input extends z.ZodType, Output extends z.ZodType = z
   const where = `defineTool(${name ? JSON.stringify(name) : '...'})`;
   if (!name) throw new TypeError(`${where}: name must be a non-empty string`);
   if (typeof options.description !== 'string') throw new TypeError(`${where}: description must be a string`);
-  if (!isZodSchema(options.input)) throw new TypeError(`${where}: input must be a zod schema, e.g. z.object({})`);
-  if (options.output !== undefined && !isZodSchema(options.output)) throw new TypeError(`${where}: output must be a zod schema when given`);
+  checkSchema(options.input, `tool "${name}".input`, `${where}: input must be a zod schema, e.g. z.object({})`);
+  if (options.output !== undefined) checkSchema(options.output, `tool "${name}".output`, `${where}: output must be a zod schema when given`);
   if (typeof options.run !== 'function') throw new TypeError(`${where}: run must be a function`);
   return { kind: 'tool', ...options };
 }
 
+/** A zod 4 schema passes; a zod 3 one is refused naming the installed zod (when it is a 3.x), anything else with `otherwise`. */
+function checkSchema(value: unknown, where: string, otherwise: string): void {
+  const kind = zodSchemaKind(value);
+  if (kind === 'zod4') return;
+  if (kind === 'zod3') {
+    const version = installedZodVersion();
+    throw new TypeError(zod3Refusal(where, version?.startsWith('3.') ? version : undefined));
+  }
+  throw new TypeError(otherwise);
+}
+
+/** A zod 4 schema (a `zod/v4` one of zod 3.25+ included). */
 function isZodSchema(value: unknown): value is z.ZodType {
-  return typeof value === 'object' && value !== null && '_zod' in value && typeof (value as z.ZodType).safeParse === 'function';
+  return zodSchemaKind(value) === 'zod4';
 }
 
 /** An agent: a model, a system prompt, tools and middleware; `Output` is the type of its structured answer (`unknown` without one). */
@@ -144,11 +158,13 @@ export function defineAgent<Schema extends z.ZodType = z.ZodType>({
 
 /** The JSON Schema form of an agent's output option; throws naming what is wrong. */
 function outputSpecFrom(where: string, option: AgentOutputOption): OutputSpec {
+  if (zodSchemaKind(option) === 'zod3') checkSchema(option, `${where}.output`, '');
   const wrapped = isZodSchema(option) ? { schema: option } : option;
   if (typeof wrapped !== 'object' || wrapped === null || !('schema' in wrapped)) {
     throw new TypeError(`${where}: output must be a zod schema or { schema, retries?, name? }`);
   }
   let schema: JsonSchemaObject;
+  if (zodSchemaKind(wrapped.schema) === 'zod3') checkSchema(wrapped.schema, `${where}.output`, '');
   if (isZodSchema(wrapped.schema)) {
     try {
       schema = z.toJSONSchema(wrapped.schema);

@@ -19,6 +19,7 @@ import type { AgentSpec, CallModelInput, CallToolInput, RefusedBefore, ResolveAg
 import { describeZodError, firstIssuePath } from '../core/schema-errors';
 import { pricedUsage } from '../core/cost';
 import { modelTaskQueue } from '../core/rate-limit';
+import { toInputJsonSchema } from '../core/zod-schema';
 import type { KeelConfig } from '../config/schema';
 import type { Tool } from '../define';
 import type { Registry } from '../registry';
@@ -55,7 +56,7 @@ export interface ActivityDependencies {
 
 /** JSON schema of a zod schema, as the model sees it. */
 export function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
-  const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+  const json = toInputJsonSchema(schema);
   delete json.$schema;
   return json;
 }

@@ -16,6 +16,7 @@
  */
 import { z } from 'zod';
 import { describeUndecodable, isUndecodable } from './undecodable';
+import { toInputJsonSchema } from './zod-schema';
 
 /** What a stand-in output does to a hold: answers the call (`answer`) or goes to the stage as `{ respond }` (`decide`). */
 export type RespondMode = 'answer' | 'decide';
@@ -191,7 +192,7 @@ const jsonSchemas = new WeakMap<HoldKind, Record<string, unknown>>();
 export function decisionJsonSchema(hold: HoldKind): Record<string, unknown> {
   let schema = jsonSchemas.get(hold);
   if (!schema) {
-    const { $schema: _dialect, ...rest } = z.toJSONSchema(hold.decision, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+    const { $schema: _dialect, ...rest } = toInputJsonSchema(hold.decision);
     schema = rest;
     jsonSchemas.set(hold, schema);
   }

@@ -6,8 +6,10 @@
  */
 import type { z } from 'zod';
 import { KeelError } from '../core/errors';
+import type { HoldKind } from '../core/holds';
 import type { MiddlewareRef } from '../core/run';
 import { describeZodError } from '../core/schema-errors';
+import { zod3Refusal, zodSchemaKind } from '../core/zod-schema';
 import type { MiddlewareDefinition } from './types';
 
 /** A middleware factory: call it with a config to get a ref for `use: [...]`. */
@@ -34,8 +36,17 @@ export function middlewareRef<Schema extends z.ZodType>(definition: MiddlewareDe
  * `middlewareModules` (every factory the module exports is registered).
  */
 export function defineMiddleware<Schema extends z.ZodType>(definition: MiddlewareDefinition<Schema>): MiddlewareFactory<Schema> {
+  if (zodSchemaKind(definition.configSchema) === 'zod3') throw new TypeError(zod3Refusal(`middleware "${definition.name}".configSchema`));
+  for (const hold of definition.holds ?? []) checkHoldSchemas(hold, `middleware "${definition.name}"`);
   const factory = (config?: unknown) => middlewareRef(definition, config);
   return Object.assign(factory, { definition });
+}
+
+/** A hold kind's data and decision schemas must be zod 4: a zod 3 one is refused naming where it is. */
+function checkHoldSchemas(hold: HoldKind, where: string): void {
+  for (const field of ['data', 'decision'] as const) {
+    if (zodSchemaKind(hold[field]) === 'zod3') throw new TypeError(zod3Refusal(`${where} hold "${hold.kind}".${field}`));
+  }
 }
 
 /** True for a factory made by `defineMiddleware`. */
