@@ -141,6 +141,23 @@ describe('structured output with steering and background tasks', () => {
     expect((await handle.status()).steering).toEqual([expect.objectContaining({ state: 'applied', turn: 2 })]);
   });
 
+  it('hands a server-managed (session) sub-agent structured answer to the parent tool response', async () => {
+    const childName = `weather-session-${++count}`;
+    const childModel = scriptedModel({ name: `scripted/${childName}`, script: [objectReply({ city: 'Bodø', celsius: 2 })] });
+    registry.add(childModel, defineAgent({ name: childName, model: childModel.name, session: 'server', output: Weather }));
+    const name = `session-parent-${++count}`;
+    const model = scriptedModel({
+      name: `scripted/${name}`,
+      script: [toolCallReply({ name: `delegate_to_${childName}`, input: { task: 'weather in Bodø' } }), textReply('done')],
+    });
+    registry.add(model, defineAgent({ name, model: model.name, use: [agents({ agents: [childName] })] }));
+    const result = await worker().client.run(name, 'go');
+    const part = result.messages.find((message) => message.role === 'tool')!.content[0] as {
+      toolResponse: { output: { output?: unknown; status?: string; taskId?: string } };
+    };
+    expect(part.toolResponse.output).toMatchObject({ status: 'completed', output: { city: 'Bodø', celsius: 2 } });
+  });
+
   it('gives a background task of a sub-agent with an output schema its object when collected', async () => {
     const { agent: child } = weatherAgent([objectReply({ city: 'Tromsø', celsius: -8 })]);
     const name = `bg-parent-${++count}`;
