@@ -257,3 +257,22 @@ describe('steering a sub-agent and a session', () => {
     expect(idle).toMatchObject({ status: 'FAILED_PRECONDITION', message: expect.stringContaining('has no turn running (its latest turn, snapshot') });
   });
 });
+
+describe('steering a workflow without the steer handler', () => {
+  it('says the worker running it does not know steering, not Temporal\'s "no registered handler"', async () => {
+    // A session's own workflow has no steer handler (its turns do): it stands in for a run on a worker that predates steering.
+    const { name } = agent({ session: 'server', script: [textReply('turn done')] });
+    const session = worker().client.session(name, `no-steer-${Date.now()}`);
+    await session.send('start');
+    const refused = await worker()
+      .client.getHandle(session.workflowId)
+      .steer('hello')
+      .catch((error: unknown) => runErrorOf(error));
+    expect(refused).toMatchObject({
+      status: 'UNIMPLEMENTED',
+      message: expect.stringContaining(
+        `run "${session.workflowId}": the worker running it does not know steering (no "steer" update handler: a worker deployed with keel 0.1.0 or before`,
+      ),
+    });
+  });
+});

@@ -9,6 +9,7 @@ import { defineAgent } from '../src/define';
 import { agents } from '../src/middleware/agents';
 import { KeelError } from '../src/core/errors';
 import { OUTPUT_RETRY_METADATA } from '../src/core/output';
+import type { ModelRequest } from '../src/core/messages';
 import { objectReply, scriptedModel, textReply, toolCallReply, type Script } from '../src/models/scripted';
 import { Registry } from '../src/registry';
 import { parseConfig } from '../src/config/load';
@@ -113,6 +114,77 @@ describe('structured output', () => {
     const toolMessage = result.messages.find((message) => message.role === 'tool')!;
     const part = toolMessage.content[0] as { toolResponse: { output: { output?: unknown; response: string } } };
     expect(part.toolResponse.output.output).toEqual({ city: 'Bergen', celsius: 9 });
+  });
+});
+
+describe('structured output with steering and background tasks', () => {
+  it('answers a steer that came during the final call with one more call, and validates that answer', async () => {
+    // Call 1: a slow, valid answer (steered meanwhile: not taken as the answer); call 2: the answer
+    // to the steer, invalid; call 3: after the validation error, valid.
+    const { agent, model } = weatherAgent([
+      objectReply({ city: 'Oslo', celsius: 4 }, { delayMs: 1500 }),
+      objectReply({ city: 'Bergen', celsius: 'mild' }),
+      objectReply({ city: 'Bergen', celsius: 9 }),
+    ]);
+    const handle = await worker().client.start(agent, 'weather in Oslo?');
+    await expect.poll(() => model.requests.filter((request) => request.runId === handle.runId).length, { timeout: 20_000, interval: 50 }).toBe(1);
+    await handle.steer('Bergen instead, please');
+    const result = await handle.result();
+    expect(result.output).toEqual({ city: 'Bergen', celsius: 9 });
+    const requests = model.requests.filter((request) => request.runId === handle.runId).map((request) => request.request);
+    expect(requests).toHaveLength(3);
+    expect(requests[1]!.messages.at(-1)).toMatchObject({ role: 'user', content: [{ text: 'Bergen instead, please' }] });
+    expect(requests[1]!.output).toMatchObject({ format: 'json', name: 'output' });
+    expect(requests[2]!.messages.at(-1)!.metadata?.[OUTPUT_RETRY_METADATA]).toBe(1);
+    expect(JSON.stringify(requests[2]!.messages.at(-1)!.content)).toContain('output.celsius');
+    // Taken by the second model call (turn 2), after the first answer was left unchecked.
+    expect((await handle.status()).steering).toEqual([expect.objectContaining({ state: 'applied', turn: 2 })]);
+  });
+
+  it('hands a server-managed (session) sub-agent structured answer to the parent tool response', async () => {
+    const childName = `weather-session-${++count}`;
+    const childModel = scriptedModel({ name: `scripted/${childName}`, script: [objectReply({ city: 'Bodø', celsius: 2 })] });
+    registry.add(childModel, defineAgent({ name: childName, model: childModel.name, session: 'server', output: Weather }));
+    const name = `session-parent-${++count}`;
+    const model = scriptedModel({
+      name: `scripted/${name}`,
+      script: [toolCallReply({ name: `delegate_to_${childName}`, input: { task: 'weather in Bodø' } }), textReply('done')],
+    });
+    registry.add(model, defineAgent({ name, model: model.name, use: [agents({ agents: [childName] })] }));
+    const result = await worker().client.run(name, 'go');
+    const part = result.messages.find((message) => message.role === 'tool')!.content[0] as {
+      toolResponse: { output: { output?: unknown; status?: string; taskId?: string } };
+    };
+    expect(part.toolResponse.output).toMatchObject({ status: 'completed', output: { city: 'Bodø', celsius: 2 } });
+  });
+
+  it('gives a background task of a sub-agent with an output schema its object when collected', async () => {
+    const { agent: child } = weatherAgent([objectReply({ city: 'Tromsø', celsius: -8 })]);
+    const name = `bg-parent-${++count}`;
+    const taskIdOf = (request: ModelRequest) =>
+      (
+        request.messages
+          .flatMap((message) => message.content)
+          .find((part) => 'toolResponse' in part && part.toolResponse.name === `delegate_to_${child.name}`) as {
+          toolResponse: { output: { taskId: string } };
+        }
+      ).toolResponse.output.taskId;
+    const model = scriptedModel({
+      name: `scripted/${name}`,
+      script: [
+        toolCallReply({ name: `delegate_to_${child.name}`, input: { task: 'weather in Tromsø', background: true } }),
+        (request: ModelRequest) => toolCallReply({ name: 'wait_for_background_tasks', input: { taskIds: [taskIdOf(request)], timeoutSeconds: 60 } }),
+        textReply('done'),
+      ],
+    });
+    registry.add(model, defineAgent({ name, model: model.name, use: [agents({ agents: [child.name], async: true })] }));
+    const result = await worker().client.run(name, 'go');
+    const waited = result.messages
+      .flatMap((message) => message.content)
+      .find((part) => 'toolResponse' in part && part.toolResponse.name === 'wait_for_background_tasks') as {
+      toolResponse: { output: { tasks: Array<{ status: string; output?: unknown }> } };
+    };
+    expect(waited.toolResponse.output.tasks).toEqual([expect.objectContaining({ status: 'completed', output: { city: 'Tromsø', celsius: -8 } })]);
   });
 });
 

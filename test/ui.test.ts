@@ -56,10 +56,17 @@ beforeAll(async () => {
       { name: 'scripted/spender', script: [{ toolRequests: [{ name: 'pay', input: { amount: 500 } }] }, { text: 'paid' }] },
       // A model call of a minute, which a steer with "answer now" cancels; the call made again answers.
       { name: 'scripted/ponderer', script: [{ delayMs: 60_000, text: 'still pondering' }, { text: 'the steered answer' }] },
+      // A structured answer (output schema below), shown in the run view's Output block.
+      { name: 'scripted/forecaster', script: [{ object: { city: 'Oslo', celsius: 4 } }] },
     ],
     agents: [
       { name: 'spender', model: 'scripted/spender', tools: ['pay'], use: [{ name: 'spendingGate', config: { limit: 100 } }] },
       { name: 'ponderer', model: 'scripted/ponderer' },
+      {
+        name: 'forecaster',
+        model: 'scripted/forecaster',
+        output: { type: 'object', properties: { city: { type: 'string' }, celsius: { type: 'number' } }, required: ['city', 'celsius'] },
+      },
     ],
   });
   dir = written.dir;
@@ -229,6 +236,16 @@ describe('keel ui in chromium', () => {
     // The run has ended: no box to steer it.
     expect(await page.getByTestId('steer').count()).toBe(0);
     await shot('9-steered');
+  });
+
+  it('shows a completed structured-output run’s answer object in its Output block', async () => {
+    const handle = await client.start('forecaster', 'weather in Oslo?');
+    expect((await handle.result()).output).toEqual({ city: 'Oslo', celsius: 4 });
+    await page.goto(`${url}/runs/${encodeURIComponent(handle.runId)}`);
+    const output = page.getByTestId('output');
+    await output.waitFor({ timeout: 30_000 });
+    await expect.poll(async () => JSON.parse((await output.textContent()) ?? 'null') as unknown, { timeout: 15_000 }).toEqual({ city: 'Oslo', celsius: 4 });
+    await shot('10-output');
   });
 
   it('lists runs, waiting first, and filters them by agent and status', async () => {

@@ -23,6 +23,7 @@ import { taskView, type TaskView } from '../core/tasks';
 import { KEEL_AGENT } from '../core/search-attributes';
 import { holdsOf, listHolds, type HoldView } from './holds';
 import { decideCommands } from './decide-commands';
+import { unknownSteerError } from './unknown-update';
 import { listRuns, type ListRunsOptions, type RunListing } from './runs';
 
 export { runErrorOf };
@@ -415,7 +416,7 @@ export class RunHandle<Output = unknown> {
     try {
       return await target.workflow.executeUpdate(steerUpdate, { args: [{ text, ...(interrupt ? { interrupt: true } : {}) }], updateId: steerId });
     } catch (error) {
-      throw await target.closedRunError(error, undefined, 'steering');
+      throw unknownSteerError(error, target.runId) ?? (await target.closedRunError(error, undefined, 'steering'));
     }
   }
 

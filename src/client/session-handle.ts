@@ -21,6 +21,7 @@ import {
 } from '../workflows/definitions';
 import { assertInputFits } from './input-limit';
 import { runErrorOf } from '../node/run-errors';
+import { unknownSteerError } from './unknown-update';
 
 /** Options of `new SessionHandle`. */
 export interface SessionHandleOptions {
@@ -135,6 +136,8 @@ export class SessionHandle {
         .getHandle(latest.runId)
         .executeUpdate(steerUpdate, { args: [{ text, ...(interrupt ? { interrupt: true } : {}) }], updateId: steerId });
     } catch (error) {
+      const unknown = unknownSteerError(error, latest.runId);
+      if (unknown) throw unknown;
       if (error instanceof WorkflowNotFoundError)
         throw new KeelError(
           'FAILED_PRECONDITION',

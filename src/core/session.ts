@@ -69,6 +69,8 @@ export const InvokeOutputSchema = z.object({
   finishReason: z.string(),
   message: MessageSchema.optional(),
   text: z.string(),
+  /** The turn's structured answer, when the agent has an output schema (its run's `result.output`). */
+  output: z.unknown().optional(),
   artifacts: z.array(ArtifactSchema),
   /** What this turn spent. */
   usage: UsageSchema,

@@ -339,6 +339,7 @@ async function sessionTurn(
       taskId,
       status: 'completed',
       response: output.text || foldResult(agent, { text: '', finishReason: 'stop' }, merged.length),
+      ...(output.output !== undefined ? { output: output.output } : {}),
       ...(merged.length ? { artifacts: merged } : {}),
     };
   }

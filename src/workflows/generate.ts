@@ -213,7 +213,10 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     });
     for (const name of setup.contributed.keys()) localTools.add(name);
     const hooks = setup.stages.map((stage) => stage.hooks);
-    const modelStage = composeStage(hooks, 'wrapModel', (params) => callModel(params.model, params.request));
+    // The innermost step: the model activity, which is what an interrupting steer cancels (never a hold in the stage).
+    const modelStage = composeStage(hooks, 'wrapModel', (params) =>
+      steering.modelActivity(params.request.messages, (messages) => callModel(params.model, { ...params.request, messages })),
+    );
     const turn: ToolTurnContext = {
       chain: composeToolChain(
         hooks,

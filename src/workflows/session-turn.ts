@@ -174,5 +174,10 @@ export function settleTurn(
   const recorded: Partial<Snapshot> = { status, finishReason, messageCount: next.messages.length, ...stopped };
   if (findSnapshot(session, snapshot.snapshotId)) updateSnapshot(session, snapshot.snapshotId, recorded);
   else session.snapshots = [...session.snapshots, { ...snapshot, ...recorded }];
-  return turnAnswer(session, { snapshot, end, status, finishReason, next }, { ...(message ? { message, text: messageText(message) } : {}), ...stopped });
+  const output = 'result' in end && end.result.output !== undefined ? { output: end.result.output } : {};
+  return turnAnswer(
+    session,
+    { snapshot, end, status, finishReason, next },
+    { ...(message ? { message, text: messageText(message) } : {}), ...output, ...stopped },
+  );
 }

@@ -18,6 +18,14 @@ import type { RunState } from './run-state';
  */
 export const STEER_PATCH = 'keel-steer';
 
+/**
+ * Marks a run where a steer came while its model-call stage ran but no model activity was in
+ * flight (a hold raised in that stage waited): from this marker on, an interrupting steer then
+ * cancels nothing, and the activity made once the hold is decided takes the message. Runs
+ * without it (recorded before) cancelled the whole stage, the hold with it.
+ */
+export const STEER_HOLD_PATCH = 'keel-steer-hold';
+
 function refusal(type: 'INVALID_ARGUMENT' | 'FAILED_PRECONDITION', message: string): ApplicationFailure {
   return ApplicationFailure.create({ type, nonRetryable: true, message });
 }
@@ -27,8 +35,12 @@ export class Steering {
   private readonly run: RunState;
   /** Set once the run has finished its loop (or is ending): why, as the refusal says it. */
   private closed: string | undefined;
-  /** The scope of the model call in flight, which an interrupting steer cancels. */
+  /** The scope of the model-call stage in flight (middleware and all), which runs before STEER_HOLD_PATCH cancelled. */
   private inFlight: CancellationScope | undefined;
+  /** The scope of the model activity in flight, which an interrupting steer cancels. */
+  private activity: CancellationScope | undefined;
+  /** The messages the model activity of the stage in flight took after the stage began (they came during a hold). */
+  private lateTaken: Message[] = [];
   /** Set when a steer cancelled the model call in flight. */
   private interrupted = false;
 
@@ -78,9 +90,15 @@ export class Steering {
     this.run.steerIds = { ...this.run.steerIds, [id]: 'pending' };
     this.records = trimmed([...this.records, record]);
     if (input.interrupt && this.inFlight && !this.interrupted) {
-      this.interrupted = true;
-      record.cancelledModelCall = true;
-      this.inFlight.cancel();
+      // Only the model activity is cancelled, never a hold the stage waits on (the message is
+      // then taken by the activity made once the hold is decided); runs recorded before the
+      // patch cancelled the whole stage.
+      const scope = this.activity ?? (patched(STEER_HOLD_PATCH) ? undefined : this.inFlight);
+      if (scope) {
+        this.interrupted = true;
+        record.cancelledModelCall = true;
+        scope.cancel();
+      }
     }
     return { ...record };
   }
@@ -124,16 +142,43 @@ export class Steering {
       const sent = taken.length ? [...messages, ...taken] : messages;
       const scope = new CancellationScope({ cancellable: true });
       this.inFlight = scope;
+      this.lateTaken = [];
       try {
-        return { response: await scope.run(() => call(sent)), messages: sent };
+        const response = await scope.run(() => call(sent));
+        return { response, messages: this.lateTaken.length ? [...sent, ...this.lateTaken] : sent };
       } catch (error) {
         // Only a cancellation that a steer made is taken back; the run's own cancellation goes on.
         if (!this.interrupted || !isCancellation(error) || CancellationScope.current().consideredCancelled) throw error;
-        messages = sent;
+        messages = this.lateTaken.length ? [...sent, ...this.lateTaken] : sent;
       } finally {
         this.inFlight = undefined;
+        this.activity = undefined;
+        this.lateTaken = [];
         this.interrupted = false;
       }
+    }
+  }
+
+  /**
+   * Runs the model activity of the stage in flight (the innermost step of the model-call stage,
+   * `request` being the messages the middleware hands it): messages that came since the stage
+   * began (while a hold in it waited) are added to its end, and an interrupting steer cancels
+   * this activity only. Outside `callModel`, just runs it.
+   */
+  async modelActivity<R>(request: Message[], run: (messages: Message[]) => Promise<R>): Promise<R> {
+    if (!this.inFlight) return run(request);
+    let messages = request;
+    if (this.hasPending() && patched(STEER_HOLD_PATCH)) {
+      const late = this.take();
+      this.lateTaken = [...this.lateTaken, ...late];
+      messages = [...request, ...late];
+    }
+    const scope = new CancellationScope({ cancellable: true });
+    this.activity = scope;
+    try {
+      return await scope.run(() => run(messages));
+    } finally {
+      if (this.activity === scope) this.activity = undefined;
     }
   }
 
