@@ -13,6 +13,7 @@
  */
 import type { WorkflowClientInterceptor } from '@temporalio/client';
 import type { ActivityInterceptorsFactory, InjectedSinks } from '@temporalio/worker';
+import { ConfigError } from '../config/load';
 import { missingPackage, requireModule, resolveModule } from '../node/require-ts';
 
 /** The packages tracing needs; installed by the projects that trace. */
@@ -23,6 +24,16 @@ export const TRACING_PACKAGES = [
   '@opentelemetry/resources',
   '@opentelemetry/exporter-trace-otlp-http',
 ];
+
+/** The install line for tracing's packages (OpenTelemetry SDK 1.x or 2.x both work; this installs the current ones). */
+export const TRACING_INSTALL = `npm install ${TRACING_PACKAGES.join(' ')}`;
+
+/** The error for a tracing package that is not installed while OTEL_* variables turn tracing on. */
+export function missingTracingPackage(error: unknown, name: string): Error {
+  const missing = missingPackage(error, TRACING_PACKAGES) ?? missingPackage(error, [name]);
+  if (!missing) return error as Error;
+  return new ConfigError(`tracing needs ${missing} (OTEL_* variables turn tracing on); install: ${TRACING_INSTALL}`);
+}
 
 /** What a process that traces adds to its Temporal client and worker. */
 export interface Tracing {
@@ -52,9 +63,47 @@ function load<T>(name: string): T {
   try {
     return requireModule<T>(name, __filename);
   } catch (error) {
-    if (!missingPackage(error, [name])) throw error;
-    throw new Error(`tracing is on (OTEL_* variables) but ${name} is not installed: npm install ${TRACING_PACKAGES.join(' ')}`);
+    throw missingTracingPackage(error, name);
   }
+}
+
+/** `@opentelemetry/resources` 1.x (`Resource`, `envDetectorSync`) or 2.x (`resourceFromAttributes`, sync `envDetector`). */
+interface ResourcesModule {
+  Resource?: new (attributes: Record<string, string>) => OtelResource;
+  resourceFromAttributes?: (attributes: Record<string, string>) => OtelResource;
+  envDetectorSync?: { detect: () => OtelResource };
+  envDetector: { detect: () => unknown };
+  detectResources?: (config: { detectors: unknown[] }) => OtelResource;
+}
+interface OtelResource {
+  merge: (other: OtelResource | null) => OtelResource;
+}
+
+/** keel's default resource merged with what OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES say (they win). */
+export function resourceFromEnv(resources: ResourcesModule): OtelResource {
+  const defaults = { 'service.name': 'keel' };
+  if (resources.resourceFromAttributes && resources.detectResources) {
+    return resources.resourceFromAttributes(defaults).merge(resources.detectResources({ detectors: [resources.envDetector] }));
+  }
+  if (resources.Resource && resources.envDetectorSync) return new resources.Resource(defaults).merge(resources.envDetectorSync.detect());
+  throw new ConfigError('tracing: @opentelemetry/resources has neither resourceFromAttributes (2.x) nor Resource (1.x)');
+}
+
+/**
+ * The workflow's spans are built by Temporal's interceptor with OpenTelemetry 1.x field names
+ * (`instrumentationLibrary`, `parentSpanId`); an SDK 2.x processor and exporter read
+ * `instrumentationScope` and `parentSpanContext`. Both are given, so either major version exports them.
+ */
+export function withSpanFieldsOfBothVersions<Span extends Record<string, unknown> & { spanContext: () => { traceId: string } }>(span: Span): Span {
+  const library = span.instrumentationLibrary;
+  if (span.instrumentationScope === undefined && library !== undefined) Object.assign(span, { instrumentationScope: library });
+  if (span.instrumentationLibrary === undefined && span.instrumentationScope !== undefined)
+    Object.assign(span, { instrumentationLibrary: span.instrumentationScope });
+  const parentSpanId = span.parentSpanId;
+  if (span.parentSpanContext === undefined && typeof parentSpanId === 'string' && parentSpanId) {
+    Object.assign(span, { parentSpanContext: { traceId: span.spanContext().traceId, spanId: parentSpanId, traceFlags: 1, isRemote: false } });
+  }
+  return span;
 }
 
 let current: Tracing | undefined | null = null;
@@ -73,16 +122,19 @@ export function tracingFromEnv(env: NodeJS.ProcessEnv = process.env): Tracing | 
   const { NodeTracerProvider } = load<typeof import('@opentelemetry/sdk-trace-node')>('@opentelemetry/sdk-trace-node');
   const { BatchSpanProcessor, SimpleSpanProcessor, ConsoleSpanExporter } =
     load<typeof import('@opentelemetry/sdk-trace-base')>('@opentelemetry/sdk-trace-base');
-  const { Resource, envDetectorSync } = load<typeof import('@opentelemetry/resources')>('@opentelemetry/resources');
   // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win over keel's default name.
-  const resource = new Resource({ 'service.name': 'keel' }).merge(envDetectorSync.detect());
+  const resource = resourceFromEnv(load<ResourcesModule>('@opentelemetry/resources'));
   const processor =
     exporter === 'console'
       ? new SimpleSpanProcessor(new ConsoleSpanExporter())
       : new BatchSpanProcessor(
           new (load<typeof import('@opentelemetry/exporter-trace-otlp-http')>('@opentelemetry/exporter-trace-otlp-http').OTLPTraceExporter)(),
         );
-  const provider = new NodeTracerProvider({ resource, spanProcessors: [processor] });
+  // `spanProcessors` in the constructor: 1.30 and 2.x both take it (2.x dropped addSpanProcessor).
+  const provider = new NodeTracerProvider({ resource, spanProcessors: [processor] } as unknown as ConstructorParameters<typeof NodeTracerProvider>[0]);
+  const workflowProcessor = {
+    onEnd: (span: Parameters<typeof processor.onEnd>[0]) => processor.onEnd(withSpanFieldsOfBothVersions(span as never)),
+  } as unknown as typeof processor;
   provider.register();
   current = {
     exporter,
@@ -93,8 +145,7 @@ export function tracingFromEnv(env: NodeJS.ProcessEnv = process.env): Tracing | 
         outbound: new otel.OpenTelemetryActivityOutboundInterceptor(context),
       }),
     ],
-    // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment -- Resource#merge is declared to return IResource but builds a Resource
-    sinks: { exporter: otel.makeWorkflowExporter(processor, resource) } as unknown as InjectedSinks<Record<string, never>>,
+    sinks: { exporter: otel.makeWorkflowExporter(workflowProcessor, resource as never) } as unknown as InjectedSinks<Record<string, never>>,
     workflowInterceptorModule: resolveModule('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors', __filename),
     shutdown: () => provider.shutdown(),
   };
