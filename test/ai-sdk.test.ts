@@ -5,6 +5,7 @@
  * Completions, through whole runs.
  */
 import { APICallError } from '@ai-sdk/provider';
+import { simulateReadableStream } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { symlinkSync } from 'node:fs';
 import { join } from 'node:path';
@@ -18,7 +19,7 @@ import { Registry } from '../src/registry';
 import { loadRegistry } from '../src/worker/load-registry';
 import { add } from './fixtures/tools';
 import { keelFailure } from './support/errors';
-import { sharedTestWorker } from './support/harness';
+import { sharedTestWorker, startTestWorker } from './support/harness';
 import { startFakeHttpServer, type FakeHttpServer } from './support/http-server';
 import { killAfterEach, ROOT, runKeel, spawnKeel, writeTestConfig } from './support/processes';
 
@@ -322,6 +323,82 @@ describe('the demo on an AI SDK provider, by config', () => {
       });
     } finally {
       await server.close();
+    }
+  });
+});
+
+describe('aiSdkModel streaming (doStream)', () => {
+  const parts = (delayMs = 0) =>
+    simulateReadableStream({
+      chunkDelayInMs: delayMs,
+      chunks: [
+        { type: 'stream-start' as const, warnings: [] },
+        { type: 'text-start' as const, id: 't1' },
+        { type: 'text-delta' as const, id: 't1', delta: 'Porto ' },
+        { type: 'text-delta' as const, id: 't1', delta: 'is ' },
+        { type: 'text-delta' as const, id: 't1', delta: 'lovely' },
+        { type: 'text-end' as const, id: 't1' },
+        { type: 'tool-input-start' as const, id: 'c1', toolName: 'add' },
+        { type: 'tool-input-delta' as const, id: 'c1', delta: '{"a":1,"b":2}' },
+        { type: 'tool-input-end' as const, id: 'c1' },
+        { type: 'tool-call' as const, toolCallId: 'c1', toolName: 'add', input: '{"a":1,"b":2}' },
+        { type: 'finish' as const, finishReason: { unified: 'tool-calls' as const, raw: 'tool_calls' }, usage: usage(7, 3) },
+      ],
+    });
+  const generated = {
+    content: [
+      { type: 'text' as const, text: 'Porto is lovely' },
+      { type: 'tool-call' as const, toolCallId: 'c1', toolName: 'add', input: '{"a":1,"b":2}' },
+    ],
+    finishReason: { unified: 'tool-calls' as const, raw: 'tool_calls' },
+    usage: usage(7, 3),
+    warnings: [],
+  };
+
+  it('hands the text on delta by delta and answers what doGenerate would, tool calls and usage included', async () => {
+    const mock = new MockLanguageModelV3({ doStream: async () => ({ stream: parts() }), doGenerate: async () => generated });
+    const deltas: string[] = [];
+    const streamed = await aiSdkModel({ name: 'mock/streamed', model: mock, stream: true }).generate(request, {
+      ...context,
+      stream: (delta) => deltas.push(delta),
+    });
+    const whole = await aiSdkModel({ name: 'mock/streamed', model: mock }).generate(request, context);
+    expect(deltas).toEqual(['Porto ', 'is ', 'lovely']);
+    expect(streamed).toEqual(whole);
+    expect(streamed.message.content).toEqual([{ text: 'Porto is lovely' }, { toolRequest: { name: 'add', ref: 'c1', input: { a: 1, b: 2 } } }]);
+    expect(mock.doStreamCalls).toHaveLength(1);
+    expect(mock.doStreamCalls[0]!.prompt).toEqual(mock.doGenerateCalls[0]!.prompt);
+  });
+
+  it('fails the call on an error part, as the provider error it carries', async () => {
+    const mock = new MockLanguageModelV3({
+      doStream: async () => ({ stream: simulateReadableStream({ chunks: [{ type: 'error' as const, error: new Error('stream broke') }] }) }),
+    });
+    await expect(aiSdkModel({ name: 'mock/broken', model: mock, stream: true }).generate(request, context)).rejects.toThrow('stream broke');
+  });
+
+  it('shows the text to a client while the model writes it, in more than one piece', async () => {
+    const done = { ...generated, content: [{ type: 'text' as const, text: 'Porto is lovely' }], finishReason: { unified: 'stop' as const, raw: 'stop' } };
+    const chunks = [
+      { type: 'text-start' as const, id: 't1' },
+      ...['Porto ', 'is ', 'lovely'].map((delta) => ({ type: 'text-delta' as const, id: 't1', delta })),
+      { type: 'text-end' as const, id: 't1' },
+      { type: 'finish' as const, finishReason: done.finishReason, usage: usage(7, 3) },
+    ];
+    const mock = new MockLanguageModelV3({ doStream: async () => ({ stream: simulateReadableStream({ chunks, chunkDelayInMs: 400 }) }) });
+    const model = aiSdkModel({ name: 'mock/streamed-run', model: mock, stream: true });
+    const worker = await startTestWorker(new Registry().add(model, defineAgent({ name: 'ai-sdk-streamed-run', model: model.name })), {
+      worker: { maxHeartbeatThrottleInterval: '100 milliseconds' },
+    });
+    try {
+      const handle = await worker.client.start('ai-sdk-streamed-run', 'where?');
+      const texts: Array<{ delta: string; final: boolean }> = [];
+      for await (const event of handle.events({ intervalMs: 50 })) if (event.type === 'text') texts.push({ delta: event.delta, final: event.final });
+      expect(texts.filter((text) => !text.final).length).toBeGreaterThan(1);
+      expect(texts.map((text) => text.delta).join('')).toBe('Porto is lovely');
+      expect((await handle.result()).text).toBe('Porto is lovely');
+    } finally {
+      await worker.stop();
     }
   });
 });

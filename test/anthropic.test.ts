@@ -152,6 +152,47 @@ describe('anthropic wire format', () => {
     expect(body.messages[2]!.content).toEqual([{ type: 'tool_result', tool_use_id: 't1', content: '{"error":"boom"}', is_error: true }]);
   });
 
+  it("sends a tool response's images as base64 image blocks inside its tool_result, not as text", async () => {
+    const model = anthropicModel({ name: 'anthropic/m', baseUrl: anthropic.url });
+    anthropic.answer(message([{ type: 'text', text: 'a bar chart' }]));
+    anthropic.requests.length = 0;
+    await model.generate(
+      {
+        messages: [
+          { role: 'user', content: [{ text: 'chart it' }] },
+          { role: 'model', content: [{ toolRequest: { name: 'chart', ref: 'c1', input: {} } }, { toolRequest: { name: 'add', ref: 'c2', input: {} } }] },
+          {
+            role: 'tool',
+            content: [
+              {
+                toolResponse: {
+                  name: 'chart',
+                  ref: 'c1',
+                  output: { content: [{ text: 'the chart' }, { media: { url: 'data:image/png;base64,iVBORw0=', contentType: 'image/png' } }] },
+                },
+              },
+              { toolResponse: { name: 'add', ref: 'c2', output: { sum: 3 } } },
+            ],
+          },
+        ],
+        tools: [],
+      },
+      context,
+    );
+    const body = anthropic.requests[0]!.body as { messages: Array<{ content: unknown[] }> };
+    expect(body.messages[2]!.content).toEqual([
+      {
+        type: 'tool_result',
+        tool_use_id: 'c1',
+        content: [
+          { type: 'text', text: 'the chart' },
+          { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0=' } },
+        ],
+      },
+      { type: 'tool_result', tool_use_id: 'c2', content: '{"sum":3}' },
+    ]);
+  });
+
   it('maps stop reasons', async () => {
     const model = anthropicModel({ name: 'anthropic/m', baseUrl: anthropic.url });
     for (const [wire, ours] of [

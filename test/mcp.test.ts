@@ -64,7 +64,7 @@ describe('MCP servers over stdio', () => {
         { name: 'notes_whoami', input: {} },
       ]),
     });
-    expect([...registry.tools.keys()].sort()).toEqual(['notes_add_note', 'notes_crash_once', 'notes_fail', 'notes_list_notes', 'notes_whoami']);
+    expect([...registry.tools.keys()].sort()).toEqual(['notes_add_note', 'notes_chart', 'notes_crash_once', 'notes_fail', 'notes_list_notes', 'notes_whoami']);
     expect(registry.tools.get('notes_add_note')!.description).toBe('Adds a line to the notebook.');
 
     const handle = await worker.client.start('mcp-notes', 'note it');
@@ -74,6 +74,15 @@ describe('MCP servers over stdio', () => {
     expect(out.notes_add_note).toMatchObject({ count: 1, idempotencyKey: expect.stringMatching(new RegExp(`^${handle.runId}/`)) });
     // One connection per worker: both calls reached the same server process.
     expect(Number(out.notes_whoami)).toBe(out.notes_add_note.pid);
+  });
+
+  it("gives the model a tool's image content as a media part (a data URI), not as base64 text", async () => {
+    const { worker } = await workerFor({ mcpServers: [stdioServer()], ...agentCalling('mcp-chart', [{ name: 'notes_chart', input: {} }]) });
+    const result = await (await worker.client.start('mcp-chart', 'chart it')).result();
+    expect(result.text).toBe('done');
+    expect(outputs(result.messages).notes_chart).toEqual({
+      content: [{ text: 'the chart' }, { media: { url: 'data:image/png;base64,iVBORw0KGgo=', contentType: 'image/png' } }],
+    });
   });
 
   it("shows the server's tool errors to the model, and refuses arguments that fail the tool's schema", async () => {

@@ -126,6 +126,47 @@ describe('openai-compatible wire format', () => {
     expect(server.requests[0]!.body).not.toHaveProperty('stream');
   });
 
+  it("sends a tool response's images as a user message of image_url parts after the tool messages, not as text", async () => {
+    const model = openAICompatibleModel({ name: 'openai/test-model', baseUrl: `${server.url}/v1` });
+    server.answer(ok({ content: 'a bar chart' }));
+    server.requests.length = 0;
+    await model.generate(
+      {
+        messages: [
+          { role: 'user', content: [{ text: 'chart it' }] },
+          { role: 'model', content: [{ toolRequest: { name: 'chart', ref: 'c1', input: {} } }, { toolRequest: { name: 'add', ref: 'c2', input: {} } }] },
+          {
+            role: 'tool',
+            content: [
+              {
+                toolResponse: {
+                  name: 'chart',
+                  ref: 'c1',
+                  output: { content: [{ text: 'the chart' }, { media: { url: 'data:image/png;base64,iVBORw0=', contentType: 'image/png' } }] },
+                },
+              },
+              { toolResponse: { name: 'add', ref: 'c2', output: { sum: 3 } } },
+            ],
+          },
+        ],
+        tools: [],
+      },
+      context,
+    );
+    const body = server.requests[0]!.body as { messages: unknown[] };
+    expect(body.messages.slice(2)).toEqual([
+      { role: 'tool', tool_call_id: 'c1', content: 'the chart' },
+      { role: 'tool', tool_call_id: 'c2', content: '{"sum":3}' },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Images from tool call c1 (chart):' },
+          { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0=' } },
+        ],
+      },
+    ]);
+  });
+
   it('maps finish reasons', async () => {
     const model = openAICompatibleModel({ name: 'openai/m', baseUrl: server.url });
     for (const [wire, ours] of [

@@ -212,3 +212,41 @@ export interface StreamedText {
   /** Which call of the run to this model. */
   callIndex: number;
 }
+
+/** A media part's media: a URL or a data URI, with its content type. */
+export type Media = z.infer<typeof MediaPartSchema>['media'];
+
+/**
+ * What a tool response tells the model, split for a provider's wire format: its text, and the
+ * media it carries. Media come from the response's `content` parts and from an output of the
+ * form `{ content: Part[] }` (an MCP tool's answer with images): then the text is that
+ * output's text parts, and any other entry is kept as JSON in the text.
+ */
+export function toolResponseWire(response: ToolResponse): { text: string; media: Media[] } {
+  const media: Media[] = [];
+  const collect = (entries: ReadonlyArray<Record<string, unknown>>): string[] =>
+    entries.flatMap((entry) => {
+      const part = MediaPartSchema.safeParse(entry);
+      if (part.success) {
+        media.push(part.data.media);
+        return [];
+      }
+      if (typeof entry.text === 'string' && Object.keys(entry).every((key) => key === 'text' || key === 'metadata')) return [entry.text];
+      return [JSON.stringify(entry)];
+    });
+  const output = response.output;
+  let text: string;
+  const contentOutput =
+    typeof output === 'object' &&
+    output !== null &&
+    !Array.isArray(output) &&
+    Object.keys(output).length === 1 &&
+    Array.isArray((output as { content?: unknown }).content)
+      ? ((output as { content: unknown[] }).content.filter((entry) => typeof entry === 'object' && entry !== null) as Array<Record<string, unknown>>)
+      : undefined;
+  if (contentOutput && contentOutput.some((entry) => MediaPartSchema.safeParse(entry).success)) text = collect(contentOutput).join('\n');
+  else text = typeof output === 'string' ? output : JSON.stringify(output ?? null);
+  const extra = collect(response.content ?? []);
+  if (extra.length) text = [text, ...extra].join('\n');
+  return { text, media };
+}

@@ -23,7 +23,12 @@ export interface AiSdkLanguageModel {
    * `never` here so that any version's model, whose own options type is narrower, fits.
    */
   doGenerate(options: never): PromiseLike<AiSdkGenerateResult>;
+  /** Streams the answer: `{ stream }` of the specification's stream parts. */
+  doStream?(options: never): PromiseLike<{ stream: ReadableStream<object> }>;
 }
+
+type StreamPart = { type: string; [field: string]: unknown };
+type DoStream = (options: AiSdkCallOptions) => PromiseLike<{ stream: ReadableStream<StreamPart> }>;
 
 type DoGenerate = (options: AiSdkCallOptions) => PromiseLike<AiSdkGenerateResult>;
 
@@ -60,6 +65,12 @@ export interface AiSdkModelOptions {
   model: AiSdkLanguageModel;
   /** Call options sent with every request (temperature, maxOutputTokens, providerOptions, ...), under the request's config. */
   config?: Record<string, unknown>;
+  /**
+   * Call `doStream` instead of `doGenerate`: text reaches clients (`keel run`,
+   * `RunHandle.events()`) while the model writes it, and the final response is put together
+   * from the stream as `doGenerate`'s would be. Default false.
+   */
+  stream?: boolean;
 }
 
 /** The call options of the specification a request's config may set; anything else is refused. */
@@ -81,7 +92,7 @@ const CALL_OPTIONS = new Set([
 const SUPPORTED_VERSIONS = new Set(['v2', 'v3', 'v4']);
 
 /** Declares a keel model that runs an AI SDK language model. */
-export function aiSdkModel({ name, model, config = {} }: AiSdkModelOptions): Model {
+export function aiSdkModel({ name, model, config = {}, stream = false }: AiSdkModelOptions): Model {
   if (typeof model?.doGenerate !== 'function' || !SUPPORTED_VERSIONS.has(model.specificationVersion)) {
     throw new TypeError(`aiSdkModel("${name}"): model must be an AI SDK LanguageModel of specification v2, v3 or v4 (AI SDK 5 to 7); got ${describe(model)}`);
   }
@@ -91,7 +102,7 @@ export function aiSdkModel({ name, model, config = {} }: AiSdkModelOptions): Mod
       const options = callOptions(name, { ...config, ...request.config });
       let result: AiSdkGenerateResult;
       try {
-        result = await (model.doGenerate as DoGenerate).call(model, {
+        const call = {
           ...options,
           prompt: toPrompt(request.messages),
           ...(request.tools.length
@@ -107,7 +118,11 @@ export function aiSdkModel({ name, model, config = {} }: AiSdkModelOptions): Mod
           // A structured answer: the specification's JSON response format (what the AI SDK's object output sends).
           ...(request.output?.format === 'json' ? { responseFormat: { type: 'json', schema: request.output.schema, name: request.output.name } } : {}),
           abortSignal: context.signal,
-        });
+        };
+        if (stream && typeof model.doStream === 'function') {
+          const { stream: parts } = await (model.doStream as DoStream).call(model, call);
+          result = await readStream(parts, context.stream, context.heartbeat);
+        } else result = await (model.doGenerate as DoGenerate).call(model, call);
       } catch (error) {
         throw aiSdkError(name, error, context.signal);
       }
@@ -118,6 +133,72 @@ export function aiSdkModel({ name, model, config = {} }: AiSdkModelOptions): Mod
       };
     },
   });
+}
+
+/**
+ * Reads a `doStream` answer into the shape of a `doGenerate` one: text and reasoning put
+ * together by their ids in the order they started, tool calls, files and other parts as they
+ * came, the finish reason and usage from the finish part. Each text delta is handed to
+ * `onText` as it comes; an error part fails the call.
+ */
+async function readStream(
+  stream: ReadableStream<StreamPart>,
+  onText: ((delta: string) => void) | undefined,
+  heartbeat: () => void,
+): Promise<AiSdkGenerateResult> {
+  const content: Array<{ type: string; [field: string]: unknown }> = [];
+  const open = new Map<string, { type: string; text: string }>();
+  let finishReason: AiSdkGenerateResult['finishReason'] = 'unknown';
+  let usage: Record<string, unknown> = {};
+  const piece = (type: 'text' | 'reasoning', id: unknown) => {
+    const key = `${type}:${String(id)}`;
+    let entry = open.get(key);
+    if (!entry) {
+      entry = { type, text: '' };
+      open.set(key, entry);
+      content.push(entry);
+    }
+    return entry;
+  };
+  const reader = stream.getReader();
+  for (;;) {
+    const { done, value: part } = await reader.read();
+    if (done) break;
+    switch (part.type) {
+      case 'text-start':
+      case 'reasoning-start':
+        piece(part.type === 'text-start' ? 'text' : 'reasoning', part.id);
+        break;
+      case 'text-delta':
+      case 'reasoning-delta': {
+        const delta = typeof part.delta === 'string' ? part.delta : typeof part.textDelta === 'string' ? part.textDelta : '';
+        piece(part.type === 'text-delta' ? 'text' : 'reasoning', part.id).text += delta;
+        if (part.type === 'text-delta' && delta) onText?.(delta);
+        heartbeat();
+        break;
+      }
+      case 'text-end':
+      case 'reasoning-end':
+      case 'tool-input-start':
+      case 'tool-input-delta':
+      case 'tool-input-end':
+      case 'stream-start':
+      case 'response-metadata':
+      case 'raw':
+        break;
+      case 'finish':
+        finishReason = part.finishReason as AiSdkGenerateResult['finishReason'];
+        usage = (part.usage as Record<string, unknown> | undefined) ?? {};
+        break;
+      case 'error':
+        throw part.error;
+      default: {
+        const { type, ...rest } = part;
+        content.push({ type, ...rest });
+      }
+    }
+  }
+  return { content, finishReason, usage };
 }
 
 function describe(value: unknown): string {

@@ -5,7 +5,16 @@
  */
 import { z } from 'zod';
 import { KeelError } from '../core/errors';
-import type { FinishReason, Message, ModelRequest, ModelResponse, Part, Usage } from '../core/messages';
+import {
+  toolResponseWire,
+  type FinishReason,
+  type Message,
+  type ModelRequest,
+  type ModelResponse,
+  type Part,
+  type ToolResponse,
+  type Usage,
+} from '../core/messages';
 import { providerSchema } from '../core/output';
 import { defineModel, type Model, type ModelContext } from '../define';
 import { isEventStream, postRequest, readJson, serverSentEvents } from './http';
@@ -87,7 +96,7 @@ export function toAnthropicMessages(messages: Message[]): { system: string | und
         blocks.push({
           type: 'tool_result',
           tool_use_id: part.toolResponse.ref ?? part.toolResponse.name,
-          content: typeof output === 'string' ? output : JSON.stringify(output ?? null),
+          content: toolResultContent(part.toolResponse),
           ...(isError ? { is_error: true } : {}),
         });
       }
@@ -95,6 +104,21 @@ export function toAnthropicMessages(messages: Message[]): { system: string | und
     push(message.role === 'model' ? 'assistant' : 'user', blocks);
   }
   return { system: system.length ? system.join('\n\n') : undefined, messages: out };
+}
+
+/**
+ * A tool_result's content: the text alone, or text and image blocks when the response carries
+ * media (a data URI becomes a base64 source, any other URL a url source).
+ */
+function toolResultContent(response: ToolResponse): string | Block[] {
+  const { text, media } = toolResponseWire(response);
+  if (!media.length) return text;
+  const images = media.map((item): Block => {
+    const data = /^data:([^;,]+)(?:;[^,]*)?;base64,(.*)$/s.exec(item.url);
+    if (data) return { type: 'image', source: { type: 'base64', media_type: item.contentType ?? data[1], data: data[2] } };
+    return { type: 'image', source: { type: 'url', url: item.url } };
+  });
+  return [...(text ? [{ type: 'text', text }] : []), ...images];
 }
 
 function finishReasonOf(reason: string | null | undefined): FinishReason {

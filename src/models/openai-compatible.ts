@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { KeelError } from '../core/errors';
-import type { FinishReason, Message, ModelRequest, ModelResponse, Part, Usage } from '../core/messages';
+import { toolResponseWire, type FinishReason, type Message, type ModelRequest, type ModelResponse, type Part, type Usage } from '../core/messages';
 import { providerSchema } from '../core/output';
 import { defineModel, type Model, type ModelContext } from '../define';
 import { isEventStream, postRequest, readJson, serverSentEvents } from './http';
@@ -82,16 +82,22 @@ export function toChatMessages(messages: Message[]): ChatMessage[] {
       );
       out.push({ role: 'assistant', content: text || null, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) });
     } else {
+      // A tool message carries text only in Chat Completions: a response's images follow the
+      // tool messages of the turn as one user message of image_url parts (data URIs as they are).
+      const images: ChatMessage[] = [];
       for (const part of message.content) {
         if ('toolResponse' in part) {
-          const output = part.toolResponse.output;
-          out.push({
-            role: 'tool',
-            tool_call_id: part.toolResponse.ref ?? part.toolResponse.name,
-            content: typeof output === 'string' ? output : JSON.stringify(output ?? null),
-          });
+          const { text, media } = toolResponseWire(part.toolResponse);
+          const id = part.toolResponse.ref ?? part.toolResponse.name;
+          out.push({ role: 'tool', tool_call_id: id, content: text });
+          if (media.length)
+            images.push(
+              { type: 'text', text: `Images from tool call ${id} (${part.toolResponse.name}):` },
+              ...media.map((item) => ({ type: 'image_url', image_url: { url: item.url } })),
+            );
         }
       }
+      if (images.length) out.push({ role: 'user', content: images });
     }
   }
   return out;

@@ -62,7 +62,7 @@ interface McpToolInfo {
   inputSchema: Record<string, unknown>;
 }
 
-interface McpCallResult {
+export interface McpCallResult {
   content?: Array<{ type: string; text?: string; [field: string]: unknown }>;
   structuredContent?: unknown;
   isError?: boolean;
@@ -302,12 +302,24 @@ function textOf(result: McpCallResult): string {
   return (result.content ?? []).flatMap((part) => (part.type === 'text' && typeof part.text === 'string' ? [part.text] : [])).join('\n');
 }
 
-/** The call's output: its structured content, else its text, else its content parts as they came (images, resources). */
-function outputOf(result: McpCallResult): unknown {
+/**
+ * The call's output: its structured content, else its text, else its content parts as keel
+ * parts (`{ content: Part[] }`): a text part as `{ text }`, an image as a media part with a
+ * data URI (providers send it to the model as an image), anything else (audio, resources) as
+ * the server sent it.
+ */
+export function outputOf(result: McpCallResult): unknown {
   if (result.structuredContent !== undefined) return result.structuredContent;
   const content = result.content ?? [];
   if (content.every((part) => part.type === 'text')) return textOf(result);
-  return { content };
+  return {
+    content: content.map((part) => {
+      if (part.type === 'text' && typeof part.text === 'string') return { text: part.text };
+      if (part.type === 'image' && typeof part.data === 'string' && typeof part.mimeType === 'string')
+        return { media: { url: `data:${part.mimeType};base64,${part.data}`, contentType: part.mimeType } };
+      return part;
+    }),
+  };
 }
 
 /** Connects to each configured server and lists its tools; `close` ends every connection. */
