@@ -39,10 +39,11 @@ const lines = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').t
 
 describe('orchestrator through the CLI', () => {
   it('decides a sub-agent’s hold at the root, finishes while its background task runs, and lists and aborts the task', async () => {
-    // dispatcher turn 1: bee in the background (30 s of work) and guard (held by its gate); the hold is
+    // dispatcher turn 1: bee in the background (300 s of work) and guard (held by its gate); the hold is
     // approved at the root; guard answers; turn 2: dispatched. The bee is still running: keel tasks, keel abort.
     const { dir, config } = setup();
-    const worker = spawnKeel(['worker', '--config', config], { env: { KEEL_TEST_DIR: dir, KEEL_SLOW_SECONDS: '30' } });
+    // The bee's work outlasts everything before the abort, however loaded the machine (30 s did not, once, in a full CI run).
+    const worker = spawnKeel(['worker', '--config', config], { env: { KEEL_TEST_DIR: dir, KEEL_SLOW_SECONDS: '300' } });
     track(worker);
     await worker.waitFor(/keel: worker \d+ on task queue/);
     const { runId } = await keelJson<{ runId: string }>(['run', 'dispatcher', 'go', '--detach'], config);
