@@ -17,6 +17,10 @@ cli
   .main(process.argv.slice(2))
   .then((code) => {
     process.exitCode = code;
+    // Exit once the output is written: a Temporal client's retry timer still pending after its
+    // connection closed (e.g. a call retried through a server restart) must not outlive the
+    // command, nor throw "Channel has been shut down" after it finished.
+    process.stdout.write('', () => process.stderr.write('', () => process.exit(code)));
   })
   .catch((error) => {
     console.error(`keel: ${error && error.stack ? error.stack : error}`);
