@@ -1,16 +1,2 @@
-/** Finds free loopback TCP ports for servers the tests start. */
-import { createServer } from 'node:net';
-
-/** A port nothing listens on right now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
+/** Finds free loopback TCP ports for servers the tests start: keel's own (src/server/ports.ts). */
+export { freePort } from '../../src/server/ports';
