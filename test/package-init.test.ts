@@ -5,58 +5,17 @@
  * binary, a scripted model) passing, then `keel dev` and `npx keel run` running its agent at
  * once. No network.
  */
-import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { freePort } from '../src/server/ports';
+import { inProject as runIn, projectLockfile } from './support/packed-project';
 import { ROOT, spawnCommand } from './support/processes';
 
-const exec = promisify(execFile);
-const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as Record<string, unknown> & { version: string };
-
-/** A lockfile whose one dependency is the tarball: keel's own production tree under it. */
-function projectLockfile(tarball: string): object {
-  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as {
-    packages: Record<string, { dev?: boolean; devOptional?: boolean; link?: boolean }>;
-  };
-  const integrity = `sha512-${createHash('sha512').update(readFileSync(tarball)).digest('base64')}`;
-  const { license, dependencies, peerDependencies, peerDependenciesMeta, bin, engines } = manifest;
-  const packages: Record<string, unknown> = {
-    '': { name: 'my-shop', version: '1.0.0', dependencies: { 'keel-agents': `file:${tarball}` } },
-    'node_modules/keel-agents': {
-      version: manifest.version,
-      resolved: `file:${tarball}`,
-      integrity,
-      license,
-      dependencies,
-      peerDependencies,
-      peerDependenciesMeta,
-      bin,
-      engines,
-    },
-  };
-  for (const [path, entry] of Object.entries(lock.packages)) if (path && !entry.dev && !entry.devOptional && !entry.link) packages[path] = entry;
-  return { name: 'my-shop', version: '1.0.0', lockfileVersion: 3, requires: true, packages };
-}
-
-async function inProject(dir: string, command: string, args: string[], timeout = 240_000): Promise<string> {
-  try {
-    const { stdout } = await exec(command, args, {
-      cwd: dir,
-      timeout,
-      maxBuffer: 16 * 1024 * 1024,
-      env: { ...process.env, npm_config_update_notifier: 'false', TEMPORAL_CLI: inject('temporalBinary') },
-    });
-    return stdout;
-  } catch (error) {
-    const failed = error as Error & { stdout?: string; stderr?: string };
-    throw new Error(`${command} ${args.join(' ')} failed in ${dir}: ${failed.message}\n${failed.stdout ?? ''}\n${failed.stderr ?? ''}`);
-  }
-}
+/** A command in the project, with the checkout's temporal binary for the dev servers it starts. */
+const inProject = (dir: string, command: string, args: string[], timeout = 240_000) =>
+  runIn(dir, command, args, timeout, { TEMPORAL_CLI: inject('temporalBinary') });
 
 describe('npx keel init in an empty project with the tarball installed', () => {
   const project = mkdtempSync(join(tmpdir(), 'keel-init-project-'));
@@ -70,7 +29,7 @@ describe('npx keel init in an empty project with the tarball installed', () => {
       join(project, 'package.json'),
       JSON.stringify({ name: 'my-shop', version: '1.0.0', private: true, dependencies: { 'keel-agents': `file:${tarball}` } }),
     );
-    writeFileSync(join(project, 'package-lock.json'), JSON.stringify(projectLockfile(tarball)));
+    writeFileSync(join(project, 'package-lock.json'), JSON.stringify(projectLockfile(tarball, 'my-shop')));
     await inProject(project, 'npm', ['ci', '--offline', '--no-audit', '--no-fund', '--loglevel=error']);
   }, 480_000);
 

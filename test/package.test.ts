@@ -9,18 +9,14 @@
  * lockfile, so `npm ci --offline` takes every package from the npm cache that installing
  * keel filled.
  */
-import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { stringify } from 'yaml';
+import { inProject, projectLockfile } from './support/packed-project';
 import { ROOT, spawnCommand, type KeelProcess } from './support/processes';
-
-const exec = promisify(execFile);
 
 interface PackageJson {
   name: string;
@@ -96,32 +92,6 @@ describe('package.json', () => {
     expect(manifest.engines?.node).toBe('>=20.3');
   });
 });
-
-/** A lockfile for a project whose one dependency is the tarball: keel's own production tree under it. */
-function projectLockfile(tarball: string): object {
-  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as {
-    packages: Record<string, { dev?: boolean; devOptional?: boolean; link?: boolean }>;
-  };
-  const integrity = `sha512-${createHash('sha512').update(readFileSync(tarball)).digest('base64')}`;
-  const packages: Record<string, unknown> = {
-    '': { name: 'my-agents', version: '1.0.0', dependencies: { 'keel-agents': `file:${tarball}` } },
-    'node_modules/keel-agents': {
-      version: manifest.version,
-      resolved: `file:${tarball}`,
-      integrity,
-      license: manifest.license,
-      dependencies: manifest.dependencies,
-      peerDependencies: manifest.peerDependencies,
-      peerDependenciesMeta: manifest.peerDependenciesMeta,
-      bin: manifest.bin,
-      engines: manifest.engines,
-    },
-  };
-  for (const [path, entry] of Object.entries(lock.packages)) {
-    if (path && !entry.dev && !entry.devOptional && !entry.link) packages[path] = entry;
-  }
-  return { name: 'my-agents', version: '1.0.0', lockfileVersion: 3, requires: true, packages };
-}
 
 /** The user's project: config, agents in three module formats, a middleware module, a package of its own. */
 function writeProject(dir: string, taskQueue: string): void {
@@ -207,22 +177,6 @@ function readmeExample(): string {
   return block[1]!;
 }
 
-/** Runs a command in the project; resolves to its output, rejects with it. */
-async function inProject(dir: string, command: string, args: string[], timeout = 120_000): Promise<string> {
-  try {
-    const { stdout } = await exec(command, args, {
-      cwd: dir,
-      timeout,
-      maxBuffer: 16 * 1024 * 1024,
-      env: { ...process.env, npm_config_update_notifier: 'false' },
-    });
-    return stdout;
-  } catch (error) {
-    const failed = error as Error & { stdout?: string; stderr?: string };
-    throw new Error(`${command} ${args.join(' ')} failed in ${dir}: ${failed.message}\n${failed.stdout ?? ''}\n${failed.stderr ?? ''}`);
-  }
-}
-
 describe('npm pack, installed into a fresh project', () => {
   const project = mkdtempSync(join(tmpdir(), 'keel-project-'));
   const packed = mkdtempSync(join(tmpdir(), 'keel-pack-'));
@@ -238,7 +192,7 @@ describe('npm pack, installed into a fresh project', () => {
       join(project, 'package.json'),
       JSON.stringify({ name: 'my-agents', version: '1.0.0', private: true, dependencies: { 'keel-agents': `file:${tarball}` } }),
     );
-    writeFileSync(join(project, 'package-lock.json'), JSON.stringify(projectLockfile(tarball)));
+    writeFileSync(join(project, 'package-lock.json'), JSON.stringify(projectLockfile(tarball, 'my-agents')));
     await inProject(project, 'npm', ['ci', '--offline', '--no-audit', '--no-fund', '--loglevel=error'], 240_000);
     writeProject(project, taskQueue);
   }, 480_000);
