@@ -51,7 +51,7 @@ function layer(files, above) {
 }
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.keel/**', 'dist/**', 'bin/**'] },
+  { ignores: ['node_modules/**', '.keel/**', 'dist/**', 'dist.*/**', 'bin/**'] },
   ...tseslint.configs.strictTypeChecked,
   ...tseslint.configs.stylisticTypeChecked,
   {

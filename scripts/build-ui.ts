@@ -3,7 +3,7 @@
  * `npm run build:ui`; `npm install` in a checkout runs it (prepare), `npm pack` too (build), and
  * the tests' global setup when ui/ changed since the last build.
  */
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
 const ROOT = resolve(__dirname, '..');
@@ -26,13 +26,33 @@ export function uiIsStale(): boolean {
   return !existsSync(index) || statSync(index).mtimeMs < newest(UI_SOURCE);
 }
 
-/** Builds the page (with `ifStale`, only when ui/ changed since the last build). */
-export async function buildUi({ ifStale = false } = {}): Promise<boolean> {
+/**
+ * Puts the directory `next` where `target` is. The old one is moved aside first and removed
+ * after, so a reader (a running `keel ui`, a test) finds a whole tree at `target` at every moment
+ * but the instant between two renames, never a half-emptied or half-written one.
+ */
+export function replaceDirectory(target: string, next: string): void {
+  const old = `${target}.old-${process.pid}`;
+  rmSync(old, { recursive: true, force: true });
+  if (existsSync(target)) renameSync(target, old);
+  renameSync(next, target);
+  rmSync(old, { recursive: true, force: true });
+}
+
+/**
+ * Builds the page (with `ifStale`, only when ui/ changed since the last build) into `outDir`
+ * (default dist/web). The build goes to a sibling directory first, then replaces the old page.
+ */
+export async function buildUi({ ifStale = false, outDir = UI_OUTPUT } = {}): Promise<boolean> {
   if (ifStale && !uiIsStale()) return false;
   // Vite ships ES modules only: loaded by name, typed by what is used of it.
   const vite = 'vite';
-  const { build } = (await import(vite)) as { build: (options: { configFile: string; logLevel: 'warn' }) => Promise<unknown> };
-  await build({ configFile: join(UI_SOURCE, 'vite.config.mts'), logLevel: 'warn' });
+  type BuildOptions = { configFile: string; logLevel: 'warn'; build: { outDir: string; emptyOutDir: boolean } };
+  const { build } = (await import(vite)) as { build: (options: BuildOptions) => Promise<unknown> };
+  const next = `${outDir}.next-${process.pid}`;
+  rmSync(next, { recursive: true, force: true });
+  await build({ configFile: join(UI_SOURCE, 'vite.config.mts'), logLevel: 'warn', build: { outDir: next, emptyOutDir: true } });
+  replaceDirectory(outDir, next);
   return true;
 }
 

@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, join, resolve } from 'node:path';
-import { buildUi } from './build-ui';
+import { buildUi, replaceDirectory } from './build-ui';
 
 const ROOT = resolve(__dirname, '..');
 const DIST = join(ROOT, 'dist');
@@ -28,20 +28,27 @@ function esmWrapper(file: string, names: readonly string[]): string {
   ].join('\n');
 }
 
-function main(): void {
-  rmSync(DIST, { recursive: true, force: true });
-  execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'inherit' });
-  const load = createRequire(join(DIST, 'index.js'));
+/**
+ * Builds into a sibling of dist/ and then puts it in dist/'s place, so whatever reads dist/
+ * meanwhile (a `keel ui` serving dist/web, a test in the same checkout) never sees it emptied.
+ */
+async function main(): Promise<void> {
+  const next = `${DIST}.next-${process.pid}`;
+  rmSync(next, { recursive: true, force: true });
+  const tsc = require.resolve('typescript/bin/tsc');
+  execFileSync(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', next], { stdio: 'inherit' });
+  const load = createRequire(join(next, 'index.js'));
   for (const entry of ENTRY_POINTS) {
     const names = Object.keys(load(`./${entry}.js`) as Record<string, unknown>).sort();
-    writeFileSync(join(DIST, `${entry}.mjs`), esmWrapper(`${basename(entry)}.js`, names));
+    writeFileSync(join(next, `${entry}.mjs`), esmWrapper(`${basename(entry)}.js`, names));
   }
+  // keel ui's page, in dist/web.
+  await buildUi({ outDir: join(next, 'web') });
+  replaceDirectory(DIST, next);
   process.stdout.write(`keel: built ${DIST}\n`);
 }
 
-main();
-// keel ui's page, in dist/web (removed with dist above).
-buildUi().catch((error: unknown) => {
-  process.stderr.write(`keel: building the UI failed: ${(error as Error).message}\n`);
+main().catch((error: unknown) => {
+  process.stderr.write(`keel: the build failed: ${(error as Error).message}\n`);
   process.exit(1);
 });
