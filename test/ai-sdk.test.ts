@@ -73,7 +73,7 @@ describe('aiSdkModel with the AI SDK mock model', () => {
       usage: usage(11, 5, 2),
       warnings: [],
     });
-    const response = await aiSdkModel({ name: 'mock/one', model: mock, config: { maxOutputTokens: 100 } }).generate(request, context);
+    const response = await aiSdkModel({ name: 'mock/one', model: mock, config: { maxOutputTokens: 100 }, stream: false }).generate(request, context);
 
     expect(mock.doGenerateCalls).toHaveLength(1);
     const sent = mock.doGenerateCalls[0]!;
@@ -136,17 +136,19 @@ describe('aiSdkModel with the AI SDK mock model', () => {
       responseHeaders: { 'retry-after': '3' },
       isRetryable: true,
     });
-    expect(await keelFailure(aiSdkModel({ name: 'mock/busy', model: mockModel(overloaded) }).generate(request, context))).toMatchObject({
+    expect(await keelFailure(aiSdkModel({ name: 'mock/busy', model: mockModel(overloaded), stream: false }).generate(request, context))).toMatchObject({
       status: 'RESOURCE_EXHAUSTED',
       message: 'ai-sdk model "mock/busy" answered HTTP 429: overloaded',
       details: { httpStatus: 429, retryAfterMs: 3000, modelName: 'mock/busy' },
     });
     const unreachable = new APICallError({ message: 'Cannot connect to API: connect ECONNREFUSED', url: 'http://x', requestBodyValues: {}, isRetryable: true });
-    expect(await keelFailure(aiSdkModel({ name: 'mock/away', model: mockModel(unreachable) }).generate(request, context))).toMatchObject({
+    expect(await keelFailure(aiSdkModel({ name: 'mock/away', model: mockModel(unreachable), stream: false }).generate(request, context))).toMatchObject({
       status: 'UNAVAILABLE',
     });
     expect(
-      await keelFailure(aiSdkModel({ name: 'mock/cfg', model: mockModel(text('x')) }).generate({ ...request, config: { temprature: 1 } }, context)),
+      await keelFailure(
+        aiSdkModel({ name: 'mock/cfg', model: mockModel(text('x')), stream: false }).generate({ ...request, config: { temprature: 1 } }, context),
+      ),
     ).toMatchObject({
       status: 'INVALID_ARGUMENT',
       message: expect.stringContaining('config "temprature" is not an AI SDK call option'),
@@ -154,6 +156,66 @@ describe('aiSdkModel with the AI SDK mock model', () => {
     expect(() => aiSdkModel({ name: 'bad', model: { doGenerate: () => undefined } as unknown as AiSdkLanguageModel })).toThrow(
       'aiSdkModel("bad"): model must be an AI SDK LanguageModel of specification v2, v3 or v4 (AI SDK 5 to 7); got an object without specificationVersion',
     );
+  });
+});
+
+describe("tool results carrying media (an MCP tool's image)", () => {
+  const image = { media: { url: 'data:image/png;base64,iVBORw0K', contentType: 'image/png' } };
+  const withImage: ModelRequest = {
+    messages: [
+      { role: 'user', content: [{ text: 'chart it' }] },
+      { role: 'model', content: [{ toolRequest: { name: 'chart', ref: 'c1', input: {} } }] },
+      {
+        role: 'tool',
+        content: [
+          {
+            toolResponse: {
+              name: 'chart',
+              ref: 'c1',
+              output: { content: [{ text: 'the chart' }, image, { media: { url: 'https://x.test/a.pdf', contentType: 'application/pdf' } }] },
+            },
+          },
+        ],
+      },
+    ],
+    tools: [],
+  };
+  const toolResult = (model: { doGenerateCalls: Array<{ prompt: unknown[] }> }) =>
+    (model.doGenerateCalls[0]!.prompt.at(-1) as { content: Array<{ output: unknown }> }).content[0]!.output;
+
+  it('reach a v3 model as image and file content, not as base64 in text', async () => {
+    const mock = mockModel(text('a rising line'));
+    await aiSdkModel({ name: 'mock/v3', model: mock, stream: false }).generate(withImage, context);
+    expect(toolResult(mock)).toEqual({
+      type: 'content',
+      value: [
+        { type: 'text', text: 'the chart' },
+        { type: 'image-data', data: 'iVBORw0K', mediaType: 'image/png' },
+        { type: 'file-url', url: 'https://x.test/a.pdf', mediaType: 'application/pdf' },
+      ],
+    });
+  });
+
+  it('reach a v2 model as its media parts; a URL, which v2 tool results cannot carry, is named in the text', async () => {
+    const calls: Array<{ prompt: unknown[] }> = [];
+    const v2: AiSdkLanguageModel = {
+      specificationVersion: 'v2',
+      provider: 'v2-provider',
+      modelId: 'old',
+      doGenerate: async (options: { prompt: unknown[] }) => {
+        calls.push(options);
+        return { content: [{ type: 'text', text: 'ok' }], finishReason: 'stop', usage: {} };
+      },
+    };
+    await aiSdkModel({ name: 'v2/media', model: v2 }).generate(withImage, context);
+    expect(toolResult({ doGenerateCalls: calls })).toEqual({
+      type: 'content',
+      value: [
+        { type: 'text', text: 'the chart' },
+        { type: 'media', data: 'iVBORw0K', mediaType: 'image/png' },
+        { type: 'text', text: '[application/pdf: https://x.test/a.pdf]' },
+      ],
+    });
   });
 });
 
@@ -179,7 +241,7 @@ describe('AI SDK models in runs', () => {
   );
   const registry = new Registry().add(
     add,
-    aiSdkModel({ name: 'mock/flaky', model: flaky }),
+    aiSdkModel({ name: 'mock/flaky', model: flaky, stream: false }),
     defineAgent({ name: 'ai-sdk-mock', model: 'mock/flaky', tools: [add], use: [retry({ maxRetries: 2, initialDelayMs: 10 })] }),
   );
   const worker = sharedTestWorker(registry);
@@ -217,36 +279,33 @@ describe('AI SDK models in runs', () => {
     delete process.env.KEEL_TEST_LOCAL_KEY;
     for (const definition of [yamlRegistry.models.get('local/llama')!, yamlRegistry.agents.get('ai-sdk-yaml')!]) registry.add(definition);
 
+    // The provider streams by default: the server answers each call with Chat Completions chunks.
+    const chunk = (value: object) => `data: ${JSON.stringify({ id: 'a', object: 'chat.completion.chunk', created: 0, model: 'llama-3', ...value })}\n\n`;
     server.answer(
       {
-        body: {
-          id: 'a',
-          object: 'chat.completion',
-          created: 0,
-          model: 'llama-3',
-          choices: [
-            {
-              index: 0,
-              message: {
-                role: 'assistant',
-                content: null,
-                tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'add', arguments: '{"a":1,"b":1}' } }],
+        headers: { 'content-type': 'text/event-stream' },
+        chunks: [
+          chunk({
+            choices: [
+              {
+                index: 0,
+                delta: { role: 'assistant', tool_calls: [{ index: 0, id: 'call_9', type: 'function', function: { name: 'add', arguments: '{"a":1,' } }] },
               },
-              finish_reason: 'tool_calls',
-            },
-          ],
-          usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 },
-        },
+            ],
+          }),
+          chunk({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '"b":1}' } }] } }] }),
+          chunk({ choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }], usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 } }),
+          'data: [DONE]\n\n',
+        ],
       },
       {
-        body: {
-          id: 'b',
-          object: 'chat.completion',
-          created: 0,
-          model: 'llama-3',
-          choices: [{ index: 0, message: { role: 'assistant', content: 'two' }, finish_reason: 'stop' }],
-          usage: { prompt_tokens: 12, completion_tokens: 1, total_tokens: 13 },
-        },
+        headers: { 'content-type': 'text/event-stream' },
+        chunks: [
+          chunk({ choices: [{ index: 0, delta: { role: 'assistant', content: 't' } }] }),
+          chunk({ choices: [{ index: 0, delta: { content: 'wo' } }] }),
+          chunk({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage: { prompt_tokens: 12, completion_tokens: 1, total_tokens: 13 } }),
+          'data: [DONE]\n\n',
+        ],
       },
     );
     const result = await worker().client.run('ai-sdk-yaml', 'one plus one');
@@ -255,7 +314,7 @@ describe('AI SDK models in runs', () => {
     expect(server.requests[0]).toMatchObject({
       path: '/v1/chat/completions',
       headers: { authorization: 'Bearer sk-local' },
-      body: { model: 'llama-3', tools: [{ type: 'function', function: { name: 'add' } }] },
+      body: { model: 'llama-3', stream: true, tools: [{ type: 'function', function: { name: 'add' } }] },
     });
     expect((server.requests[1]!.body as { messages: unknown[] }).messages.slice(-2)).toEqual([
       { role: 'assistant', content: null, tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'add', arguments: '{"a":1,"b":1}' } }] },
@@ -301,6 +360,8 @@ describe('the demo on an AI SDK provider, by config', () => {
             package: '@ai-sdk/openai-compatible',
             factory: 'createOpenAICompatible',
             options: { name: 'local', baseURL: `${server.url}/v1` },
+            // This server answers with whole JSON bodies: the entry asks for doGenerate.
+            stream: false,
           },
         ],
       });
@@ -311,6 +372,8 @@ describe('the demo on an AI SDK provider, by config', () => {
       await worker.waitFor(/keel: worker \d+ on task queue/);
       const run = await runKeel(['run', 'trip-planner', 'Lisbon or Porto?', '--json', '--config', configPath], { env });
       expect(JSON.parse(run.stdout)).toMatchObject({ status: 'completed', text: 'Porto, by train.' });
+      // stream: false in the entry: one whole answer asked for (doGenerate sends no stream field).
+      expect(server.requests[0]!.body).not.toHaveProperty('stream');
       expect(server.requests[0]).toMatchObject({
         path: '/v1/chat/completions',
         body: {
@@ -327,7 +390,7 @@ describe('the demo on an AI SDK provider, by config', () => {
   });
 });
 
-describe('aiSdkModel streaming (doStream)', () => {
+describe('aiSdkModel streaming (doStream, the default)', () => {
   const parts = (delayMs = 0) =>
     simulateReadableStream({
       chunkDelayInMs: delayMs,
@@ -358,11 +421,11 @@ describe('aiSdkModel streaming (doStream)', () => {
   it('hands the text on delta by delta and answers what doGenerate would, tool calls and usage included', async () => {
     const mock = new MockLanguageModelV3({ doStream: async () => ({ stream: parts() }), doGenerate: async () => generated });
     const deltas: string[] = [];
-    const streamed = await aiSdkModel({ name: 'mock/streamed', model: mock, stream: true }).generate(request, {
+    const streamed = await aiSdkModel({ name: 'mock/streamed', model: mock }).generate(request, {
       ...context,
       stream: (delta) => deltas.push(delta),
     });
-    const whole = await aiSdkModel({ name: 'mock/streamed', model: mock }).generate(request, context);
+    const whole = await aiSdkModel({ name: 'mock/streamed', model: mock, stream: false }).generate(request, context);
     expect(deltas).toEqual(['Porto ', 'is ', 'lovely']);
     expect(streamed).toEqual(whole);
     expect(streamed.message.content).toEqual([{ text: 'Porto is lovely' }, { toolRequest: { name: 'add', ref: 'c1', input: { a: 1, b: 2 } } }]);
@@ -374,7 +437,7 @@ describe('aiSdkModel streaming (doStream)', () => {
     const mock = new MockLanguageModelV3({
       doStream: async () => ({ stream: simulateReadableStream({ chunks: [{ type: 'error' as const, error: new Error('stream broke') }] }) }),
     });
-    await expect(aiSdkModel({ name: 'mock/broken', model: mock, stream: true }).generate(request, context)).rejects.toThrow('stream broke');
+    await expect(aiSdkModel({ name: 'mock/broken', model: mock }).generate(request, context)).rejects.toThrow('stream broke');
   });
 
   it('shows the text to a client while the model writes it, in more than one piece', async () => {
@@ -386,7 +449,7 @@ describe('aiSdkModel streaming (doStream)', () => {
       { type: 'finish' as const, finishReason: done.finishReason, usage: usage(7, 3) },
     ];
     const mock = new MockLanguageModelV3({ doStream: async () => ({ stream: simulateReadableStream({ chunks, chunkDelayInMs: 400 }) }) });
-    const model = aiSdkModel({ name: 'mock/streamed-run', model: mock, stream: true });
+    const model = aiSdkModel({ name: 'mock/streamed-run', model: mock });
     const worker = await startTestWorker(new Registry().add(model, defineAgent({ name: 'ai-sdk-streamed-run', model: model.name })), {
       worker: { maxHeartbeatThrottleInterval: '100 milliseconds' },
     });

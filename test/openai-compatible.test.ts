@@ -5,10 +5,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runErrorOf } from '../src/client/keel-client';
+import { parseConfig } from '../src/config/load';
 import type { ModelRequest } from '../src/core/messages';
 import { defineAgent, type ModelContext } from '../src/define';
 import { openAICompatibleModel } from '../src/models/openai-compatible';
 import { Registry } from '../src/registry';
+import { modelFromConfig } from '../src/worker/load-registry';
 import { add } from './fixtures/tools';
 import { keelFailure } from './support/errors';
 import { freePort } from './support/free-port';
@@ -38,6 +40,27 @@ const ok = (message: Record<string, unknown>, extra: Record<string, unknown> = {
 });
 
 describe('openai-compatible wire format', () => {
+  it('asks for one whole answer when its temporal.yaml entry says stream: false, and for a stream by default', async () => {
+    const entry = { name: 'openai/yaml-model', provider: 'openai-compatible', baseUrl: `${server.url}/v1` };
+    const [whole, streamed] = parseConfig(
+      {
+        models: [
+          { ...entry, stream: false },
+          { ...entry, name: 'openai/yaml-streamed' },
+        ],
+      },
+      { baseDir: process.cwd(), env: {} },
+    ).models;
+    server.answer(ok({ content: 'hi' }));
+    server.requests.length = 0;
+    expect((await modelFromConfig(whole!).generate(request, context)).message.content).toEqual([{ text: 'hi' }]);
+    await modelFromConfig(streamed!).generate(request, context);
+    expect(server.requests.map((seen) => (seen.body as { stream?: boolean }).stream)).toEqual([undefined, true]);
+    expect(() => parseConfig({ models: [{ ...entry, stream: 'no' }] }, { baseDir: process.cwd(), env: {} })).toThrow(
+      'models[0].stream: Invalid input: expected boolean, received string',
+    );
+  });
+
   it('sends messages, tools and the key; reads text, tool calls and usage', async () => {
     const model = openAICompatibleModel({ name: 'openai/test-model', baseUrl: `${server.url}/v1`, apiKey: 'sk-test', config: { temperature: 0 } });
     server.answer({

@@ -100,7 +100,7 @@ describe('structured output on the wire', () => {
         warnings: [],
       }),
     });
-    const response = await aiSdkModel({ name: 'mock/structured', model: mock }).generate(request(), context);
+    const response = await aiSdkModel({ name: 'mock/structured', model: mock, stream: false }).generate(request(), context);
     expect(mock.doGenerateCalls[0]!.responseFormat).toEqual({ type: 'json', schema, name: 'place' });
     expect(response.message.content).toEqual([{ text: '{"city":"Oslo"}' }]);
   });

@@ -88,3 +88,33 @@ describe('config namespace', () => {
     ]);
   });
 });
+
+describe('config models', () => {
+  const error = (entry: Record<string, unknown>): string => {
+    try {
+      parseConfig({ models: [entry] }, { env: {} });
+    } catch (failure) {
+      return (failure as Error).message;
+    }
+    throw new Error('the entry was accepted');
+  };
+
+  it("names the wrong field of the entry's own provider, not the fields of every other provider", () => {
+    expect(error({ name: 'a/b', provider: 'openai-compatible', baseUrl: 3 })).toBe(
+      'config: invalid config: models[0].baseUrl: Invalid input: expected string, received number',
+    );
+    expect(error({ name: 'a/b', provider: 'anthropic', maxTokens: 'x' })).toBe(
+      'config: invalid config: models[0].maxTokens: Invalid input: expected number, received string',
+    );
+    expect(error({ name: 'a/b', provider: 'ai-sdk', package: 'p', factory: 'f', stream: 'yes' })).toBe(
+      'config: invalid config: models[0].stream: Invalid input: expected boolean, received string',
+    );
+    expect(error({ name: 'a/b', provider: 'gemini' })).toContain("models[0].provider: Invalid discriminator value. Expected 'scripted' | 'openai-compatible'");
+    expect(error({ name: 'a/b', provider: 'openai-compatible', temperature: 0 })).toBe('config: invalid config: models[0]: Unrecognized key: "temperature"');
+  });
+
+  it('takes an entry without a provider as a scripted model', () => {
+    expect(parseConfig({ models: [{ name: 'a/b', script: [] }] }, { env: {} }).models).toEqual([{ name: 'a/b', provider: 'scripted', script: [] }]);
+    expect(error({ name: 'a/b' })).toBe('config: invalid config: models[0].script: Invalid input: expected array, received undefined');
+  });
+});

@@ -107,6 +107,8 @@ const HttpModelFields = {
   /** Name of an environment variable holding the API key. */
   apiKeyEnv: z.string().optional(),
   config: z.record(z.string(), z.unknown()).optional(),
+  /** Ask for the answer as a stream (default true): text reaches clients while the model writes. */
+  stream: z.boolean().optional(),
   ...ModelLimitFields,
 };
 
@@ -131,6 +133,8 @@ export const AiSdkModelConfigSchema = z
     model: z.string().min(1).optional(),
     /** AI SDK call options sent with every request (temperature, maxOutputTokens, providerOptions). */
     config: z.record(z.string(), z.unknown()).optional(),
+    /** Call the model's `doStream` (default true), so text reaches clients while it writes; false calls `doGenerate`. */
+    stream: z.boolean().optional(),
     ...ModelLimitFields,
   })
   .strict()
@@ -139,19 +143,26 @@ export const AiSdkModelConfigSchema = z
   });
 
 /** A model declared in the config: scripted, an OpenAI-compatible endpoint, Anthropic, or an AI SDK provider's. */
-export const ModelConfigSchema = z.union([
-  z
-    .object({
-      name: z.string().min(1),
-      provider: z.literal('scripted').default('scripted'),
-      script: z.array(ScriptedReplySchema),
-      ...ModelLimitFields,
-    })
-    .strict(),
-  z.object({ ...HttpModelFields, provider: z.literal('openai-compatible') }).strict(),
-  z.object({ ...HttpModelFields, provider: z.literal('anthropic'), maxTokens: z.number().int().min(1).optional() }).strict(),
-  AiSdkModelConfigSchema,
-]);
+/**
+ * A model entry, told apart by `provider` (absent means `scripted`), so an error names the
+ * field of the entry's own provider that is wrong, not every other provider's fields.
+ */
+export const ModelConfigSchema = z.preprocess(
+  (entry) => (typeof entry === 'object' && entry !== null && !('provider' in entry) ? { ...entry, provider: 'scripted' } : entry),
+  z.discriminatedUnion('provider', [
+    z
+      .object({
+        name: z.string().min(1),
+        provider: z.literal('scripted'),
+        script: z.array(ScriptedReplySchema),
+        ...ModelLimitFields,
+      })
+      .strict(),
+    z.object({ ...HttpModelFields, provider: z.literal('openai-compatible') }).strict(),
+    z.object({ ...HttpModelFields, provider: z.literal('anthropic'), maxTokens: z.number().int().min(1).optional() }).strict(),
+    AiSdkModelConfigSchema,
+  ]),
+);
 export type AiSdkModelConfig = z.infer<typeof AiSdkModelConfigSchema>;
 export type ModelConfig = z.infer<typeof ModelConfigSchema>;
 

@@ -1,14 +1,24 @@
 /**
  * Any Vercel AI SDK language model as a keel model: `aiSdkModel({ name, model })` takes a
  * `LanguageModel` of any `@ai-sdk/*` provider (specification v2, v3 or v4, i.e. AI SDK 5, 6
- * or 7) and calls its `doGenerate` inside the model activity. keel's messages, tools, usage,
+ * or 7) and calls its `doStream` (or `doGenerate`) inside the model activity. keel's messages, tools, usage,
  * finish reasons and errors are mapped both ways. `doGenerate` never retries by itself (the
  * AI SDK's retries live in `generateText`, which keel does not use): the activity's retry
  * policy, Retry and Fallback decide. keel has no dependency on the AI SDK: the model object
  * is used by its shape. Node side.
  */
 import { KeelError } from '../core/errors';
-import type { FinishReason, Message, ModelRequest, ModelResponse, Part, Usage } from '../core/messages';
+import {
+  toolResponseWire,
+  type FinishReason,
+  type Media,
+  type Message,
+  type ModelRequest,
+  type ModelResponse,
+  type Part,
+  type ToolResponse,
+  type Usage,
+} from '../core/messages';
 import { statusFromHttp } from '../core/status';
 import { defineModel, type Model } from '../define';
 import { parseRetryAfter } from './http';
@@ -41,11 +51,24 @@ export interface AiSdkCallOptions {
   [option: string]: unknown;
 }
 
+/**
+ * A piece of a tool result's `content` output: text, or media in the shape of the model's
+ * specification version (v2: `media` with base64 data; since v3: `image-data`/`file-data`, or
+ * `image-url`/`file-url`).
+ */
+type AiSdkToolResultItem =
+  | { type: 'text'; text: string }
+  | { type: 'media' | 'image-data' | 'file-data'; data: string; mediaType: string }
+  | { type: 'image-url'; url: string }
+  | { type: 'file-url'; url: string; mediaType?: string };
+
+type AiSdkToolResultOutput = { type: 'text'; value: string } | { type: 'json'; value: unknown } | { type: 'content'; value: AiSdkToolResultItem[] };
+
 type AiSdkContentPart =
   | { type: 'text'; text: string }
   | { type: 'file'; data: string | URL; mediaType: string }
   | { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown }
-  | { type: 'tool-result'; toolCallId: string; toolName: string; output: { type: 'text'; value: string } | { type: 'json'; value: unknown } };
+  | { type: 'tool-result'; toolCallId: string; toolName: string; output: AiSdkToolResultOutput };
 
 /** A prompt message, as the specification shapes it. */
 export type AiSdkMessage = { role: 'system'; content: string } | { role: 'user' | 'assistant' | 'tool'; content: AiSdkContentPart[] };
@@ -66,9 +89,10 @@ export interface AiSdkModelOptions {
   /** Call options sent with every request (temperature, maxOutputTokens, providerOptions, ...), under the request's config. */
   config?: Record<string, unknown>;
   /**
-   * Call `doStream` instead of `doGenerate`: text reaches clients (`keel run`,
-   * `RunHandle.events()`) while the model writes it, and the final response is put together
-   * from the stream as `doGenerate`'s would be. Default false.
+   * Call `doStream` (default true), as the built-in providers stream: text reaches clients
+   * (`keel run`, `RunHandle.events()`) while the model writes it, and the final response is put
+   * together from the stream as `doGenerate`'s would be. `false` calls `doGenerate`; so does a
+   * model without `doStream`.
    */
   stream?: boolean;
 }
@@ -92,7 +116,7 @@ const CALL_OPTIONS = new Set([
 const SUPPORTED_VERSIONS = new Set(['v2', 'v3', 'v4']);
 
 /** Declares a keel model that runs an AI SDK language model. */
-export function aiSdkModel({ name, model, config = {}, stream = false }: AiSdkModelOptions): Model {
+export function aiSdkModel({ name, model, config = {}, stream = true }: AiSdkModelOptions): Model {
   if (typeof model?.doGenerate !== 'function' || !SUPPORTED_VERSIONS.has(model.specificationVersion)) {
     throw new TypeError(`aiSdkModel("${name}"): model must be an AI SDK LanguageModel of specification v2, v3 or v4 (AI SDK 5 to 7); got ${describe(model)}`);
   }
@@ -104,7 +128,7 @@ export function aiSdkModel({ name, model, config = {}, stream = false }: AiSdkMo
       try {
         const call = {
           ...options,
-          prompt: toPrompt(request.messages),
+          prompt: toPrompt(request.messages, model.specificationVersion),
           ...(request.tools.length
             ? {
                 tools: request.tools.map((tool) => ({
@@ -230,8 +254,41 @@ function filePart(url: string, contentType: string | undefined): AiSdkContentPar
   return { type: 'file', mediaType: contentType ?? 'application/octet-stream', data: new URL(url) };
 }
 
-/** keel's conversation as an AI SDK prompt; a tool call and its result share the request's ref as id. */
-export function toPrompt(messages: readonly Message[]): AiSdkMessage[] {
+/**
+ * A tool response as the specification's tool result output: a string as text, other output as
+ * JSON, and a response carrying media (an MCP tool's image) as `content`: its text, then each
+ * medium as the model's specification version shapes it. A v2 model has no URL media in tool
+ * results: a medium given by URL is named in the text instead.
+ */
+function toolResultOutput(part: ToolResponse, version: string): AiSdkToolResultOutput {
+  const { text, media } = toolResponseWire(part);
+  if (media.length === 0) {
+    const { output } = part;
+    return typeof output === 'string' ? { type: 'text', value: output } : { type: 'json', value: output ?? null };
+  }
+  const items: AiSdkToolResultItem[] = text ? [{ type: 'text', text }] : [];
+  for (const medium of media) items.push(toolResultMedium(medium, version));
+  return { type: 'content', value: items };
+}
+
+function toolResultMedium({ url, contentType }: Media, version: string): AiSdkToolResultItem {
+  const data = /^data:([^;,]+)?(;base64)?,(.*)$/s.exec(url);
+  const mediaType = contentType ?? data?.[1];
+  const image = mediaType?.startsWith('image/') ?? false;
+  if (data) {
+    const base64 = data[2] ? data[3]! : Buffer.from(decodeURIComponent(data[3]!)).toString('base64');
+    const type = version === 'v2' ? 'media' : image ? 'image-data' : 'file-data';
+    return { type, data: base64, mediaType: mediaType ?? 'application/octet-stream' };
+  }
+  if (version === 'v2') return { type: 'text', text: `[${mediaType ?? 'media'}: ${url}]` };
+  return image ? { type: 'image-url', url } : { type: 'file-url', url, ...(mediaType ? { mediaType } : {}) };
+}
+
+/**
+ * keel's conversation as an AI SDK prompt for a model of specification `version`; a tool call
+ * and its result share the request's ref as id.
+ */
+export function toPrompt(messages: readonly Message[], version = 'v3'): AiSdkMessage[] {
   const prompt: AiSdkMessage[] = [];
   for (const message of messages) {
     if (message.role === 'system') {
@@ -249,15 +306,13 @@ export function toPrompt(messages: readonly Message[]): AiSdkMessage[] {
           toolName: part.toolRequest.name,
           input: part.toolRequest.input ?? {},
         });
-      else if ('toolResponse' in part) {
-        const { output } = part.toolResponse;
+      else if ('toolResponse' in part)
         content.push({
           type: 'tool-result',
           toolCallId: part.toolResponse.ref ?? part.toolResponse.name,
           toolName: part.toolResponse.name,
-          output: typeof output === 'string' ? { type: 'text', value: output } : { type: 'json', value: output ?? null },
+          output: toolResultOutput(part.toolResponse, version),
         });
-      }
     }
     prompt.push({ role: message.role === 'model' ? 'assistant' : message.role, content });
   }

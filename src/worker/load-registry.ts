@@ -79,7 +79,12 @@ function aiSdkModelFromConfig(entry: AiSdkModelConfig, baseDir: string): Model {
   ) as AiSdkProvider;
   const modelId = entry.model ?? entry.name.slice(entry.name.indexOf('/') + 1);
   const model = typeof provider.languageModel === 'function' ? provider.languageModel(modelId) : provider(modelId);
-  return aiSdkModel({ name: entry.name, model, ...(entry.config ? { config: entry.config } : {}) });
+  return aiSdkModel({
+    name: entry.name,
+    model,
+    ...(entry.config ? { config: entry.config } : {}),
+    ...(entry.stream !== undefined ? { stream: entry.stream } : {}),
+  });
 }
 
 type RegistryConfig = Pick<KeelConfig, 'modules' | 'models' | 'agents' | 'baseDir'> & Partial<Pick<KeelConfig, 'middlewareModules' | 'mcpServers'>>;
