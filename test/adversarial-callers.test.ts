@@ -2,7 +2,9 @@
  * A hostile or careless caller, as real processes: `keel worker`, the `keel` CLI, and the
  * `temporal` CLI sending what keel's client never would. A history made up by the caller
  * approves nothing; a signal keel cannot decode is refused visibly and the run goes on; a forged
- * report of a sub-agent's holds cannot make a decision sent to one run approve a hold in another.
+ * report of a sub-agent’s holds cannot make a decision sent to one run approve a hold in another;
+ * a steer sent with the `temporal` CLI, malformed, undecodable, repeated or late, is refused or
+ * taken once, and the run stays decidable.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,6 +14,7 @@ import { loadConfig } from '../src/config/load';
 import { ROOT, runKeel, spawnKeel, writeTestConfig, type KeelProcess } from './support/processes';
 import { signalWithCli, temporalCli } from './support/temporal-cli';
 import type { Message } from '../src/core/messages';
+import { MAX_STEER_CHARS } from '../src/core/steering';
 
 /** The `guarded` agent asks for danger (held by ToolApproval) until it has an answer, then says done. */
 const {
@@ -200,5 +203,61 @@ describe('a forged report of a sub-agent’s holds', () => {
     expect((await status(lookalike)).interrupts.map((interrupt) => interrupt.id)).toEqual(['i1']);
     expect(dangerRuns()).toHaveLength(ranBefore);
     for (const runId of [parent, unrelated, lookalike]) await client.getHandle(runId).cancel();
+  });
+});
+
+describe('a steer sent with the temporal CLI', () => {
+  /** `temporal workflow update execute --name steer`, as a caller who bypasses keel's client would send it. */
+  const steer = (runId: string, input: string, extra: string[] = []) =>
+    temporalCli(['workflow', 'update', 'execute', '--workflow-id', runId, '--name', 'steer', '--input', input, ...extra]);
+
+  it('is refused when malformed or undecodable, taken once per update id, refused after the end; the run is never wedged', async () => {
+    const ranBefore = dangerRuns().length;
+    const runId = await heldRun();
+    const malformed: Array<[string, string]> = [
+      ['"just text"', 'invalid steer'],
+      ['{"text": 42}', 'invalid steer: text'],
+      ['{"text": "   "}', 'invalid steer: text: must not be empty'],
+      ['{"text": "stop", "interrupt": "yes"}', 'invalid steer: interrupt'],
+      [JSON.stringify({ text: 'x'.repeat(MAX_STEER_CHARS + 1) }), 'invalid steer: text: must be at most'],
+    ];
+    for (const [input, why] of malformed) {
+      const sent = await steer(runId, input);
+      expect(sent.code, `${input.slice(0, 40)}: ${sent.stdout}`).not.toBe(0);
+      expect(sent.stderr, input.slice(0, 40)).toContain(why);
+    }
+    // Bytes keel cannot decode: refused like the rest, not a workflow task that fails over and over.
+    const undecodable = await steer(runId, '{"text": "hi"}', ['--input-meta', 'encoding=binary/x-bogus']);
+    expect(undecodable.code).not.toBe(0);
+    expect(undecodable.stderr).toMatch(/invalid steer: the payload could not be decoded \(encoding \\?"binary\/x-bogus/);
+    // The same update id twice adds one message.
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const sent = await steer(runId, '{"text": "use label y"}', ['--update-id', `steer-once-${runId}`]);
+      expect(sent.code, sent.stderr).toBe(0);
+    }
+    const { stdout } = await runKeel(['status', runId, '--json', '--config', config]);
+    expect((JSON.parse(stdout) as { steering?: Array<{ id: string; text: string; state: string }> }).steering).toEqual([
+      expect.objectContaining({ id: `steer-once-${runId}`, text: 'use label y', state: 'pending' }),
+    ]);
+    expect(await status(runId)).toMatchObject({ status: 'waiting', interrupts: [{ id: 'i1', toolName: 'danger' }] });
+    expect(dangerRuns()).toHaveLength(ranBefore);
+
+    // Still decidable: approved, the tool runs once and the next model call takes the message
+    // (the model, seeing a user message last, asks for danger again: a second hold).
+    const approved = await runKeel(['approve', runId, 'i1', '--config', config]);
+    expect(approved.code, approved.stderr).toBe(0);
+    await expect.poll(async () => (await status(runId)).interrupts.map((interrupt) => interrupt.id), { timeout: 30_000, interval: 250 }).toEqual(['i2']);
+    const again = await runKeel(['approve', runId, 'i2', '--config', config]);
+    expect(again.code, again.stderr).toBe(0);
+    const result = await client.getHandle(runId).result();
+    expect(result.text).toBe('done');
+    expect(result.messages.filter((message) => message.role === 'user').map((message) => message.content)).toEqual([
+      [{ text: 'go' }],
+      [expect.objectContaining({ text: 'use label y' })],
+    ]);
+    expect(dangerRuns()).toHaveLength(ranBefore + 2);
+    const late = await steer(runId, '{"text": "too late"}');
+    expect(late.code).not.toBe(0);
+    expect(late.stderr).toMatch(/has ended|workflow execution already completed/);
   });
 });

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { describeZodError } from './schema-errors';
+import { describeUndecodable, isUndecodable } from './undecodable';
 
 /** The most characters one steering message may have. */
 export const MAX_STEER_CHARS = 100_000;
@@ -61,6 +62,7 @@ export const STEER_METADATA_KEY = 'keelSteer';
 
 /** What is wrong with a steer's input (naming the field), or undefined when it is well formed. */
 export function steerInputProblem(raw: unknown): string | undefined {
+  if (isUndecodable(raw)) return `invalid steer: ${describeUndecodable(raw)}`;
   const parsed = SteerInputSchema.safeParse(raw);
   return parsed.success ? undefined : `invalid steer: ${describeZodError(parsed.error)}`;
 }
