@@ -4,52 +4,20 @@
  * storm is ridden out by the activity's retries (after Retry-After), not by failing runs. Real
  * runs, a real server, and a local OpenAI-compatible HTTP server counting requests in flight.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineAgent } from '../src/define';
 import { modelTaskQueue } from '../src/core/rate-limit';
 import { Registry } from '../src/registry';
 import { modelFromConfig } from '../src/worker/load-registry';
 import { scheduledActivities } from './support/history';
+import { fakeChatProvider } from './support/fake-chat-provider';
 import { sharedTestWorker } from './support/harness';
 
-/** A Chat Completions server: answers after `delayMs`, or 429 while `throttle()` says so; counts calls in flight. */
-function fakeProvider() {
-  const state = { inFlight: 0, maxInFlight: 0, answered: 0, throttled: 0, delayMs: 150, throttle: (): boolean => false };
-  const server: Server = createServer((request, response) => {
-    request.resume();
-    request.on('end', () => {
-      if (state.throttle()) {
-        state.throttled += 1;
-        response.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' });
-        response.end(JSON.stringify({ error: { message: 'rate limit reached' } }));
-        return;
-      }
-      state.inFlight += 1;
-      state.maxInFlight = Math.max(state.maxInFlight, state.inFlight);
-      setTimeout(() => {
-        state.inFlight -= 1;
-        state.answered += 1;
-        response.writeHead(200, { 'content-type': 'application/json' });
-        response.end(
-          JSON.stringify({
-            choices: [{ message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-            usage: { prompt_tokens: 1000, completion_tokens: 10, total_tokens: 1010 },
-          }),
-        );
-      }, state.delayMs);
-    });
-  });
-  return { server, state };
-}
-
-const provider = fakeProvider();
+const provider = fakeChatProvider();
 const registry = new Registry();
 let baseUrl = '';
 beforeAll(async () => {
-  await new Promise<void>((resolve) => provider.server.listen(0, '127.0.0.1', resolve));
-  baseUrl = `http://127.0.0.1:${(provider.server.address() as AddressInfo).port}/v1`;
+  baseUrl = await provider.listen();
   registry.add(
     modelFromConfig({
       name: 'openai/limited',
@@ -61,7 +29,7 @@ beforeAll(async () => {
     defineAgent({ name: 'limited', model: 'openai/limited' }),
   );
 });
-afterAll(() => new Promise<void>((resolve) => provider.server.close(() => resolve())));
+afterAll(() => provider.close());
 // Short retries: a 429 is tried again after its Retry-After (1 s).
 const worker = sharedTestWorker(registry, { activities: { model: { retry: { initialInterval: '200 milliseconds', maximumAttempts: 20 } } } });
 
