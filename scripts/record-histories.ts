@@ -13,7 +13,8 @@ import { defineConfig } from '../src/config/load';
 import { findTemporalBinary, startDevServer } from '../src/server/dev-server';
 import { connectClient, connectWorker } from '../src/worker/connect';
 import { createKeelWorker } from '../src/worker/create-worker';
-import { SCENARIOS, scenarioRegistry } from '../test/histories/scenarios';
+import { loadRegistry } from '../src/worker/load-registry';
+import { SCENARIO_MIDDLEWARE_MODULES, SCENARIOS, scenarioRegistry } from '../test/histories/scenarios';
 import { answerInterrupts } from '../test/support/answer-interrupts';
 import { freePort } from '../test/support/free-port';
 import { resetToFirstTask } from '../test/support/history';
@@ -22,10 +23,12 @@ import type { RunResult } from '../src/core/run';
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const server = await startDevServer({ binary: findTemporalBinary(defineConfig({})), port: await freePort(), headless: true });
-  const config = defineConfig({ temporal: { address: server.address }, taskQueue: 'record-histories' });
+  const middlewareModules = SCENARIO_MIDDLEWARE_MODULES;
+  const config = defineConfig({ temporal: { address: server.address }, taskQueue: 'record-histories', middlewareModules });
   const connection = await connectWorker(config);
   const temporal = await connectClient(config);
-  const worker = await createKeelWorker({ config, registry: scenarioRegistry(), connection, client: temporal });
+  const registry = await loadRegistry({ modules: [], models: [], agents: [], baseDir: config.baseDir, middlewareModules }, scenarioRegistry());
+  const worker = await createKeelWorker({ config, registry, connection, client: temporal });
   const running = worker.run();
   const client = new KeelClient({ temporal, taskQueue: config.taskQueue });
   try {

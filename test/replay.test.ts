@@ -8,7 +8,8 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
 import { sessionWorkflowId } from '../src/core/session';
-import { SCENARIOS } from './histories/scenarios';
+import { workflowBundlePath } from '../src/worker/bundle';
+import { SCENARIO_MIDDLEWARE_MODULES, SCENARIOS } from './histories/scenarios';
 
 const dir = join(__dirname, 'histories');
 const files = readdirSync(dir).filter((file) => file.endsWith('.json'));
@@ -19,11 +20,13 @@ describe('replay of recorded histories', () => {
   });
 
   for (const file of files) {
-    it(`replays ${file} without nondeterminism`, async () => {
+    it(`replays ${file} without nondeterminism`, { timeout: 120_000 }, async () => {
       const history = historyFromJSON(JSON.parse(readFileSync(join(dir, file), 'utf8')));
       const scenario = SCENARIOS.find((candidate) => `${candidate.name}.json` === file);
       const workflowId = scenario?.turns ? sessionWorkflowId(scenario.agent, `replay-${scenario.name}`) : `replay-${file.replace(/\.json$/, '')}`;
-      await Worker.runReplayHistory({ workflowBundle: { codePath: inject('bundlePath') } }, history, workflowId);
+      // A scenario using the suite's own middleware replays on a bundle that has it, as its worker had.
+      const codePath = scenario?.testMiddleware ? await workflowBundlePath({ middlewareModules: SCENARIO_MIDDLEWARE_MODULES }) : inject('bundlePath');
+      await Worker.runReplayHistory({ workflowBundle: { codePath } }, history, workflowId);
     });
   }
 });

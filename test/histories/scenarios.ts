@@ -3,6 +3,7 @@
  * test/replay.test.ts. Re-record with `npx tsx scripts/record-histories.ts` only when a
  * change is meant to be incompatible with runs under way (and say so in the commit).
  */
+import { join } from 'node:path';
 import { z } from 'zod';
 import { defineAgent, defineTool } from '../../src/define';
 import { errorReply, objectReply, scriptedModel, textReply, toolCallReply } from '../../src/models/scripted';
@@ -15,7 +16,14 @@ import { artifacts } from '../../src/middleware/artifacts';
 import { budget } from '../../src/middleware/budget';
 import { toolApproval } from '../../src/middleware/tool-approval';
 import { contextCompression } from '../../src/middleware/context-compression';
+import { modelGate } from '../fixtures/model-gate-middleware';
 import { add, confirm, dangerous, echo, fail } from '../fixtures/tools';
+
+/**
+ * Middleware modules of the test suite's own that some scenarios use (`testMiddleware`): the
+ * recorder's worker bundles them, and the replay of those scenarios does too.
+ */
+export const SCENARIO_MIDDLEWARE_MODULES = [join(__dirname, '..', 'fixtures', 'model-gate-middleware.ts')];
 
 /** A tool that waits until cancelled. */
 export const hang = defineTool({
@@ -53,6 +61,8 @@ export interface Scenario {
   steers?: Array<{ afterMs: number; text: string; interrupt?: boolean }>;
   /** Run first in return mode (unrecorded), then resume it with every hold approved: the resumed run is recorded. */
   resumeApproved?: boolean;
+  /** Uses middleware of SCENARIO_MIDDLEWARE_MODULES: replayed with a bundle that has them. */
+  testMiddleware?: boolean;
 }
 
 /** The scenarios, in recording order. */
@@ -137,6 +147,16 @@ export const SCENARIOS: Scenario[] = [
       { afterMs: 500, text: 'stop pondering, nap instead', interrupt: true },
       { afterMs: 1000, text: 'then say done' },
     ],
+  },
+  // A hold raised inside the model-call stage (the test suite's model gate) waits; an interrupting
+  // steer then cancels nothing, and the model call made once the hold is decided takes the message.
+  {
+    name: 'steered-during-hold',
+    agent: 'replay-steered-hold',
+    prompt: 'start',
+    steers: [{ afterMs: 500, text: 'answer in French', interrupt: true }],
+    decisions: [{ restart: { go: true } }],
+    testMiddleware: true,
   },
 ];
 
@@ -292,7 +312,10 @@ export function scenarioRegistry(): Registry {
     name: 'scripted/replay-steered',
     script: [{ delayMs: 60_000, text: 'still pondering' }, toolCallReply({ name: 'nap', input: { ms: 3000 } }), textReply('done')],
   });
+  const gated = scriptedModel({ name: 'scripted/replay-steered-hold', script: [textReply('réponse')] });
   return new Registry().add(
+    gated,
+    defineAgent({ name: 'replay-steered-hold', model: gated.name, use: [modelGate({})] }),
     steered,
     nap,
     defineAgent({ name: 'replay-steered', model: steered.name, tools: [nap] }),
