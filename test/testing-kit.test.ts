@@ -128,6 +128,26 @@ describe('keel history export and replayHistories', () => {
     await expect(changed).rejects.toThrow(new RegExp(`${file.replace(/[.%/]/g, '\\$&')} \\(run ${result.runId}\\): .*[Nn]ondetermin`));
   }, 120_000);
 
+  it('exports the latest execution of a run that continued as new, says so, and that history replays', async () => {
+    // Continues as new after every turn: the clerk's two tool rounds make three executions.
+    const result = await env.run('clerk', 'where is order 7?', { runId: `export-chain/${Date.now()}`, continueAsNewAt: { historyEvents: 1 } });
+    expect(result.text).toBe('done (1)');
+    const exported = await runKeel(['history', 'export', result.runId, '--out', out, '--config', configPath]);
+    expect(exported.code, exported.stderr).toBe(0);
+    expect(exported.stderr).toMatch(/its latest execution: the run continued as new, this execution from [0-9a-f-]{36}; each execution replays on its own/);
+    const file = join(out, historyFileName(result.runId));
+    const started = JSON.parse(readFileSync(file, 'utf8')).events[0];
+    expect(started.workflowExecutionStartedEventAttributes.continuedExecutionRunId).toMatch(/^[0-9a-f-]{36}$/);
+    await replayHistories([file], { config: join(PROJECT, 'temporal.yaml') });
+    // On stdout too, the note on stderr.
+    const printed = await runKeel(['history', 'export', result.runId, '--config', configPath]);
+    expect(printed.code).toBe(0);
+    expect(JSON.parse(printed.stdout).events[0].workflowExecutionStartedEventAttributes.continuedExecutionRunId).toBe(
+      started.workflowExecutionStartedEventAttributes.continuedExecutionRunId,
+    );
+    expect(printed.stderr).toContain('the run continued as new');
+  }, 120_000);
+
   it('prints the history on stdout without --out, and refuses an unknown run', async () => {
     const result = await env.run('clerk', 'where is order 7?');
     const printed = await runKeel(['history', 'export', result.runId, '--config', configPath]);

@@ -757,23 +757,23 @@ function commandInit(positionals: string[]): number {
 async function commandHistory(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
   const [verb, runId, ...rest] = positionals;
   if (verb !== 'export' || !runId || rest.length) throw new UsageError('keel history needs export and a run id: keel history export <runId> [--out <file>]');
-  const { exportHistory } = later<typeof import('./history-export')>('./history-export');
+  const { exportHistory, historyFileName, continuedNote } = later<typeof import('./history-export')>('./history-export');
   return withClient(config, async (client) => {
-    let text: string;
+    let exported: Awaited<ReturnType<typeof exportHistory>>;
     try {
-      text = await exportHistory(client, runId);
+      exported = await exportHistory(client, runId);
     } catch (error) {
       return refuse(options, 'history export', runErrorOf(error));
     }
     if (options.out === undefined) {
-      process.stdout.write(text);
+      process.stdout.write(exported.text);
+      if (exported.continuedFrom) process.stderr.write(`keel history export: printed the history of run ${runId}${continuedNote(exported)}\n`);
       return EXIT.ok;
     }
     // A directory gets <runId>.json, the name replayHistories reads the run id from.
-    const { historyFileName } = later<typeof import('./history-export')>('./history-export');
     const file = existsSync(options.out) && statSync(options.out).isDirectory() ? join(options.out, historyFileName(runId)) : options.out;
-    writeFileSync(file, text);
-    process.stderr.write(`keel history export: wrote the history of run ${runId} to ${file}\n`);
+    writeFileSync(file, exported.text);
+    process.stderr.write(`keel history export: wrote the history of run ${runId}${continuedNote(exported)} to ${file}\n`);
     return EXIT.ok;
   });
 }
