@@ -1,12 +1,15 @@
 /**
  * OpenTelemetry traces from the standard OTEL_* variables: a `keel worker` and a `keel run`
  * process export to a local OTLP/HTTP receiver the test starts, and one trace holds the run's
- * start, its workflow, its activities and keel's spans named after the agent, model and tool.
+ * start, its workflow, its activities and keel's spans named after the agent, model and tool;
+ * with the OpenTelemetry SDK 1.x and with 2.x (test/fixtures/otel2-layout.cjs gives keel the 2.x
+ * packages, installed as otel2-* aliases). A missing tracing package is named by the worker and
+ * the CLI, not taken for an unreachable server.
  */
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { tracesExporterFromEnv } from '../src/telemetry/tracing';
+import { TRACING_INSTALL, tracesExporterFromEnv } from '../src/telemetry/tracing';
 import { killAfterEach, ROOT, runKeel, spawnKeel, writeTestConfig } from './support/processes';
 
 interface ReceivedSpan {
@@ -75,7 +78,34 @@ describe('tracing from the OTEL_* variables', () => {
   });
 
   const keep = killAfterEach(afterEach);
-  it("exports one trace per run, from the client's start through the workflow to the model and tool calls", async () => {
+  // The same with the OpenTelemetry SDK 2.x packages (a project that installed the current ones).
+  const OTEL2 = { NODE_OPTIONS: `--require ${join(ROOT, 'test', 'fixtures', 'otel2-layout.cjs')}` };
+  for (const [sdk, layout] of [
+    ['1.x', {}],
+    ['2.x', OTEL2],
+  ] as const)
+    it(`exports one trace per run, from the client's start through the workflow to the model and tool calls (SDK ${sdk})`, async () => {
+      await exportsOneTrace(layout, sdk);
+    });
+
+  it('says which tracing package is missing, for the worker and the CLI alike, and runs nothing', async () => {
+    const { configPath } = writeTestConfig('tracing-missing', { modules: [join(ROOT, 'examples', 'agents.ts')] });
+    const env = {
+      NODE_OPTIONS: `--require ${join(ROOT, 'test', 'fixtures', 'hide-package.cjs')}`,
+      KEEL_TEST_HIDE_PACKAGE: '@opentelemetry/sdk-trace-node',
+      OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+    };
+    const why = `tracing needs @opentelemetry/sdk-trace-node (OTEL_* variables turn tracing on); install: ${TRACING_INSTALL}`;
+    for (const args of [['worker'], ['run', 'trip-planner', 'Lisbon?']]) {
+      const { code, stdout, stderr } = await runKeel([...args, '--config', configPath], { env });
+      expect(code, stderr).toBe(2);
+      expect(stderr).toContain(why);
+      expect(stderr).not.toMatch(/cannot reach Temporal/i);
+      expect(stdout).toBe('');
+    }
+  });
+
+  async function exportsOneTrace(layout: Record<string, string>, sdk: string): Promise<void> {
     const { configPath } = writeTestConfig('tracing', {
       modules: [join(ROOT, 'examples', 'agents.ts')],
       models: [
@@ -86,11 +116,15 @@ describe('tracing from the OTEL_* variables', () => {
       ],
       agents: [{ name: 'traced', model: 'scripted/traced', tools: ['lookup_weather'] }],
     });
-    const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_BSP_SCHEDULE_DELAY: '100', OPENAI_API_KEY: '', OPENAI_BASE_URL: '' };
+    const otel = { ...layout, OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_BSP_SCHEDULE_DELAY: '100', OPENAI_API_KEY: '', OPENAI_BASE_URL: '' };
     const worker = keep(spawnKeel(['worker', '--config', configPath], { env: { ...otel, OTEL_SERVICE_NAME: 'keel-worker-test' } }));
     await worker.waitFor(/keel: worker \d+ on task queue/, 120_000);
+    // The worker and the CLI loaded the SDK the test asked for.
+    if (sdk === '2.x') expect(worker.output()).toMatch(/otel2-layout: @opentelemetry\/sdk-trace-node is 2\./);
+    else expect(worker.output()).not.toContain('otel2-layout');
     const run = await runKeel(['run', 'traced', 'weather?', '--json', '--config', configPath], { env: { ...otel, OTEL_SERVICE_NAME: 'keel-cli-test' } });
     expect(JSON.parse(run.stdout)).toMatchObject({ status: 'completed', text: 'sunny' });
+    if (sdk === '2.x') expect(run.stderr).toMatch(/otel2-layout: @opentelemetry\/resources is 2\./);
     const { runId } = JSON.parse(run.stdout) as { runId: string };
 
     const root = () => spans.find((span) => span.name === 'keel.run traced' && span.attributes['keel.run_id'] === runId);
@@ -115,7 +149,7 @@ describe('tracing from the OTEL_* variables', () => {
     });
     // OTEL_TRACES_EXPORTER=console: the CLI's own spans on its stdout instead.
     const consoleRun = await runKeel(['run', 'traced', 'again?', '--config', configPath], {
-      env: { OTEL_TRACES_EXPORTER: 'console', OPENAI_API_KEY: '', OPENAI_BASE_URL: '' },
+      env: { ...layout, OTEL_TRACES_EXPORTER: 'console', OPENAI_API_KEY: '', OPENAI_BASE_URL: '' },
     });
     expect(consoleRun.code).toBe(0);
     expect(consoleRun.stdout).toContain("name: 'keel.run traced'");
@@ -131,5 +165,5 @@ describe('tracing from the OTEL_* variables', () => {
         'gen_ai.response.finish_reasons': ['stop'],
       },
     });
-  });
+  }
 });
