@@ -102,6 +102,8 @@ export default tseslint.config(
   },
   // Plain JavaScript files are outside the TypeScript project: no type-aware rules there.
   { files: ['**/*.js', '**/*.mjs', '**/*.cjs'], ...tseslint.configs.disableTypeChecked },
+  // CommonJS files load with require() by definition.
+  { files: ['**/*.cjs'], rules: { '@typescript-eslint/no-require-imports': 'off' } },
   {
     // Tests: vitest's asymmetric matchers (expect.stringContaining, expect.any) and JSON.parse of CLI output are `any` by design.
     files: ['test/**/*.ts', '**/*.test.ts'],
