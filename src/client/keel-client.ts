@@ -2,6 +2,7 @@
  * The typed client: start a run, get its handle, read its status and result, cancel it.
  * Node side; uses the same message constants as the workflow.
  */
+import { decodePayload } from './decode-payload';
 import {
   Client,
   ServiceError,
@@ -221,7 +222,7 @@ export class RunHandle<Output = unknown> {
    * no model call is streaming). `events()` builds on `inFlight()`, which reads it too.
    */
   async streamedText(): Promise<StreamedText | undefined> {
-    return this.streamedTextIn(await this.workflow.describe());
+    return await this.streamedTextIn(await this.workflow.describe());
   }
 
   /**
@@ -232,24 +233,18 @@ export class RunHandle<Output = unknown> {
    */
   async inFlight(): Promise<InFlight> {
     const description = await this.workflow.describe();
-    const text = this.streamedTextIn(description);
+    const text = await this.streamedTextIn(description);
     const tools = await toolAttemptsOf(this.client, description, this.toolNames);
     return { ...(text ? { text } : {}), tools };
   }
 
   /** The text a pending model call of `description` has streamed (its heartbeat details). */
-  private streamedTextIn(description: WorkflowExecutionDescription): StreamedText | undefined {
-    const converter = this.client.options.loadedDataConverter.payloadConverter;
+  private async streamedTextIn(description: WorkflowExecutionDescription): Promise<StreamedText | undefined> {
     for (const activity of description.raw.pendingActivities ?? []) {
       if (activity.activityType?.name !== 'callModel') continue;
-      const payload = activity.heartbeatDetails?.payloads?.[0];
-      if (!payload) continue;
-      try {
-        const text = streamedTextOf(converter.fromPayload(payload));
-        if (text) return text;
-      } catch {
-        // details this client cannot read (another converter): nothing streamed to show
-      }
+      // Details this client cannot read (another converter, a key it lacks): nothing streamed to show.
+      const text = streamedTextOf(await decodePayload(this.client, activity.heartbeatDetails?.payloads?.[0]));
+      if (text) return text;
     }
     return undefined;
   }
@@ -722,14 +717,8 @@ export class KeelClient {
       execution: { workflowId: runId },
       maximumPageSize: 1,
     });
-    const payload = history?.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
-    if (!payload) return undefined;
-    try {
-      const input = this.temporal.options.loadedDataConverter.payloadConverter.fromPayload<{ agent?: unknown }>(payload);
-      return typeof input?.agent === 'string' ? input.agent : undefined;
-    } catch {
-      return undefined;
-    }
+    const input = await decodePayload<{ agent?: unknown }>(this.temporal, history?.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]);
+    return typeof input?.agent === 'string' ? input.agent : undefined;
   }
 
   /** Closes the connection. */

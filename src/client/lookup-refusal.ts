@@ -6,6 +6,7 @@
  * from the run's pending `resolveAgent` activity (its last failure names the workers that
  * refused and what they have) and the task queue's pollers. Node side.
  */
+import { decodePayload } from './decode-payload';
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { NOT_REGISTERED_FAILURE } from '../core/errors';
@@ -36,12 +37,7 @@ export async function lookupRefusal(client: Client, runId: string): Promise<Look
   if (failure?.applicationFailureInfo?.type !== NOT_REGISTERED_FAILURE) return undefined;
   const payload = failure.applicationFailureInfo.details?.payloads?.[1];
   if (!payload) return undefined;
-  let report: NotRegisteredReport['notRegistered'] | undefined;
-  try {
-    report = client.options.loadedDataConverter.payloadConverter.fromPayload<NotRegisteredReport>(payload).notRegistered;
-  } catch {
-    return undefined;
-  }
+  const report = (await decodePayload<NotRegisteredReport>(client, payload))?.notRegistered;
   if (!report) return undefined;
   const taskQueue = raw.workflowExecutionInfo?.taskQueue ?? '';
   const { pollers } = await client.workflowService.describeTaskQueue({

@@ -5,6 +5,8 @@
  * is (read newest first, once per call: the event is near the end). Nothing is written to the
  * run's history. Node side.
  */
+import type { Payload } from '@temporalio/common';
+import { decodePayload } from './decode-payload';
 import type { Client, WorkflowExecutionDescription } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 
@@ -65,15 +67,8 @@ export async function toolAttemptsOf(client: Client, description: WorkflowExecut
 /** Reads the run's history newest first until it has seen the scheduled event of every id in `wanted`. */
 async function learnToolNames(client: Client, execution: { workflowId: string; runId: string }, wanted: string[], names: ToolNames): Promise<void> {
   const missing = new Set(wanted);
-  const converter = client.options.loadedDataConverter.payloadConverter;
-  const decode = (payload: temporal.api.common.v1.IPayload | null | undefined): unknown => {
-    if (!payload) return undefined;
-    try {
-      return converter.fromPayload(payload);
-    } catch {
-      return undefined; // a payload this client cannot read (stored elsewhere, another converter)
-    }
-  };
+  // A payload this client cannot read (stored elsewhere, another converter, a key it lacks) is undefined.
+  const decode = (payload: temporal.api.common.v1.IPayload | null | undefined): Promise<unknown> => decodePayload(client, payload as Payload | undefined);
   let nextPageToken: Uint8Array | undefined;
   try {
     for (let page = 0; page < MAX_PAGES && missing.size; page++) {
@@ -88,8 +83,8 @@ async function learnToolNames(client: Client, execution: { workflowId: string; r
         const id = scheduled?.activityId;
         if (!scheduled || !id || !missing.has(id)) continue;
         missing.delete(id);
-        const input = decode(scheduled.input?.payloads?.[0]) as { toolName?: unknown; ref?: unknown } | undefined;
-        const summary = decode(event.userMetadata?.summary);
+        const input = (await decode(scheduled.input?.payloads?.[0])) as { toolName?: unknown; ref?: unknown } | undefined;
+        const summary = await decode(event.userMetadata?.summary);
         const name =
           typeof input?.toolName === 'string' ? input.toolName : typeof summary === 'string' && summary.startsWith('tool ') ? summary.slice(5) : undefined;
         names.set(`${execution.runId}/${id}`, name ? { name, ...(typeof input?.ref === 'string' ? { ref: input.ref } : {}) } : null);

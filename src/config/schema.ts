@@ -261,6 +261,26 @@ export const SecurityConfigSchema = z
   })
   .strict();
 
+/** Where an encryption key is read from: an environment variable or a file (relative to the config file). */
+const EncryptionKeySourceSchema = z.union([z.object({ env: z.string().min(1) }).strict(), z.object({ file: z.string().min(1) }).strict()]);
+
+/**
+ * Payload encryption (src/security/encryption.ts): AES-256-GCM over every payload keel's
+ * processes send to Temporal (inputs, results, memos, signals, queries), before External
+ * Storage, so stored blobs are ciphertext too. `key` names the key new payloads are encrypted
+ * with; every key in `keys` still decrypts (rotation). Each key is 32 bytes, base64 or hex.
+ */
+export const EncryptionConfigSchema = z
+  .object({
+    key: z.string().min(1),
+    keys: z.record(z.string().min(1), EncryptionKeySourceSchema),
+  })
+  .strict()
+  .refine((encryption) => encryption.key in encryption.keys, {
+    path: ['key'],
+    error: (issue) => `"${String((issue.input as { key?: unknown }).key)}" is not one of keys`,
+  });
+
 /** The whole temporal.yaml. */
 export const KeelConfigSchema = z
   .object({
@@ -270,6 +290,8 @@ export const KeelConfigSchema = z
     ui: UiConfigSchema.prefault({}),
     worker: WorkerConfigSchema.prefault({}),
     externalStorage: ExternalStorageConfigSchema.prefault({}),
+    /** Off unless set: payloads are then plaintext in Temporal and in the payload store. */
+    encryption: EncryptionConfigSchema.optional(),
     activities: z
       .object({
         model: activitySpec({ startToCloseTimeout: '5 minutes' }),

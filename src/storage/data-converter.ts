@@ -1,16 +1,18 @@
 /**
- * The data converter every keel process uses (workers, clients, the CLI): the SDK's default
- * converter with External Storage as temporal.yaml configures it, so a payload one process
- * stored, any other reads. Node side.
+ * The data converter every keel process uses (workers, clients, the CLI, the UI): the SDK's
+ * default converter with payload encryption and External Storage as temporal.yaml configures
+ * them, so a payload one process sealed or stored, any other reads. The SDK applies the codec
+ * before External Storage offloads a payload: stored blobs are ciphertext too. Node side.
  */
 import { ExternalStorage, type DataConverter, type StorageDriver } from '@temporalio/common';
 import { resolve } from 'node:path';
 import { ConfigError } from '../config/load';
 import type { KeelConfig } from '../config/schema';
 import { missingPackage, requireModule } from '../node/require-ts';
+import { encryptionCodec } from '../security/encryption';
 import { FileStorageDriver } from './file-driver';
 
-type StorageConfig = Pick<KeelConfig, 'externalStorage' | 'baseDir'>;
+type StorageConfig = Pick<KeelConfig, 'externalStorage' | 'baseDir'> & Partial<Pick<KeelConfig, 'encryption'>>;
 
 /** The configured storage driver, or undefined for `driver: none`. */
 export async function storageDriver(config: StorageConfig): Promise<StorageDriver | undefined> {
@@ -36,9 +38,13 @@ function loadS3Driver(): typeof import('./s3-driver') {
   }
 }
 
-/** The data converter of the config (undefined: the SDK's default, nothing stored). */
+/** The data converter of the config (undefined: the SDK's default, nothing encrypted or stored). */
 export async function keelDataConverter(config: StorageConfig): Promise<DataConverter | undefined> {
+  const codec = encryptionCodec(config);
   const driver = await storageDriver(config);
-  if (!driver) return undefined;
-  return { externalStorage: new ExternalStorage({ drivers: [driver], payloadSizeThreshold: config.externalStorage.threshold }) };
+  if (!driver && !codec) return undefined;
+  return {
+    ...(codec ? { payloadCodecs: [codec] } : {}),
+    ...(driver ? { externalStorage: new ExternalStorage({ drivers: [driver], payloadSizeThreshold: config.externalStorage.threshold }) } : {}),
+  };
 }

@@ -9,6 +9,8 @@ import { Worker } from '@temporalio/worker';
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { loadConfig } from '../config/load';
+import type { KeelConfig } from '../config/schema';
+import { keelDataConverter } from '../storage/data-converter';
 import { workflowBundlePath } from '../worker/bundle';
 
 /** A recorded history: a file, or a file and the run id it was recorded from. */
@@ -56,12 +58,16 @@ export function runIdOfHistoryFile(file: string): string {
   return decodeURIComponent(basename(file).replace(/\.json$/, ''));
 }
 
-function middlewareModulesOf({ middlewareModules, config, baseDir = process.cwd() }: ReplayHistoriesOptions): string[] {
-  if (middlewareModules) return middlewareModules.map((module) => resolve(baseDir, module));
+/** The project's temporal.yaml (the one named, else ./temporal.yaml when there is one). */
+function projectConfig({ config, baseDir = process.cwd() }: ReplayHistoriesOptions): KeelConfig | undefined {
   const path = resolve(baseDir, config ?? 'temporal.yaml');
-  if (!config && !existsSync(path)) return [];
-  const loaded = loadConfig({ path, explicit: true });
-  return loaded.middlewareModules.map((module) => resolve(loaded.baseDir, module));
+  if (!config && !existsSync(path)) return undefined;
+  return loadConfig({ path, explicit: true });
+}
+
+function middlewareModulesOf(options: ReplayHistoriesOptions, loaded: KeelConfig | undefined): string[] {
+  if (options.middlewareModules) return options.middlewareModules.map((module) => resolve(options.baseDir ?? process.cwd(), module));
+  return (loaded?.middlewareModules ?? []).map((module) => resolve(loaded!.baseDir, module));
 }
 
 /**
@@ -81,14 +87,17 @@ export async function replayHistories(files: HistoryFile[], options: ReplayHisto
     }
     return { file, workflowId, history };
   });
+  const loaded = projectConfig({ ...options, baseDir });
   const codePath =
     options.bundlePath ??
-    (await workflowBundlePath({ middlewareModules: middlewareModulesOf({ ...options, baseDir }), cacheDir: resolve(baseDir, '.keel', 'cache') }));
+    (await workflowBundlePath({ middlewareModules: middlewareModulesOf({ ...options, baseDir }, loaded), cacheDir: resolve(baseDir, '.keel', 'cache') }));
+  // The project's encryption keys (and payload store) open what its runs recorded.
+  const dataConverter = loaded ? await keelDataConverter(loaded) : undefined;
   const failures: ReplayFailure[] = [];
   // Replayed one by one: the SDK's results carry a workflow id, and two files may hold runs of one id.
   for (const { file, workflowId, history } of entries) {
     try {
-      await Worker.runReplayHistory({ workflowBundle: { codePath } }, history, workflowId);
+      await Worker.runReplayHistory({ workflowBundle: { codePath }, ...(dataConverter ? { dataConverter } : {}) }, history, workflowId);
     } catch (error) {
       failures.push({ file, workflowId, message: (error as Error).message });
     }

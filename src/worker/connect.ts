@@ -13,7 +13,7 @@ import type { KeelConfig } from '../config/schema';
 import { keelDataConverter } from '../storage/data-converter';
 import { tracingFromEnv } from '../telemetry/tracing';
 
-type Connectable = Pick<KeelConfig, 'temporal' | 'baseDir'> & Partial<Pick<KeelConfig, 'externalStorage'>>;
+type Connectable = Pick<KeelConfig, 'temporal' | 'baseDir'> & Partial<Pick<KeelConfig, 'externalStorage' | 'encryption'>>;
 
 function tlsOptions(config: Connectable): ConnectionOptions['tls'] {
   const tls = config.temporal.tls;
@@ -98,8 +98,10 @@ export async function connectClient(
   { connectTimeout = 10_000, identity }: { connectTimeout?: number; identity?: string } = {},
 ): Promise<Client> {
   const connection = await Connection.connect({ ...connectionOptions(config), connectTimeout });
-  // The same External Storage as the workers, so offloaded inputs, results and queries read back.
-  const dataConverter = config.externalStorage ? await keelDataConverter({ externalStorage: config.externalStorage, baseDir: config.baseDir }) : undefined;
+  // The same encryption and External Storage as the workers, so sealed or offloaded inputs, results and queries read back.
+  const dataConverter = config.externalStorage
+    ? await keelDataConverter({ externalStorage: config.externalStorage, encryption: config.encryption, baseDir: config.baseDir })
+    : undefined;
   const tracing = tracingFromEnv();
   return new Client({
     connection,
