@@ -37,6 +37,8 @@ commands:
   dev                         server + one worker, for local work: a save of the config or of a
                               module (or a file it imports) restarts the worker
   ui                          the web UI: inbox of holds, runs, live run view (--host, --port)
+  codec-server                the Temporal Web UI's remote codec endpoint: decrypts runs sealed by
+                              encryption for the UI's browser (--host, --port; default 127.0.0.1:8235)
   run <agent> <prompt...>     start a run and wait for its answer (--detach: print the run id;
                               --id <runId> or --id-prefix <prefix> to name it)
   watch <runId>               follow a run's events as keel run prints them, until it ends
@@ -76,8 +78,10 @@ options:
                               the run's status and result (default: <user>@<host>)
   --queue                     (approve, deny, decide) send the decision even when no worker polls;
                               it is recorded in the run's history and applied when a worker starts
-  --host <address>            (ui) listen here (default ui.host, 127.0.0.1; elsewhere needs KEEL_UI_TOKEN)
-  --port <n>                  (ui) listen on this port (default ui.port, 8234; 0: a free one)
+  --host <address>            (ui, codec-server) listen here (default 127.0.0.1; elsewhere needs
+                              KEEL_UI_TOKEN or KEEL_CODEC_TOKEN)
+  --port <n>                  (ui, codec-server) listen on this port (default ui.port 8234,
+                              codecServer.port 8235; 0: a free one)
   --allow-empty               (worker, dev) start even when the config registers no agents,
                               tools or models
   -v, --version               keel's version
@@ -833,6 +837,8 @@ async function command(argv: string[]): Promise<number> {
         return await later<typeof import('./dev-loop')>('./dev-loop').runDev(config, { allowEmpty: options['allow-empty'] });
       case 'ui':
         return await later<typeof import('../ui/command')>('../ui/command').runUi(config, uiOptions(options));
+      case 'codec-server':
+        return await later<typeof import('../ui/command')>('../ui/command').runCodecServer(config, uiOptions(options));
       case 'run':
         return await commandRun(config, positionals, options);
       case 'status':

@@ -54,6 +54,8 @@ export const ServerConfigSchema = z
     /** SQLite file of the dev server; relative to the config file. */
     dbFile: z.string().default('.keel/temporal.db'),
     logLevel: z.enum(['debug', 'info', 'warn', 'error', 'never']).default('warn'),
+    /** The Web UI's remote codec endpoint, e.g. `keel codec-server`'s http://127.0.0.1:8235: the UI shows encrypted payloads decoded. */
+    uiCodecEndpoint: z.url().optional(),
   })
   .strict();
 
@@ -66,6 +68,18 @@ export const UiConfigSchema = z
     port: z.number().int().min(0).max(65535).default(8234),
     /** The Temporal Web UI the run view links to; default: the embedded dev server's (when server.enabled). */
     temporalUiUrl: z.url().optional(),
+  })
+  .strict();
+
+/** `keel codec-server`: the Temporal Web UI's remote codec endpoint (src/ui/codec-server.ts). */
+export const CodecServerConfigSchema = z
+  .object({
+    /** Loopback by default; any other address needs KEEL_CODEC_TOKEN. */
+    host: z.string().default('127.0.0.1'),
+    /** 0 picks a free port. */
+    port: z.number().int().min(0).max(65535).default(8235),
+    /** Origins whose pages may call it (the Web UI's); default: ui.temporalUiUrl's, else the embedded dev server's UI. */
+    corsOrigins: z.array(z.url()).optional(),
   })
   .strict();
 
@@ -288,6 +302,7 @@ export const KeelConfigSchema = z
     taskQueue: z.string().min(1).default('keel'),
     server: ServerConfigSchema.prefault({}),
     ui: UiConfigSchema.prefault({}),
+    codecServer: CodecServerConfigSchema.prefault({}),
     worker: WorkerConfigSchema.prefault({}),
     externalStorage: ExternalStorageConfigSchema.prefault({}),
     /** Off unless set: payloads are then plaintext in Temporal and in the payload store. */

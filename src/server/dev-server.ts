@@ -66,6 +66,8 @@ export interface DevServerOptions {
   headless?: boolean;
   /** Extra `--dynamic-config-value K=JSON` entries. */
   dynamicConfig?: Record<string, unknown>;
+  /** The Web UI's remote codec endpoint (`keel codec-server`), so the UI shows encrypted payloads decoded. */
+  uiCodecEndpoint?: string;
   /** Where the server's output goes (default: ignored). */
   stdio?: 'inherit' | 'ignore';
   /** How long to wait for the server to answer. */
@@ -151,10 +153,11 @@ export function devServerArgs({
   logLevel = 'warn',
   headless = false,
   dynamicConfig = {},
+  uiCodecEndpoint,
 }: Omit<DevServerOptions, 'binary'>): string[] {
   const args = ['server', 'start-dev', '--ip', ip, '--port', String(port), '--namespace', namespace, '--log-level', logLevel];
   if (headless || uiPort === undefined) args.push('--headless');
-  else args.push('--ui-port', String(uiPort));
+  else args.push('--ui-port', String(uiPort), ...(uiCodecEndpoint ? ['--ui-codec-endpoint', uiCodecEndpoint] : []));
   if (dbFile) args.push('--db-filename', dbFile);
   // keel's search attributes, so runs can be listed by agent and state.
   for (const name of KEEL_SEARCH_ATTRIBUTES) args.push('--search-attribute', `${name}=Keyword`);
@@ -240,6 +243,7 @@ export function devServerOptions(config: Pick<KeelConfig, 'server' | 'temporal' 
     dbFile: resolve(config.baseDir, config.server.dbFile),
     namespace: config.temporal.namespace,
     logLevel: config.server.logLevel,
+    ...(config.server.uiCodecEndpoint ? { uiCodecEndpoint: config.server.uiCodecEndpoint } : {}),
   };
 }
 
