@@ -35,6 +35,8 @@ const attributesOf = (list: KeyValues | undefined) => Object.fromEntries((list ?
 let receiver: Server;
 let endpoint: string;
 const spans: ReceivedSpan[] = [];
+/** OTLP/HTTP metrics exports (protobuf, from the SDK runtime's exporter). */
+const metricsBodies: Buffer[] = [];
 
 beforeAll(async () => {
   // OTLP/HTTP with JSON bodies, as @opentelemetry/exporter-trace-otlp-http sends them.
@@ -42,6 +44,7 @@ beforeAll(async () => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
+      if (request.url === '/v1/metrics') metricsBodies.push(Buffer.concat(chunks));
       if (request.url === '/v1/traces') {
         const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
           resourceSpans: Array<{
@@ -116,7 +119,14 @@ describe('tracing from the OTEL_* variables', () => {
       ],
       agents: [{ name: 'traced', model: 'scripted/traced', tools: ['lookup_weather'] }],
     });
-    const otel = { ...layout, OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_BSP_SCHEDULE_DELAY: '100', OPENAI_API_KEY: '', OPENAI_BASE_URL: '' };
+    const otel = {
+      ...layout,
+      OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+      OTEL_METRIC_EXPORT_INTERVAL: '300',
+      OPENAI_API_KEY: '',
+      OPENAI_BASE_URL: '',
+    };
     const worker = keep(spawnKeel(['worker', '--config', configPath], { env: { ...otel, OTEL_SERVICE_NAME: 'keel-worker-test' } }));
     await worker.waitFor(/keel: worker \d+ on task queue/, 120_000);
     // The worker and the CLI loaded the SDK the test asked for.
@@ -141,6 +151,10 @@ describe('tracing from the OTEL_* variables', () => {
     ];
     await expect.poll(() => expected.filter((name) => !inTrace().some((span) => span.name === name)), { timeout: 20_000 }).toEqual([]);
 
+    // The same OTEL_* variables send the worker's metrics, keel's among them, over OTLP/HTTP.
+    await expect
+      .poll(() => metricsBodies.some((body) => body.includes('keel_model_calls') && body.includes('temporal_workflow_completed')), { timeout: 20_000 })
+      .toBe(true);
     const spansOf = (name: string) => inTrace().filter((span) => span.name === name);
     expect(root()!.service).toBe('keel-cli-test');
     expect(spansOf('keel.tool lookup_weather')[0]).toMatchObject({

@@ -9,7 +9,9 @@ import { CancelledFailure, Context, type Info as ActivityInfo } from '@temporali
 import type { Client } from '@temporalio/client';
 import { ApplicationFailure, type Duration } from '@temporalio/common';
 import { z } from 'zod';
+import { performance } from 'node:perf_hooks';
 import { inSpan } from '../telemetry/spans';
+import { outcomeOf, recordModelCall, recordToolCall } from './metrics';
 import { KeelError, toApplicationFailure, toKeelError } from '../core/errors';
 import { ModelVisibleToolError, TOOL_FAIL_FAILURE, TOOL_INTERRUPT_FAILURE } from '../core/interrupts';
 import { ModelResponseSchema, STREAM_DETAILS, UsageSchema, addUsage, type ModelResponse, type StreamedText, type Usage } from '../core/messages';
@@ -285,6 +287,7 @@ export function createActivities({
         ...(input.agent ? { 'keel.agent': input.agent } : {}),
         ...(input.turn !== undefined ? { 'keel.turn': input.turn } : {}),
       };
+      const startedAt = performance.now();
       const response = await inSpan(`keel.model ${input.model}`, attributes, async (span) => {
         const answer = await withHeartbeat(async (heartbeat) => {
           const request =
@@ -319,6 +322,9 @@ export function createActivities({
           ...(answer?.usage?.outputTokens !== undefined ? { 'gen_ai.usage.output_tokens': answer.usage.outputTokens } : {}),
         });
         return answer;
+      }).catch((error: unknown) => {
+        recordModelCall(context.metricMeter, input.model, outcomeOf(toKeelError(error)), performance.now() - startedAt, undefined);
+        throw error;
       });
       const parsed = ModelResponseSchema.safeParse(response);
       if (!parsed.success) {
@@ -326,6 +332,7 @@ export function createActivities({
       }
       // The call's cost, from the model's price: recorded in history with the rest of its usage.
       const priced = model.price ? { ...parsed.data, usage: pricedUsage(parsed.data.usage, model.price) } : parsed.data;
+      recordModelCall(context.metricMeter, input.model, 'ok', performance.now() - startedAt, priced.usage);
       assertPayloadFits(priced, `the response of model "${input.model}"`, limit);
       return priced;
     }, input.refusedBefore);
@@ -373,8 +380,23 @@ export function createActivities({
           ...(resumed !== undefined ? { resumed } : {}),
         };
         const attributes = { 'keel.run_id': runId, 'keel.tool': toolName, 'gen_ai.tool.name': toolName, 'keel.attempt': info.attempt };
+        const startedAt = performance.now();
         output = await inSpan(`keel.tool ${toolName}`, attributes, () =>
           withHeartbeat((heartbeat) => Promise.resolve(tool.run(parsedInput.data, { ...toolContext, heartbeat }))),
+        ).then(
+          (value) => {
+            recordToolCall(context.metricMeter, toolName, 'ok', performance.now() - startedAt);
+            return value;
+          },
+          (error: unknown) => {
+            recordToolCall(
+              context.metricMeter,
+              toolName,
+              error instanceof InterruptRequest ? 'interrupted' : ModelVisibleToolError.isInstance(error) ? 'tool_error' : outcomeOf(error),
+              performance.now() - startedAt,
+            );
+            throw error;
+          },
         );
       } catch (error) {
         if (context.cancellationSignal.aborted || error instanceof InterruptRequest || ModelVisibleToolError.isInstance(error)) throw error;

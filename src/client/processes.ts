@@ -2,6 +2,7 @@
  * The long-running commands: `keel server`, `keel worker`, `keel dev`. Each runs in the
  * foreground until SIGINT/SIGTERM and then stops cleanly. Node side.
  */
+import { metricsExporter } from '../telemetry/metrics';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import type { KeelConfig } from '../config/schema';
 import { waitForSignal } from '../node/signals';
@@ -20,14 +21,25 @@ let runtimeInstalled = false;
 
 const LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'] as const;
 
-/** Installs the SDK runtime once, logging at $KEEL_LOG_LEVEL (default WARN). */
-export function installRuntime(): void {
+/**
+ * Installs the SDK runtime once, logging at $KEEL_LOG_LEVEL (default WARN), with the metrics
+ * exporter the config's `metrics` (or the OTEL_* variables) ask for.
+ */
+export function installRuntime(config?: Pick<KeelConfig, 'metrics'>): void {
   if (runtimeInstalled) return;
-  runtimeInstalled = true;
   const wanted = (process.env.KEEL_LOG_LEVEL ?? 'WARN').toUpperCase();
   const level = (LOG_LEVELS as readonly string[]).includes(wanted) ? (wanted as (typeof LOG_LEVELS)[number]) : 'WARN';
   if (level !== wanted) process.stderr.write(`keel: KEEL_LOG_LEVEL=${process.env.KEEL_LOG_LEVEL} is not one of ${LOG_LEVELS.join(', ')}; using WARN\n`);
-  Runtime.install({ logger: new DefaultLogger(level) });
+  const metrics = config ? metricsExporter(config) : undefined;
+  try {
+    Runtime.install({ logger: new DefaultLogger(level), ...(metrics ? { telemetryOptions: { metrics } } : {}) });
+  } catch (error) {
+    if (metrics && 'prometheus' in metrics)
+      throw new ConfigError(`metrics.prometheus: cannot serve metrics on ${metrics.prometheus.bindAddress}: ${(error as Error).message}`);
+    throw error;
+  }
+  runtimeInstalled = true;
+  if (metrics && 'prometheus' in metrics) process.stderr.write(`keel: metrics at http://${metrics.prometheus.bindAddress}/metrics\n`);
 }
 
 /** Waits `ms`; resolves early with the signal when SIGINT or SIGTERM arrives (undefined when the time ran out). */
@@ -91,7 +103,7 @@ export async function prepareWorker(
 ): Promise<{ worker: KeelWorker; agents: string[]; signingKeys: SigningKeys; close: () => Promise<void> }> {
   const registry = loaded ?? (await loadRegistry(config));
   assertNotEmpty(config, registry, options);
-  installRuntime();
+  installRuntime(config);
   let connection: Awaited<ReturnType<typeof connectWithRetry>>;
   let client: Awaited<ReturnType<typeof connectClient>>;
   let worker: KeelWorker;

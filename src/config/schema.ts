@@ -295,6 +295,14 @@ export const EncryptionConfigSchema = z
     error: (issue) => `"${String((issue.input as { key?: unknown }).key)}" is not one of keys`,
   });
 
+/** Metrics of worker processes (src/telemetry/metrics.ts, docs/metrics.md). */
+export const MetricsConfigSchema = z
+  .object({
+    /** `host:port` of a Prometheus endpoint on each worker (/metrics); off when absent. Else OTEL_* variables may send them over OTLP. */
+    prometheus: z.string().min(1).optional(),
+  })
+  .strict();
+
 /** The whole temporal.yaml. */
 export const KeelConfigSchema = z
   .object({
@@ -307,6 +315,7 @@ export const KeelConfigSchema = z
     externalStorage: ExternalStorageConfigSchema.prefault({}),
     /** Off unless set: payloads are then plaintext in Temporal and in the payload store. */
     encryption: EncryptionConfigSchema.optional(),
+    metrics: MetricsConfigSchema.prefault({}),
     activities: z
       .object({
         model: activitySpec({ startToCloseTimeout: '5 minutes' }),

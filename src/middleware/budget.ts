@@ -15,6 +15,7 @@ import { KeelError, RunStoppedError } from '../core/errors';
 import { USAGE_FIELDS, type Message, type Usage, type UsageField } from '../core/messages';
 import type { MiddlewareRef } from '../core/run';
 import { defineHold } from '../core/holds';
+import { budgetStopped } from '../workflows/metrics';
 import { defineMiddleware } from './define-middleware';
 import { replaceFinalMessage } from './outcome';
 
@@ -100,6 +101,7 @@ export function recordedSpent(messages: readonly Message[]): Record<string, numb
 
 /** The run stopped over its budget (status ABORTED, finish reason `aborted`). */
 export function budgetExceeded(message: string): RunStoppedError {
+  budgetStopped();
   return new RunStoppedError({ status: 'ABORTED', message: `budget: ${message}` });
 }
 

@@ -10,6 +10,7 @@
  * Runs in the workflow sandbox: deterministic, no I/O. Everything external goes through
  * the activities proxied by the steps (call-model, call-tool).
  */
+import { runContinuedAsNew, runEnded, runStarted } from './metrics';
 import {
   CancellationScope,
   ContinueAsNew,
@@ -186,6 +187,7 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
       restoreRunState(run, input.continued.state);
       board.restoreDecisions(run.status.decisions ?? []);
     }
+    if (!input.continued) runStarted(agent.name);
     // Listable by agent and state, when the namespace has keel's search attributes.
     if (agent.searchAttributes) startIndexing(run);
     const maxTurns = input.maxTurns ?? agent.maxTurns;
@@ -264,6 +266,7 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
         const next = continuedInput(input, run, { iteration, messages, stages: setup.stages });
         const args: Parameters<typeof generateWorkflow> = [{ ...next, messages: [] }, ...messageChunks(next.messages)];
         assertContinuedFits(run.runId, args, next.messages.length, inlinePayloadLimit);
+        runContinuedAsNew(agent.name);
         await continueAsNew<typeof generateWorkflow>(...args);
       }
       run.status.turn += 1;
@@ -329,11 +332,14 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     board.close();
     await tree.flush();
     await condition(allHandlersFinished);
+    runEnded(run.status.agent, result.finishReason === 'interrupted' ? 'interrupted' : 'completed');
     return result;
   } catch (error) {
     if (!(error instanceof ContinueAsNew)) steering.close('has ended');
     // What the run spent is told to its tree's ledger however it ends (a cancellation included).
     await CancellationScope.nonCancellable(() => tree.flush());
-    throw settleFailure(run, error, { inlinePayloadLimit });
+    const thrown = settleFailure(run, error, { inlinePayloadLimit });
+    if (!(error instanceof ContinueAsNew)) runEnded(run.status.agent, run.status.state);
+    throw thrown;
   }
 }

@@ -5,6 +5,7 @@
  * of that middleware's holds and whether a stand-in output answers the call or goes to the
  * stage to decide. Runs in the workflow: deterministic, no I/O.
  */
+import { holdRaised, holdSettled } from './metrics';
 import { ApplicationFailure, CancellationScope, condition, log, patched, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
 import type { Duration } from '@temporalio/common';
 import { KeelError } from '../core/errors';
@@ -197,6 +198,8 @@ export class InterruptBoard {
     const entry: Entry = { record, hold };
     this.entries.set(id, entry);
     this.changed();
+    holdRaised(hold.kind);
+    const raisedAt = Date.now();
     try {
       const settled = () => entry.resumption !== undefined || this.stoppedBy !== undefined;
       let settledInTime: boolean;
@@ -215,6 +218,7 @@ export class InterruptBoard {
       // eslint-disable-next-line @typescript-eslint/only-throw-error -- rethrows, as caught, what stopped the run
       if (entry.resumption === undefined && this.stoppedBy !== undefined) throw this.stoppedBy;
       if (!settledInTime) entry.resumption = this.timedOut(entry);
+      holdSettled(hold.kind, settledInTime ? 'decided' : 'timed_out', Date.now() - raisedAt);
       return entry.resumption!;
     } finally {
       this.entries.delete(id);

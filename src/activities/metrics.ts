@@ -1,0 +1,40 @@
+/**
+ * keel's own metrics of model and tool calls, through the activity context's `metricMeter`
+ * (the worker's runtime records them on its Prometheus endpoint or OTLP exporter, beside the
+ * SDK's own; a no-op without metrics). Names and tags are docs/metrics.md's. Node side.
+ */
+import type { MetricMeter } from '@temporalio/common';
+import type { Usage } from '../core/messages';
+import { KeelError } from '../core/errors';
+
+/** What went wrong, as a tag: `ok`, or a keel status (UNAVAILABLE, ...; anything else is INTERNAL). */
+export function outcomeOf(error: unknown): string {
+  if (error === undefined) return 'ok';
+  if (KeelError.isInstance(error)) return error.status;
+  return 'INTERNAL';
+}
+
+/** One model call: count, latency, tokens and cost (in millionths of a dollar, counters being whole numbers). */
+export function recordModelCall(meter: MetricMeter, model: string, outcome: string, ms: number, usage: Usage | undefined): void {
+  meter.createCounter('keel_model_calls', 'calls', 'Model calls (activity attempts), by model and outcome.').add(1, { model, outcome });
+  meter.createHistogram('keel_model_call_latency', 'int', 'ms', 'Time of one model call, by model.').record(Math.round(ms), { model, outcome });
+  if (!usage) return;
+  const tokens = meter.createCounter('keel_model_tokens', 'tokens', 'Tokens of model calls, by model and kind (input, output, cached_input, thoughts).');
+  const kinds: Array<[string, number | undefined]> = [
+    ['input', usage.inputTokens],
+    ['output', usage.outputTokens],
+    ['cached_input', usage.cachedContentTokens],
+    ['thoughts', usage.thoughtsTokens],
+  ];
+  for (const [kind, count] of kinds) if (count) tokens.add(Math.round(count), { model, kind });
+  if (usage.cost)
+    meter
+      .createCounter('keel_model_cost_micro_usd', 'micro_usd', 'Cost of model calls in millionths of a US dollar, by model.')
+      .add(Math.round(usage.cost * 1e6), { model });
+}
+
+/** One tool call: count and latency, by tool and outcome. */
+export function recordToolCall(meter: MetricMeter, tool: string, outcome: string, ms: number): void {
+  meter.createCounter('keel_tool_calls', 'calls', 'Tool calls (activity attempts), by tool and outcome.').add(1, { tool, outcome });
+  meter.createHistogram('keel_tool_call_latency', 'int', 'ms', 'Time of one tool call, by tool.').record(Math.round(ms), { tool, outcome });
+}
