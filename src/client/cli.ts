@@ -3,6 +3,8 @@
  * Exit codes: 0 done, 1 the run failed or was refused, 2 bad usage or bad config.
  * Node side.
  */
+import type { Duration } from '@temporalio/common';
+import { msToNumber } from '@temporalio/common/lib/time';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { hostname, userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -63,6 +65,9 @@ commands:
                               overwrites a file
   history export <runId>      the run's Temporal history as JSON (--out <file>; default stdout),
                               for replayHistories of keel-agents/testing
+  storage gc                  delete stored payloads no run refers to any more (runs Temporal
+                              deleted at the end of their retention), older than --min-age
+                              (default 1 hour); --dry-run lists them
 
 options:
   --config <file>             config file (default ./temporal.yaml)
@@ -74,6 +79,8 @@ options:
                               (or { schema, retries }): printed as JSON, in --json's "output"
   --reason <text>             (deny) why
   --out <file>                (history export) write the history to this file
+  --min-age <duration>        (storage gc) keep unreferenced payloads younger than this
+  --dry-run                   (storage gc) report what would be deleted, delete nothing
   --as <name>                 (approve, deny, decide) who decides, recorded with the decision in
                               the run's status and result (default: <user>@<host>)
   --queue                     (approve, deny, decide) send the decision even when no worker polls;
@@ -109,6 +116,8 @@ interface CliOptions {
   host?: string;
   port?: string;
   out?: string;
+  'dry-run': boolean;
+  'min-age'?: string;
 }
 
 function parse(argv: string[]): { command: string | undefined; positionals: string[]; options: CliOptions; help: boolean } {
@@ -135,6 +144,8 @@ function parse(argv: string[]): { command: string | undefined; positionals: stri
         host: { type: 'string' },
         port: { type: 'string' },
         out: { type: 'string' },
+        'dry-run': { type: 'boolean', default: false },
+        'min-age': { type: 'string' },
         version: { type: 'boolean', short: 'v', default: false },
         'allow-empty': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
@@ -758,6 +769,35 @@ function commandInit(positionals: string[]): number {
   }
 }
 
+async function commandStorage(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
+  if (positionals[0] !== 'gc' || positionals.length > 1)
+    throw new UsageError('keel storage needs gc: keel storage gc [--min-age <duration>] [--dry-run] [--json]');
+  let minAgeMs: number | undefined;
+  if (options['min-age'] !== undefined) {
+    const given = options['min-age'];
+    let parsed = Number.NaN;
+    try {
+      parsed = msToNumber(given as Duration);
+    } catch {
+      // said below
+    }
+    if (!Number.isFinite(parsed) || parsed < 0) throw new UsageError(`--min-age: a duration such as "1 hour" or "30m", not "${given}"`);
+    minAgeMs = parsed;
+  }
+  const { collectGarbage } = later<typeof import('../storage/gc')>('../storage/gc');
+  return withClient(config, async (client) => {
+    const report = await collectGarbage(client.temporal, config, { ...(minAgeMs !== undefined ? { minAgeMs } : {}), dryRun: options['dry-run'] });
+    if (options.json) print(true, report);
+    else {
+      const verb = options['dry-run'] ? 'would delete' : 'deleted';
+      process.stdout.write(
+        `keel storage gc: ${verb} ${report.deleted.length} of ${report.stored} stored payloads (${report.freedBytes} bytes); ${report.referenced} referenced by ${report.runs} runs, ${report.young} kept as younger than the minimum age\n`,
+      );
+    }
+    return EXIT.ok;
+  });
+}
+
 async function commandHistory(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
   const [verb, runId, ...rest] = positionals;
   if (verb !== 'export' || !runId || rest.length) throw new UsageError('keel history needs export and a run id: keel history export <runId> [--out <file>]');
@@ -861,6 +901,8 @@ async function command(argv: string[]): Promise<number> {
         return await commandHolds(config, options);
       case 'history':
         return await commandHistory(config, positionals, options);
+      case 'storage':
+        return await commandStorage(config, positionals, options);
       case 'demo':
         return await later<typeof import('./demo')>('./demo').runDemo(config);
       default:

@@ -9,7 +9,7 @@
 import { StorageDriverClaim, type Payload, type StorageDriver, type StorageDriverRetrieveContext, type StorageDriverStoreContext } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 const PayloadProto = temporal.api.common.v1.Payload;
@@ -32,7 +32,14 @@ export class FileStorageDriver implements StorageDriver {
         const bytes = PayloadProto.encode(payload).finish();
         const hash = createHash('sha256').update(bytes).digest('hex');
         const path = join(this.directory, FileStorageDriver.relativePath(hash));
-        if (!(await exists(path))) {
+        // Stored again: its time is renewed, so `keel storage gc` (which keeps young blobs) does not take it
+        // from under the run about to refer to it. Gone meanwhile (collected): written again.
+        const now = new Date();
+        const renewed = await utimes(path, now, now).then(
+          () => true,
+          () => false,
+        );
+        if (!renewed) {
           await mkdir(join(this.directory, hash.slice(0, 2)), { recursive: true });
           // Written under a temporary name and renamed: a reader never sees half a payload.
           const temporary = `${path}.${randomUUID()}.tmp`;
@@ -66,14 +73,5 @@ export class FileStorageDriver implements StorageDriver {
         return PayloadProto.decode(bytes);
       }),
     );
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path);
-    return true;
-  } catch {
-    return false;
   }
 }
