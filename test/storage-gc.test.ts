@@ -62,6 +62,13 @@ describe('keel storage gc', () => {
     expect(onlyFirst.length).toBeGreaterThan(0);
     expect(ofWaiting.size).toBeGreaterThan(0);
 
+    // gc finds runs through visibility, which lags a moment behind a start (what --min-age covers in production).
+    const listed = async () => {
+      const ids = new Set<string>();
+      for await (const execution of client.temporal.workflow.list()) ids.add(execution.workflowId);
+      return [first.runId, second.runId, waiting.runId].every((id) => ids.has(id));
+    };
+    await expect.poll(listed, { timeout: 30_000, interval: 500 }).toBe(true);
     // Young blobs are kept by default (1 hour); --dry-run deletes nothing.
     expect((await gc()).deleted).toEqual([]);
     const dry = await gc('--min-age', '0s', '--dry-run');
