@@ -71,7 +71,20 @@ export function referencedHashes(history: unknown, into = new Set<string>()): Se
 async function referencesOfNamespace(client: Client): Promise<{ runs: number; hashes: Set<string> }> {
   const hashes = new Set<string>();
   let runs = 0;
-  for await (const execution of client.workflow.list()) {
+  // Listed raw: the SDK's listing decodes each run's memo, which fails for runs sealed with keys this process lacks.
+  const executions: Array<{ workflowId: string; runId: string }> = [];
+  let nextPageToken: Uint8Array | undefined;
+  do {
+    const page = await client.workflowService.listWorkflowExecutions({
+      namespace: client.options.namespace,
+      pageSize: 1000,
+      ...(nextPageToken ? { nextPageToken } : {}),
+    });
+    for (const info of page.executions ?? [])
+      if (info.execution?.workflowId && info.execution.runId) executions.push({ workflowId: info.execution.workflowId, runId: info.execution.runId });
+    nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
+  } while (nextPageToken);
+  for (const execution of executions) {
     let history;
     try {
       history = await client.workflow.getHandle(execution.workflowId, execution.runId).fetchHistory();
