@@ -41,7 +41,11 @@ function layer(files, above) {
           'error',
           {
             patterns: [
-              { group: above.map((folder) => `**/${folder}/*`), message: `A higher layer (docs/architecture.md): move what both need down, or the code up.` },
+              // Relative paths only: a package's own folders (`@temporalio/client/lib/...`) are not keel's layers.
+              {
+                group: above.flatMap((folder) => [`./${folder}/*`, `../${folder}/*`, `../../${folder}/*`]),
+                message: `A higher layer (docs/architecture.md): move what both need down, or the code up.`,
+              },
             ],
           },
         ],

@@ -153,6 +153,39 @@ describe('encryption', () => {
     }
   });
 
+  it("lists the namespace from a process without a run's key: keel holds and keel list skip that run's memo, not the listing", async () => {
+    const { configPath } = writeTestConfig('encryption-plain', base);
+    const worker = keep(spawnKeel(['worker', '--config', configPath]));
+    await worker.waitFor(/keel: worker \d+ on task queue/);
+    const started = await runKeel(['run', 'guarded-reader', 'read d1', '--detach', '--json', '--config', configPath]);
+    const { runId } = JSON.parse(started.stdout) as { runId: string };
+    // Another project's run in the namespace, sealed with key A, which this project does not have.
+    process.env.KEEL_TEST_KEY_A = keyA;
+    const sealed = await KeelClient.connect(
+      loadConfig({ path: writeTestConfig('encryption-stranger', { ...base, encryption: { key: 'a', keys: { a: { env: 'KEEL_TEST_KEY_A' } } } }).configPath }),
+    );
+    const stranger = await sealed.temporal.workflow.start('generateWorkflow', {
+      taskQueue: 'encryption-nobody-polls',
+      workflowId: `encryption-stranger-${Date.now()}`,
+      args: [{ agent: 'x', messages: [] }],
+      memo: { agent: 'x' },
+    });
+    await sealed.close();
+    delete process.env.KEEL_TEST_KEY_A;
+    try {
+      await expect.poll(async () => (await runKeel(['holds', '--json', '--config', configPath])).stdout, { timeout: 30_000, interval: 500 }).toContain(runId);
+      const listed = await runKeel(['list', '--json', '--limit', '500', '--config', configPath]);
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(listed.stdout).toContain(stranger.workflowId);
+      expect(listed.stdout).toContain(runId);
+    } finally {
+      const plain = await KeelClient.connect(loadConfig({ path: configPath }));
+      await plain.temporal.workflow.getHandle(stranger.workflowId).terminate('test done');
+      await plain.getHandle(runId).cancel();
+      await plain.close();
+    }
+  });
+
   it('refuses a config whose keys cannot be read, naming the key and where it was looked for', async () => {
     const cases: Array<[Record<string, unknown>, Record<string, string>, string]> = [
       [{ key: 'a', keys: { a: { env: 'KEEL_TEST_NO_SUCH_KEY' } } }, {}, 'encryption.keys.a: the environment variable KEEL_TEST_NO_SUCH_KEY is not set'],

@@ -6,6 +6,7 @@
  * once, at the topmost run that shows it, which is where a decision for it is sent.
  * Node side.
  */
+import { listExecutions } from '../node/list-executions';
 import { ServiceError, type Client } from '@temporalio/client';
 import { HOLDS_MEMO_KEY, MemoHoldSchema, type MemoHold } from '../core/run';
 import { decideCommands } from './decide-commands';
@@ -43,14 +44,14 @@ async function* waitingRuns(client: Client): AsyncGenerator<{ runId: string; age
   let query = `${base} AND ${KEEL_STATUS.name}='waiting'`;
   try {
     // Without keel's search attributes the query is refused: then every open run is looked at.
-    const first = client.workflow.list({ query, pageSize: 1000 });
+    const first = listExecutions(client, { query, pageSize: 1000 });
     for await (const run of first) yield { runId: run.workflowId, ...(run.memo ? { memo: run.memo } : {}), ...agentOf(run) };
     return;
   } catch (error) {
     if (!(error instanceof ServiceError) || !/KeelStatus|search attribute/i.test(error.message)) throw error;
     query = base;
   }
-  for await (const run of client.workflow.list({ query, pageSize: 1000 }))
+  for await (const run of listExecutions(client, { query, pageSize: 1000 }))
     yield { runId: run.workflowId, ...(run.memo ? { memo: run.memo } : {}), ...agentOf(run) };
 }
 

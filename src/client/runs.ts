@@ -5,6 +5,7 @@
  * Temporal's execution status say, which cannot tell `waiting` from `running` without the memo's
  * holds). Reads Temporal only: no worker needed. Node side.
  */
+import { listExecutions } from '../node/list-executions';
 import { ServiceError, type Client, type WorkflowExecutionInfo } from '@temporalio/client';
 import { z } from 'zod';
 import { HOLDS_MEMO_KEY, MemoHoldSchema, RunLifecycleSchema, type RunLifecycle } from '../core/run';
@@ -96,7 +97,7 @@ export async function listRuns(client: Client, options: ListRunsOptions = {}): P
   const limit = options.limit ?? 50;
   const collect = async (indexed: boolean) => {
     const found: RunListing[] = [];
-    for await (const run of client.workflow.list({ query: queryOf(options, indexed), pageSize: Math.min(limit, 100) })) {
+    for await (const run of listExecutions(client, { query: queryOf(options, indexed), pageSize: Math.min(limit, 100) })) {
       // A run that continued as new goes on in a later execution of the same id, listed on its own.
       if (run.status.name === 'CONTINUED_AS_NEW') continue;
       const shown = listing(run);

@@ -7,6 +7,7 @@
  * again). Once Temporal deletes a closed run at the end of its retention, that run's blobs go at
  * the next collection. The file driver only. Node side.
  */
+import { listExecutions } from '../node/list-executions';
 import type { Client } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 import { decodeReferencePayload, isReferencePayload } from '@temporalio/common/lib/internal-non-workflow';
@@ -71,20 +72,8 @@ export function referencedHashes(history: unknown, into = new Set<string>()): Se
 async function referencesOfNamespace(client: Client): Promise<{ runs: number; hashes: Set<string> }> {
   const hashes = new Set<string>();
   let runs = 0;
-  // Listed raw: the SDK's listing decodes each run's memo, which fails for runs sealed with keys this process lacks.
-  const executions: Array<{ workflowId: string; runId: string }> = [];
-  let nextPageToken: Uint8Array | undefined;
-  do {
-    const page = await client.workflowService.listWorkflowExecutions({
-      namespace: client.options.namespace,
-      pageSize: 1000,
-      ...(nextPageToken ? { nextPageToken } : {}),
-    });
-    for (const info of page.executions ?? [])
-      if (info.execution?.workflowId && info.execution.runId) executions.push({ workflowId: info.execution.workflowId, runId: info.execution.runId });
-    nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
-  } while (nextPageToken);
-  for (const execution of executions) {
+  // Listed run by run: a run sealed with a key this project lacks still counts (its memo is not needed).
+  for await (const execution of listExecutions(client)) {
     let history;
     try {
       history = await client.workflow.getHandle(execution.workflowId, execution.runId).fetchHistory();

@@ -3,6 +3,7 @@
  * background tasks), the files its Filesystem tools wrote, and where the Temporal Web UI shows
  * its raw history. Read through Temporal only (queries, describe, visibility). Node side.
  */
+import { listExecutions } from '../node/list-executions';
 import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow';
 import type { temporal } from '@temporalio/proto';
 import type { KeelClient } from '../client/keel-client';
@@ -64,7 +65,7 @@ async function childrenOf(client: KeelClient, runId: string, status: RunStatus):
   const children: ChildRun[] = [];
   const query = `WorkflowType='${GENERATE_WORKFLOW}' AND ParentWorkflowId='${runId.replace(/'/g, "\\'")}'`;
   try {
-    for await (const run of client.temporal.workflow.list({ query, pageSize: 200 })) {
+    for await (const run of listExecutions(client.temporal, { query, pageSize: 200 })) {
       const summary = typeof run.memo?.prompt === 'string' ? run.memo.prompt : undefined;
       const agent = typeof run.memo?.agent === 'string' ? run.memo.agent : tasks.get(run.workflowId)?.agent;
       children.push({
