@@ -244,13 +244,17 @@ function callOptions(name: string, config: Record<string, unknown>): Record<stri
   return config;
 }
 
+/** A `data:` URI's media type (if it names one) and its content in base64 (percent-encoded content re-encoded); undefined for any other URL. */
+function dataUri(url: string): { mediaType: string | undefined; base64: string } | undefined {
+  const data = /^data:([^;,]+)?(;base64)?,(.*)$/s.exec(url);
+  if (!data) return undefined;
+  return { mediaType: data[1], base64: data[2] ? data[3]! : Buffer.from(decodeURIComponent(data[3]!)).toString('base64') };
+}
+
 /** A media URL as a file part: a data URI's base64 content, or the URL itself. */
 function filePart(url: string, contentType: string | undefined): AiSdkContentPart {
-  const data = /^data:([^;,]+)?(;base64)?,(.*)$/s.exec(url);
-  if (data) {
-    const mediaType = contentType ?? data[1] ?? 'application/octet-stream';
-    return { type: 'file', mediaType, data: data[2] ? data[3]! : Buffer.from(decodeURIComponent(data[3]!)).toString('base64') };
-  }
+  const data = dataUri(url);
+  if (data) return { type: 'file', mediaType: contentType ?? data.mediaType ?? 'application/octet-stream', data: data.base64 };
   return { type: 'file', mediaType: contentType ?? 'application/octet-stream', data: new URL(url) };
 }
 
@@ -272,13 +276,12 @@ function toolResultOutput(part: ToolResponse, version: string): AiSdkToolResultO
 }
 
 function toolResultMedium({ url, contentType }: Media, version: string): AiSdkToolResultItem {
-  const data = /^data:([^;,]+)?(;base64)?,(.*)$/s.exec(url);
-  const mediaType = contentType ?? data?.[1];
+  const data = dataUri(url);
+  const mediaType = contentType ?? data?.mediaType;
   const image = mediaType?.startsWith('image/') ?? false;
   if (data) {
-    const base64 = data[2] ? data[3]! : Buffer.from(decodeURIComponent(data[3]!)).toString('base64');
     const type = version === 'v2' ? 'media' : image ? 'image-data' : 'file-data';
-    return { type, data: base64, mediaType: mediaType ?? 'application/octet-stream' };
+    return { type, data: data.base64, mediaType: mediaType ?? 'application/octet-stream' };
   }
   if (version === 'v2') return { type: 'text', text: `[${mediaType ?? 'media'}: ${url}]` };
   return image ? { type: 'image-url', url } : { type: 'file-url', url, ...(mediaType ? { mediaType } : {}) };

@@ -21,8 +21,7 @@ import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
 import { describeZodError } from '../core/schema-errors';
 import { encryptionCodec } from '../security/encryption';
-
-const isLoopback = (host: string) => host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+import { isLoopback, temporalUiUrlOf } from './addresses';
 
 /** A payload as the Web UI sends it: metadata values and data in base64. */
 const JsonPayloadSchema = z.object({
@@ -114,7 +113,7 @@ export async function startCodecServer({
       'FAILED_PRECONDITION',
       `keel codec-server listens on ${host}, which is not loopback: set KEEL_CODEC_TOKEN (a long random string; the Web UI sends it as its access token), or listen on 127.0.0.1`,
     );
-  const temporalUiUrl = config.ui.temporalUiUrl ?? (config.server.enabled ? `http://${config.server.ip}:${config.server.uiPort}` : undefined);
+  const temporalUiUrl = temporalUiUrlOf(config);
   const corsOrigins = config.codecServer.corsOrigins ?? (temporalUiUrl ? [new URL(temporalUiUrl).origin] : []);
   const app = createCodecApp({ codec, token, corsOrigins });
   const server: ServerType = await new Promise((resolve, reject) => {

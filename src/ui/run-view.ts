@@ -3,8 +3,8 @@
  * background tasks), the files its Filesystem tools wrote, and where the Temporal Web UI shows
  * its raw history. Read through Temporal only (queries, describe, visibility). Node side.
  */
+import { decodePayload } from '../client/decode-payload';
 import { listExecutions } from '../node/list-executions';
-import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow';
 import type { temporal } from '@temporalio/proto';
 import type { KeelClient } from '../client/keel-client';
 import type { Message } from '../core/messages';
@@ -135,9 +135,8 @@ async function budgetOf(client: KeelClient, runId: string): Promise<BudgetView |
     execution: { workflowId: runId },
     maximumPageSize: 40,
   });
-  const converter = client.temporal.options.loadedDataConverter;
-  const decoded = (payloads: temporal.api.common.v1.IPayloads | null | undefined): Promise<{ use?: typeof refs } | undefined> =>
-    decodeFromPayloadsAtIndex<{ use?: typeof refs } | undefined>(converter, 0, payloads?.payloads).catch(() => undefined);
+  const decoded = (payloads: temporal.api.common.v1.IPayloads | null | undefined) =>
+    decodePayload<{ use?: typeof refs }>(client.temporal, payloads?.payloads?.[0]);
   const refs: Array<{ name?: unknown; config?: unknown }> = [];
   const scheduled = new Map<string, string>();
   // Kept only once the agent was resolved: a run viewed before that may yet have the agent's Budget.

@@ -11,6 +11,7 @@
  * config: only the namespace, task queue, the Temporal Web UI's address and the user's name.
  * Node side.
  */
+import { isLoopback, temporalUiUrlOf } from './addresses';
 import { serve, type ServerType } from '@hono/node-server';
 import { serveStatic } from '@hono/node-server/serve-static';
 import { timingSafeEqual } from 'node:crypto';
@@ -68,8 +69,6 @@ export interface UiServer {
   close(): Promise<void>;
 }
 
-const isLoopback = (host: string) => host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
-
 const StartSchema = z
   .object({
     agent: z.string().min(1),
@@ -124,7 +123,7 @@ export function createUiApp({
 }): Hono {
   const app = new Hono();
   const namespace = config.temporal.namespace;
-  const temporalUiUrl = config.ui.temporalUiUrl ?? (config.server.enabled ? `http://${config.server.ip}:${config.server.uiPort}` : undefined);
+  const temporalUiUrl = temporalUiUrlOf(config);
 
   app.use(secureHeaders({ contentSecurityPolicy: { defaultSrc: ["'self'"], imgSrc: ["'self'", 'data:'], styleSrc: ["'self'", "'unsafe-inline'"] } }));
   // Without a token, the Host must be this server: a page on another site cannot reach it
