@@ -15,6 +15,7 @@ import { stringify } from 'yaml';
 import { KeelClient } from '../src/client/keel-client';
 import { loadConfig } from '../src/config/load';
 import { killAfterEach, ROOT, runKeel, spawnKeel, writeTestConfig } from './support/processes';
+import { startSealedRun } from './support/sealed-run';
 import { temporalCli } from './support/temporal-cli';
 
 const SECRETS = ['PROMPTSECRET-1209', 'DOCSECRET-7781', 'MODELSECRET-4402'] as const;
@@ -159,28 +160,17 @@ describe('encryption', () => {
     await worker.waitFor(/keel: worker \d+ on task queue/);
     const started = await runKeel(['run', 'guarded-reader', 'read d1', '--detach', '--json', '--config', configPath]);
     const { runId } = JSON.parse(started.stdout) as { runId: string };
-    // Another project's run in the namespace, sealed with key A, which this project does not have.
-    process.env.KEEL_TEST_KEY_A = keyA;
-    const sealed = await KeelClient.connect(
-      loadConfig({ path: writeTestConfig('encryption-stranger', { ...base, encryption: { key: 'a', keys: { a: { env: 'KEEL_TEST_KEY_A' } } } }).configPath }),
-    );
-    const stranger = await sealed.temporal.workflow.start('generateWorkflow', {
-      taskQueue: 'encryption-nobody-polls',
-      workflowId: `encryption-stranger-${Date.now()}`,
-      args: [{ agent: 'x', messages: [] }],
-      memo: { agent: 'x' },
-    });
-    await sealed.close();
-    delete process.env.KEEL_TEST_KEY_A;
+    // Another project's run in the namespace, sealed with a key this project does not have.
+    const stranger = await startSealedRun('encryption');
     try {
       await expect.poll(async () => (await runKeel(['holds', '--json', '--config', configPath])).stdout, { timeout: 30_000, interval: 500 }).toContain(runId);
       const listed = await runKeel(['list', '--json', '--limit', '500', '--config', configPath]);
       expect(listed.code, listed.stderr).toBe(0);
-      expect(listed.stdout).toContain(stranger.workflowId);
+      expect(listed.stdout).toContain(stranger);
       expect(listed.stdout).toContain(runId);
     } finally {
       const plain = await KeelClient.connect(loadConfig({ path: configPath }));
-      await plain.temporal.workflow.getHandle(stranger.workflowId).terminate('test done');
+      await plain.temporal.workflow.getHandle(stranger).terminate('test done');
       await plain.getHandle(runId).cancel();
       await plain.close();
     }

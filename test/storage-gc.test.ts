@@ -4,14 +4,15 @@
  * it referred to; a blob it shared with a retained run stays, as do the blobs of a run still
  * waiting on a hold, which then completes; young blobs are kept; --dry-run deletes nothing.
  */
-import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeelClient } from '../src/client/keel-client';
 import { loadConfig } from '../src/config/load';
+import { listExecutions } from '../src/node/list-executions';
 import { referencedHashes } from '../src/storage/gc';
 import { ROOT, runKeel, spawnKeel, writeTestConfig, type KeelProcess } from './support/processes';
+import { startSealedRun } from './support/sealed-run';
 import { temporalCli } from './support/temporal-cli';
 
 let worker: KeelProcess;
@@ -66,26 +67,12 @@ describe('keel storage gc', () => {
     // gc finds runs through visibility, which lags a moment behind a start (what --min-age covers in production).
     const listed = async () => {
       const ids = new Set<string>();
-      for await (const execution of client.temporal.workflow.list()) ids.add(execution.workflowId);
+      for await (const execution of listExecutions(client.temporal)) ids.add(execution.workflowId);
       return [first.runId, second.runId, waiting.runId].every((id) => ids.has(id));
     };
     await expect.poll(listed, { timeout: 30_000, interval: 500 }).toBe(true);
     // A run of someone else's in the namespace, its memo sealed with a key this project lacks: gc reads past it.
-    process.env.KEEL_TEST_GC_KEY = randomBytes(32).toString('base64');
-    const sealed = await KeelClient.connect(
-      loadConfig({
-        path: writeTestConfig('storage-gc-sealed', { server: { enabled: false }, encryption: { key: 'k', keys: { k: { env: 'KEEL_TEST_GC_KEY' } } } })
-          .configPath,
-      }),
-    );
-    const stranger = await sealed.temporal.workflow.start('generateWorkflow', {
-      taskQueue: 'storage-gc-nobody-polls',
-      workflowId: `storage-gc-stranger-${Date.now()}`,
-      args: [{ agent: 'x', messages: [] }],
-      memo: { note: 'sealed' },
-    });
-    await sealed.close();
-    delete process.env.KEEL_TEST_GC_KEY;
+    const stranger = await startSealedRun('storage-gc');
     // Young blobs are kept by default (1 hour); --dry-run deletes nothing.
     expect((await gc()).deleted).toEqual([]);
     const dry = await gc('--min-age', '0s', '--dry-run');
@@ -108,7 +95,7 @@ describe('keel storage gc', () => {
     const approved = await runKeel(['approve', waiting.runId, 'i1', '--config', configPath]);
     expect(approved.code, approved.stderr).toBe(0);
     expect((await waiting.result()).text).toContain('MODELSECRET-4402');
-    await client.temporal.workflow.getHandle(stranger.workflowId).terminate('storage-gc test done');
+    await client.temporal.workflow.getHandle(stranger).terminate('storage-gc test done');
   }, 180_000);
 
   it('says what is wrong with its arguments and with a store it cannot collect', async () => {
