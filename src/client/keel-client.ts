@@ -2,6 +2,7 @@
  * The typed client: start a run, get its handle, read its status and result, cancel it.
  * Node side; uses the same message constants as the workflow.
  */
+import { versioningMemo, type RunVersioning } from '../core/versioning';
 import { decodePayload } from './decode-payload';
 import {
   Client,
@@ -537,6 +538,8 @@ export interface KeelClientOptions {
   temporal: Client;
   /** Task queue runs are started on. */
   taskQueue: string;
+  /** Per agent, how its runs move between builds (the config's `deployment.agents`); absent agents take the workers' default. */
+  versioning?: Readonly<Record<string, RunVersioning>>;
 }
 
 /** Typed access to keel runs. */
@@ -545,10 +548,12 @@ export class KeelClient {
   readonly temporal: Client;
   /** Task queue runs are started on. */
   readonly taskQueue: string;
+  private readonly versioning: Readonly<Record<string, RunVersioning>>;
 
-  constructor({ temporal, taskQueue }: KeelClientOptions) {
+  constructor({ temporal, taskQueue, versioning = {} }: KeelClientOptions) {
     this.temporal = temporal;
     this.taskQueue = taskQueue;
+    this.versioning = versioning;
   }
 
   /** The namespace's runs, newest first, by agent and lifecycle (`keel list`); read from Temporal, no worker needed. */
@@ -562,7 +567,11 @@ export class KeelClient {
    * default: Temporal's `<pid>@<host>`.
    */
   static async connect(config: KeelConfig, { identity }: { identity?: string } = {}): Promise<KeelClient> {
-    return new KeelClient({ temporal: await connectClient(config, identity !== undefined ? { identity } : {}), taskQueue: config.taskQueue });
+    return new KeelClient({
+      temporal: await connectClient(config, identity !== undefined ? { identity } : {}),
+      taskQueue: config.taskQueue,
+      ...(config.deployment ? { versioning: config.deployment.agents } : {}),
+    });
   }
 
   /**
@@ -615,7 +624,8 @@ export class KeelClient {
           taskQueue: taskQueue ?? this.taskQueue,
           workflowId: runId,
           args: [input],
-          memo: { agent, prompt: excerpt },
+          // keelVersioning: how the run moves between builds, when its agent has a choice in `deployment.agents`.
+          memo: { agent, prompt: excerpt, ...versioningMemo(this.versioning[agent]) },
           staticSummary: `${agent}: ${excerpt}`,
         }),
       );

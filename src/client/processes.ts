@@ -179,7 +179,7 @@ export function announceWorker(config: KeelConfig, { agents, signingKeys }: { ag
     );
   }
   process.stderr.write(
-    `keel: worker ${process.pid} on task queue "${config.taskQueue}" at ${config.temporal.address}; agents: ${agents.join(', ') || '(none)'}\n`,
+    `keel: worker ${process.pid} on task queue "${config.taskQueue}" at ${config.temporal.address}${config.deployment ? `, build ${config.deployment.name}/${config.deployment.buildId}` : ''}; agents: ${agents.join(', ') || '(none)'}\n`,
   );
 }
 

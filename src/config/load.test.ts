@@ -25,6 +25,20 @@ describe('config', () => {
     expect(config.taskQueue).toBe('q');
   });
 
+  it('takes the Worker Deployment from the file or from KEEL_DEPLOYMENT_NAME and KEEL_BUILD_ID, and names a missing half', () => {
+    expect(parseConfig({}, { env: {} }).deployment).toBeUndefined();
+    expect(parseConfig({}, { env: { KEEL_DEPLOYMENT_NAME: 'agents', KEEL_BUILD_ID: 'v2' } }).deployment).toEqual({
+      name: 'agents',
+      buildId: 'v2',
+      defaultBehavior: 'pinned',
+      agents: {},
+    });
+    const file = { deployment: { name: 'agents', buildId: 'v1', agents: { digest: 'autoUpgrade' } } };
+    expect(parseConfig(file, { env: { KEEL_BUILD_ID: 'v3' } }).deployment).toMatchObject({ name: 'agents', buildId: 'v3', agents: { digest: 'autoUpgrade' } });
+    expect(() => parseConfig({}, { source: 'f.yaml', env: { KEEL_BUILD_ID: 'v2' } })).toThrow(/f\.yaml: invalid config: .*deployment\.name/);
+    expect(() => parseConfig({ deployment: { name: 'a', buildId: 'b', agents: { x: 'sometimes' } } }, { env: {} })).toThrow(/deployment\.agents\.x/);
+  });
+
   it('names the path of each bad field', () => {
     expect(() => parseConfig({ agents: [{ name: 'a' }], activities: { tool: { heartbeatTimeout: 'soon' } } }, { source: 'f.yaml', env: {} })).toThrow(
       ConfigError,

@@ -24,6 +24,8 @@ export const CONFIG_ENV = {
   TEMPORAL_TLS: 'temporal.tls',
   KEEL_TASK_QUEUE: 'taskQueue',
   TEMPORAL_CLI: 'server.binary',
+  KEEL_DEPLOYMENT_NAME: 'deployment.name',
+  KEEL_BUILD_ID: 'deployment.buildId',
 } as const;
 
 function applyEnv(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): Record<string, unknown> {

@@ -303,6 +303,27 @@ export const MetricsConfigSchema = z
   })
   .strict();
 
+/** How runs move between builds of a Worker Deployment: kept on the build that started them, or moved to the current one. */
+export const VersioningBehaviorSchema = z.enum(['pinned', 'autoUpgrade']);
+
+/**
+ * Temporal Worker Versioning (README, "Safe deploys"): each worker polls as one build of a
+ * Worker Deployment, and a run stays on the build that started it (pinned) unless its agent
+ * says `autoUpgrade`. Off when absent; KEEL_DEPLOYMENT_NAME and KEEL_BUILD_ID set it too.
+ */
+export const DeploymentConfigSchema = z
+  .object({
+    /** The Worker Deployment: one name for every build of this set of agents. */
+    name: z.string().min(1),
+    /** This build's id (a release tag, a commit): runs pinned to it are served only by its workers. */
+    buildId: z.string().min(1),
+    /** How runs move between builds unless their agent says otherwise. */
+    defaultBehavior: VersioningBehaviorSchema.default('pinned'),
+    /** Per agent, by name: `autoUpgrade` for runs that should follow new builds (their workflow changes then need `patched()`). */
+    agents: z.record(z.string().min(1), VersioningBehaviorSchema).default({}),
+  })
+  .strict();
+
 /** The whole temporal.yaml. */
 export const KeelConfigSchema = z
   .object({
@@ -316,6 +337,8 @@ export const KeelConfigSchema = z
     /** Off unless set: payloads are then plaintext in Temporal and in the payload store. */
     encryption: EncryptionConfigSchema.optional(),
     metrics: MetricsConfigSchema.prefault({}),
+    /** Worker Versioning; off when absent (README, "Safe deploys"). */
+    deployment: DeploymentConfigSchema.optional(),
     activities: z
       .object({
         model: activitySpec({ startToCloseTimeout: '5 minutes' }),

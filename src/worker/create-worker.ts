@@ -118,6 +118,24 @@ function modelWorker(model: Model, options: Omit<WorkerOptions, 'taskQueue' | 'w
   });
 }
 
+/**
+ * Worker Versioning (`deployment` in the config, or KEEL_DEPLOYMENT_NAME and KEEL_BUILD_ID):
+ * the worker polls as one build of the deployment, and a run takes `defaultBehavior` unless
+ * its memo names another (src/workflows/versioning.ts). The rate-limited models' activity
+ * Workers poll as the same build, so a pinned run's model calls stay on it.
+ */
+export function deploymentOptions(config: KeelConfig): Pick<WorkerOptions, 'workerDeploymentOptions'> {
+  const deployment = config.deployment;
+  if (!deployment) return {};
+  return {
+    workerDeploymentOptions: {
+      useWorkerVersioning: true,
+      version: { deploymentName: deployment.name, buildId: deployment.buildId },
+      defaultVersioningBehavior: deployment.defaultBehavior === 'autoUpgrade' ? 'AUTO_UPGRADE' : 'PINNED',
+    },
+  };
+}
+
 /** A worker ready to `run()`: the task queue's, and one per rate-limited model. */
 export async function createKeelWorker({
   config,
@@ -141,6 +159,7 @@ export async function createKeelWorker({
   };
   const shared = {
     connection,
+    ...deploymentOptions(config),
     ...(dataConverter ? { dataConverter } : {}),
     namespace: config.temporal.namespace,
     interceptors,

@@ -16,10 +16,10 @@ import {
   ContinueAsNew,
   allHandlersFinished,
   condition,
-  continueAsNew,
   patched,
   proxyActivities,
   proxyLocalActivities,
+  setWorkflowOptions,
   workflowInfo,
 } from '@temporalio/workflow';
 import { KeelError } from '../core/errors';
@@ -50,6 +50,7 @@ import { assertContinuedFits, assertResultFits } from './payload-fit';
 import { RunLedger } from './tree-ledger';
 import { runCall, settleTurn, type ToolTurnContext } from './tool-turn';
 import { Steering } from './steering';
+import { continueOnCurrentBuild, runVersioningOptions } from './versioning';
 
 const { resolveAgent, validateToolOutput } = proxyLocalActivities<KeelActivities>({
   startToCloseTimeout: '30 seconds',
@@ -267,7 +268,7 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
         const args: Parameters<typeof generateWorkflow> = [{ ...next, messages: [] }, ...messageChunks(next.messages)];
         assertContinuedFits(run.runId, args, next.messages.length, inlinePayloadLimit);
         runContinuedAsNew(agent.name);
-        await continueAsNew<typeof generateWorkflow>(...args);
+        await continueOnCurrentBuild<typeof generateWorkflow>(...args);
       }
       run.status.turn += 1;
       // Steering messages sent meanwhile go in before the call (and one sent with interrupt makes it again).
@@ -343,3 +344,6 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     throw thrown;
   }
 }
+
+// A run declares its versioning behavior as it starts: the one its memo names, else the worker's default.
+setWorkflowOptions(runVersioningOptions, generateWorkflow);

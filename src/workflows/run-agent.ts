@@ -14,6 +14,7 @@ import {
   isCancellation,
   proxyActivities,
 } from '@temporalio/workflow';
+import { inheritedVersioning } from './versioning';
 import { KeelError, fromApplicationFailure, toKeelError } from '../core/errors';
 import { addUsage, type Usage } from '../core/messages';
 import type { MiddlewareRef, RunInputOptions, RunResult } from '../core/run';
@@ -80,6 +81,7 @@ export function agentRunner({ run, inherited, forgetChild }: SubAgentRunnerOptio
         workflowId: runId,
         args: [input],
         ...childSummary(agent, options.messages),
+        ...inheritedVersioning(),
       });
       run.status.usage = addUsage(run.status.usage, result.usage);
       forgetChild(runId);

@@ -6,6 +6,7 @@
  */
 import { childSummary } from './child-summary';
 import { ApplicationFailure, CancellationScope, isCancellation, startChild } from '@temporalio/workflow';
+import { inheritedVersioning } from './versioning';
 import { fromApplicationFailure, toKeelError, type KeelError } from '../core/errors';
 import type { Artifact } from '../core/artifacts';
 import { addUsage, messageText, type Message, type Usage } from '../core/messages';
@@ -67,7 +68,9 @@ export async function startTurn(session: Session, { snapshot, base, messages, us
   };
   let child;
   try {
-    child = await scope.run(() => startChild(GENERATE_WORKFLOW, { workflowId: runId, args: [input], ...childSummary(session.agent, messages) }));
+    child = await scope.run(() =>
+      startChild(GENERATE_WORKFLOW, { workflowId: runId, args: [input], ...childSummary(session.agent, messages), ...inheritedVersioning() }),
+    );
   } catch (error) {
     return { ended: Promise.resolve(finish(turnEnding(error))) };
   }

@@ -17,12 +17,12 @@
 import {
   allHandlersFinished,
   condition,
-  continueAsNew,
   log,
   patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
+  setWorkflowOptions,
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -64,6 +64,7 @@ import {
   type Session,
 } from './session-state';
 import { abortCurrentTurn, settleTurn, startTurn, type TurnEnd } from './session-turn';
+import { continueOnCurrentBuild, runVersioningOptions } from './versioning';
 
 const { resolveAgent: resolveAgentLocally } = proxyLocalActivities<KeelActivities>({
   startToCloseTimeout: '30 seconds',
@@ -111,7 +112,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
     if (session.refusedAgent) return;
     if (!session.busy) break;
   }
-  await continueAsNew<typeof sessionWorkflow>(carriedInput(session));
+  await continueOnCurrentBuild<typeof sessionWorkflow>(carriedInput(session));
 }
 
 /** The session its input describes; an input that does not parse fails the workflow INVALID_ARGUMENT. */
@@ -283,3 +284,6 @@ function pendingAnswer(session: Session, snapshot: Snapshot, base: SessionState)
     sessionUsage: base.usage,
   };
 }
+
+// A session declares its versioning behavior as it starts: the one its memo names, else the worker's default.
+setWorkflowOptions(runVersioningOptions, sessionWorkflow);

@@ -7,6 +7,7 @@
  */
 import { childSummary } from './child-summary';
 import { getExternalWorkflowHandle, ParentClosePolicy, patched, proxyActivities, startChild } from '@temporalio/workflow';
+import { inheritedVersioning } from './versioning';
 import { addUsage } from '../core/messages';
 import { isSettled, taskRecord, type TaskReport } from '../core/tasks';
 import type { KeelActivities } from '../activities/types';
@@ -53,6 +54,7 @@ export function taskControl({ run, inherited, forgetChild }: SubAgentRunnerOptio
         args: [input],
         parentClosePolicy: ParentClosePolicy.ABANDON,
         ...childSummary(options.agent, options.messages),
+        ...inheritedVersioning(),
       });
       const record = taskRecord({ agent: options.agent, runId, name: options.name });
       run.tasks = [...run.tasks, record];

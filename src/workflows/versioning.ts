@@ -1,0 +1,35 @@
+/**
+ * Worker Versioning inside the workflow (README, "Safe deploys"). A run declares its
+ * behavior once, as it starts: the one its memo names (`keelVersioning`, set by the client
+ * from `deployment.agents`, or handed down by the run that started it), else none, and the
+ * worker's `deployment.defaultBehavior` applies. A run that continues as new asks Temporal to
+ * start the next run on the deployment's current build (upgrade on continue-as-new), so a
+ * session or a long run moves to new code at a turn boundary, never in the middle of one.
+ * Runs in the workflow sandbox.
+ */
+import type { WorkflowDefinitionOptions } from '@temporalio/common';
+import { makeContinueAsNewFunc, workflowInfo, type Workflow } from '@temporalio/workflow';
+import { versioningMemo, versioningOfMemo } from '../core/versioning';
+
+/** The definition options of a keel workflow: its versioning behavior, from its memo. */
+export function runVersioningOptions(): WorkflowDefinitionOptions {
+  const chosen = versioningOfMemo(workflowInfo().memo);
+  if (chosen === 'autoUpgrade') return { versioningBehavior: 'AUTO_UPGRADE' };
+  if (chosen === 'pinned') return { versioningBehavior: 'PINNED' };
+  return {};
+}
+
+/** The memo a child run gets so it moves between builds the way this run does. */
+export function inheritedVersioning(): { memo?: Record<string, string> } {
+  const memo = versioningMemo(versioningOfMemo(workflowInfo().memo));
+  return Object.keys(memo).length ? { memo } : {};
+}
+
+/**
+ * Continues as new, the next run starting on the deployment's current build (for an
+ * unversioned worker, as a plain continue-as-new). Temporal servers without upgrade on
+ * continue-as-new keep the next run on this run's build.
+ */
+export function continueOnCurrentBuild<F extends Workflow>(...args: Parameters<F>): Promise<never> {
+  return makeContinueAsNewFunc<F>({ initialVersioningBehavior: 'AUTO_UPGRADE' })(...args);
+}
