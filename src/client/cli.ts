@@ -68,6 +68,10 @@ commands:
   storage gc                  delete stored payloads no run refers to any more (runs Temporal
                               deleted at the end of their retention), older than --min-age
                               (default 1 hour); --dry-run lists them
+  deploy check                replay recent runs of every agent (open and closed, --per-agent
+                              of each, default 10) against this build's workflow code; names
+                              each run that would not replay and its first diverging event,
+                              exit 1 if any (for CI before a rollout)
 
 options:
   --config <file>             config file (default ./temporal.yaml)
@@ -81,6 +85,7 @@ options:
   --out <file>                (history export) write the history to this file
   --min-age <duration>        (storage gc) keep unreferenced payloads younger than this
   --dry-run                   (storage gc) report what would be deleted, delete nothing
+  --per-agent <n>             (deploy check) most runs replayed per agent (default 10)
   --as <name>                 (approve, deny, decide) who decides, recorded with the decision in
                               the run's status and result (default: <user>@<host>)
   --queue                     (approve, deny, decide) send the decision even when no worker polls;
@@ -118,6 +123,7 @@ interface CliOptions {
   out?: string;
   'dry-run': boolean;
   'min-age'?: string;
+  'per-agent'?: string;
 }
 
 function parse(argv: string[]): { command: string | undefined; positionals: string[]; options: CliOptions; help: boolean } {
@@ -145,6 +151,7 @@ function parse(argv: string[]): { command: string | undefined; positionals: stri
         port: { type: 'string' },
         out: { type: 'string' },
         'dry-run': { type: 'boolean', default: false },
+        'per-agent': { type: 'string' },
         'min-age': { type: 'string' },
         version: { type: 'boolean', short: 'v', default: false },
         'allow-empty': { type: 'boolean', default: false },
@@ -769,6 +776,40 @@ function commandInit(positionals: string[]): number {
   }
 }
 
+async function commandDeploy(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
+  if (positionals[0] !== 'check' || positionals.length > 1)
+    throw new UsageError('keel deploy needs check: keel deploy check [--per-agent <n>] [--agent <name>] [--json]');
+  const perAgent = options['per-agent'] === undefined ? undefined : Number(options['per-agent']);
+  if (perAgent !== undefined && (!Number.isInteger(perAgent) || perAgent < 1))
+    throw new UsageError(`--per-agent: a whole number of runs, 1 or more, not "${options['per-agent']}"`);
+  const { checkDeploy, installCheckRuntime } = later<typeof import('./deploy-check')>('./deploy-check');
+  installCheckRuntime();
+  return withClient(config, async (client) => {
+    const report = await checkDeploy(client.temporal, config, {
+      ...(perAgent !== undefined ? { perAgent } : {}),
+      ...(options.agent ? { agent: options.agent } : {}),
+    });
+    if (options.json) print(true, report);
+    else {
+      const total = Object.values(report.checked).reduce((sum, count) => sum + count, 0);
+      const agents =
+        Object.entries(report.checked)
+          .map(([agent, count]) => `${agent} ${count}`)
+          .join(', ') || 'none';
+      for (const failure of report.failures) {
+        const at = failure.event ? ` at event ${failure.event.id} (${failure.event.type})` : '';
+        process.stdout.write(
+          `✗ run ${failure.runId} (agent ${failure.agent}, Temporal run ${failure.temporalRunId}) does not replay${at}: ${failure.message.split('\n')[0]}\n`,
+        );
+      }
+      process.stdout.write(
+        `keel deploy check: ${total - report.failures.length} of ${total} runs replay against this build (${agents})${report.failures.length ? `; ${report.failures.length} would fail` : ''}\n`,
+      );
+    }
+    return report.failures.length ? EXIT.failed : EXIT.ok;
+  });
+}
+
 async function commandStorage(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
   if (positionals[0] !== 'gc' || positionals.length > 1)
     throw new UsageError('keel storage needs gc: keel storage gc [--min-age <duration>] [--dry-run] [--json]');
@@ -903,6 +944,8 @@ async function command(argv: string[]): Promise<number> {
         return await commandHistory(config, positionals, options);
       case 'storage':
         return await commandStorage(config, positionals, options);
+      case 'deploy':
+        return await commandDeploy(config, positionals, options);
       case 'demo':
         return await later<typeof import('./demo')>('./demo').runDemo(config);
       default:
