@@ -182,29 +182,28 @@ async function connectOperator(config: KeelConfig): Promise<Connection> {
   const options = connectionOptions(config);
   if (!(await acceptsConnections(address, 5000)))
     throw new KeelError('UNAVAILABLE', `cannot reach Temporal at ${address}: nothing accepts connections there (temporal.address, or TEMPORAL_ADDRESS)`);
-  // The gRPC client says only "Failed to connect before the deadline" (10 s on) when a certificate is refused;
-  // a TLS handshake of our own, at the same time, names the refusal as soon as the server sends it.
-  const refused = config.temporal.tls === false ? undefined : tlsRefusal(config);
+  // The gRPC client says only "Failed to connect before the deadline" (10 s on) when TLS is on one side
+  // only or a certificate is refused; probes of our own, at the same time, name the cause as soon as it shows.
   const connecting = Connection.connect({ ...options, connectTimeout: 10_000 });
-  const failed = (reason: string) => new KeelError('UNAVAILABLE', `cannot connect to Temporal: ${reason}`);
+  const never = new Promise<never>(() => undefined);
+  const mismatched = tlsMismatch(config);
+  const refused = config.temporal.tls === false ? Promise.resolve(undefined) : tlsRefusal(config);
   const first = await Promise.race([
     connecting.then(
       (connection) => ({ connection }),
       (error: unknown) => ({ error }),
     ),
-    ...(refused ? [refused.then((reason) => (reason ? { reason } : new Promise<never>(() => undefined)))] : []),
+    mismatched.then((mismatch) => (mismatch ? { mismatch } : never)),
+    refused.then((reason) => (reason ? { reason } : never)),
   ]);
   if ('connection' in first) return first.connection;
-  if ('reason' in first) {
-    void connecting.then((connection) => connection.close()).catch(() => undefined);
-    throw failed(first.reason);
-  }
-  // TLS on one side only is a config error; a certificate either side refuses is named with the field to fix.
-  const mismatch = await tlsMismatch(config);
+  if (!('error' in first)) void connecting.then((connection) => connection.close()).catch(() => undefined);
+  // TLS on one side only is a config error (exit 2); a certificate either side refuses is named with the field to fix.
+  const mismatch = 'mismatch' in first ? first.mismatch : await mismatched;
   if (mismatch) throw mismatch;
-  const reason = await refused;
-  if (reason) throw failed(reason);
-  throw new KeelError('UNAVAILABLE', `cannot reach Temporal at ${address}: ${(first.error as Error).message}`);
+  const reason = 'reason' in first ? first.reason : await refused;
+  if (reason) throw new KeelError('UNAVAILABLE', `cannot connect to Temporal: ${reason}`);
+  throw new KeelError('UNAVAILABLE', `cannot reach Temporal at ${address}: ${(first as { error: Error }).error.message}`);
 }
 
 /** The command: sets up `temporal.namespace` and prints what it found and did (one JSON object with `json`). */

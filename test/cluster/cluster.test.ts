@@ -196,6 +196,13 @@ describe('the orchestrator on a production-shaped Temporal', () => {
     await cluster.restart();
     expect(cluster.server.pid()).not.toBe(serverPid);
 
+    // The surviving worker serves the queue again once it answers the run's status query.
+    await expect
+      .poll(async () => (await keelJson<Status & { workerAnswered?: boolean }>(['status', runId], config, env)).workerAnswered, {
+        timeout: 60_000,
+        interval: 500,
+      })
+      .not.toBe(false);
     // A second client process decides the sub-agent's hold at the root.
     const approved = await runKeel(['approve', runId, 'guard-2/i1', '--config', config], { env });
     expect(approved.code, approved.stderr).toBe(0);
