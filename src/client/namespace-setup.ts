@@ -75,6 +75,15 @@ function asKeelError(error: unknown, doing: string): KeelError {
   return new KeelError('UNKNOWN', `${doing}: ${(error as Error).message}`);
 }
 
+/** A search attribute type as the temporal CLI spells it: `Text`, `KeywordList`. */
+function typeName(type: temporal.api.enums.v1.IndexedValueType): string {
+  const name = temporal.api.enums.v1.IndexedValueType[type] ?? String(type);
+  return name
+    .replace(/^INDEXED_VALUE_TYPE_/, '')
+    .toLowerCase()
+    .replace(/(^|_)([a-z])/g, (_match, _separator: string, letter: string) => letter.toUpperCase());
+}
+
 const isCode = (error: unknown, code: number) => isGrpcServiceError(error) && (error.code as number) === code;
 const NOT_FOUND = 5;
 const ALREADY_EXISTS = 6;
@@ -128,15 +137,14 @@ export async function setUpNamespace({
     throw asKeelError(error, `listing the search attributes of namespace "${namespace}" at ${address}`);
   }
   const clashing = KEEL_SEARCH_ATTRIBUTES.filter((name) => existing[name] !== undefined && existing[name] !== KEYWORD);
-  if (clashing.length)
+  if (clashing.length) {
+    const types = clashing.map((name) => `${name} as ${typeName(existing[name]!)}`).join(', ');
+    const them = clashing.length === 1 ? 'it' : 'them';
     throw new KeelError(
       'FAILED_PRECONDITION',
-      `namespace "${namespace}" at ${address} has ${clashing
-        .map((name) => `${name} as ${temporal.api.enums.v1.IndexedValueType[existing[name]!]}`)
-        .join(
-          ', ',
-        )}; keel needs ${clashing.length === 1 ? 'it' : 'them'} as Keyword: remove ${clashing.length === 1 ? 'it' : 'them'} (temporal operator search-attribute remove) and run keel namespace setup again`,
+      `namespace "${namespace}" at ${address} has ${types}; keel needs ${them} as Keyword: remove ${them} (temporal operator search-attribute remove) and run keel namespace setup again`,
     );
+  }
   const missing = KEEL_SEARCH_ATTRIBUTES.filter((name) => existing[name] === undefined);
   if (missing.length) {
     try {

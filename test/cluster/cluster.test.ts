@@ -91,6 +91,27 @@ describe('keel namespace setup', () => {
     ]);
   });
 
+  it('refuses a namespace where one of keel’s search attributes has another type, naming it, and registers nothing', async () => {
+    // The namespace is registered through the operator's CLI, with KeelStatus as Text.
+    const created = await temporalCli(['operator', 'namespace', 'create', '--namespace', 'keel-clash', '--retention', '24h']);
+    expect(created.code, created.stderr).toBe(0);
+    await expect
+      .poll(
+        async () => (await temporalCli(['operator', 'search-attribute', 'create', '--namespace', 'keel-clash', '--name', 'KeelStatus', '--type', 'Text'])).code,
+        {
+          timeout: 30_000,
+          interval: 500,
+        },
+      )
+      .toBe(0);
+    const { config } = writeClusterConfig('keel-clash');
+    const refused = await runKeel(['namespace', 'setup', '--config', config]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(`FAILED_PRECONDITION: namespace "keel-clash" at ${cluster.address} has KeelStatus as Text; keel needs it as Keyword`);
+    const listed = await temporalCli(['operator', 'search-attribute', 'list', '--namespace', 'keel-clash', '--output', 'json']);
+    expect(listed.stdout).not.toContain('KeelAgent');
+  });
+
   it('names what is wrong: nothing at the address, a TLS file missing, TLS off, no client certificate, one the server does not trust', async () => {
     const { certificates, tls } = cluster;
     const cases: Array<{ what: string; address?: string; tls: unknown; code: number; says: string }> = [

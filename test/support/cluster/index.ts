@@ -11,7 +11,7 @@ import { makeCertificates, type ClusterCertificates } from './certificates';
 import { startPostgres, type Postgres } from './postgres';
 import { startTemporalServer, type ClientTls, type ServerBinaries, type TemporalServer } from './temporal-server';
 
-export { installServerBinaries, KEEL_DYNAMIC_CONFIG, SERVER_VERSION, type ClientTls, type ServerBinaries } from './temporal-server';
+export { installServerBinaries, KEEL_DYNAMIC_CONFIG, type ClientTls, type ServerBinaries } from './temporal-server';
 export type { ClusterCertificates } from './certificates';
 
 /** A running cluster. */

@@ -29,23 +29,23 @@ export interface ServerBinaries {
   postgresSchema: string;
 }
 
-/** The server version the lane builds (scripts/install-temporal-server.sh's default). */
-export const SERVER_VERSION = 'v1.29.1';
-
-/** Builds (once) or finds the server binaries with the install script; its output goes to this process's stderr. */
+/**
+ * Builds (once) or finds the server binaries with the install script, which alone names the
+ * version (TEMPORAL_SERVER_VERSION, else its default); its output goes to this process's stderr.
+ */
 export function installServerBinaries(root: string): ServerBinaries {
   const script = join(root, 'scripts', 'install-temporal-server.sh');
-  const result = spawnSync('bash', [script], {
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, TEMPORAL_SERVER_VERSION: SERVER_VERSION },
-  });
+  const result = spawnSync('bash', [script], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   const dir = result.stdout.trim().split('\n').pop();
   if (result.status !== 0 || !dir) throw new Error(`${script} failed (exit ${result.status}): see the messages above`);
+  const server = join(dir, 'temporal-server');
+  // "temporal version 1.29.1": the schema files cached beside it are that version's.
+  const version = /version (\S+)/.exec(spawnSync(server, ['--version'], { encoding: 'utf8' }).stdout)?.[1];
+  if (!version) throw new Error(`${server} --version did not say its version`);
   return {
-    server: join(dir, 'temporal-server'),
+    server,
     sqlTool: join(dir, 'temporal-sql-tool'),
-    postgresSchema: join(dir, `temporal-server-schema-${SERVER_VERSION}`, 'postgresql', 'v12'),
+    postgresSchema: join(dir, `temporal-server-schema-v${version}`, 'postgresql', 'v12'),
   };
 }
 
@@ -258,6 +258,10 @@ export async function startTemporalServer({ binaries, postgres, certificates, di
   for (const name of names) ports[name] = name.endsWith('Membership') ? await freeMembershipPort(Object.values(ports)) : await freePort();
   const dynamicConfigFile = join(dir, 'dynamic-config.yaml');
   writeFileSync(dynamicConfigFile, stringify(Object.fromEntries(Object.entries(KEEL_DYNAMIC_CONFIG).map(([key, value]) => [key, [{ value }]]))));
+  // The server only warns, at start and in a log line, about a key it does not know: a misspelt or retired key fails here.
+  const validated = await run(binaries.server, ['validate-dynamic-config', dynamicConfigFile]);
+  const complaints = `${validated.stdout}${validated.stderr}`.split('\n').filter((line) => /warning|error/i.test(line));
+  if (complaints.length) throw new Error(`the dynamic config ${dynamicConfigFile} does not validate:\n${complaints.join('\n')}`);
   writeFileSync(join(configDir, 'cluster.yaml'), stringify(serverConfig({ postgres, certificates, ports, dynamicConfigFile })));
   await setUpSchemas(binaries, postgres);
 
