@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 // vitest runs from the repository root.
 const source = (path: string) => resolve(path);
@@ -19,6 +19,8 @@ export default defineConfig({
   test: {
     globalSetup: ['./test/support/global-setup.ts'],
     include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+    // The cluster lane runs on its own: npm run test:cluster (vitest.cluster.config.mts).
+    exclude: [...configDefaults.exclude, 'test/cluster/**'],
     testTimeout: 120_000,
     hookTimeout: 120_000,
     pool: 'forks',

@@ -134,7 +134,7 @@ async function hasSearchAttributes(client: Client): Promise<boolean> {
     // Fall through: treated as not registered.
   }
   log.warn(
-    `keel: the search attributes ${KEEL_SEARCH_ATTRIBUTES.join(', ')} are not registered in namespace "${namespace}", so runs cannot be listed by agent or status; register them with: ${registerCommand(namespace)}`,
+    `keel: the search attributes ${KEEL_SEARCH_ATTRIBUTES.join(', ')} are not registered in namespace "${namespace}", so runs cannot be listed by agent or status; register them with: npx keel namespace setup (this worker's config), or ${registerCommand(namespace)}`,
   );
   return false;
 }

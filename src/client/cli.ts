@@ -65,6 +65,9 @@ commands:
                               overwrites a file
   history export <runId>      the run's Temporal history as JSON (--out <file>; default stdout),
                               for replayHistories of keel-agents/testing
+  namespace setup             register temporal.namespace on a cluster when missing (--retention
+                              <duration>, default 3 days) and keel's search attributes in it;
+                              says what already existed
   storage gc                  delete stored payloads no run refers to any more (runs Temporal
                               deleted at the end of their retention), older than --min-age
                               (default 1 hour); --dry-run lists them
@@ -86,6 +89,7 @@ options:
   --min-age <duration>        (storage gc) keep unreferenced payloads younger than this
   --dry-run                   (storage gc) report what would be deleted, delete nothing
   --per-agent <n>             (deploy check) most runs replayed per agent (default 10)
+  --retention <duration>      (namespace setup) retention of a namespace it registers
   --as <name>                 (approve, deny, decide) who decides, recorded with the decision in
                               the run's status and result (default: <user>@<host>)
   --queue                     (approve, deny, decide) send the decision even when no worker polls;
@@ -124,6 +128,7 @@ interface CliOptions {
   'dry-run': boolean;
   'min-age'?: string;
   'per-agent'?: string;
+  retention?: string;
 }
 
 function parse(argv: string[]): { command: string | undefined; positionals: string[]; options: CliOptions; help: boolean } {
@@ -153,6 +158,7 @@ function parse(argv: string[]): { command: string | undefined; positionals: stri
         'dry-run': { type: 'boolean', default: false },
         'per-agent': { type: 'string' },
         'min-age': { type: 'string' },
+        retention: { type: 'string' },
         version: { type: 'boolean', short: 'v', default: false },
         'allow-empty': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
@@ -946,6 +952,13 @@ async function command(argv: string[]): Promise<number> {
         return await commandStorage(config, positionals, options);
       case 'deploy':
         return await commandDeploy(config, positionals, options);
+      case 'namespace':
+        if (positionals[0] !== 'setup' || positionals.length > 1)
+          throw new UsageError('keel namespace needs setup: keel namespace setup [--retention <duration>] [--json]');
+        return await later<typeof import('./namespace-setup')>('./namespace-setup').runNamespaceSetup(config, {
+          ...(options.retention !== undefined ? { retention: options.retention } : {}),
+          json: options.json,
+        });
       case 'demo':
         return await later<typeof import('./demo')>('./demo').runDemo(config);
       default:
