@@ -3,8 +3,9 @@
  * Deployment, build a then build b, on one task queue. A run started on build a and waiting
  * for approval when b becomes current finishes on a (pinned, the default); a run started
  * after the switch runs on b; a run of an agent the config marks `autoUpgrade` moves to b at
- * its next step. Which build ran what is read from Temporal (each run's versioning info) and
- * from the workers that completed the tool calls.
+ * its next step. A session moves at its next turn: a turn held while b becomes current finishes
+ * on a, the next turn runs on b, and the session itself is on b. Which build ran what is read
+ * from Temporal (each run's versioning info) and from the workers that completed the tool calls.
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -24,7 +25,10 @@ function buildConfig(taskQueue: string, deploymentName: string, buildId: string)
     deployment: { name: deploymentName, buildId, agents: { follower: 'autoUpgrade' } },
     modules: [join(ROOT, 'test', 'fixtures', 'crash-agents.ts')],
     models: [{ name: 'scripted/held', script: [{ toolRequests: [{ name: 'record_fast', input: {} }] }, { text: 'recorded' }] }],
-    agents: ['keeper', 'follower'].map((name) => ({ name, model: 'scripted/held', tools: ['record_fast'], use: [{ name: 'toolApproval' }] })),
+    agents: [
+      ...['keeper', 'follower'].map((name) => ({ name, model: 'scripted/held', tools: ['record_fast'], use: [{ name: 'toolApproval' }] })),
+      { name: 'chat', model: 'scripted/held', tools: ['record_fast'], use: [{ name: 'toolApproval' }], session: 'server' as const },
+    ],
   });
 }
 
@@ -70,6 +74,13 @@ async function approveHold(client: KeelClient, runId: string): Promise<void> {
   await handle.decide({ interruptId: id!, approved: true });
 }
 
+/** Starts build `buildId`'s worker and waits until it polls as that build. */
+async function startBuild(config: ReturnType<typeof buildConfig>, deploymentName: string, buildId: string) {
+  const worker = track(spawnKeel(['worker', '--config', config.configPath], { env: { KEEL_TEST_DIR: config.dir } }));
+  await worker.waitFor(new RegExp(`keel: worker \\d+ on task queue .*build ${deploymentName}/${buildId}`));
+  return worker;
+}
+
 describe('Worker Versioning: two builds side by side', () => {
   it('keeps a pinned run on its build, starts new runs on the current one, and moves an autoUpgrade agent', async () => {
     const taskQueue = `versioning-${randomUUID()}`;
@@ -105,6 +116,43 @@ describe('Worker Versioning: two builds side by side', () => {
       expect(await toolRanOn(client, fresh.runId)).toBe(pidB);
       expect(await buildOf(client, moved.runId)).toMatchObject({ buildId: 'b' });
       expect(await toolRanOn(client, moved.runId)).toBe(pidB);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('moves a session to the current build at its next turn, the turn in flight finishing on its own build', async () => {
+    const taskQueue = `versioning-session-${randomUUID()}`;
+    const deploymentName = `keel-test-${randomUUID().slice(0, 8)}`;
+    const a = buildConfig(taskQueue, deploymentName, 'a');
+    const b = buildConfig(taskQueue, deploymentName, 'b');
+    const workerA = await startBuild(a, deploymentName, 'a');
+    await makeCurrent(deploymentName, 'a');
+    const client = await KeelClient.connect(loadConfig({ path: a.configPath }));
+    try {
+      const session = client.session('chat', `moving-${randomUUID().slice(0, 8)}`);
+      const first = await session.send('record it', { detach: true });
+      await expect.poll(async () => (await client.getHandle(first.runId).pendingInterrupts()).length, { timeout: 30_000 }).toBe(1);
+      expect(await buildOf(client, first.runId)).toEqual({ buildId: 'a', behavior: 'pinned' });
+
+      // Build b becomes current while the first turn waits for its approval.
+      const workerB = await startBuild(b, deploymentName, 'b');
+      await makeCurrent(deploymentName, 'b');
+      await approveHold(client, first.runId);
+      expect(await session.waitForSnapshot(first.snapshotId)).toMatchObject({ status: 'completed' });
+
+      const second = await session.send('record it again', { detach: true });
+      await approveHold(client, second.runId);
+      expect(await session.waitForSnapshot(second.snapshotId)).toMatchObject({ status: 'completed' });
+
+      const pidA = String(workerA.child.pid);
+      const pidB = String(workerB.child.pid);
+      expect(await buildOf(client, first.runId)).toEqual({ buildId: 'a', behavior: 'pinned' });
+      expect(await toolRanOn(client, first.runId)).toBe(pidA);
+      expect(await buildOf(client, second.runId)).toEqual({ buildId: 'b', behavior: 'pinned' });
+      expect(await toolRanOn(client, second.runId)).toBe(pidB);
+      expect(await buildOf(client, session.workflowId)).toEqual({ buildId: 'b', behavior: 'autoUpgrade' });
+      expect((await session.snapshot()).messageCount).toBe(8);
     } finally {
       await client.close();
     }

@@ -3,8 +3,7 @@
  * Exit codes: 0 done, 1 the run failed or was refused, 2 bad usage or bad config.
  * Node side.
  */
-import type { Duration } from '@temporalio/common';
-import { msToNumber } from '@temporalio/common/lib/time';
+import { durationMs } from '../core/duration';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { hostname, userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -821,15 +820,8 @@ async function commandStorage(config: KeelConfig, positionals: string[], options
     throw new UsageError('keel storage needs gc: keel storage gc [--min-age <duration>] [--dry-run] [--json]');
   let minAgeMs: number | undefined;
   if (options['min-age'] !== undefined) {
-    const given = options['min-age'];
-    let parsed = Number.NaN;
-    try {
-      parsed = msToNumber(given as Duration);
-    } catch {
-      // said below
-    }
-    if (!Number.isFinite(parsed) || parsed < 0) throw new UsageError(`--min-age: a duration such as "1 hour" or "30m", not "${given}"`);
-    minAgeMs = parsed;
+    minAgeMs = durationMs(options['min-age']);
+    if (minAgeMs === undefined || minAgeMs < 0) throw new UsageError(`--min-age: a duration such as "1 hour" or "30m", not "${options['min-age']}"`);
   }
   const { collectGarbage } = later<typeof import('../storage/gc')>('../storage/gc');
   return withClient(config, async (client) => {

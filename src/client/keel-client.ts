@@ -654,7 +654,8 @@ export class KeelClient {
 
   /** A session of a server-managed agent (session: 'server'). */
   session(agent: string, sessionId: string): SessionHandle {
-    return new SessionHandle({ client: this.temporal, agent, sessionId, taskQueue: this.taskQueue });
+    const versioning = this.versioning[agent];
+    return new SessionHandle({ client: this.temporal, agent, sessionId, taskQueue: this.taskQueue, ...(versioning ? { versioning } : {}) });
   }
 
   /**

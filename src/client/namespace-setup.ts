@@ -6,8 +6,8 @@
  * what already exists is reported as such, never changed. Node side.
  */
 import { Connection, isGrpcServiceError } from '@temporalio/client';
-import type { Duration } from '@temporalio/common';
-import { msToNumber, msToTs, tsToMs } from '@temporalio/common/lib/time';
+import { msToTs, tsToMs } from '@temporalio/common/lib/time';
+import { durationMs } from '../core/duration';
 import { temporal } from '@temporalio/proto';
 import { ConfigError } from '../config/load';
 import type { KeelConfig } from '../config/schema';
@@ -47,13 +47,8 @@ export interface NamespaceSetupOptions {
 
 /** Why `text` is not a retention `--retention` accepts, or undefined when it is one. */
 export function retentionProblem(text: string): string | undefined {
-  let ms = Number.NaN;
-  try {
-    ms = msToNumber(text as Duration);
-  } catch {
-    // said below
-  }
-  if (!Number.isFinite(ms) || ms <= 0) return `--retention: a duration such as "3 days" or "72h", not "${text}"`;
+  const ms = durationMs(text);
+  if (ms === undefined || ms <= 0) return `--retention: a duration such as "3 days" or "72h", not "${text}"`;
   return undefined;
 }
 
@@ -225,7 +220,7 @@ export async function runNamespaceSetup(config: KeelConfig, { retention: asked, 
       connection,
       address: config.temporal.address!,
       namespace: config.temporal.namespace,
-      retentionMs: msToNumber(retention as Duration),
+      retentionMs: durationMs(retention)!,
       retentionAsked: asked !== undefined,
     });
     if (json) process.stdout.write(`${JSON.stringify(report)}\n`);

@@ -19,6 +19,7 @@ import {
   steerUpdate,
   waitForSnapshotUpdate,
 } from '../workflows/definitions';
+import { versioningMemo, type RunVersioning } from '../core/versioning';
 import { assertInputFits } from './input-limit';
 import { runErrorOf } from '../node/run-errors';
 import { unknownSteerError } from './unknown-update';
@@ -30,6 +31,8 @@ export interface SessionHandleOptions {
   sessionId: string;
   /** Task queue the session workflow is started on. */
   taskQueue: string;
+  /** How the session's turns move between builds (`deployment.agents`); absent: the worker's default. */
+  versioning?: RunVersioning;
 }
 
 /** Options of `SessionHandle.send`. */
@@ -48,16 +51,18 @@ export class SessionHandle {
   readonly agent: string;
   readonly sessionId: string;
   private readonly taskQueue: string;
+  private readonly versioning: RunVersioning | undefined;
   /** The session's workflow id. */
   readonly workflowId: string;
 
-  constructor({ client, agent, sessionId, taskQueue }: SessionHandleOptions) {
+  constructor({ client, agent, sessionId, taskQueue, versioning }: SessionHandleOptions) {
     const problem = sessionIdProblem(sessionId);
     if (problem) throw new KeelError('INVALID_ARGUMENT', problem);
     this.client = client;
     this.agent = agent;
     this.sessionId = sessionId;
     this.taskQueue = taskQueue;
+    this.versioning = versioning;
     this.workflowId = sessionWorkflowId(agent, sessionId);
   }
 
@@ -69,6 +74,7 @@ export class SessionHandle {
       taskQueue: this.taskQueue,
       args: [{ agent: this.agent, sessionId: this.sessionId }],
       workflowIdConflictPolicy: 'USE_EXISTING',
+      ...(this.versioning ? { memo: versioningMemo(this.versioning) } : {}),
     });
     assertInputFits(this.client, messages, `the messages sent to session "${this.sessionId}"`);
     try {

@@ -64,7 +64,7 @@ import {
   type Session,
 } from './session-state';
 import { abortCurrentTurn, settleTurn, startTurn, type TurnEnd } from './session-turn';
-import { continueOnCurrentBuild, runVersioningOptions } from './versioning';
+import { continueOnCurrentBuild, sessionVersioningOptions } from './versioning';
 
 const { resolveAgent: resolveAgentLocally } = proxyLocalActivities<KeelActivities>({
   startToCloseTimeout: '30 seconds',
@@ -285,5 +285,5 @@ function pendingAnswer(session: Session, snapshot: Snapshot, base: SessionState)
   };
 }
 
-// A session declares its versioning behavior as it starts: the one its memo names, else the worker's default.
-setWorkflowOptions(runVersioningOptions, sessionWorkflow);
+// A session moves to the current build at its next workflow task; its memo's behavior is for its turns (versioning.ts).
+setWorkflowOptions(sessionVersioningOptions, sessionWorkflow);

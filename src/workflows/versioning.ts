@@ -2,10 +2,12 @@
  * Worker Versioning inside the workflow (README, "Safe deploys"). A run declares its
  * behavior once, as it starts: the one its memo names (`keelVersioning`, set by the client
  * from `deployment.agents`, or handed down by the run that started it), else none, and the
- * worker's `deployment.defaultBehavior` applies. A run that continues as new asks Temporal to
- * start the next run on the deployment's current build (upgrade on continue-as-new), so a
- * session or a long run moves to new code at a turn boundary, never in the middle of one.
- * Runs in the workflow sandbox.
+ * worker's `deployment.defaultBehavior` applies. A session always moves to the current build
+ * (its turns, child runs, are the ones pinned or not), so an idle session never holds an old
+ * build and its next turn starts on the current one. A run that continues as new asks
+ * Temporal to start the next run on the deployment's current build (upgrade on
+ * continue-as-new), so a long run moves to new code at a turn boundary, never in the middle
+ * of one. Runs in the workflow sandbox.
  */
 import type { WorkflowDefinitionOptions } from '@temporalio/common';
 import { makeContinueAsNewFunc, workflowInfo, type Workflow } from '@temporalio/workflow';
@@ -17,6 +19,16 @@ export function runVersioningOptions(): WorkflowDefinitionOptions {
   if (chosen === 'autoUpgrade') return { versioningBehavior: 'AUTO_UPGRADE' };
   if (chosen === 'pinned') return { versioningBehavior: 'PINNED' };
   return {};
+}
+
+/**
+ * The definition options of a session: auto-upgrade, whatever its memo says (the memo is for
+ * its turns). A session's own code is keel's, changed only under `patched()` (replayed by the
+ * recorded histories and by `keel deploy check`); the agent's code runs in its turns, each a
+ * child run that starts on the build current when the turn begins, and stays there when pinned.
+ */
+export function sessionVersioningOptions(): WorkflowDefinitionOptions {
+  return { versioningBehavior: 'AUTO_UPGRADE' };
 }
 
 /** The memo a child run gets so it moves between builds the way this run does. */
