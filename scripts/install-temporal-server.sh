@@ -9,14 +9,14 @@
 # <dir>/temporal-server-schema-<version>/postgresql/v12/{temporal,visibility}/versioned.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SERVER_VERSION="${TEMPORAL_SERVER_VERSION:-v1.29.1}"
+SERVER_VERSION="${TEMPORAL_SERVER_VERSION:-v1.31.2}"
 CACHE_DIR="${KEEL_BIN_DIR:-$PWD/.keel/bin}"
 SERVER="$CACHE_DIR/temporal-server"
 SQL_TOOL="$CACHE_DIR/temporal-sql-tool"
 SCHEMA="$CACHE_DIR/temporal-server-schema-$SERVER_VERSION"
 WANTED="${SERVER_VERSION#v}"
 
-# `temporal-server --version` says "temporal version 1.29.1"; the sql tool "temporal-sql-tool version 1.29.1".
+# `temporal-server --version` says "temporal version 1.31.2"; the sql tool "temporal-sql-tool version 1.31.2".
 is_version() { [ -x "$1" ] && "$1" --version 2>/dev/null | grep -qx ".* version $WANTED"; }
 cached() { is_version "$SERVER" && is_version "$SQL_TOOL" && [ -d "$SCHEMA/postgresql/v12/temporal/versioned" ]; }
 

@@ -3,96 +3,74 @@
  * Deployment, build a then build b, on one task queue. A run started on build a and waiting
  * for approval when b becomes current finishes on a (pinned, the default); a run started
  * after the switch runs on b; a run of an agent the config marks `autoUpgrade` moves to b at
- * its next step. A session moves at its next turn: a turn held while b becomes current finishes
- * on a, the next turn runs on b, and the session itself is on b. Which build ran what is read
- * from Temporal (each run's versioning info) and from the workers that completed the tool calls.
+ * its next step. A session moves at its next turn; a long run at continue-as-new where the
+ * server supports it. A pinned run whose build lost its workers waits for one (b never takes
+ * it), and a forged `keelVersioning` memo cannot choose a behavior keel does not know. The
+ * scenarios shared with the cluster lane are in test/support/versioning.ts.
  */
 import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { KeelClient } from '../src/client/keel-client';
 import { loadConfig } from '../src/config/load';
-import { ROOT, killAfterEach, spawnKeel, writeTestConfig } from './support/processes';
+import { killAfterEach, spawnKeel, writeTestConfig } from './support/processes';
 import { temporalCli } from './support/temporal-cli';
-import { join } from 'node:path';
+import {
+  approveHold,
+  buildFields,
+  buildOf,
+  callsRanBy,
+  longRunAtContinueAsNew,
+  makeCurrentWith,
+  pollsAs,
+  sessionMovesAtItsNextTurn,
+  toolRanOn,
+  type BuildId,
+  type TwoBuilds,
+} from './support/versioning';
 
 const track = killAfterEach(afterEach);
 
-/** The config of one build: agents `keeper` (pinned by default) and `follower` (autoUpgrade), each holding record_fast for approval. */
-function buildConfig(taskQueue: string, deploymentName: string, buildId: string) {
-  return writeTestConfig(`build-${buildId}`, {
-    taskQueue,
-    server: { enabled: false },
-    deployment: { name: deploymentName, buildId, agents: { follower: 'autoUpgrade' } },
-    modules: [join(ROOT, 'test', 'fixtures', 'crash-agents.ts')],
-    models: [{ name: 'scripted/held', script: [{ toolRequests: [{ name: 'record_fast', input: {} }] }, { text: 'recorded' }] }],
-    agents: [
-      ...['keeper', 'follower'].map((name) => ({ name, model: 'scripted/held', tools: ['record_fast'], use: [{ name: 'toolApproval' }] })),
-      { name: 'chat', model: 'scripted/held', tools: ['record_fast'], use: [{ name: 'toolApproval' }], session: 'server' as const },
-    ],
-  });
+/** Builds a and b of a new deployment on a new task queue of the test server, and a client of it (closed by `close`). */
+async function twoBuilds(label: string): Promise<TwoBuilds & { close: () => Promise<void> }> {
+  const taskQueue = `versioning-${label}-${randomUUID()}`;
+  const deploymentName = `keel-test-${randomUUID().slice(0, 8)}`;
+  const configs = {
+    a: writeTestConfig('build-a', { taskQueue, ...buildFields(deploymentName, 'a') }),
+    b: writeTestConfig('build-b', { taskQueue, ...buildFields(deploymentName, 'b') }),
+  };
+  const client = await KeelClient.connect(loadConfig({ path: configs.a.configPath }));
+  return {
+    client,
+    async start(buildId: BuildId) {
+      const { configPath, dir } = configs[buildId];
+      const worker = track(spawnKeel(['worker', '--config', configPath], { env: { KEEL_TEST_DIR: dir } }));
+      await worker.waitFor(pollsAs(deploymentName, buildId));
+      return worker;
+    },
+    makeCurrent: (buildId: BuildId) => makeCurrentWith(temporalCli, deploymentName, buildId),
+    dir: (buildId: BuildId) => configs[buildId].dir,
+    close: () => client.close(),
+  };
 }
 
-/** Makes `buildId` the deployment's current build, once its worker has polled (the server refuses a version it has not seen). */
-async function makeCurrent(deploymentName: string, buildId: string): Promise<void> {
-  await expect
-    .poll(
-      async () =>
-        (await temporalCli(['worker', 'deployment', 'set-current-version', '--deployment-name', deploymentName, '--build-id', buildId, '--yes'])).code,
-      {
-        timeout: 30_000,
-        interval: 500,
-      },
-    )
-    .toBe(0);
-}
-
-/** Temporal's VersioningBehavior enum values. */
-const BEHAVIORS: Record<number, string> = { 0: 'unspecified', 1: 'pinned', 2: 'autoUpgrade' };
-
-/** The build a run is on, from Temporal's versioning info, and its behavior. */
-async function buildOf(client: KeelClient, runId: string): Promise<{ buildId?: string; behavior?: string }> {
-  const info = (await client.temporal.workflow.getHandle(runId).describe()).raw.workflowExecutionInfo?.versioningInfo;
-  return { buildId: info?.deploymentVersion?.buildId ?? undefined, behavior: BEHAVIORS[info?.behavior ?? 0] };
-}
-
-/** The pid of the worker that completed the run's record_fast call. */
-async function toolRanOn(client: KeelClient, runId: string): Promise<string | undefined> {
-  const events = (await client.temporal.workflow.getHandle(runId).fetchHistory()).events ?? [];
-  const scheduled = new Map(
-    events.filter((event) => event.activityTaskScheduledEventAttributes).map((event) => [String(event.eventId), event.activityTaskScheduledEventAttributes!]),
-  );
-  const completed = events
-    .map((event) => event.activityTaskCompletedEventAttributes)
-    .find((done) => done && scheduled.get(String(done.scheduledEventId))?.activityType?.name === 'callTool');
-  return completed?.identity?.split('@')[0];
-}
-
-async function approveHold(client: KeelClient, runId: string): Promise<void> {
-  const handle = client.getHandle(runId);
-  let id: string | undefined;
-  await expect.poll(async () => (id = (await handle.pendingInterrupts())[0]?.id), { timeout: 30_000, interval: 300 }).toBeDefined();
-  await handle.decide({ interruptId: id!, approved: true });
-}
-
-/** Starts build `buildId`'s worker and waits until it polls as that build. */
-async function startBuild(config: ReturnType<typeof buildConfig>, deploymentName: string, buildId: string) {
-  const worker = track(spawnKeel(['worker', '--config', config.configPath], { env: { KEEL_TEST_DIR: config.dir } }));
-  await worker.waitFor(new RegExp(`keel: worker \\d+ on task queue .*build ${deploymentName}/${buildId}`));
-  return worker;
+/** Runs `check` on two new builds, closing their client after. */
+async function withTwoBuilds(label: string, check: (builds: TwoBuilds) => Promise<void>): Promise<void> {
+  const builds = await twoBuilds(label);
+  try {
+    await check(builds);
+  } finally {
+    await builds.close();
+  }
 }
 
 describe('Worker Versioning: two builds side by side', () => {
   it('keeps a pinned run on its build, starts new runs on the current one, and moves an autoUpgrade agent', async () => {
-    const taskQueue = `versioning-${randomUUID()}`;
-    const deploymentName = `keel-test-${randomUUID().slice(0, 8)}`;
-    const a = buildConfig(taskQueue, deploymentName, 'a');
-    const b = buildConfig(taskQueue, deploymentName, 'b');
-
-    const workerA = track(spawnKeel(['worker', '--config', a.configPath], { env: { KEEL_TEST_DIR: a.dir } }));
-    await workerA.waitFor(new RegExp(`keel: worker \\d+ on task queue .*build ${deploymentName}/a`));
-    await makeCurrent(deploymentName, 'a');
-    const client = await KeelClient.connect(loadConfig({ path: a.configPath }));
-    try {
+    await withTwoBuilds('runs', async (builds) => {
+      const { client } = builds;
+      const workerA = await builds.start('a');
+      await builds.makeCurrent('a');
       const kept = await client.start('keeper', 'record it');
       const moved = await client.start('follower', 'record it');
       for (const run of [kept, moved]) await expect.poll(async () => (await run.pendingInterrupts()).length, { timeout: 30_000 }).toBe(1);
@@ -100,9 +78,8 @@ describe('Worker Versioning: two builds side by side', () => {
       expect(await buildOf(client, moved.runId)).toEqual({ buildId: 'a', behavior: 'autoUpgrade' });
 
       // Build b rolls out and becomes current while both runs wait; build a keeps running for its pinned runs.
-      const workerB = track(spawnKeel(['worker', '--config', b.configPath], { env: { KEEL_TEST_DIR: b.dir } }));
-      await workerB.waitFor(new RegExp(`keel: worker \\d+ on task queue .*build ${deploymentName}/b`));
-      await makeCurrent(deploymentName, 'b');
+      const workerB = await builds.start('b');
+      await builds.makeCurrent('b');
       const fresh = await client.start('keeper', 'record it');
 
       for (const run of [kept, moved, fresh]) await approveHold(client, run.runId);
@@ -116,45 +93,93 @@ describe('Worker Versioning: two builds side by side', () => {
       expect(await toolRanOn(client, fresh.runId)).toBe(pidB);
       expect(await buildOf(client, moved.runId)).toMatchObject({ buildId: 'b' });
       expect(await toolRanOn(client, moved.runId)).toBe(pidB);
-    } finally {
-      await client.close();
-    }
+    });
   });
 
   it('moves a session to the current build at its next turn, the turn in flight finishing on its own build', async () => {
-    const taskQueue = `versioning-session-${randomUUID()}`;
-    const deploymentName = `keel-test-${randomUUID().slice(0, 8)}`;
-    const a = buildConfig(taskQueue, deploymentName, 'a');
-    const b = buildConfig(taskQueue, deploymentName, 'b');
-    const workerA = await startBuild(a, deploymentName, 'a');
-    await makeCurrent(deploymentName, 'a');
-    const client = await KeelClient.connect(loadConfig({ path: a.configPath }));
-    try {
-      const session = client.session('chat', `moving-${randomUUID().slice(0, 8)}`);
-      const first = await session.send('record it', { detach: true });
-      await expect.poll(async () => (await client.getHandle(first.runId).pendingInterrupts()).length, { timeout: 30_000 }).toBe(1);
-      expect(await buildOf(client, first.runId)).toEqual({ buildId: 'a', behavior: 'pinned' });
+    await withTwoBuilds('session', (builds) => sessionMovesAtItsNextTurn(builds, `moving-${randomUUID().slice(0, 8)}`));
+  });
 
-      // Build b becomes current while the first turn waits for its approval.
-      const workerB = await startBuild(b, deploymentName, 'b');
-      await makeCurrent(deploymentName, 'b');
-      await approveHold(client, first.runId);
-      expect(await session.waitForSnapshot(first.snapshotId)).toMatchObject({ status: 'completed' });
+  // Upgrade on continue-as-new needs the server's support (checked on Temporal 1.31.2; the dev server of the suite,
+  // 1.29.1, has none, and the cluster lane runs this on 1.31.2). Without it the run finishes on its own build.
+  it('moves a pinned long run to the current build when it continues as new, where the server can', async () => {
+    await withTwoBuilds('long', async (builds) => {
+      const { serverVersion } = await builds.client.temporal.workflowService.getSystemInfo({});
+      const [major = 0, minor = 0] = serverVersion.split('.').map(Number);
+      await longRunAtContinueAsNew(builds, { moves: major > 1 || (major === 1 && minor >= 31) });
+    });
+  });
 
-      const second = await session.send('record it again', { detach: true });
-      await approveHold(client, second.runId);
-      expect(await session.waitForSnapshot(second.snapshotId)).toMatchObject({ status: 'completed' });
+  it('keeps a pinned run waiting while its build has no worker, never moving it to the current build', async () => {
+    await withTwoBuilds('absent', async (builds) => {
+      const { client } = builds;
+      const workerA = await builds.start('a');
+      await builds.makeCurrent('a');
+      const run = await client.start('keeper', 'record it');
+      let held: Awaited<ReturnType<typeof run.pendingInterrupts>>[number] | undefined;
+      await expect.poll(async () => (held = (await run.pendingInterrupts())[0]), { timeout: 30_000 }).toBeDefined();
+      const workerB = await builds.start('b');
+      await builds.makeCurrent('b');
+      // Build a's only worker dies; b is current and polls the same queue, but the run is a's.
+      workerA.child.kill('SIGKILL');
+      await workerA.exited;
+      const refused = await run
+        .decide({ interruptId: held!.id, toolName: held!.toolName, approved: true }, { timeoutMs: 4_000 })
+        .catch((error: unknown) => error);
+      expect(refused).toMatchObject({ status: 'DEADLINE_EXCEEDED', message: expect.stringContaining('no worker took the decision') });
+      expect((await client.temporal.workflow.getHandle(run.runId).describe()).status.name).toBe('RUNNING');
 
-      const pidA = String(workerA.child.pid);
-      const pidB = String(workerB.child.pid);
-      expect(await buildOf(client, first.runId)).toEqual({ buildId: 'a', behavior: 'pinned' });
-      expect(await toolRanOn(client, first.runId)).toBe(pidA);
-      expect(await buildOf(client, second.runId)).toEqual({ buildId: 'b', behavior: 'pinned' });
-      expect(await toolRanOn(client, second.runId)).toBe(pidB);
-      expect(await buildOf(client, session.workflowId)).toEqual({ buildId: 'b', behavior: 'autoUpgrade' });
-      expect((await session.snapshot()).messageCount).toBe(8);
-    } finally {
-      await client.close();
-    }
+      // A worker of build a comes back: it applies the decision the server kept, and the run finishes on a.
+      const workerA2 = await builds.start('a');
+      expect((await run.result()).text).toBe('recorded');
+      expect(await buildOf(client, run.runId)).toEqual({ buildId: 'a', behavior: 'pinned' });
+      expect(await toolRanOn(client, run.runId)).toBe(String(workerA2.child.pid));
+      const events = (await client.temporal.workflow.getHandle(run.runId).fetchHistory()).events ?? [];
+      const deciders = new Set(events.map((event) => event.workflowTaskCompletedEventAttributes?.identity?.split('@')[0]).filter(Boolean));
+      expect(deciders.has(String(workerB.child.pid))).toBe(false);
+      expect(callsRanBy(builds, 'b')).toEqual([]);
+      expect(existsSync(join(builds.dir('b'), 'fast.log'))).toBe(false);
+    });
+  });
+
+  it('honours only pinned and autoUpgrade in a keelVersioning memo a client forged', async () => {
+    await withTwoBuilds('forged', async (builds) => {
+      const { client } = builds;
+      await builds.start('a');
+      await builds.makeCurrent('a');
+      const taskQueue = client.taskQueue;
+      const input = JSON.stringify({ agent: 'keeper', messages: [{ role: 'user', content: [{ text: 'record it' }] }] });
+      const memos = { bogus: 'keelVersioning="sideways"', number: 'keelVersioning=2', upgrade: 'keelVersioning="autoUpgrade"' };
+      const started: Record<string, string> = {};
+      for (const [label, memo] of Object.entries(memos)) {
+        const workflowId = `forged-${label}-${randomUUID().slice(0, 8)}`;
+        const args = [
+          'workflow',
+          'start',
+          '--type',
+          'generateWorkflow',
+          '--task-queue',
+          taskQueue,
+          '--workflow-id',
+          workflowId,
+          '--input',
+          input,
+          '--memo',
+          memo,
+        ];
+        const sent = await temporalCli(args);
+        expect(sent.code, sent.stderr).toBe(0);
+        started[label] = workflowId;
+      }
+      for (const workflowId of Object.values(started))
+        await expect.poll(async () => (await client.getHandle(workflowId).pendingInterrupts()).length, { timeout: 30_000 }).toBe(1);
+      expect(await buildOf(client, started.bogus!)).toEqual({ buildId: 'a', behavior: 'pinned' });
+      expect(await buildOf(client, started.number!)).toEqual({ buildId: 'a', behavior: 'pinned' });
+      expect(await buildOf(client, started.upgrade!)).toEqual({ buildId: 'a', behavior: 'autoUpgrade' });
+      for (const workflowId of Object.values(started)) {
+        await approveHold(client, workflowId);
+        expect((await client.getHandle(workflowId).result()).text).toBe('recorded');
+      }
+    });
   });
 });

@@ -5,7 +5,7 @@
  * by temporal-sql-tool), every service (frontend, history, matching, worker) in one process on
  * free ports, mTLS on the frontend (client certificates required) and between the services, and
  * a dynamic config file. The server's YAML is written under `<dir>/config/cluster.yaml` and
- * started with `--root <dir> --env cluster` (v1.29 has no --config-file).
+ * started with `--root <dir> --env cluster` (as v1.29 needed; later versions take it too).
  */
 import { Connection } from '@temporalio/client';
 import { execFile, spawnSync } from 'node:child_process';
@@ -39,7 +39,7 @@ export function installServerBinaries(root: string): ServerBinaries {
   const dir = result.stdout.trim().split('\n').pop();
   if (result.status !== 0 || !dir) throw new Error(`${script} failed (exit ${result.status}): see the messages above`);
   const server = join(dir, 'temporal-server');
-  // "temporal version 1.29.1": the schema files cached beside it are that version's.
+  // "temporal version 1.31.2": the schema files cached beside it are that version's.
   const version = /version (\S+)/.exec(spawnSync(server, ['--version'], { encoding: 'utf8' }).stdout)?.[1];
   if (!version) throw new Error(`${server} --version did not say its version`);
   return {
@@ -50,14 +50,13 @@ export function installServerBinaries(root: string): ServerBinaries {
 }
 
 /**
- * What keel relies on, stated rather than left to v1.29's defaults (which agree today): updates
- * (keel's resume, decide and steer), waiting on an update's acceptance, update-with-start
- * (sessions: ExecuteMultiOperation), eager workflow start, worker versioning.
+ * What keel relies on, stated rather than left to the server's defaults (which agree today):
+ * updates (keel's resume, decide and steer), waiting on an update's acceptance, eager workflow
+ * start, worker versioning. Update-with-start (sessions) needs no key since v1.31.
  */
 export const KEEL_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
   'frontend.enableUpdateWorkflowExecution': true,
   'frontend.enableUpdateWorkflowExecutionAsyncAccepted': true,
-  'frontend.enableExecuteMultiOperation': true,
   'system.enableEagerWorkflowStart': true,
   'frontend.workerVersioningWorkflowAPIs': true,
   'system.enableDeploymentVersions': true,
