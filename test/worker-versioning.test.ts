@@ -182,4 +182,25 @@ describe('Worker Versioning: two builds side by side', () => {
       }
     });
   });
+
+  it('lets no keelVersioning memo make a run on an unversioned worker declare a behavior (Temporal would refuse its every task)', async () => {
+    const { dir, configPath, taskQueue } = writeTestConfig('unversioned', {
+      ...buildFields('unused', 'a'),
+      deployment: undefined,
+    });
+    track(spawnKeel(['worker', '--config', configPath], { env: { KEEL_TEST_DIR: dir } }));
+    const client = await KeelClient.connect(loadConfig({ path: configPath }));
+    try {
+      const input = JSON.stringify({ agent: 'keeper', messages: [{ role: 'user', content: [{ text: 'record it' }] }] });
+      const workflowId = `unversioned-${randomUUID().slice(0, 8)}`;
+      const args = ['workflow', 'start', '--type', 'generateWorkflow', '--task-queue', taskQueue!, '--workflow-id', workflowId, '--input', input];
+      const sent = await temporalCli([...args, '--memo', 'keelVersioning="autoUpgrade"']);
+      expect(sent.code, sent.stderr).toBe(0);
+      await approveHold(client, workflowId);
+      expect((await client.getHandle(workflowId).result()).text).toBe('recorded');
+      expect(await buildOf(client, workflowId)).toEqual({ buildId: undefined, behavior: 'unspecified' });
+    } finally {
+      await client.close();
+    }
+  });
 });

@@ -13,8 +13,20 @@ import type { WorkflowDefinitionOptions } from '@temporalio/common';
 import { makeContinueAsNewFunc, workflowInfo, type Workflow } from '@temporalio/workflow';
 import { versioningMemo, versioningOfMemo } from '../core/versioning';
 
-/** The definition options of a keel workflow: its versioning behavior, from its memo. */
+/**
+ * True when the worker running this task polls as a build of a Worker Deployment. Only such a
+ * worker may declare a versioning behavior: Temporal refuses every workflow task of an
+ * unversioned worker that declares one, so a memo (a client's config, or a forged one) must
+ * never make a run declare it there.
+ */
+function onVersionedWorker(): boolean {
+  // An unversioned worker reports its build id, but no deployment.
+  return Boolean(workflowInfo().currentDeploymentVersion?.deploymentName);
+}
+
+/** The definition options of a keel workflow: its versioning behavior, from its memo (on a versioned worker). */
 export function runVersioningOptions(): WorkflowDefinitionOptions {
+  if (!onVersionedWorker()) return {};
   const chosen = versioningOfMemo(workflowInfo().memo);
   if (chosen === 'autoUpgrade') return { versioningBehavior: 'AUTO_UPGRADE' };
   if (chosen === 'pinned') return { versioningBehavior: 'PINNED' };
@@ -22,13 +34,14 @@ export function runVersioningOptions(): WorkflowDefinitionOptions {
 }
 
 /**
- * The definition options of a session: auto-upgrade, whatever its memo says (the memo is for
- * its turns). A session's own code is keel's, changed only under `patched()` (replayed by the
- * recorded histories and by `keel deploy check`); the agent's code runs in its turns, each a
- * child run that starts on the build current when the turn begins, and stays there when pinned.
+ * The definition options of a session: auto-upgrade on a versioned worker, whatever its memo
+ * says (the memo is for its turns). A session's own code is keel's, changed only under
+ * `patched()` (replayed by the recorded histories and by `keel deploy check`); the agent's code
+ * runs in its turns, each a child run that starts on the build current when the turn begins,
+ * and stays there when pinned.
  */
 export function sessionVersioningOptions(): WorkflowDefinitionOptions {
-  return { versioningBehavior: 'AUTO_UPGRADE' };
+  return onVersionedWorker() ? { versioningBehavior: 'AUTO_UPGRADE' } : {};
 }
 
 /** The memo a child run gets so it moves between builds the way this run does. */
