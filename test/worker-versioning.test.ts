@@ -22,52 +22,29 @@ import {
   buildOf,
   callsRanBy,
   longRunAtContinueAsNew,
-  makeCurrentWith,
-  pollsAs,
   sessionMovesAtItsNextTurn,
   toolRanOn,
+  withTwoBuilds,
   type BuildId,
   type TwoBuilds,
 } from './support/versioning';
 
 const track = killAfterEach(afterEach);
 
-/** Builds a and b of a new deployment on a new task queue of the test server, and a client of it (closed by `close`). */
-async function twoBuilds(label: string): Promise<TwoBuilds & { close: () => Promise<void> }> {
+/** Runs `check` on builds a and b of a new deployment, on a new task queue of the test server. */
+function withNewBuilds(label: string, check: (builds: TwoBuilds) => Promise<void>): Promise<void> {
   const taskQueue = `versioning-${label}-${randomUUID()}`;
   const deploymentName = `keel-test-${randomUUID().slice(0, 8)}`;
-  const configs = {
-    a: writeTestConfig('build-a', { taskQueue, ...buildFields(deploymentName, 'a') }),
-    b: writeTestConfig('build-b', { taskQueue, ...buildFields(deploymentName, 'b') }),
+  const build = (buildId: BuildId) => {
+    const { configPath, dir } = writeTestConfig(`build-${buildId}`, { taskQueue, ...buildFields(deploymentName, buildId) });
+    return { config: configPath, dir };
   };
-  const client = await KeelClient.connect(loadConfig({ path: configs.a.configPath }));
-  return {
-    client,
-    async start(buildId: BuildId) {
-      const { configPath, dir } = configs[buildId];
-      const worker = track(spawnKeel(['worker', '--config', configPath], { env: { KEEL_TEST_DIR: dir } }));
-      await worker.waitFor(pollsAs(deploymentName, buildId));
-      return worker;
-    },
-    makeCurrent: (buildId: BuildId) => makeCurrentWith(temporalCli, deploymentName, buildId),
-    dir: (buildId: BuildId) => configs[buildId].dir,
-    close: () => client.close(),
-  };
-}
-
-/** Runs `check` on two new builds, closing their client after. */
-async function withTwoBuilds(label: string, check: (builds: TwoBuilds) => Promise<void>): Promise<void> {
-  const builds = await twoBuilds(label);
-  try {
-    await check(builds);
-  } finally {
-    await builds.close();
-  }
+  return withTwoBuilds({ deploymentName, configs: { a: build('a'), b: build('b') }, cli: temporalCli, track }, check);
 }
 
 describe('Worker Versioning: two builds side by side', () => {
   it('keeps a pinned run on its build, starts new runs on the current one, and moves an autoUpgrade agent', async () => {
-    await withTwoBuilds('runs', async (builds) => {
+    await withNewBuilds('runs', async (builds) => {
       const { client } = builds;
       const workerA = await builds.start('a');
       await builds.makeCurrent('a');
@@ -97,13 +74,13 @@ describe('Worker Versioning: two builds side by side', () => {
   });
 
   it('moves a session to the current build at its next turn, the turn in flight finishing on its own build', async () => {
-    await withTwoBuilds('session', (builds) => sessionMovesAtItsNextTurn(builds, `moving-${randomUUID().slice(0, 8)}`));
+    await withNewBuilds('session', (builds) => sessionMovesAtItsNextTurn(builds, `moving-${randomUUID().slice(0, 8)}`));
   });
 
   // Upgrade on continue-as-new needs the server's support (checked on Temporal 1.31.2; the dev server of the suite,
   // 1.29.1, has none, and the cluster lane runs this on 1.31.2). Without it the run finishes on its own build.
   it('moves a pinned long run to the current build when it continues as new, where the server can', async () => {
-    await withTwoBuilds('long', async (builds) => {
+    await withNewBuilds('long', async (builds) => {
       const { serverVersion } = await builds.client.temporal.workflowService.getSystemInfo({});
       const [major = 0, minor = 0] = serverVersion.split('.').map(Number);
       await longRunAtContinueAsNew(builds, { moves: major > 1 || (major === 1 && minor >= 31) });
@@ -111,7 +88,7 @@ describe('Worker Versioning: two builds side by side', () => {
   });
 
   it('keeps a pinned run waiting while its build has no worker, never moving it to the current build', async () => {
-    await withTwoBuilds('absent', async (builds) => {
+    await withNewBuilds('absent', async (builds) => {
       const { client } = builds;
       const workerA = await builds.start('a');
       await builds.makeCurrent('a');
@@ -143,7 +120,7 @@ describe('Worker Versioning: two builds side by side', () => {
   });
 
   it('honours only pinned and autoUpgrade in a keelVersioning memo a client forged', async () => {
-    await withTwoBuilds('forged', async (builds) => {
+    await withNewBuilds('forged', async (builds) => {
       const { client } = builds;
       await builds.start('a');
       await builds.makeCurrent('a');

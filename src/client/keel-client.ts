@@ -654,8 +654,7 @@ export class KeelClient {
 
   /** A session of a server-managed agent (session: 'server'). */
   session(agent: string, sessionId: string): SessionHandle {
-    const versioning = this.versioning[agent];
-    return new SessionHandle({ client: this.temporal, agent, sessionId, taskQueue: this.taskQueue, ...(versioning ? { versioning } : {}) });
+    return new SessionHandle({ client: this.temporal, agent, sessionId, taskQueue: this.taskQueue, versioning: this.versioning[agent] });
   }
 
   /**

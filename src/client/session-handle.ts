@@ -32,7 +32,7 @@ export interface SessionHandleOptions {
   /** Task queue the session workflow is started on. */
   taskQueue: string;
   /** How the session's turns move between builds (`deployment.agents`); absent: the worker's default. */
-  versioning?: RunVersioning;
+  versioning?: RunVersioning | undefined;
 }
 
 /** Options of `SessionHandle.send`. */

@@ -14,10 +14,8 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { stringify } from 'yaml';
 import { startCluster, type Cluster } from '../support/cluster';
-import { KeelClient } from '../../src/client/keel-client';
-import { loadConfig } from '../../src/config/load';
 import { ROOT, killAfterEach, runKeel, spawnCommand, spawnKeel } from '../support/processes';
-import { buildFields, longRunAtContinueAsNew, makeCurrentWith, pollsAs, sessionMovesAtItsNextTurn, type BuildId, type TwoBuilds } from '../support/versioning';
+import { buildFields, longRunAtContinueAsNew, sessionMovesAtItsNextTurn, withTwoBuilds, type BuildId, type TwoBuilds } from '../support/versioning';
 
 const track = killAfterEach(afterEach);
 let cluster: Cluster;
@@ -289,46 +287,23 @@ describe('Worker Versioning on a production-shaped Temporal', () => {
   const namespace = 'keel-versioning';
   let namespaceReady: Promise<void> | undefined;
 
-  /** Builds a and b of a new deployment in the namespace, on a new task queue, and a client of it. */
-  async function twoBuilds(label: string): Promise<TwoBuilds & { close: () => Promise<void> }> {
+  /** Runs `check` on builds a and b of a new deployment in the namespace, on a new task queue. */
+  async function withNewBuilds(label: string, check: (builds: TwoBuilds) => Promise<void>): Promise<void> {
     const taskQueue = `versioning-${label}-${randomUUID()}`;
     const deploymentName = `keel-cluster-${randomUUID().slice(0, 8)}`;
-    const configs = {
-      a: writeClusterConfig(namespace, { taskQueue, ...buildFields(deploymentName, 'a') }),
-      b: writeClusterConfig(namespace, { taskQueue, ...buildFields(deploymentName, 'b') }),
-    };
+    const build = (buildId: BuildId) => writeClusterConfig(namespace, { taskQueue, ...buildFields(deploymentName, buildId) });
+    const configs = { a: build('a'), b: build('b') };
     namespaceReady ??= runKeel(['namespace', 'setup', '--config', configs.a.config]).then(({ code, stderr }) => expect(code, stderr).toBe(0));
     await namespaceReady;
-    const client = await KeelClient.connect(loadConfig({ path: configs.a.config }));
-    return {
-      client,
-      async start(buildId: BuildId) {
-        const { config, dir } = configs[buildId];
-        const worker = track(spawnKeel(['worker', '--config', config], { env: { KEEL_TEST_DIR: dir } }));
-        await worker.waitFor(pollsAs(deploymentName, buildId));
-        return worker;
-      },
-      makeCurrent: (buildId: BuildId) => makeCurrentWith((args) => temporalCli([...args, '--namespace', namespace]), deploymentName, buildId),
-      dir: (buildId: BuildId) => configs[buildId].dir,
-      close: () => client.close(),
-    };
+    const cli = (args: string[]) => temporalCli([...args, '--namespace', namespace]);
+    await withTwoBuilds({ deploymentName, configs, cli, track }, check);
   }
 
   it('moves a pinned long run to the current build when it continues as new (upgrade on continue-as-new)', async () => {
-    const builds = await twoBuilds('long');
-    try {
-      await longRunAtContinueAsNew(builds, { moves: true });
-    } finally {
-      await builds.close();
-    }
+    await withNewBuilds('long', (builds) => longRunAtContinueAsNew(builds, { moves: true }));
   });
 
   it('moves a session to the current build at its next turn', async () => {
-    const builds = await twoBuilds('session');
-    try {
-      await sessionMovesAtItsNextTurn(builds, `cluster-${randomUUID().slice(0, 8)}`);
-    } finally {
-      await builds.close();
-    }
+    await withNewBuilds('session', (builds) => sessionMovesAtItsNextTurn(builds, `cluster-${randomUUID().slice(0, 8)}`));
   });
 });

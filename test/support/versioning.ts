@@ -8,8 +8,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import type { KeelClient } from '../../src/client/keel-client';
-import { ROOT, type KeelProcess } from './processes';
+import { KeelClient } from '../../src/client/keel-client';
+import { loadConfig } from '../../src/config/load';
+import { ROOT, spawnKeel, type KeelProcess } from './processes';
 
 /** A build's name in these tests. */
 export type BuildId = 'a' | 'b';
@@ -51,15 +52,39 @@ export function buildFields(deploymentName: string, buildId: BuildId): Record<st
   };
 }
 
-/** The pattern of a worker's start line once it polls as `buildId` of the deployment. */
-export function pollsAs(deploymentName: string, buildId: BuildId): RegExp {
-  return new RegExp(`keel: worker \\d+ on task queue .*build ${deploymentName}/${buildId}`);
+/** What `withTwoBuilds` needs: each build's temporal.yaml and test directory, and how to reach the server. */
+export interface TwoBuildsOptions {
+  deploymentName: string;
+  configs: Record<BuildId, { config: string; dir: string }>;
+  /** Runs the temporal CLI with the connection (and namespace) added. */
+  cli: (args: string[]) => Promise<{ code: number | null }>;
+  /** Kills a started worker when the test ends (`killAfterEach`). */
+  track: (worker: KeelProcess) => KeelProcess;
 }
 
-/** Makes `buildId` current with the temporal CLI (`cli` adds the connection), once its worker has polled: the server refuses a version it has not seen. */
-export async function makeCurrentWith(cli: (args: string[]) => Promise<{ code: number | null }>, deploymentName: string, buildId: BuildId): Promise<void> {
-  const args = ['worker', 'deployment', 'set-current-version', '--deployment-name', deploymentName, '--build-id', buildId, '--yes'];
-  await expect.poll(async () => (await cli(args)).code, { timeout: 30_000, interval: 500 }).toBe(0);
+/** Runs `check` on builds a and b, with a client of build a's config, closed after. */
+export async function withTwoBuilds({ deploymentName, configs, cli, track }: TwoBuildsOptions, check: (builds: TwoBuilds) => Promise<void>): Promise<void> {
+  const client = await KeelClient.connect(loadConfig({ path: configs.a.config }));
+  const builds: TwoBuilds = {
+    client,
+    async start(buildId) {
+      const { config, dir } = configs[buildId];
+      const worker = track(spawnKeel(['worker', '--config', config], { env: { KEEL_TEST_DIR: dir } }));
+      await worker.waitFor(new RegExp(`keel: worker \\d+ on task queue .*build ${deploymentName}/${buildId}`));
+      return worker;
+    },
+    async makeCurrent(buildId) {
+      // Once its worker has polled: the server refuses a version it has not seen.
+      const args = ['worker', 'deployment', 'set-current-version', '--deployment-name', deploymentName, '--build-id', buildId, '--yes'];
+      await expect.poll(async () => (await cli(args)).code, { timeout: 30_000, interval: 500 }).toBe(0);
+    },
+    dir: (buildId) => configs[buildId].dir,
+  };
+  try {
+    await check(builds);
+  } finally {
+    await client.close();
+  }
 }
 
 /** Temporal's VersioningBehavior enum values. */
