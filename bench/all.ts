@@ -23,16 +23,17 @@ for (const bench of BENCHES) {
   }
   if (run.status !== 0) {
     console.log(`${bench} failed (exit ${run.status}):\n${(run.stderr ?? '').slice(-2000)}`);
-    rows.push([`${bench} failed`, '-', '-']);
+    rows.push([`${bench} failed`, '-', '-', 'no']);
   }
   console.log(`(${((Date.now() - started) / 1000).toFixed(0)} s)`);
 }
 
-const width = [0, 1, 2].map((column) => Math.max(...rows.map((row) => (row[column] ?? '').length), ['metric', 'value', 'goal'][column]!.length));
-const line = (cells: string[]) => `| ${cells.map((cell, column) => cell.padEnd(width[column]!)).join(' | ')} |`;
+const HEADER = ['metric', 'value', 'goal', 'met'];
+const width = HEADER.map((name, column) => Math.max(...rows.map((row) => (row[column] ?? '').length), name.length));
+const line = (cells: string[]) => `| ${HEADER.map((_, column) => (cells[column] ?? '').padEnd(width[column]!)).join(' | ')} |`;
 console.log(
   `\nkeel benchmarks, ${new Date().toISOString().slice(0, 10)}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}\n`,
 );
-console.log(line(['metric', 'value', 'goal']));
+console.log(line(HEADER));
 console.log(`|${width.map((size) => '-'.repeat(size + 2)).join('|')}|`);
 for (const row of rows) console.log(line(row));

@@ -1,10 +1,11 @@
 /**
- * How benchmarks report a figure: one `RESULT` line each (metric, value, goal), which
- * `npm run bench` (bench/all.ts) gathers into one table.
+ * How benchmarks report a figure: one `RESULT` line each (metric, value, goal, and whether
+ * the goal is met when there is one), which `npm run bench` (bench/all.ts) gathers into one
+ * table.
  */
-export function result(metric: string, value: number, goal: string): void {
+export function result(metric: string, value: number, goal: string, met?: boolean): void {
   const shown = Number.isInteger(value) ? String(value) : value.toFixed(value < 10 ? 3 : 1);
-  console.log(`RESULT\t${metric}\t${shown}\t${goal}`);
+  console.log(`RESULT\t${metric}\t${shown}\t${goal}\t${met === undefined ? '' : met ? 'yes' : 'no'}`);
 }
 
 /** The median of `values` (the mean of the middle two for an even count). */

@@ -53,6 +53,12 @@ export interface Tool<Input extends z.ZodType = z.ZodType, Output extends z.ZodT
   readonly input: Input;
   readonly output?: Output;
   readonly run: (input: z.output<Input>, context: ToolContext) => Promise<z.input<Output>> | z.input<Output>;
+  /**
+   * Run each call as a Temporal local activity, in the worker that runs the run's workflow task,
+   * instead of through the task queue: for quick tools (milliseconds, no side effect a second
+   * run would repeat badly). docs/local-calls.md says what differs.
+   */
+  readonly local?: boolean;
 }
 
 /** Options of `defineTool`. */
@@ -110,6 +116,8 @@ export interface Agent<Output = unknown> {
   readonly session: AgentSessionMode;
   /** The answer the agent gives: one JSON value matching this JSON Schema, in `result.output` (absent: text). */
   readonly output?: OutputSpec;
+  /** Which of its calls run as local activities (docs/local-calls.md); absent: as each model and tool says. */
+  readonly local?: AgentLocalCalls;
   /** Type-level only (never set): the type of `result.output`, so a client given the agent types it. */
   readonly '~output'?: Output;
 }
@@ -120,6 +128,16 @@ export interface Agent<Output = unknown> {
  * error and tries again (default 2), and `name` what the provider is told the schema is called.
  */
 export type AgentOutputOption<Schema extends z.ZodType = z.ZodType> = Schema | { schema: Schema | JsonSchemaObject; retries?: number; name?: string };
+
+/**
+ * An agent's choice of local activities (docs/local-calls.md): `models` true runs every model
+ * call of its runs locally, false none, absent as each model says (`Model.local`); `tools` true
+ * runs every activity tool locally, a list those tools, false none, absent as each tool says.
+ */
+export interface AgentLocalCalls {
+  models?: boolean;
+  tools?: boolean | ReadonlyArray<string>;
+}
 
 /** Who keeps an agent's conversation between turns. */
 export type AgentSessionMode = 'client' | 'server';
@@ -137,6 +155,8 @@ export interface AgentOptions<Schema extends z.ZodType = z.ZodType> {
   session?: AgentSessionMode;
   /** The structured answer: a zod schema (or `{ schema, retries?, name? }`); the result's `output` is typed from it. */
   output?: AgentOutputOption<Schema>;
+  /** Which calls run as local activities (docs/local-calls.md). */
+  local?: AgentLocalCalls;
 }
 
 /** Declares an agent; with `output`, its runs answer one value of that schema (`result.output`). */
@@ -151,9 +171,38 @@ export function defineAgent<Schema extends z.ZodType = z.ZodType>({
   maxTurns = 5,
   session = 'client',
   output,
+  local,
 }: AgentOptions<Schema>): Agent<z.output<Schema>> {
   const spec = output === undefined ? undefined : outputSpecFrom(`defineAgent(${JSON.stringify(name)})`, output);
-  return { kind: 'agent', name, description, model, system, config, tools, use, maxTurns, session, ...(spec ? { output: spec } : {}) };
+  if (local) checkLocalCalls(`defineAgent(${JSON.stringify(name)})`, local, tools);
+  return {
+    kind: 'agent',
+    name,
+    description,
+    model,
+    system,
+    config,
+    tools,
+    use,
+    maxTurns,
+    session,
+    ...(spec ? { output: spec } : {}),
+    ...(local ? { local } : {}),
+  };
+}
+
+/** An agent's `local` names only tools it has. */
+function checkLocalCalls(where: string, local: AgentLocalCalls, tools: ReadonlyArray<Tool | string>): void {
+  if (local.models !== undefined && typeof local.models !== 'boolean') throw new TypeError(`${where}: local.models must be true or false`);
+  if (local.tools === undefined || typeof local.tools === 'boolean') return;
+  const chosen: unknown = local.tools;
+  if (!Array.isArray(chosen)) throw new TypeError(`${where}: local.tools must be true, false or a list of the agent's tool names`);
+  const names = tools.map((tool) => (typeof tool === 'string' ? tool : tool.name));
+  for (const [index, toolName] of (chosen as unknown[]).entries()) {
+    if (typeof toolName !== 'string') throw new TypeError(`${where}: local.tools[${index}] must be a tool name`);
+    if (!names.includes(toolName))
+      throw new TypeError(`${where}: local.tools[${index}]: "${toolName}" is not one of the agent's tools (${names.join(', ') || 'it has none'})`);
+  }
 }
 
 /** The JSON Schema form of an agent's output option; throws naming what is wrong. */
@@ -212,6 +261,11 @@ export interface Model {
   readonly price?: ModelPrice;
   /** Calls go to a task queue of their own, rate-limited by Temporal across workers (README, "Rate limits"). */
   readonly rateLimit?: ModelRateLimit;
+  /**
+   * Run each call as a Temporal local activity, in the worker that runs the run's workflow task,
+   * instead of through the task queue (docs/local-calls.md); an agent's `local.models` overrides it.
+   */
+  readonly local?: boolean;
 }
 
 /** Declares a model. Throw `KeelError` with a status for failures Retry/Fallback should see. */

@@ -6,7 +6,7 @@
  * project's own test helpers `keel-agents/testing`. Node side.
  */
 export { defineAgent, defineModel, defineTool } from './define';
-export type { Agent, AgentOptions, AgentOutputOption, AgentSessionMode, Model, ModelContext, Tool, ToolContext, ToolOptions } from './define';
+export type { Agent, AgentLocalCalls, AgentOptions, AgentOutputOption, AgentSessionMode, Model, ModelContext, Tool, ToolContext, ToolOptions } from './define';
 export { DEFAULT_OUTPUT_RETRIES, OutputSpecSchema } from './core/output';
 export type { JsonSchemaObject, OutputOption, OutputSpec, OutputSpecInput } from './core/output';
 export { Registry } from './registry';

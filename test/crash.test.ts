@@ -113,4 +113,43 @@ describe('worker crash between a read and an edit', () => {
       await client.close();
     }
   });
+
+  it('runs a local tool call again on another worker, with the same key, when the worker running it is SIGKILLed', async () => {
+    // A local call lives in its workflow task: the kill leaves the task to time out (10 s) and the
+    // other worker replays the run and runs the call again; nothing of it reached history before.
+    const { dir, configPath } = writeTestConfig('crash-local', {
+      modules: [join(ROOT, 'test', 'fixtures', 'crash-agents.ts')],
+      models: [{ name: 'scripted/crash-local', script: [{ toolRequests: [{ name: 'slow_work', input: { seconds: 3 } }] }, { text: 'done' }] }],
+      agents: [{ name: 'crash-local', model: 'scripted/crash-local', tools: ['slow_work'], local: { models: true, tools: true } }],
+    });
+    const env = { KEEL_TEST_DIR: dir };
+    const workers = [spawnKeel(['worker', '--config', configPath], { env }), spawnKeel(['worker', '--config', configPath], { env })];
+    workers.forEach(track);
+    await Promise.all(workers.map((worker) => worker.waitFor(/keel: worker \d+ on task queue/)));
+
+    const client = await KeelClient.connect(loadConfig({ path: configPath }));
+    try {
+      const handle = await client.start('crash-local', 'go');
+      const slowLog = join(dir, 'slow.log');
+      await expect.poll(() => lines(slowLog).length, { timeout: 30_000 }).toBeGreaterThan(0);
+      const [, victimPid] = lines(slowLog)[0]!.split(' ');
+      const victim = workers.find((worker) => String(worker.child.pid) === victimPid);
+      expect(victim, `slow_work ran in pid ${victimPid}, not one of the workers`).toBeDefined();
+      victim!.kill('SIGKILL');
+
+      expect((await handle.result()).text).toBe('done');
+      const starts = lines(slowLog)
+        .filter((line) => line.startsWith('start '))
+        .map((line) => line.split(' '));
+      expect(starts).toHaveLength(2);
+      const [first, second] = starts as [string[], string[]];
+      expect(second[1]).not.toBe(victimPid);
+      // The same key on the run again: the call's id in its run did not change.
+      expect(second[3]).toBe(first[3]);
+      expect(first[3]).toMatch(new RegExp(`^${handle.runId}/[0-9a-f-]{36}/\\d+$`));
+      expect(lines(slowLog).filter((line) => line.startsWith('end '))).toHaveLength(1);
+    } finally {
+      await client.close();
+    }
+  });
 });

@@ -23,7 +23,7 @@ import { pricedUsage } from '../core/cost';
 import { modelTaskQueue } from '../core/rate-limit';
 import { toInputJsonSchema } from '../core/zod-schema';
 import type { KeelConfig } from '../config/schema';
-import type { Tool } from '../define';
+import type { Agent, Tool } from '../define';
 import type { Registry } from '../registry';
 import { withHeartbeat } from './heartbeat';
 import { InfrastructureError, toRetryableFailure } from './infrastructure-error';
@@ -168,6 +168,23 @@ function assertCalledByRun(activity: string): void {
   }
 }
 
+/**
+ * Which calls of a run of `agent` are local activities: every registered model the agent's
+ * `local.models` picks (or, without it, each model that says `local`), and each of its tools
+ * its `local.tools` picks (or that says `local` itself).
+ */
+function localCallsOf(registry: Registry, agent: Agent, tools: ToolDefinition[]): { localModels?: string[]; localTools?: string[] } {
+  const models = [...registry.models.values()].filter((model) => agent.local?.models ?? model.local === true).map((model) => model.name);
+  const byName = new Map(
+    agent.tools.map((entry) => [typeof entry === 'string' ? entry : entry.name, typeof entry === 'string' ? registry.tools.get(entry) : entry]),
+  );
+  const choice = agent.local?.tools;
+  const local = tools
+    .map((tool) => tool.name)
+    .filter((name) => (choice === undefined ? byName.get(name)?.local === true : typeof choice === 'boolean' ? choice : choice.includes(name)));
+  return { ...(models.length ? { localModels: models.sort() } : {}), ...(local.length ? { localTools: local.sort() } : {}) };
+}
+
 /** The task queue of each rate-limited model's calls, beside the queue the agent was resolved on (every keel worker of it polls them). */
 function modelQueuesOf(registry: Registry, taskQueue: string): { modelQueues?: Record<string, string> } {
   const limited = [...registry.models.values()].filter((model) => model.rateLimit).map((model) => model.name);
@@ -263,6 +280,7 @@ export function createActivities({
         searchAttributes: await searchAttributes,
         ...(inlineLimit !== undefined ? { inlinePayloadLimit: inlineLimit } : {}),
         ...modelQueuesOf(registry, Context.current().info.taskQueue),
+        ...localCallsOf(registry, agent, tools),
       };
     }, refusedBefore);
 

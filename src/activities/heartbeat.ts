@@ -12,6 +12,8 @@ import { Context } from '@temporalio/activity';
  */
 export async function withHeartbeat<T>(work: (heartbeat: (details?: unknown) => void) => Promise<T>): Promise<T> {
   const context = Context.current();
+  // A local activity has no heartbeat: its liveness is its workflow task's (docs/local-calls.md).
+  if (context.info.isLocal) return work(() => undefined);
   let lastDetails: unknown;
   const heartbeat = (details?: unknown): void => {
     if (details !== undefined) lastDetails = details;

@@ -15,6 +15,8 @@ const ModelLimitFields = {
   price: ModelPriceSchema.optional(),
   /** Calls to this model go to a task queue of their own, rate-limited by Temporal (README, "Rate limits"). */
   rateLimit: ModelRateLimitSchema.optional(),
+  /** Calls run as local activities, in the worker that runs the run's workflow task (docs/local-calls.md). */
+  local: z.boolean().optional(),
 };
 
 /** Connection to the Temporal service. */
@@ -225,6 +227,11 @@ export const AgentConfigSchema = z
     session: z.enum(['client', 'server']).default('client'),
     /** The structured answer: a JSON Schema, or `{ schema, retries?, name? }` (docs/structured-output.md). */
     output: OutputOptionSchema.optional(),
+    /** Which calls run as local activities (docs/local-calls.md): `models` all or none, `tools` all, none or a list. */
+    local: z
+      .object({ models: z.boolean().optional(), tools: z.union([z.boolean(), z.array(z.string().min(1))]).optional() })
+      .strict()
+      .optional(),
   })
   .strict();
 export type AgentConfig = z.infer<typeof AgentConfigSchema>;

@@ -373,6 +373,13 @@ export const AgentSpecSchema = z.object({
    * call goes to the run's own queue.
    */
   modelQueues: z.record(z.string(), z.string()).optional(),
+  /**
+   * Models whose calls this run makes as local activities, and tools it runs as local activities
+   * (docs/local-calls.md), as the worker that resolved the agent decided. Absent: every call is a
+   * regular activity (and every run resolved before keel had local calls stays so on replay).
+   */
+  localModels: z.array(z.string()).optional(),
+  localTools: z.array(z.string()).optional(),
 });
 export type AgentSpec = z.infer<typeof AgentSpecSchema>;
 

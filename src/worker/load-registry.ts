@@ -34,17 +34,17 @@ function loadModule(file: string): Record<string, unknown> {
 
 /** A model from its config entry; an HTTP provider's key comes from `apiKey` or the variable `apiKeyEnv` names. */
 export function modelFromConfig(entry: ModelConfig, baseDir = process.cwd()): Model {
-  const { price, rateLimit } = entry;
+  const { price, rateLimit, local } = entry;
   const model = providerModel(entry, baseDir);
-  // The model was made here, for this entry: its price and limit are set on it (a scripted model keeps its getters).
-  return Object.assign(model, { ...(price ? { price } : {}), ...(rateLimit ? { rateLimit } : {}) });
+  // The model was made here, for this entry: its price, limit and call mode are set on it (a scripted model keeps its getters).
+  return Object.assign(model, { ...(price ? { price } : {}), ...(rateLimit ? { rateLimit } : {}), ...(local !== undefined ? { local } : {}) });
 }
 
 function providerModel(entry: ModelConfig, baseDir: string): Model {
   // A worker runs for weeks: a scripted model declared in the config keeps none of the requests it was sent (code that wants them builds its own).
   if (entry.provider === 'scripted') return scriptedModel({ name: entry.name, script: entry.script, keepRequests: 0 });
   if (entry.provider === 'ai-sdk') return aiSdkModelFromConfig(entry, baseDir);
-  const { provider, apiKeyEnv, apiKey, price: _price, rateLimit: _rateLimit, ...options } = entry;
+  const { provider, apiKeyEnv, apiKey, price: _price, rateLimit: _rateLimit, local: _local, ...options } = entry;
   const key = apiKey ?? (apiKeyEnv ? process.env[apiKeyEnv] : undefined);
   return provider === 'anthropic' ? anthropicModel({ ...options, apiKey: key }) : openAICompatibleModel({ ...options, apiKey: key });
 }

@@ -3,7 +3,7 @@
  * and what an activity failure means as a keel error. Runs in the workflow: no I/O.
  */
 import { ActivityFailure, ApplicationFailure, CancelledFailure, TimeoutFailure, isCancellation, patched } from '@temporalio/workflow';
-import type { ActivityOptions } from '@temporalio/workflow';
+import type { ActivityOptions, LocalActivityOptions } from '@temporalio/workflow';
 import { KeelError, NOT_REGISTERED_FAILURE, fromApplicationFailure, toKeelError } from '../core/errors';
 import { RefusedBeforeSchema, type ActivitySpec, type RefusedBefore } from '../core/run';
 
@@ -20,11 +20,21 @@ export const NOT_REGISTERED_RESCHEDULE_PATCH = 'keel-not-registered-reschedule';
  * final refusal is not retryable and carries nothing).
  */
 function refusedBefore(error: unknown): RefusedBefore | undefined {
-  if (!(error instanceof ActivityFailure) || !(error.cause instanceof ApplicationFailure)) return undefined;
-  const { type, nonRetryable, details } = error.cause;
+  const cause = activityCause(error);
+  if (!(cause instanceof ApplicationFailure)) return undefined;
+  const { type, nonRetryable, details } = cause;
   if (type !== NOT_REGISTERED_FAILURE || nonRetryable) return undefined;
   const parsed = RefusedBeforeSchema.safeParse((details?.[1] as { notRegistered?: unknown } | undefined)?.notRegistered);
   return parsed.success ? { since: parsed.data.since, workers: parsed.data.workers, activityId: parsed.data.activityId } : undefined;
+}
+
+/**
+ * What made an activity call fail: the cause an ActivityFailure wraps (a regular activity's
+ * failure), or the failure itself (a local activity's arrives unwrapped: the ApplicationFailure
+ * or TimeoutFailure as such).
+ */
+export function activityCause(error: unknown): unknown {
+  return error instanceof ActivityFailure ? error.cause : error;
 }
 
 /**
@@ -80,19 +90,29 @@ export function activityOptions(spec: ActivitySpec): ActivityOptions {
 }
 
 /**
+ * Local activity options from the same spec (docs/local-calls.md): the same timeout and retry
+ * policy; no heartbeat timeout (a local activity's liveness is its workflow task's, which the SDK
+ * heartbeats while the call runs).
+ */
+export function localActivityOptions(spec: ActivitySpec): LocalActivityOptions {
+  const { startToCloseTimeout, retry } = activityOptions(spec);
+  return { startToCloseTimeout, retry };
+}
+
+/**
  * Turns what an activity (or anything awaited) threw into a KeelError, keeping the status
  * that crossed the boundary. Cancellation is rethrown untouched so the run ends cancelled.
  */
 export function asKeelError(error: unknown, what: string): KeelError {
   if (isCancellation(error)) throw error;
-  if (error instanceof ActivityFailure) {
-    const cause = error.cause;
+  if (error instanceof ActivityFailure || error instanceof TimeoutFailure) {
+    const cause = activityCause(error);
     if (cause instanceof TimeoutFailure) {
       return new KeelError('DEADLINE_EXCEEDED', `${what} timed out (${cause.timeoutType}) after all attempts`);
     }
     if (cause instanceof ApplicationFailure) return fromApplicationFailure(cause);
     if (cause instanceof CancelledFailure) throw error;
-    return KeelError.unclassified(`${what} failed: ${cause?.message ?? error.message}`);
+    return KeelError.unclassified(`${what} failed: ${(cause as Error | undefined)?.message ?? error.message}`);
   }
   return toKeelError(error);
 }

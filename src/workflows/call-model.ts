@@ -3,7 +3,7 @@
  * `callModel` activity reads it back through the `modelRequest` query, page by page, so
  * history records each message once and no request is too large for a payload. Runs in the workflow: deterministic, no I/O.
  */
-import { patched, proxyActivities, workflowInfo, type ActivityOptions } from '@temporalio/workflow';
+import { patched, proxyActivities, proxyLocalActivities, workflowInfo, type ActivityOptions, type LocalActivityOptions } from '@temporalio/workflow';
 import { KeelError } from '../core/errors';
 import { addUsage, type Message, type ModelRequest, type ModelResponse } from '../core/messages';
 import { MODEL_REQUEST_PAGE_CHARS } from './definitions';
@@ -74,13 +74,26 @@ function pageIds(previous: { text: string; ids: string[] } | undefined, text: st
   });
 }
 
+/** Options of `modelCaller`. */
+export interface ModelCallerOptions {
+  /** Options of the model activity. */
+  activity: ActivityOptions;
+  /** Options of a model call made as a local activity. */
+  local: LocalActivityOptions;
+  /** Models whose calls are local activities (AgentSpec.localModels). */
+  localModels?: ReadonlyArray<string>;
+  /** This run's Temporal run id (the activity reads a large request back from it). */
+  temporalRunId: string;
+  /** Counts each call's usage (into the run's tree). */
+  onUsage?: (usage: ModelResponse['usage']) => void;
+  /** The task queue of each rate-limited model (AgentSpec.modelQueues). */
+  modelQueues?: Record<string, string>;
+}
+
 /** Calls models through the model activity, adding their usage to the run's. */
 export function modelCaller(
   run: RunState,
-  options: ActivityOptions,
-  temporalRunId: string,
-  onUsage?: (usage: ModelResponse['usage']) => void,
-  modelQueues: Record<string, string> = {},
+  { activity: options, local: localOptions, localModels = [], temporalRunId, onUsage, modelQueues = {} }: ModelCallerOptions,
 ): (model: string, request: ModelRequest) => Promise<ModelResponse> {
   /** The latest request to each model, with its page ids. */
   const latest = new Map<string, { text: string; ids: string[] }>();
@@ -99,9 +112,11 @@ export function modelCaller(
         { modelName: model, sizeBytes: requestBytes },
       );
     }
-    // A small request rides in the activity's input (history holds at most INLINE_REQUEST_CHARS
-    // more per call, and no read back is needed); a larger one is read from the run by reference.
-    const inline = text.length <= INLINE_REQUEST_CHARS;
+    // A local call's input never reaches history: the request always rides in it. Otherwise a small
+    // request rides in the activity's input (history holds at most INLINE_REQUEST_CHARS more per
+    // call, and no read back is needed); a larger one is read from the run by reference.
+    const local = localModels.includes(model);
+    const inline = local || text.length <= INLINE_REQUEST_CHARS;
     if (!inline) {
       const ids = pageIds(latest.get(model), text, `${chain}/${requestKey}`);
       latest.set(model, { text, ids });
@@ -109,8 +124,11 @@ export function modelCaller(
     }
     try {
       // A rate-limited model's calls go to its own task queue, where Temporal applies the limit.
-      const queue = modelQueues[model] !== undefined && patched(MODEL_TASK_QUEUE_PATCH) ? { taskQueue: modelQueues[model] } : {};
-      const { callModel } = proxyActivities<KeelActivities>({ ...options, ...queue, summary: `model ${model}` });
+      // A local call runs in this worker, so no queue (and no rate limit across workers) applies to it.
+      const queue = !local && modelQueues[model] !== undefined && patched(MODEL_TASK_QUEUE_PATCH) ? { taskQueue: modelQueues[model] } : {};
+      const { callModel } = local
+        ? proxyLocalActivities<KeelActivities>({ ...localOptions, summary: `model ${model}` })
+        : proxyActivities<KeelActivities>({ ...options, ...queue, summary: `model ${model}` });
       const response = await untilRegistered((refusedBefore) =>
         callModel({
           model,

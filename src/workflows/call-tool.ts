@@ -5,13 +5,21 @@
  * answer to the model. Runs in the workflow: deterministic, no I/O.
  */
 import { undeclaredHold } from '../core/holds';
-import { ActivityFailure, ApplicationFailure, isCancellation, patched, proxyActivities, type ActivityOptions } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  isCancellation,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  type ActivityOptions,
+  type LocalActivityOptions,
+} from '@temporalio/workflow';
 import { RunStoppedError, ToolFailure, toKeelError, type KeelError } from '../core/errors';
 import { ModelVisibleToolError, TOOL_FAIL_FAILURE, TOOL_INTERRUPT_FAILURE, TOOL_STAGE, ToolInterrupt, holdData, toolFail } from '../core/interrupts';
 import type { KeelActivities } from '../activities/types';
 import type { ToolRunner } from '../middleware/compose';
 import type { ContributedTool } from '../middleware/types';
-import { asKeelError, untilRegistered } from './activity-errors';
+import { activityCause, asKeelError, untilRegistered } from './activity-errors';
 import type { RunState } from './run-state';
 import type { Usage } from '../core/messages';
 import { TOOL_CALL_RESULT, ToolCallResultSchema, type ToolCallResult } from '../core/run';
@@ -29,6 +37,10 @@ export interface ToolRunnerOptions {
   contributed: ReadonlyMap<string, ContributedTool>;
   /** Options of the tool activity. */
   activity: ActivityOptions;
+  /** Options of a tool call made as a local activity. */
+  local?: LocalActivityOptions;
+  /** Tools whose calls are local activities (AgentSpec.localTools). */
+  localTools?: ReadonlyArray<string>;
   /** Position of the tool stage: after every wrapTool hook. */
   stage: number;
   /** The run: its agent and turn go with each call (for traces and logs). */
@@ -49,7 +61,7 @@ function isToolCallResult(value: unknown): value is ToolCallResult {
 const TOOL_HOLD = undeclaredHold(TOOL_STAGE);
 
 /** The innermost stage of the wrapTool chain. */
-export function toolRunner({ contributed, activity, stage, run, onUsage }: ToolRunnerOptions): ToolRunner {
+export function toolRunner({ contributed, activity, local: localOptions, localTools = [], stage, run, onUsage }: ToolRunnerOptions): ToolRunner {
   return async (call, resumed) => {
     const name = call.request.name;
     const local = contributed.get(name);
@@ -66,7 +78,10 @@ export function toolRunner({ contributed, activity, stage, run, onUsage }: ToolR
       }
     }
     try {
-      const { callTool } = proxyActivities<KeelActivities>({ ...activity, summary: `tool ${name}` });
+      const { callTool } =
+        localOptions && localTools.includes(name)
+          ? proxyLocalActivities<KeelActivities>({ ...localOptions, summary: `tool ${name}` })
+          : proxyActivities<KeelActivities>({ ...activity, summary: `tool ${name}` });
       const idempotency = patched(IDEMPOTENCY_KEY_PATCH) ? { idempotency: 'execution' as const } : {};
       const reportsUsage = onUsage !== undefined && patched(TOOL_USAGE_PATCH);
       const answer = await untilRegistered((refusedBefore) =>
@@ -86,11 +101,11 @@ export function toolRunner({ contributed, activity, stage, run, onUsage }: ToolR
       if (parsed.success && parsed.data.usage && Object.keys(parsed.data.usage).length) onUsage(parsed.data.usage);
       return answer.output;
     } catch (error) {
-      if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure && error.cause.type === TOOL_INTERRUPT_FAILURE) {
-        throw new ToolInterrupt({ data: holdData(error.cause.details?.[0] ?? {}), raisedBy: TOOL_STAGE, stage, hold: TOOL_HOLD });
+      const cause = activityCause(error);
+      if (cause instanceof ApplicationFailure && cause.type === TOOL_INTERRUPT_FAILURE) {
+        throw new ToolInterrupt({ data: holdData(cause.details?.[0] ?? {}), raisedBy: TOOL_STAGE, stage, hold: TOOL_HOLD });
       }
-      if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure && error.cause.type === TOOL_FAIL_FAILURE)
-        throw toolFail(error.cause.message);
+      if (cause instanceof ApplicationFailure && cause.type === TOOL_FAIL_FAILURE) throw toolFail(cause.message);
       const failure = asKeelError(error, `tool "${name}"`);
       if (failure.status === 'CANCELLED') throw failure;
       throw ownFailure(failure, name);

@@ -34,7 +34,7 @@ import { RunInputSchema, type AgentSpec, type RunInput, type RunResult } from '.
 import { composeStage, composeToolChain } from '../middleware/compose';
 import type { GenerateOutcome, GenerateParams } from '../middleware/types';
 import type { KeelActivities } from '../activities/types';
-import { RESOLVE_AGENT_OPTIONS, activityOptions, asKeelError } from './activity-errors';
+import { RESOLVE_AGENT_OPTIONS, activityOptions, asKeelError, localActivityOptions } from './activity-errors';
 import { modelCaller } from './call-model';
 import { toolRunner } from './call-tool';
 import { InterruptBoard } from './interrupt-board';
@@ -199,7 +199,14 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     const signedHolds = (message: Message): Promise<Message> => (patched(SIGNED_HOLDS_PATCH) ? signHolds(agent.name, message) : Promise.resolve(message));
     if (input.resume && patched(SIGNED_HOLDS_PATCH)) input.messages = await trustedForResume(agent.name, input.messages);
     const output = runOutputOf(input, agent);
-    const callModel = modelCaller(run, activityOptions(agent.activities.model), info.runId, (usage) => tree.counted(usage), agent.modelQueues);
+    const callModel = modelCaller(run, {
+      activity: activityOptions(agent.activities.model),
+      local: localActivityOptions(agent.activities.model),
+      ...(agent.localModels ? { localModels: agent.localModels } : {}),
+      temporalRunId: info.runId,
+      onUsage: (usage) => tree.counted(usage),
+      ...(agent.modelQueues ? { modelQueues: agent.modelQueues } : {}),
+    });
     // A hold before a model call (a Budget over its tree's limit) is shown as a call of this name.
     const holdModelCall = (interrupt: ToolInterrupt) =>
       board
@@ -226,6 +233,8 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
         toolRunner({
           contributed: setup.contributed,
           activity: activityOptions(agent.activities.tool),
+          local: localActivityOptions(agent.activities.tool),
+          ...(agent.localTools ? { localTools: agent.localTools } : {}),
           stage: hooks.length,
           run,
           // What a tool reports it spent counts like a model call's usage: the run's, its tree's, its budgets'.

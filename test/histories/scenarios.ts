@@ -68,6 +68,9 @@ export interface Scenario {
 /** The scenarios, in recording order. */
 export const SCENARIOS: Scenario[] = [
   { name: 'parallel-tools', agent: 'replay-parallel', prompt: 'add and echo' },
+  // The same runs with every model and tool call a local activity (docs/local-calls.md).
+  { name: 'local-calls', agent: 'replay-local', prompt: 'add and echo' },
+  { name: 'local-retry-fallback', agent: 'replay-local-resilient', prompt: 'survive' },
   { name: 'tool-usage', agent: 'replay-tool-usage', prompt: 'spend' },
   { name: 'tool-failure', agent: 'replay-failure', prompt: 'fail please' },
   { name: 'max-turns', agent: 'replay-max-turns', prompt: 'loop', maxTurns: 1 },
@@ -396,8 +399,16 @@ export function scenarioRegistry(): Registry {
       tools: [echo],
       use: [fallback({ models: [resilientSecondary.name] }), retry({ maxRetries: 1, initialDelayMs: 50, noJitter: true })],
     }),
+    defineAgent({
+      name: 'replay-local-resilient',
+      model: resilientPrimary.name,
+      tools: [echo],
+      use: [fallback({ models: [resilientSecondary.name] }), retry({ maxRetries: 1, initialDelayMs: 50, noJitter: true })],
+      local: { models: true, tools: true },
+    }),
     defineAgent({ name: 'replay-soft', model: soft.name, tools: [fail, add], use: [softToolErrors()] }),
     defineAgent({ name: 'replay-parallel', model: parallel.name, system: 'Use tools.', tools: [add, echo] }),
+    defineAgent({ name: 'replay-local', model: parallel.name, system: 'Use tools.', tools: [add, echo], local: { models: true, tools: true } }),
     defineAgent({ name: 'replay-failure', model: failure.name, tools: [fail, echo] }),
     defineAgent({ name: 'replay-max-turns', model: maxTurns.name, tools: [echo] }),
     defineAgent({ name: 'replay-cancel', model: cancel.name, tools: [hang] }),
