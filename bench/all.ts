@@ -7,7 +7,18 @@ import { spawnSync } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 
-const BENCHES = ['overhead.ts', 'throughput.ts', 'recovery.ts', 'peer.ts', 'long-run.ts', 'compression.ts', 'tree-budget.ts', 'ui-inbox.ts'];
+const BENCHES = [
+  'overhead.ts',
+  'throughput.ts',
+  'recovery.ts',
+  'peer.ts',
+  'long-run.ts',
+  'compression.ts',
+  'tree-budget.ts',
+  'ui-inbox.ts',
+  'many-waiting.ts',
+  'profile.ts',
+];
 
 const rows: string[][] = [];
 for (const bench of BENCHES) {

@@ -3,6 +3,9 @@
  * keel's own data converter, history sizes, and the 20 KiB tool. Not a test.
  */
 import type { Client } from '@temporalio/client';
+import { readFileSync } from 'node:fs';
+import { KEEL_STATUS } from '../src/core/search-attributes';
+import { GENERATE_WORKFLOW } from '../src/workflows/definitions';
 import { temporal } from '@temporalio/proto';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
@@ -54,4 +57,51 @@ export async function startBenchWorker(server: DevServer, registry: Registry, ov
 /** Bytes of one run's history as the server stores it (the latest run of the id unless `runId`). */
 export async function historyBytes(client: Client, workflowId: string, runId?: string): Promise<number> {
   return temporal.api.history.v1.History.encode(await client.workflow.getHandle(workflowId, runId).fetchHistory()).finish().length;
+}
+
+/** What the inbox lists (src/client/holds.ts, waitingRuns): runs waiting for a decision. */
+export const WAITING = `WorkflowType='${GENERATE_WORKFLOW}' AND ExecutionStatus='Running' AND ${KEEL_STATUS.name}='waiting'`;
+
+export const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+
+/** The value at percentile `p` (0–100) of `values`. */
+export function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+/** Waits until visibility lists `count` runs as waiting; prints progress. */
+export async function untilWaiting(client: Client, count: number, timeoutMs = 15 * 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let shownAt = 0;
+  for (;;) {
+    const waiting = (await client.workflow.count(WAITING)).count;
+    if (waiting >= count) return;
+    if (Date.now() > deadline) throw new Error(`only ${waiting} of ${count} runs waiting after ${timeoutMs / 1000} s`);
+    if (Date.now() - shownAt > 15_000) {
+      console.log(`  ${waiting} of ${count} waiting`);
+      shownAt = Date.now();
+    }
+    await sleep(1000);
+  }
+}
+
+/** CPU time (ms) a process has used so far, from /proc (Linux, 100 ticks a second); undefined elsewhere. */
+export function cpuMsOf(pid: number): number | undefined {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Resident memory (bytes) of a process, from /proc (Linux); undefined elsewhere. */
+export function rssOf(pid: number): number | undefined {
+  try {
+    const kib = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kib === undefined ? undefined : Number(kib) * 1024;
+  } catch {
+    return undefined;
+  }
 }

@@ -5,11 +5,13 @@
  * prints the text as it arrives.
  */
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { RunHandle } from '../src/client/keel-client';
+import { toolApproval } from '../src/middleware/tool-approval';
 import type { RunEvent } from '../src/client/run-events';
 import { defineAgent } from '../src/define';
 import { retry } from '../src/middleware/retry';
-import { errorReply, scriptedModel, toolCallReply } from '../src/models/scripted';
+import { errorReply, scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
 import { add } from './fixtures/tools';
 import { startTestWorker, type TestWorker } from './support/harness';
@@ -27,7 +29,10 @@ const flaky = scriptedModel({
     { stream: ['Hello', ' wor', 'ld'], chunkDelayMs: 400 },
   ],
 });
+const held = scriptedModel({ name: 'scripted/streaming-held', script: [toolCallReply({ name: 'add', input: { a: 2, b: 3 } }), textReply('five')] });
 const registry = new Registry().add(
+  held,
+  defineAgent({ name: 'streamer-held', model: held.name, tools: [add], use: [toolApproval({})] }),
   add,
   streaming,
   flaky,
@@ -79,6 +84,35 @@ describe('RunHandle.events()', () => {
     const text = events.flatMap((event) => (event.type === 'text' ? [event.delta] : [])).join('');
     expect(text).toBe('Hello world');
     expect((await handle.result()).text).toBe('Hello world');
+  });
+});
+
+describe('what a watcher costs', () => {
+  it('sends no query while the run waits for a decision, and slows its describes to one a second; the end still comes', async () => {
+    const handle = await worker.client.start('streamer-held', 'add');
+    const queries = vi.spyOn(RunHandle.prototype, 'reportedStatus');
+    const describes = vi.spyOn(RunHandle.prototype, 'inFlight');
+    try {
+      const events: RunEvent[] = [];
+      const watching = (async () => {
+        for await (const event of handle.events({ intervalMs: 50, maxIntervalMs: 1000 })) events.push(event);
+      })();
+      await expect.poll(() => events.some((event) => event.type === 'hold'), { timeout: 20_000 }).toBe(true);
+      const [queriesAtHold, describesAtHold] = [queries.mock.calls.length, describes.mock.calls.length];
+      await new Promise((resolve) => setTimeout(resolve, 4000));
+      // 4 s of waiting: no status query at all, and at most 50, 100, ..., 800 ms then 1 s waits of describes.
+      expect(queries.mock.calls.length - queriesAtHold).toBe(0);
+      expect(describes.mock.calls.length - describesAtHold).toBeLessThanOrEqual(8);
+      const [hold] = await handle.pendingInterrupts();
+      await handle.approve(hold!.id);
+      await watching;
+      expect(events.filter((event) => event.type === 'toolResult')).toHaveLength(1);
+      expect(events.at(-1)).toEqual({ type: 'end', state: 'completed' });
+      expect(events.filter((event) => event.type === 'text').map((event) => (event as { delta: string }).delta)).toEqual(['five']);
+    } finally {
+      queries.mockRestore();
+      describes.mockRestore();
+    }
   });
 });
 

@@ -44,5 +44,10 @@ export function countTokens({ encoding, texts }: CountTokensInput): number[] {
 const REMEMBERED_MAX = 100_000;
 const remembered = new Map<string, number>();
 
+/** Forgets every remembered count: the next count of any text tokenizes it (for the benchmark's from-scratch figure). */
+export function forgetRememberedCounts(): void {
+  remembered.clear();
+}
+
 /** Texts this worker tokenized, and counts it answered from memory (for tests and the benchmark). */
 export const tokenizerStats = { tokenized: 0, remembered: 0 };

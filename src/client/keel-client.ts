@@ -89,6 +89,11 @@ export interface InFlight {
   text?: StreamedText;
   /** Each tool call under way, with the worker running its current attempt. */
   tools: ToolAttempt[];
+  /**
+   * Where the run's history is: `<temporal run id>/<events>`. While it stays the same, the run's
+   * state (its status, its messages) has not changed.
+   */
+  history?: string;
 }
 
 /** Options of `new RunHandle`. */
@@ -236,7 +241,7 @@ export class RunHandle<Output = unknown> {
     const description = await this.workflow.describe();
     const text = await this.streamedTextIn(description);
     const tools = await toolAttemptsOf(this.client, description, this.toolNames);
-    return { ...(text ? { text } : {}), tools };
+    return { ...(text ? { text } : {}), tools, history: `${description.runId}/${description.historyLength}` };
   }
 
   /** The text a pending model call of `description` has streamed (its heartbeat details). */

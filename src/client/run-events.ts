@@ -3,12 +3,14 @@
  * model call's heartbeat, see STREAM_DETAILS), each new message, tool calls and results, the
  * worker running each tool call, holds, and the end. Polls Temporal (describe for the streamed
  * text and the pending tool calls, the `status` and `messages` queries), so nothing is added to
- * the run's history. Text is never shown twice:
+ * the run's history. What one watcher costs is bounded: the queries (which a worker answers) are
+ * sent only when describe shows the history moved, and while nothing moves (a run waiting for a
+ * decision) the polls slow down to one describe per `maxIntervalMs`. Text is never shown twice:
  * a retried model call streams again from its start, and only what goes beyond what was
  * already shown comes out. Node side.
  */
 import { messageText, STREAM_DETAILS, type Message, type StreamedText } from '../core/messages';
-import type { Interrupt, RunLifecycle } from '../core/run';
+import type { Interrupt, RunLifecycle, RunStatus } from '../core/run';
 import type { TaskView } from '../core/tasks';
 import type { InFlight, RunHandle } from './keel-client';
 
@@ -38,14 +40,16 @@ const TASKS_INTERVAL_MS = 1000;
 
 /** Options of `runEvents`. */
 export interface RunEventsOptions {
-  /** Time between polls (default 150 ms). */
+  /** Time between polls while the run moves (default 150 ms). */
   intervalMs?: number;
+  /** Longest time between polls while nothing moves: each quiet poll doubles the wait up to this (default 1 s). */
+  maxIntervalMs?: number;
   /** Stops the events (the iterator ends). */
   signal?: AbortSignal;
 }
 
 /** The events of `handle`'s run until it ends. */
-export async function* runEvents(handle: RunHandle, { intervalMs = 150, signal }: RunEventsOptions = {}): AsyncGenerator<RunEvent> {
+export async function* runEvents(handle: RunHandle, { intervalMs = 150, maxIntervalMs = 1000, signal }: RunEventsOptions = {}): AsyncGenerator<RunEvent> {
   let ended: RunLifecycle | undefined;
   // Stopped with the events: a wait left running would keep retrying after its connection closed.
   const settled = handle.result(signal ? { signal } : {}).then(
@@ -61,13 +65,18 @@ export async function* runEvents(handle: RunHandle, { intervalMs = 150, signal }
   let seen = 0;
   // Text shown of the model call under way (since the last model message).
   let shown = '';
+  // The history the last status was read at, and that status: the same history, the same state.
+  let statusAt: { history: string; status: RunStatus } | undefined;
+  let wait = intervalMs;
   for (;;) {
     const finishing = ended;
     let inFlight: InFlight | undefined;
+    let moved = false;
     if (!finishing) {
       inFlight = await handle.inFlight().catch(() => undefined);
       const streamed = inFlight?.text;
       if (streamed && streamed.text.length > shown.length) {
+        moved = true;
         yield {
           type: 'text',
           delta: streamed.text.slice(shown.length),
@@ -81,7 +90,12 @@ export async function* runEvents(handle: RunHandle, { intervalMs = 150, signal }
       }
     }
     // While it runs, the run's own report; Temporal's word on how it ended (terminated, timed out) only at the end.
-    const status = await (finishing ? handle.status() : handle.reportedStatus()).catch(() => undefined);
+    // A history that has not moved since the last report has the same report: no query for it.
+    const history = inFlight?.history;
+    const unchanged = !finishing && history !== undefined && statusAt?.history === history;
+    const status = unchanged ? statusAt!.status : await (finishing ? handle.status() : handle.reportedStatus()).catch(() => undefined);
+    if (!unchanged) moved = true;
+    if (status && history !== undefined && !finishing) statusAt = { history, status };
     if (status && status.messageCount > seen) {
       const messages = await handle.messages(seen).catch(() => [] as Message[]);
       for (const message of messages) {
@@ -115,6 +129,7 @@ export async function* runEvents(handle: RunHandle, { intervalMs = 150, signal }
       const key = `${tool.temporalRunId}/${tool.activityId}/${tool.attempt}/${tool.worker}`;
       if (attemptsSeen.has(key)) continue;
       attemptsSeen.add(key);
+      moved = true;
       yield { type: 'toolAttempt', name: tool.name, ...(tool.ref !== undefined ? { ref: tool.ref } : {}), attempt: tool.attempt, worker: tool.worker };
     }
     if (status && status.tasks.length && (finishing || Date.now() - tasksCheckedAt >= TASKS_INTERVAL_MS)) {
@@ -137,7 +152,9 @@ export async function* runEvents(handle: RunHandle, { intervalMs = 150, signal }
       return;
     }
     if (signal?.aborted) return;
-    await Promise.race([settled, new Promise((resolve) => setTimeout(resolve, intervalMs))]);
+    // Quiet polls back off (a run waiting for a person changes nothing for minutes); any movement polls at the base rate again.
+    wait = moved ? intervalMs : Math.min(maxIntervalMs, wait * 2);
+    await Promise.race([settled, new Promise((resolve) => setTimeout(resolve, wait))]);
   }
 }
 

@@ -85,12 +85,20 @@ export const CodecServerConfigSchema = z
   })
   .strict();
 
+/**
+ * Runs a worker keeps in its sticky cache by default (`worker.maxCachedWorkflows`): a cached run
+ * answers its next task without replay; an evicted one costs nothing until it has work again and
+ * then replays (bench/RESULTS.md, "Many waiting runs", measures both).
+ */
+export const DEFAULT_MAX_CACHED_WORKFLOWS = 1000;
+
 /** Worker tuning. */
 export const WorkerConfigSchema = z
   .object({
     maxConcurrentActivityTaskExecutions: z.number().int().min(1).default(100),
     maxConcurrentWorkflowTaskExecutions: z.number().int().min(2).default(40),
-    maxCachedWorkflows: z.number().int().min(0).optional(),
+    /** Runs kept in the sticky cache (0: none, every task replays); bounds the worker's memory whatever the number of runs waiting. */
+    maxCachedWorkflows: z.number().int().min(0).default(DEFAULT_MAX_CACHED_WORKFLOWS),
     shutdownGraceTime: DurationSchema.default('10 seconds'),
     /** Most time between heartbeats sent to the server: bounds how late a tool learns of a cancellation. */
     maxHeartbeatThrottleInterval: DurationSchema.default('2 seconds'),

@@ -175,7 +175,7 @@ export async function createKeelWorker({
     activities,
     maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivityTaskExecutions,
     maxConcurrentWorkflowTaskExecutions: config.worker.maxConcurrentWorkflowTaskExecutions,
-    ...(config.worker.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: config.worker.maxCachedWorkflows } : {}),
+    maxCachedWorkflows: config.worker.maxCachedWorkflows,
     stickyQueueScheduleToStartTimeout: config.worker.stickyQueueScheduleToStartTimeout,
   });
   return together(main, async () => {
