@@ -8,12 +8,32 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { KeelClient } from '../src/client/keel-client';
 import { loadConfig } from '../src/config/load';
-import { ROOT, killAfterEach, spawnKeel, writeTestConfig } from './support/processes';
+import { ROOT, killAfterEach, spawnKeel, writeTestConfig, type KeelProcess } from './support/processes';
 
 const track = killAfterEach(afterEach);
 
 function lines(file: string): string[] {
   return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : [];
+}
+
+/** Two `keel worker` processes of `configPath`, polling, their tools logging under `dir`. */
+async function twoWorkers(configPath: string, dir: string): Promise<KeelProcess[]> {
+  const env = { KEEL_TEST_DIR: dir };
+  const workers = [spawnKeel(['worker', '--config', configPath], { env }), spawnKeel(['worker', '--config', configPath], { env })];
+  workers.forEach(track);
+  await Promise.all(workers.map((worker) => worker.waitFor(/keel: worker \d+ on task queue/)));
+  return workers;
+}
+
+/** Once slow_work started (`afterMs` later), SIGKILLs the worker running it; its pid. */
+async function killWorkerRunningSlowWork(workers: KeelProcess[], slowLog: string, afterMs = 0): Promise<string> {
+  await expect.poll(() => lines(slowLog).length, { timeout: 30_000 }).toBeGreaterThan(0);
+  if (afterMs) await new Promise((resolve) => setTimeout(resolve, afterMs));
+  const [, victimPid] = lines(slowLog)[0]!.split(' ');
+  const victim = workers.find((worker) => String(worker.child.pid) === victimPid);
+  expect(victim, `slow_work ran in pid ${victimPid}, not one of the workers`).toBeDefined();
+  victim!.kill('SIGKILL');
+  return victimPid!;
 }
 
 describe('worker crash', () => {
@@ -38,21 +58,12 @@ describe('worker crash', () => {
         },
       ],
     });
-    const env = { KEEL_TEST_DIR: dir };
-    const workers = [spawnKeel(['worker', '--config', configPath], { env }), spawnKeel(['worker', '--config', configPath], { env })];
-    workers.forEach(track);
-    await Promise.all(workers.map((worker) => worker.waitFor(/keel: worker \d+ on task queue/)));
-
+    const workers = await twoWorkers(configPath, dir);
     const client = await KeelClient.connect(loadConfig({ path: configPath }));
     try {
       const handle = await client.start('crash', 'go');
       const slowLog = join(dir, 'slow.log');
-      await expect.poll(() => lines(slowLog).length, { timeout: 30_000 }).toBeGreaterThan(0);
-      await new Promise((resolve) => setTimeout(resolve, 500));
-      const [, victimPid] = lines(slowLog)[0]!.split(' ');
-      const victim = workers.find((worker) => String(worker.child.pid) === victimPid);
-      expect(victim, `slow_work ran in pid ${victimPid}, not one of the workers`).toBeDefined();
-      victim!.kill('SIGKILL');
+      const victimPid = await killWorkerRunningSlowWork(workers, slowLog, 500);
 
       const result = await handle.result();
       expect(result.text).toBe('done');
@@ -122,20 +133,12 @@ describe('worker crash between a read and an edit', () => {
       models: [{ name: 'scripted/crash-local', script: [{ toolRequests: [{ name: 'slow_work', input: { seconds: 3 } }] }, { text: 'done' }] }],
       agents: [{ name: 'crash-local', model: 'scripted/crash-local', tools: ['slow_work'], local: { models: true, tools: true } }],
     });
-    const env = { KEEL_TEST_DIR: dir };
-    const workers = [spawnKeel(['worker', '--config', configPath], { env }), spawnKeel(['worker', '--config', configPath], { env })];
-    workers.forEach(track);
-    await Promise.all(workers.map((worker) => worker.waitFor(/keel: worker \d+ on task queue/)));
-
+    const workers = await twoWorkers(configPath, dir);
     const client = await KeelClient.connect(loadConfig({ path: configPath }));
     try {
       const handle = await client.start('crash-local', 'go');
       const slowLog = join(dir, 'slow.log');
-      await expect.poll(() => lines(slowLog).length, { timeout: 30_000 }).toBeGreaterThan(0);
-      const [, victimPid] = lines(slowLog)[0]!.split(' ');
-      const victim = workers.find((worker) => String(worker.child.pid) === victimPid);
-      expect(victim, `slow_work ran in pid ${victimPid}, not one of the workers`).toBeDefined();
-      victim!.kill('SIGKILL');
+      const victimPid = await killWorkerRunningSlowWork(workers, slowLog);
 
       expect((await handle.result()).text).toBe('done');
       const starts = lines(slowLog)
