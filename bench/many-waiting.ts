@@ -18,7 +18,7 @@
  * Run: npx tsx bench/many-waiting.ts   (env: BENCH_WAIT_RUNS, BENCH_WAIT_CACHE, BENCH_WAIT_APPROVERS, BENCH_WAIT_REPLAYS)
  */
 import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-utils';
-import { DefaultLogger, NativeConnection, Worker, bundleWorkflowCode } from '@temporalio/worker';
+import { NativeConnection, Worker, bundleWorkflowCode } from '@temporalio/worker';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -32,6 +32,7 @@ import { loadConfig } from '../src/config/load';
 import { DEFAULT_MAX_CACHED_WORKFLOWS } from '../src/config/schema';
 import { cpuMsOf, percentile, rssOf, sleep, startBenchServer, untilWaiting } from './harness';
 import { median, result } from './report';
+import { keelBundleOptions } from '../src/worker/bundle';
 
 const RUNS = Number(process.env.BENCH_WAIT_RUNS ?? 10_000);
 const CACHE = process.env.BENCH_WAIT_CACHE ? Number(process.env.BENCH_WAIT_CACHE) : undefined;
@@ -163,7 +164,7 @@ async function main(): Promise<void> {
 
     // 3. Replay time by history length, one replay worker (the first replay also creates it),
     // against a bare workflow's history of as many events (bench/baseline-workflow.ts) in the same replays.
-    const { code } = await bundleWorkflowCode({ workflowsPath: join(__dirname, 'workflows.ts'), logger: new DefaultLogger('ERROR') });
+    const { code } = await bundleWorkflowCode(keelBundleOptions(join(__dirname, 'workflows.ts')));
     const baseline = await Worker.create({
       connection: await NativeConnection.connect({ address: server.address }),
       taskQueue: 'bench-baseline',

@@ -11,7 +11,7 @@
  *
  * Run: npm run bench   (env: BENCH_TURNS, BENCH_REPS)
  */
-import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
@@ -26,6 +26,7 @@ import { keelDataConverter } from '../src/storage/data-converter';
 import { connectClient, connectWorker } from '../src/worker/connect';
 import { startBenchServer } from './harness';
 import { median, result } from './report';
+import { keelBundleOptions } from '../src/worker/bundle';
 
 const TURNS = Number(process.env.BENCH_TURNS ?? 10);
 const REPS = Number(process.env.BENCH_REPS ?? 7);
@@ -62,7 +63,7 @@ async function main(): Promise<void> {
 
   const connection = await connectWorker(config);
   const temporalClient = await connectClient(config);
-  const { code } = await bundleWorkflowCode({ workflowsPath: join(__dirname, 'workflows.ts'), logger: new DefaultLogger('ERROR') });
+  const { code } = await bundleWorkflowCode(keelBundleOptions(join(__dirname, 'workflows.ts')));
   const dataConverter = await keelDataConverter(config);
   const worker = await Worker.create({
     connection,

@@ -11,6 +11,8 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { stringify } from 'yaml';
+import type { WorkflowHandle } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import { KeelClient } from '../src/client/keel-client';
 import { defineConfig, loadConfig } from '../src/config/load';
 import { findTemporalBinary, startDevServer } from '../src/server/dev-server';
@@ -46,6 +48,60 @@ function worker(configPath: string, dir: string): { child: ChildProcess; ready: 
   return { child, ready };
 }
 
+/** A pending activity as describe reports it: the fields that say where recovery's time goes. */
+interface PendingSeen {
+  state: string;
+  attempt: number;
+  lastHeartbeat?: number;
+  lastStarted?: number;
+  scheduled?: number;
+}
+
+const millis = (time: { seconds?: unknown; nanos?: number | null } | null | undefined): number | undefined =>
+  time?.seconds === undefined || time.seconds === null ? undefined : Number(time.seconds) * 1000 + Math.floor((time.nanos ?? 0) / 1e6);
+
+/**
+ * Describes the run every 50 ms from the kill on and records each change of its pending tool
+ * activity (state, attempt, last heartbeat, next scheduled attempt), as times from the kill:
+ * where the time between SIGKILL and the call's next start goes.
+ */
+function watchPendingTool(workflow: WorkflowHandle, killedAt: number): { stop: () => Promise<string[]> } {
+  const seen: string[] = [];
+  let last = '';
+  let stopped = false;
+  const at = (ms: number | undefined) => (ms === undefined ? '-' : `${((ms - killedAt) / 1000).toFixed(2)} s`);
+  const done = (async () => {
+    while (!stopped) {
+      const description = await workflow.describe().catch(() => undefined);
+      const pending = description?.raw.pendingActivities?.find((activity) => activity.activityType?.name === 'callTool');
+      if (pending) {
+        const now: PendingSeen = {
+          state: temporal.api.enums.v1.PendingActivityState[pending.state ?? 0] ?? String(pending.state),
+          attempt: pending.attempt ?? 0,
+          lastHeartbeat: millis(pending.lastHeartbeatTime),
+          lastStarted: millis(pending.lastStartedTime),
+          scheduled: millis(pending.scheduledTime),
+        };
+        const key = JSON.stringify(now);
+        if (key !== last) {
+          last = key;
+          seen.push(
+            `at ${at(Date.now())}: state ${now.state}, attempt ${now.attempt}, last heartbeat ${at(now.lastHeartbeat)}, last started ${at(now.lastStarted)}, scheduled ${at(now.scheduled)}`,
+          );
+        }
+      }
+      await sleep(50);
+    }
+  })();
+  return {
+    stop: async () => {
+      stopped = true;
+      await done;
+      return seen;
+    },
+  };
+}
+
 async function main(): Promise<void> {
   const server = await startDevServer({ binary: findTemporalBinary(defineConfig({})), port: await freePort(), headless: true, logLevel: 'error' });
   const times: number[] = [];
@@ -73,10 +129,13 @@ async function main(): Promise<void> {
         const victim = workers.find((entry) => String(entry.child.pid) === victimPid)!;
         victim.child.kill('SIGKILL');
         const killedAt = Date.now();
+        const timeline = watchPendingTool(client.temporal.workflow.getHandle(handle.runId), killedAt);
         await until(() => (lines(slowLog).filter((line) => line.startsWith('start ')).length >= 2 ? true : undefined));
         times.push((Date.now() - killedAt) / 1000);
+        const seen = await timeline.stop();
         await handle.result();
         console.log(`recovery ${rep + 1}/${REPS}: the call ran again ${times.at(-1)!.toFixed(2)} s after SIGKILL (heartbeat timeout ${HEARTBEAT_S} s)`);
+        for (const line of seen) console.log(`    ${line}`);
       } finally {
         await client.close();
         for (const entry of workers) entry.child.kill('SIGKILL');

@@ -3,7 +3,7 @@
  * the bundle on disk, keyed by a hash of the sources it is built from, so a worker (or a
  * test) starts in a second after the first build. Node side.
  */
-import { bundleWorkflowCode } from '@temporalio/worker';
+import { bundleWorkflowCode, type BundleOptions } from '@temporalio/worker';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -19,6 +19,8 @@ export const WORKFLOWS_PATH = join(CODE_DIR, 'workflows', `index${CODE_EXTENSION
 const LOG_ATTRIBUTES_PATH = join(CODE_DIR, 'workflows', `log-attributes${CODE_EXTENSION}`);
 /** The workflow's payload converter: the default one, tolerant of payloads it cannot decode (a signal then is refused, not fatal). */
 const PAYLOAD_CONVERTER_PATH = join(CODE_DIR, 'workflows', `payload-converter${CODE_EXTENSION}`);
+/** Stateless libraries each workflow thread evaluates once for all its runs (see the module). */
+const SHARED_MODULES_PATH = join(CODE_DIR, 'workflows', `shared-modules${CODE_EXTENSION}`);
 /** The middleware catalog, which the entry of a bundle with middleware modules registers its modules in. */
 const CATALOG_PATH = join(CODE_DIR, 'middleware', `catalog${CODE_EXTENSION}`);
 /**
@@ -109,10 +111,24 @@ export async function workflowBundlePath({
     ];
     writeFileSync(workflowsPath, `${lines.join('\n')}\n`);
   }
-  const { code } = await bundleWorkflowCode({
+  const { code } = await bundleWorkflowCode(keelBundleOptions(workflowsPath, workflowInterceptorModules));
+  const temporary = `${path}.${process.pid}.tmp`;
+  writeFileSync(temporary, code);
+  renameSync(temporary, path);
+  return path;
+}
+
+/**
+ * The options keel bundles a workflow entry with: its payload converter, its log interceptor
+ * (plus `workflowInterceptorModules`), the libraries every run of a thread shares, and the
+ * `keel-agents/*` aliases. Exported so that benchmarks bundle their own entries as keel does.
+ */
+export function keelBundleOptions(workflowsPath: string, workflowInterceptorModules: readonly string[] = []): BundleOptions {
+  return {
     workflowsPath,
     payloadConverterPath: PAYLOAD_CONVERTER_PATH,
     logger: quietLogger,
+    preloadModules: [SHARED_MODULES_PATH],
     // Not the SDK's defaultWorkflowInterceptorModules: a deprecated no-op now that the SDK logs a workflow's lifecycle itself.
     workflowInterceptorModules: [LOG_ATTRIBUTES_PATH, ...workflowInterceptorModules],
     webpackConfigHook: (webpackConfig) => {
@@ -124,11 +140,7 @@ export async function workflowBundlePath({
         : { ...given, ...Object.fromEntries(ours.map(([name, target]) => [`${name}$`, target])) };
       return { ...webpackConfig, resolve: { ...webpackConfig.resolve, alias } };
     },
-  });
-  const temporary = `${path}.${process.pid}.tmp`;
-  writeFileSync(temporary, code);
-  renameSync(temporary, path);
-  return path;
+  };
 }
 
 const noop = (): void => undefined;
