@@ -14,9 +14,8 @@ import { stringify } from 'yaml';
 import type { WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { KeelClient } from '../src/client/keel-client';
-import { defineConfig, loadConfig } from '../src/config/load';
-import { findTemporalBinary, startDevServer } from '../src/server/dev-server';
-import { freePort } from '../test/support/free-port';
+import { loadConfig } from '../src/config/load';
+import { sleep, startBenchServer } from './harness';
 import { result } from './report';
 
 const REPS = Number(process.env.BENCH_RECOVERY_REPS ?? 5);
@@ -24,7 +23,6 @@ const HEARTBEAT_S = Number(process.env.BENCH_HEARTBEAT_S ?? 2);
 const ROOT = resolve(__dirname, '..');
 
 const lines = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : []);
-const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
 
 async function until<T>(probe: () => T | undefined, timeoutMs = 60_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -103,7 +101,7 @@ function watchPendingTool(workflow: WorkflowHandle, killedAt: number): { stop: (
 }
 
 async function main(): Promise<void> {
-  const server = await startDevServer({ binary: findTemporalBinary(defineConfig({})), port: await freePort(), headless: true, logLevel: 'error' });
+  const server = await startBenchServer();
   const times: number[] = [];
   try {
     for (let rep = 0; rep < REPS; rep++) {

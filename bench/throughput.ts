@@ -10,7 +10,7 @@
  *
  * Run: npx tsx bench/throughput.ts   (env: BENCH_RUNS, BENCH_TOOL_RUNS, BENCH_TP_ROUNDS: interleaved rounds of the model-bound loads, default 3)
  */
-import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type NativeConnection } from '@temporalio/worker';
+import { bundleWorkflowCode, Worker, type NativeConnection } from '@temporalio/worker';
 import type { Client } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
@@ -22,9 +22,8 @@ import type { KeelConfig } from '../src/config/schema';
 import { defineAgent, defineTool } from '../src/define';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
-import { findTemporalBinary, startDevServer } from '../src/server/dev-server';
 import { connectClient, connectWorker } from '../src/worker/connect';
-import { freePort } from '../test/support/free-port';
+import { percentile, sleep, startBenchServer } from './harness';
 import { result } from './report';
 import { keelBundleOptions } from '../src/worker/bundle';
 
@@ -38,12 +37,6 @@ interface Load {
   p50: number;
   p95: number;
   seconds: number;
-}
-const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
 /** Starts `count` runs at once with `start` and waits for all; runs/s and latencies. */
@@ -62,8 +55,7 @@ async function load(count: number, start: (index: number) => Promise<() => Promi
 }
 
 async function main(): Promise<void> {
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const server = await startDevServer({ binary: findTemporalBinary(defineConfig({})), port: await freePort(), headless: true, logLevel: 'error' });
+  const server = await startBenchServer();
   const { code } = await bundleWorkflowCode(keelBundleOptions(join(__dirname, 'workflows.ts')));
 
   const noop = defineTool({ name: 'noop', description: 'Does nothing.', input: z.object({ turn: z.number() }), run: () => ({ ok: true }) });
