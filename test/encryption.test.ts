@@ -14,6 +14,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { KeelClient } from '../src/client/keel-client';
 import { loadConfig } from '../src/config/load';
+import { replayHistories } from '../src/testing/replay';
 import { killAfterEach, ROOT, runKeel, spawnKeel, writeTestConfig } from './support/processes';
 import { startSealedRun } from './support/sealed-run';
 import { temporalCli } from './support/temporal-cli';
@@ -51,6 +52,13 @@ function keyIdsOf(json: string): Set<string> {
   };
   walk(JSON.parse(json));
   return ids;
+}
+
+/** What `keel status --json` prints, as far as these tests read it. */
+interface CliStatus {
+  status: string;
+  interrupts?: Array<{ id: string }>;
+  refusedSignals?: Array<{ signal: string; reason: string }>;
 }
 
 async function rawHistory(runId: string): Promise<string> {
@@ -174,6 +182,85 @@ describe('encryption', () => {
       await plain.getHandle(runId).cancel();
       await plain.close();
     }
+  });
+
+  it('refuses a forged encrypted signal or update visibly and the run goes on; a run whose input it cannot open waits for a worker that can', async () => {
+    const keysA = { key: 'a', keys: { a: { env: 'KEEL_TEST_KEY_A' } } };
+    const { configPath, dir, taskQueue } = writeTestConfig('encryption-forged', { ...base, encryption: keysA });
+    const worker = keep(spawnKeel(['worker', '--config', configPath], { env }));
+    await worker.waitFor(/keel: worker \d+ on task queue/);
+    const started = await runKeel(['run', 'guarded-reader', 'read d1', '--detach', '--json', '--config', configPath], { env });
+    expect(started.code, started.stderr).toBe(0);
+    const { runId } = JSON.parse(started.stdout) as { runId: string };
+    const cliStatus = async () => JSON.parse((await runKeel(['status', runId, '--json', '--config', configPath], { env })).stdout) as CliStatus;
+    await expect.poll(async () => (await cliStatus()).interrupts?.length ?? 0, { timeout: 30_000, interval: 250 }).toBe(1);
+
+    // Payloads dressed as keel's sealed ones: a key id nobody has, and garbage under the run's own key.
+    const sealedLike = (keyId: string) => [
+      '--input-base64',
+      '--input-meta',
+      'encoding=binary/encrypted',
+      '--input-meta',
+      `encryption-key-id=${keyId}`,
+      '--input-meta',
+      'encryption-cipher=AES256GCM',
+    ];
+    const garbage = randomBytes(64).toString('base64');
+    for (const keyId of ['nobody-has-this', 'a']) {
+      const sent = await temporalCli(['workflow', 'signal', '--workflow-id', runId, '--name', 'resume', '--input', garbage, ...sealedLike(keyId)]);
+      expect(sent.code, sent.stderr).toBe(0);
+    }
+    const updated = await temporalCli([
+      'workflow',
+      'update',
+      'execute',
+      '--workflow-id',
+      runId,
+      '--name',
+      'resume',
+      '--input',
+      garbage,
+      ...sealedLike('nobody-has-this'),
+    ]);
+    expect(updated.code).not.toBe(0);
+    expect(updated.stderr).toContain('could not be decoded');
+    await expect.poll(async () => (await cliStatus()).refusedSignals?.length ?? 0, { timeout: 20_000, interval: 250 }).toBe(2);
+    const shown = await cliStatus();
+    expect(shown).toMatchObject({ status: 'waiting', interrupts: [{ id: 'i1' }] });
+    expect(shown.refusedSignals![0]!.reason).toContain('encrypted with key "nobody-has-this", which this process does not have');
+    expect(shown.refusedSignals![1]!.reason).toContain('encrypted with key "a" does not verify');
+    const approved = await runKeel(['approve', runId, 'i1', '--config', configPath], { env });
+    expect(approved.code, approved.stderr).toBe(0);
+    const watched = await runKeel(['watch', runId, '--json', '--config', configPath], { env });
+    expect(JSON.parse(watched.stdout)).toMatchObject({ status: 'completed' });
+    // Its history, refusals included, replays as it ran (the replayer's codec marks what it cannot open, as the worker's did).
+    const exported = await runKeel(['history', 'export', runId, '--out', dir, '--config', configPath], { env });
+    expect(exported.code, exported.stderr).toBe(0);
+    process.env.KEEL_TEST_KEY_A = keyA;
+    try {
+      await replayHistories([join(dir, `${encodeURIComponent(runId)}.json`)], { config: configPath, baseDir: dir });
+    } finally {
+      delete process.env.KEEL_TEST_KEY_A;
+    }
+
+    // A run sealed under key a, on a queue whose only worker has key b: its input stays unread and the run waits.
+    worker.kill('SIGTERM');
+    await worker.exited;
+    const onlyB = join(dir, 'only-b.yaml');
+    const address = loadConfig({ path: configPath }).temporal.address;
+    writeFileSync(onlyB, stringify({ ...base, temporal: { address }, taskQueue, encryption: { key: 'b', keys: { b: { env: 'KEEL_TEST_KEY_B' } } } }));
+    const withoutA = keep(spawnKeel(['worker', '--config', onlyB], { env }));
+    await withoutA.waitFor(/keel: worker \d+ on task queue/);
+    const waiting = await runKeel(['run', 'reader', 'read d1', '--detach', '--json', '--config', configPath], { env });
+    const waitingId = (JSON.parse(waiting.stdout) as { runId: string }).runId;
+    await withoutA.waitFor(/encrypted with key "a", which this process does not have/);
+    const described = await temporalCli(['workflow', 'describe', '--workflow-id', waitingId, '--output', 'json']);
+    expect(JSON.parse(described.stdout).workflowExecutionInfo.status).toBe('WORKFLOW_EXECUTION_STATUS_RUNNING');
+    withoutA.kill('SIGTERM');
+    await withoutA.exited;
+    keep(spawnKeel(['worker', '--config', configPath], { env }));
+    const finished = await runKeel(['watch', waitingId, '--json', '--config', configPath], { env });
+    expect(JSON.parse(finished.stdout)).toMatchObject({ status: 'completed' });
   });
 
   it('refuses a config whose keys cannot be read, naming the key and where it was looked for', async () => {

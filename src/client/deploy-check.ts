@@ -92,7 +92,7 @@ export async function checkDeploy(
     chosen.push({ workflowId: run.workflowId, runId: run.runId, agent: name });
   }
   const codePath = bundlePath ?? (await workflowBundlePath({ middlewareModules: config.middlewareModules.map((module) => resolve(config.baseDir, module)) }));
-  const dataConverter = await keelDataConverter(config);
+  const dataConverter = await keelDataConverter(config, { forWorkflows: true });
   const failures: DeployCheckFailure[] = [];
   for (const run of chosen) {
     const history = await client.workflow.getHandle(run.workflowId, run.runId).fetchHistory();

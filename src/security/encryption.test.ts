@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { ConfigError } from '../config/load';
+import { UNOPENED_ENCODING } from '../core/undecodable';
 import { EncryptionCodec, KEY_ID_METADATA, loadEncryptionKeys, parseKey } from './encryption';
 
 const text = (bytes: Uint8Array | null | undefined) => new TextDecoder().decode(bytes ?? new Uint8Array());
@@ -56,6 +57,22 @@ describe('EncryptionCodec', () => {
     const relabelled = { ...sealed!, metadata: { ...sealed!.metadata, [KEY_ID_METADATA]: new TextEncoder().encode('b') } };
     await expect(codec.decode([relabelled])).rejects.toThrow('a payload encrypted with key "b" does not verify');
     await expect(new EncryptionCodec('a', new Map([['a', keyB]])).decode([sealed!])).rejects.toThrow('does not verify');
+  });
+
+  it("in a worker, hands a workflow's own payload it cannot open back marked, and still throws for an activity's", async () => {
+    const [sealedA] = await new EncryptionCodec('a', new Map([['a', keyA]])).encode([plain]);
+    const worker = new EncryptionCodec('b', new Map([['b', keyB]]), { unopenable: 'mark' });
+    const own = { type: 'workflow', namespace: 'default', workflowId: 'r1' } as const;
+    const [marked] = await worker.decode([sealedA!], own);
+    expect(text(marked!.metadata!.encoding)).toBe(UNOPENED_ENCODING);
+    expect(text(marked!.data)).toBe('a payload is encrypted with key "a", which this process does not have (encryption.keys: b); add that key to decrypt it');
+    const flipped = Buffer.from(sealedA!.data!);
+    flipped[20]! ^= 1;
+    const [garbage] = await new EncryptionCodec('a', new Map([['a', keyA]]), { unopenable: 'mark' }).decode([{ ...sealedA!, data: flipped }], own);
+    expect(text(garbage!.data)).toContain('does not verify');
+    const activity = { type: 'activity', namespace: 'default', workflowId: 'r1', activityId: '1', isLocal: false } as const;
+    await expect(worker.decode([sealedA!], activity)).rejects.toThrow('which this process does not have');
+    await expect(worker.decode([sealedA!])).rejects.toThrow('which this process does not have');
   });
 
   it('passes payloads that are not encrypted through (written before encryption was on)', async () => {

@@ -11,13 +11,14 @@
  * readable. A payload sealed with a key this process lacks fails, naming the key id. Payloads that
  * are not encrypted (written before encryption was turned on) pass through unchanged. Node side.
  */
-import type { Payload, PayloadCodec } from '@temporalio/common';
+import type { Payload, PayloadCodec, SerializationContext } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ConfigError } from '../config/load';
 import type { KeelConfig } from '../config/schema';
+import { UNOPENED_ENCODING } from '../core/undecodable';
 
 /** The `encoding` of an encrypted payload's metadata. */
 export const ENCRYPTED_ENCODING = 'binary/encrypted';
@@ -73,13 +74,29 @@ export function loadEncryptionKeys(
   return { active: encryption.key, keys };
 }
 
+/** How a codec answers a sealed payload it cannot open. */
+export interface EncryptionCodecOptions {
+  /**
+   * `throw` (clients, the codec server): fail, naming the key. `mark` (workers and replayers):
+   * a payload of a workflow's own (its input, a signal, an update; not an activity's) comes back
+   * as `UNOPENED_ENCODING` carrying the reason, so the workflow refuses a signal or update it
+   * cannot open instead of failing every task of the run; keel's workflows still wait for a
+   * worker with the key when it is their input (`requireOpened`). Default `throw`.
+   */
+  unopenable?: 'throw' | 'mark';
+}
+
 /** The codec: seals with the active key, opens with any key it has. */
 export class EncryptionCodec implements PayloadCodec {
+  private readonly unopenable: 'throw' | 'mark';
+
   constructor(
     private readonly active: string,
     private readonly keys: ReadonlyMap<string, Buffer>,
+    { unopenable = 'throw' }: EncryptionCodecOptions = {},
   ) {
     if (!keys.has(active)) throw new ConfigError(`encryption.key: "${active}" is not one of keys`);
+    this.unopenable = unopenable;
   }
 
   // Async, so a payload that cannot be opened rejects the promise the SDK awaits rather than throwing past it.
@@ -87,8 +104,19 @@ export class EncryptionCodec implements PayloadCodec {
     return payloads.map((payload) => this.seal(payload));
   }
 
-  async decode(payloads: Payload[]): Promise<Payload[]> {
-    return payloads.map((payload) => this.open(payload));
+  async decode(payloads: Payload[], context?: SerializationContext): Promise<Payload[]> {
+    // Activity payloads (a task's input, or its result inside an activation) always throw: the
+    // attempt or the workflow task fails and is retried, by a worker with the key.
+    const mark = this.unopenable === 'mark' && context?.type === 'workflow';
+    return payloads.map((payload) => {
+      if (!mark) return this.open(payload);
+      try {
+        return this.open(payload);
+      } catch (error) {
+        if (!(error instanceof PayloadDecryptionError)) throw error;
+        return { metadata: { encoding: encoder.encode(UNOPENED_ENCODING) }, data: encoder.encode(error.message) };
+      }
+    });
   }
 
   private seal(payload: Payload): Payload {
@@ -128,14 +156,22 @@ export class EncryptionCodec implements PayloadCodec {
         `a payload encrypted with key "${id}" does not verify: it was altered, or key "${id}" here is not the key that sealed it`,
       );
     }
-    const decoded = PayloadProto.decode(plain);
+    let decoded: ReturnType<typeof PayloadProto.decode>;
+    try {
+      decoded = PayloadProto.decode(plain);
+    } catch {
+      throw new PayloadDecryptionError(`a payload encrypted with key "${id}" opens to bytes that are not a payload`);
+    }
     return { metadata: decoded.metadata, data: decoded.data };
   }
 }
 
 /** The codec of the config's `encryption`, or undefined when it is off. */
-export function encryptionCodec(config: Pick<KeelConfig, 'encryption' | 'baseDir'>, env: NodeJS.ProcessEnv = process.env): EncryptionCodec | undefined {
+export function encryptionCodec(
+  config: Pick<KeelConfig, 'encryption' | 'baseDir'>,
+  { env = process.env, ...options }: EncryptionCodecOptions & { env?: NodeJS.ProcessEnv } = {},
+): EncryptionCodec | undefined {
   if (!config.encryption) return undefined;
   const { active, keys } = loadEncryptionKeys(config.encryption, config.baseDir, env);
-  return new EncryptionCodec(active, keys);
+  return new EncryptionCodec(active, keys, options);
 }

@@ -38,9 +38,13 @@ function loadS3Driver(): typeof import('./s3-driver') {
   }
 }
 
-/** The data converter of the config (undefined: the SDK's default, nothing encrypted or stored). */
-export async function keelDataConverter(config: StorageConfig): Promise<DataConverter | undefined> {
-  const codec = encryptionCodec(config);
+/**
+ * The data converter of the config (undefined: the SDK's default, nothing encrypted or stored).
+ * `forWorkflows`: for a worker or replayer, whose codec hands a workflow the sealed payloads of
+ * its own it cannot open as markers (`EncryptionCodecOptions.unopenable`); clients keep failing.
+ */
+export async function keelDataConverter(config: StorageConfig, { forWorkflows = false }: { forWorkflows?: boolean } = {}): Promise<DataConverter | undefined> {
+  const codec = encryptionCodec(config, { unopenable: forWorkflows ? 'mark' : 'throw' });
   const driver = await storageDriver(config);
   if (!driver && !codec) return undefined;
   return {

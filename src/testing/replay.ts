@@ -92,7 +92,7 @@ export async function replayHistories(files: HistoryFile[], options: ReplayHisto
     options.bundlePath ??
     (await workflowBundlePath({ middlewareModules: middlewareModulesOf({ ...options, baseDir }, loaded), cacheDir: resolve(baseDir, '.keel', 'cache') }));
   // The project's encryption keys (and payload store) open what its runs recorded.
-  const dataConverter = loaded ? await keelDataConverter(loaded) : undefined;
+  const dataConverter = loaded ? await keelDataConverter(loaded, { forWorkflows: true }) : undefined;
   const failures: ReplayFailure[] = [];
   // Replayed one by one: the SDK's results carry a workflow id, and two files may hold runs of one id.
   for (const { file, workflowId, history } of entries) {

@@ -147,7 +147,7 @@ export async function createKeelWorker({
   signingKeys = loadSigningKeys(config),
   onToolCallStart,
 }: KeelWorkerOptions): Promise<KeelWorker> {
-  const dataConverter = await keelDataConverter(config);
+  const dataConverter = await keelDataConverter(config, { forWorkflows: true });
   // Traced when the OTEL_* variables say so: activity spans, and the workflow's spans through a sink.
   const tracing = tracingFromEnv();
   const middlewareModules = config.middlewareModules.map((module) => resolve(config.baseDir, module));

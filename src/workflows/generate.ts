@@ -29,7 +29,7 @@ import { registeredHoldKind } from '../middleware/catalog';
 import { addUsage, assignToolRefs, messageText, toolRequestParts, type Message, type ModelRequest, type ModelResponse } from '../core/messages';
 import { describeZodError } from '../core/schema-errors';
 import { checkAnswer, outputRetryMessage, outputValidator, retriesSoFar, type OutputSpec } from '../core/output';
-import { describeUndecodable, isUndecodable } from '../core/undecodable';
+import { describeUndecodable, isUndecodable, requireOpened } from '../core/undecodable';
 import { RunInputSchema, type AgentSpec, type RunInput, type RunResult } from '../core/run';
 import { composeStage, composeToolChain } from '../middleware/compose';
 import type { GenerateOutcome, GenerateParams } from '../middleware/types';
@@ -125,6 +125,9 @@ function resultOf(outcome: GenerateOutcome, { status, artifacts, tasks }: RunSta
 
 /** The tool loop. */
 export async function generateWorkflow(startInput: RunInput, ...carriedMessages: Message[][]): Promise<RunResult> {
+  // Sealed with a key this worker lacks: the task fails and waits for a worker that has it.
+  requireOpened(startInput, 'the run input');
+  carriedMessages.forEach((chunk) => requireOpened(chunk, 'the conversation carried into this run'));
   // The next run of a chain gets its conversation as separate chunks (see continue-run.ts).
   const rawInput = carriedMessages.length && startInput?.continued ? { ...startInput, messages: carriedMessages.flat() } : startInput;
   const info = workflowInfo();

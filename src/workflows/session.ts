@@ -29,7 +29,7 @@ import {
 import type { z } from 'zod';
 import { KeelError, toApplicationFailure, toKeelError } from '../core/errors';
 import { describeZodError } from '../core/schema-errors';
-import { describeUndecodable, isUndecodable } from '../core/undecodable';
+import { describeUndecodable, isUndecodable, requireOpened } from '../core/undecodable';
 import {
   InvokeInputSchema,
   SessionInputSchema,
@@ -117,6 +117,8 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
 
 /** The session its input describes; an input that does not parse fails the workflow INVALID_ARGUMENT. */
 function openSession(rawInput: SessionInput): Session {
+  // Sealed with a key this worker lacks: the task fails and waits for a worker that has it.
+  requireOpened(rawInput, 'the session input');
   const parsed = SessionInputSchema.safeParse(rawInput);
   if (!parsed.success)
     throw toApplicationFailure(
