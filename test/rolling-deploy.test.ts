@@ -135,7 +135,7 @@ describe('keel worker on SIGTERM', () => {
 
 describe('a worker that lacks the run’s agent, model and tool on the same queue', () => {
   it('fails no run: each call it refuses is retried until a worker that has it takes it', async () => {
-    // Each run: the model (on either worker) asks for record_fast, then answers done. The stale worker, started
+    // Each run: the model (on either worker) asks for record_fast and slow_work, then answers done. The stale worker, started
     // from another project's config, has neither the agent, nor its model, nor its tool.
     const {
       dir,
@@ -147,21 +147,41 @@ describe('a worker that lacks the run’s agent, model and tool on the same queu
         model: { retry: { initialInterval: '200ms', maximumInterval: '1 second', maximumAttempts: 2 } },
         tool: { retry: { initialInterval: '200ms', maximumInterval: '1 second', maximumAttempts: 2 } },
       },
+      // One call at a time, each tool call a little slow: calls wait in the queue.
+      worker: { maxConcurrentActivityTaskExecutions: 1 },
       modules: [join(ROOT, 'test', 'fixtures', 'crash-agents.ts')],
-      models: [{ name: 'scripted/crash', script: [{ toolRequests: [{ name: 'record_fast', input: {} }] }, { text: 'done' }] }],
+      models: [
+        {
+          name: 'scripted/crash',
+          script: [
+            {
+              toolRequests: [
+                { name: 'record_fast', input: {} },
+                { name: 'slow_work', input: { seconds: 0.1 } },
+              ],
+            },
+            { text: 'done' },
+          ],
+        },
+      ],
     });
-    // The stale worker keeps a refused call retrying for longer than a loaded CI machine may take to give the good worker a turn.
+    // The stale worker's retry time is short, and it joins a queue whose calls have waited longer than that
+    // behind a good worker that runs one at a time: a call's clock starts at its first refusal, not when it
+    // was scheduled, and runs on while the good worker, which never refused it, polls.
     const { configPath: stale } = writeTestConfig('deploy-stale', {
       taskQueue,
-      worker: { notRegisteredRetryFor: '5 minutes' },
+      worker: { notRegisteredRetryFor: '1 second' },
       modules: [join(ROOT, 'test', 'fixtures', 'guard-agents.ts')],
     });
     const env = { KEEL_TEST_DIR: dir };
-    const workers = [spawnKeel(['worker', '--config', good], { env }), spawnKeel(['worker', '--config', stale], { env })].map(track);
-    await Promise.all(workers.map((worker) => worker.waitFor(/keel: worker \d+ on task queue/)));
+    const goodWorker = track(spawnKeel(['worker', '--config', good], { env }));
+    await goodWorker.waitFor(/keel: worker \d+ on task queue/);
     const client = await KeelClient.connect(loadConfig({ path: good }));
     try {
       const handles = await Promise.all(Array.from({ length: 40 }, () => client.start('crash', 'go')));
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      const workers = [goodWorker, track(spawnKeel(['worker', '--config', stale], { env }))];
+      await workers[1]!.waitFor(/keel: worker \d+ on task queue/);
       const outcomes = await Promise.all(
         handles.map((handle) =>
           handle.result().then(
@@ -177,6 +197,28 @@ describe('a worker that lacks the run’s agent, model and tool on the same queu
     } finally {
       await client.close();
     }
+  });
+
+  it('keel run of an agent no worker has exits 2 within seconds after a worker restart, and the worker logs one line', async () => {
+    // As in keel dev after a save: the queue's poller list still names the worker that stopped.
+    const { configPath, taskQueue } = writeTestConfig('deploy-restarted', { modules: [join(ROOT, 'test', 'fixtures', 'guard-agents.ts')] });
+    const before = track(spawnKeel(['worker', '--config', configPath]));
+    await before.waitFor(/keel: worker \d+ on task queue/);
+    const warmUp = await runKeel(['run', 'guarded', 'go', '--detach', '--config', configPath]);
+    expect(warmUp.code, warmUp.stderr).toBe(0);
+    before.kill('SIGTERM');
+    await before.exited;
+    const after = track(spawnKeel(['worker', '--config', configPath]));
+    await after.waitFor(/keel: worker \d+ on task queue/);
+    const started = Date.now();
+    const run = await runKeel(['run', 'nobody-has-me', 'hi', '--config', configPath]);
+    expect(run.code).toBe(2);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(run.stderr).toContain(`keel run: unknown agent "nobody-has-me"; the workers polling task queue "${taskQueue}" know: delegator, guarded`);
+    // Every attempt of the lookup is refused; the worker says so once and the SDK logs no failure for them.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    expect(after.output().match(/refused a call: agent "nobody-has-me"/g)).toHaveLength(1);
+    expect(after.output()).not.toContain('Activity failed');
   });
 
   it('fails a call no worker has once the retry time is over, naming what was missing and every worker asked', async () => {

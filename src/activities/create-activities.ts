@@ -99,14 +99,17 @@ class InterruptRequest extends Error {
  * call that was cancelled reports the SDK's CancelledFailure instead, so Temporal records a
  * cancellation (not a failure) and a workflow waiting for it can end.
  */
-async function asActivity<T>(work: () => Promise<T>, notRegisteredRetryFor: Duration, refusedBefore?: RefusedBefore): Promise<T> {
+async function asActivity<T>(
+  work: () => Promise<T>,
+  { retryFor, client, refusedBefore }: { retryFor: Duration; client: Client; refusedBefore?: RefusedBefore },
+): Promise<T> {
   try {
     return await work();
   } catch (error) {
     const { cancellationSignal } = Context.current();
     if (cancellationSignal.aborted && cancellationSignal.reason instanceof CancelledFailure) throw cancellationSignal.reason;
     if (NotRegisteredError.isInstance(error)) {
-      const failure = notRegisteredFailure(error, notRegisteredRetryFor, refusedBefore);
+      const failure = await notRegisteredFailure(error, { retryFor, client, refusedBefore });
       throw failure instanceof ApplicationFailure ? failure : toApplicationFailure(failure);
     }
     if (error instanceof InterruptRequest) {
@@ -220,7 +223,8 @@ export function createActivities({
   const limit = payloadLimit(config.externalStorage);
   const inlineLimit = inlinePayloadLimit(config.externalStorage);
   const notRegisteredRetryFor = config.worker?.notRegisteredRetryFor ?? '1 minute';
-  const activity = <T>(work: () => Promise<T>, refusedBefore?: RefusedBefore): Promise<T> => asActivity(work, notRegisteredRetryFor, refusedBefore);
+  const activity = <T>(work: () => Promise<T>, refusedBefore?: RefusedBefore): Promise<T> =>
+    asActivity(work, { retryFor: notRegisteredRetryFor, client, refusedBefore });
   let keys = signingKeys;
   const proofKeys = (): SigningKeys =>
     (keys ??= loadSigningKeys({ security: config.security ?? { signingKeyFile: '.keel/signing-key' }, baseDir: config.baseDir ?? process.cwd() }));

@@ -423,7 +423,9 @@ async function watchRun(
   ]);
   if (refusal && agent !== undefined) {
     const message = describeRefusal(agent, refusal, handle.runId, config.taskQueue);
+    // The run goes on; this command stops waiting for it (a wait left open holds the connection until the run ends).
     done.catch(() => undefined);
+    stopWaiting.abort();
     if (options.json) print(true, { runId: handle.runId, status: 'running', error: { status: 'NOT_FOUND', message } });
     process.stderr.write(`keel run: ${message}\n`);
     return EXIT.usage;

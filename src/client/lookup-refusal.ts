@@ -8,9 +8,9 @@
  */
 import { decodePayload } from './decode-payload';
 import type { Client } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
 import { NOT_REGISTERED_FAILURE } from '../core/errors';
 import type { NotRegisteredReport } from '../activities/not-registered';
+import { activityPollers } from '../node/task-queue-pollers';
 
 /** What every polling worker lacks, and what they have instead. */
 export interface LookupRefusal {
@@ -21,9 +21,6 @@ export interface LookupRefusal {
   workers: string[];
   retryFor: string;
 }
-
-/** How recently a poller must have been seen to count (as `KeelClient.workersPolling`). */
-const POLLER_FRESH_MS = 90_000;
 
 /**
  * The run's lookup refusal when every worker now polling its task queue (for activities) has
@@ -39,16 +36,7 @@ export async function lookupRefusal(client: Client, runId: string): Promise<Look
   if (!payload) return undefined;
   const report = (await decodePayload<NotRegisteredReport>(client, payload))?.notRegistered;
   if (!report) return undefined;
-  const taskQueue = raw.workflowExecutionInfo?.taskQueue ?? '';
-  const { pollers } = await client.workflowService.describeTaskQueue({
-    namespace: client.options.namespace,
-    taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-    taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
-  });
-  const now = Date.now();
-  const polling = (pollers ?? [])
-    .filter((poller) => poller.lastAccessTime?.seconds == null || now - Number(poller.lastAccessTime.seconds) * 1000 <= POLLER_FRESH_MS)
-    .map((poller) => poller.identity ?? '');
+  const polling = await activityPollers(client, raw.workflowExecutionInfo?.taskQueue ?? '');
   const refused = new Set(report.workers.map((worker) => worker.identity));
   if (polling.some((identity) => !refused.has(identity))) return undefined;
   return {

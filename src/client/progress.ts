@@ -136,6 +136,7 @@ export async function followRun(
       );
     }
   }
-  await settled;
+  // Stopped by `signal` (the run goes on without this watcher): no wait for its end.
+  if (!signal?.aborted) await settled;
   await Promise.all(reporting);
 }

@@ -105,8 +105,9 @@ export const WorkerConfigSchema = z
     /** How long a workflow task waits for the worker that cached the run before any worker takes it. */
     stickyQueueScheduleToStartTimeout: DurationSchema.default('10 seconds'),
     /**
-     * How long a call naming an agent, model or tool this worker lacks is retried (on any worker
-     * of the queue: a rolling deploy's new workers may have it) before it fails NOT_FOUND.
+     * How long, from its first refusal, a call naming an agent, model or tool this worker lacks is
+     * retried (on any worker of the queue: a rolling deploy's new workers may have it) before it
+     * may fail NOT_FOUND; it fails only once every worker polling the queue has refused it too.
      */
     notRegisteredRetryFor: DurationSchema.default('1 minute'),
   })
