@@ -101,6 +101,35 @@ describe('keel approve and keel status without a worker', () => {
     await client.getHandle(runId).cancel();
   });
 
+  it('takes 20 decisions sent at once while no worker runs the run, each once, once a worker is back', async () => {
+    // The run holds 20 calls; its worker is killed; 20 approvals arrive together, past Temporal's 10 updates in flight for
+    // one run (the rest are refused RESOURCE_EXHAUSTED and sent again with the same update id); a worker comes back.
+    const { configPath: many } = writeTestConfig('decisions-many', {
+      server: { enabled: false },
+      modules: [join(ROOT, 'test', 'fixtures', 'many-holds-agents.ts')],
+    });
+    const worker = await startWorker(many);
+    const manyClient = await KeelClient.connect(loadConfig({ path: many }));
+    try {
+      const handle = await manyClient.start('many-holds', 'go');
+      await expect.poll(async () => (await handle.pendingInterrupts()).length, { timeout: 30_000, interval: 250 }).toBe(20);
+      const held = await handle.pendingInterrupts();
+      worker.kill('SIGKILL');
+      await worker.exited;
+      const ranBefore = dangerRuns().length;
+      const decided = Promise.allSettled(held.map((hold) => handle.approve(hold.id)));
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+      await startWorker(many);
+      const outcomes = await decided;
+      expect(outcomes.filter((outcome) => outcome.status === 'rejected').map((outcome) => String(outcome.reason))).toEqual([]);
+      expect((await handle.result()).text).toBe('done');
+      expect((await handle.status()).decisions).toHaveLength(20);
+      expect(dangerRuns().length - ranBefore).toBe(20);
+    } finally {
+      await manyClient.close();
+    }
+  });
+
   it('waits 15 s for a worker that does not answer, says the decision stays pending, and a new worker applies it', async () => {
     const worker = await startWorker();
     const handle = await client.start('guarded', 'go');

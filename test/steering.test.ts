@@ -103,6 +103,21 @@ describe('update steer', () => {
     expect(result.messages.map((message) => message.role)).toEqual(['user', 'model', 'user', 'user', 'model']);
   });
 
+  it('takes a burst of 300 steers sent at once, each once: the server refusing updates in flight is retried with the same id', async () => {
+    // Turns: 1. the model asks for the blocking tool (300 steers arrive meanwhile, far past the server's 10 updates in flight); 2. the answer.
+    const key = `burst-${Date.now()}`;
+    const { name, model } = agent({ script: [toolCallReply({ name: 'hold_until_released', input: { key } }), textReply('done')] });
+    const handle = await worker().client.start(name, 'start');
+    await toolStarted(key);
+    const texts = Array.from({ length: 300 }, (_, index) => `note ${index}`);
+    const sent = await Promise.allSettled(texts.map((text, index) => handle.steer(text, { steerId: `${key}-${index}` })));
+    expect(sent.filter((outcome) => outcome.status === 'rejected').map((outcome) => String(outcome.reason))).toEqual([]);
+    release(key);
+    await handle.result();
+    const taken = userTexts(requestsOf(model, handle.runId)[1]!.messages).slice(1);
+    expect(taken.sort()).toEqual([...texts].sort());
+  });
+
   it('refuses an empty text, and a run that has ended, saying why', async () => {
     const { name } = agent({ script: [textReply('done')] });
     const handle = await worker().client.start(name, 'start');

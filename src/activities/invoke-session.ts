@@ -9,20 +9,29 @@ import { ServiceError, WithStartWorkflowOperation, isGrpcServiceError, type Clie
 import { sessionWorkflowId, type InvokeOutput, type InvokeSessionInput } from '../core/session';
 import { runErrorOf } from '../node/run-errors';
 import { SESSION_WORKFLOW, invokeUpdate } from '../workflows/definitions';
+import { retryingUpdate } from '../node/update-retry';
 import { withHeartbeat } from './heartbeat';
 import { InfrastructureError } from './infrastructure-error';
 
 /** The `invokeSession` activity. */
 export async function invokeSession(client: Client, { agent, sessionId, invoke, updateId }: InvokeSessionInput): Promise<InvokeOutput> {
-  const startWorkflowOperation = new WithStartWorkflowOperation(SESSION_WORKFLOW, {
-    workflowId: sessionWorkflowId(agent, sessionId),
-    taskQueue: Context.current().info.taskQueue,
-    args: [{ agent, sessionId }],
-    workflowIdConflictPolicy: 'USE_EXISTING',
-  });
   return withHeartbeat(async () => {
     try {
-      return await client.workflow.executeUpdateWithStart(invokeUpdate, { args: [invoke], updateId, startWorkflowOperation });
+      // The server's transient refusals are retried as every client retries them; what still fails is the activity's to retry.
+      return await retryingUpdate(
+        () =>
+          client.workflow.executeUpdateWithStart(invokeUpdate, {
+            args: [invoke],
+            updateId,
+            startWorkflowOperation: new WithStartWorkflowOperation(SESSION_WORKFLOW, {
+              workflowId: sessionWorkflowId(agent, sessionId),
+              taskQueue: Context.current().info.taskQueue,
+              args: [{ agent, sessionId }],
+              workflowIdConflictPolicy: 'USE_EXISTING',
+            }),
+          }),
+        { what: `the turn sent to session "${sessionId}" of agent "${agent}"` },
+      );
     } catch (error) {
       // Temporal could not be reached: retried by the activity's policy (the update id makes it the same turn).
       if (error instanceof ServiceError || isGrpcServiceError(error))

@@ -26,6 +26,7 @@ import { KEEL_AGENT } from '../core/search-attributes';
 import { holdsOf, listHolds, type HoldView } from './holds';
 import { decideCommands } from './decide-commands';
 import { unknownSteerError } from './unknown-update';
+import { retryingUpdate } from '../node/update-retry';
 import { listRuns, type ListRunsOptions, type RunListing } from './runs';
 
 export { runErrorOf };
@@ -320,8 +321,13 @@ export class RunHandle<Output = unknown> {
     const targeted = await this.targeted(decision);
     const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
     const send = (sent: Decision) => {
-      const update = () => this.workflow.executeUpdate(resumeUpdate, { args: [sent] });
-      return deadline === undefined ? update() : this.client.withDeadline(deadline, update);
+      // One update id for every attempt of this decision: the server takes it at most once.
+      const updateId = randomUUID();
+      const update = () => this.workflow.executeUpdate(resumeUpdate, { args: [sent], updateId });
+      return retryingUpdate(() => (deadline === undefined ? update() : this.client.withDeadline(deadline, update)), {
+        what: `the decision on ${sent.interruptId}`,
+        ...(deadline !== undefined ? { deadline } : {}),
+      });
     };
     try {
       return await send(targeted);
@@ -415,7 +421,10 @@ export class RunHandle<Output = unknown> {
     if (below instanceof SessionHandle) return below.steer(text, { ...(interrupt ? { interrupt } : {}), steerId });
     const target = below ?? this;
     try {
-      return await target.workflow.executeUpdate(steerUpdate, { args: [{ text, ...(interrupt ? { interrupt: true } : {}) }], updateId: steerId });
+      return await retryingUpdate(
+        () => target.workflow.executeUpdate(steerUpdate, { args: [{ text, ...(interrupt ? { interrupt: true } : {}) }], updateId: steerId }),
+        { what: `the steer ${steerId}` },
+      );
     } catch (error) {
       throw unknownSteerError(error, target.runId) ?? (await target.closedRunError(error, undefined, 'steering'));
     }

@@ -23,6 +23,7 @@ import { versioningMemo, type RunVersioning } from '../core/versioning';
 import { assertInputFits } from './input-limit';
 import { runErrorOf } from '../node/run-errors';
 import { unknownSteerError } from './unknown-update';
+import { retryingUpdate } from '../node/update-retry';
 
 /** Options of `new SessionHandle`. */
 export interface SessionHandleOptions {
@@ -69,20 +70,24 @@ export class SessionHandle {
   /** Sends a turn: a prompt or messages. Starts the session if it is new. */
   async send(prompt: string | Message[], { detach = false, snapshotId, requestId }: SendOptions = {}): Promise<InvokeOutput> {
     const messages: Message[] = typeof prompt === 'string' ? [{ role: 'user', content: [{ text: prompt }] }] : prompt;
-    const startWorkflowOperation = new WithStartWorkflowOperation(SESSION_WORKFLOW, {
-      workflowId: this.workflowId,
-      taskQueue: this.taskQueue,
-      args: [{ agent: this.agent, sessionId: this.sessionId }],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      ...(this.versioning ? { memo: versioningMemo(this.versioning) } : {}),
-    });
     assertInputFits(this.client, messages, `the messages sent to session "${this.sessionId}"`);
-    try {
-      return await this.client.workflow.executeUpdateWithStart(invokeUpdate, {
+    // One update id for every attempt of this turn: the server takes it at most once.
+    const updateId = requestId ?? randomUUID();
+    // An operation is used once: each attempt gets its own.
+    const attempt = () =>
+      this.client.workflow.executeUpdateWithStart(invokeUpdate, {
         args: [{ messages, detach, ...(snapshotId ? { snapshotId } : {}), ...(requestId ? { requestId } : {}) }],
-        ...(requestId ? { updateId: requestId } : {}),
-        startWorkflowOperation,
+        updateId,
+        startWorkflowOperation: new WithStartWorkflowOperation(SESSION_WORKFLOW, {
+          workflowId: this.workflowId,
+          taskQueue: this.taskQueue,
+          args: [{ agent: this.agent, sessionId: this.sessionId }],
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          ...(this.versioning ? { memo: versioningMemo(this.versioning) } : {}),
+        }),
       });
+    try {
+      return await retryingUpdate(attempt, { what: `the turn sent to session "${this.sessionId}"` });
     } catch (error) {
       throw runErrorOf(error);
     }
@@ -109,7 +114,11 @@ export class SessionHandle {
   /** Waits until a snapshot settles, then returns it. */
   async waitForSnapshot(snapshotId: string): Promise<Snapshot> {
     try {
-      return await this.client.workflow.getHandle(this.workflowId).executeUpdate(waitForSnapshotUpdate, { args: [snapshotId] });
+      const updateId = randomUUID();
+      return await retryingUpdate(
+        () => this.client.workflow.getHandle(this.workflowId).executeUpdate(waitForSnapshotUpdate, { args: [snapshotId], updateId }),
+        { what: `the wait for snapshot ${snapshotId}` },
+      );
     } catch (error) {
       throw runErrorOf(error);
     }
@@ -138,9 +147,13 @@ export class SessionHandle {
     }
     const latest = current;
     try {
-      return await this.client.workflow
-        .getHandle(latest.runId)
-        .executeUpdate(steerUpdate, { args: [{ text, ...(interrupt ? { interrupt: true } : {}) }], updateId: steerId });
+      return await retryingUpdate(
+        () =>
+          this.client.workflow
+            .getHandle(latest.runId)
+            .executeUpdate(steerUpdate, { args: [{ text, ...(interrupt ? { interrupt: true } : {}) }], updateId: steerId }),
+        { what: `the steer ${steerId}` },
+      );
     } catch (error) {
       const unknown = unknownSteerError(error, latest.runId);
       if (unknown) throw unknown;
@@ -156,7 +169,10 @@ export class SessionHandle {
   /** Stops the turn in flight; returns its snapshot (`aborting`), or null when none runs. */
   async abort(): Promise<Snapshot | null> {
     try {
-      return await this.client.workflow.getHandle(this.workflowId).executeUpdate(abortSessionUpdate);
+      const updateId = randomUUID();
+      return await retryingUpdate(() => this.client.workflow.getHandle(this.workflowId).executeUpdate(abortSessionUpdate, { updateId }), {
+        what: `the abort of session "${this.sessionId}"`,
+      });
     } catch (error) {
       throw runErrorOf(error);
     }
