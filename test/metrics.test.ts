@@ -100,7 +100,7 @@ describe('metrics.prometheus', () => {
     expect(sum(samples, 'temporal_activity_execution_latency_count')).toBeGreaterThanOrEqual(3);
   });
 
-  it('labels a run only with an agent a worker registered: runs for an invented name count as (unknown)', async () => {
+  it('labels only with names the worker registered: runs for an invented agent, or of an invented workflow type, count as (unknown)', async () => {
     // Started as an attacker would, with the temporal CLI: an agent no worker has (a long, odd name), and an input that does not parse.
     const invented = `invented-${'x'.repeat(300)} "quoted" \\ {braces}`;
     const inputs = [
@@ -112,9 +112,20 @@ describe('metrics.prometheus', () => {
       const sent = await temporalCli([...args, '--input', JSON.stringify(input)]);
       expect(sent.code, sent.stderr).toBe(0);
     }
+    // And a workflow type the worker does not have, which the SDK's own metrics would name.
+    const typed = `forged-${randomUUID()}`;
+    const sent = await temporalCli(['workflow', 'start', '--type', `${invented}-type`, '--task-queue', taskQueue, '--workflow-id', typed, '--input', '{}']);
+    expect(sent.code, sent.stderr).toBe(0);
     await expect
       .poll(async () => sum(await scrape(), 'keel_runs_ended_total', { agent: '(unknown)', outcome: 'failed' }), { timeout: 60_000, interval: 500 })
       .toBe(2);
+    await expect
+      .poll(async () => sum(await scrape(), 'temporal_workflow_task_execution_failed_total', { workflow_type: '(unknown)' }), {
+        timeout: 30_000,
+        interval: 500,
+      })
+      .toBeGreaterThan(0);
+    await temporalCli(['workflow', 'terminate', '--workflow-id', typed, '--reason', 'test over']);
     const text = await fetch(metricsUrl).then((response) => response.text());
     expect(text).not.toContain('invented-');
     expect(text).not.toContain('xxxxxxxx');

@@ -16,6 +16,7 @@ import { connectClient, connectWorker, tlsMismatch } from '../worker/connect';
 import { createKeelWorker, type KeelWorker } from '../worker/create-worker';
 import { loadSigningKeys, type SigningKeys } from '../security/signing-keys';
 import { loadRegistry } from '../worker/load-registry';
+import { WORKFLOW_TYPES } from '../worker/bundle';
 import { describeToolCallStart, type ToolCallStart } from '../worker/tool-call-start';
 import type { Registry } from '../registry';
 
@@ -46,7 +47,7 @@ async function install(config: Pick<KeelConfig, 'metrics'> | undefined): Promise
   let endpoint: GuardedServer | undefined;
   if (metrics && 'buffer' in metrics && address !== undefined) {
     try {
-      endpoint = await servePrometheus({ address, buffer: metrics.buffer });
+      endpoint = await servePrometheus({ address, buffer: metrics.buffer, known: { workflow_type: new Set(WORKFLOW_TYPES) } });
     } catch (error) {
       throw new ConfigError(`metrics.prometheus: cannot serve metrics on ${address}: ${(error as Error).message}`);
     }

@@ -89,7 +89,7 @@ function tokenMatcher(token: string): (given: string | undefined) => boolean {
  * The guard as a Hono app: mount a server's routes on it (`guard.route('/', app)`).
  * `allowedHosts` gives the Host values answered without a token (lower case, with the port).
  */
-export function createGuard({
+function createGuard({
   name,
   token,
   maxBodyBytes,

@@ -58,6 +58,16 @@ describe('PrometheusTotals', () => {
     expect(text).toContain('keel_tool_call_latency_count{tool="t"} 1\n');
   });
 
+  it('shows a label value the worker did not register as (unknown)', () => {
+    const totals = new PrometheusTotals({ workflow_type: new Set(['generateWorkflow']) });
+    const failed = metric('temporal_workflow_task_execution_failed', 'counter');
+    totals.add([update(failed, 1, { workflow_type: 'generateWorkflow' }), update(failed, 2, { workflow_type: 'Invented "type"' })]);
+    const text = totals.render();
+    expect(text).toContain('temporal_workflow_task_execution_failed_total{workflow_type="generateWorkflow"} 1\n');
+    expect(text).toContain('temporal_workflow_task_execution_failed_total{workflow_type="(unknown)"} 2\n');
+    expect(text).not.toContain('Invented');
+  });
+
   it('escapes label values and help, and makes names Prometheus takes', () => {
     const totals = new PrometheusTotals();
     totals.add([update(metric('my.metric', 'counter', undefined, 'line one\nline \\ two'), 1, { 'odd-key': 'a "quoted"\nback\\slash' })]);

@@ -11,6 +11,7 @@ import type { Metric, MetricKind, MetricTags } from '@temporalio/common';
 import type { BufferedMetricUpdate, MetricsBuffer } from '@temporalio/worker';
 import { Hono } from 'hono';
 import { startGuardedServer, type GuardedServer } from '../node/http-guard';
+import { UNKNOWN_LABEL } from '../workflows/metrics';
 
 /** How often the buffer is drained between scrapes (it holds `BUFFER_SIZE` updates; more are dropped). */
 const DRAIN_EVERY_MS = 500;
@@ -47,6 +48,12 @@ const numberText = (value: number) => (Number.isNaN(value) ? 'NaN' : value === I
 
 /** The totals of every metric the buffer has given, rendered on demand. */
 export class PrometheusTotals {
+  /**
+   * @param known - for a label, the values it may take; any other is shown as `(unknown)`. (The
+   * SDK's `workflow_type` is the type a caller started, whether or not the worker has it.)
+   */
+  constructor(private readonly known: Readonly<Record<string, ReadonlySet<string>>> = {}) {}
+
   private readonly families = new Map<string, Family>();
   // The SDK gives the same objects for the same metric and the same tags again: the work of naming them is done once.
   private readonly familyOf = new WeakMap<Metric, Family>();
@@ -120,7 +127,10 @@ export class PrometheusTotals {
     if (labels !== undefined) return labels;
     labels = Object.keys(attributes)
       .sort()
-      .map((key) => `${labelName(key)}="${labelValue(String(attributes[key]))}"`)
+      .map((key) => {
+        const value = String(attributes[key]);
+        return `${labelName(key)}="${labelValue(this.known[key] && !this.known[key].has(value) ? UNKNOWN_LABEL : value)}"`;
+      })
       .join(',');
     this.labelsOf.set(attributes, labels);
     return labels;
@@ -135,16 +145,23 @@ export interface PrometheusOptions {
   buffer: MetricsBuffer;
   /** Required off loopback (default: $KEEL_METRICS_TOKEN); Prometheus sends it as `authorization: Bearer`. */
   token?: string | undefined;
+  /** For a label, the values it may take (the worker's workflow types); any other is shown as `(unknown)`. */
+  known?: Readonly<Record<string, ReadonlySet<string>>>;
 }
 
 /**
  * Serves `GET /metrics` on `address` behind keel's HTTP guard, draining `buffer` meanwhile.
  * Neither the server nor its drain keeps the process alive.
  */
-export async function servePrometheus({ address, buffer, token = process.env.KEEL_METRICS_TOKEN || undefined }: PrometheusOptions): Promise<GuardedServer> {
+export async function servePrometheus({
+  address,
+  buffer,
+  token = process.env.KEEL_METRICS_TOKEN || undefined,
+  known = {},
+}: PrometheusOptions): Promise<GuardedServer> {
   const at = address.lastIndexOf(':');
   const host = address.slice(0, at).replace(/^\[(.*)\]$/, '$1');
-  const totals = new PrometheusTotals();
+  const totals = new PrometheusTotals(known);
   const drain = () => totals.add(buffer.retrieveUpdates());
   const app = new Hono();
   app.get('/metrics', (c) => {
