@@ -203,7 +203,7 @@ describe('what each server is for still works', () => {
 });
 
 describe('the metrics endpoint off loopback', () => {
-  it('needs KEEL_METRICS_TOKEN to start, and then answers only requests that carry it', async () => {
+  it('needs KEEL_METRICS_TOKEN (not a short one) to start, and then answers only requests that carry it', async () => {
     const port = await freePort();
     const { configPath } = writeTestConfig('metrics-token', { server: { enabled: false }, metrics: { prometheus: `0.0.0.0:${port}` } });
     const refused = await runKeel(['worker', '--config', configPath, '--allow-empty']);
@@ -211,6 +211,10 @@ describe('the metrics endpoint off loopback', () => {
     expect(refused.stderr).toContain(
       `metrics.prometheus: cannot serve metrics on 0.0.0.0:${port}: keel metrics listens on 0.0.0.0, which is not loopback: set KEEL_METRICS_TOKEN`,
     );
+
+    const short = await runKeel(['worker', '--config', configPath, '--allow-empty'], { env: { KEEL_METRICS_TOKEN: 'guessable' } });
+    expect(short.code).toBe(2);
+    expect(short.stderr).toContain('keel metrics: KEEL_METRICS_TOKEN is 9 characters; use a long random string (at least 16)');
 
     const token = randomBytes(24).toString('hex');
     const worker = spawnKeel(['worker', '--config', configPath, '--allow-empty'], { env: { KEEL_METRICS_TOKEN: token } });

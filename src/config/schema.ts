@@ -84,7 +84,7 @@ export const CodecServerConfigSchema = z
     corsOrigins: z.array(z.url()).optional(),
     /**
      * The largest request body it takes, in bytes. The default holds the payloads of the largest
-     * request Temporal takes (4 MB) in the Web UI's base64 JSON; a larger body is refused unread.
+     * request Temporal takes (4 MB) in the Web UI's base64 JSON; a larger body is refused (413), never kept.
      */
     maxBodyBytes: z
       .number()

@@ -146,11 +146,8 @@ function createGuard({
   }
   const limitBody: MiddlewareHandler = bodyLimit({
     maxSize: maxBodyBytes,
-    onError: (c) => {
-      // The rest of the body is not read: the connection closes after this answer.
-      c.header('connection', 'close');
-      return refuse(c, name, 'RESOURCE_EXHAUSTED', `the request body is over ${maxBodyBytes} bytes, the most this server takes`, 413);
-    },
+    // The rest of the body is discarded as it comes (for at most 0.5 s, @hono/node-server's lingering close), never kept.
+    onError: (c) => refuse(c, name, 'RESOURCE_EXHAUSTED', `the request body is over ${maxBodyBytes} bytes, the most this server takes`, 413),
   });
   guard.use(limitBody);
   guard.use(async (c, next) => {
@@ -166,11 +163,20 @@ function createGuard({
   return guard;
 }
 
+/** The shortest token taken: anything shorter is guessed too easily. */
+const MIN_TOKEN_LENGTH = 16;
+
 /**
- * Refuses (FAILED_PRECONDITION) to listen off loopback without a token; a server that does other
- * work before it listens (connecting to Temporal) calls it first, so the mistake is said at once.
+ * Refuses (FAILED_PRECONDITION) to listen off loopback without a token, or with a token shorter
+ * than 16 characters; a server that does other work before it listens (connecting to Temporal)
+ * calls it first, so the mistake is said at once.
  */
 export function assertListenable({ name, host, token, tokenVariable }: Pick<GuardOptions, 'name' | 'token' | 'tokenVariable'> & { host: string }): void {
+  if (token !== undefined && token.length < MIN_TOKEN_LENGTH)
+    throw new KeelError(
+      'FAILED_PRECONDITION',
+      `${name}: ${tokenVariable} is ${token.length} characters; use a long random string (at least ${MIN_TOKEN_LENGTH})`,
+    );
   if (!isLoopback(host) && token === undefined)
     throw new KeelError(
       'FAILED_PRECONDITION',

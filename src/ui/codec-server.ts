@@ -9,7 +9,7 @@
  * default, any other address needs KEEL_CODEC_TOKEN, sent by the UI as `Authorization: Bearer`
  * (the UI's "pass access token"); without a token only requests naming this server in their
  * Host are answered, so no page can reach it by DNS rebinding; a body over
- * `codecServer.maxBodyBytes` is refused unread. Pages of other origins are answered (CORS) and
+ * `codecServer.maxBodyBytes` is refused, never kept. Pages of other origins are answered (CORS) and
  * may encode or decode only for the configured origins (`codecServer.corsOrigins`, default the
  * Temporal Web UI's address). Node side.
  */
