@@ -8,9 +8,9 @@
  *    (DNS rebinding) is refused (421) before anything runs.
  * 2. CORS: answered only for the origins the server names (the Temporal Web UI's, for the codec
  *    server); a preflight never reaches the routes.
- * 3. Token: a server off loopback needs one (it refuses to start without); with one, every
- *    request carries it (`Authorization: Bearer`, or the HttpOnly cookie a page was given),
- *    compared in constant time (401 otherwise).
+ * 3. Token: a server off loopback needs one of at least 16 characters (it refuses to start
+ *    without); with one, every request carries it (`Authorization: Bearer`, or the HttpOnly
+ *    cookie a page was given), compared in constant time (401 otherwise).
  * 4. Body: a body over the server's limit is refused with 413 as soon as its length says so, or
  *    as soon as that many bytes arrived; it is never buffered beyond the limit.
  * 5. Changes (any method but GET, HEAD, OPTIONS): a browser's `Origin` must be the server's own
