@@ -92,6 +92,7 @@ function tokenMatcher(token: string): (given: string | undefined) => boolean {
 function createGuard({
   name,
   token,
+  tokenVariable,
   maxBodyBytes,
   crossOrigin,
   changeHeader,
@@ -137,8 +138,8 @@ function createGuard({
           name,
           'UNAUTHENTICATED',
           tokenCookie
-            ? 'this server needs its token: open the address it printed (with ?token=), or send Authorization: Bearer <token>'
-            : 'this server needs its token: send Authorization: Bearer <token>',
+            ? `this server needs its token: open the address it printed (with ?token=), or send Authorization: Bearer <${tokenVariable}>`
+            : `this server needs its token: send Authorization: Bearer <${tokenVariable}>`,
           401,
         );
       await next();
