@@ -3,19 +3,24 @@
  * the SDK runtime's metrics and keel's own; the test scrapes it while a run waits on a hold and
  * after it ends, and checks runs, model calls (latency, tokens, cost), tool calls and holds.
  */
+import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from './support/free-port';
 import { ROOT, runKeel, spawnKeel, writeTestConfig, type KeelProcess } from './support/processes';
+import { temporalCli } from './support/temporal-cli';
 
 let worker: KeelProcess;
 let configPath = '';
+let taskQueue = '';
 let metricsUrl = '';
 
 beforeAll(async () => {
   const port = await freePort();
   metricsUrl = `http://127.0.0.1:${port}/metrics`;
-  configPath = writeTestConfig('metrics', {
+  const written = writeTestConfig('metrics', {
+    // A call for an agent no worker has is refused for good after this long.
+    worker: { notRegisteredRetryFor: '2 seconds' },
     server: { enabled: false },
     metrics: { prometheus: `127.0.0.1:${port}` },
     modules: [join(ROOT, 'test', 'fixtures', 'secret-agents.ts')],
@@ -23,7 +28,9 @@ beforeAll(async () => {
       { name: 'scripted/priced', script: [{ text: 'hello', usage: { inputTokens: 1000, outputTokens: 500 } }], price: { inputPerMTok: 3, outputPerMTok: 15 } },
     ],
     agents: [{ name: 'greeter', model: 'scripted/priced' }],
-  }).configPath;
+  });
+  configPath = written.configPath;
+  taskQueue = written.taskQueue!;
   worker = spawnKeel(['worker', '--config', configPath]);
   await worker.waitFor(/keel: worker \d+ on task queue/);
 });
@@ -91,6 +98,37 @@ describe('metrics.prometheus', () => {
     // The SDK's own, on the same endpoint.
     expect(sum(samples, 'temporal_workflow_completed_total')).toBeGreaterThanOrEqual(2);
     expect(sum(samples, 'temporal_activity_execution_latency_count')).toBeGreaterThanOrEqual(3);
+  });
+
+  it('labels only with names the worker registered: runs for an invented agent, or of an invented workflow type, count as (unknown)', async () => {
+    // Started as an attacker would, with the temporal CLI: an agent no worker has (a long, odd name), and an input that does not parse.
+    const invented = `invented-${'x'.repeat(300)} "quoted" \\ {braces}`;
+    const inputs = [
+      { agent: invented, messages: [{ role: 'user', content: [{ text: 'hi' }] }] },
+      { agent: `${invented}-unparsed`, messages: [] },
+    ];
+    for (const input of inputs) {
+      const args = ['workflow', 'start', '--type', 'generateWorkflow', '--task-queue', taskQueue, '--workflow-id', `forged-${randomUUID()}`];
+      const sent = await temporalCli([...args, '--input', JSON.stringify(input)]);
+      expect(sent.code, sent.stderr).toBe(0);
+    }
+    // And a workflow type the worker does not have, which the SDK's own metrics would name.
+    const typed = `forged-${randomUUID()}`;
+    const sent = await temporalCli(['workflow', 'start', '--type', `${invented}-type`, '--task-queue', taskQueue, '--workflow-id', typed, '--input', '{}']);
+    expect(sent.code, sent.stderr).toBe(0);
+    await expect
+      .poll(async () => sum(await scrape(), 'keel_runs_ended_total', { agent: '(unknown)', outcome: 'failed' }), { timeout: 60_000, interval: 500 })
+      .toBe(2);
+    await expect
+      .poll(async () => sum(await scrape(), 'temporal_workflow_task_execution_failed_total', { workflow_type: '(unknown)' }), {
+        timeout: 30_000,
+        interval: 500,
+      })
+      .toBeGreaterThan(0);
+    await temporalCli(['workflow', 'terminate', '--workflow-id', typed, '--reason', 'test over']);
+    const text = await fetch(metricsUrl).then((response) => response.text());
+    expect(text).not.toContain('invented-');
+    expect(text).not.toContain('xxxxxxxx');
   });
 
   it('refuses an address that is not host:port', async () => {

@@ -11,16 +11,22 @@ import { parseConfig } from '../src/config/load';
 import { startUiServer, type UiServer } from '../src/ui/server';
 import { startTestWorker, type TestWorker } from './support/harness';
 import { Registry } from '../src/registry';
-import { defineAgent } from '../src/define';
-import { objectReply, scriptedModel } from '../src/models/scripted';
+import { defineAgent, defineTool } from '../src/define';
+import { objectReply, scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { z } from 'zod';
 import { budget } from '../src/middleware/budget';
+import { toolApproval } from '../src/middleware/tool-approval';
 
 const SECRET = 'sk-test-must-never-reach-the-page';
 const slow = scriptedModel({ name: 'scripted/ui-slow', script: [{ text: 'done', delayMs: 4000 }] });
 const steerable = scriptedModel({ name: 'scripted/ui-steered', script: [{ text: 'slow', delayMs: 60_000 }, { text: 'steered' }] });
 const quick = scriptedModel({ name: 'scripted/ui-chat', script: () => ({ text: 'hello from the session' }) });
 const structured = scriptedModel({ name: 'scripted/ui-structured', script: () => objectReply({ city: 'Oslo' }) });
+const heldTool = defineTool({ name: 'ui_held_tool', description: 'Waits for approval.', input: z.object({}), run: () => 'ran' });
+const asker = scriptedModel({
+  name: 'scripted/ui-asker',
+  script: (request) => (request.messages.at(-1)?.role === 'tool' ? textReply('done') : toolCallReply({ name: heldTool.name, input: {} })),
+});
 const registry = new Registry().add(
   slow,
   quick,
@@ -31,6 +37,9 @@ const registry = new Registry().add(
   defineAgent({ name: 'ui-budgeted', model: quick.name, use: [budget({ limit: { totalTokens: 5000 } })] }),
   structured,
   defineAgent({ name: 'ui-structured', model: structured.name, output: z.object({ city: z.string() }) }),
+  asker,
+  heldTool,
+  defineAgent({ name: 'ui-held', model: asker.name, tools: [heldTool], use: [toolApproval()] }),
 );
 
 let worker: TestWorker;
@@ -135,6 +144,21 @@ describe('keel ui server', () => {
     await expect.poll(async () => (await recent()).map((run) => run.runId)).toContain(handle.runId);
     expect((await fetch(`${ui.origin}/api/nothing`)).status).toBe(404);
     await handle.cancel();
+  });
+
+  it('records a decision under the name the page shows: its default (from /api/info) when none is sent, else the name sent', async () => {
+    const { user } = (await (await fetch(`${ui.origin}/api/info`)).json()) as { user: string };
+    for (const [sent, recorded] of [
+      [undefined, user],
+      ['Ada Lovelace', 'Ada Lovelace'],
+    ] as const) {
+      const handle = await worker.client.start('ui-held', 'go');
+      await expect.poll(async () => (await handle.status()).interrupts.length, { timeout: 20_000 }).toBe(1);
+      const decided = await post(`/api/runs/${handle.runId}/decisions`, { interruptId: 'i1', approved: true, ...(sent ? { user: sent } : {}) });
+      expect(decided.status, await decided.clone().text()).toBe(200);
+      expect((await handle.result()).text).toBe('done');
+      expect((await handle.status()).decisions?.[0]).toMatchObject({ decision: 'approved', decidedBy: recorded });
+    }
   });
 
   it('steers a running run (with the page’s header only), says what was wrong with bad input, and refuses a run that has ended', async () => {

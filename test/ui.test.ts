@@ -129,7 +129,7 @@ describe('keel ui in chromium', () => {
     await shot('4-completed');
     expect(booked()).toEqual(['Paris 2']);
     const child = await client.getHandle(hold.path![0]!).status();
-    expect(child.decisions?.[0]).toMatchObject({ decision: 'approved', decidedBy: 'tester (keel ui)' });
+    expect(child.decisions?.[0]).toMatchObject({ decision: 'approved', decidedBy: 'tester' });
   });
 
   it('denies a hold with a reason, which the model then sees, and runs nothing', async () => {
@@ -213,7 +213,7 @@ describe('keel ui in chromium', () => {
       await form.getByRole('button', { name: 'Decide' }).click();
       expect((await handle.result()).text).toBe('paid');
       expect(posted).toHaveLength(1);
-      expect((await handle.status()).decisions?.[0]).toMatchObject({ decision: 'restart', payload: { limit: 1000 }, decidedBy: 'tester (keel ui)' });
+      expect((await handle.status()).decisions?.[0]).toMatchObject({ decision: 'restart', payload: { limit: 1000 }, decidedBy: 'tester' });
     } finally {
       page.off('request', onRequest);
     }
@@ -246,6 +246,29 @@ describe('keel ui in chromium', () => {
     await output.waitFor({ timeout: 30_000 });
     await expect.poll(async () => JSON.parse((await output.textContent()) ?? 'null') as unknown, { timeout: 15_000 }).toEqual({ city: 'Oslo', celsius: 4 });
     await shot('10-output');
+  });
+
+  it('records a decision under the name "deciding as" shows: in a fresh browser, the server’s default', async () => {
+    const handle = await client.start('travel', 'to Paris, decided under the default name');
+    const hold = await nestedHold(handle.runId);
+    // A browser that never typed a name: the inbox renders before the page knows the server's default.
+    const context = await browser.newContext();
+    try {
+      const fresh = await context.newPage();
+      await fresh.goto(url);
+      const card = fresh.locator(`[data-run="${handle.runId}"]`);
+      await expect.poll(() => card.textContent(), { timeout: 20_000 }).toContain('"to": "Paris"');
+      const who = fresh.getByTestId('user-name');
+      await expect.poll(() => who.getAttribute('placeholder'), { timeout: 15_000 }).toMatch(/.@./);
+      const shown = (await who.getAttribute('placeholder'))!;
+      expect(await who.inputValue()).toBe('');
+      await card.getByRole('button', { name: 'Deny' }).click();
+      await expect.poll(() => fresh.locator('.notice').textContent(), { timeout: 15_000 }).toContain('denied book_train');
+      expect((await client.getHandle(hold.path![0]!).status()).decisions?.[0]).toMatchObject({ decision: 'denied', decidedBy: shown });
+    } finally {
+      await context.close();
+    }
+    await handle.result();
   });
 
   it('lists runs, waiting first, and filters them by agent and status', async () => {

@@ -1,7 +1,8 @@
 /**
  * keel's own metrics of model and tool calls, through the activity context's `metricMeter`
  * (the worker's runtime records them on its Prometheus endpoint or OTLP exporter, beside the
- * SDK's own; a no-op without metrics). Names and tags are docs/metrics.md's. Node side.
+ * SDK's own; a no-op without metrics). Names and tags are docs/metrics.md's. A call is recorded
+ * only once the worker found its model or tool, so a label is always a registered name. Node side.
  */
 import type { MetricMeter } from '@temporalio/common';
 import type { Usage } from '../core/messages';

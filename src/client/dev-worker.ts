@@ -74,7 +74,7 @@ async function warmUp(options: DevWorkerOptions): Promise<WarmWorker | undefined
   const { loadSigningKeys } = keelModule<typeof import('../security/signing-keys')>('../security/signing-keys');
   const closers: Array<() => Promise<void>> = [];
   try {
-    processes.installRuntime(config);
+    await processes.installRuntime(config);
     const registry = new Registry();
     closers.push(() => registry.close());
     const signingKeys = loadSigningKeys(config);

@@ -3,6 +3,8 @@
  * foreground until SIGINT/SIGTERM and then stops cleanly. Node side.
  */
 import { metricsExporter } from '../telemetry/metrics';
+import { servePrometheus } from '../telemetry/prometheus';
+import type { GuardedServer } from '../node/http-guard';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import type { KeelConfig } from '../config/schema';
 import { waitForSignal } from '../node/signals';
@@ -14,32 +16,49 @@ import { connectClient, connectWorker, tlsMismatch } from '../worker/connect';
 import { createKeelWorker, type KeelWorker } from '../worker/create-worker';
 import { loadSigningKeys, type SigningKeys } from '../security/signing-keys';
 import { loadRegistry } from '../worker/load-registry';
+import { WORKFLOW_TYPES } from '../worker/bundle';
 import { describeToolCallStart, type ToolCallStart } from '../worker/tool-call-start';
 import type { Registry } from '../registry';
 
-let runtimeInstalled = false;
+let runtimeInstalled: Promise<void> | undefined;
 
 const LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'] as const;
 
 /**
  * Installs the SDK runtime once, logging at $KEEL_LOG_LEVEL (default WARN), with the metrics
- * exporter the config's `metrics` (or the OTEL_* variables) ask for.
+ * exporter the config's `metrics` (or the OTEL_* variables) ask for; `metrics.prometheus` is
+ * served first, so an address that cannot be served installs nothing.
  */
-export function installRuntime(config?: Pick<KeelConfig, 'metrics'>): void {
-  if (runtimeInstalled) return;
+export function installRuntime(config?: Pick<KeelConfig, 'metrics'>): Promise<void> {
+  // Once per process; a failure (a metrics port still held) is tried again by the next call.
+  runtimeInstalled ??= install(config).catch((error: unknown) => {
+    runtimeInstalled = undefined;
+    throw error;
+  });
+  return runtimeInstalled;
+}
+
+async function install(config: Pick<KeelConfig, 'metrics'> | undefined): Promise<void> {
   const wanted = (process.env.KEEL_LOG_LEVEL ?? 'WARN').toUpperCase();
   const level = (LOG_LEVELS as readonly string[]).includes(wanted) ? (wanted as (typeof LOG_LEVELS)[number]) : 'WARN';
   if (level !== wanted) process.stderr.write(`keel: KEEL_LOG_LEVEL=${process.env.KEEL_LOG_LEVEL} is not one of ${LOG_LEVELS.join(', ')}; using WARN\n`);
   const metrics = config ? metricsExporter(config) : undefined;
+  const address = config?.metrics.prometheus;
+  let endpoint: GuardedServer | undefined;
+  if (metrics && 'buffer' in metrics && address !== undefined) {
+    try {
+      endpoint = await servePrometheus({ address, buffer: metrics.buffer, known: { workflow_type: new Set(WORKFLOW_TYPES) } });
+    } catch (error) {
+      throw new ConfigError(`metrics.prometheus: cannot serve metrics on ${address}: ${(error as Error).message}`);
+    }
+  }
   try {
     Runtime.install({ logger: new DefaultLogger(level), ...(metrics ? { telemetryOptions: { metrics } } : {}) });
   } catch (error) {
-    if (metrics && 'prometheus' in metrics)
-      throw new ConfigError(`metrics.prometheus: cannot serve metrics on ${metrics.prometheus.bindAddress}: ${(error as Error).message}`);
+    await endpoint?.close();
     throw error;
   }
-  runtimeInstalled = true;
-  if (metrics && 'prometheus' in metrics) process.stderr.write(`keel: metrics at http://${metrics.prometheus.bindAddress}/metrics\n`);
+  if (endpoint) process.stderr.write(`keel: metrics at http://${address}/metrics\n`);
 }
 
 /** Waits `ms`; resolves early with the signal when SIGINT or SIGTERM arrives (undefined when the time ran out). */
@@ -103,7 +122,7 @@ export async function prepareWorker(
 ): Promise<{ worker: KeelWorker; agents: string[]; signingKeys: SigningKeys; close: () => Promise<void> }> {
   const registry = loaded ?? (await loadRegistry(config));
   assertNotEmpty(config, registry, options);
-  installRuntime(config);
+  await installRuntime(config);
   let connection: Awaited<ReturnType<typeof connectWithRetry>>;
   let client: Awaited<ReturnType<typeof connectClient>>;
   let worker: KeelWorker;

@@ -82,6 +82,15 @@ export const CodecServerConfigSchema = z
     port: z.number().int().min(0).max(65535).default(8235),
     /** Origins whose pages may call it (the Web UI's); default: ui.temporalUiUrl's, else the embedded dev server's UI. */
     corsOrigins: z.array(z.url()).optional(),
+    /**
+     * The largest request body it takes, in bytes. The default holds the payloads of the largest
+     * request Temporal takes (4 MB) in the Web UI's base64 JSON; a larger body is refused (413), never kept.
+     */
+    maxBodyBytes: z
+      .number()
+      .int()
+      .min(1024)
+      .default(8 * 1024 * 1024),
   })
   .strict();
 

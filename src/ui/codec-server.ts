@@ -5,23 +5,23 @@
  * and answer `{ payloads: [...] }` in Temporal's JSON form (metadata and data in base64), through
  * the codecs of temporal.yaml's `encryption`.
  *
- * Security: loopback by default; any other address needs KEEL_CODEC_TOKEN, sent by the UI as
- * `Authorization: Bearer` (the UI's "pass access token"). Cross-origin requests are answered
- * only for the configured origins (`codecServer.corsOrigins`, default the Temporal Web UI's
- * address). Node side.
+ * Security: the routes sit behind keel's one HTTP guard (src/node/http-guard.ts): loopback by
+ * default, any other address needs KEEL_CODEC_TOKEN, sent by the UI as `Authorization: Bearer`
+ * (the UI's "pass access token"); without a token only requests naming this server in their
+ * Host are answered, so no page can reach it by DNS rebinding; a body over
+ * `codecServer.maxBodyBytes` is refused, never kept. Pages of other origins are answered (CORS) and
+ * may encode or decode only for the configured origins (`codecServer.corsOrigins`, default the
+ * Temporal Web UI's address). Node side.
  */
-import { serve, type ServerType } from '@hono/node-server';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { Hono, type Context } from 'hono';
-import { cors } from 'hono/cors';
-import { timingSafeEqual } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
 import { describeZodError } from '../core/schema-errors';
+import { startGuardedServer } from '../node/http-guard';
 import { encryptionCodec } from '../security/encryption';
-import { isLoopback, temporalUiUrlOf } from './addresses';
+import { temporalUiUrlOf } from './addresses';
 
 /** A payload as the Web UI sends it: metadata values and data in base64. */
 const JsonPayloadSchema = z.object({
@@ -40,29 +40,9 @@ const toJson = (payload: Payload) => ({
   data: Buffer.from(payload.data ?? new Uint8Array()).toString('base64'),
 });
 
-/** The routes: /decode and /encode through `codec`, behind CORS and the token. */
-export function createCodecApp({ codec, token, corsOrigins }: { codec: PayloadCodec; token: string | undefined; corsOrigins: string[] }): Hono {
+/** The routes: /decode and /encode through `codec` (the guard is startGuardedServer's). */
+function createCodecApp(codec: PayloadCodec): Hono {
   const app = new Hono();
-  app.use(
-    '*',
-    cors({
-      origin: (origin) => (corsOrigins.includes(origin) ? origin : null),
-      allowMethods: ['POST', 'OPTIONS'],
-      allowHeaders: ['content-type', 'x-namespace', 'authorization'],
-      credentials: true,
-      maxAge: 600,
-    }),
-  );
-  if (token !== undefined) {
-    const expected = Buffer.from(token);
-    app.use('*', async (c, next) => {
-      if (c.req.method === 'OPTIONS') return next();
-      const given = c.req.header('authorization')?.replace(/^Bearer /, '');
-      if (given === undefined || given.length !== token.length || !timingSafeEqual(Buffer.from(given), expected))
-        return c.json({ error: 'keel codec-server: send Authorization: Bearer <KEEL_CODEC_TOKEN>' }, 401);
-      await next();
-    });
-  }
   const route = (direction: 'encode' | 'decode') => async (c: Context) => {
     let body: unknown;
     try {
@@ -108,25 +88,17 @@ export async function startCodecServer({
 }: CodecServerOptions): Promise<CodecServer> {
   const codec = encryptionCodec(config);
   if (!codec) throw new KeelError('FAILED_PRECONDITION', 'keel codec-server decodes what encryption seals: temporal.yaml has no encryption');
-  if (!isLoopback(host) && token === undefined)
-    throw new KeelError(
-      'FAILED_PRECONDITION',
-      `keel codec-server listens on ${host}, which is not loopback: set KEEL_CODEC_TOKEN (a long random string; the Web UI sends it as its access token), or listen on 127.0.0.1`,
-    );
   const temporalUiUrl = temporalUiUrlOf(config);
-  const corsOrigins = config.codecServer.corsOrigins ?? (temporalUiUrl ? [new URL(temporalUiUrl).origin] : []);
-  const app = createCodecApp({ codec, token, corsOrigins });
-  const server: ServerType = await new Promise((resolve, reject) => {
-    const started = serve({ fetch: app.fetch, hostname: host, port }, () => resolve(started));
-    started.once('error', reject);
+  const origins = config.codecServer.corsOrigins ?? (temporalUiUrl ? [new URL(temporalUiUrl).origin] : []);
+  const server = await startGuardedServer({
+    name: 'keel codec-server',
+    host,
+    port,
+    app: createCodecApp(codec),
+    token,
+    tokenVariable: 'KEEL_CODEC_TOKEN',
+    maxBodyBytes: config.codecServer.maxBodyBytes,
+    crossOrigin: { origins, allowHeaders: ['content-type', 'x-namespace', 'authorization'] },
   });
-  const bound = (server.address() as AddressInfo).port;
-  return {
-    url: `http://${host.includes(':') ? `[${host}]` : host}:${bound}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
-      }),
-  };
+  return { url: server.origin, close: () => server.close() };
 }

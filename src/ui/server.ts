@@ -4,23 +4,20 @@
  * against the embedded dev server and a real cluster alike. The page is built at pack time
  * (ui/, Vite) and served from dist/web; nothing is fetched at run time.
  *
- * Security: loopback by default; any other address needs a token (KEEL_UI_TOKEN), given once
- * as `?token=` and kept in an HttpOnly, SameSite=Strict cookie. Without a token, every request
- * must name this server in its Host header (no DNS rebinding); every POST must come from the page's own origin
- * and carry the `X-Keel-UI` header, which no cross-site form can set. The page never sees the
- * config: only the namespace, task queue, the Temporal Web UI's address and the user's name.
- * Node side.
+ * Security: the routes sit behind keel's one HTTP guard (src/node/http-guard.ts): loopback by
+ * default, any other address needs a token (KEEL_UI_TOKEN), given once as `?token=` and kept in
+ * an HttpOnly, SameSite=Strict cookie; without a token every request must name this server in
+ * its Host header (no DNS rebinding); a body over 2 MiB is refused; every change must come from
+ * the page's own origin and carry the `X-Keel-UI` header, which no cross-site form can set. The
+ * page never sees the config: only the namespace, task queue, the Temporal Web UI's address and
+ * the user's name. Node side.
  */
-import { isLoopback, temporalUiUrlOf } from './addresses';
-import { serve, type ServerType } from '@hono/node-server';
+import { temporalUiUrlOf } from './addresses';
 import { serveStatic } from '@hono/node-server/serve-static';
-import { timingSafeEqual } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import { hostname, userInfo } from 'node:os';
 import { join, relative, resolve } from 'node:path';
-import { Hono, type Context, type Next } from 'hono';
-import { getCookie, setCookie } from 'hono/cookie';
+import { Hono, type Context } from 'hono';
 import { secureHeaders } from 'hono/secure-headers';
 import { streamSSE } from 'hono/streaming';
 import { z } from 'zod';
@@ -32,6 +29,7 @@ import { parseDecision } from '../core/holds';
 import { RunLifecycleSchema } from '../core/run';
 import { describeZodError } from '../core/schema-errors';
 import { SteerInputSchema, steerInputProblem } from '../core/steering';
+import { assertListenable, startGuardedServer, type GuardedServer } from '../node/http-guard';
 import { EventHub } from './event-hub';
 import { runView } from './run-view';
 
@@ -39,11 +37,12 @@ import { runView } from './run-view';
 export const WEB_ROOT = resolve(__dirname, '..', '..', 'dist', 'web');
 
 const TOKEN_COOKIE = 'keel_ui_token';
+/** The largest request body: a prompt, a steer or a decision (a run's input over 2 MiB needs External Storage, which the page does not use). */
+const MAX_BODY_BYTES = 2 * 1024 * 1024;
 /** How long one listing of pending holds answers the inbox. */
 const INBOX_FRESH_MS = 2000;
 /** How long a run may take to answer with its holds in full. */
 const HOLDS_QUERY_MS = 5000;
-const CSRF_HEADER = 'x-keel-ui';
 
 export interface UiServerOptions {
   config: KeelConfig;
@@ -53,7 +52,7 @@ export interface UiServerOptions {
   port?: number;
   /** Required when `host` is not loopback (default: $KEEL_UI_TOKEN). */
   token?: string;
-  /** The name decisions are recorded with when the page gives none (default `<user>@<host>`). */
+  /** The name decisions are recorded with when the page gives none, which the page shows as its default (default `<user>@<host>`). */
   user?: string;
   /** The built page (default dist/web). */
   webRoot?: string;
@@ -78,7 +77,7 @@ const StartSchema = z
   })
   .strict();
 
-/** Who the page says decides: a short name, recorded as `<name> (keel ui)`. */
+/** Who the page says decides: a short name, recorded as given (the name "deciding as" shows). */
 const UserSchema = z.string().trim().min(1).max(80);
 
 /** The answer for a failure: its status as HTTP status, and its message. */
@@ -103,67 +102,13 @@ async function jsonBody(c: Context): Promise<{ ok: true; value: unknown } | { ok
   }
 }
 
-/** Builds the app (routes and guards) for `client`. */
-export function createUiApp({
-  client,
-  config,
-  hub,
-  token,
-  user,
-  webRoot,
-  allowedHosts,
-}: {
-  client: KeelClient;
-  config: KeelConfig;
-  hub: EventHub;
-  token: string | undefined;
-  user: string;
-  webRoot: string;
-  allowedHosts: () => Set<string>;
-}): Hono {
+/** Builds the app (its routes; the guard is startGuardedServer's) for `client`. */
+function createUiApp({ client, config, hub, user, webRoot }: { client: KeelClient; config: KeelConfig; hub: EventHub; user: string; webRoot: string }): Hono {
   const app = new Hono();
   const namespace = config.temporal.namespace;
   const temporalUiUrl = temporalUiUrlOf(config);
 
   app.use(secureHeaders({ contentSecurityPolicy: { defaultSrc: ["'self'"], imgSrc: ["'self'", 'data:'], styleSrc: ["'self'", "'unsafe-inline'"] } }));
-  // Without a token, the Host must be this server: a page on another site cannot reach it
-  // through DNS rebinding. With one, a rebound page lacks the cookie anyway.
-  if (token === undefined)
-    app.use(async (c: Context, next: Next) => {
-      const host = c.req.header('host');
-      if (!host || !allowedHosts().has(host.toLowerCase())) return c.text(`keel ui: unexpected Host header "${host ?? ''}"`, 421);
-      await next();
-    });
-  else {
-    const expected = Buffer.from(token);
-    const matches = (given: string | undefined) => given !== undefined && given.length === token.length && timingSafeEqual(Buffer.from(given), expected);
-    app.use(async (c: Context, next: Next) => {
-      const given = c.req.query('token');
-      if (given !== undefined && matches(given)) {
-        setCookie(c, TOKEN_COOKIE, given, { httpOnly: true, sameSite: 'Strict', path: '/' });
-        return c.redirect('/');
-      }
-      const bearer = c.req.header('authorization')?.replace(/^Bearer /, '');
-      if (!matches(getCookie(c, TOKEN_COOKIE)) && !matches(bearer))
-        return c.text(
-          'keel ui: this server needs its token: open the address keel ui printed (with ?token=), or send Authorization: Bearer <KEEL_UI_TOKEN>',
-          401,
-        );
-      await next();
-    });
-  }
-  // A POST comes only from the page itself: same origin, and a header no cross-site form can set.
-  app.use('/api/*', async (c: Context, next: Next) => {
-    if (c.req.method !== 'GET' && c.req.method !== 'HEAD') {
-      const origin = c.req.header('origin');
-      const host = c.req.header('host');
-      if (c.req.header(CSRF_HEADER) !== '1')
-        return c.json({ error: { status: 'PERMISSION_DENIED', message: `a change needs the ${CSRF_HEADER} header` } }, 403);
-      if (origin !== undefined && origin !== `http://${host}` && origin !== `https://${host}`)
-        return c.json({ error: { status: 'PERMISSION_DENIED', message: `a change from origin ${origin} is refused` } }, 403);
-    }
-    await next();
-  });
 
   app.get('/api/info', (c) =>
     c.json({
@@ -296,7 +241,7 @@ export function createUiApp({
       return bad(c, 'forwardedFrom and decidedBy are set by keel (decidedBy from user), not sent from the page');
     const who = named === undefined ? { success: true as const, data: user } : UserSchema.safeParse(named);
     if (!who.success) return bad(c, 'user: a name of 1 to 80 characters');
-    const parsed = parseDecision({ ...decision, decidedBy: `${who.data} (keel ui)` });
+    const parsed = parseDecision({ ...decision, decidedBy: who.data });
     if (!parsed.success) return bad(c, parsed.error);
     staleInbox();
     try {
@@ -364,49 +309,37 @@ export async function startUiServer({
   user = defaultUser(),
   webRoot = WEB_ROOT,
 }: UiServerOptions): Promise<UiServer> {
-  if (!isLoopback(host) && token === undefined) {
-    throw new KeelError(
-      'FAILED_PRECONDITION',
-      `keel ui listens on ${host}, which is not loopback: set KEEL_UI_TOKEN (a long random string) so only people given it can decide holds, or listen on 127.0.0.1`,
-    );
-  }
+  const guarded = {
+    name: 'keel ui',
+    token,
+    tokenVariable: 'KEEL_UI_TOKEN',
+    tokenCookie: TOKEN_COOKIE,
+    changeHeader: 'x-keel-ui',
+    maxBodyBytes: MAX_BODY_BYTES,
+  };
+  assertListenable({ ...guarded, host });
   if (!existsSync(join(webRoot, 'index.html')))
     throw new KeelError('FAILED_PRECONDITION', `the UI's page is not built (${join(webRoot, 'index.html')} is missing): run npm run build:ui`);
   const client = await KeelClient.connect(config, { identity: `keel-ui ${process.pid}@${hostname()}` });
   const hub = new EventHub(client);
-  let bound = port;
-  const hosts = new Set<string>();
-  const allowedHosts = () => hosts;
-  const app = createUiApp({ client, config, hub, token, user, webRoot, allowedHosts });
-  let server: ServerType;
+  const app = createUiApp({ client, config, hub, user, webRoot });
+  let server: GuardedServer;
   try {
-    server = await new Promise((resolve, reject) => {
-      const started = serve({ fetch: app.fetch, hostname: host, port }, (info: AddressInfo) => {
-        bound = info.port;
-        resolve(started);
-      });
-      started.once('error', reject);
-    });
+    server = await startGuardedServer({ ...guarded, host, port, app });
   } catch (error) {
-    // A port another process holds (EADDRINUSE), an address this machine lacks: nothing is left open.
+    // Off loopback without a token, a port another process holds (EADDRINUSE), an address this machine lacks: nothing is left open.
     hub.close();
     await client.close();
     throw error;
   }
-  const shown = host.includes(':') ? `[${host}]` : host;
-  for (const name of [shown, ...(isLoopback(host) ? ['localhost', '127.0.0.1', '[::1]'] : [])]) hosts.add(`${name}:${bound}`.toLowerCase());
-  const origin = `http://${shown}:${bound}`;
+  const origin = server.origin;
   return {
     url: token !== undefined ? `${origin}/?token=${encodeURIComponent(token)}` : origin,
     origin,
     watched: () => hub.watched,
     async close() {
       hub.close();
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        // Open event streams would keep the server from closing.
-        (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
-      });
+      await server.close();
       await client.close();
     },
   };

@@ -166,6 +166,8 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
   const resolveAsActivity = patched(RESOLVE_AS_ACTIVITY_PATCH);
   // Set once the agent is resolved by a worker without External Storage: what one payload may hold.
   let inlinePayloadLimit: number | undefined;
+  // The agent's name once a worker has resolved it: a metric's label is a registered name, never the caller's text.
+  let resolvedAgent: string | undefined;
   try {
     if (!parsed.success)
       throw new KeelError(
@@ -180,6 +182,7 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
       throw asKeelError(error, `resolving agent "${input.agent}"`);
     }
     inlinePayloadLimit = agent.inlinePayloadLimit;
+    resolvedAgent = agent.name;
     if (input.state && agent.session === 'server') {
       throw new KeelError('INVALID_ARGUMENT', `agent "${agent.name}" keeps its conversation on the server (session: 'server'): send a session id, not state`);
     }
@@ -345,14 +348,14 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     board.close();
     await tree.flush();
     await condition(allHandlersFinished);
-    runEnded(run.status.agent, result.finishReason === 'interrupted' ? 'interrupted' : 'completed');
+    runEnded(agent.name, result.finishReason === 'interrupted' ? 'interrupted' : 'completed');
     return result;
   } catch (error) {
     if (!(error instanceof ContinueAsNew)) steering.close('has ended');
     // What the run spent is told to its tree's ledger however it ends (a cancellation included).
     await CancellationScope.nonCancellable(() => tree.flush());
     const thrown = settleFailure(run, error, { inlinePayloadLimit });
-    if (!(error instanceof ContinueAsNew)) runEnded(run.status.agent, run.status.state);
+    if (!(error instanceof ContinueAsNew)) runEnded(resolvedAgent, run.status.state);
     throw thrown;
   }
 }

@@ -4,20 +4,26 @@
  * run replayed on another worker counts once). Metric names and tags are docs/metrics.md's.
  * Emitting a metric issues no command: adding or removing one never breaks replay. The meter
  * exists only in workflow context, so each metric is made when it is recorded, and nothing is
- * recorded outside one (a middleware run by the in-memory test harness). Pure.
+ * recorded outside one (a middleware run by the in-memory test harness). A label names only what
+ * a worker registered (an agent it resolved): a run started for a name nobody registered is
+ * counted under `(unknown)`, so no caller adds a series of its own text. Pure.
  */
 import { inWorkflowContext, metricMeter } from '@temporalio/workflow';
+
+/** The label of a run whose agent no worker resolved (an invented name, an input that does not parse). */
+export const UNKNOWN_LABEL = '(unknown)';
 
 export function runStarted(agent: string): void {
   if (!inWorkflowContext()) return;
   metricMeter.createCounter('keel_runs_started', 'runs', 'Runs started (not counting the next runs of a chain), by agent.').add(1, { agent });
 }
 
-export function runEnded(agent: string, outcome: string): void {
+/** A run ended; `agent` is the name a worker resolved, undefined when none did. */
+export function runEnded(agent: string | undefined, outcome: string): void {
   if (!inWorkflowContext()) return;
   metricMeter
     .createCounter('keel_runs_ended', 'runs', 'Runs ended, by agent and outcome (completed, interrupted, failed, cancelled).')
-    .add(1, { agent, outcome });
+    .add(1, { agent: agent ?? UNKNOWN_LABEL, outcome });
 }
 
 export function runContinuedAsNew(agent: string): void {

@@ -41,7 +41,7 @@ export const get = async <T>(path: string): Promise<T> => answer<T>(await fetch(
 export const post = async <T>(path: string, body: unknown): Promise<T> =>
   answer<T>(await fetch(path, { method: 'POST', headers: { 'content-type': 'application/json', 'x-keel-ui': '1' }, body: JSON.stringify(body) }));
 
-/** The name decisions are recorded with: what the person typed (kept in this browser), else the server's default. */
-export function userName(info: Info | undefined): string {
-  return localStorage.getItem('keel.user') || info?.user || 'someone';
+/** The name the person typed in "deciding as" (kept in this browser); none: the server records its default, `info.user`. */
+export function typedUserName(): string | undefined {
+  return localStorage.getItem('keel.user') || undefined;
 }

@@ -5,7 +5,7 @@
  * of its decision schema. Nothing is sent until the value passes its schema.
  */
 import { useState } from 'preact/hooks';
-import { ApiError, post, userName, type Info, type Interrupt } from './api';
+import { ApiError, post, typedUserName, type Info, type Interrupt } from './api';
 import { age, json } from './format';
 import { SchemaForm } from './schema-form';
 import { takesApproval } from '../../src/core/takes-approval';
@@ -27,13 +27,13 @@ export function HoldCard({
   runId,
   hold,
   agent,
-  info,
   onDecided,
   complete = true,
 }: {
   runId: string;
   hold: Interrupt;
   agent?: string;
+  /** Unused: a decision names whoever "deciding as" shows (typedUserName), never a name a stale page was given. */
   info: Info | undefined;
   onDecided: (summary: string) => void;
   /** False while only the inbox's summary of the hold is known (no input, no schemas yet). */
@@ -51,7 +51,7 @@ export function HoldCard({
     setBusy(true);
     setError(undefined);
     try {
-      await post(`/api/runs/${encodeURIComponent(runId)}/decisions`, { interruptId: hold.id, toolName: hold.toolName, ...decision, user: userName(info) });
+      await post(`/api/runs/${encodeURIComponent(runId)}/decisions`, { interruptId: hold.id, toolName: hold.toolName, ...decision, user: typedUserName() });
       onDecided(summary);
     } catch (failure) {
       setError(failure instanceof ApiError ? `${failure.status}: ${failure.message}` : String(failure));

@@ -2,7 +2,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { LocationProvider, Route, Router, useRoute } from 'preact-iso';
-import { get, userName, type Info } from './api';
+import { get, typedUserName, type Info } from './api';
 import { Inbox } from './inbox';
 import { RunView } from './run-view';
 import { Runs, StartRun } from './runs';
@@ -13,15 +13,16 @@ function RunPage({ info }: { info: Info | undefined }) {
   return <RunView key={params.runId} runId={decodeURIComponent(params.runId ?? '')} info={info} />;
 }
 
+/** "deciding as": the name typed here, else (shown as the placeholder) the server's default; a decision records the one shown. */
 function Who({ info }: { info: Info | undefined }) {
-  const [name, setName] = useState(userName(info));
-  useEffect(() => setName(userName(info)), [info]);
+  const [name, setName] = useState(typedUserName() ?? '');
   return (
     <label class="who" title="decisions you make here are recorded with this name">
       deciding as{' '}
       <input
         data-testid="user-name"
         value={name}
+        placeholder={info?.user}
         onInput={(e) => {
           // Kept as typed: the server's default (which arrives later) never overwrites it.
           localStorage.setItem('keel.user', e.currentTarget.value);
