@@ -42,9 +42,9 @@ const keelJson = async <T>(args: string[]): Promise<T> => {
 /** The inbox's holds of these runs, once each run shows one. */
 async function inboxOf(...runIds: string[]): Promise<HoldView[]> {
   const of = (holds: HoldView[]) => runIds.map((runId) => holds.filter((hold) => hold.runId === runId));
-  await expect.poll(async () => of((await api<{ holds: HoldView[] }>('/api/inbox')).holds).map((holds) => holds.length), { timeout: 30_000 }).toEqual(
-    runIds.map(() => 1),
-  );
+  await expect
+    .poll(async () => of((await api<{ holds: HoldView[] }>('/api/inbox')).holds).map((holds) => holds.length), { timeout: 30_000 })
+    .toEqual(runIds.map(() => 1));
   return of((await api<{ holds: HoldView[] }>('/api/inbox')).holds).flat();
 }
 
@@ -131,7 +131,9 @@ describe('the inbox and keel holds', () => {
     expect(byId[nested.runId]!.parentId).toBeUndefined();
     expect(byId[childRunId]).toMatchObject({ agent: 'clerk', holds: 1, parentId: nested.runId, label: 'clerk-1' });
     // keel list counts it once too.
-    const listed = (await keelJson<{ runs: RunListing[] }>(['list', '--limit', '500'])).runs.filter((run) => run.runId === nested.runId || run.runId === childRunId);
+    const listed = (await keelJson<{ runs: RunListing[] }>(['list', '--limit', '500'])).runs.filter(
+      (run) => run.runId === nested.runId || run.runId === childRunId,
+    );
     expect(listed.map((run) => run.holds ?? 0).reduce((sum, count) => sum + count, 0)).toBe(1);
 
     await nested.cancel();

@@ -11,7 +11,7 @@ import { listExecutions } from '../node/list-executions';
 import { ServiceError, type Client } from '@temporalio/client';
 import { HOLDS_MEMO_KEY, MemoHoldSchema, memoHolds, type MemoHold } from '../core/run';
 import { decideCommands } from './decide-commands';
-import { runLabel } from './runs';
+import { runLabel } from '../core/run-label';
 import { z } from 'zod';
 import { KEEL_AGENT, KEEL_STATUS } from '../core/search-attributes';
 import { GENERATE_WORKFLOW, statusQuery } from '../workflows/definitions';

@@ -10,6 +10,7 @@ import { ServiceError, type Client, type WorkflowExecutionInfo } from '@temporal
 import { z } from 'zod';
 import { HOLDS_MEMO_KEY, MemoHoldSchema, RunLifecycleSchema, type RunLifecycle } from '../core/run';
 import { KEEL_AGENT, KEEL_STATUS } from '../core/search-attributes';
+import { runLabel } from '../core/run-label';
 import { GENERATE_WORKFLOW } from '../workflows/definitions';
 
 /** One run as `keel list` shows it. */
@@ -31,18 +32,6 @@ export interface RunListing {
    * too, is counted on the sub-agent's row only.
    */
   holds?: number;
-}
-
-const UUID = /([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
-
-/**
- * A short name for run `runId`: with `parentId` (the run that started it) and an id that extends
- * it, the rest of the id (`clerk-1`); otherwise the id with each UUID cut to its first 8 digits
- * (`run-5a090c1c`, `session/chat/s1/turn-2` as is).
- */
-export function runLabel(runId: string, parentId?: string): string {
-  if (parentId !== undefined && runId.startsWith(`${parentId}/`)) return runId.slice(parentId.length + 1);
-  return runId.replace(UUID, '$1');
 }
 
 /** What to list. */
