@@ -29,7 +29,8 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => {
   await ui?.close();
-  await worker?.stop();
+  // The last test stops the worker itself.
+  await worker?.stop().catch(() => undefined);
 });
 
 const api = async <T>(path: string): Promise<T> => (await (await fetch(`${ui.origin}${path}`)).json()) as T;
@@ -137,5 +138,15 @@ describe('the inbox and keel holds', () => {
     expect(listed.map((run) => run.holds ?? 0).reduce((sum, count) => sum + count, 0)).toBe(1);
 
     await nested.cancel();
+  });
+
+  it('come from the runs’ memos in one listing: with no worker to answer a query, they are shown in full', async () => {
+    const nested = await worker.client.start('travel', 'to Paris, while nobody works');
+    const [shown] = await inboxOf(nested.runId);
+    await worker.stop();
+    const listed = (await keelJson<{ holds: HoldView[] }>(['holds'])).holds.filter((hold) => hold.runId === nested.runId);
+    expect(listed).toEqual([shown]);
+    expect(shown).toMatchObject({ question: 'Approve book_train?', inputText: '{"to":"Paris","seats":2}', agent: 'clerk', label: 'clerk-1', turn: 1 });
+    // The run stays open (its worker is gone) until the test's dev server stops.
   });
 });
