@@ -116,7 +116,7 @@ describe('approval across a killed worker, through the CLI', () => {
     await worker.waitFor(/keel: worker \d+ on task queue/);
     const run = spawnKeel(['run', 'guarded', 'go', '--config', config], { env });
     track(run);
-    await run.waitFor(/waiting for a decision on i1 \(approval\): record_fast\(\{\}\): Tool not in approved list: record_fast/);
+    await run.waitFor(/waiting for a decision on i1 \(approval\): record_fast\(\{\}\): Approve record_fast\?/);
     const runId = /run (run-[\w-]+) started/.exec(run.output())![1]!;
     expect(run.output()).toContain(`approve: npx keel approve ${runId} i1`);
     expect(run.output()).toContain(`deny:    npx keel deny ${runId} i1 --reason "..."`);

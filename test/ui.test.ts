@@ -1,8 +1,9 @@
 /**
  * `keel ui` in a real browser: Debian's chromium driven by playwright-core (never a browser
  * download), a real `keel ui` process and a real worker. `travel` delegates to `clerk`, whose
- * book_train is held for approval: the inbox shows the nested hold, a click approves it, and the
- * run view streams the rest to `completed`; a second run is denied with a reason the model then
+ * book_train is held for approval: the inbox shows the nested hold (its question, clerk's own
+ * agent and run, what the user asked), the runs list nests clerk's run under travel's, a click
+ * approves it, and the run view streams the rest to `completed`; a second run is denied with a reason the model then
  * sees; a stand-in output that fails the tool's output schema shows the error at its field and
  * sends nothing. Screenshots of each step go to .keel/artifacts/ui (git-ignored).
  */
@@ -113,9 +114,30 @@ describe('keel ui in chromium', () => {
     expect(hold.path).toHaveLength(1);
 
     const card = await inboxCard(runId);
-    expect(await card.locator('.question').textContent()).toContain('book_train');
-    expect(await card.locator('.path').textContent()).toContain(hold.path![0]);
+    // The question, the sub-agent's own agent and its run (a readable label linking to its view), what the user asked and what clerk said.
+    expect(await card.locator('.question').textContent()).toBe('Approve book_train?');
+    expect(await card.locator('.agent').textContent()).toBe('agent clerk');
+    expect(await card.locator('a.run-link').textContent()).toBe('clerk-1');
+    expect(await card.locator('a.run-link').getAttribute('href')).toBe(`/runs/${encodeURIComponent(hold.path![0]!)}`);
+    expect(await card.locator('.path a').allTextContents()).toEqual([runId.replace(/^(ui-[0-9a-f]{8})-.*$/, '$1'), 'clerk-1']);
+    expect(await card.getByTestId('hold-context').textContent()).toBe(
+      'user askedget me to Parisclerk-1 was askedbook 2 seats to Parismodel saidBooking 2 seats to Paris.',
+    );
+    // The rule that held the call is said once, as the hold's data.
+    expect(await card.locator('dl.data').textContent()).toBe('messageTool not in approved list: book_train');
     await shot('2-inbox');
+
+    // The runs list counts the hold once, on clerk's row, under travel's.
+    await page.goto(`${url}/runs?status=waiting`);
+    const rows = page.locator(`[data-testid=run-row][data-run^="${runId}"]`);
+    await expect.poll(() => rows.count(), { timeout: 15_000 }).toBe(2);
+    const shown = async (index: number) => [await rows.nth(index).getAttribute('data-depth'), await rows.nth(index).textContent()];
+    expect([await shown(0), await shown(1)]).toEqual([
+      ['0', expect.stringMatching(new RegExp(`^${runId}travelwaitingget me to Paris`))],
+      ['1', expect.stringMatching(/^↳ clerk-1clerkwaiting \(1 held\)/)],
+    ]);
+    await shot('7-runs');
+    await inboxCard(runId);
     await card.getByRole('button', { name: 'Approve' }).click();
     await expect.poll(() => page.locator('.notice').textContent(), { timeout: 15_000 }).toContain('approved book_train');
 
@@ -203,6 +225,10 @@ describe('keel ui in chromium', () => {
     try {
       const card = await inboxCard(handle.runId, '"amount": 500');
       expect(await card.locator('.question').textContent()).toBe('Let pay spend 500? (the limit is 100)');
+      // A top-level hold links to its run too, by its short id.
+      expect(await card.locator('a.run-link').textContent()).toBe(handle.runId.replace(/^(run-[0-9a-f]{8})-.*$/, '$1'));
+      expect(await card.locator('a.run-link').getAttribute('href')).toBe(`/runs/${encodeURIComponent(handle.runId)}`);
+      expect(await card.locator('.prompt').textContent()).toBe('pay the bill');
       const form = card.getByTestId('decision-form');
       await form.locator('input[name=limit]').fill('-5');
       await form.getByRole('button', { name: 'Decide' }).click();
@@ -276,6 +302,5 @@ describe('keel ui in chromium', () => {
     await expect.poll(() => page.getByTestId('run-row').count(), { timeout: 15_000 }).toBeGreaterThanOrEqual(4);
     const states = await page.locator('[data-testid=run-row] .state').allTextContents();
     expect(new Set(states)).toEqual(new Set(['completed']));
-    await shot('7-runs');
   });
 });

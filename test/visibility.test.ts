@@ -88,7 +88,7 @@ describe('what the Temporal Web UI shows of a waiting run', () => {
       (await client.temporal.workflow.getHandle(runId).query<{ currentDetails?: string }>('__temporal_workflow_metadata')).currentDetails ?? '';
     const shown = await details(handle.runId);
     expect(shown).toContain('**Waiting for a decision** on 1 hold:');
-    expect(shown).toContain(`\`${hold!.id}\` (approval) on \`dangerous\`: Tool not in approved list: dangerous`);
+    expect(shown).toContain(`\`${hold!.id}\` (approval) on \`dangerous\`: Approve dangerous?`);
     expect(shown).toContain(`Send an Update** \`resume\`, e.g. \`{"interruptId":"${hold!.id}","approved":true,"reason":"..."}\``);
     expect(await details(childRunId)).toContain('`i1` (approval) on `dangerous`');
     // The child run carries `<agent>: <task>`, as a root run does.

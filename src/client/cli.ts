@@ -12,6 +12,7 @@ import { ConfigError, loadConfig } from '../config/load';
 import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
 import type { Decision } from '../core/holds';
+import type { HoldView } from './holds';
 import type { Usage } from '../core/messages';
 import { HOLDS_MEMO_KEY, MemoHoldSchema, RunLifecycleSchema, type Interrupt, type MemoHold, type RunResult, type RunStatus } from '../core/run';
 import { KEEL_STATUS } from '../core/search-attributes';
@@ -743,16 +744,31 @@ async function commandSteer(config: KeelConfig, positionals: string[], options: 
   });
 }
 
+/**
+ * A hold as `keel holds` prints it: its question, the held call, what the user asked, the run
+ * holding it (its agent and turn; what a sub-agent was asked), the model's latest text before
+ * the call, and the commands that decide it.
+ */
+function describeHold(hold: HoldView): string[] {
+  const own = !hold.path?.length;
+  const call = hold.toolName && !hold.toolName.startsWith('(') ? `${hold.toolName}(${hold.inputText ?? ''})` : hold.toolName;
+  const about = [hold.agent ? `agent ${hold.agent}` : '', hold.turn !== undefined ? `turn ${hold.turn}` : ''].filter(Boolean).join(', ');
+  const holder = `${hold.label}${about ? ` (${about})` : ''}`;
+  return [
+    `${hold.runId}  ${hold.id}  ${hold.kind}: ${hold.question ?? hold.message ?? `decide the held call of ${hold.toolName ?? 'a tool'}`}`,
+    ...(call ? [`    call: ${call}`] : []),
+    ...(hold.prompt ? [`    user asked: ${hold.prompt}`] : []),
+    `    run: ${!own && hold.asked ? `${holder} was asked: ${hold.asked}` : holder}`,
+    ...(hold.modelText ? [`    model: ${hold.modelText}`] : []),
+    ...[hold.approve, hold.deny, hold.decide].filter((line) => line !== undefined).map((line) => `    ${line}`),
+  ];
+}
+
 async function commandHolds(config: KeelConfig, options: CliOptions): Promise<number> {
   return withClient(config, async (client) => {
     try {
       const holds = await client.holds();
-      const describe = (hold: (typeof holds)[number]) =>
-        [
-          `${hold.runId}  ${hold.id}  ${hold.kind}${hold.toolName ? ` ${hold.toolName}` : ''}${hold.agent ? `  (agent ${hold.agent})` : ''}${hold.question ? `: ${hold.question}` : ''}`,
-          ...[hold.approve, hold.deny, hold.decide].filter((line) => line !== undefined).map((line) => `    ${line}`),
-        ].join('\n');
-      print(options.json, { holds }, holds.map(describe).join('\n') || '(no holds waiting)');
+      print(options.json, { holds }, holds.map((hold) => describeHold(hold).join('\n')).join('\n\n') || '(no holds waiting)');
       return EXIT.ok;
     } catch (error) {
       return refuse(options, 'holds', runErrorOf(error));

@@ -10,11 +10,16 @@ import { ServiceError, type Client, type WorkflowExecutionInfo } from '@temporal
 import { z } from 'zod';
 import { HOLDS_MEMO_KEY, MemoHoldSchema, RunLifecycleSchema, type RunLifecycle } from '../core/run';
 import { KEEL_AGENT, KEEL_STATUS } from '../core/search-attributes';
+import { runLabel } from '../core/run-label';
 import { GENERATE_WORKFLOW } from '../workflows/definitions';
 
 /** One run as `keel list` shows it. */
 export interface RunListing {
   runId: string;
+  /** A short name for it: a sub-agent's id after its parent's (`clerk-1`), else the id with each UUID cut to its first 8 digits (`run-5a090c1c`). */
+  label: string;
+  /** The run that started it (a sub-agent's or a background task's parent), when Temporal records one. */
+  parentId?: string;
   agent?: string;
   state: RunLifecycle;
   /** When it started and (if it ended) ended, ISO 8601. */
@@ -22,7 +27,10 @@ export interface RunListing {
   endedAt?: string;
   /** How its prompt starts (as keel's client started it). */
   prompt?: string;
-  /** Pending holds, when it waits. */
+  /**
+   * Its own pending holds, when it has any: a sub-agent's hold, which the runs above it show
+   * too, is counted on the sub-agent's row only.
+   */
   holds?: number;
 }
 
@@ -66,12 +74,18 @@ function queryOf({ agent, state, startedAfter }: ListRunsOptions, indexed: boole
   return clauses.join(' AND ');
 }
 
-/** A listed run as keel sees it: its agent and lifecycle from its search attributes, else its memo and Temporal's status. */
-function listing(run: WorkflowExecutionInfo): RunListing {
+/**
+ * A listed run as keel sees it: its agent and lifecycle from its search attributes, else its
+ * memo and Temporal's status (the same in `keel list`, the UI's runs list and its run view).
+ */
+export function runListing(run: WorkflowExecutionInfo): RunListing {
   const agentAttribute = run.typedSearchAttributes.get(KEEL_AGENT);
   const statusAttribute = RunLifecycleSchema.safeParse(run.typedSearchAttributes.get(KEEL_STATUS));
   const holds = z.array(MemoHoldSchema).safeParse(run.memo?.[HOLDS_MEMO_KEY]);
   const pending = holds.success ? holds.data.length : 0;
+  // A hold with a path is a run's below, which lists it as its own.
+  const own = holds.success ? holds.data.filter((hold) => !hold.path?.length).length : 0;
+  const parentId = run.parentExecution?.workflowId ?? undefined;
   const state: RunLifecycle =
     run.status.name === 'RUNNING'
       ? statusAttribute.success
@@ -83,12 +97,14 @@ function listing(run: WorkflowExecutionInfo): RunListing {
   const agent = agentAttribute ?? (typeof run.memo?.agent === 'string' ? run.memo.agent : undefined);
   return {
     runId: run.workflowId,
+    label: runLabel(run.workflowId, parentId),
+    ...(parentId ? { parentId } : {}),
     ...(agent !== undefined ? { agent } : {}),
     state,
     startedAt: run.startTime.toISOString(),
     ...(run.closeTime ? { endedAt: run.closeTime.toISOString() } : {}),
     ...(typeof run.memo?.prompt === 'string' ? { prompt: run.memo.prompt } : {}),
-    ...(state === 'waiting' && pending ? { holds: pending } : {}),
+    ...(state === 'waiting' && own ? { holds: own } : {}),
   };
 }
 
@@ -100,7 +116,7 @@ export async function listRuns(client: Client, options: ListRunsOptions = {}): P
     for await (const run of listExecutions(client, { query: queryOf(options, indexed), pageSize: Math.min(limit, 100) })) {
       // A run that continued as new goes on in a later execution of the same id, listed on its own.
       if (run.status.name === 'CONTINUED_AS_NEW') continue;
-      const shown = listing(run);
+      const shown = runListing(run);
       if (!indexed && options.agent !== undefined && shown.agent !== options.agent) continue;
       if (!indexed && (options.state === 'waiting' || options.state === 'running') && shown.state !== options.state) continue;
       found.push(shown);

@@ -153,6 +153,13 @@ export function promptExcerpt(messages: readonly Message[]): string {
   return chars.length > 100 ? `${chars.slice(0, 99).join('')}…` : text;
 }
 
+/** `text` cut to `chars` UTF-16 units with `…` at the cut (never half a surrogate pair). */
+export function cutText(text: string, chars: number): string {
+  if (text.length <= chars) return text;
+  const cut = text.slice(0, chars - 1);
+  return `${/[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut}…`;
+}
+
 /** The text parts of a message, joined. */
 export function messageText(message: Message | undefined): string {
   if (!message) return '';

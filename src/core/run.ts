@@ -4,7 +4,16 @@
  * JSON-plain. Pure: safe in workflow code.
  */
 import { z } from 'zod';
-import { FinishReasonSchema, MessageSchema, PartSchema, ToolDefinitionSchema, ToolRequestPartSchema, ToolResponsePartSchema, UsageSchema } from './messages';
+import {
+  FinishReasonSchema,
+  MessageSchema,
+  cutText,
+  PartSchema,
+  ToolDefinitionSchema,
+  ToolRequestPartSchema,
+  ToolResponsePartSchema,
+  UsageSchema,
+} from './messages';
 import { ArtifactSchema } from './artifacts';
 import { DurationSchema } from './duration';
 import { StatusNameSchema } from './status';
@@ -153,13 +162,21 @@ export const InterruptSchema = z.object({
   outputSchema: z.record(z.string(), z.unknown()).optional(),
   /** When the hold was raised (ISO 8601, the run's clock); absent on holds from before it. */
   since: z.string().optional(),
+  /** The agent of the run holding the call (a sub-agent's own, for a hold a run above it shows); absent on holds from before it. */
+  agent: z.string().optional(),
+  /** The turn of that run the call was asked for in. */
+  turn: z.number().int().optional(),
+  /** What that run was asked: its latest user message, cut as a run's prompt is (`promptExcerpt`). */
+  asked: z.string().optional(),
+  /** The model's latest text in that run before the call (cut to 200 characters): what the agent was doing. */
+  modelText: z.string().optional(),
 });
 export type Interrupt = z.infer<typeof InterruptSchema>;
 
 /** The memo key under which a run keeps its pending holds, so clients see them without a worker (`keel holds`, `keel status`). */
 export const HOLDS_MEMO_KEY = 'keelHolds';
 
-/** A pending hold as the run's memo records it: small, without the call's input. */
+/** A pending hold as the run's memo records it: small, with the call's input cut short as text. */
 export const MemoHoldSchema = InterruptSchema.pick({
   id: true,
   kind: true,
@@ -169,29 +186,40 @@ export const MemoHoldSchema = InterruptSchema.pick({
   path: true,
   message: true,
   since: true,
+  agent: true,
+  turn: true,
+  asked: true,
+  modelText: true,
 }).extend({
   /** True when its decision takes `{ approved }` (approve and deny decide it); absent in memos from before it. */
   approvable: z.boolean().optional(),
+  /** The held call's input as JSON, cut to 200 characters (`…` at the cut); absent in memos from before it. */
+  inputText: z.string().optional(),
 });
 export type MemoHold = z.infer<typeof MemoHoldSchema>;
 
-/** How long a hold's message may be in the memo. */
-const MEMO_MESSAGE_CHARS = 200;
+/** How long a hold's question, or its call's input as JSON, may be in the memo. */
+const MEMO_TEXT_CHARS = 200;
 
 /** The memo entry of pending holds. */
 export function memoHolds(interrupts: readonly Interrupt[]): MemoHold[] {
-  const short = (text: string) => (text.length > MEMO_MESSAGE_CHARS ? `${text.slice(0, MEMO_MESSAGE_CHARS - 1)}…` : text);
-  return interrupts.map(({ id, kind, question, toolName, ref, path, message, decision, since }) => {
+  return interrupts.map(({ id, kind, question, toolName, input, ref, path, message, decision, since, agent, turn, asked, modelText }) => {
     const line = question ?? message;
+    const inputJson = input === undefined ? undefined : JSON.stringify(input);
     return {
       id,
       kind,
-      ...(line !== undefined ? { question: short(line) } : {}),
+      ...(line !== undefined ? { question: cutText(line, MEMO_TEXT_CHARS) } : {}),
       ...(decision !== undefined ? { approvable: takesApproval(decision) } : {}),
       ...(toolName !== undefined ? { toolName } : {}),
+      ...(inputJson !== undefined ? { inputText: cutText(inputJson, MEMO_TEXT_CHARS) } : {}),
       ...(ref !== undefined ? { ref } : {}),
       ...(path !== undefined ? { path } : {}),
       ...(since !== undefined ? { since } : {}),
+      ...(agent !== undefined ? { agent } : {}),
+      ...(turn !== undefined ? { turn } : {}),
+      ...(asked !== undefined ? { asked } : {}),
+      ...(modelText !== undefined ? { modelText } : {}),
     };
   });
 }

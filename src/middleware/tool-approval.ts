@@ -74,10 +74,13 @@ export const ApprovalDecisionSchema = z
   )
   .catch({ approved: false });
 
-/** The hold ToolApproval raises: a call that is not allow-listed (or that the judge asks about) waits for approval. */
+/**
+ * The hold ToolApproval raises: a call that is not allow-listed (or that the judge asks about)
+ * waits for approval. It asks "Approve <tool>?"; its data's `message` says why it was held.
+ */
 export const approvalHold = defineHold({
   kind: 'approval',
-  question: ({ message }) => message,
+  question: (_data, { toolName }) => `Approve ${toolName}?`,
   data: z.object({
     message: z.string(),
     /** The judge's verdict, when a judge was asked: `ask`, or `failed` (no usable answer). */

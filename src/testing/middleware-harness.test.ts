@@ -29,7 +29,7 @@ describe('ToolApproval in the harness', () => {
     expect(held).toMatchObject({
       id: 'i1',
       kind: 'approval',
-      question: 'Tool not in approved list: delete_files',
+      question: 'Approve delete_files?',
       data: { message: 'Tool not in approved list: delete_files' },
       raisedBy: 'toolApproval',
       toolName: 'delete_files',
@@ -64,7 +64,7 @@ describe('ToolApproval in the harness', () => {
     expect(await judged.callTool({ name: 'list_files' }, () => ['build/'])).toEqual({ output: ['build/'] });
     expect(await judged.callTool({ name: 'delete_files' })).toEqual({ error: JUDGE_DENIED_MESSAGE });
     const { held } = await judged.callTool({ name: 'rename_files' });
-    expect(held).toMatchObject({ kind: 'approval', question: 'Approval judge asked to confirm tool: rename_files', data: { judge: 'ask' } });
+    expect(held).toMatchObject({ kind: 'approval', question: 'Approve rename_files?', data: { judge: 'ask' } });
     // The judge saw the user's words and the call, and was asked for one word.
     expect(judged.modelCalls.map((call) => call.model)).toEqual(['scripted/judge', 'scripted/judge', 'scripted/judge']);
     const request = judged.modelCalls[0]!.request;

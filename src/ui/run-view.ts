@@ -5,6 +5,7 @@
  */
 import { decodePayload } from '../client/decode-payload';
 import { listExecutions } from '../node/list-executions';
+import { runListing } from '../client/runs';
 import type { temporal } from '@temporalio/proto';
 import type { KeelClient } from '../client/keel-client';
 import type { Message } from '../core/messages';
@@ -49,16 +50,6 @@ export interface RunView {
   endedAt?: string;
 }
 
-const STATES: Record<string, RunLifecycle> = {
-  RUNNING: 'running',
-  COMPLETED: 'completed',
-  FAILED: 'failed',
-  CANCELLED: 'cancelled',
-  TERMINATED: 'terminated',
-  TIMED_OUT: 'timed_out',
-  CONTINUED_AS_NEW: 'running',
-};
-
 /** The runs Temporal lists as children of `runId` (sub-agents and tasks), at most 200. */
 async function childrenOf(client: KeelClient, runId: string, status: RunStatus): Promise<ChildRun[]> {
   const tasks = new Map(status.tasks.map((task) => [task.runId, task]));
@@ -66,14 +57,17 @@ async function childrenOf(client: KeelClient, runId: string, status: RunStatus):
   const query = `WorkflowType='${GENERATE_WORKFLOW}' AND ParentWorkflowId='${runId.replace(/'/g, "\\'")}'`;
   try {
     for await (const run of listExecutions(client.temporal, { query, pageSize: 200 })) {
-      const summary = typeof run.memo?.prompt === 'string' ? run.memo.prompt : undefined;
-      const agent = typeof run.memo?.agent === 'string' ? run.memo.agent : tasks.get(run.workflowId)?.agent;
+      // An execution that continued as new is followed by the next of the same id.
+      if (run.status.name === 'CONTINUED_AS_NEW') continue;
+      // Its lifecycle as the runs list and `keel status` say it (a sub-agent waiting on a hold is `waiting`).
+      const listed = runListing(run);
+      const agent = listed.agent ?? tasks.get(run.workflowId)?.agent;
       children.push({
         runId: run.workflowId,
         kind: tasks.has(run.workflowId) ? 'task' : 'subagent',
         ...(agent !== undefined ? { agent } : {}),
-        ...(summary !== undefined ? { task: summary } : {}),
-        state: STATES[run.status.name] ?? 'unknown',
+        ...(listed.prompt !== undefined ? { task: listed.prompt } : {}),
+        state: listed.state,
       });
       tasks.delete(run.workflowId);
       if (children.length >= 200) break;

@@ -42,7 +42,7 @@ import { resumeHeldCalls } from './resume';
 import { logRunAttributes } from './log-attributes';
 import { continuedInput, messageChunks, restoreRunState, shouldContinueAsNew } from './continue-run';
 import { newRunState, type RunState } from './run-state';
-import { answerQueries, recordRefusedSignal, settleCompleted, settleFailure, showInterrupts, startIndexing } from './run-status';
+import { answerQueries, holdContext, recordRefusedSignal, settleCompleted, settleFailure, showInterrupts, startIndexing } from './run-status';
 import { acceptsReport } from './reporters';
 import { SIGNED_HOLDS_PATCH, signHolds, trustedForResume } from './proofs';
 import { setUpRun } from './run-setup';
@@ -144,6 +144,7 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     ...(parsed.success && parsed.data.reportTo ? { reportTo: parsed.data.reportTo } : {}),
     validateOutput: checkOutput,
     onChange: () => showInterrupts(run, board.pending()),
+    holdContext: () => holdContext(run),
     onRefused: (refusal) => {
       run.status.refusedDecision = refusal;
       recordRefusedSignal(run, 'resume', refusal.reason);

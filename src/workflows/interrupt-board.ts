@@ -58,6 +58,8 @@ export interface InterruptBoardOptions {
   validateOutput: (toolName: string, output: unknown) => Promise<unknown>;
   /** Called whenever the set of pending interrupts changes. */
   onChange: () => void;
+  /** What a hold records of the run as it is raised: its agent, turn, what it was asked, the model's latest text. */
+  holdContext?: () => Pick<Interrupt, 'agent' | 'turn' | 'asked' | 'modelText'>;
   /** Called when a decision the server re-applied after a reset is kept, applied or dropped. */
   onReapplied?: (decisions: ReappliedDecision[]) => void;
   /** Called with every decision the run takes (the latest KEPT_DECISIONS are kept in status and the result). */
@@ -194,6 +196,7 @@ export class InterruptBoard {
       respond: hold.respond ?? 'answer',
       ...(outputSchema !== undefined ? { outputSchema } : {}),
       since: new Date().toISOString(),
+      ...this.options.holdContext?.(),
     };
     const entry: Entry = { record, hold };
     this.entries.set(id, entry);

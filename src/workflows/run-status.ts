@@ -17,7 +17,7 @@ import { KEEL_AGENT, KEEL_STATUS } from '../core/search-attributes';
 import { KeelError, RunStoppedError, fromApplicationFailure, toApplicationFailure, toKeelError } from '../core/errors';
 import { ToolInterrupt } from '../core/interrupts';
 import { artifactText } from '../core/artifacts';
-import { messageText } from '../core/messages';
+import { cutText, messageText, promptExcerpt } from '../core/messages';
 import { HOLDS_MEMO_KEY, KEPT_REFUSED_SIGNALS, memoHolds, type Interrupt, type RunResult } from '../core/run';
 import { MODEL_REQUEST_PAGE_CHARS, messagesQuery, modelRequestQuery, statusQuery } from './definitions';
 import type { RunState } from './run-state';
@@ -71,6 +71,22 @@ export function showInterrupts(run: RunState, pending: Interrupt[]): void {
   memoizeHolds(run, pending);
   // The Temporal Web UI shows it as the run's current details: what it waits for, and how to decide it there.
   setCurrentDetails(waitDetails(pending));
+}
+
+/** How much of the model's latest text a hold records. */
+const HOLD_MODEL_TEXT_CHARS = 200;
+
+/**
+ * What a hold records of the run raising it, for whoever decides: the run's agent and turn,
+ * what it was asked (its latest user message) and the model's latest text before the call.
+ * Carried with the hold to the runs above (a sub-agent's hold keeps its own agent) and into
+ * the memo; no command of the run changes with them.
+ */
+export function holdContext(run: RunState): Pick<Interrupt, 'agent' | 'turn' | 'asked' | 'modelText'> {
+  const asked = promptExcerpt(run.messages);
+  const said = [...run.messages].reverse().find((message) => message.role === 'model' && messageText(message).trim() !== '');
+  const modelText = said ? cutText(messageText(said).replace(/\s+/g, ' ').trim(), HOLD_MODEL_TEXT_CHARS) : '';
+  return { agent: run.status.agent, turn: run.status.turn, ...(asked ? { asked } : {}), ...(modelText ? { modelText } : {}) };
 }
 
 /** How many holds the current details describe one by one. */

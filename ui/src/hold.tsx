@@ -2,12 +2,15 @@
  * One pending hold and the ways to decide it, all made from what the hold declares: approve or
  * deny (with a reason) when its decision takes `{ approved }`; a stand-in output checked against
  * the tool's output schema; the call run again with edited input; or, for any other kind, a form
- * of its decision schema. Nothing is sent until the value passes its schema.
+ * of its decision schema. Nothing is sent until the value passes its schema. Above the forms,
+ * what a person deciding needs: the question, the held call and its input, what the user asked,
+ * the run holding the call (its agent, a link to its view) and what the agent was doing.
  */
 import { useState } from 'preact/hooks';
-import { ApiError, post, typedUserName, type Info, type Interrupt } from './api';
+import { ApiError, post, typedUserName, type HoldView, type Info, type Interrupt } from './api';
 import { age, json } from './format';
 import { SchemaForm } from './schema-form';
+import { runLabel } from '../../src/core/run-label';
 import { takesApproval } from '../../src/core/takes-approval';
 
 const ANY_OUTPUT = {};
@@ -23,28 +26,35 @@ function otherDecisions(schema: Record<string, unknown> | undefined): Array<Reco
   return alternatives.filter((alternative) => !takesApproval(alternative)).map((alternative) => ({ ...shared, ...alternative }));
 }
 
+/** A hold as a card shows it: in full (from the run's status), with what the inbox's listing adds when it came from there. */
+export type ShownHold = Interrupt & Partial<Pick<HoldView, 'label' | 'prompt' | 'inputText' | 'approvable'>>;
+
 export function HoldCard({
   runId,
   hold,
   agent,
   onDecided,
   complete = true,
+  inConversation = false,
 }: {
   runId: string;
-  hold: Interrupt;
+  hold: ShownHold;
+  /** The agent of `runId`, for a hold that does not name its own. */
   agent?: string;
   /** Unused: a decision names whoever "deciding as" shows (typedUserName), never a name a stale page was given. */
   info: Info | undefined;
   onDecided: (summary: string) => void;
   /** False while only the inbox's summary of the hold is known (no input, no schemas yet). */
   complete?: boolean;
+  /** Shown under the conversation of `runId` (its run view): what that run was asked and said is there already. */
+  inConversation?: boolean;
 }) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string>();
   const [reason, setReason] = useState('');
   const [mode, setMode] = useState<'none' | 'respond' | 'restart'>('none');
   // The inbox's summary says whether approve and deny decide it; the full hold says by its schema.
-  const approvable = complete ? takesApproval(hold.decision) : (hold as { approvable?: boolean }).approvable !== false;
+  const approvable = complete ? takesApproval(hold.decision) : hold.approvable !== false;
   const others = complete && approvable ? otherDecisions(hold.decision) : [];
 
   const send = async (decision: Record<string, unknown>, summary: string) => {
@@ -60,33 +70,73 @@ export function HoldCard({
     }
   };
 
-  const data = Object.entries(hold.data ?? {});
+  const question = hold.question ?? hold.message ?? `${hold.kind} of ${hold.toolName ?? 'a call'}`;
+  // What the middleware put in the hold's data, but not the question again (a kind that asks its data's message).
+  const data = Object.entries(hold.data ?? {}).filter(([, value]) => value !== question);
+  // The run holding the call: a sub-agent's (the last of the path, named by its keys), or `runId` itself.
+  const keys = hold.id.split('/').slice(0, -1);
+  const heldIn = hold.path?.at(-1) ?? runId;
+  const label = hold.label ?? (keys.length ? keys.join('/') : runLabel(runId));
+  const nested = Boolean(hold.path?.length);
+  const context = !inConversation || nested;
+  // `agent` is runId's: a sub-agent's hold from before holds named their agent shows none.
+  const shownAgent = hold.agent ?? (nested ? undefined : agent);
+  const link = (id: string, text: string, className?: string) => (
+    <a class={className} href={`/runs/${encodeURIComponent(id)}`} title={id}>
+      {text}
+    </a>
+  );
   return (
     <article class="hold" data-testid={`hold-${hold.id}`} data-run={runId}>
       <header>
-        <strong class="question">{hold.question ?? hold.message ?? `${hold.kind} of ${hold.toolName ?? 'a call'}`}</strong>
+        <strong class="question">{question}</strong>
         <span class="meta">
           <span class="badge">{hold.kind}</span>
-          {agent ? <span>agent {agent}</span> : null}
-          {hold.toolName ? <span>tool {hold.toolName}</span> : null}
+          {shownAgent ? <span class="agent">agent {shownAgent}</span> : null}
+          {context ? <span>run {link(heldIn, label, 'run-link')}</span> : null}
+          {hold.turn !== undefined ? <span>turn {hold.turn}</span> : null}
           {hold.since ? <span title={hold.since}>waiting {age(hold.since)}</span> : null}
         </span>
-        {hold.path?.length ? (
+        {nested ? (
           <div class="path">
             run path:{' '}
-            {[runId, ...hold.path].map((id, index) => (
+            {[runId, ...hold.path!].map((id, index) => (
               <span key={id}>
                 {index ? ' › ' : ''}
-                <a href={`/runs/${encodeURIComponent(id)}`}>{id}</a>
+                {link(id, index ? (keys[index - 1] ?? runLabel(id)) : runLabel(runId))}
               </span>
             ))}
           </div>
         ) : null}
       </header>
-      {hold.input !== undefined ? (
-        <details open={JSON.stringify(hold.input).length < 300}>
-          <summary>input</summary>
-          <pre>{json(hold.input)}</pre>
+      {context && (hold.prompt || hold.asked || hold.modelText) ? (
+        <dl class="context" data-testid="hold-context">
+          {hold.prompt ? (
+            <div>
+              <dt>user asked</dt>
+              <dd class="prompt">{hold.prompt}</dd>
+            </div>
+          ) : null}
+          {hold.asked && (nested || !hold.prompt) ? (
+            <div>
+              <dt>{nested ? `${label} was asked` : 'asked'}</dt>
+              <dd class="asked">{hold.asked}</dd>
+            </div>
+          ) : null}
+          {hold.modelText ? (
+            <div>
+              <dt>model said</dt>
+              <dd class="model-text">{hold.modelText}</dd>
+            </div>
+          ) : null}
+        </dl>
+      ) : null}
+      {hold.toolName ? (
+        <details class="call" open={hold.input === undefined || JSON.stringify(hold.input).length < 300}>
+          <summary>
+            call <code>{hold.toolName}</code>
+          </summary>
+          {hold.input !== undefined ? <pre>{json(hold.input)}</pre> : hold.inputText !== undefined ? <pre class="input-text">{hold.inputText}</pre> : null}
         </details>
       ) : null}
       {data.length ? (

@@ -2,7 +2,9 @@
  * The inbox: every pending hold of the namespace, oldest first: runs' own, those of sub-agents
  * at any depth (listed once, at the topmost run that shows them, where the decision goes) and
  * background tasks whose launcher has ended. The list comes from the runs' memos (one
- * visibility listing); the full hold (input, data, decision schema) from each shown run.
+ * visibility listing), with what a person deciding needs (the question, the call's input cut
+ * short, what the user asked, the agent and its run, the model's latest text); the full hold
+ * (input, data, decision schema) from each shown run.
  */
 import { useEffect, useState } from 'preact/hooks';
 import { get, type HoldView, type Info, type Interrupt } from './api';
@@ -68,9 +70,8 @@ export function Inbox({ info }: { info: Info | undefined }) {
           <HoldCard
             key={`${hold.runId}/${hold.id}`}
             runId={hold.runId}
-            hold={detailed ?? { ...hold, question: hold.question ?? hold.message }}
+            hold={{ ...hold, ...detailed }}
             complete={detailed !== undefined}
-            {...(hold.agent ? { agent: hold.agent } : {})}
             info={info}
             onDecided={(summary) => {
               setNotice(`${summary} (run ${hold.runId})`);

@@ -208,6 +208,7 @@ export function RunView({ runId, info }: { runId: string; info: Info | undefined
               runId={runId}
               hold={hold}
               agent={status.agent}
+              inConversation
               info={info}
               onDecided={(summary) => {
                 setNotice(summary);

@@ -1,4 +1,7 @@
-/** The runs list (filter by agent and status, waiting first) and the playground that starts a run. */
+/**
+ * The runs list (filter by agent and status, waiting first; each sub-agent under the run that
+ * started it, when both are listed) and the playground that starts a run.
+ */
 import { useEffect, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { ApiError, get, post, type Info, type RunListing } from './api';
@@ -12,6 +15,20 @@ const WITHIN = [
   ['24', 'last day'],
   ['168', 'last week'],
 ] as const;
+
+/** The runs in the listed order, each followed by the listed runs it started (at any depth), with their depth. */
+function nested(runs: readonly RunListing[]): Array<{ run: RunListing; depth: number }> {
+  const listed = new Set(runs.map((run) => run.runId));
+  const below = new Map<string, RunListing[]>();
+  for (const run of runs) if (run.parentId !== undefined && listed.has(run.parentId)) below.set(run.parentId, [...(below.get(run.parentId) ?? []), run]);
+  const rows: Array<{ run: RunListing; depth: number }> = [];
+  const add = (run: RunListing, depth: number) => {
+    rows.push({ run, depth });
+    for (const child of below.get(run.runId) ?? []) add(child, depth + 1);
+  };
+  for (const run of runs) if (run.parentId === undefined || !listed.has(run.parentId)) add(run, 0);
+  return rows;
+}
 
 export function Runs() {
   const { query, route } = useLocation();
@@ -77,10 +94,13 @@ export function Runs() {
             </tr>
           </thead>
           <tbody>
-            {runs.map((run) => (
-              <tr key={run.runId} data-testid="run-row">
-                <td>
-                  <a href={`/runs/${encodeURIComponent(run.runId)}`}>{run.runId}</a>
+            {nested(runs).map(({ run, depth }) => (
+              <tr key={run.runId} data-testid="run-row" data-run={run.runId} data-depth={depth}>
+                <td style={depth ? { paddingLeft: `${0.5 + 1.5 * depth}rem` } : undefined}>
+                  {depth ? <span class="below">↳ </span> : null}
+                  <a href={`/runs/${encodeURIComponent(run.runId)}`} title={run.runId}>
+                    {depth ? run.label : run.runId}
+                  </a>
                 </td>
                 <td>{run.agent ?? ''}</td>
                 <td>
