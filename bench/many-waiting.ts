@@ -17,7 +17,6 @@
  *
  * Run: npx tsx bench/many-waiting.ts   (env: BENCH_WAIT_RUNS, BENCH_WAIT_CACHE, BENCH_WAIT_APPROVERS, BENCH_WAIT_REPLAYS)
  */
-import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { NativeConnection, Worker, bundleWorkflowCode } from '@temporalio/worker';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -30,6 +29,7 @@ import { listHolds } from '../src/client/holds';
 import { KeelClient } from '../src/client/keel-client';
 import { loadConfig } from '../src/config/load';
 import { DEFAULT_MAX_CACHED_WORKFLOWS } from '../src/config/schema';
+import { historyFromJSON, historyToJSON } from '../src/node/history-json';
 import { cpuMsOf, percentile, rssOf, sleep, startBenchServer, untilWaiting } from './harness';
 import { median, result } from './report';
 import { keelBundleOptions } from '../src/worker/bundle';

@@ -1,7 +1,8 @@
 /**
  * Builds the page of `keel ui` (ui/, Preact with Vite) into dist/web, which the UI server serves.
- * `npm run build:ui`; `npm install` in a checkout runs it (prepare), `npm pack` too (build), and
- * the tests' global setup when ui/ changed since the last build.
+ * `npm run build:ui`; `npm run setup` in a checkout runs it, `npm pack` too (build), and the
+ * tests' global setup when ui/ changed since the last build. Not a `prepare` script: that would
+ * ship in the packed manifest and run again on every pack.
  */
 import { existsSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';

@@ -4,12 +4,12 @@
  * older code still replay); `--force` re-records them all.
  * Run: npm run record-histories [-- --force]
  */
-import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { KeelClient } from '../src/client/keel-client';
 import { defineConfig } from '../src/config/load';
+import { historyToJSON } from '../src/node/history-json';
 import { findTemporalBinary, startDevServer } from '../src/server/dev-server';
 import { connectClient, connectWorker } from '../src/worker/connect';
 import { createKeelWorker } from '../src/worker/create-worker';

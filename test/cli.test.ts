@@ -1,16 +1,20 @@
 /**
  * The `keel` command line as a user runs it (a real subprocess): bad config and bad usage
- * exit 2 naming what is wrong; runs that fail exit 1 with the status; run / status / abort.
+ * exit 2 naming what is wrong; runs that fail exit 1 with the status; run / status / abort;
+ * servers that cannot start (nothing at the Temporal address, a port held) say so in one line.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { stringify } from 'yaml';
 import { defineAgent } from '../src/define';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
 import { add, echo } from './fixtures/tools';
+import { freePort } from './support/free-port';
 import { startTestWorker, type TestWorker } from './support/harness';
 import { runKeel, spawnKeel } from './support/processes';
 
@@ -86,6 +90,57 @@ describe('bad usage', () => {
     const noPrompt = await runKeel(['run', 'helper']);
     expect(noPrompt.code).toBe(2);
     expect(noPrompt.stderr).toContain('keel run needs an agent and a prompt');
+  });
+
+  it('checks every number option the same way, a negative one included, in one line before connecting', async () => {
+    const config = writeConfig('numbers.yaml', { temporal: { address: '127.0.0.1:1' } });
+    const cases: Array<[string[], string]> = [
+      [['ui', '--port', '-1'], 'keel: --port: a port number from 0 to 65535, not "-1"\n'],
+      [['codec-server', '--port', '65536'], 'keel: --port: a port number from 0 to 65535, not "65536"\n'],
+      [['list', '--limit', '-5'], 'keel: --limit: a whole number of runs, 1 or more, not "-5"\n'],
+      [['list', '--limit', '1e3'], 'keel: --limit: a whole number of runs, 1 or more, not "1e3"\n'],
+      [['deploy', 'check', '--per-agent', '-2'], 'keel: --per-agent: a whole number of runs, 1 or more, not "-2"\n'],
+      [['deploy', 'check', '--per-agent=0x10'], 'keel: --per-agent: a whole number of runs, 1 or more, not "0x10"\n'],
+    ];
+    for (const [args, stderr] of cases) {
+      const result = await runKeel([...args, '--config', config]);
+      expect({ args, code: result.code, stderr: result.stderr }).toEqual({ args, code: 2, stderr });
+    }
+  });
+});
+
+describe('keel ui and keel codec-server that cannot start', () => {
+  it('says in one line that nothing answers at the Temporal address, at once', async () => {
+    const port = await freePort();
+    const config = writeConfig('ui-nothing.yaml', { temporal: { address: `127.0.0.1:${port}` }, ui: { port: 0 } });
+    const started = Date.now();
+    const { code, stderr } = await runKeel(['ui', '--config', config]);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(code).toBe(1);
+    expect(stderr).toBe(
+      `keel: cannot reach Temporal at 127.0.0.1:${port} (nothing accepts connections there): start one with npx keel dev (or npx keel server), or set temporal.address\n`,
+    );
+  });
+
+  it('says in one line that another process holds the port', async () => {
+    const held = createServer();
+    await new Promise<void>((listening) => held.listen(0, '127.0.0.1', listening));
+    const port = (held.address() as AddressInfo).port;
+    try {
+      const ui = await runKeel(['ui', '--port', String(port), '--config', writeConfig('ui-busy.yaml', { temporal: { address: inject('temporalAddress') } })]);
+      expect({ code: ui.code, stderr: ui.stderr }).toEqual({
+        code: 1,
+        stderr: `keel: the UI cannot listen on 127.0.0.1:${port}: another process already listens there; give it another port with --port (0: a free one) or ui.port\n`,
+      });
+      const sealed = writeConfig('codec-busy.yaml', { codecServer: { port }, encryption: { key: 'k1', keys: { k1: { env: 'KEEL_TEST_KEY' } } } });
+      const codec = await runKeel(['codec-server', '--config', sealed], { env: { KEEL_TEST_KEY: randomBytes(32).toString('base64') } });
+      expect({ code: codec.code, stderr: codec.stderr }).toEqual({
+        code: 1,
+        stderr: `keel: the codec server cannot listen on 127.0.0.1:${port}: another process already listens there; give it another port with --port (0: a free one) or codecServer.port\n`,
+      });
+    } finally {
+      held.close();
+    }
   });
 });
 

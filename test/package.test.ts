@@ -183,6 +183,8 @@ describe('npm pack, installed into a fresh project', () => {
   const taskQueue = `package-${process.pid}`;
   const keel = join(project, 'node_modules', '.bin', 'keel');
   let worker: KeelProcess | undefined;
+  /** The run of the worker test, exported and replayed by the next. */
+  let greeted: string | undefined;
 
   beforeAll(async () => {
     const output = await inProject(ROOT, 'npm', ['pack', '--json', '--pack-destination', packed], 240_000);
@@ -209,6 +211,13 @@ describe('npm pack, installed into a fresh project', () => {
     expect(readdirSync(installed)).not.toContain('src');
     expect(readdirSync(installed)).not.toContain('test');
     expect(await inProject(project, keel, ['--help'])).toMatch(/^usage: keel <command>/);
+  });
+
+  it("ships a manifest with no script that runs on the user's install (prepare builds a checkout, not a dependency)", () => {
+    const { scripts = {} } = JSON.parse(readFileSync(join(project, 'node_modules', 'keel-agents', 'package.json'), 'utf8')) as {
+      scripts?: Record<string, string>;
+    };
+    expect(Object.keys(scripts).filter((name) => ['preinstall', 'install', 'postinstall', 'prepare'].includes(name))).toEqual([]);
   });
 
   it('says that `keel demo` belongs to a keel checkout, without starting anything', async () => {
@@ -259,6 +268,7 @@ describe('npm pack, installed into a fresh project', () => {
     const run = await inProject(project, keel, ['run', 'greeter', 'greet', 'ada', '--json']);
     const result = JSON.parse(run) as { status: string; text: string; runId: string };
     expect(result).toMatchObject({ status: 'completed', text: 'all done' });
+    greeted = result.runId;
 
     // The ES module client of the project, reading the tool results back.
     const { status, messages } = JSON.parse(await inProject(project, process.execPath, ['client.mjs'])) as {
@@ -271,4 +281,13 @@ describe('npm pack, installed into a fresh project', () => {
     expect(status).toBe('completed');
     expect(outputs).toEqual({ greet: 'HELLO ADA!', stamp: 'stamped', count: 3, house_rule: 'be kind' });
   });
+
+  it("exports the run's history and replays it against the project's workflow code, its middleware module bundled", async () => {
+    expect(greeted, 'the worker test ran a run').toBeDefined();
+    await inProject(project, keel, ['history', 'export', greeted!, '--out', 'histories/']);
+    const script = `import { replayHistories } from 'keel-agents/testing';
+      await replayHistories(['histories']);
+      process.stdout.write('replayed');`;
+    expect(await inProject(project, process.execPath, ['--input-type=module', '-e', script], 180_000)).toBe('replayed');
+  }, 240_000);
 });

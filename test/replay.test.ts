@@ -2,12 +2,12 @@
  * Determinism guard: the recorded histories of representative runs replay against the
  * current workflow code. A change that would break runs under way fails here.
  */
-import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
 import { sessionWorkflowId } from '../src/core/session';
+import { historyFromJSON } from '../src/node/history-json';
 import { workflowBundlePath } from '../src/worker/bundle';
 import { SCENARIO_MIDDLEWARE_MODULES, SCENARIOS } from './histories/scenarios';
 

@@ -4,11 +4,11 @@
  * frozen copy exactly as each did alone.
  */
 import { Worker } from '@temporalio/worker';
-import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
 import { sessionWorkflowId } from '../src/core/session';
+import { historyFromJSON } from '../src/node/history-json';
 import { SCENARIOS } from './histories/scenarios';
 
 const dir = join(__dirname, 'histories');

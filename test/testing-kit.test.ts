@@ -15,7 +15,7 @@ import { createTestEnv, type TestEnv } from '../src/testing/test-env';
 import { HistoryReplayError, replayHistories } from '../src/testing/replay';
 import { historyFileName } from '../src/client/history-export';
 import { INIT_TEST_SCRIPT } from '../src/client/init';
-import { runKeel } from './support/processes';
+import { ROOT, runKeel } from './support/processes';
 
 const PROJECT = join(__dirname, 'fixtures', 'testkit-project');
 
@@ -161,6 +161,13 @@ describe('keel history export and replayHistories', () => {
     expect(usage.stderr).toContain('keel history export <runId> [--out <file>]');
   }, 60_000);
 
+  it('fails, naming what it was given, when there is no history to replay', async () => {
+    const empty = mkdtempSync(join(tmpdir(), 'keel-no-histories-'));
+    writeFileSync(join(empty, 'README.md'), 'recorded runs go here\n');
+    await expect(replayHistories([empty])).rejects.toThrow(`replayHistories: no recorded histories to replay (no .json files in ${empty})`);
+    await expect(replayHistories([])).rejects.toThrow('replayHistories: no recorded histories to replay (an empty list)');
+  });
+
   it('says which file is not a history', async () => {
     const bad = join(out, 'bad.json');
     writeFileSync(bad, '{"events": 3}');
@@ -187,13 +194,46 @@ describe('keel init', () => {
       JSON.stringify({ name: 'x', scripts: { test: 'echo "Error: no test specified" && exit 1' }, dependencies: { a: '1' } }),
     );
     expect((await runKeel(['init'], { cwd: dir })).code).toBe(0);
-    expect(JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'))).toEqual({ name: 'x', scripts: { test: INIT_TEST_SCRIPT }, dependencies: { a: '1' } });
+    // What its files import, at the versions keel itself is built with (one zod for keel and the project).
+    const keel = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+      devDependencies: Record<string, string>;
+    };
+    expect(JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'))).toEqual({
+      name: 'x',
+      scripts: { test: INIT_TEST_SCRIPT, typecheck: 'tsc' },
+      dependencies: { a: '1', zod: keel.dependencies.zod },
+      devDependencies: { typescript: keel.devDependencies.typescript, '@types/node': keel.devDependencies['@types/node'] },
+    });
 
+    // What the project has of its own is kept: its test script, its zod (wherever it lists it), its TypeScript.
     const own = mkdtempSync(join(tmpdir(), 'keel-init-'));
-    writeFileSync(join(own, 'package.json'), JSON.stringify({ name: 'y', scripts: { test: 'jest' } }));
-    expect((await runKeel(['init', own])).code).toBe(0);
-    expect(JSON.parse(readFileSync(join(own, 'package.json'), 'utf8')).scripts.test).toBe('jest');
+    const mine = { name: 'y', scripts: { test: 'jest', typecheck: 'tsc -b' }, devDependencies: { zod: '^4.1.0', typescript: '5.8.0', '@types/node': '22' } };
+    writeFileSync(join(own, 'package.json'), JSON.stringify(mine));
+    const kept = await runKeel(['init', own]);
+    expect(kept.code).toBe(0);
+    expect(kept.stdout).not.toContain('package.json gained');
+    expect(kept.stdout).not.toContain('npm install');
+    expect(JSON.parse(readFileSync(join(own, 'package.json'), 'utf8'))).toEqual(mine);
   });
+
+  it('refuses, in one line and at once, a file for a directory, or a directory it cannot make', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'keel-init-'));
+    const file = join(dir, 'notes.txt');
+    writeFileSync(file, 'mine\n');
+    const onFile = await runKeel(['init', file]);
+    expect({ code: onFile.code, stderr: onFile.stderr }).toEqual({
+      code: 2,
+      stderr: `keel: init: ${file} is a file, not a directory; give a directory (new or existing)\n`,
+    });
+    expect(readFileSync(file, 'utf8')).toBe('mine\n');
+    // /proc takes no new directories: Node's recursive mkdir would retry it forever.
+    const started = Date.now();
+    const inProc = await runKeel(['init', '/proc/keel-project']);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(inProc.code).toBe(2);
+    expect(inProc.stderr).toMatch(/^keel: init: cannot create \/proc\/keel-project: ENOENT: .*\n$/);
+  }, 30_000);
 
   it('refuses to overwrite, naming the files that exist, and writes nothing', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'keel-init-'));

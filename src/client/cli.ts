@@ -21,6 +21,7 @@ import { z } from 'zod';
 import { parse as parseYaml } from 'yaml';
 import type { OutputOption } from '../core/output';
 import { ServerError } from '../server/server-error';
+import { DirectoryError, makeDirectory } from '../server/make-directory';
 import { requireModule } from '../node/require-ts';
 import { PACKAGE_ROOT } from '../node/package-root';
 import type { KeelClient, RunHandle } from './keel-client';
@@ -63,6 +64,8 @@ commands:
   init [dir]                  write a runnable project (temporal.yaml, an agents module with a
                               scripted model, a tool and an approval, a test of it); never
                               overwrites a file
+  setup                       find the temporal binary, or install it into the project's .keel/bin
+                              (what dev, server and the testing kit do when there is none)
   history export <runId>      the run's Temporal history as JSON (--out <file>; default stdout),
                               for replayHistories of keel-agents/testing
   namespace setup             register temporal.namespace on a cluster when missing (--retention
@@ -131,11 +134,43 @@ interface CliOptions {
   retention?: string;
 }
 
+/** The options that take a whole number, and what each takes: read by `numberOption` alone. */
+const NUMBER_OPTIONS = {
+  limit: { min: 1, max: Number.MAX_SAFE_INTEGER, means: 'a whole number of runs, 1 or more' },
+  'per-agent': { min: 1, max: Number.MAX_SAFE_INTEGER, means: 'a whole number of runs, 1 or more' },
+  port: { min: 0, max: 65535, means: 'a port number from 0 to 65535' },
+} as const;
+
+/** A number option's value, checked against what it takes (a bad one is a UsageError naming the option); undefined when not given. */
+function numberOption(options: CliOptions, name: keyof typeof NUMBER_OPTIONS): number | undefined {
+  const text = options[name];
+  if (text === undefined) return undefined;
+  const { min, max, means } = NUMBER_OPTIONS[name];
+  const value = /^\s*[+-]?\d+\s*$/.test(text) ? Number(text) : Number.NaN;
+  if (!(value >= min && value <= max)) throw new UsageError(`--${name}: ${means}, not "${text}"`);
+  return value;
+}
+
+/** `--port -1` as `--port=-1`: parseArgs takes a value that starts with a dash for a missing one, which would hide what is wrong with it. */
+function negativeNumbersJoined(argv: string[]): string[] {
+  const args: string[] = [];
+  for (let index = 0; index < argv.length; index++) {
+    const arg = argv[index]!;
+    const next = argv[index + 1];
+    if (arg === '--') return [...args, ...argv.slice(index)];
+    if (arg.slice(2) in NUMBER_OPTIONS && arg.startsWith('--') && next !== undefined && /^-\d/.test(next)) {
+      args.push(`${arg}=${next}`);
+      index++;
+    } else args.push(arg);
+  }
+  return args;
+}
+
 function parse(argv: string[]): { command: string | undefined; positionals: string[]; options: CliOptions; help: boolean } {
   let parsed;
   try {
     parsed = parseArgs({
-      args: argv,
+      args: negativeNumbersJoined(argv),
       allowPositionals: true,
       options: {
         config: { type: 'string' },
@@ -477,8 +512,7 @@ async function commandList(config: KeelConfig, positionals: string[], options: C
   const state = options.status === undefined ? undefined : RunLifecycleSchema.safeParse(options.status);
   if (state && !state.success)
     throw new UsageError(`keel list --status: "${options.status}" is not a run state; one of ${RunLifecycleSchema.options.join(', ')}`);
-  const limit = options.limit === undefined ? 50 : Number(options.limit);
-  if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`keel list --limit: a whole number of at least 1, got "${options.limit}"`);
+  const limit = numberOption(options, 'limit') ?? 50;
   return withClient(config, async (client) => {
     try {
       const runs = await client.list({
@@ -782,10 +816,14 @@ function commandInit(positionals: string[]): number {
   const { initProject, InitRefusal } = later<typeof import('./init')>('./init');
   try {
     const { dir, written, packageJson } = initProject(target);
+    const { created, scripts, dependencies } = packageJson;
+    const gained = [...(scripts.length ? [`the ${scripts.join(' and ')} script${scripts.length > 1 ? 's' : ''}`] : []), ...dependencies];
     const lines = [
-      `keel init: wrote ${[...written, ...(packageJson === 'written' ? ['package.json'] : [])].join(', ')} in ${dir}${packageJson === 'added test script' ? ' (and a test script in package.json)' : ''}`,
+      `keel init: wrote ${[...written, ...(created ? ['package.json'] : [])].join(', ')} in ${dir}${gained.length ? `; package.json gained ${gained.join(', ')}` : ''}`,
       '',
       ...(target ? [`  cd ${target}`] : []),
+      // What package.json now lists and node_modules may lack (typescript, for npm run typecheck); npm test runs without it.
+      ...(created || dependencies.length ? ['  npm install                                # what package.json lists (typescript, for npm run typecheck)'] : []),
       "  npm test                                   # the project's own tests, offline (a scripted model)",
       '  npx keel dev                               # a dev server and a worker; then, in another terminal:',
       '  npx keel run support "where is order 7?"',
@@ -799,12 +837,18 @@ function commandInit(positionals: string[]): number {
   }
 }
 
+/** `keel setup`: the temporal binary keel uses, installed into the project's .keel/bin first when there is none. */
+function commandSetup(config: KeelConfig, positionals: string[], options: CliOptions): number {
+  if (positionals.length) throw new UsageError(`keel setup takes no arguments; got ${positionals.join(' ')}`);
+  const binary = later<typeof import('../server/dev-server')>('../server/dev-server').findTemporalBinary(config);
+  print(options.json, { binary }, `keel setup: temporal at ${binary}`);
+  return EXIT.ok;
+}
+
 async function commandDeploy(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
   if (positionals[0] !== 'check' || positionals.length > 1)
     throw new UsageError('keel deploy needs check: keel deploy check [--per-agent <n>] [--agent <name>] [--json]');
-  const perAgent = options['per-agent'] === undefined ? undefined : Number(options['per-agent']);
-  if (perAgent !== undefined && (!Number.isInteger(perAgent) || perAgent < 1))
-    throw new UsageError(`--per-agent: a whole number of runs, 1 or more, not "${options['per-agent']}"`);
+  const perAgent = numberOption(options, 'per-agent');
   const { checkDeploy, installCheckRuntime } = later<typeof import('./deploy-check')>('./deploy-check');
   installCheckRuntime();
   return withClient(config, async (client) => {
@@ -871,9 +915,16 @@ async function commandHistory(config: KeelConfig, positionals: string[], options
       if (exported.continuedFrom) process.stderr.write(`keel history export: printed the history of run ${runId}${continuedNote(exported)}\n`);
       return EXIT.ok;
     }
-    // A directory gets <runId>.json, the name replayHistories reads the run id from.
-    const file = existsSync(options.out) && statSync(options.out).isDirectory() ? join(options.out, historyFileName(runId)) : options.out;
-    writeFileSync(file, exported.text);
+    // A directory (one that exists, or a path ending in /, made when missing) gets <runId>.json, the name replayHistories reads the run id from.
+    const toDirectory = /[\\/]$/.test(options.out) || (existsSync(options.out) && statSync(options.out).isDirectory());
+    const file = toDirectory ? join(options.out, historyFileName(runId)) : options.out;
+    try {
+      if (toDirectory) makeDirectory(options.out);
+      writeFileSync(file, exported.text);
+    } catch (error) {
+      const reason = error instanceof DirectoryError ? error.message : ((error as NodeJS.ErrnoException).code ?? (error as Error).message);
+      throw new UsageError(`keel history export --out: cannot write ${file}: ${reason}`);
+    }
     process.stderr.write(`keel history export: wrote the history of run ${runId}${continuedNote(exported)} to ${file}\n`);
     return EXIT.ok;
   });
@@ -898,9 +949,7 @@ export async function main(argv: string[]): Promise<number> {
 
 /** `--host` and `--port` of `keel ui`, checked. */
 function uiOptions(options: CliOptions): { host?: string; port?: number } {
-  const port = options.port === undefined ? undefined : Number(options.port);
-  if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535))
-    throw new UsageError(`--port: a port number from 0 to 65535, not "${options.port}"`);
+  const port = numberOption(options, 'port');
   return { ...(options.host !== undefined ? { host: options.host } : {}), ...(port !== undefined ? { port } : {}) };
 }
 
@@ -971,6 +1020,8 @@ async function command(argv: string[]): Promise<number> {
         });
       case 'demo':
         return await later<typeof import('./demo')>('./demo').runDemo(config);
+      case 'setup':
+        return commandSetup(config, positionals, options);
       default:
         throw new UsageError(`unknown command "${command}"\n\n${USAGE}`);
     }

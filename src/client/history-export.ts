@@ -3,7 +3,7 @@
  * show --output json` prints and `replayHistories` (and the SDK's replayer) read, so a project
  * can keep its own recorded runs and replay them in CI. Node side.
  */
-import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { historyToJSON } from '../node/history-json';
 import type { KeelClient } from './keel-client';
 
 /** The file name `keel history export` suggests for a run: `<runId>.json`, the id URI-encoded (`replayHistories` reads it back). */

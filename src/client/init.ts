@@ -2,26 +2,38 @@
  * `keel init [dir]`: writes a project that runs offline at once: a temporal.yaml, an agents
  * module (a scripted model, a tool, a tool held for approval) and a test of it on the testing
  * kit (`createTestEnv`), run by Node's own test runner through tsx (no other package to
- * install). It never overwrites a file: it refuses, naming each one that exists; an existing
- * package.json only gains a `test` script when it has none. Node side.
+ * install), and a tsconfig.json checked by `npm run typecheck`. It never overwrites a file: it
+ * refuses, naming each one that exists; package.json gains what the project uses and does not
+ * list (zod at the version keel depends on, typescript and @types/node for the typecheck, the
+ * `test` and `typecheck` scripts), and keeps what it has. Node side.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
+import { PACKAGE_ROOT } from '../node/package-root';
+import { DirectoryError, makeDirectory } from '../server/make-directory';
 
-/** Thrown when init would overwrite files: names them. */
+/** Thrown when init would overwrite files, or cannot write where it was told to: names what and where. */
 export class InitRefusal extends Error {}
 
 /** What `initProject` did. */
 export interface InitResult {
   dir: string;
-  /** Files written, relative to `dir`. */
+  /** Files written, relative to `dir` (package.json aside). */
   written: string[];
-  /** What it did to an existing package.json, if anything. */
-  packageJson: 'written' | 'added test script' | 'kept';
+  /** Whether package.json was written (none existed), and what an existing one gained (nothing: it had everything). */
+  packageJson: { created: boolean } & Additions;
+}
+
+/** What package.json gained: script names, and dependencies as `name range`. */
+export interface Additions {
+  scripts: string[];
+  dependencies: string[];
 }
 
 /** The test command of an initialized project. */
 export const INIT_TEST_SCRIPT = 'tsx --test agents.test.ts';
+/** The typecheck command of an initialized project (its tsconfig.json says noEmit). */
+export const INIT_TYPECHECK_SCRIPT = 'tsc';
 
 // The quotes of the templates' keel-agents imports are escaped: test/package.test.ts reads any quoted package after from, in src/, as an import of keel's own.
 const AGENTS_MODULE = `// agents.ts: the agents, tools and models of this project (temporal.yaml lists this module).
@@ -138,9 +150,74 @@ function projectNameOf(dir: string): string {
   );
 }
 
+/** The packages the project's files import besides keel, at the versions keel itself is built and tested with. */
+function initDependencies(): { dependencies: Record<string, string>; devDependencies: Record<string, string> } {
+  const keel = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as {
+    dependencies: Record<string, string>;
+    devDependencies: Record<string, string>;
+  };
+  // keel's own zod version: npm then installs one copy, the one keel's schemas and the project's share.
+  return {
+    dependencies: { zod: keel.dependencies.zod! },
+    devDependencies: { typescript: keel.devDependencies.typescript!, '@types/node': keel.devDependencies['@types/node']! },
+  };
+}
+
+/** Writes `text` to `path`, or refuses in one line naming the file and the system's reason. */
+function writeFile(path: string, text: string): void {
+  try {
+    writeFileSync(path, text);
+  } catch (error) {
+    throw new InitRefusal(`keel init: cannot write ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+}
+
+interface Manifest {
+  scripts?: Record<string, string>;
+  dependencies?: Record<string, string>;
+  devDependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+}
+
+/** Adds what the project needs and `manifest` lacks; returns what it added. */
+function addMissing(manifest: Manifest): Additions {
+  const added: Additions = { scripts: [], dependencies: [] };
+  const test = manifest.scripts?.test;
+  // npm init's placeholder says there is no test: replaced; a test script of the project's own is kept.
+  if (test === undefined || test.includes('no test specified')) {
+    manifest.scripts = { ...manifest.scripts, test: INIT_TEST_SCRIPT };
+    added.scripts.push('test');
+  }
+  if (manifest.scripts?.typecheck === undefined) {
+    manifest.scripts = { ...manifest.scripts, typecheck: INIT_TYPECHECK_SCRIPT };
+    added.scripts.push('typecheck');
+  }
+  const listed = (name: string) => [manifest.dependencies, manifest.devDependencies, manifest.peerDependencies].some((deps) => deps?.[name] !== undefined);
+  const { dependencies, devDependencies } = initDependencies();
+  for (const [field, wanted] of [
+    ['dependencies', dependencies],
+    ['devDependencies', devDependencies],
+  ] as const) {
+    for (const [name, range] of Object.entries(wanted)) {
+      if (listed(name)) continue;
+      manifest[field] = { ...manifest[field], [name]: range };
+      added.dependencies.push(`${name} ${range}`);
+    }
+  }
+  return added;
+}
+
+/** The directory to write into, made when missing: refuses in one line when it is a file or cannot be made. */
+function projectDirectory(target: string): string {
+  const dir = resolve(target);
+  const existing = statSync(dir, { throwIfNoEntry: false });
+  if (existing && !existing.isDirectory()) throw new InitRefusal(`keel init: ${dir} is a file, not a directory; give a directory (new or existing)`);
+  return dir;
+}
+
 /** Writes a runnable project into `dir` (created if missing); refuses, writing nothing, when a file it writes exists. */
 export function initProject(target = '.'): InitResult {
-  const dir = resolve(target);
+  const dir = projectDirectory(target);
   const name = projectNameOf(dir);
   const files = initFiles(name);
   const existing = Object.keys(files).filter((file) => existsSync(join(dir, file)));
@@ -148,32 +225,35 @@ export function initProject(target = '.'): InitResult {
     throw new InitRefusal(
       `keel init: ${dir} has ${existing.join(', ')} already; nothing was written (move ${existing.length === 1 ? 'it' : 'them'} away, or init another directory)`,
     );
-  mkdirSync(dir, { recursive: true });
-  for (const [file, text] of Object.entries(files)) writeFileSync(join(dir, file), text);
-  const packagePath = join(dir, 'package.json');
-  let packageJson: InitResult['packageJson'] = 'kept';
-  if (!existsSync(packagePath)) {
-    writeFileSync(
-      packagePath,
-      `${JSON.stringify({ name, version: '1.0.0', private: true, scripts: { test: INIT_TEST_SCRIPT }, dependencies: { 'keel-agents': '*', zod: '^4' } }, null, 2)}\n`,
-    );
-    packageJson = 'written';
-  } else {
-    let manifest: { scripts?: Record<string, string> };
-    try {
-      manifest = JSON.parse(readFileSync(packagePath, 'utf8')) as typeof manifest;
-    } catch (error) {
-      throw new InitRefusal(
-        `keel init: ${packagePath} is not JSON (${(error as Error).message}); the other files were written, add "test": "${INIT_TEST_SCRIPT}" to its scripts`,
-      );
-    }
-    const test = manifest.scripts?.test;
-    // npm init's placeholder says there is no test: replaced; a test script of the project's own is kept.
-    if (test === undefined || test.includes('no test specified')) {
-      manifest.scripts = { ...manifest.scripts, test: INIT_TEST_SCRIPT };
-      writeFileSync(packagePath, `${JSON.stringify(manifest, null, 2)}\n`);
-      packageJson = 'added test script';
-    }
+  try {
+    makeDirectory(dir);
+  } catch (error) {
+    if (error instanceof DirectoryError) throw new InitRefusal(`keel init: ${error.message}`);
+    throw error;
   }
-  return { dir, written: Object.keys(files), packageJson };
+  for (const [file, text] of Object.entries(files)) writeFile(join(dir, file), text);
+  const packagePath = join(dir, 'package.json');
+  if (!existsSync(packagePath)) {
+    const manifest: Manifest & { name: string; version: string; private: boolean } = {
+      name,
+      version: '1.0.0',
+      private: true,
+      dependencies: { 'keel-agents': '*' },
+    };
+    addMissing(manifest);
+    writeFile(packagePath, `${JSON.stringify(manifest, null, 2)}\n`);
+    return { dir, written: Object.keys(files), packageJson: { created: true, scripts: [], dependencies: [] } };
+  }
+  let manifest: Manifest;
+  try {
+    manifest = JSON.parse(readFileSync(packagePath, 'utf8')) as Manifest;
+  } catch (error) {
+    const { dependencies, devDependencies } = initDependencies();
+    throw new InitRefusal(
+      `keel init: ${packagePath} is not JSON (${(error as Error).message}); the other files were written, add "test": "${INIT_TEST_SCRIPT}" to its scripts and ${Object.keys({ ...dependencies, ...devDependencies }).join(', ')} to its dependencies`,
+    );
+  }
+  const added = addMissing(manifest);
+  if (added.scripts.length || added.dependencies.length) writeFile(packagePath, `${JSON.stringify(manifest, null, 2)}\n`);
+  return { dir, written: Object.keys(files), packageJson: { created: false, ...added } };
 }

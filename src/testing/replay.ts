@@ -4,16 +4,19 @@
  * `keel worker` bundles them), so that a change that would break runs under way fails in the
  * project's CI rather than in production. Node side; no server needed.
  */
-import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
-import { existsSync, readFileSync } from 'node:fs';
-import { basename, resolve } from 'node:path';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
 import { loadConfig } from '../config/load';
+import { historyFromJSON } from '../node/history-json';
 import type { KeelConfig } from '../config/schema';
 import { keelDataConverter } from '../storage/data-converter';
 import { workflowBundlePath } from '../worker/bundle';
 
-/** A recorded history: a file, or a file and the run id it was recorded from. */
+/**
+ * A recorded history: a file, or a file and the run id it was recorded from; or a directory,
+ * which stands for the `.json` files in it (as `keel history export --out <dir>` names them).
+ */
 export type HistoryFile = string | { file: string; workflowId: string };
 
 /** Options of `replayHistories`. */
@@ -70,15 +73,37 @@ function middlewareModulesOf(options: ReplayHistoriesOptions, loaded: KeelConfig
   return (loaded?.middlewareModules ?? []).map((module) => resolve(loaded!.baseDir, module));
 }
 
+/** The files `files` names, a directory given as the `.json` files in it (sorted); throws when that leaves none. */
+function historyFiles(files: HistoryFile[], baseDir: string): Array<{ file: string; workflowId?: string }> {
+  const listed = files.flatMap((entry) => {
+    if (typeof entry !== 'string') return [{ file: resolve(baseDir, entry.file), workflowId: entry.workflowId }];
+    const path = resolve(baseDir, entry);
+    if (!statSync(path, { throwIfNoEntry: false })?.isDirectory()) return [{ file: path }];
+    return readdirSync(path)
+      .filter((name) => name.endsWith('.json'))
+      .sort()
+      .map((name) => ({ file: join(path, name) }));
+  });
+  // A replay of nothing proves nothing: a CI step reading an empty or mistyped directory must not pass.
+  if (listed.length === 0) {
+    const named = files.map((entry) => resolve(baseDir, typeof entry === 'string' ? entry : entry.file)).join(', ');
+    throw new Error(
+      `replayHistories: no recorded histories to replay${named ? ` (no .json files in ${named})` : ' (an empty list)'}; record one with npx keel history export <runId> --out <dir>`,
+    );
+  }
+  return listed;
+}
+
 /**
  * Replays recorded histories against the current workflow code; resolves when every one
- * replays, throws a `HistoryReplayError` naming each file that does not (and why).
+ * replays, throws a `HistoryReplayError` naming each file that does not (and why), and an
+ * error when there is none to replay (an empty list, or directories with no `.json` file).
  */
 export async function replayHistories(files: HistoryFile[], options: ReplayHistoriesOptions = {}): Promise<void> {
   const baseDir = options.baseDir ?? process.cwd();
-  const entries = files.map((entry) => {
-    const file = resolve(baseDir, typeof entry === 'string' ? entry : entry.file);
-    const workflowId = typeof entry === 'string' ? runIdOfHistoryFile(file) : entry.workflowId;
+  const entries = historyFiles(files, baseDir).map((entry) => {
+    const { file } = entry;
+    const workflowId = entry.workflowId ?? runIdOfHistoryFile(file);
     let history;
     try {
       history = historyFromJSON(JSON.parse(readFileSync(file, 'utf8')));

@@ -4,7 +4,8 @@
  * temporal.yaml and modules (its middleware modules bundled with the workflow, as `keel worker`
  * does), scripted models swapped in for real ones by name, and a client on a task queue of its
  * own. What a test asks of a run (its tool calls, its holds) is read back from the run itself.
- * Node side; no network: the server is the `temporal` binary keel finds, never a download.
+ * Node side. The server is the `temporal` binary keel finds, or on a machine without one installs
+ * once into the project's `.keel/bin` as `keel dev` does (the only time it needs the network).
  */
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
@@ -47,7 +48,7 @@ export interface TestEnvOptions {
    * the environment's own, in memory, on a free loopback port, stopped by `close()`.
    */
   temporalAddress?: string;
-  /** The `temporal` binary for the server started (default: the one `keel server` would use; never downloaded). */
+  /** The `temporal` binary for the server started (default: the one `keel dev` would use, installed into the project's `.keel/bin` when there is none). */
   temporalBinary?: string;
   /** A prebuilt workflow bundle (a test suite that builds one once); built and cached under `.keel/cache` when absent. */
   bundlePath?: string;
@@ -142,7 +143,8 @@ export async function createTestEnv(options: TestEnvOptions = {}): Promise<TestE
   try {
     let address = options.temporalAddress;
     if (!address) {
-      const binary = options.temporalBinary ?? findTemporalBinary(config, { install: false });
+      // Found, or installed into the project's .keel/bin, as keel dev does: a fresh machine's first npm test needs nothing else.
+      const binary = options.temporalBinary ?? findTemporalBinary(config);
       server = await startDevServer({ binary, port: await freePort(), headless: true, namespace: config.temporal.namespace });
       opened.push(() => server!.stop());
       address = server.address;

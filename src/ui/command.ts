@@ -1,11 +1,53 @@
-/** `keel ui`: the UI server in the foreground until SIGINT/SIGTERM. Node side. */
+/**
+ * `keel ui` and `keel codec-server`: a server in the foreground until SIGINT/SIGTERM. What keeps
+ * one from starting (nothing at the Temporal address, a port another process holds) is said in
+ * one line naming the address and the setting that changes it. Node side.
+ */
 import type { KeelConfig } from '../config/schema';
+import { KeelError } from '../core/errors';
 import { waitForSignal } from '../node/signals';
+import { acceptsConnections } from '../server/ports';
+import { ServerError } from '../server/server-error';
+import { tlsMismatch } from '../worker/connect';
 import { startCodecServer } from './codec-server';
 import { startUiServer } from './server';
 
-export async function runUi(config: KeelConfig, options: { host?: string; port?: number } = {}): Promise<number> {
-  const ui = await startUiServer({ config, ...options });
+/** `--host` and `--port` of the command line, over the config's. */
+type ListenOptions = { host?: string; port?: number };
+
+/** A failure to listen (the port held, the address not this machine's) as one line; any other error as it is. */
+function listenFailure(error: unknown, { server, host, port, setting }: { server: string; host: string; port: number; setting: string }): unknown {
+  const { code, syscall } = error as NodeJS.ErrnoException;
+  if (syscall !== 'listen') return error;
+  const why =
+    code === 'EADDRINUSE'
+      ? 'another process already listens there'
+      : code === 'EACCES'
+        ? 'not permitted (ports below 1024 need privileges)'
+        : code === 'EADDRNOTAVAIL'
+          ? 'this machine has no such address'
+          : (code ?? (error as Error).message);
+  const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+  return new ServerError(`${server} cannot listen on ${address}: ${why}; give it another port with --port (0: a free one) or ${setting}`);
+}
+
+/** `keel ui`: the UI server, once Temporal is seen to accept connections. */
+export async function runUi(config: KeelConfig, options: ListenOptions = {}): Promise<number> {
+  const address = config.temporal.address!;
+  // A refused port answers at once, where the client would retry it for its whole connect timeout.
+  if (!(await acceptsConnections(address, 3000)))
+    throw new ServerError(
+      `cannot reach Temporal at ${address} (nothing accepts connections there): start one with npx keel dev (or npx keel server), or set temporal.address`,
+    );
+  let ui;
+  try {
+    ui = await startUiServer({ config, ...options });
+  } catch (error) {
+    const listen = listenFailure(error, { server: 'the UI', host: options.host ?? config.ui.host, port: options.port ?? config.ui.port, setting: 'ui.port' });
+    if (listen !== error || KeelError.isInstance(error)) throw listen;
+    // Something accepts connections at the address but did not answer as Temporal: TLS on one side only, said as the config error it is.
+    throw (await tlsMismatch(config)) ?? error;
+  }
   process.stderr.write(`keel: UI at ${ui.url} (Temporal at ${config.temporal.address}, namespace ${config.temporal.namespace}; Ctrl-C to stop)\n`);
   await waitForSignal();
   await ui.close();
@@ -13,8 +55,18 @@ export async function runUi(config: KeelConfig, options: { host?: string; port?:
 }
 
 /** `keel codec-server`: the Web UI's remote codec endpoint in the foreground until SIGINT/SIGTERM. */
-export async function runCodecServer(config: KeelConfig, options: { host?: string; port?: number } = {}): Promise<number> {
-  const server = await startCodecServer({ config, ...options });
+export async function runCodecServer(config: KeelConfig, options: ListenOptions = {}): Promise<number> {
+  let server;
+  try {
+    server = await startCodecServer({ config, ...options });
+  } catch (error) {
+    throw listenFailure(error, {
+      server: 'the codec server',
+      host: options.host ?? config.codecServer.host,
+      port: options.port ?? config.codecServer.port,
+      setting: 'codecServer.port',
+    });
+  }
   process.stderr.write(
     `keel: codec server at ${server.url} (POST /decode, /encode); set it as the Web UI's codec endpoint (temporal server start-dev --ui-codec-endpoint ${server.url}, or the UI's Codec Server settings); Ctrl-C to stop\n`,
   );

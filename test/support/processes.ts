@@ -29,6 +29,13 @@ export function spawnKeel(args: string[], options: { env?: Record<string, string
   return spawnCommand(process.execPath, [BIN, ...args], { label: `keel ${args.join(' ')}`, ...options });
 }
 
+/** This process's environment with `env` over it; a variable set to undefined is removed. */
+export function commandEnv(env: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  const merged: NodeJS.ProcessEnv = { ...process.env, ...env };
+  for (const [key, value] of Object.entries(env)) if (value === undefined) delete merged[key];
+  return merged;
+}
+
 /** Starts any command (`label` names it in errors), capturing its output like `spawnKeel`. */
 export function spawnCommand(
   command: string,
@@ -38,9 +45,9 @@ export function spawnCommand(
     cwd = ROOT,
     label = `${command} ${args.join(' ')}`,
     stdin = 'ignore',
-  }: { env?: Record<string, string>; cwd?: string; label?: string; stdin?: 'ignore' | 'pipe' } = {},
+  }: { env?: Record<string, string | undefined>; cwd?: string; label?: string; stdin?: 'ignore' | 'pipe' } = {},
 ): KeelProcess {
-  const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: [stdin, 'pipe', 'pipe'] });
+  const child = spawn(command, args, { cwd, env: commandEnv(env), stdio: [stdin, 'pipe', 'pipe'] });
   let output = '';
   let stdout = '';
   let stderr = '';
