@@ -101,6 +101,28 @@ describe('keel approve and keel status without a worker', () => {
     await client.getHandle(runId).cancel();
   });
 
+  it('keel decide refuses a decision the hold does not take, naming the field and what it takes; the tool does not run', async () => {
+    await startWorker();
+    const { runId } = await keelJson<{ runId: string }>(['run', 'guarded', 'go', '--detach']);
+    await waitForHold(runId);
+    const ranBefore = dangerRuns().length;
+    for (const mistyped of ['{"happened": false}', '{"aproved": true}']) {
+      const refused = await runKeel(['decide', runId, 'i1', mistyped, '--config', config]);
+      expect(refused.code, mistyped).toBe(1);
+      expect(refused.stderr).toContain('approved: expected boolean, received undefined; the hold takes { approved: boolean, reason?: string }');
+    }
+    // By signal (--queue) too: refused visibly, the hold stays.
+    expect((await runKeel(['decide', runId, 'i1', '{"happened": false}', '--queue', '--config', config])).code).toBe(0);
+    await expect
+      .poll(async () => (await keelJson<Status>(['status', runId])).refusedSignals?.map((refusal) => refusal.reason) ?? [], { timeout: 30_000, interval: 250 })
+      .toEqual([expect.stringContaining('the hold takes { approved: boolean, reason?: string }')]);
+    expect((await keelJson<Status>(['status', runId])).interrupts.map((hold) => hold.id)).toEqual(['i1']);
+    expect(dangerRuns()).toHaveLength(ranBefore);
+    expect((await runKeel(['decide', runId, 'i1', '{"approved": true}', '--config', config])).code).toBe(0);
+    await client.getHandle(runId).result();
+    expect(dangerRuns()).toHaveLength(ranBefore + 1);
+  });
+
   it('takes 20 decisions sent at once while no worker runs the run, each once, once a worker is back', async () => {
     // The run holds 20 calls; its worker is killed; 20 approvals arrive together, past Temporal's 10 updates in flight for
     // one run (the rest are refused RESOURCE_EXHAUSTED and sent again with the same update id); a worker comes back.

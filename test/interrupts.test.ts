@@ -78,6 +78,28 @@ describe('update resume', () => {
     expect((await handle.result()).text).toBe('done');
   });
 
+  it('refuses a decision that matches none of the hold’s alternatives, by update or signal, naming the field and them; the hold stays', async () => {
+    const { name } = agentWith({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }), textReply('done')] });
+    const handle = await worker.client.start(name, 'go');
+    const id = await waitForInterrupt(handle);
+    // A mistyped field, another word, a bare restart: none of them is what an approval hold takes.
+    for (const restart of [{ aproved: true }, { happened: false }, true] as const) {
+      const refused = await handle.decide({ interruptId: id, restart }).then(() => undefined, runErrorOf);
+      expect(refused, JSON.stringify(restart)).toMatchObject({ status: 'INVALID_ARGUMENT' });
+      expect(refused!.message).toContain(`the decision for interrupt ${id} (a approval hold on tool "dangerous") is not one it takes:`);
+      expect(refused!.message).toContain('the hold takes { approved: boolean, reason?: string }');
+    }
+    await handle.signalDecision({ interruptId: id, restart: { happened: false } });
+    await expect
+      .poll(async () => (await handle.status()).refusedDecision?.reason, { timeout: 10_000 })
+      .toContain('approved: expected boolean, received undefined; the hold takes { approved: boolean, reason?: string }');
+    const waiting = await handle.status();
+    expect(waiting).toMatchObject({ state: 'waiting', interrupts: [{ id }] });
+    expect(waiting.decisions ?? []).toEqual([]);
+    await handle.decide({ interruptId: id, restart: { approved: true } });
+    expect((await handle.result()).text).toBe('done');
+  });
+
   it('rejects an unknown interrupt id and a second decision for the same id, and the run is unaffected', async () => {
     // The answer after the approval takes 2 s, so the run is still open when the second decision arrives.
     const { name } = agentWith({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }), { ...textReply('done'), delayMs: 2000 }] });
@@ -203,6 +225,21 @@ describe('interruptMode return', () => {
         { toolResponse: { name: 'echo', ref: '0', output: { v: 'a' } }, metadata: { source: 'pending' } },
         { toolResponse: { name: 'dangerous', ref: '1', output: { deleted: 'b' } } },
       ],
+    });
+  });
+
+  it('keeps the reference’s semantics for a resume: a restart that does not approve, a bare one included, is a denial', async () => {
+    // run 1: dangerous held → interrupted; run 2: a bare restart → the model is told it was denied; turn 2: it says so.
+    const { name } = agentWith({
+      script: (request: ModelRequest) =>
+        request.messages.at(-1)?.role === 'tool' ? textReply('refused') : toolCallReply({ name: 'dangerous', input: { v: 'b' } }),
+    });
+    const first = await worker.client.run(name, 'go', { interruptMode: 'return' });
+    const [held] = first.interrupts as Array<{ toolRequest: { name: string; ref: string; input: unknown } }>;
+    const second = await worker.client.run(name, first.messages, { interruptMode: 'return', resume: { restart: [{ ...held!, metadata: { resumed: true } }] } });
+    expect(second.text).toBe('refused');
+    expect(second.messages.at(-2)!.content[0]).toMatchObject({
+      toolResponse: { name: 'dangerous', output: { error: expect.stringContaining('the tool call was denied') } },
     });
   });
 

@@ -58,6 +58,30 @@ describe('resumption: what a decision hands the stage that raised the hold', () 
     expect(resumption(strict, { restart: true }).success).toBe(false);
   });
 
+  it('holds a decision sent to a waiting run to the alternatives the kind declares, not its fallback, and names them', () => {
+    const lenient = defineHold({
+      kind: 'approval',
+      question: () => 'ok?',
+      data: z.object({}),
+      decision: z.object({ approved: z.boolean(), reason: z.string().optional() }).catch({ approved: false }),
+    });
+    // A resume (return mode) keeps the reference's semantics: what does not approve denies.
+    expect(resumption(lenient, { restart: { aproved: true } })).toEqual({ success: true, value: { payload: { approved: false } } });
+    expect(resumption(lenient, { restart: true })).toEqual({ success: true, value: { payload: { approved: false } } });
+    for (const restart of [{ happened: false }, { aproved: true }, true] as const) {
+      const refused = resumption(lenient, { restart }, { declared: true });
+      expect(refused.success, JSON.stringify(restart)).toBe(false);
+      expect(!refused.success && refused.error).toMatch(/; the hold takes \{ approved: boolean, reason\?: string \}$/);
+    }
+    expect(resumption(lenient, { restart: { approved: true } }, { declared: true })).toEqual({ success: true, value: { payload: { approved: true } } });
+    expect(resumption(lenient, { approved: false, reason: 'no' }, { declared: true })).toEqual({
+      success: true,
+      value: { payload: { approved: false, reason: 'no' } },
+    });
+    const union = resumption(strict, { restart: { limt: 5 } }, { declared: true });
+    expect(!union.success && union.error).toContain('the hold takes { approved: boolean } or { limit: number }');
+  });
+
   it('keeps a replacement input, answers the call with a stand-in output, or hands it to a deciding kind', () => {
     expect(resumption(strict, { restart: { limit: 5 }, input: { amount: 1 } })).toEqual({
       success: true,

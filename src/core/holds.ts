@@ -174,14 +174,49 @@ function rawPayload(body: DecisionBody): unknown {
 }
 
 /**
+ * The alternatives a kind declares for its decision: its schema without a top-level `.catch()`
+ * fallback. A kind may answer any payload it does not take with a fallback (ToolApproval and
+ * Budget deny, as the reference treats a restart that does not approve); a person's decision is
+ * held to what the kind declares, so a mistyped field is refused rather than taken as that
+ * fallback.
+ */
+function declaredDecision(hold: HoldKind): z.ZodType {
+  return hold.decision instanceof z.ZodCatch ? (hold.decision.unwrap() as z.ZodType) : hold.decision;
+}
+
+/** The alternatives a decision schema's JSON Schema offers, as a person reads them: `{ approved: boolean, reason?: string }`. */
+function describeAlternatives(hold: HoldKind): string {
+  const describe = (schema: Record<string, unknown>): string => {
+    const forms = (schema.anyOf ?? schema.oneOf) as Array<Record<string, unknown>> | undefined;
+    if (forms) return forms.map(describe).join(' or ');
+    if (schema.const !== undefined) return JSON.stringify(schema.const);
+    const properties = schema.properties as Record<string, Record<string, unknown>> | undefined;
+    if (schema.type !== 'object' || !properties) return String(schema.type ?? 'any JSON value');
+    const required = new Set((schema.required as string[] | undefined) ?? []);
+    const fields = Object.entries(properties).map(([name, field]) => `${name}${required.has(name) ? '' : '?'}: ${describe(field)}`);
+    return `{ ${fields.join(', ')} }`;
+  };
+  return describe(decisionJsonSchema(hold));
+}
+
+/**
  * What a decision on a hold of `hold`'s kind comes to, or why the kind refuses it (naming the
  * field). The one step from an envelope to the value a stage receives: a live decision, a
- * return-mode resume and a decision forwarded to a sub-agent all go through it.
+ * return-mode resume and a decision forwarded to a sub-agent all go through it. `declared`
+ * (a decision sent to a waiting run: the update, the signal, one forwarded down) must match one
+ * of the kind's declared alternatives, and a refusal names them; a return-mode resume keeps the
+ * reference's semantics, where the kind's fallback answers what it does not take.
  */
-export function resumption(hold: HoldKind, body: DecisionBody): { success: true; value: Resumption } | { success: false; error: string } {
+export function resumption(
+  hold: HoldKind,
+  body: DecisionBody,
+  { declared = false }: { declared?: boolean } = {},
+): { success: true; value: Resumption } | { success: false; error: string } {
   if ('respond' in body && (hold.respond ?? 'answer') === 'answer') return { success: true, value: { output: body.respond } };
-  const parsed = hold.decision.safeParse(rawPayload(body));
-  if (!parsed.success) return { success: false, error: issuesText(parsed.error) };
+  const schema = declared ? declaredDecision(hold) : hold.decision;
+  const parsed = schema.safeParse(rawPayload(body));
+  if (!parsed.success)
+    return { success: false, error: `${issuesText(parsed.error)}${declared ? `; the hold takes ${describeAlternatives(hold)}` : ''}` };
   return { success: true, value: { payload: parsed.data, ...('input' in body && body.input !== undefined ? { input: body.input } : {}) } };
 }
 

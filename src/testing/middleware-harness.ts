@@ -395,7 +395,7 @@ export async function testMiddleware(
 function taken(hold: HoldKind, held: HeldCall, decision: DecisionBody): Resumption {
   const parsed = parseDecision({ interruptId: held.id, ...decision });
   if (!parsed.success) throw new KeelError('INVALID_ARGUMENT', parsed.error);
-  const result = resumption(hold, parsed.data);
+  const result = resumption(hold, parsed.data, { declared: true });
   if (result.success) return result.value;
   throw new KeelError(
     'INVALID_ARGUMENT',

@@ -45,6 +45,13 @@ export const HOLD_TIMER_PATCH = 'keel-hold-timer';
  * years, 11 months". The run's current details say what it waits for instead.
  */
 export const HOLD_WITHOUT_TIMER_PATCH = 'keel-hold-without-timer';
+
+/**
+ * Runs since this patch refuse a decision sent by signal that matches none of its hold kind's
+ * declared alternatives (`{"aproved": true}` on an approval hold), as the update's validator
+ * does; before it, such a signal was taken as the kind's fallback (a denial).
+ */
+export const DECLARED_DECISIONS_PATCH = 'keel-declared-decisions';
 /** The length of that timer: longer than any wait (the decision cancels it). */
 const HOLD_TIMER_LENGTH = '3650 days';
 
@@ -115,7 +122,9 @@ export class InterruptBoard {
     // live delivery: the replayer runs a reset run under its original run id, so the handler
     // must not ask again.
     setHandler(resumeUpdate, (decision) => this.accept(decision, { mayAwaitHold: true, route: 'update' }), {
-      validator: (decision) => void this.check(decision, { mayAwaitHold: this.resetRun }),
+      // The validator holds a decision to what its hold's kind declares; the handler (which replays
+      // updates a validator accepted, before that check existed too) takes what the validator let through.
+      validator: (decision) => void this.check(decision, { mayAwaitHold: this.resetRun, declared: true }),
       description:
         'Decides a held tool call: { interruptId, approved, reason? }, { interruptId, respond } or { interruptId, restart, input? }. Refused (with why) for an unknown, decided or malformed decision.',
     });
@@ -123,7 +132,8 @@ export class InterruptBoard {
       resumeSignal,
       async (decision) => {
         try {
-          await this.accept(decision, { mayAwaitHold: this.resetRun, route: 'signal' });
+          // Held to what the kind declares, as the update's validator holds it, in runs since the patch (a signal is replayed).
+          await this.accept(decision, { mayAwaitHold: this.resetRun, route: 'signal', declared: patched(DECLARED_DECISIONS_PATCH) });
         } catch (error) {
           // Nobody waits for a signal's answer: the refusal is logged and shown in `status`.
           const reason = (error as Error).message;
@@ -262,7 +272,10 @@ export class InterruptBoard {
    * its decision schema, once, here). Returns it parsed, with what the held call gets (absent
    * for a sub-agent's hold this worker has no kind for, and for a decision kept until its hold).
    */
-  private check(raw: unknown, { mayAwaitHold = false }: { mayAwaitHold?: boolean } = {}): { decision: Decision; resumption?: Resumption } {
+  private check(
+    raw: unknown,
+    { mayAwaitHold = false, declared = false }: { mayAwaitHold?: boolean; declared?: boolean } = {},
+  ): { decision: Decision; resumption?: Resumption } {
     const parsed = parseDecision(raw);
     if (!parsed.success) throw ApplicationFailure.create({ type: 'INVALID_ARGUMENT', nonRetryable: true, message: parsed.error });
     const decision = parsed.data;
@@ -274,7 +287,7 @@ export class InterruptBoard {
       );
       const held = this.nested.find(interruptId)!;
       const hold = held.raisedBy !== undefined ? this.options.holdKindOf?.(held.raisedBy, held.kind) : undefined;
-      return hold ? { decision, resumption: taken(hold, held, decision) } : { decision };
+      return hold ? { decision, resumption: taken(hold, held, decision, declared) } : { decision };
     }
     const entry = this.entries.get(interruptId);
     if (this.decided.has(interruptId) || entry?.resumption) {
@@ -291,7 +304,7 @@ export class InterruptBoard {
     }
     const mismatch = holdMismatch(decision, entry.record);
     if (mismatch) throw ApplicationFailure.create({ type: 'FAILED_PRECONDITION', nonRetryable: true, message: mismatch });
-    return { decision, resumption: taken(entry.hold, entry.record, decision) };
+    return { decision, resumption: taken(entry.hold, entry.record, decision, declared) };
   }
 
   /** A stand-in output checked against the tool's output schema; an ApplicationFailure naming the field when it fails. */
@@ -357,18 +370,21 @@ export class InterruptBoard {
   }
 
   /** Validates and records a decision (for a shared decision: on every pending hold of the same middleware). */
-  private async accept(raw: Decision, { mayAwaitHold, route: via }: { mayAwaitHold: boolean; route: 'update' | 'signal' }): Promise<DecisionAccepted> {
-    let { decision, resumption: value } = this.check(raw, { mayAwaitHold });
+  private async accept(
+    raw: Decision,
+    { mayAwaitHold, route: via, declared = false }: { mayAwaitHold: boolean; route: 'update' | 'signal'; declared?: boolean },
+  ): Promise<DecisionAccepted> {
+    let { decision, resumption: value } = this.check(raw, { mayAwaitHold, declared });
     const route = this.routeOf(decision, via);
     if (!SubAgentInterrupts.isNested(decision.interruptId) && !this.entries.has(decision.interruptId)) {
       await this.awaitHold(decision);
-      ({ decision, resumption: value } = this.check(decision));
+      ({ decision, resumption: value } = this.check(decision, { declared }));
     }
     if (SubAgentInterrupts.isNested(decision.interruptId)) return this.forward(decision, value, route);
     const entry = this.entries.get(decision.interruptId)!;
     if (value && 'output' in value) {
       value = { output: await this.checkedOutput(entry.record.toolName ?? '', decision.interruptId, value.output) };
-      this.check(decision); // decided meanwhile by another handler?
+      this.check(decision, { declared }); // decided meanwhile by another handler?
     }
     const targets = entry.hold.sharedDecision
       ? [...this.entries.values()].filter((other) => other.record.raisedBy === entry.record.raisedBy && !other.resumption)
@@ -377,7 +393,7 @@ export class InterruptBoard {
     for (const target of targets) {
       // A replacement input belongs to the call it was sent for, never to the others it decides.
       const shared = target === entry || !('input' in decision) ? decision : { ...decision, input: undefined };
-      target.resumption = target === entry ? value! : taken(target.hold, target.record, shared);
+      target.resumption = target === entry ? value! : taken(target.hold, target.record, shared, declared);
       this.decided.add(target.record.id);
       records.push(decisionRecord(target.record, shared, route, target === entry ? {} : { sharedWith: entry.record.id }));
     }
@@ -408,8 +424,8 @@ export class InterruptBoard {
 }
 
 /** What a decision on `record` (a hold of kind `hold`) hands the held call; an ApplicationFailure naming the field when the kind does not take it. */
-function taken(hold: HoldKind, record: Interrupt, decision: Decision): Resumption {
-  const result = resumption(hold, decision);
+function taken(hold: HoldKind, record: Interrupt, decision: Decision, declared: boolean): Resumption {
+  const result = resumption(hold, decision, { declared });
   if (result.success) return result.value;
   const what = `${record.kind} hold${record.toolName ? ` on tool "${record.toolName}"` : ''}`;
   throw ApplicationFailure.create({
