@@ -4,7 +4,7 @@
  * SDK's own; a no-op without metrics). Names and tags are docs/metrics.md's. Node side.
  */
 import type { MetricMeter } from '@temporalio/common';
-import type { Usage } from '../core/messages';
+import type { Usage } from '../core/usage';
 import { KeelError } from '../core/errors';
 
 /** What went wrong, as a tag: `ok`, or a keel status (UNAVAILABLE, ...; anything else is INTERNAL). */

@@ -12,7 +12,7 @@ import { ConfigError, loadConfig } from '../config/load';
 import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
 import type { Decision } from '../core/holds';
-import type { Usage } from '../core/messages';
+import type { Usage } from '../core/usage';
 import { HOLDS_MEMO_KEY, MemoHoldSchema, RunLifecycleSchema, type Interrupt, type MemoHold, type RunResult, type RunStatus } from '../core/run';
 import { KEEL_STATUS } from '../core/search-attributes';
 import { sessionIdProblem } from '../core/session';
