@@ -35,6 +35,7 @@ import { log } from '@temporalio/activity';
 import { KEEL_SEARCH_ATTRIBUTES, registerCommand } from '../core/search-attributes';
 import { DEFAULT_MODEL_REQUEST_TIMEOUT, readModelRequest } from './read-model-request';
 import { runFileOperation } from './files';
+import { thrownAt } from './thrown-at';
 import { invokeSession } from './invoke-session';
 import { runSkillOperation } from './skills';
 import { countTokens } from './tokens';
@@ -420,7 +421,14 @@ export function createActivities({
         const cause = KeelError.isInstance(error) ? { toolStatus: error.status } : {};
         // Could not reach what the tool needs (an MCP server that went away): the activity's retry policy tries again.
         if (InfrastructureError.isInstance(error)) throw new InfrastructureError(`tool "${toolName}" failed: ${message}`, { toolName, toolMessage: message });
-        throw new KeelError('INTERNAL', `tool "${toolName}" failed: ${message}`, { toolName, toolMessage: message, ...cause });
+        // Where in the user's code it threw, for whoever reads the run's error (the model, under SoftToolErrors, sees `toolMessage` only).
+        const at = thrownAt(error, { baseDir: config.baseDir ?? process.cwd() });
+        throw new KeelError('INTERNAL', `tool "${toolName}" failed: ${message}${at ? ` (thrown at ${at})` : ''}`, {
+          toolName,
+          toolMessage: message,
+          ...(at ? { thrownAt: at } : {}),
+          ...cause,
+        });
       }
       if (tool.output) {
         const parsedOutput = tool.output.safeParse(output);

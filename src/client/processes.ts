@@ -3,7 +3,7 @@
  * foreground until SIGINT/SIGTERM and then stops cleanly. Node side.
  */
 import { metricsExporter } from '../telemetry/metrics';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { Runtime } from '@temporalio/worker';
 import type { KeelConfig } from '../config/schema';
 import { waitForSignal } from '../node/signals';
 import { ConfigError } from '../config/load';
@@ -15,6 +15,7 @@ import { createKeelWorker, type KeelWorker } from '../worker/create-worker';
 import { loadSigningKeys, type SigningKeys } from '../security/signing-keys';
 import { loadRegistry } from '../worker/load-registry';
 import { describeToolCallStart, type ToolCallStart } from '../worker/tool-call-start';
+import { workerLogger } from '../worker/worker-log';
 import type { Registry } from '../registry';
 
 let runtimeInstalled = false;
@@ -22,7 +23,8 @@ let runtimeInstalled = false;
 const LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'] as const;
 
 /**
- * Installs the SDK runtime once, logging at $KEEL_LOG_LEVEL (default WARN), with the metrics
+ * Installs the SDK runtime once, logging at $KEEL_LOG_LEVEL (default WARN; a failed call or run
+ * on one line, src/worker/worker-log.ts), with the metrics
  * exporter the config's `metrics` (or the OTEL_* variables) ask for.
  */
 export function installRuntime(config?: Pick<KeelConfig, 'metrics'>): void {
@@ -32,7 +34,7 @@ export function installRuntime(config?: Pick<KeelConfig, 'metrics'>): void {
   if (level !== wanted) process.stderr.write(`keel: KEEL_LOG_LEVEL=${process.env.KEEL_LOG_LEVEL} is not one of ${LOG_LEVELS.join(', ')}; using WARN\n`);
   const metrics = config ? metricsExporter(config) : undefined;
   try {
-    Runtime.install({ logger: new DefaultLogger(level), ...(metrics ? { telemetryOptions: { metrics } } : {}) });
+    Runtime.install({ logger: workerLogger(level), ...(metrics ? { telemetryOptions: { metrics } } : {}) });
   } catch (error) {
     if (metrics && 'prometheus' in metrics)
       throw new ConfigError(`metrics.prometheus: cannot serve metrics on ${metrics.prometheus.bindAddress}: ${(error as Error).message}`);
