@@ -5,7 +5,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { appendFile, mkdir } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+import { dirname, relative, resolve } from 'node:path';
 import { z } from 'zod';
 import {
   agents,
@@ -103,8 +103,12 @@ const useRealModel = Boolean(process.env.OPENAI_BASE_URL || process.env.OPENAI_A
  */
 const configuredModel = process.env.KEEL_DEMO_MODEL || undefined;
 
-/** The demo's skills (a sample skill ships with the repository). */
-export const SKILLS_DIR = resolve(__dirname, 'skills');
+/**
+ * The demo's skills (a sample skill ships with the repository), relative to the worker's working
+ * directory: the model is shown a skill's directory as its skill path names it, and a relative one
+ * keeps the checkout's absolute path out of the conversation (`examples/skills/trip-writer`).
+ */
+export const SKILLS_DIR = relative(process.cwd(), resolve(__dirname, 'skills')) || '.';
 /** Where the demo writes its itinerary (created when a worker loads this module). */
 export const TRIPS_DIR = resolve(__dirname, '..', '.keel', 'trips');
 mkdirSync(TRIPS_DIR, { recursive: true });

@@ -4,7 +4,8 @@
  * Node side: tools and models run in activities, never in the workflow.
  */
 import { z } from 'zod';
-import type { ModelRequest, ModelResponse, Usage } from './core/messages';
+import type { ModelRequest, ModelResponse } from './core/messages';
+import type { Usage } from './core/usage';
 import { OutputSpecSchema, outputValidator, type JsonSchemaObject, type OutputSpec } from './core/output';
 import type { MiddlewareRefInput } from './core/run';
 import type { ModelPrice } from './core/cost';
@@ -40,7 +41,9 @@ export interface ToolContext {
    * Reports what this call spent (a paid API's `cost` in USD, tokens of a model it called):
    * added to the run's usage, its tree's and its session's, and counted by Budget like a model
    * call's. Reports add up; what an attempt that fails reported is not counted. Each field must
-   * be a finite number, not negative.
+   * be a finite number, not negative, at most 2^53 - 1 (`cost`: about 9 million USD); a report
+   * that is not, or whose sum would pass that, throws and fails the call DATA_LOSS, even if the
+   * tool catches it.
    */
   reportUsage: (usage: Usage) => void;
 }

@@ -27,7 +27,8 @@ export { STATUS_NAMES, statusFromHttp } from './core/status';
 export type { StatusName } from './core/status';
 
 export { messageText } from './core/messages';
-export type { FinishReason, Message, ModelRequest, ModelResponse, Part, ToolDefinition, Usage } from './core/messages';
+export type { FinishReason, Message, ModelRequest, ModelResponse, Part, ToolDefinition } from './core/messages';
+export type { Usage } from './core/usage';
 export type { Interrupt, MiddlewareRef, MiddlewareRefInput, RunInput, RunLifecycle, RunResult, RunStatus } from './core/run';
 export type { Decision, DecisionRecord } from './core/holds';
 export { artifactText } from './core/artifacts';

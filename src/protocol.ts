@@ -19,7 +19,8 @@ export {
   abortSessionUpdate,
 } from './workflows/definitions';
 export { AgentSpecSchema, RunInputSchema, RunResultSchema, RunStatusSchema } from './core/run';
-export { MessageSchema, ModelRequestSchema, ModelResponseSchema, PartSchema, UsageSchema } from './core/messages';
+export { MessageSchema, ModelRequestSchema, ModelResponseSchema, PartSchema } from './core/messages';
+export { UsageSchema } from './core/usage';
 export { DecisionSchema, DecisionRecordSchema } from './core/holds';
 export { InvokeOutputSchema, SnapshotSchema, SessionStateSchema, sessionWorkflowId } from './core/session';
 export { ArtifactSchema } from './core/artifacts';

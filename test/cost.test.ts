@@ -14,6 +14,7 @@ import { Registry } from '../src/registry';
 import { ScriptedReplySchema } from '../src/core/scripted-reply';
 import { modelFromConfig } from '../src/worker/load-registry';
 import { echo } from './fixtures/tools';
+import { MAX_USAGE_COST } from '../src/core/usage';
 import { sharedTestWorker } from './support/harness';
 
 const registry = new Registry();
@@ -44,7 +45,38 @@ const badReport = defineTool({
     return {};
   },
 });
-registry.add(paidSearch, badReport);
+/** Reports a cost of 1e300 twice: past what keel counts exactly (before, the sum read as no cost, `null` in JSON). */
+const absurdFee = defineTool({
+  name: 'absurd_fee',
+  description: 'Charges an absurd fee.',
+  input: z.object({}),
+  run: (_input, ctx) => {
+    ctx.reportUsage({ cost: 1e300 });
+    ctx.reportUsage({ cost: 1e300 });
+    return {};
+  },
+});
+/** Charges $6M each call: two calls take the run's cost past what keel adds exactly. */
+const bigFee = defineTool({
+  name: 'big_fee',
+  description: 'Charges a big fee.',
+  input: z.object({}),
+  run: (_input, ctx) => {
+    ctx.reportUsage({ cost: 6_000_000 });
+    return {};
+  },
+});
+/** Counts under custom keys an object literal or a zod record would lose. */
+const oddCounters = defineTool({
+  name: 'odd_counters',
+  description: 'Counts under odd names.',
+  input: z.object({}),
+  run: (_input, ctx) => {
+    ctx.reportUsage({ custom: JSON.parse('{"__proto__": 1, "constructor": 2, "toString": 3}') as Record<string, number> });
+    return {};
+  },
+});
+registry.add(paidSearch, badReport, absurdFee, bigFee, oddCounters);
 
 let count = 0;
 function agent(options: { script: ScriptedReply[] | (() => ScriptedReply); priced?: boolean; use?: Parameters<typeof defineAgent>[0]['use'] }) {
@@ -57,7 +89,7 @@ function agent(options: { script: ScriptedReply[] | (() => ScriptedReply); price
         price,
       })
     : scriptedModel({ name: `scripted/${name}`, script: options.script });
-  registry.add(model, defineAgent({ name, model: model.name, tools: [paidSearch, badReport, echo], use: options.use ?? [] }));
+  registry.add(model, defineAgent({ name, model: model.name, tools: [paidSearch, badReport, absurdFee, bigFee, oddCounters, echo], use: options.use ?? [] }));
   return name;
 }
 
@@ -99,7 +131,38 @@ describe('usage.cost', () => {
     const error = await worker()
       .client.run(name, 'go')
       .then(() => undefined, runErrorOf);
-    expect(error?.message).toMatch(/tool "bad_report" reported usage keel cannot count: usage\.cost: .*0/);
+    expect(error).toMatchObject({
+      status: 'DATA_LOSS',
+      message: 'tool "bad_report" reported usage keel cannot count: usage.cost: must not be negative (got -1)',
+    });
+  });
+
+  it('a cost keel cannot count exactly fails the call, never counted as no cost', async () => {
+    const absurd = agent({ script: [toolCallReply({ name: 'absurd_fee', input: {} }), textReply('after')] });
+    const handle = await worker().client.start(absurd, 'go');
+    expect(await handle.result().then(() => undefined, runErrorOf)).toMatchObject({
+      status: 'DATA_LOSS',
+      message: `tool "absurd_fee" reported usage keel cannot count: usage.cost: must be at most ${MAX_USAGE_COST} (got 1e+300)`,
+    });
+    expect((await handle.status()).usage).toEqual({});
+    // Two reports keel can each count, whose sum it cannot: the second call fails, the run's cost stays the first's.
+    const big = agent({ script: [toolCallReply({ name: 'big_fee', input: {} }), toolCallReply({ name: 'big_fee', input: {} }), textReply('after')] });
+    const second = await worker().client.start(big, 'go');
+    const error = await second.result().then(() => undefined, runErrorOf);
+    expect(error).toMatchObject({ status: 'DATA_LOSS' });
+    expect(error?.message).toContain(`adding the usage tool "big_fee" reported would take usage.cost to 12000000, past ${MAX_USAGE_COST}`);
+    expect((await second.status()).usage).toEqual({ cost: 6_000_000 });
+  });
+
+  it("custom counters named __proto__, constructor and toString count in the run's usage", async () => {
+    const name = agent({
+      script: [toolCallReply({ name: 'odd_counters', input: {} }), toolCallReply({ name: 'odd_counters', input: {} }), textReply('counted')],
+    });
+    const handle = await worker().client.start(name, 'go');
+    const result = await handle.result();
+    const counted = JSON.parse('{"__proto__": 2, "constructor": 4, "toString": 6}') as Record<string, number>;
+    expect(Object.entries(result.usage.custom ?? {})).toEqual(Object.entries(counted));
+    expect(Object.entries((await handle.status()).usage.custom ?? {})).toEqual(Object.entries(counted));
   });
 
   it("a sub-agent's model and tool spend count in the tree's ledger and the parent's Budget", async () => {

@@ -295,6 +295,14 @@ describe('openai-compatible in a run', () => {
       const error = await worker.client.run('openai-agent', 'again').then(() => undefined, runErrorOf);
       expect(error?.status).toBe('UNAVAILABLE');
       expect(error?.message).toContain('overloaded');
+
+      // Usage keel cannot count fails the call, as a tool's report would, naming the model and the field.
+      server.answer(ok({ content: 'cheap' }, { usage: { prompt_tokens: -7, completion_tokens: 1 } }));
+      const garbage = await worker.client.run('openai-agent', 'cheaper').then(() => undefined, runErrorOf);
+      expect(garbage).toMatchObject({
+        status: 'DATA_LOSS',
+        message: 'model "openai/loop" reported usage keel cannot count: usage.inputTokens: must not be negative (got -7)',
+      });
     } finally {
       await worker.stop();
     }

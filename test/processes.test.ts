@@ -14,6 +14,7 @@ import { loadConfig } from '../src/config/load';
 import { isServerReachable } from '../src/server/dev-server';
 import { freePort } from './support/free-port';
 import { BIN, ROOT, runKeel, spawnCommand, spawnKeel, writeTestConfig } from './support/processes';
+import { screenLines } from './support/terminal';
 
 async function configWithOwnServer(extra: object = {}): Promise<{ path: string; dir: string; port: number; uiPort: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'keel-proc-'));
@@ -78,7 +79,7 @@ describe('keel dev', () => {
 });
 
 describe('keel demo', () => {
-  it('starts a server and a worker, prints each turn, the answer and the UI address, and exits 0', async () => {
+  it('starts a server and a worker, prints each turn, the answer and how to see the run again, and exits 0', async () => {
     const { path, uiPort } = await configWithOwnServer();
     const env: Record<string, string> = { OPENAI_BASE_URL: '', OPENAI_API_KEY: '' };
     const { code, stdout, stderr } = await runKeel(['demo', '--config', path], { env });
@@ -104,14 +105,32 @@ describe('keel demo', () => {
     expect(stdout).toContain('The 25 EUR train ticket comes to about 27 USD. Your ticket is booked');
     // the sub-agent's usage (60 + 80 input, 10 + 12 output) counts in the run's
     // the skill is loaded and the itinerary written under .keel/trips, as the trip-writer skill asks
-    expect(stdout).toMatch(/← use_skill: <skill_content name="trip-writer"/);
+    // On one line, cut short (not SKILL.md spilled over the transcript), with the skill's directory relative:
+    // the transcript never shows the checkout's absolute path.
+    expect(stdout).toMatch(/\n {2}← use_skill: <skill_content name="trip-writer" path="examples\/skills\/trip-writer"> --- name: trip-writer [^\n]*…\n/);
+    expect(stdout).not.toContain(ROOT);
+    // A tool call's worker line follows the model's request for the call and comes before its result.
+    const lines = stdout.split('\n');
+    lines.forEach((line, index) => {
+      const name = /⚙ (\S+) runs on worker/.exec(line)?.[1];
+      if (!name) return;
+      const before = lines.slice(0, index);
+      const requested = before.filter((earlier) => earlier.includes(`→ ${name}(`)).length;
+      const answered = before.filter((earlier) => earlier.includes(`← ${name}:`)).length;
+      expect(requested, `${line}\n(line ${index + 1}) is not between a request for ${name} and its result:\n${stdout}`).toBeGreaterThan(answered);
+    });
     const written = /← write_file: File (itinerary-[0-9a-f]{8}\.md) written successfully\./.exec(stdout);
     expect(written, stdout).not.toBeNull();
     expect(readFileSync(join(ROOT, '.keel', 'trips', written![1]!), 'utf8')).toContain(
       '2. Train Porto → Lisbon: The 25 EUR train ticket comes to about 27 USD.',
     );
     expect(stdout).toContain('answer (stop, 5 turns, 1270 input / 172 output tokens)');
-    expect(stdout).toMatch(new RegExp(`http://127\\.0\\.0\\.1:${uiPort}/namespaces/default/workflows/run-`));
+    // The demo stops the server it started: no link to it, but how to see the run again.
+    expect(stdout).not.toContain(`:${uiPort}`);
+    const runId = /· run (run-\S+) \(agent trip-planner\)/.exec(stdout)![1]!;
+    expect(stdout).toContain(
+      `  npx keel server --config ${path}\nthen open run ${runId} in the Temporal UI it names, or: npx keel status ${runId} --config ${path}`,
+    );
   });
 
   it('uses a server that is already running instead of starting one', async () => {
@@ -120,6 +139,10 @@ describe('keel demo', () => {
     expect(code).toBe(0);
     expect(stdout).toContain(`using the Temporal server already running at ${inject('temporalAddress')}, not started by keel from this project`);
     expect(stdout).toContain('Go to Lisbon');
+    // That server goes on running: the link to the run in its UI stays good.
+    expect(stdout).toMatch(
+      /Inspect the run \(every model and tool call is an activity in its history\) in the Temporal UI:\n {2}http:\/\/127\.0\.0\.1:\d+\/namespaces\/default\/workflows\/run-/,
+    );
   });
 
   it('asks at a terminal without blocking the run, and gives way to a decision made elsewhere', async () => {
@@ -131,6 +154,8 @@ describe('keel demo', () => {
     });
     try {
       await demo.waitFor(/approve book_train\? \[y\/N\]/, 120_000);
+      // The run's progress goes on printing while the question waits (a background task's line, for one).
+      await new Promise((resolve) => setTimeout(resolve, 1500));
       const [, runId, interruptId] = /npx keel approve (\S+) (\S+)/.exec(demo.output())!;
       const approved = await runKeel(['approve', runId!, interruptId!, '--config', path]);
       expect(approved.code).toBe(0);
@@ -142,6 +167,10 @@ describe('keel demo', () => {
       expect(output).toMatch(/answer \(stop, \d+ turns/);
       // On a terminal, lines are coloured (a tool call in cyan).
       expect(output).toMatch(/\x1b\[36m {2}→ book_train/);
+      // No line lands on the question: on the screen, the prompt's line holds the prompt alone.
+      const screen = screenLines(output);
+      expect(screen.filter((line) => line.includes('[y/N]'))).toEqual(['    approve book_train? [y/N]']);
+      expect(screen).toContain(`    ${interruptId} was decided elsewhere (or the run ended); the run goes on`);
     } finally {
       demo.kill('SIGKILL');
     }

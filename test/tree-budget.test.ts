@@ -209,13 +209,22 @@ describe('one budget for the whole tree', () => {
     await signalWithCli(handle.runId, '__keel_internal_treeUsage', JSON.stringify({ from: 'attacker', usage: { totalTokens: -1000 } }));
     await signalWithCli(handle.runId, '__keel_internal_treeUsage', JSON.stringify({ from: 'attacker', usage: { custom: { cost: -5 } } }));
     await signalWithCli(handle.runId, '__keel_internal_treeUsage', JSON.stringify({ usage: 'lots' }));
-    await expect.poll(async () => (await handle.status()).refusedSignals?.length ?? 0, { timeout: 20_000, interval: 100 }).toBe(3);
+    // Counts keel could not add exactly: alone, or with what the ledger holds.
+    await signalWithCli(handle.runId, '__keel_internal_treeUsage', JSON.stringify({ from: 'attacker', usage: { cost: 1e300 } }));
+    await signalWithCli(handle.runId, '__keel_internal_treeUsage', JSON.stringify({ from: 'attacker', usage: { totalTokens: Number.MAX_SAFE_INTEGER } }));
+    await expect.poll(async () => (await handle.status()).refusedSignals?.length ?? 0, { timeout: 20_000, interval: 100 }).toBe(5);
     release();
     expect(await handle.result().then(() => undefined, runErrorOf)).toMatchObject({ status: 'ABORTED', message: 'budget: used 100 of 100 totalTokens' });
     const status = await handle.status();
     expect(status.treeUsage).toEqual({ totalTokens: LIMIT });
-    expect(status.refusedSignals!.map((refused) => refused.signal)).toEqual(['treeUsage', 'treeUsage', 'treeUsage']);
-    expect(status.refusedSignals![0]!.reason).toContain('usage must be finite and not negative');
+    expect(status.refusedSignals!.map((refused) => refused.signal)).toEqual(['treeUsage', 'treeUsage', 'treeUsage', 'treeUsage', 'treeUsage']);
+    expect(status.refusedSignals!.map((refused) => refused.reason)).toEqual([
+      'run "attacker" reported usage keel cannot count: usage.totalTokens: must not be negative (got -1000)',
+      'run "attacker" reported usage keel cannot count: usage.custom.cost: must not be negative (got -5)',
+      expect.stringContaining('not a usage report: from:'),
+      expect.stringContaining('run "attacker" reported usage keel cannot count: usage.cost: must be at most'),
+      expect.stringContaining(`adding the usage run "attacker" told would take usage.totalTokens to ${Number.MAX_SAFE_INTEGER + LIMIT}`),
+    ]);
     expect(model.requests).toHaveLength(1);
   });
 });

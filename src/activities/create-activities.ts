@@ -14,7 +14,8 @@ import { inSpan } from '../telemetry/spans';
 import { outcomeOf, recordModelCall, recordToolCall } from './metrics';
 import { KeelError, toApplicationFailure, toKeelError } from '../core/errors';
 import { ModelVisibleToolError, TOOL_FAIL_FAILURE, TOOL_INTERRUPT_FAILURE } from '../core/interrupts';
-import { ModelResponseSchema, STREAM_DETAILS, UsageSchema, addUsage, type ModelResponse, type StreamedText, type Usage } from '../core/messages';
+import { ModelResponseSchema, STREAM_DETAILS, type ModelResponse, type StreamedText } from '../core/messages';
+import { addUsage, checkedUsage, type Usage } from '../core/usage';
 import type { ModelRequest, ToolDefinition } from '../core/messages';
 import { TOOL_CALL_RESULT, type ToolCallResult } from '../core/run';
 import type { AgentSpec, CallModelInput, CallToolInput, RefusedBefore, ResolveAgentInput, ValidateToolOutputInput } from '../core/run';
@@ -34,6 +35,7 @@ import { log } from '@temporalio/activity';
 import { KEEL_SEARCH_ATTRIBUTES, registerCommand } from '../core/search-attributes';
 import { DEFAULT_MODEL_REQUEST_TIMEOUT, readModelRequest } from './read-model-request';
 import { runFileOperation } from './files';
+import { thrownAt } from './thrown-at';
 import { invokeSession } from './invoke-session';
 import { runSkillOperation } from './skills';
 import { countTokens } from './tokens';
@@ -71,17 +73,6 @@ function describeTool(tool: Tool): ToolDefinition {
     ...(tool.output ? { outputSchema: jsonSchemaOf(tool.output) } : {}),
   };
 }
-
-/** What a tool may report it spent: usage fields, each finite and not negative (no field may take spend back). */
-const Spent = z.number().min(0);
-const ReportedUsageSchema = UsageSchema.extend({
-  ...Object.fromEntries(
-    Object.keys(UsageSchema.shape)
-      .filter((key) => key !== 'custom')
-      .map((key) => [key, Spent.optional()]),
-  ),
-  custom: z.record(z.string(), Spent).optional(),
-}).strict();
 
 const INTERRUPT_REQUEST = '__keelInterruptRequest';
 
@@ -338,12 +329,16 @@ export function createActivities({
             throw model.rateLimit ? throttledFailure(error) : error;
           }
         });
+        // Checked here, whatever the provider: usage keel cannot count fails the call before a span, a metric or the run's
+        // history records it. The cost from the model's price (recorded in history with the rest) is checked too: a price can overflow it.
+        const source = { modelName: input.model };
+        const usage = checkedUsage(pricedUsage(checkedUsage(answer?.usage, source), model.price), source);
         span.setAttributes({
           ...(answer?.finishReason ? { 'gen_ai.response.finish_reasons': [answer.finishReason], 'keel.finish_reason': answer.finishReason } : {}),
-          ...(answer?.usage?.inputTokens !== undefined ? { 'gen_ai.usage.input_tokens': answer.usage.inputTokens } : {}),
-          ...(answer?.usage?.outputTokens !== undefined ? { 'gen_ai.usage.output_tokens': answer.usage.outputTokens } : {}),
+          ...(usage.inputTokens !== undefined ? { 'gen_ai.usage.input_tokens': usage.inputTokens } : {}),
+          ...(usage.outputTokens !== undefined ? { 'gen_ai.usage.output_tokens': usage.outputTokens } : {}),
         });
-        return answer;
+        return { ...answer, usage };
       }).catch((error: unknown) => {
         recordModelCall(context.metricMeter, input.model, outcomeOf(toKeelError(error)), performance.now() - startedAt, undefined);
         throw error;
@@ -352,8 +347,7 @@ export function createActivities({
       if (!parsed.success) {
         throw new KeelError('INTERNAL', `model "${input.model}" returned a malformed response: ${describeZodError(parsed.error)}`, { modelName: input.model });
       }
-      // The call's cost, from the model's price: recorded in history with the rest of its usage.
-      const priced = model.price ? { ...parsed.data, usage: pricedUsage(parsed.data.usage, model.price) } : parsed.data;
+      const priced = parsed.data;
       recordModelCall(context.metricMeter, input.model, 'ok', performance.now() - startedAt, priced.usage);
       assertPayloadFits(priced, `the response of model "${input.model}"`, limit);
       return priced;
@@ -381,13 +375,15 @@ export function createActivities({
       const runId = info.workflowExecution?.workflowId ?? 'standalone';
       let output: unknown;
       let reported: Usage | undefined;
+      // The first report keel could not count: it fails the call, even if the tool caught it and went on.
+      let uncountable: KeelError | undefined;
       const reportUsage = (usage: Usage): void => {
-        const parsed = ReportedUsageSchema.safeParse(usage);
-        if (!parsed.success)
-          throw new KeelError('INVALID_ARGUMENT', `tool "${toolName}" reported usage keel cannot count: ${describeZodError(parsed.error, 'usage')}`, {
-            toolName,
-          });
-        reported = addUsage(reported ?? {}, parsed.data);
+        try {
+          reported = addUsage(reported ?? {}, checkedUsage(usage, { toolName }), `what tool "${toolName}" reported`);
+        } catch (error) {
+          uncountable ??= toKeelError(error);
+          throw uncountable;
+        }
       };
       try {
         const toolContext = {
@@ -407,7 +403,8 @@ export function createActivities({
           withHeartbeat((heartbeat) => Promise.resolve(tool.run(parsedInput.data, { ...toolContext, heartbeat }))),
         ).then(
           (value) => {
-            recordToolCall(context.metricMeter, toolName, 'ok', performance.now() - startedAt);
+            recordToolCall(context.metricMeter, toolName, uncountable?.status ?? 'ok', performance.now() - startedAt);
+            if (uncountable) throw uncountable;
             return value;
           },
           (error: unknown) => {
@@ -421,12 +418,21 @@ export function createActivities({
           },
         );
       } catch (error) {
-        if (context.cancellationSignal.aborted || error instanceof InterruptRequest || ModelVisibleToolError.isInstance(error)) throw error;
+        if (context.cancellationSignal.aborted) throw error;
+        if (uncountable) throw uncountable;
+        if (error instanceof InterruptRequest || ModelVisibleToolError.isInstance(error)) throw error;
         const message = error instanceof Error ? error.message : String(error);
         const cause = KeelError.isInstance(error) ? { toolStatus: error.status } : {};
         // Could not reach what the tool needs (an MCP server that went away): the activity's retry policy tries again.
         if (InfrastructureError.isInstance(error)) throw new InfrastructureError(`tool "${toolName}" failed: ${message}`, { toolName, toolMessage: message });
-        throw new KeelError('INTERNAL', `tool "${toolName}" failed: ${message}`, { toolName, toolMessage: message, ...cause });
+        // Where in the user's code it threw, for whoever reads the run's error (the model, under SoftToolErrors, sees `toolMessage` only).
+        const at = thrownAt(error, { baseDir: config.baseDir ?? process.cwd() });
+        throw new KeelError('INTERNAL', `tool "${toolName}" failed: ${message}${at ? ` (thrown at ${at})` : ''}`, {
+          toolName,
+          toolMessage: message,
+          ...(at ? { thrownAt: at } : {}),
+          ...cause,
+        });
       }
       if (tool.output) {
         const parsedOutput = tool.output.safeParse(output);

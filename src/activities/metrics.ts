@@ -5,7 +5,7 @@
  * only once the worker found its model or tool, so a label is always a registered name. Node side.
  */
 import type { MetricMeter } from '@temporalio/common';
-import type { Usage } from '../core/messages';
+import type { Usage } from '../core/usage';
 import { KeelError } from '../core/errors';
 
 /** What went wrong, as a tag: `ok`, or a keel status (UNAVAILABLE, ...; anything else is INTERNAL). */

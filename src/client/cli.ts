@@ -13,7 +13,7 @@ import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
 import type { Decision } from '../core/holds';
 import type { HoldView } from './holds';
-import type { Usage } from '../core/messages';
+import type { Usage } from '../core/usage';
 import { HOLDS_MEMO_KEY, MemoHoldSchema, RunLifecycleSchema, type Interrupt, type MemoHold, type RunResult, type RunStatus } from '../core/run';
 import { KEEL_STATUS } from '../core/search-attributes';
 import { sessionIdProblem } from '../core/session';

@@ -1,9 +1,9 @@
 /**
  * `keel demo` (what `npm start` runs): starts a dev server and a worker if none is
  * reachable, runs the demo agent, prints each turn and tool call as it happens, the final
- * answer, and where to inspect the run in the Temporal UI. Node side.
+ * answer, and how to inspect the run afterwards. Node side.
  */
-import { createInterface } from 'node:readline/promises';
+import { isAbsolute, relative, resolve } from 'node:path';
 import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
 import type { Interrupt } from '../core/run';
@@ -11,6 +11,8 @@ import { KeelClient, runErrorOf, type RunHandle } from './keel-client';
 import { loadRegistry } from '../worker/load-registry';
 import { describeRunningServer, ensureServer, prepareWorker } from './processes';
 import { followRun, wantsColour } from './progress';
+import { promptLines, type PromptLines } from './prompt-lines';
+import { temporalUiUrlOf } from '../ui/addresses';
 
 /** The agent and prompt the demo runs. */
 export const DEMO_AGENT = 'trip-planner';
@@ -39,7 +41,7 @@ async function decidedOrEnded(handle: RunHandle, interruptId: string, done: Prom
  * to a decision made elsewhere (`keel approve` in another terminal, another client) and to
  * the run's end, so it never blocks the run or answers a decided hold.
  */
-async function decide(handle: RunHandle, interrupt: Interrupt, done: Promise<unknown>, say: (line: string) => void): Promise<void> {
+async function decide(handle: RunHandle, interrupt: Interrupt, done: Promise<unknown>, { say, ask }: PromptLines): Promise<void> {
   say(
     `  ⏸ ${interrupt.toolName}(${JSON.stringify(interrupt.input ?? {})}) needs approval (${interrupt.message ?? interrupt.kind}); the run waits durably for it`,
   );
@@ -47,26 +49,21 @@ async function decide(handle: RunHandle, interrupt: Interrupt, done: Promise<unk
   let approved = true;
   if (process.stdin.isTTY && process.stdout.isTTY) {
     const stop = new AbortController();
-    const prompt = createInterface({ input: process.stdin, output: process.stdout });
-    try {
-      const answer = await Promise.race([
-        // Aborted once the race is over; closed input (Ctrl-D) counts as no.
-        prompt.question(`    approve ${interrupt.toolName}? [y/N] `, { signal: stop.signal }).then(
-          (text) => ({ text }),
-          () => (stop.signal.aborted ? undefined : { text: '' }),
-        ),
-        decidedOrEnded(handle, interrupt.id, done, stop.signal).then(() => undefined),
-      ]);
-      if (!answer) {
-        process.stdout.write('\n');
-        say(`    ${interrupt.id} was decided elsewhere (or the run ended); the run goes on`);
-        return;
-      }
-      approved = /^y(es)?$/i.test(answer.text.trim());
-    } finally {
-      stop.abort();
-      prompt.close();
+    // Withdrawn once the race is over; closed input (Ctrl-D) counts as no. Progress lines print above the question meanwhile.
+    const asked = ask(`    approve ${interrupt.toolName}? [y/N] `, stop.signal).then(
+      (text) => ({ text }),
+      () => (stop.signal.aborted ? undefined : { text: '' }),
+    );
+    const answer = await Promise.race([asked, decidedOrEnded(handle, interrupt.id, done, stop.signal).then(() => undefined)]);
+    stop.abort();
+    // The question is closed before anything more prints.
+    await asked;
+    if (!answer) {
+      process.stdout.write('\n');
+      say(`    ${interrupt.id} was decided elsewhere (or the run ended); the run goes on`);
+      return;
     }
+    approved = /^y(es)?$/i.test(answer.text.trim());
   } else {
     say('    not a terminal: approving automatically');
   }
@@ -80,9 +77,38 @@ async function decide(handle: RunHandle, interrupt: Interrupt, done: Promise<unk
   }
 }
 
+/** ` --config <file>` when the demo was not run on the working directory's temporal.yaml (a path inside it relative). */
+function configFlag(config: KeelConfig): string {
+  if (!config.path || resolve(config.path) === resolve('temporal.yaml')) return '';
+  const inside = relative(process.cwd(), config.path);
+  return ` --config ${inside && !inside.startsWith('..') && !isAbsolute(inside) ? inside : resolve(config.path)}`;
+}
+
+/**
+ * Where to see the run after the demo: a link to it in the Temporal UI of a server that goes on
+ * running; for the server the demo started (and stops as it exits), the command that serves its
+ * SQLite file, this run included, again. Never a link to a server that will be gone.
+ */
+export function closingLines(config: KeelConfig, runId: string, stopsServer: boolean): string[] {
+  const inspect = 'every model and tool call is an activity in its history';
+  const flag = configFlag(config);
+  const ui = temporalUiUrlOf(config);
+  if (!stopsServer && ui) {
+    return [`Inspect the run (${inspect}) in the Temporal UI:`, `  ${ui}/namespaces/${config.temporal.namespace}/workflows/${runId}`];
+  }
+  if (!stopsServer) return [`Inspect the run (${inspect}) in your Temporal UI, or with: npx keel status ${runId}${flag}`];
+  return [
+    `The demo stops the Temporal server it started as it exits. To inspect the run (${inspect}) again, serve its SQLite file (${config.server.dbFile}), this run included, with`,
+    `  npx keel server${flag}`,
+    `then open run ${runId} in the Temporal UI it names, or: npx keel status ${runId}${flag}`,
+  ];
+}
+
 /** Runs the demo end to end; resolves to the exit code. */
 export async function runDemo(config: KeelConfig): Promise<number> {
-  const say = (line: string) => process.stdout.write(`${line}\n`);
+  // One writer for every line, so a line printed while the approval question waits goes above it.
+  const lines = promptLines(process.stdin, process.stdout);
+  const { say } = lines;
   say('keel demo: an agent run as a durable Temporal workflow');
   const registry = await loadRegistry(config);
   if (!registry.agents.has(DEMO_AGENT)) {
@@ -112,7 +138,7 @@ export async function runDemo(config: KeelConfig): Promise<number> {
     say(`· run ${handle.runId} (agent ${DEMO_AGENT})`);
     const done = handle.result();
     await followRun(handle, done, say, {
-      onInterrupt: (interrupt) => decide(handle, interrupt, done, say),
+      onInterrupt: (interrupt) => decide(handle, interrupt, done, lines),
       writeRaw: (text) => process.stdout.write(text),
       colour: wantsColour(process.stdout),
     });
@@ -127,11 +153,8 @@ export async function runDemo(config: KeelConfig): Promise<number> {
       say(`run failed: ${failure.status}: ${failure.message}`);
       exitCode = 1;
     }
-    const ui = `http://${config.server.ip}:${config.server.uiPort}/namespaces/${config.temporal.namespace}/workflows/${handle.runId}`;
     say('');
-    say(`Inspect the run (every model and tool call is an activity in its history) in the Temporal UI:`);
-    say(`  ${ui}`);
-    if (server) say('  (the demo stops its server on exit; `npx keel server` serves the same SQLite file, with this run, again)');
+    for (const line of closingLines(config, handle.runId, Boolean(server))) say(line);
     return exitCode;
   } catch (error) {
     if (KeelError.isInstance(error)) {

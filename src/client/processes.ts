@@ -5,7 +5,7 @@
 import { metricsExporter } from '../telemetry/metrics';
 import { servePrometheus } from '../telemetry/prometheus';
 import type { GuardedServer } from '../node/http-guard';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { Runtime } from '@temporalio/worker';
 import type { KeelConfig } from '../config/schema';
 import { waitForSignal } from '../node/signals';
 import { ConfigError } from '../config/load';
@@ -18,6 +18,7 @@ import { loadSigningKeys, type SigningKeys } from '../security/signing-keys';
 import { loadRegistry } from '../worker/load-registry';
 import { WORKFLOW_TYPES } from '../worker/bundle';
 import { describeToolCallStart, type ToolCallStart } from '../worker/tool-call-start';
+import { workerLogger } from '../worker/worker-log';
 import type { Registry } from '../registry';
 
 let runtimeInstalled: Promise<void> | undefined;
@@ -25,9 +26,10 @@ let runtimeInstalled: Promise<void> | undefined;
 const LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'] as const;
 
 /**
- * Installs the SDK runtime once, logging at $KEEL_LOG_LEVEL (default WARN), with the metrics
- * exporter the config's `metrics` (or the OTEL_* variables) ask for; `metrics.prometheus` is
- * served first, so an address that cannot be served installs nothing.
+ * Installs the SDK runtime once, logging at $KEEL_LOG_LEVEL (default WARN; a failed call or run
+ * on one line, src/worker/worker-log.ts), with the metrics exporter the config's `metrics` (or
+ * the OTEL_* variables) ask for; `metrics.prometheus` is served first, so an address that cannot
+ * be served installs nothing.
  */
 export function installRuntime(config?: Pick<KeelConfig, 'metrics'>): Promise<void> {
   // Once per process; a failure (a metrics port still held) is tried again by the next call.
@@ -53,7 +55,7 @@ async function install(config: Pick<KeelConfig, 'metrics'> | undefined): Promise
     }
   }
   try {
-    Runtime.install({ logger: new DefaultLogger(level), ...(metrics ? { telemetryOptions: { metrics } } : {}) });
+    Runtime.install({ logger: workerLogger(level), ...(metrics ? { telemetryOptions: { metrics } } : {}) });
   } catch (error) {
     await endpoint?.close();
     throw error;

@@ -8,8 +8,9 @@ import type { Message } from '../core/messages';
 import type { Interrupt } from '../core/run';
 import type { RunHandle } from './keel-client';
 
+/** A tool call's input or output on one line of at most `max` characters (a long text, such as a skill's instructions, is cut). */
 function short(value: unknown, max = 160): string {
-  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  const text = (typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value))).replace(/\s+/g, ' ');
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 

@@ -13,6 +13,7 @@ import { messageText, STREAM_DETAILS, type Message, type StreamedText } from '..
 import type { Interrupt, RunLifecycle, RunStatus } from '../core/run';
 import type { TaskView } from '../core/tasks';
 import type { InFlight, RunHandle } from './keel-client';
+import type { ToolAttempt } from './tool-attempts';
 
 /** One event of a run. */
 export type RunEvent =
@@ -47,6 +48,9 @@ export interface RunEventsOptions {
   /** Stops the events (the iterator ends). */
   signal?: AbortSignal;
 }
+
+/** What tells one attempt of a tool call from any other: its execution, activity, attempt and worker. */
+const attemptKey = (tool: ToolAttempt): string => `${tool.temporalRunId}/${tool.activityId}/${tool.attempt}/${tool.worker}`;
 
 /** The events of `handle`'s run until it ends. */
 export async function* runEvents(handle: RunHandle, { intervalMs = 150, maxIntervalMs = 1000, signal }: RunEventsOptions = {}): AsyncGenerator<RunEvent> {
@@ -96,10 +100,23 @@ export async function* runEvents(handle: RunHandle, { intervalMs = 150, maxInter
     const status = unchanged ? statusAt!.status : await (finishing ? handle.status() : handle.reportedStatus()).catch(() => undefined);
     if (!unchanged) moved = true;
     if (status && history !== undefined && !finishing) statusAt = { history, status };
+    // This poll's new tool call attempts, said after the model's request for the call and before its
+    // result: the attempt was seen running before the messages that may already hold that result were read.
+    const unsaid = (inFlight?.tools ?? []).filter((tool) => !attemptsSeen.has(attemptKey(tool)));
+    const attempts = (answered?: ReadonlyArray<{ name: string; ref?: string }>): RunEvent[] => {
+      const due = unsaid.filter((tool) => !answered || answered.some(({ name, ref }) => name === tool.name && (tool.ref === undefined || ref === tool.ref)));
+      return due.map((tool) => {
+        unsaid.splice(unsaid.indexOf(tool), 1);
+        attemptsSeen.add(attemptKey(tool));
+        moved = true;
+        return { type: 'toolAttempt', name: tool.name, ...(tool.ref !== undefined ? { ref: tool.ref } : {}), attempt: tool.attempt, worker: tool.worker };
+      });
+    };
     if (status && status.messageCount > seen) {
       const messages = await handle.messages(seen).catch(() => [] as Message[]);
       for (const message of messages) {
         const index = seen++;
+        if (message.role === 'tool') yield* attempts(message.content.flatMap((part) => ('toolResponse' in part ? [part.toolResponse] : [])));
         if (message.role === 'model') {
           const text = messageText(message);
           if (text.length > shown.length) yield { type: 'text', delta: text.slice(shown.length), final: true };
@@ -124,14 +141,8 @@ export async function* runEvents(handle: RunHandle, { intervalMs = 150, maxInter
         }
       }
     }
-    // After the messages, so a call's line follows the model's request for it.
-    for (const tool of inFlight?.tools ?? []) {
-      const key = `${tool.temporalRunId}/${tool.activityId}/${tool.attempt}/${tool.worker}`;
-      if (attemptsSeen.has(key)) continue;
-      attemptsSeen.add(key);
-      moved = true;
-      yield { type: 'toolAttempt', name: tool.name, ...(tool.ref !== undefined ? { ref: tool.ref } : {}), attempt: tool.attempt, worker: tool.worker };
-    }
+    // The rest after the messages, so a call's line follows the model's request for it.
+    yield* attempts();
     if (status && status.tasks.length && (finishing || Date.now() - tasksCheckedAt >= TASKS_INTERVAL_MS)) {
       tasksCheckedAt = Date.now();
       for (const task of await handle.tasks().catch(() => [] as TaskView[])) {

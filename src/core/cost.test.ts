@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { costOf, pricedUsage } from './cost';
-import { addUsage } from './messages';
+import { addUsage } from './usage';
 
 describe('costOf', () => {
   const price = { inputPerMTok: 2, outputPerMTok: 10, cachedInputPerMTok: 0.5 };

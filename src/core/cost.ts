@@ -4,7 +4,7 @@
  * pure, safe on both sides.
  */
 import { z } from 'zod';
-import type { Usage } from './messages';
+import type { Usage } from './usage';
 
 const PerMTok = z.number().min(0, 'must not be negative');
 

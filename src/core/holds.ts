@@ -215,8 +215,7 @@ export function resumption(
   if ('respond' in body && (hold.respond ?? 'answer') === 'answer') return { success: true, value: { output: body.respond } };
   const schema = declared ? declaredDecision(hold) : hold.decision;
   const parsed = schema.safeParse(rawPayload(body));
-  if (!parsed.success)
-    return { success: false, error: `${issuesText(parsed.error)}${declared ? `; the hold takes ${describeAlternatives(hold)}` : ''}` };
+  if (!parsed.success) return { success: false, error: `${issuesText(parsed.error)}${declared ? `; the hold takes ${describeAlternatives(hold)}` : ''}` };
   return { success: true, value: { payload: parsed.data, ...('input' in body && body.input !== undefined ? { input: body.input } : {}) } };
 }
 

@@ -3,6 +3,7 @@
  * for what crosses the model activity and what a run returns. Pure: safe in workflow code.
  */
 import { z } from 'zod';
+import { UsageSchema } from './usage';
 
 const Metadata = z.record(z.string(), z.unknown());
 
@@ -55,39 +56,6 @@ export const MessageSchema = z.object({
   metadata: Metadata.optional(),
 });
 export type Message = z.infer<typeof MessageSchema>;
-
-/**
- * The numeric usage fields of the reference's GenerationUsage, by their JSON names, and keel's
- * `cost` (USD: a model call's from the model's price, a tool's as it reported it).
- */
-export const USAGE_FIELDS = [
-  'inputTokens',
-  'outputTokens',
-  'totalTokens',
-  'thoughtsTokens',
-  'cachedContentTokens',
-  'inputCharacters',
-  'outputCharacters',
-  'inputImages',
-  'outputImages',
-  'inputVideos',
-  'outputVideos',
-  'inputAudioFiles',
-  'outputAudioFiles',
-  'cost',
-] as const;
-export type UsageField = (typeof USAGE_FIELDS)[number];
-
-/**
- * Usage, as the reference counts it (every GenerationUsage field); `custom` holds other
- * counters. `outputTokens` leaves out `thoughtsTokens`; `inputTokens` includes `cachedContentTokens`
- * (the input read from the provider's cache); `cost` is in USD.
- */
-export const UsageSchema = z.object({
-  ...(Object.fromEntries(USAGE_FIELDS.map((field) => [field, z.number().optional()])) as Record<UsageField, z.ZodOptional<z.ZodNumber>>),
-  custom: z.record(z.string(), z.number()).optional(),
-});
-export type Usage = z.infer<typeof UsageSchema>;
 
 /** Why a model call (or a run) ended. */
 export const FinishReasonSchema = z.enum(['stop', 'length', 'blocked', 'interrupted', 'aborted', 'other', 'unknown']);
@@ -169,22 +137,6 @@ export function messageText(message: Message | undefined): string {
 /** The tool request parts of a message. */
 export function toolRequestParts(message: Message): ToolRequestPart[] {
   return message.content.filter((part): part is ToolRequestPart => 'toolRequest' in part);
-}
-
-/** Adds two usages field by field (custom counters by key). */
-export function addUsage(a: Usage, b: Usage): Usage {
-  const sum: Usage = {};
-  for (const field of USAGE_FIELDS) {
-    if (a[field] !== undefined || b[field] !== undefined) sum[field] = (a[field] ?? 0) + (b[field] ?? 0);
-    // USD amounts: rounded to 1e-9 so that a sum of prices reads as written (0.1 + 0.2 is 0.3).
-    if (field === 'cost' && sum.cost !== undefined) sum.cost = Math.round(sum.cost * 1e9) / 1e9;
-  }
-  if (a.custom || b.custom) {
-    const custom: Record<string, number> = { ...(a.custom ?? {}) };
-    for (const [key, value] of Object.entries(b.custom ?? {})) custom[key] = (custom[key] ?? 0) + value;
-    sum.custom = custom;
-  }
-  return sum;
 }
 
 /**

@@ -4,16 +4,8 @@
  * JSON-plain. Pure: safe in workflow code.
  */
 import { z } from 'zod';
-import {
-  FinishReasonSchema,
-  MessageSchema,
-  cutText,
-  PartSchema,
-  ToolDefinitionSchema,
-  ToolRequestPartSchema,
-  ToolResponsePartSchema,
-  UsageSchema,
-} from './messages';
+import { FinishReasonSchema, MessageSchema, cutText, PartSchema, ToolDefinitionSchema, ToolRequestPartSchema, ToolResponsePartSchema } from './messages';
+import { UsageSchema } from './usage';
 import { ArtifactSchema } from './artifacts';
 import { DurationSchema } from './duration';
 import { StatusNameSchema } from './status';

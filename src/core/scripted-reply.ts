@@ -3,7 +3,7 @@
  * temporal.yaml's scripted models and the provider share. Pure.
  */
 import { z } from 'zod';
-import { FinishReasonSchema, UsageSchema } from './messages';
+import { FinishReasonSchema } from './messages';
 import { StatusNameSchema } from './status';
 
 /** One programmed reply. */
@@ -16,7 +16,11 @@ export const ScriptedReplySchema = z
     stream: z.array(z.string()).optional(),
     chunkDelayMs: z.number().int().min(0).optional(),
     toolRequests: z.array(z.object({ name: z.string().min(1), ref: z.string().optional(), input: z.unknown().default({}) }).strict()).optional(),
-    usage: UsageSchema.optional(),
+    /**
+     * The usage the reply reports, as given: the model activity checks it as it checks every
+     * provider's, so a script can play a provider that reports usage keel cannot count.
+     */
+    usage: z.record(z.string(), z.unknown()).optional(),
     finishReason: FinishReasonSchema.optional(),
     delayMs: z.number().int().min(0).optional(),
     /** A failure: with a status it is classified; without one it is a plain (unclassified) error. */

@@ -6,7 +6,8 @@
  */
 import { z } from 'zod';
 import { ArtifactSchema } from './artifacts';
-import { MessageSchema, UsageSchema } from './messages';
+import { MessageSchema } from './messages';
+import { UsageSchema } from './usage';
 import { ClientStateSchema, MiddlewareRefSchema, RunErrorSchema } from './run';
 
 /** A conversation's state between turns: history, artifacts, usage so far, and custom data. */

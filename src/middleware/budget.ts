@@ -12,7 +12,8 @@
  */
 import { z } from 'zod';
 import { KeelError, RunStoppedError } from '../core/errors';
-import { USAGE_FIELDS, type Message, type Usage, type UsageField } from '../core/messages';
+import { type Message } from '../core/messages';
+import { USAGE_FIELDS, type Usage, type UsageField } from '../core/usage';
 import type { MiddlewareRef } from '../core/run';
 import { defineHold } from '../core/holds';
 import { budgetStopped } from '../workflows/metrics';
@@ -207,12 +208,13 @@ export const budget = defineMiddleware({
     };
     const spentUsage = (): Usage => {
       const usage: Usage = {};
-      const custom: Record<string, number> = {};
+      // Entries, not assignments: a counter named `__proto__` stays a key.
+      const custom: Array<[string, number]> = [];
       for (const [key, value] of Object.entries(spent())) {
-        if (key.startsWith('custom.')) custom[key.slice('custom.'.length)] = value;
+        if (key.startsWith('custom.')) custom.push([key.slice('custom.'.length), value]);
         else (usage as Record<string, number>)[key] = value;
       }
-      if (Object.keys(custom).length) usage.custom = custom;
+      if (custom.length) usage.custom = Object.fromEntries(custom);
       return usage;
     };
     const holdData = (over: string) => {

@@ -9,7 +9,8 @@
  */
 import type { z } from 'zod';
 import type { HoldKind } from '../core/holds';
-import type { Message, ModelRequest, ModelResponse, ToolDefinition, ToolRequest, Usage } from '../core/messages';
+import type { Message, ModelRequest, ModelResponse, ToolDefinition, ToolRequest } from '../core/messages';
+import type { Usage } from '../core/usage';
 import type { Artifact } from '../core/artifacts';
 import type { KeelError } from '../core/errors';
 import type { AgentSpec, MiddlewareRef, RunResult } from '../core/run';

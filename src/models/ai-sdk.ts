@@ -17,8 +17,8 @@ import {
   type ModelResponse,
   type Part,
   type ToolResponse,
-  type Usage,
 } from '../core/messages';
+import type { Usage } from '../core/usage';
 import { statusFromHttp } from '../core/status';
 import { defineModel, type Model } from '../define';
 import { parseRetryAfter } from './http';

@@ -5,7 +5,8 @@
  */
 import { z } from 'zod';
 import { KeelError } from '../core/errors';
-import { toolResponseWire, type FinishReason, type Message, type ModelRequest, type ModelResponse, type Part, type Usage } from '../core/messages';
+import { toolResponseWire, type FinishReason, type Message, type ModelRequest, type ModelResponse, type Part } from '../core/messages';
+import type { Usage } from '../core/usage';
 import { providerSchema } from '../core/output';
 import { defineModel, type Model, type ModelContext } from '../define';
 import { isEventStream, postRequest, readJson, serverSentEvents } from './http';

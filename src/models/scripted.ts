@@ -97,6 +97,7 @@ function toResponse(reply: z.output<typeof ScriptedReplySchema>): ModelResponse 
   }
   const message: Message = { role: 'model', content };
   const finishReason: FinishReason = reply.finishReason ?? 'stop';
+  // As scripted: the model activity checks it (`checkedUsage`), as it checks every provider's.
   return { message, finishReason, usage: reply.usage ?? {} };
 }
 

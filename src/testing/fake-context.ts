@@ -8,7 +8,8 @@
  */
 import { putArtifact, type Artifact } from '../core/artifacts';
 import { KeelError } from '../core/errors';
-import { addUsage, type ModelRequest, type ModelResponse, type Usage } from '../core/messages';
+import { type ModelRequest, type ModelResponse } from '../core/messages';
+import { addUsage, checkedUsage, type Usage } from '../core/usage';
 import { scriptedModel, type Script } from '../models/scripted';
 import type { ArtifactStore, MiddlewareContext, TaskControl, TreeLedger } from '../middleware/types';
 
@@ -108,9 +109,11 @@ export function fakeCapabilities(options: FakeCapabilityOptions): FakeCapabiliti
       heartbeat: () => undefined,
       signal: new AbortController().signal,
     });
-    call.response = response;
-    usage = addUsage(usage, response.usage);
-    return response;
+    // Checked as the model activity checks every provider's usage.
+    const checked = { ...response, usage: checkedUsage(response.usage, { modelName: model }) };
+    call.response = checked;
+    usage = addUsage(usage, checked.usage, `the usage model "${model}" reported`);
+    return checked;
   };
 
   return {

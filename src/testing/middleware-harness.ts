@@ -24,7 +24,8 @@ import {
   type Resumption,
 } from '../core/holds';
 import { ModelVisibleToolError, TOOL_STAGE, ToolInterrupt, holdData } from '../core/interrupts';
-import type { Message, ModelRequest, ModelResponse, ToolDefinition, Usage } from '../core/messages';
+import type { Message, ModelRequest, ModelResponse, ToolDefinition } from '../core/messages';
+import type { Usage } from '../core/usage';
 import { AgentSpecSchema, type AgentSpec, type MiddlewareRef } from '../core/run';
 import { isToolAnswer } from '../core/tool-answer';
 import { composeStage, composeToolChain, type ToolCall, type ToolRestart, type ToolRunner } from '../middleware/compose';

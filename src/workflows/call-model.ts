@@ -5,7 +5,8 @@
  */
 import { patched, proxyActivities, proxyLocalActivities, workflowInfo, type ActivityOptions, type LocalActivityOptions } from '@temporalio/workflow';
 import { KeelError } from '../core/errors';
-import { addUsage, type Message, type ModelRequest, type ModelResponse } from '../core/messages';
+import { type Message, type ModelRequest, type ModelResponse } from '../core/messages';
+import { addUsage } from '../core/usage';
 import { MODEL_REQUEST_PAGE_CHARS } from './definitions';
 import type { KeelActivities } from '../activities/types';
 import { asKeelError, untilRegistered } from './activity-errors';
@@ -142,7 +143,7 @@ export function modelCaller(
           ...(refusedBefore ? { refusedBefore } : {}),
         }),
       );
-      run.status.usage = addUsage(run.status.usage, response.usage);
+      run.status.usage = addUsage(run.status.usage, response.usage, `the usage model "${model}" reported`);
       onUsage?.(response.usage);
       return response;
     } catch (error) {

@@ -21,7 +21,7 @@ import type { ToolRunner } from '../middleware/compose';
 import type { ContributedTool } from '../middleware/types';
 import { activityCause, asKeelError, untilRegistered } from './activity-errors';
 import type { RunState } from './run-state';
-import type { Usage } from '../core/messages';
+import type { Usage } from '../core/usage';
 import { TOOL_CALL_RESULT, ToolCallResultSchema, type ToolCallResult } from '../core/run';
 
 /**
@@ -46,7 +46,7 @@ export interface ToolRunnerOptions {
   /** The run: its agent and turn go with each call (for traces and logs). */
   run?: Pick<RunState, 'status'>;
   /** Counts what a tool reported it spent (into the run's usage and its tree's ledger). */
-  onUsage?: (usage: Usage) => void;
+  onUsage?: (usage: Usage, toolName: string) => void;
 }
 
 /** The patch that made tool calls answer what the tool reported it spent (`ToolContext.reportUsage`). */
@@ -98,7 +98,7 @@ export function toolRunner({ contributed, activity, local: localOptions, localTo
       );
       if (!reportsUsage || !isToolCallResult(answer)) return answer;
       const parsed = ToolCallResultSchema.safeParse(answer);
-      if (parsed.success && parsed.data.usage && Object.keys(parsed.data.usage).length) onUsage(parsed.data.usage);
+      if (parsed.success && parsed.data.usage && Object.keys(parsed.data.usage).length) onUsage(parsed.data.usage, name);
       return answer.output;
     } catch (error) {
       const cause = activityCause(error);

@@ -4,7 +4,8 @@
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { Decision, DecisionAccepted } from '../core/holds';
-import type { Message, Usage } from '../core/messages';
+import type { Message } from '../core/messages';
+import type { Usage } from '../core/usage';
 import type { SteerInput, SteerRecord } from '../core/steering';
 import type { ChildInterrupts, ReportTarget, RunStatus } from '../core/run';
 import type { InvokeInput, InvokeOutput, Snapshot } from '../core/session';

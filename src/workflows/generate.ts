@@ -26,7 +26,8 @@ import { KeelError } from '../core/errors';
 import { INTERRUPT_METADATA, type ToolInterrupt } from '../core/interrupts';
 import { MODEL_CALL_HOLD } from '../core/holds';
 import { registeredHoldKind } from '../middleware/catalog';
-import { addUsage, assignToolRefs, messageText, toolRequestParts, type Message, type ModelRequest, type ModelResponse } from '../core/messages';
+import { assignToolRefs, messageText, toolRequestParts, type Message, type ModelRequest, type ModelResponse } from '../core/messages';
+import { addUsage } from '../core/usage';
 import { describeZodError } from '../core/schema-errors';
 import { checkAnswer, outputRetryMessage, outputValidator, retriesSoFar, type OutputSpec } from '../core/output';
 import { describeUndecodable, isUndecodable, requireOpened } from '../core/undecodable';
@@ -245,8 +246,8 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
           stage: hooks.length,
           run,
           // What a tool reports it spent counts like a model call's usage: the run's, its tree's, its budgets'.
-          onUsage: (usage) => {
-            run.status.usage = addUsage(run.status.usage, usage);
+          onUsage: (usage, toolName) => {
+            run.status.usage = addUsage(run.status.usage, usage, `the usage tool "${toolName}" reported`);
             tree.counted(usage);
           },
         }),

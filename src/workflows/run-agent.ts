@@ -16,7 +16,7 @@ import {
 } from '@temporalio/workflow';
 import { inheritedVersioning } from './versioning';
 import { KeelError, fromApplicationFailure, toKeelError } from '../core/errors';
-import { addUsage, type Usage } from '../core/messages';
+import { addUsage, type Usage } from '../core/usage';
 import type { MiddlewareRef, RunInputOptions, RunResult } from '../core/run';
 import { taskRecord } from '../core/tasks';
 import type { KeelActivities } from '../activities/types';
@@ -76,23 +76,25 @@ export function agentRunner({ run, inherited, forgetChild }: SubAgentRunnerOptio
   return async (options) => {
     const { agent } = options;
     const { runId, input } = childRun(run, inherited, options);
+    let result: RunResult;
     try {
-      const result = await executeChild<(input: RunInputOptions) => Promise<RunResult>>(GENERATE_WORKFLOW, {
+      result = await executeChild<(input: RunInputOptions) => Promise<RunResult>>(GENERATE_WORKFLOW, {
         workflowId: runId,
         args: [input],
         ...childSummary(agent, options.messages),
         ...inheritedVersioning(),
       });
-      run.status.usage = addUsage(run.status.usage, result.usage);
-      forgetChild(runId);
-      return { runId, result };
     } catch (error) {
       if (runCancelled(error)) throw error;
       forgetChild(runId);
       const { error: failure, usage } = childFailure(error, agent);
-      if (usage) run.status.usage = addUsage(run.status.usage, usage);
+      if (usage) run.status.usage = addUsage(run.status.usage, usage, `the usage of sub-agent run "${runId}"`);
       return { runId, error: failure };
     }
+    // Outside the try: a sum keel cannot count fails this run, it is not the child's failure.
+    run.status.usage = addUsage(run.status.usage, result.usage, `the usage of sub-agent run "${runId}"`);
+    forgetChild(runId);
+    return { runId, result };
   };
 }
 

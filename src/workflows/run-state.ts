@@ -4,7 +4,8 @@
  * back by the model activity). Runs in the workflow: deterministic, no I/O.
  */
 import type { Artifact } from '../core/artifacts';
-import type { Message, Usage } from '../core/messages';
+import type { Message } from '../core/messages';
+import type { Usage } from '../core/usage';
 import type { SteerState } from '../core/steering';
 import type { TaskRecord } from '../core/tasks';
 import type { ReportTarget, RunStatus } from '../core/run';

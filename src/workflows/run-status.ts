@@ -12,9 +12,10 @@ import {
   setHandler,
   upsertMemo,
   upsertSearchAttributes,
+  workflowInfo,
 } from '@temporalio/workflow';
 import { KEEL_AGENT, KEEL_STATUS } from '../core/search-attributes';
-import { KeelError, RunStoppedError, fromApplicationFailure, toApplicationFailure, toKeelError } from '../core/errors';
+import { KeelError, RunStoppedError, ToolFailure, fromApplicationFailure, toApplicationFailure, toKeelError } from '../core/errors';
 import { ToolInterrupt } from '../core/interrupts';
 import { artifactText } from '../core/artifacts';
 import { cutText, messageText, promptExcerpt } from '../core/messages';
@@ -173,6 +174,20 @@ export function settleFailure(run: RunState, error: unknown, { inlinePayloadLimi
   return thrown;
 }
 
+/** What a tool call that fails its run is told, after its error: no middleware of the run answered it to the model. */
+export const SOFT_TOOL_ERRORS_HINT =
+  'the softToolErrors middleware would answer a failing tool call to the model instead of failing the run (docs/middleware/soft-tool-errors.md)';
+
+/**
+ * A tool's own failure (it threw, its input failed its schema, no such tool) that fails a run a
+ * client started says how the model could have seen it instead; a sub-agent's failure goes to its
+ * parent's model, which has no use for the hint.
+ */
+function withHint(failure: KeelError): KeelError {
+  if (!ToolFailure.isInstance(failure) || workflowInfo().parent) return failure;
+  return new KeelError(failure.status, `${failure.message}; ${SOFT_TOOL_ERRORS_HINT}`, failure.details, failure.classified);
+}
+
 function failureOf(run: RunState, error: unknown, inlinePayloadLimit: number | undefined): unknown {
   const { status } = run;
   status.interrupts = [];
@@ -191,7 +206,7 @@ function failureOf(run: RunState, error: unknown, inlinePayloadLimit: number | u
   if (ToolInterrupt.isInstance(error)) {
     error = new KeelError('FAILED_PRECONDITION', `middleware "${error.raisedBy}" held a call outside wrapTool: interrupt() holds tool calls only`);
   }
-  const failure = toKeelError(error);
+  const failure = withHint(toKeelError(error));
   status.error = failure.toJSON();
   if (!RunStoppedError.isInstance(failure)) {
     status.state = 'failed';

@@ -9,7 +9,8 @@ import { ApplicationFailure, CancellationScope, isCancellation, startChild } fro
 import { inheritedVersioning } from './versioning';
 import { fromApplicationFailure, toKeelError, type KeelError } from '../core/errors';
 import type { Artifact } from '../core/artifacts';
-import { addUsage, messageText, type Message, type Usage } from '../core/messages';
+import { messageText, type Message } from '../core/messages';
+import { addUsage, type Usage } from '../core/usage';
 import type { MiddlewareRef, RunResult } from '../core/run';
 import type { InvokeOutput, SessionState, Snapshot } from '../core/session';
 import { GENERATE_WORKFLOW } from './definitions';

@@ -8,7 +8,7 @@
 import { childSummary } from './child-summary';
 import { getExternalWorkflowHandle, ParentClosePolicy, patched, proxyActivities, startChild } from '@temporalio/workflow';
 import { inheritedVersioning } from './versioning';
-import { addUsage } from '../core/messages';
+import { addUsage } from '../core/usage';
 import { isSettled, taskRecord, type TaskReport } from '../core/tasks';
 import type { KeelActivities } from '../activities/types';
 import type { TaskControl } from '../middleware/types';

@@ -7,7 +7,8 @@
  */
 import { getExternalWorkflowHandle, patched, proxyActivities, setHandler } from '@temporalio/workflow';
 import { z } from 'zod';
-import { addUsage, UsageSchema, type Usage } from '../core/messages';
+import { addUsage, checkedUsage, type Usage } from '../core/usage';
+import { toKeelError } from '../core/errors';
 import type { KeelActivities } from '../activities/types';
 import type { ReadTreeBudgetResult } from '../core/tree-budget';
 import type { TreeLedger } from '../middleware/types';
@@ -19,11 +20,8 @@ import { describeZodError } from '../core/schema-errors';
 /** The patch that made budgets count the whole tree through one ledger. */
 export const TREE_LEDGER_PATCH = 'keel-tree-ledger';
 
-/** A count no report may lower: every usage field (custom ones too) finite and not negative. */
-const spendsNothingBack = ({ custom, ...fields }: Usage) =>
-  [...Object.values(fields), ...Object.values(custom ?? {})].every((value) => typeof value !== 'number' || (Number.isFinite(value) && value >= 0));
-
-const ReportSchema = z.object({ from: z.string().min(1), usage: UsageSchema.refine(spendsNothingBack, 'usage must be finite and not negative') });
+/** A usage report from a run below: who sent it, and usage as any report must be (`checkedUsage`). */
+const ReportSchema = z.object({ from: z.string().min(1), usage: z.unknown() });
 
 const { readTreeBudget } = proxyActivities<KeelActivities>({
   startToCloseTimeout: '30 seconds',
@@ -49,7 +47,14 @@ export class RunLedger implements TreeLedger {
     setHandler(treeUsageSignal, (report) => {
       const parsed = ReportSchema.safeParse(report);
       if (!parsed.success) return recordRefusedSignal(run, 'treeUsage', `not a usage report: ${describeZodError(parsed.error)}`);
-      run.status.treeUsage = addUsage(run.status.treeUsage ?? {}, parsed.data.usage);
+      // Named as it says it is (a forged name is shown cut short).
+      const from = `run "${parsed.data.from.length > 100 ? `${parsed.data.from.slice(0, 99)}…` : parsed.data.from}"`;
+      try {
+        // A report that cannot be counted (or would take the count past what keel adds exactly) is refused: it never lowers the count.
+        run.status.treeUsage = addUsage(run.status.treeUsage ?? {}, checkedUsage(parsed.data.usage, { from }), `the usage ${from} told`);
+      } catch (error) {
+        return recordRefusedSignal(run, 'treeUsage', toKeelError(error).message);
+      }
       run.ledgerReports = (run.ledgerReports ?? 0) + 1;
     });
   }
