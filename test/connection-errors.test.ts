@@ -8,6 +8,9 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:tls';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { KeelClient } from '../src/client/keel-client';
+import { loadConfig } from '../src/config/load';
+import { freePort } from '../src/node/ports';
 import { ROOT, killAfterEach, runKeel, spawnKeel, writeTestConfig } from './support/processes';
 
 const track = killAfterEach(afterEach);
@@ -54,5 +57,23 @@ describe('connection errors that are the config’s fault', () => {
     const worker = track(spawnKeel(['worker', '--config', configPath, '--allow-empty']));
     expect(await worker.exited).toBe(2);
     expect(worker.stderr()).toContain(`${tlsAddress} speaks TLS, but temporal.tls is off`);
+  });
+
+  it('says nothing accepts connections at once when the port refuses, from the client and from keel run, approve and holds', async () => {
+    const refused = `127.0.0.1:${await freePort()}`;
+    const { configPath } = writeTestConfig('refused', { server: { enabled: false }, temporal: { address: refused } });
+    const started = Date.now();
+    await expect(KeelClient.connect(loadConfig({ path: configPath }))).rejects.toThrow(
+      `cannot reach Temporal at ${refused}: nothing accepts connections there (connection refused)`,
+    );
+    expect(Date.now() - started).toBeLessThan(1000);
+    for (const args of [['run', 'helper', 'hi'], ['approve', 'some-run', 'i1'], ['holds']]) {
+      const began = Date.now();
+      const { code, stderr } = await runKeel([...args, '--config', configPath]);
+      // The whole command, tsx start-up included; the SDK alone retried a refused address for 10 s and more.
+      expect(Date.now() - began, args.join(' ')).toBeLessThan(8000);
+      expect(code, args.join(' ')).not.toBe(0);
+      expect(stderr).toContain(`cannot reach Temporal at ${refused}: nothing accepts connections there (connection refused). Start one with`);
+    }
   });
 });

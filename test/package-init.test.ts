@@ -15,7 +15,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { freePort } from '../src/server/ports';
+import { freePort } from '../src/node/ports';
 import { inProject as runIn, projectLockfile } from './support/packed-project';
 import { ROOT, spawnCommand } from './support/processes';
 

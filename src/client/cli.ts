@@ -252,10 +252,12 @@ async function connect(config: KeelConfig): Promise<KeelClient> {
     // A server that answers, but not as configured (TLS on one side only), is a config error: say which.
     const mismatch = await later<typeof import('../worker/connect')>('../worker/connect').tlsMismatch(config);
     if (mismatch) throw mismatch;
-    throw new KeelError(
-      'UNAVAILABLE',
-      `cannot reach Temporal at ${config.temporal.address}: ${(error as Error).message}. Start one with \`npx keel server\` (or \`npx keel dev\`).`,
-    );
+    // A refusal known at once already says where and why (src/worker/connect.ts).
+    const why =
+      KeelError.isInstance(error) && error.status === 'UNAVAILABLE'
+        ? error.message
+        : `cannot reach Temporal at ${config.temporal.address}: ${(error as Error).message}`;
+    throw new KeelError('UNAVAILABLE', `${why}. Start one with \`npx keel server\` (or \`npx keel dev\`).`);
   }
 }
 

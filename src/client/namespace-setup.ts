@@ -14,7 +14,7 @@ import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
 import { KEEL_SEARCH_ATTRIBUTES } from '../core/search-attributes';
 import { STATUS_NAMES } from '../core/status';
-import { acceptsConnections } from '../server/ports';
+import { acceptsConnections } from '../node/ports';
 import { connectionOptions, tlsMismatch } from '../worker/connect';
 import { tlsRefusal } from '../worker/tls-refusal';
 

@@ -15,7 +15,7 @@ import { PACKAGE_ROOT } from '../node/package-root';
 import { KEEL_SEARCH_ATTRIBUTES } from '../core/search-attributes';
 import { DirectoryError, makeDirectory } from './make-directory';
 import { diesWithParent } from './parent-death';
-import { acceptsConnections, isPortInUse } from './ports';
+import { acceptsConnections, isPortInUse } from '../node/ports';
 import { describeServerOwner, recordServerOwner } from './server-owner';
 
 export { ServerError } from './server-error';

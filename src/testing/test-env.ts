@@ -21,7 +21,7 @@ import type { Interrupt, RunResult } from '../core/run';
 import type { Model } from '../define';
 import type { Registry } from '../registry';
 import { findTemporalBinary, startDevServer, type DevServer } from '../server/dev-server';
-import { freePort } from '../server/ports';
+import { freePort } from '../node/ports';
 import { connectClient, connectWorker } from '../worker/connect';
 import { createKeelWorker } from '../worker/create-worker';
 import { loadRegistry } from '../worker/load-registry';

@@ -6,7 +6,7 @@
 import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
 import { waitForSignal } from '../node/signals';
-import { acceptsConnections } from '../server/ports';
+import { acceptsConnections } from '../node/ports';
 import { ServerError } from '../server/server-error';
 import { tlsMismatch } from '../worker/connect';
 import { startCodecServer } from './codec-server';

@@ -8,6 +8,8 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { ConfigError } from '../config/load';
+import { KeelError } from '../core/errors';
+import { connectionRefusal } from '../node/ports';
 import { resolve } from 'node:path';
 import type { KeelConfig } from '../config/schema';
 import { keelDataConverter } from '../storage/data-converter';
@@ -97,7 +99,11 @@ export async function connectClient(
   config: Connectable,
   { connectTimeout = 10_000, identity }: { connectTimeout?: number; identity?: string } = {},
 ): Promise<Client> {
-  const connection = await Connection.connect({ ...connectionOptions(config), connectTimeout });
+  const options = connectionOptions(config);
+  // The gRPC client retries a refused address until its timeout (10 s and more); a refusal is known at once.
+  const refused = await connectionRefusal(options.address, Math.min(connectTimeout, 2000));
+  if (refused) throw new KeelError('UNAVAILABLE', `cannot reach Temporal at ${options.address}: ${refused}`);
+  const connection = await Connection.connect({ ...options, connectTimeout });
   // The same encryption and External Storage as the workers, so sealed or offloaded inputs, results and queries read back.
   const dataConverter = config.externalStorage
     ? await keelDataConverter({ externalStorage: config.externalStorage, encryption: config.encryption, baseDir: config.baseDir })

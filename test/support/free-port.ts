@@ -1,2 +1,2 @@
-/** Finds free loopback TCP ports for servers the tests start: keel's own (src/server/ports.ts). */
-export { freePort } from '../../src/server/ports';
+/** Finds free loopback TCP ports for servers the tests start: keel's own (src/node/ports.ts). */
+export { freePort } from '../../src/node/ports';

@@ -13,7 +13,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { stringify } from 'yaml';
-import { isPortInUse } from '../../../src/server/ports';
+import { isPortInUse } from '../../../src/node/ports';
 import { freePort } from '../free-port';
 import type { ClusterCertificates } from './certificates';
 import { startDaemon, type Daemon } from './daemon';
