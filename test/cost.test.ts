@@ -12,6 +12,7 @@ import { budget } from '../src/middleware/budget';
 import { scriptedModel, textReply, toolCallReply, type ScriptedReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
 import { ScriptedReplySchema } from '../src/core/scripted-reply';
+import { SOFT_TOOL_ERRORS_HINT } from '../src/workflows/run-status';
 import { modelFromConfig } from '../src/worker/load-registry';
 import { echo } from './fixtures/tools';
 import { MAX_USAGE_COST } from '../src/core/usage';
@@ -133,7 +134,7 @@ describe('usage.cost', () => {
       .then(() => undefined, runErrorOf);
     expect(error).toMatchObject({
       status: 'DATA_LOSS',
-      message: 'tool "bad_report" reported usage keel cannot count: usage.cost: must not be negative (got -1)',
+      message: `tool "bad_report" reported usage keel cannot count: usage.cost: must not be negative (got -1); ${SOFT_TOOL_ERRORS_HINT}`,
     });
   });
 
@@ -142,7 +143,7 @@ describe('usage.cost', () => {
     const handle = await worker().client.start(absurd, 'go');
     expect(await handle.result().then(() => undefined, runErrorOf)).toMatchObject({
       status: 'DATA_LOSS',
-      message: `tool "absurd_fee" reported usage keel cannot count: usage.cost: must be at most ${MAX_USAGE_COST} (got 1e+300)`,
+      message: `tool "absurd_fee" reported usage keel cannot count: usage.cost: must be at most ${MAX_USAGE_COST} (got 1e+300); ${SOFT_TOOL_ERRORS_HINT}`,
     });
     expect((await handle.status()).usage).toEqual({});
     // Two reports keel can each count, whose sum it cannot: the second call fails, the run's cost stays the first's.

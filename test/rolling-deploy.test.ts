@@ -148,7 +148,7 @@ describe('a worker that lacks the run’s agent, model and tool on the same queu
         tool: { retry: { initialInterval: '200ms', maximumInterval: '1 second', maximumAttempts: 2 } },
       },
       // One call at a time, each tool call a little slow: calls wait in the queue.
-      worker: { maxConcurrentActivityTaskExecutions: 1 },
+      worker: { maxConcurrentActivityTaskExecutions: 2 },
       modules: [join(ROOT, 'test', 'fixtures', 'crash-agents.ts')],
       models: [
         {
@@ -157,7 +157,7 @@ describe('a worker that lacks the run’s agent, model and tool on the same queu
             {
               toolRequests: [
                 { name: 'record_fast', input: {} },
-                { name: 'slow_work', input: { seconds: 0.1 } },
+                { name: 'slow_work', input: { seconds: 0.2 } },
               ],
             },
             { text: 'done' },

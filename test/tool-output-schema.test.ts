@@ -12,6 +12,7 @@ import { softToolErrors } from '../src/middleware/soft-tool-errors';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
 import { startTestWorker, type TestWorker } from './support/harness';
+import { SOFT_TOOL_ERRORS_HINT } from '../src/workflows/run-status';
 
 /** What a flaky upstream answers per city: Porto's high arrives as a string. */
 const UPSTREAM: Record<string, string> = {
@@ -52,7 +53,7 @@ describe('tool output schema', () => {
     calls.length = 0;
     const handle = await worker.client.start('output-hard', 'Porto tomorrow?');
     const error = await handle.result().then(() => undefined, runErrorOf);
-    expect(error?.toJSON()).toEqual({ status: 'INTERNAL', message: SCHEMA_FAILURE });
+    expect(error?.toJSON()).toEqual({ status: 'INTERNAL', message: `${SCHEMA_FAILURE}; ${SOFT_TOOL_ERRORS_HINT}` });
     expect(calls, 'a schema failure is an outcome, not an infrastructure failure Temporal retries').toEqual(['Porto']);
     expect(model.requests).toHaveLength(1);
     expect(await handle.status()).toMatchObject({ state: 'failed', turn: 1 });

@@ -16,6 +16,7 @@ import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted'
 import { Registry } from '../src/registry';
 import { installedZodVersion } from '../src/node/zod-version';
 import { startTestWorker, type TestWorker } from './support/harness';
+import { SOFT_TOOL_ERRORS_HINT } from '../src/workflows/run-status';
 
 const ZOD3_VERSION = (JSON.parse(readFileSync(require.resolve('zod3/package.json'), 'utf8')) as { version: string }).version;
 
@@ -74,7 +75,7 @@ describe('zod 3 projects', () => {
       },
     ]);
     expect(seen).toEqual(['Lisbon']);
-    expect(outcome).toBe('tool "lookup_city": invalid input: city: Too small: expected string to have >=2 characters');
+    expect(outcome).toBe(`tool "lookup_city": invalid input: city: Too small: expected string to have >=2 characters; ${SOFT_TOOL_ERRORS_HINT}`);
   });
 
   it("refuses a tool whose input is a zod 3 schema, with one line naming zod 4 and the installed zod's version", () => {
