@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 import base from './vitest.config.mjs';
 
-// The cluster lane (`npm run test:cluster`, README "A production-shaped Temporal"): keel against the
+// The cluster lane (`npm run test:cluster`, docs/production.md, "A production-shaped Temporal"): keel against the
 // Temporal server binary on PostgreSQL with mTLS, each file starting and stopping its own cluster.
 // `npm test` leaves it out (vitest.config.mts excludes test/cluster).
 export default defineConfig({

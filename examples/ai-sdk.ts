@@ -2,7 +2,7 @@
  * An AI SDK provider's model as a keel model, from code. List this module under `modules:`
  * in temporal.yaml (with `@ai-sdk/openai-compatible` installed and Ollama serving on its
  * default port), then `KEEL_DEMO_MODEL=ollama/llama3.1 npm start` runs the demo on it. The
- * README shows the same model declared in temporal.yaml instead.
+ * docs/models.md shows the same model declared in temporal.yaml instead.
  */
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { aiSdkModel } from 'keel-agents';

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure the Temporal *server* binaries of the cluster test lane (npm run test:cluster,
-# README "A production-shaped Temporal") are available: temporal-server (go.temporal.io/server
+# docs/production.md, "A production-shaped Temporal") are available: temporal-server (go.temporal.io/server
 # cmd/server), temporal-sql-tool (cmd/tools/sql) and the server's PostgreSQL schema files, all
 # of one version, in .keel/bin (or $KEEL_BIN_DIR). Built with `go install` from the Go module
 # proxy, as scripts/install-temporal.sh builds the CLI; a version bump (TEMPORAL_SERVER_VERSION)

@@ -262,7 +262,7 @@ export interface Model {
   readonly generate: (request: ModelRequest, context: ModelContext) => Promise<ModelResponse>;
   /** USD per million tokens: each call's usage then carries `cost` (unless the model reported one). */
   readonly price?: ModelPrice;
-  /** Calls go to a task queue of their own, rate-limited by Temporal across workers (README, "Rate limits"). */
+  /** Calls go to a task queue of their own, rate-limited by Temporal across workers (docs/cost.md, "Rate limits"). */
   readonly rateLimit?: ModelRateLimit;
   /**
    * Run each call as a Temporal local activity, in the worker that runs the run's workflow task,

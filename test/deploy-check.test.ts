@@ -1,5 +1,5 @@
 /**
- * `keel deploy check` before a rollout (README, "Safe deploys"): runs of an agent whose
+ * `keel deploy check` before a rollout (docs/deploys.md, "keel deploy check"): runs of an agent whose
  * middleware `pacing` is v1 (test/fixtures/patched-v1.ts) finish on a real `keel worker`; the
  * check, run with the config of the next build, replays them from the server. A change made
  * without `patched()` (unpatched-v2.ts: a timer before each model call) is caught, naming the

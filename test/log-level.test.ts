@@ -1,5 +1,5 @@
 /**
- * What a `keel worker` logs (README, "Configuration"): warnings and errors, workflow logs
+ * What a `keel worker` logs (docs/configuration.md, "Logs"): warnings and errors, workflow logs
  * included (Fallback's `model call failed, falling back`); `KEEL_LOG_LEVEL=INFO` shows more
  * (Retry's `model call failed, retrying`); a value that is not a level is refused with a
  * message naming the variable and the levels, and the worker logs at WARN.

@@ -1,5 +1,5 @@
 /**
- * A rolling deploy (README, "Scaling out"): two real `keel worker` processes share a task
+ * A rolling deploy (docs/deploys.md, "Rolling deploys"): two real `keel worker` processes share a task
  * queue and the one running a tool call gets SIGTERM. It drains: a call that ends within
  * `worker.shutdownGraceTime` finishes there; a longer one is cancelled at the grace time
  * and moves to the other worker at once (no heartbeat timeout to wait out), with the same

@@ -1,7 +1,8 @@
 /**
- * Where keel finds the `temporal` binary (README: `$TEMPORAL_CLI` or `temporal` on PATH,
- * else the project's `.keel/bin`; `server.binary` in temporal.yaml, which TEMPORAL_CLI
- * overrides like every environment override): the order, the error for a TEMPORAL_CLI that
+ * Where keel finds the `temporal` binary (README, "Two commands", and docs/package.md,
+ * "Requirements": `$TEMPORAL_CLI` or `temporal` on PATH, else the project's `.keel/bin`;
+ * `server.binary` in temporal.yaml, which TEMPORAL_CLI overrides like every environment
+ * override): the order, the error for a TEMPORAL_CLI that
  * does not exist, and `keel server` running the binary TEMPORAL_CLI names.
  */
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * A tool's result is checked against its `output` schema after the tool runs (README,
+ * A tool's result is checked against its `output` schema after the tool runs (docs/agents-and-tools.md,
  * "Defining agents and tools"): a result that fails it fails the run with INTERNAL naming
  * the tool and the field, without running the tool again; under SoftToolErrors the model
  * gets `{ "error": ... }` for that call instead and the run goes on.

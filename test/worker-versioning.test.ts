@@ -1,5 +1,5 @@
 /**
- * Two builds side by side (README, "Safe deploys"): real `keel worker` processes of one Worker
+ * Two builds side by side (docs/deploys.md, "Safe deploys"): real `keel worker` processes of one Worker
  * Deployment, build a then build b, on one task queue. A run started on build a and waiting
  * for approval when b becomes current finishes on a (pinned, the default); a run started
  * after the switch runs on b; a run of an agent the config marks `autoUpgrade` moves to b at

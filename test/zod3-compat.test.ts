@@ -1,5 +1,5 @@
 /**
- * A project on zod 3 (README, "Requirements"): a tool whose schemas come from `zod/v4` of zod
+ * A project on zod 3 (docs/package.md, "Requirements"): a tool whose schemas come from `zod/v4` of zod
  * 3.25+ (the v4 core) runs like a zod 4 one (the model sees its JSON Schema with descriptions,
  * a bad input is refused naming the field); a schema from zod 3's main export is refused when
  * the tool is defined, with one line naming zod 4, the installed zod and the field.

@@ -1,5 +1,5 @@
 /**
- * The `keel` command line (README, "The command line": a contract, scripts call it as written).
+ * The `keel` command line (docs/cli.md: a contract, scripts call it as written).
  * Exit codes: 0 done, 1 the run failed or was refused, 2 bad usage or bad config.
  * Node side.
  */
@@ -283,7 +283,7 @@ function usageLine(usage: Usage): string {
   return parts.length ? `usage: ${parts.join(', ')}` : '';
 }
 
-/** The JSON shape of a finished or failed run (README, "The command line": `keel run`). */
+/** The JSON shape of a finished or failed run (docs/cli.md: `keel run`). */
 function runSummary(runId: string, result: RunResult | undefined, error: KeelError | undefined, status: RunStatus | undefined) {
   return {
     runId,

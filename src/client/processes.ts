@@ -196,7 +196,7 @@ export const logToolCallStart = (call: ToolCallStart): void => void process.stde
 export function announceWorker(config: KeelConfig, { agents, signingKeys }: { agents: string[]; signingKeys: SigningKeys }): void {
   if (signingKeys.created) {
     process.stderr.write(
-      `keel: created a signing key in ${signingKeys.source}; workers on other machines that run the same runs need the same key: set KEEL_SIGNING_KEY on every worker (README, "Signing key")\n`,
+      `keel: created a signing key in ${signingKeys.source}; workers on other machines that run the same runs need the same key: set KEEL_SIGNING_KEY on every worker (docs/production.md, "Signing key")\n`,
     );
   }
   process.stderr.write(

@@ -1,5 +1,5 @@
 /**
- * The temporal.yaml schema (README, "Configuration"). Every field is optional with a default.
+ * The temporal.yaml schema (docs/configuration.md). Every field is optional with a default.
  */
 import { z } from 'zod';
 import { DurationSchema } from '../core/duration';
@@ -13,7 +13,7 @@ import { ModelRateLimitSchema } from '../core/rate-limit';
 const ModelLimitFields = {
   /** USD per million tokens: each call's usage then carries `cost`. */
   price: ModelPriceSchema.optional(),
-  /** Calls to this model go to a task queue of their own, rate-limited by Temporal (README, "Rate limits"). */
+  /** Calls to this model go to a task queue of their own, rate-limited by Temporal (docs/cost.md, "Rate limits"). */
   rateLimit: ModelRateLimitSchema.optional(),
   /** Calls run as local activities, in the worker that runs the run's workflow task (docs/local-calls.md). */
   local: z.boolean().optional(),
@@ -332,7 +332,7 @@ export const MetricsConfigSchema = z
 export const VersioningBehaviorSchema = z.enum(['pinned', 'autoUpgrade']);
 
 /**
- * Temporal Worker Versioning (README, "Safe deploys"): each worker polls as one build of a
+ * Temporal Worker Versioning (docs/deploys.md, "Safe deploys"): each worker polls as one build of a
  * Worker Deployment, and a run stays on the build that started it (pinned) unless its agent
  * says `autoUpgrade`. Off when absent; KEEL_DEPLOYMENT_NAME and KEEL_BUILD_ID set it too.
  */
@@ -362,7 +362,7 @@ export const KeelConfigSchema = z
     /** Off unless set: payloads are then plaintext in Temporal and in the payload store. */
     encryption: EncryptionConfigSchema.optional(),
     metrics: MetricsConfigSchema.prefault({}),
-    /** Worker Versioning; off when absent (README, "Safe deploys"). */
+    /** Worker Versioning; off when absent (docs/deploys.md, "Safe deploys"). */
     deployment: DeploymentConfigSchema.optional(),
     activities: z
       .object({

@@ -1,5 +1,5 @@
 /**
- * Worker Versioning as a run carries it (README, "Safe deploys"): the memo key a run's start
+ * Worker Versioning as a run carries it (docs/deploys.md, "Safe deploys"): the memo key a run's start
  * sets to choose how the run moves between builds, read by the workflow when it starts and
  * handed down to the runs it starts. Pure.
  */

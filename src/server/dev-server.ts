@@ -139,7 +139,7 @@ export async function isServerReachable(address: string, timeoutMs = 2000): Prom
  * slot, skipping a dispatch round trip), and one task queue partition (with the default four,
  * a task and the poll that should take it can land on different partitions and wait to be
  * forwarded: tens of milliseconds per task on an idle server). Production clusters choose
- * their own; see README "Running in production".
+ * their own; see docs/production.md, "Connecting to a cluster".
  */
 export const DEV_SERVER_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
   'system.enableActivityEagerExecution': true,

@@ -1,5 +1,5 @@
 /**
- * Worker Versioning inside the workflow (README, "Safe deploys"). A run declares its
+ * Worker Versioning inside the workflow (docs/deploys.md, "Safe deploys"). A run declares its
  * behavior once, as it starts: the one its memo names (`keelVersioning`, set by the client
  * from `deployment.agents`, or handed down by the run that started it), else none, and the
  * worker's `deployment.defaultBehavior` applies. A session always moves to the current build

@@ -1,5 +1,5 @@
 /**
- * keel on a production-shaped Temporal (README, "A production-shaped Temporal"): the Temporal
+ * keel on a production-shaped Temporal (docs/production.md, "A production-shaped Temporal"): the Temporal
  * server binary on PostgreSQL, every keel process and the operator's CLI connected with mTLS.
  * `keel namespace setup` registers the namespace and keel's search attributes, idempotently,
  * and names what is wrong when it cannot; then the orchestrator's used-by runs through a worker

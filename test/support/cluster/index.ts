@@ -1,5 +1,5 @@
 /**
- * The cluster lane's Temporal (README, "A production-shaped Temporal"): certificates, a
+ * The cluster lane's Temporal (docs/production.md, "A production-shaped Temporal"): certificates, a
  * PostgreSQL and the Temporal server binary, all in one temp dir, started by `startCluster` and
  * stopped, with every process they started, by `stop`. `restart` stops the server processes and
  * starts them again (Temporal, then PostgreSQL under it), keeping ports and data.
