@@ -19,6 +19,17 @@ describe('replay of recorded histories', () => {
     expect(files.sort()).toEqual(SCENARIOS.map((scenario) => `${scenario.name}.json`).sort());
   });
 
+  it('records no patch marker and no TemporalChangeVersion write in any run (keel 0.x baseline: docs/deploys.md)', () => {
+    for (const file of files) {
+      const history = historyFromJSON(JSON.parse(readFileSync(join(dir, file), 'utf8')));
+      const patches = (history.events ?? []).filter((event) => event.markerRecordedEventAttributes?.markerName === 'core_patch');
+      const versionWrites = (history.events ?? []).filter(
+        (event) => event.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.TemporalChangeVersion !== undefined,
+      );
+      expect({ file, patches: patches.length, versionWrites: versionWrites.length }).toEqual({ file, patches: 0, versionWrites: 0 });
+    }
+  });
+
   for (const file of files) {
     it(`replays ${file} without nondeterminism`, { timeout: 120_000 }, async () => {
       const history = historyFromJSON(JSON.parse(readFileSync(join(dir, file), 'utf8')));

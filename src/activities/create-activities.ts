@@ -137,13 +137,11 @@ async function hasSearchAttributes(client: Client): Promise<boolean> {
  * A tool call's idempotency key: `<workflowId>/<temporal run id>/<activityId>`, unique over
  * every call of a run's whole chain (continue-as-new, a reused run id, a reset that runs a call
  * again) and the same on every attempt of one call, and on a call scheduled again after workers
- * lacking the tool refused all its attempts (`refusedBefore`: the first call's activity id); a call
- * scheduled before the patch keeps `<workflowId>/<activityId>`.
+ * lacking the tool refused all its attempts (`refusedBefore`: the first call's activity id).
  */
-function idempotencyKeyOf(info: ActivityInfo, idempotency: CallToolInput['idempotency'], refusedBefore?: RefusedBefore): string {
+function idempotencyKeyOf(info: ActivityInfo, refusedBefore?: RefusedBefore): string {
   const workflowId = info.workflowExecution?.workflowId ?? 'standalone';
   const activityId = refusedBefore?.activityId ?? info.activityId;
-  if (idempotency !== 'execution') return `${workflowId}/${activityId}`;
   return `${workflowId}/${info.workflowExecution?.runId ?? 'standalone'}/${activityId}`;
 }
 
@@ -353,7 +351,7 @@ export function createActivities({
       return priced;
     }, input.refusedBefore);
 
-  const callTool = ({ toolName, input, resumed, idempotency, refusedBefore, reportsUsage }: CallToolInput): Promise<unknown> =>
+  const callTool = ({ toolName, input, resumed, refusedBefore }: CallToolInput): Promise<ToolCallResult> =>
     activity(async () => {
       const context = Context.current();
       const tool = registry.tools.get(toolName);
@@ -388,7 +386,7 @@ export function createActivities({
       try {
         const toolContext = {
           reportUsage,
-          idempotencyKey: idempotencyKeyOf(info, idempotency, refusedBefore),
+          idempotencyKey: idempotencyKeyOf(info, refusedBefore),
           runId,
           attempt: info.attempt,
           signal: context.cancellationSignal,
@@ -445,7 +443,6 @@ export function createActivities({
       const problem = output === undefined ? undefined : unrepresentable(output);
       if (problem) throw new KeelError('INTERNAL', `tool "${toolName}" returned a value JSON cannot carry: ${problem}`, { toolName });
       assertPayloadFits(output ?? null, `the output of tool "${toolName}"`, limit);
-      if (!reportsUsage) return output ?? null;
       return { result: TOOL_CALL_RESULT, output: output ?? null, ...(reported ? { usage: reported } : {}) } satisfies ToolCallResult;
     }, refusedBefore);
 

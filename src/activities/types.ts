@@ -3,7 +3,7 @@
  * (`proxyActivities<KeelActivities>` keeps the boundary typed without importing I/O).
  */
 import type { ModelResponse } from '../core/messages';
-import type { AgentSpec, CallModelInput, CallToolInput, ResolveAgentInput, ValidateToolOutputInput } from '../core/run';
+import type { AgentSpec, CallModelInput, CallToolInput, ResolveAgentInput, ToolCallResult, ValidateToolOutputInput } from '../core/run';
 import type { FileOperation, FileResult } from '../core/files';
 import type { SkillOperation, SkillResult } from '../core/skills';
 import type { CountTokensInput } from '../core/tokens';
@@ -18,8 +18,8 @@ export interface KeelActivities {
   resolveAgent(input: ResolveAgentInput): Promise<AgentSpec>;
   /** One model call; reads the request back from the run by key. */
   callModel(input: CallModelInput): Promise<ModelResponse>;
-  /** One tool call; validates input and output against the tool's schemas. */
-  callTool(input: CallToolInput): Promise<unknown>;
+  /** One tool call; validates input and output against the tool's schemas; answers the output and what the tool reported it spent. */
+  callTool(input: CallToolInput): Promise<ToolCallResult>;
   /** Local activity: checks a stand-in output against the tool's output schema; returns it parsed. */
   validateToolOutput(input: ValidateToolOutputInput): Promise<unknown>;
   /** Reads where background tasks (sub-agent runs) stand. */

@@ -450,20 +450,7 @@ export const CallToolInputSchema = z.object({
   turn: z.number().int().optional(),
   /** For a restart of the tool's own interrupt: the decision's payload. */
   resumed: z.unknown().optional(),
-  /**
-   * What the call's idempotency key is unique over: `execution` (set by runs since the patch
-   * `keel-idempotency-key-per-execution`) adds Temporal's run id of the current execution, so the
-   * key never repeats across continue-as-new, a reused run id or a reset; absent (calls scheduled
-   * before that patch) keeps the old `<workflowId>/<activityId>`, so their retries see the key
-   * their first attempt saw.
-   */
-  idempotency: z.literal('execution').optional(),
   refusedBefore: RefusedBeforeSchema.optional(),
-  /**
-   * Set by runs since the patch `keel-tool-usage`: the activity answers a `ToolCallResult` (the
-   * output and the usage the tool reported); absent, the output alone, as before.
-   */
-  reportsUsage: z.literal(true).optional(),
 });
 
 /** Marks a `ToolCallResult`, so a run tells it from a bare output (an older worker's answer). */

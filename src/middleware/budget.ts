@@ -162,8 +162,8 @@ export const budget = defineMiddleware({
     const limit = flatten(config.limit);
     const fields = Object.keys(limit).sort();
     // One ledger for the tree: the run where the Budget is set keeps it (its own calls and every
-    // call the runs below tell it of); a handed-down Budget asks it before each model call. A run
-    // from before the ledger counts only its own usage (what it was handed down, then its calls).
+    // call the runs below tell it of); a handed-down Budget asks it before each model call. Without
+    // a ledger (the middleware harness's default) it counts only its own run's usage.
     const tree = context.tree.enabled ? context.tree : undefined;
     const member = tree && config.ledger ? config.ledger : undefined;
     if (member) tree!.join(member.runId);

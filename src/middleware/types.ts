@@ -198,7 +198,7 @@ export interface SessionTurnOptions {
  * model call. Runs in the workflow.
  */
 export interface TreeLedger {
-  /** False in a run from before the ledger (it replays): a Budget then counts only its own run, as it did. */
+  /** False only in the middleware harness without a ledger: a Budget then counts only its own run. */
   readonly enabled: boolean;
   /** This run's id: the ledger the runs it starts count against. */
   readonly runId: string;

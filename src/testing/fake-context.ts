@@ -42,8 +42,8 @@ export interface FakeCapabilityOptions {
   /** `context.tasks`; absent, each of its methods fails saying so. */
   tasks?: TaskControl;
   /**
-   * `context.tree`; absent, a ledger that is off (`enabled: false`, as in a run from before the
-   * ledger: a Budget counts only this run's usage) whose methods fail saying so.
+   * `context.tree`; absent, a ledger that is off (`enabled: false`: a Budget counts only this
+   * run's usage) whose methods fail saying so.
    */
   tree?: TreeLedger;
 }

@@ -2,17 +2,10 @@
  * How the loop talks to its activities: Temporal activity options from the worker's config,
  * and what an activity failure means as a keel error. Runs in the workflow: no I/O.
  */
-import { ActivityFailure, ApplicationFailure, CancelledFailure, TimeoutFailure, isCancellation, patched } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, CancelledFailure, TimeoutFailure, isCancellation } from '@temporalio/workflow';
 import type { ActivityOptions, LocalActivityOptions } from '@temporalio/workflow';
 import { KeelError, NOT_REGISTERED_FAILURE, fromApplicationFailure, toKeelError } from '../core/errors';
 import { RefusedBeforeSchema, type ActivitySpec, type RefusedBefore } from '../core/run';
-
-/**
- * Runs since this patch schedule a call again when workers lacking what it names refused every
- * one of its attempts while its `worker.notRegisteredRetryFor` was still running; before it, such
- * a call failed the run once its attempts were spent.
- */
-export const NOT_REGISTERED_RESCHEDULE_PATCH = 'keel-not-registered-reschedule';
 
 /**
  * What to carry into a new call when `error` is a call whose attempts were all spent on
@@ -42,7 +35,7 @@ export function activityCause(error: unknown): unknown {
  * of the queue that lack its agent, model or tool spend all its attempts refusing it: in a
  * rolling deploy, old workers may take every attempt of a call before a new one does. A call's
  * own failures still end after its configured attempts; the refusals end after
- * `worker.notRegisteredRetryFor`, counted from the first call.
+ * `worker.notRegisteredRetryFor`, counted from the first refusal.
  */
 export async function untilRegistered<T>(schedule: (refused: RefusedBefore | undefined) => Promise<T>): Promise<T> {
   let refused: RefusedBefore | undefined;
@@ -51,7 +44,7 @@ export async function untilRegistered<T>(schedule: (refused: RefusedBefore | und
       return await schedule(refused);
     } catch (error) {
       const carry = refusedBefore(error);
-      if (!carry || !patched(NOT_REGISTERED_RESCHEDULE_PATCH)) throw error;
+      if (!carry) throw error;
       refused = carry;
     }
   }

@@ -3,7 +3,7 @@
  * `callModel` activity reads it back through the `modelRequest` query, page by page, so
  * history records each message once and no request is too large for a payload. Runs in the workflow: deterministic, no I/O.
  */
-import { patched, proxyActivities, proxyLocalActivities, workflowInfo, type ActivityOptions, type LocalActivityOptions } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities, workflowInfo, type ActivityOptions, type LocalActivityOptions } from '@temporalio/workflow';
 import { KeelError } from '../core/errors';
 import { type Message, type ModelRequest, type ModelResponse } from '../core/messages';
 import { addUsage } from '../core/usage';
@@ -11,9 +11,6 @@ import { MODEL_REQUEST_PAGE_CHARS } from './definitions';
 import type { KeelActivities } from '../activities/types';
 import { asKeelError, untilRegistered } from './activity-errors';
 import type { RunState } from './run-state';
-
-/** The patch that sends a rate-limited model's calls to its own task queue (AgentSpec.modelQueues). */
-export const MODEL_TASK_QUEUE_PATCH = 'keel-model-task-queue';
 
 /**
  * The largest request a run hands to its model activity. The activity reads it in pages,
@@ -126,7 +123,7 @@ export function modelCaller(
     try {
       // A rate-limited model's calls go to its own task queue, where Temporal applies the limit.
       // A local call runs in this worker, so no queue (and no rate limit across workers) applies to it.
-      const queue = !local && modelQueues[model] !== undefined && patched(MODEL_TASK_QUEUE_PATCH) ? { taskQueue: modelQueues[model] } : {};
+      const queue = !local && modelQueues[model] !== undefined ? { taskQueue: modelQueues[model] } : {};
       const { callModel } = local
         ? proxyLocalActivities<KeelActivities>({ ...localOptions, summary: `model ${model}` })
         : proxyActivities<KeelActivities>({ ...options, ...queue, summary: `model ${model}` });

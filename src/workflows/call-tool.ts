@@ -8,13 +8,14 @@ import { undeclaredHold } from '../core/holds';
 import {
   ApplicationFailure,
   isCancellation,
-  patched,
   proxyActivities,
   proxyLocalActivities,
   type ActivityOptions,
   type LocalActivityOptions,
 } from '@temporalio/workflow';
-import { RunStoppedError, ToolFailure, toKeelError, type KeelError } from '../core/errors';
+import { KeelError, RunStoppedError, ToolFailure, toKeelError } from '../core/errors';
+import { ToolCallResultSchema } from '../core/run';
+import { describeZodError } from '../core/schema-errors';
 import { ModelVisibleToolError, TOOL_FAIL_FAILURE, TOOL_INTERRUPT_FAILURE, TOOL_STAGE, ToolInterrupt, holdData, toolFail } from '../core/interrupts';
 import type { KeelActivities } from '../activities/types';
 import type { ToolRunner } from '../middleware/compose';
@@ -22,14 +23,6 @@ import type { ContributedTool } from '../middleware/types';
 import { activityCause, asKeelError, untilRegistered } from './activity-errors';
 import type { RunState } from './run-state';
 import type { Usage } from '../core/usage';
-import { TOOL_CALL_RESULT, ToolCallResultSchema, type ToolCallResult } from '../core/run';
-
-/**
- * The patch that made a tool call's idempotency key unique over the whole chain of a run:
- * `<workflowId>/<temporal run id>/<activityId>`. Calls scheduled before it (in runs under way
- * at the deploy) keep `<workflowId>/<activityId>`, so each retry sees its first attempt's key.
- */
-export const IDEMPOTENCY_KEY_PATCH = 'keel-idempotency-key-per-execution';
 
 /** Options of `toolRunner`. */
 export interface ToolRunnerOptions {
@@ -47,14 +40,6 @@ export interface ToolRunnerOptions {
   run?: Pick<RunState, 'status'>;
   /** Counts what a tool reported it spent (into the run's usage and its tree's ledger). */
   onUsage?: (usage: Usage, toolName: string) => void;
-}
-
-/** The patch that made tool calls answer what the tool reported it spent (`ToolContext.reportUsage`). */
-export const TOOL_USAGE_PATCH = 'keel-tool-usage';
-
-/** A `ToolCallResult` (not the bare output an older worker answers). */
-function isToolCallResult(value: unknown): value is ToolCallResult {
-  return typeof value === 'object' && value !== null && (value as { result?: unknown }).result === TOOL_CALL_RESULT && 'output' in value;
 }
 
 /** A tool's own question: any data, and the tool gets the decision's payload as sent. */
@@ -82,8 +67,6 @@ export function toolRunner({ contributed, activity, local: localOptions, localTo
         localOptions && localTools.includes(name)
           ? proxyLocalActivities<KeelActivities>({ ...localOptions, summary: `tool ${name}` })
           : proxyActivities<KeelActivities>({ ...activity, summary: `tool ${name}` });
-      const idempotency = patched(IDEMPOTENCY_KEY_PATCH) ? { idempotency: 'execution' as const } : {};
-      const reportsUsage = onUsage !== undefined && patched(TOOL_USAGE_PATCH);
       const answer = await untilRegistered((refusedBefore) =>
         callTool({
           toolName: name,
@@ -91,15 +74,15 @@ export function toolRunner({ contributed, activity, local: localOptions, localTo
           ref: call.request.ref,
           ...(run ? { agent: run.status.agent, turn: run.status.turn } : {}),
           ...(resumed !== undefined ? { resumed } : {}),
-          ...idempotency,
-          ...(reportsUsage ? { reportsUsage: true as const } : {}),
           ...(refusedBefore ? { refusedBefore } : {}),
         }),
       );
-      if (!reportsUsage || !isToolCallResult(answer)) return answer;
+      // Checked as it crosses into the run: an activity's completion can be sent by anyone with the `temporal` CLI.
       const parsed = ToolCallResultSchema.safeParse(answer);
-      if (parsed.success && parsed.data.usage && Object.keys(parsed.data.usage).length) onUsage(parsed.data.usage, name);
-      return answer.output;
+      if (!parsed.success)
+        throw new KeelError('DATA_LOSS', `tool "${name}" answered what no keel worker sends: ${describeZodError(parsed.error)}`, { toolName: name });
+      if (parsed.data.usage && Object.keys(parsed.data.usage).length) onUsage?.(parsed.data.usage, name);
+      return parsed.data.output;
     } catch (error) {
       const cause = activityCause(error);
       if (cause instanceof ApplicationFailure && cause.type === TOOL_INTERRUPT_FAILURE) {

@@ -3,13 +3,9 @@
  * UI as its summary: `<agent>: <task>`, as a root run started by keel's client does. Runs in
  * the workflow.
  */
-import { patched } from '@temporalio/workflow';
 import { promptExcerpt, type Message } from '../core/messages';
 
-/** The patch that gave child runs their summary (runs from before it start their children without). */
-export const CHILD_SUMMARY_PATCH = 'keel-child-run-summary';
-
 /** The start options that give a child run of `agent` on `messages` its summary. */
-export function childSummary(agent: string, messages: readonly Message[]): { staticSummary?: string } {
-  return patched(CHILD_SUMMARY_PATCH) ? { staticSummary: `${agent}: ${promptExcerpt(messages)}` } : {};
+export function childSummary(agent: string, messages: readonly Message[]): { staticSummary: string } {
+  return { staticSummary: `${agent}: ${promptExcerpt(messages)}` };
 }

@@ -16,7 +16,6 @@ import {
   ContinueAsNew,
   allHandlersFinished,
   condition,
-  patched,
   proxyActivities,
   proxyLocalActivities,
   setWorkflowOptions,
@@ -45,7 +44,7 @@ import { continuedInput, messageChunks, restoreRunState, shouldContinueAsNew } f
 import { newRunState, type RunState } from './run-state';
 import { answerQueries, holdContext, recordRefusedSignal, settleCompleted, settleFailure, showInterrupts, startIndexing } from './run-status';
 import { acceptsReport } from './reporters';
-import { SIGNED_HOLDS_PATCH, signHolds, trustedForResume } from './proofs';
+import { signHolds, trustedForResume } from './proofs';
 import { setUpRun } from './run-setup';
 import { assertContinuedFits, assertResultFits } from './payload-fit';
 import { RunLedger } from './tree-ledger';
@@ -53,27 +52,10 @@ import { runCall, settleTurn, type ToolTurnContext } from './tool-turn';
 import { Steering } from './steering';
 import { continueOnCurrentBuild, runVersioningOptions } from './versioning';
 
-const { resolveAgent, validateToolOutput } = proxyLocalActivities<KeelActivities>({
+const { validateToolOutput } = proxyLocalActivities<KeelActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { maximumAttempts: 3, nonRetryableErrorTypes: ['NOT_FOUND', 'INVALID_ARGUMENT', 'INTERNAL'] },
 });
-
-/**
- * The patch that made `resolveAgent` a regular activity (runs started before it replay with
- * the local activity). Why: a query that arrives while a local activity runs in the first
- * workflow task can close that task early, and on replay the local activity's result then
- * comes one task sooner, so a `patched()` call in a middleware's create (or first hooks) would
- * not find its marker (a nondeterminism error after a worker restart). A regular activity's
- * result always starts a task of its own, so setup never shares one with it.
- */
-export const RESOLVE_AS_ACTIVITY_PATCH = 'keel-resolve-agent-as-activity';
-
-/**
- * The patch that asks the model for a structured answer (an agent's or a run's `output`): the
- * request carries the schema, and an answer that does not match gets the model asked again.
- * Only runs with an output schema call `patched` for it.
- */
-export const STRUCTURED_OUTPUT_PATCH = 'keel-structured-output';
 
 /** A run's output schema, as the loop checks answers against it. */
 interface RunOutput {
@@ -84,7 +66,7 @@ interface RunOutput {
 /** The run's output schema (the run's own over the agent's), or undefined without one. */
 function runOutputOf(input: RunInput, agent: AgentSpec): RunOutput | undefined {
   const spec = input.output ?? agent.output;
-  if (!spec || !patched(STRUCTURED_OUTPUT_PATCH)) return undefined;
+  if (!spec) return undefined;
   try {
     return { spec, validator: outputValidator(spec.schema) };
   } catch (error) {
@@ -92,8 +74,13 @@ function runOutputOf(input: RunInput, agent: AgentSpec): RunOutput | undefined {
   }
 }
 
-/** The same lookup as a regular activity (eagerly dispatched to this worker when it can). */
-const { resolveAgent: resolveAgentActivity } = proxyActivities<KeelActivities>(RESOLVE_AGENT_OPTIONS);
+/**
+ * The agent lookup: a regular activity (eagerly dispatched to this worker when it can), never a
+ * local one. A query that arrives while a local activity runs in the first workflow task can close
+ * that task early, and on replay the result then comes one task sooner: setup must never share a
+ * task with it. A worker that lacks the agent refuses it retryably, so another takes it.
+ */
+const { resolveAgent } = proxyActivities<KeelActivities>(RESOLVE_AGENT_OPTIONS);
 
 /** Checks a stand-in output against the tool's output schema; returns it parsed. */
 async function validateOutput(toolName: string, output: unknown): Promise<unknown> {
@@ -164,8 +151,6 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     onTimeout: parsed.success ? parsed.data.onInterruptTimeout : 'deny',
   });
   const steering = new Steering(run);
-  // Decided before the first await, where no local activity can shift it.
-  const resolveAsActivity = patched(RESOLVE_AS_ACTIVITY_PATCH);
   // Set once the agent is resolved by a worker without External Storage: what one payload may hold.
   let inlinePayloadLimit: number | undefined;
   // The agent's name once a worker has resolved it: a metric's label is a registered name, never the caller's text.
@@ -179,7 +164,7 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     const input: RunInput = parsed.data;
     let agent: AgentSpec;
     try {
-      agent = await (resolveAsActivity ? resolveAgentActivity : resolveAgent)({ agent: input.agent });
+      agent = await resolveAgent({ agent: input.agent });
     } catch (error) {
       throw asKeelError(error, `resolving agent "${input.agent}"`);
     }
@@ -203,9 +188,8 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
     if (maxTurns < 0) throw new KeelError('INVALID_ARGUMENT', `maxTurns must not be negative (got ${maxTurns})`);
 
     // A made-up history approves nothing: a resumed hold keeps its marks only with a valid proof.
-    // (Asked only where it matters, so a run that neither resumes nor returns holds records no marker.)
-    const signedHolds = (message: Message): Promise<Message> => (patched(SIGNED_HOLDS_PATCH) ? signHolds(agent.name, message) : Promise.resolve(message));
-    if (input.resume && patched(SIGNED_HOLDS_PATCH)) input.messages = await trustedForResume(agent.name, input.messages);
+    const signedHolds = (message: Message): Promise<Message> => signHolds(agent.name, message);
+    if (input.resume) input.messages = await trustedForResume(agent.name, input.messages);
     const output = runOutputOf(input, agent);
     const callModel = modelCaller(run, {
       activity: activityOptions(agent.activities.model),

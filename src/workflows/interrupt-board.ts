@@ -6,7 +6,7 @@
  * stage to decide. Runs in the workflow: deterministic, no I/O.
  */
 import { holdRaised, holdSettled } from './metrics';
-import { ApplicationFailure, CancellationScope, condition, log, patched, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, condition, log, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Duration } from '@temporalio/common';
 import { KeelError } from '../core/errors';
 import type { ToolInterrupt } from '../core/interrupts';
@@ -37,23 +37,6 @@ interface Entry {
   /** Set once decided: what the held call gets. */
   resumption?: Resumption;
 }
-
-/** The patch that gave each hold without a deadline a named timer (runs from before replay without). */
-export const HOLD_TIMER_PATCH = 'keel-hold-timer';
-/**
- * The patch that took that timer away again: the Temporal Web UI showed it as a wait of "9
- * years, 11 months". The run's current details say what it waits for instead.
- */
-export const HOLD_WITHOUT_TIMER_PATCH = 'keel-hold-without-timer';
-
-/**
- * Runs since this patch refuse a decision sent by signal that matches none of its hold kind's
- * declared alternatives (`{"aproved": true}` on an approval hold), as the update's validator
- * does; before it, such a signal was taken as the kind's fallback (a denial).
- */
-export const DECLARED_DECISIONS_PATCH = 'keel-declared-decisions';
-/** The length of that timer: longer than any wait (the decision cancels it). */
-const HOLD_TIMER_LENGTH = '3650 days';
 
 /** Options of the board. */
 export interface InterruptBoardOptions {
@@ -132,8 +115,8 @@ export class InterruptBoard {
       resumeSignal,
       async (decision) => {
         try {
-          // Held to what the kind declares, as the update's validator holds it, in runs since the patch (a signal is replayed).
-          await this.accept(decision, { mayAwaitHold: this.resetRun, route: 'signal', declared: patched(DECLARED_DECISIONS_PATCH) });
+          // Held to what the kind declares, as the update's validator holds it.
+          await this.accept(decision, { mayAwaitHold: this.resetRun, route: 'signal', declared: true });
         } catch (error) {
           // Nobody waits for a signal's answer: the refusal is logged and shown in `status`.
           const reason = (error as Error).message;
@@ -216,18 +199,10 @@ export class InterruptBoard {
     try {
       const settled = () => entry.resumption !== undefined || this.stoppedBy !== undefined;
       let settledInTime: boolean;
+      // A wait with no deadline records no timer (the Web UI showed one as a wait of "9 years, 11
+      // months"); the run's current details say what it waits for.
       if (this.options.timeout !== undefined) settledInTime = await condition(settled, this.options.timeout);
-      else if (patched(HOLD_WITHOUT_TIMER_PATCH)) settledInTime = (await condition(settled), true);
-      else if (patched(HOLD_TIMER_PATCH)) {
-        // A wait with no deadline records nothing in history by itself: a timer named after the
-        // hold makes it visible there and in the Web UI; the decision cancels it.
-        await CancellationScope.cancellable(async () => {
-          sleep(HOLD_TIMER_LENGTH, { summary: `waiting for a decision on ${id}: ${interrupt.kind} of tool "${request.name}"` }).catch(() => undefined);
-          await condition(settled);
-          CancellationScope.current().cancel();
-        });
-        settledInTime = true;
-      } else settledInTime = (await condition(settled), true);
+      else settledInTime = (await condition(settled), true);
       // eslint-disable-next-line @typescript-eslint/only-throw-error -- rethrows, as caught, what stopped the run
       if (entry.resumption === undefined && this.stoppedBy !== undefined) throw this.stoppedBy;
       if (!settledInTime) entry.resumption = this.timedOut(entry);

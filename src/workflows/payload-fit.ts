@@ -7,17 +7,10 @@
  * INTERNAL `… exceeds size limit`; measured here, the run fails OUT_OF_RANGE naming what grew,
  * its size and the fix. Runs in the workflow: deterministic, no I/O.
  */
-import { patched } from '@temporalio/workflow';
+
 import { KeelError } from '../core/errors';
 import type { RunResult } from '../core/run';
 import { utf8Length } from './call-model';
-
-/**
- * The patch under which a run measures what it sends whole (a run from before it, replayed,
- * sends it unmeasured). Asked only when something is over the limit, so a run that fits
- * records no marker.
- */
-export const INLINE_PAYLOAD_PATCH = 'keel-inline-payload-fit';
 
 /** Bytes of `values` as the default payload converter encodes them (JSON in UTF-8), one payload each. */
 export function payloadBytes(values: readonly unknown[]): number {
@@ -32,14 +25,13 @@ function mebibytes(bytes: number): string {
 }
 
 /**
- * The size of `values` when, sent together, they are over `limit` in a run under
- * INLINE_PAYLOAD_PATCH; undefined when they fit or the limit is undefined (payloads stored).
+ * The size of `values` when, sent together, they are over `limit`; undefined when they fit or
+ * the limit is undefined (payloads stored).
  */
 function overLimit(values: readonly unknown[], limit: number | undefined): number | undefined {
   if (limit === undefined) return undefined;
   const size = payloadBytes(values);
-  // patched() last: only a run that is over records the marker.
-  return size > limit && patched(INLINE_PAYLOAD_PATCH) ? size : undefined;
+  return size > limit ? size : undefined;
 }
 
 /** Why the size matters and what to do, the end of every message here. */

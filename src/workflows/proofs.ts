@@ -12,11 +12,6 @@ import { PROOF_METADATA, holdSubject, isHeldPart, type ProofSubject } from '../c
 import type { KeelActivities } from '../activities/types';
 import { asKeelError } from './activity-errors';
 
-/** The patch that made runs sign their holds and check the proofs of the holds they resume. */
-export const SIGNED_HOLDS_PATCH = 'keel-signed-holds';
-/** The patch that made runs sign the task ids they hand out and check those they are given. */
-export const SIGNED_TASKS_PATCH = 'keel-signed-tasks';
-
 const { signProofs, verifyProofs } = proxyActivities<KeelActivities>({
   startToCloseTimeout: '30 seconds',
   retry: {

@@ -7,7 +7,6 @@ import {
   ApplicationFailure,
   ContinueAsNew,
   isCancellation,
-  patched,
   setCurrentDetails,
   setHandler,
   upsertMemo,
@@ -60,9 +59,6 @@ export function answerQueries(run: RunState): void {
 export function recordRefusedSignal(run: RunState, signal: string, reason: string): void {
   run.status.refusedSignals = [...(run.status.refusedSignals ?? []), { signal, reason }].slice(-KEPT_REFUSED_SIGNALS);
 }
-
-/** The patch that made runs keep their pending holds in their memo (HOLDS_MEMO_KEY). */
-export const HOLDS_MEMO_PATCH = 'keel-holds-memo';
 
 /** Records the pending interrupts: a run with any is `waiting`. */
 export function showInterrupts(run: RunState, pending: Interrupt[]): void {
@@ -121,7 +117,7 @@ export function waitDetails(pending: readonly Interrupt[]): string {
 function memoizeHolds(run: RunState, pending: readonly Interrupt[]): void {
   const holds = memoHolds(pending);
   const json = JSON.stringify(holds);
-  if (json === (run.memoHolds ?? '[]') || !patched(HOLDS_MEMO_PATCH)) return;
+  if (json === (run.memoHolds ?? '[]')) return;
   run.memoHolds = json;
   upsertMemo({ [HOLDS_MEMO_KEY]: holds });
 }

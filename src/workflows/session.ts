@@ -14,18 +14,7 @@
  *
  * Runs in the workflow sandbox: deterministic, no I/O.
  */
-import {
-  allHandlersFinished,
-  condition,
-  log,
-  patched,
-  proxyActivities,
-  proxyLocalActivities,
-  setHandler,
-  setWorkflowOptions,
-  uuid4,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { allHandlersFinished, condition, log, proxyActivities, setHandler, setWorkflowOptions, uuid4, workflowInfo } from '@temporalio/workflow';
 import type { z } from 'zod';
 import { KeelError, toApplicationFailure, toKeelError } from '../core/errors';
 import { describeZodError } from '../core/schema-errors';
@@ -66,18 +55,8 @@ import {
 import { abortCurrentTurn, settleTurn, startTurn, type TurnEnd } from './session-turn';
 import { continueOnCurrentBuild, sessionVersioningOptions } from './versioning';
 
-const { resolveAgent: resolveAgentLocally } = proxyLocalActivities<KeelActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { maximumAttempts: 3, nonRetryableErrorTypes: ['NOT_FOUND', 'INVALID_ARGUMENT', 'INTERNAL'] },
-});
-
-/**
- * The patch that made a session look its agent up with a regular activity (sessions from
- * before it replay with the local one): a local activity never leaves the worker running the
- * session, so a worker that lacks the agent (a rolling deploy) refused the session for good.
- */
-export const SESSION_RESOLVE_AS_ACTIVITY_PATCH = 'keel-session-resolve-agent-as-activity';
-const { resolveAgent: resolveAgentActivity } = proxyActivities<KeelActivities>(RESOLVE_AGENT_OPTIONS);
+// A regular activity, not a local one: a worker that lacks the agent (a rolling deploy) refuses it retryably, and another takes it.
+const { resolveAgent } = proxyActivities<KeelActivities>(RESOLVE_AGENT_OPTIONS);
 
 /** An invocation as parsed (defaults filled in). */
 type Invocation = z.infer<typeof InvokeInputSchema>;
@@ -209,14 +188,13 @@ async function invoke(session: Session, raw: InvokeInput): Promise<InvokeOutput>
 }
 
 /**
- * Looks the agent up (by activity, or by local activity in sessions from before the patch) and
+ * Looks the agent up and
  * refuses the invocation when it is missing or keeps its sessions on the client; a session
  * refused before its first turn ends. It returns the lookup's own `.then`, so the caller's
  * `await` resumes on the same microtask as an `await` of the lookup would.
  */
 function checkAgent(session: Session): Promise<void> {
   const { agent } = session;
-  const resolveAgent = patched(SESSION_RESOLVE_AS_ACTIVITY_PATCH) ? resolveAgentActivity : resolveAgentLocally;
   return resolveAgent({ agent }).then(
     (spec) => {
       if (spec.session !== 'server') {

@@ -6,25 +6,11 @@
  * live in the run's status, and the ids taken in the run's state, so both are carried through
  * continue-as-new. Runs in the workflow: deterministic, no I/O.
  */
-import { ApplicationFailure, CancellationScope, currentUpdateInfo, isCancellation, patched, setHandler } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, currentUpdateInfo, isCancellation, setHandler } from '@temporalio/workflow';
 import type { Message } from '../core/messages';
 import { KEPT_STEERS, STEER_METADATA_KEY, SteerInputSchema, steerInputProblem, type SteerRecord } from '../core/steering';
 import { steerUpdate } from './definitions';
 import type { RunState } from './run-state';
-
-/**
- * Marks a run whose conversation took a steering message (the marker is written only when one
- * is taken, so runs without steering record nothing and replay as before).
- */
-export const STEER_PATCH = 'keel-steer';
-
-/**
- * Marks a run where a steer came while its model-call stage ran but no model activity was in
- * flight (a hold raised in that stage waited): from this marker on, an interrupting steer then
- * cancels nothing, and the activity made once the hold is decided takes the message. Runs
- * without it (recorded before) cancelled the whole stage, the hold with it.
- */
-export const STEER_HOLD_PATCH = 'keel-steer-hold';
 
 function refusal(type: 'INVALID_ARGUMENT' | 'FAILED_PRECONDITION', message: string): ApplicationFailure {
   return ApplicationFailure.create({ type, nonRetryable: true, message });
@@ -35,7 +21,7 @@ export class Steering {
   private readonly run: RunState;
   /** Set once the run has finished its loop (or is ending): why, as the refusal says it. */
   private closed: string | undefined;
-  /** The scope of the model-call stage in flight (middleware and all), which runs before STEER_HOLD_PATCH cancelled. */
+  /** The scope of the model-call stage in flight (middleware and all): set while a model call's stage runs. */
   private inFlight: CancellationScope | undefined;
   /** The scope of the model activity in flight, which an interrupting steer cancels. */
   private activity: CancellationScope | undefined;
@@ -91,9 +77,8 @@ export class Steering {
     this.records = trimmed([...this.records, record]);
     if (input.interrupt && this.inFlight && !this.interrupted) {
       // Only the model activity is cancelled, never a hold the stage waits on (the message is
-      // then taken by the activity made once the hold is decided); runs recorded before the
-      // patch cancelled the whole stage.
-      const scope = this.activity ?? (patched(STEER_HOLD_PATCH) ? undefined : this.inFlight);
+      // then taken by the activity made once the hold is decided).
+      const scope = this.activity;
       if (scope) {
         this.interrupted = true;
         record.cancelledModelCall = true;
@@ -119,7 +104,6 @@ export class Steering {
   private take(): Message[] {
     const pending = this.records.filter((record) => record.state === 'pending');
     if (pending.length === 0) return [];
-    patched(STEER_PATCH);
     const at = new Date().toISOString();
     const ids = { ...this.run.steerIds };
     this.records = this.records.map((record) => {
@@ -168,7 +152,7 @@ export class Steering {
   async modelActivity<R>(request: Message[], run: (messages: Message[]) => Promise<R>): Promise<R> {
     if (!this.inFlight) return run(request);
     let messages = request;
-    if (this.hasPending() && patched(STEER_HOLD_PATCH)) {
+    if (this.hasPending()) {
       const late = this.take();
       this.lateTaken = [...this.lateTaken, ...late];
       messages = [...request, ...late];

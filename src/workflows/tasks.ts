@@ -6,7 +6,7 @@
  * top of this are in middleware/background-tasks.ts. Runs in the workflow: no I/O.
  */
 import { childSummary } from './child-summary';
-import { getExternalWorkflowHandle, ParentClosePolicy, patched, proxyActivities, startChild } from '@temporalio/workflow';
+import { getExternalWorkflowHandle, ParentClosePolicy, proxyActivities, startChild } from '@temporalio/workflow';
 import { inheritedVersioning } from './versioning';
 import { addUsage } from '../core/usage';
 import { isSettled, taskRecord, type TaskReport } from '../core/tasks';
@@ -15,11 +15,8 @@ import type { TaskControl } from '../middleware/types';
 import { GENERATE_WORKFLOW, reportHoldsToSignal } from './definitions';
 import type { RunState } from './run-state';
 import { expectReports } from './reporters';
-import { SIGNED_TASKS_PATCH, sign, verify } from './proofs';
+import { sign, verify } from './proofs';
 import { childRun, type SubAgentRunnerOptions } from './run-agent';
-
-/** The patch that made a run follow the still-running tasks of its conversation's earlier runs. */
-export const FOLLOW_TASKS_PATCH = 'keel-follow-conversation-tasks';
 
 const { inspectTasks } = proxyActivities<KeelActivities>({
   startToCloseTimeout: '1 minute',
@@ -35,7 +32,6 @@ const WAIT_MARGIN_MS = 60_000;
 export function taskControl({ run, inherited, forgetChild }: SubAgentRunnerOptions): TaskControl {
   const reachable: TaskControl['reachable'] = async (claims) => {
     const own = new Set(run.tasks.map((record) => record.taskId));
-    if (!patched(SIGNED_TASKS_PATCH)) return new Set([...own, ...claims.map((claim) => claim.taskId)]);
     // Each (id, proof) is checked once per run: a proof does not stop being valid.
     const checkKey = (claim: { taskId: string; proof?: string }) => `${claim.taskId} ${claim.proof ?? ''}`;
     const unchecked = claims.filter(
@@ -83,14 +79,14 @@ export function taskControl({ run, inherited, forgetChild }: SubAgentRunnerOptio
       if (!run.aborting.includes(runId)) run.aborting = [...run.aborting, runId];
     },
     async prove(taskIds) {
-      if (taskIds.length === 0 || !patched(SIGNED_TASKS_PATCH)) return {};
+      if (taskIds.length === 0) return {};
       const proofs = await sign(taskIds.map((taskId) => ({ kind: 'task' as const, taskId })));
       return Object.fromEntries(taskIds.map((taskId, index) => [taskId, proofs[index]!]));
     },
     async follow(claims) {
       const own = new Set(run.tasks.map((record) => record.taskId));
       const others = claims.filter((claim) => !own.has(claim.taskId));
-      if (others.length === 0 || !patched(FOLLOW_TASKS_PATCH)) return;
+      if (others.length === 0) return;
       const vouched = await reachable(others);
       const candidates = others.filter((claim) => vouched.has(claim.taskId));
       if (candidates.length === 0) return;

@@ -5,7 +5,7 @@
  * before each model call, through an activity that queries it, so the tree stops once the limit
  * is crossed, whatever each run was handed down when it started. Runs in the workflow: no I/O.
  */
-import { getExternalWorkflowHandle, patched, proxyActivities, setHandler } from '@temporalio/workflow';
+import { getExternalWorkflowHandle, proxyActivities, setHandler } from '@temporalio/workflow';
 import { z } from 'zod';
 import { addUsage, checkedUsage, type Usage } from '../core/usage';
 import { toKeelError } from '../core/errors';
@@ -16,9 +16,6 @@ import { treeBudgetQuery, treeUsageSignal } from './definitions';
 import type { RunState } from './run-state';
 import { recordRefusedSignal } from './run-status';
 import { describeZodError } from '../core/schema-errors';
-
-/** The patch that made budgets count the whole tree through one ledger. */
-export const TREE_LEDGER_PATCH = 'keel-tree-ledger';
 
 /** A usage report from a run below: who sent it, and usage as any report must be (`checkedUsage`). */
 const ReportSchema = z.object({ from: z.string().min(1), usage: z.unknown() });
@@ -36,7 +33,6 @@ export class RunLedger implements TreeLedger {
   private readonly servers = new Map<number, () => Record<string, number>>();
   private readonly joined = new Set<string>();
   private telling: Array<Promise<void>> = [];
-  private on: boolean | undefined;
   /** Model calls of this run counted so far; an answer is asked again only after one more. */
   private calls = 0;
   /** The latest answer of each ledger, and this run's call count when it was asked (stacked Budgets ask once per call). */
@@ -63,11 +59,8 @@ export class RunLedger implements TreeLedger {
     return this.run.runId;
   }
 
-  /** Asked once, where a Budget is first set up: a run from before the ledger counts as it did. */
-  get enabled(): boolean {
-    this.on ??= patched(TREE_LEDGER_PATCH);
-    return this.on;
-  }
+  /** A run's ledger always counts (only the middleware harness offers one that is off). */
+  readonly enabled = true;
 
   usage(): Usage {
     return this.run.status.treeUsage ?? {};
@@ -88,7 +81,6 @@ export class RunLedger implements TreeLedger {
 
   /** A model call of this run finished: count it here, and tell every ledger this run joined. */
   counted(usage: Usage): void {
-    if (this.on !== true) return;
     this.calls += 1;
     if (this.run.status.treeUsage) this.run.status.treeUsage = addUsage(this.run.status.treeUsage, usage);
     for (const ledger of this.joined) {

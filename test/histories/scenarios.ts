@@ -113,34 +113,15 @@ export const SCENARIOS: Scenario[] = [
   { name: 'session', agent: 'replay-session', prompt: '', turns: ['remember 42', 'what was it?'] },
   // ContextCompression: tiktoken counts (local activities), older responses truncated, then a summary by a second model.
   { name: 'compression', agent: 'replay-compression', prompt: 'research it' },
-  // Recorded since runs sign what clients must not forge and keep their holds in their memo:
-  // a hold returned (signed), a signed hold resumed (its proof checked), holds decided in wait mode (the memo kept
-  // current, tool calls with per-execution idempotency keys), and a background task whose id carries a proof.
+  // Holds signed against forgery: a hold returned (signed), and a signed hold resumed (its proof checked).
   { name: 'returned-hold', agent: 'replay-signed', prompt: 'hold it', interruptMode: 'return' },
   { name: 'resumed-hold', agent: 'replay-signed', prompt: 'hold it', resumeApproved: true },
-  {
-    name: 'approval-and-budget-memo',
-    agent: 'replay-guarded',
-    prompt: 'guarded',
-    decisions: [{ approved: true }, { approved: true }, { approved: false, reason: 'no' }],
-  },
-  { name: 'background-task-signed', agent: 'replay-dispatcher', prompt: 'dispatch' },
   // One budget for the tree: a sync sub-agent tells the root's ledger of each call (signals) and
   // asks it before each (an activity); past the limit the root holds before its next model call.
   { name: 'tree-budget', agent: 'replay-tree', prompt: 'spend', decisions: [{ approved: true }] },
-  // Child runs with their summary and holds that wait without a timer (patches keel-child-run-summary, keel-hold-without-timer).
-  { name: 'delegation-summarized', agent: 'replay-orchestrator', prompt: 'delegate', decisions: [{ approved: true }] },
-  { name: 'background-task-summarized', agent: 'replay-dispatcher', prompt: 'dispatch' },
-  { name: 'session-summarized', agent: 'replay-session', prompt: '', turns: ['remember 42', 'what was it?'] },
-  {
-    name: 'approval-and-budget-untimed',
-    agent: 'replay-guarded',
-    prompt: 'guarded',
-    decisions: [{ approved: true }, { approved: true }, { approved: false, reason: 'no' }],
-  },
-  // Structured output (patch keel-structured-output): a tool call, an answer that fails the schema, the retry's valid one.
+  // Structured output: a tool call, an answer that fails the schema, the retry's valid one.
   { name: 'structured-output', agent: 'replay-structured', prompt: 'weather?' },
-  // Steering (patch keel-steer): an interrupting steer cancels the slow first model call, which is
+  // Steering: an interrupting steer cancels the slow first model call, which is
   // made again with it; a second steer arrives while the nap tool runs and goes into the next call.
   {
     name: 'steered',
