@@ -118,7 +118,7 @@ describe('keel ui and keel codec-server that cannot start', () => {
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(code).toBe(1);
     expect(stderr).toBe(
-      `keel: cannot reach Temporal at 127.0.0.1:${port} (nothing accepts connections there): start one with npx keel dev (or npx keel server), or set temporal.address\n`,
+      `keel: cannot reach Temporal at 127.0.0.1:${port}: nothing accepts connections there (connection refused); start one with npx keel dev (or npx keel server), or set temporal.address\n`,
     );
   });
 

@@ -9,6 +9,7 @@ import { runErrorOf } from '../src/client/keel-client';
 import { defineAgent, defineTool } from '../src/define';
 import { agents } from '../src/middleware/agents';
 import { budget } from '../src/middleware/budget';
+import { softToolErrors } from '../src/middleware/soft-tool-errors';
 import { scriptedModel, textReply, toolCallReply, type ScriptedReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
 import { ScriptedReplySchema } from '../src/core/scripted-reply';
@@ -153,6 +154,16 @@ describe('usage.cost', () => {
     expect(error).toMatchObject({ status: 'DATA_LOSS' });
     expect(error?.message).toContain(`adding the usage tool "big_fee" reported would take usage.cost to 12000000, past ${MAX_USAGE_COST}`);
     expect((await second.status()).usage).toEqual({ cost: 6_000_000 });
+    // softToolErrors answers a tool's own failures to the model; a sum the run cannot count is not one: the run still fails.
+    const soft = agent({
+      script: [toolCallReply({ name: 'big_fee', input: {} }), toolCallReply({ name: 'big_fee', input: {} }), textReply('after')],
+      use: [softToolErrors()],
+    });
+    const third = await worker().client.start(soft, 'go');
+    const uncounted = await third.result().then(() => undefined, runErrorOf);
+    expect(uncounted).toMatchObject({ status: 'DATA_LOSS' });
+    expect(uncounted?.message).not.toContain(SOFT_TOOL_ERRORS_HINT);
+    expect((await third.status()).usage).toEqual({ cost: 6_000_000 });
   });
 
   it("custom counters named __proto__, constructor and toString count in the run's usage", async () => {

@@ -7,6 +7,7 @@
 import { Context } from '@temporalio/activity';
 import { ServiceError, WithStartWorkflowOperation, isGrpcServiceError, type Client } from '@temporalio/client';
 import { sessionWorkflowId, type InvokeOutput, type InvokeSessionInput } from '../core/session';
+import { KeelError } from '../core/errors';
 import { runErrorOf } from '../node/run-errors';
 import { SESSION_WORKFLOW, invokeUpdate } from '../workflows/definitions';
 import { retryingUpdate } from '../node/update-retry';
@@ -33,8 +34,9 @@ export async function invokeSession(client: Client, { agent, sessionId, invoke, 
         { what: `the turn sent to session "${sessionId}" of agent "${agent}"` },
       );
     } catch (error) {
-      // Temporal could not be reached: retried by the activity's policy (the update id makes it the same turn).
-      if (error instanceof ServiceError || isGrpcServiceError(error))
+      // Temporal could not be reached, or kept refusing the update: retried by the activity's policy (the update id makes it the same turn).
+      const unavailable = KeelError.isInstance(error) && error.status === 'UNAVAILABLE';
+      if (error instanceof ServiceError || isGrpcServiceError(error) || unavailable)
         throw new InfrastructureError(`could not send a turn to session "${sessionId}" of agent "${agent}": ${(error as Error).message}`);
       throw runErrorOf(error);
     }

@@ -6,9 +6,10 @@
  * adds itself (with what it has) to the attempt's heartbeat details, which the next attempt
  * reads; once `worker.notRegisteredRetryFor` has passed since the call's first refusal and every
  * worker polling the queue has refused it, the refusal is final: NOT_FOUND, naming what was
- * missing and every worker that was asked. When
- * refusals spend all of a call's attempts before that, the run schedules the call again with
- * `refusedBefore` (see `untilRegistered`), so the clock and the list carry on.
+ * missing and every worker that was asked. A polling worker that never gets the call keeps it
+ * alive no longer than the call's own timeout. When refusals spend all of a call's attempts
+ * before that, the run schedules the call again with `refusedBefore` (see `untilRegistered`), so
+ * the clock and the list carry on.
  * Node side.
  */
 import { Context, log } from '@temporalio/activity';
@@ -61,6 +62,9 @@ export interface NotRegisteredReport {
   };
 }
 
+/** How long asking the server for the queue's pollers may take. */
+const POLLERS_DEADLINE_MS = 5000;
+
 /** What the previous attempt of this call recorded, if it was refused. */
 const previous = (details: unknown): Partial<NotRegisteredReport['notRegistered']> =>
   ((details as Partial<NotRegisteredReport> | undefined)?.notRegistered as Partial<NotRegisteredReport['notRegistered']> | undefined) ?? {};
@@ -110,10 +114,12 @@ export async function notRegisteredFailure(
       details: [error.details, report],
     });
   };
-  if (Date.now() - since < msToNumber(retryFor))
-    return retryable(`another worker of task queue "${info.taskQueue}" may have it, so the call is retried (for up to ${String(retryFor)})`);
+  if (Date.now() - since < msToNumber(retryFor)) return retryable(`another worker of task queue "${info.taskQueue}" may have it, so the call is retried (for up to ${String(retryFor)})`);
+  // A busy worker that has the call may not have been offered it yet: while one polls, the call
+  // stays alive (bounded by its own timeout, which Temporal enforces).
   const refused = new Set(workers.map((worker) => worker.identity));
-  const untried = (await activityPollers(client, info.taskQueue).catch(() => [])).filter((identity) => !refused.has(identity));
+  const polling = await client.withDeadline(Date.now() + POLLERS_DEADLINE_MS, () => activityPollers(client, info.taskQueue)).catch(() => []);
+  const untried = polling.filter((identity) => !refused.has(identity));
   if (untried.length) return retryable(`worker ${untried.join(', ')} polls task queue "${info.taskQueue}" and has not refused it, so the call is retried`);
   return new KeelError(
     'NOT_FOUND',

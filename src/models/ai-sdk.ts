@@ -393,7 +393,8 @@ function usageOf(raw: Record<string, unknown> | undefined): Usage {
   const cached = nestedInput ? count(nestedInput.cacheRead) : count(raw.cachedInputTokens);
   const usage: Usage = {};
   if (input !== undefined) usage.inputTokens = input;
-  if (output !== undefined) usage.outputTokens = reasoning !== undefined ? Math.max(0, output - reasoning) : output;
+  // A negative count stays as given, for the usage check to refuse; only the difference is floored.
+  if (output !== undefined) usage.outputTokens = reasoning !== undefined && output >= 0 ? Math.max(0, output - reasoning) : output;
   if (reasoning !== undefined) usage.thoughtsTokens = reasoning;
   if (cached !== undefined) usage.cachedContentTokens = cached;
   const total = nestedInput ? (input !== undefined && output !== undefined ? input + output : undefined) : count(raw.totalTokens);

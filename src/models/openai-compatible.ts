@@ -231,7 +231,9 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
       if (raw?.prompt_tokens !== undefined) usage.inputTokens = raw.prompt_tokens;
       // completion_tokens include the reasoning tokens; keel's outputTokens leave them out (they are thoughtsTokens).
       const reasoning = raw?.completion_tokens_details?.reasoning_tokens;
-      if (raw?.completion_tokens !== undefined) usage.outputTokens = Math.max(0, raw.completion_tokens - (reasoning ?? 0));
+      // A negative count stays as given, for the usage check to refuse; only the difference is floored.
+      if (raw?.completion_tokens !== undefined)
+        usage.outputTokens = raw.completion_tokens < 0 ? raw.completion_tokens : Math.max(0, raw.completion_tokens - (reasoning ?? 0));
       if (raw?.total_tokens !== undefined) usage.totalTokens = raw.total_tokens;
       if (raw?.completion_tokens_details?.reasoning_tokens !== undefined) usage.thoughtsTokens = raw.completion_tokens_details.reasoning_tokens;
       if (raw?.prompt_tokens_details?.cached_tokens !== undefined) usage.cachedContentTokens = raw.prompt_tokens_details.cached_tokens;

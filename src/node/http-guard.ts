@@ -145,12 +145,7 @@ function createGuard({
       await next();
     });
   }
-  const limitBody: MiddlewareHandler = bodyLimit({
-    maxSize: maxBodyBytes,
-    // The rest of the body is discarded as it comes (for at most 0.5 s, @hono/node-server's lingering close), never kept.
-    onError: (c) => refuse(c, name, 'RESOURCE_EXHAUSTED', `the request body is over ${maxBodyBytes} bytes, the most this server takes`, 413),
-  });
-  guard.use(limitBody);
+  // A change from another origin is refused before its body is read, so no such page makes the server take one in.
   guard.use(async (c, next) => {
     if (SAFE_METHODS.has(c.req.method)) return next();
     if (changeHeader !== undefined && !c.req.header(changeHeader))
@@ -161,6 +156,12 @@ function createGuard({
       return refuse(c, name, 'PERMISSION_DENIED', `a change from origin ${origin} is refused`, 403);
     await next();
   });
+  const limitBody: MiddlewareHandler = bodyLimit({
+    maxSize: maxBodyBytes,
+    // The rest of the body is discarded as it comes (for at most 0.5 s, @hono/node-server's lingering close), never kept.
+    onError: (c) => refuse(c, name, 'RESOURCE_EXHAUSTED', `the request body is over ${maxBodyBytes} bytes, the most this server takes`, 413),
+  });
+  guard.use(limitBody);
   return guard;
 }
 

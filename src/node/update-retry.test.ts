@@ -37,7 +37,7 @@ describe('retryingUpdate', () => {
         { what: 'the decision on i3', deadline: Date.now() + 300 },
       ),
     ).rejects.toThrow(
-      /^the decision on i3 was not taken: the server refused it \d+ times in [\d.]+ s \(RESOURCE_EXHAUSTED: limit on number of concurrent in-flight updates has been reached \(10\)\); nothing was recorded/,
+      /^the decision on i3 was not taken: the server refused it \d+ times in [\d.]+ s \(RESOURCE_EXHAUSTED: limit on number of concurrent in-flight updates has been reached \(10\)\); sending it again with the same update id is safe/,
     );
     let sent = 0;
     const other = refusal(14, 'connection reset');

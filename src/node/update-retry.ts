@@ -3,10 +3,10 @@
  * the server refuses an update it could take a moment later — its limit of updates in flight per
  * run is reached (RESOURCE_EXHAUSTED), or the update was aborted because the run's workflow task
  * was lost or the run continued as new before taking it (UNAVAILABLE, "workflow update was
- * aborted"). Both leave nothing recorded, so the update is sent again with the same update id
- * (which the server uses to take it at most once) after a jittered, growing pause, until it is
- * answered or its time is over; then the error names the server's cause instead of the SDK's
- * bare "Workflow Update failed". Node side.
+ * aborted"). The update is sent again with the same update id (which the server uses to take
+ * it at most once) after a jittered, growing pause, until it is answered or its time is over;
+ * then the error names the server's cause instead of the SDK's bare "Workflow Update failed".
+ * Node side.
  */
 import { isGrpcServiceError } from '@temporalio/client';
 import { KeelError } from '../core/errors';
@@ -56,7 +56,7 @@ export async function retryingUpdate<T>(send: () => Promise<T>, { what, deadline
       if (Date.now() + wait >= until) {
         throw new KeelError(
           'UNAVAILABLE',
-          `${what} was not taken: the server refused it ${attempt} times in ${((Date.now() - started) / 1000).toFixed(1)} s (${refusal}); nothing was recorded, so sending it again is safe`,
+          `${what} was not taken: the server refused it ${attempt} times in ${((Date.now() - started) / 1000).toFixed(1)} s (${refusal}); sending it again with the same update id is safe`,
         );
       }
       await new Promise((resolve) => setTimeout(resolve, wait));

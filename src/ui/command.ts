@@ -6,9 +6,9 @@
 import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
 import { waitForSignal } from '../node/signals';
-import { acceptsConnections } from '../node/ports';
+
 import { ServerError } from '../server/server-error';
-import { tlsMismatch } from '../worker/connect';
+import { temporalRefusal, tlsMismatch } from '../worker/connect';
 import { startCodecServer } from './codec-server';
 import { startUiServer } from './server';
 
@@ -34,11 +34,9 @@ function listenFailure(error: unknown, { server, host, port, setting }: { server
 /** `keel ui`: the UI server, once Temporal is seen to accept connections. */
 export async function runUi(config: KeelConfig, options: ListenOptions = {}): Promise<number> {
   const address = config.temporal.address!;
-  // A refused port answers at once, where the client would retry it for its whole connect timeout.
-  if (!(await acceptsConnections(address, 3000)))
-    throw new ServerError(
-      `cannot reach Temporal at ${address} (nothing accepts connections there): start one with npx keel dev (or npx keel server), or set temporal.address`,
-    );
+  const refused = await temporalRefusal(address, 2000);
+  if (refused)
+    throw new ServerError(`cannot reach Temporal at ${address}: ${refused}; start one with npx keel dev (or npx keel server), or set temporal.address`);
   let ui;
   try {
     ui = await startUiServer({ config, ...options });

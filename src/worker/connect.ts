@@ -94,14 +94,27 @@ export async function tlsMismatch(config: Connectable): Promise<ConfigError | un
   return undefined;
 }
 
+/** The proxy variables gRPC honours: with one set, a connection goes through the proxy, not straight to the address. */
+const PROXY_VARIABLES = ['grpc_proxy', 'https_proxy', 'http_proxy'];
+
+/**
+ * Why nothing can be reached at Temporal's `address`, when that is known at once (the gRPC
+ * client retries a refused address until its connect timeout, 10 s and more): undefined when a
+ * connection is made or not made in `timeoutMs`, and when a proxy variable is set (gRPC goes
+ * through the proxy, so a direct probe says nothing).
+ */
+export async function temporalRefusal(address: string, timeoutMs: number, env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
+  if (PROXY_VARIABLES.some((name) => env[name] || env[name.toUpperCase()])) return undefined;
+  return connectionRefusal(address, timeoutMs);
+}
+
 /** A Temporal client for the configured namespace. */
 export async function connectClient(
   config: Connectable,
   { connectTimeout = 10_000, identity }: { connectTimeout?: number; identity?: string } = {},
 ): Promise<Client> {
   const options = connectionOptions(config);
-  // The gRPC client retries a refused address until its timeout (10 s and more); a refusal is known at once.
-  const refused = await connectionRefusal(options.address, Math.min(connectTimeout, 2000));
+  const refused = await temporalRefusal(options.address, Math.min(connectTimeout, 2000));
   if (refused) throw new KeelError('UNAVAILABLE', `cannot reach Temporal at ${options.address}: ${refused}`);
   const connection = await Connection.connect({ ...options, connectTimeout });
   // The same encryption and External Storage as the workers, so sealed or offloaded inputs, results and queries read back.

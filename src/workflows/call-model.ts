@@ -120,6 +120,7 @@ export function modelCaller(
       latest.set(model, { text, ids });
       run.modelRequests[requestKey] = { text, ids };
     }
+    let response: ModelResponse;
     try {
       // A rate-limited model's calls go to its own task queue, where Temporal applies the limit.
       // A local call runs in this worker, so no queue (and no rate limit across workers) applies to it.
@@ -127,7 +128,7 @@ export function modelCaller(
       const { callModel } = local
         ? proxyLocalActivities<KeelActivities>({ ...localOptions, summary: `model ${model}` })
         : proxyActivities<KeelActivities>({ ...options, ...queue, summary: `model ${model}` });
-      const response = await untilRegistered((refusedBefore) =>
+      response = await untilRegistered((refusedBefore) =>
         callModel({
           model,
           callIndex,
@@ -140,13 +141,15 @@ export function modelCaller(
           ...(refusedBefore ? { refusedBefore } : {}),
         }),
       );
-      run.status.usage = addUsage(run.status.usage, response.usage, `the usage model "${model}" reported`);
-      onUsage?.(response.usage);
-      return response;
     } catch (error) {
       throw asKeelError(error, `model "${model}"`);
     } finally {
       delete run.modelRequests[requestKey];
     }
+    // Counted past the call: a sum keel cannot represent fails the run, never the model call that Retry or Fallback would try again.
+    const usage = addUsage(run.status.usage, response.usage, `the usage model "${model}" reported`);
+    onUsage?.(response.usage);
+    run.status.usage = usage;
+    return response;
   };
 }

@@ -62,12 +62,13 @@ export function toolRunner({ contributed, activity, local: localOptions, localTo
         throw ownFailure(toKeelError(error), name);
       }
     }
+    let answer: unknown;
     try {
       const { callTool } =
         localOptions && localTools.includes(name)
           ? proxyLocalActivities<KeelActivities>({ ...localOptions, summary: `tool ${name}` })
           : proxyActivities<KeelActivities>({ ...activity, summary: `tool ${name}` });
-      const answer = await untilRegistered((refusedBefore) =>
+      answer = await untilRegistered((refusedBefore) =>
         callTool({
           toolName: name,
           input: call.request.input,
@@ -77,12 +78,6 @@ export function toolRunner({ contributed, activity, local: localOptions, localTo
           ...(refusedBefore ? { refusedBefore } : {}),
         }),
       );
-      // Checked as it crosses into the run: an activity's completion can be sent by anyone with the `temporal` CLI.
-      const parsed = ToolCallResultSchema.safeParse(answer);
-      if (!parsed.success)
-        throw new KeelError('DATA_LOSS', `tool "${name}" answered what no keel worker sends: ${describeZodError(parsed.error)}`, { toolName: name });
-      if (parsed.data.usage && Object.keys(parsed.data.usage).length) onUsage?.(parsed.data.usage, name);
-      return parsed.data.output;
     } catch (error) {
       const cause = activityCause(error);
       if (cause instanceof ApplicationFailure && cause.type === TOOL_INTERRUPT_FAILURE) {
@@ -93,6 +88,13 @@ export function toolRunner({ contributed, activity, local: localOptions, localTo
       if (failure.status === 'CANCELLED') throw failure;
       throw ownFailure(failure, name);
     }
+    // Past the tool's own failures: what the answer brings is the run's to count, never answered to the model.
+    // Checked as it crosses into the run: an activity's completion can be sent by anyone with the `temporal` CLI.
+    const parsed = ToolCallResultSchema.safeParse(answer);
+    if (!parsed.success)
+      throw new KeelError('DATA_LOSS', `tool "${name}" answered what no keel worker sends: ${describeZodError(parsed.error)}`, { toolName: name });
+    if (parsed.data.usage && Object.keys(parsed.data.usage).length) onUsage?.(parsed.data.usage, name);
+    return parsed.data.output;
   };
 }
 

@@ -29,7 +29,9 @@ function encodingOf(payload: Payload): string {
 /** True when `context` is this workflow's own (its input, signals, updates, queries), not a child's or an activity's. */
 function ownPayload(context: SerializationContext | undefined): boolean {
   if (context?.type !== 'workflow') return false;
-  return !inWorkflowContext() || context.workflowId === workflowInfo().workflowId;
+  if (!inWorkflowContext()) return false;
+  const info = workflowInfo();
+  return context.workflowId === info.workflowId && context.namespace === info.namespace;
 }
 
 /** The default converter, tolerant of payloads it cannot decode. */

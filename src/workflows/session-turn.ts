@@ -118,7 +118,7 @@ function turnOutcome(session: Session, base: SessionState, end: Exclude<TurnEnd,
   if ('result' in end) {
     const { result } = end;
     return {
-      next: { ...base, messages: history(result.messages), artifacts: result.artifacts, usage: addUsage(spent, result.usage) },
+      next: { ...base, messages: history(result.messages), artifacts: result.artifacts, usage: addUsage(spent, result.usage, 'the usage of the turn') },
       status: 'completed',
       finishReason: result.finishReason,
       message: result.message,
@@ -130,7 +130,7 @@ function turnOutcome(session: Session, base: SessionState, end: Exclude<TurnEnd,
       ...base,
       messages: history(partial?.messages ?? base.messages),
       artifacts: partial?.artifacts ?? base.artifacts,
-      usage: addUsage(spent, partial?.usage ?? {}),
+      usage: addUsage(spent, partial?.usage ?? {}, 'the usage of the turn'),
     };
     return { next, status: 'aborted', finishReason: 'aborted' };
   }

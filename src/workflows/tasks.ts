@@ -116,7 +116,7 @@ function learnOf(run: RunState, reports: TaskReport[], forgetChild: (runId: stri
     if (isSettled(report.status)) forgetChild(report.runId);
     if (report.status !== 'completed' || !report.result || run.countedTasks.includes(report.runId)) continue;
     run.countedTasks = [...run.countedTasks, report.runId];
-    run.status.usage = addUsage(run.status.usage, report.result.usage);
+    run.status.usage = addUsage(run.status.usage, report.result.usage, `the usage background task ${report.runId} reported`);
   }
   return reports.map((report) => (report.status === 'pending' && run.aborting.includes(report.runId) ? { ...report, status: 'aborting' } : report));
 }

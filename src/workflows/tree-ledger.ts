@@ -16,6 +16,7 @@ import { treeBudgetQuery, treeUsageSignal } from './definitions';
 import type { RunState } from './run-state';
 import { recordRefusedSignal } from './run-status';
 import { describeZodError } from '../core/schema-errors';
+import { cutText } from '../core/messages';
 
 /** A usage report from a run below: who sent it, and usage as any report must be (`checkedUsage`). */
 const ReportSchema = z.object({ from: z.string().min(1), usage: z.unknown() });
@@ -44,7 +45,7 @@ export class RunLedger implements TreeLedger {
       const parsed = ReportSchema.safeParse(report);
       if (!parsed.success) return recordRefusedSignal(run, 'treeUsage', `not a usage report: ${describeZodError(parsed.error)}`);
       // Named as it says it is (a forged name is shown cut short).
-      const from = `run "${parsed.data.from.length > 100 ? `${parsed.data.from.slice(0, 99)}…` : parsed.data.from}"`;
+      const from = `run "${cutText(parsed.data.from, 100)}"`;
       try {
         // A report that cannot be counted (or would take the count past what keel adds exactly) is refused: it never lowers the count.
         run.status.treeUsage = addUsage(run.status.treeUsage ?? {}, checkedUsage(parsed.data.usage, { from }), `the usage ${from} told`);
@@ -87,8 +88,10 @@ export class RunLedger implements TreeLedger {
       const told = getExternalWorkflowHandle(ledger)
         .signal(treeUsageSignal, { from: this.run.runId, usage })
         .catch(() => {
-          // The ledger run has ended: what it was not told still counts, here.
-          this.run.ledgerUntold = { ...this.run.ledgerUntold, [ledger]: addUsage(this.run.ledgerUntold?.[ledger] ?? {}, usage) };
+          // The ledger run has ended: what it was not told still counts, here (this run's own usage, which
+          // already summed these calls, bounds it: a sum past what keel adds exactly failed there first).
+          const untold = this.run.ledgerUntold?.[ledger] ?? {};
+          this.run.ledgerUntold = { ...this.run.ledgerUntold, [ledger]: addUsage(untold, usage, 'the usage no ledger was told') };
         });
       this.telling.push(told);
     }
