@@ -5,7 +5,7 @@
 import type { Client } from '@temporalio/client';
 import { readFileSync } from 'node:fs';
 import { KEEL_STATUS } from '../src/core/search-attributes';
-import { GENERATE_WORKFLOW } from '../src/workflows/definitions';
+import { GENERATE_WORKFLOW } from '../src/core/protocol';
 import { temporal } from '@temporalio/proto';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';

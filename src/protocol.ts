@@ -17,7 +17,7 @@ export {
   invokeUpdate,
   waitForSnapshotUpdate,
   abortSessionUpdate,
-} from './workflows/definitions';
+} from './core/protocol';
 export { AgentSpecSchema, RunInputSchema, RunResultSchema, RunStatusSchema } from './core/run';
 export { MessageSchema, ModelRequestSchema, ModelResponseSchema, PartSchema } from './core/messages';
 export { UsageSchema } from './core/usage';

@@ -14,7 +14,7 @@ import type { Interrupt } from '../src/core/run';
 import { dangerous, echo } from './fixtures/tools';
 import { budget } from '../src/middleware/budget';
 import { runErrorOf } from '../src/client/keel-client';
-import { messagesQuery } from '../src/workflows/definitions';
+import { messagesQuery } from '../src/core/protocol';
 import { errorReply, scriptedModel, textReply, toolCallReply, type ScriptedReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
 import { sharedTestWorker } from './support/harness';

@@ -13,7 +13,7 @@ import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted'
 import { Registry } from '../src/registry';
 import { add, confirm, dangerous, echo } from './fixtures/tools';
 import { startTestWorker, type TestWorker } from './support/harness';
-import { resumeSignal } from '../src/workflows/definitions';
+import { resumeSignal } from '../src/core/protocol';
 import { signedHold } from './support/proofs';
 
 const registry = new Registry().add(add, confirm, dangerous, echo);

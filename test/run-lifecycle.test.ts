@@ -9,7 +9,7 @@ import { runErrorOf } from '../src/client/keel-client';
 import { defineAgent, defineTool } from '../src/define';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
-import { GENERATE_WORKFLOW } from '../src/workflows/definitions';
+import { GENERATE_WORKFLOW } from '../src/core/protocol';
 import { blob, echo } from './fixtures/tools';
 import { markerCount, scheduledActivities } from './support/history';
 import { startTestWorker, type TestWorker } from './support/harness';

@@ -12,7 +12,7 @@ import { defineAgent } from '../src/define';
 import { agents } from '../src/middleware/agents';
 import { budget } from '../src/middleware/budget';
 import { runErrorOf } from '../src/client/keel-client';
-import { messagesQuery } from '../src/workflows/definitions';
+import { messagesQuery } from '../src/core/protocol';
 import { scriptedModel, textReply, toolCallReply, type ScriptedReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
 import { z } from 'zod';

@@ -44,7 +44,7 @@ import { readTreeBudget } from './tree-budget';
 import type { KeelActivities } from './types';
 import type { SignProofsInput, VerifyProofsInput } from '../core/proofs';
 import { loadSigningKeys, type SigningKeys } from '../security/signing-keys';
-import { GENERATE_WORKFLOW, SESSION_WORKFLOW } from '../workflows/definitions';
+import { GENERATE_WORKFLOW, SESSION_WORKFLOW } from '../core/protocol';
 
 /** What the activities need. */
 export interface ActivityDependencies {

@@ -9,7 +9,7 @@ import { ServiceError, WithStartWorkflowOperation, isGrpcServiceError, type Clie
 import { sessionWorkflowId, type InvokeOutput, type InvokeSessionInput } from '../core/session';
 import { KeelError } from '../core/errors';
 import { runErrorOf } from '../node/run-errors';
-import { SESSION_WORKFLOW, invokeUpdate } from '../workflows/definitions';
+import { SESSION_WORKFLOW, invokeUpdate } from '../core/protocol';
 import { retryingUpdate } from '../node/update-retry';
 import { withHeartbeat } from './heartbeat';
 import { InfrastructureError } from './infrastructure-error';

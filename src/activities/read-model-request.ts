@@ -13,7 +13,7 @@ import { msToNumber } from '@temporalio/common/lib/time';
 import { KeelError } from '../core/errors';
 import type { ModelRequest } from '../core/messages';
 import type { CallModelInput } from '../core/run';
-import { modelRequestQuery, type ModelRequestPage } from '../workflows/definitions';
+import { modelRequestQuery, type ModelRequestPage } from '../core/protocol';
 import { InfrastructureError } from './infrastructure-error';
 
 /** How long one read waits for an answer by default (the server's own limit is 30 s). */

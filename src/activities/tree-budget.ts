@@ -5,7 +5,7 @@
  */
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { ReadTreeBudgetInput, ReadTreeBudgetResult } from '../core/tree-budget';
-import { treeBudgetQuery } from '../workflows/definitions';
+import { treeBudgetQuery } from '../core/protocol';
 import { InfrastructureError } from './infrastructure-error';
 
 /** What the ledger run answers; `{ gone: true }` when no such run exists any more (its history was deleted). */

@@ -14,7 +14,7 @@ import { decideCommands } from './decide-commands';
 import { runLabel } from '../core/run-label';
 import { z } from 'zod';
 import { KEEL_AGENT, KEEL_STATUS } from '../core/search-attributes';
-import { GENERATE_WORKFLOW, statusQuery } from '../workflows/definitions';
+import { GENERATE_WORKFLOW, statusQuery } from '../core/protocol';
 
 /** One pending hold, what a person deciding it is shown, and the commands that decide it. */
 export interface HoldView extends MemoHold {

@@ -42,7 +42,7 @@ import { OutputOptionSchema, outputSpecOf, outputValidator, type OutputOption, t
 import type { Agent } from '../define';
 import { describeZodError } from '../core/schema-errors';
 import { connectClient } from '../worker/connect';
-import { GENERATE_WORKFLOW, messagesQuery, resumeSignal, resumeUpdate, statusQuery, steerUpdate } from '../workflows/definitions';
+import { GENERATE_WORKFLOW, messagesQuery, resumeSignal, resumeUpdate, statusQuery, steerUpdate } from '../core/protocol';
 import type { SteerRecord } from '../core/steering';
 
 /** Options of `KeelClient.start`. */

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { HOLDS_MEMO_KEY, MemoHoldSchema, RunLifecycleSchema, type RunLifecycle } from '../core/run';
 import { KEEL_AGENT, KEEL_STATUS } from '../core/search-attributes';
 import { runLabel } from '../core/run-label';
-import { GENERATE_WORKFLOW } from '../workflows/definitions';
+import { GENERATE_WORKFLOW } from '../core/protocol';
 
 /** One run as `keel list` shows it. */
 export interface RunListing {

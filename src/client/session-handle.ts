@@ -10,15 +10,7 @@ import { KeelError } from '../core/errors';
 import type { Message } from '../core/messages';
 import { sessionWorkflowId, type InvokeOutput, type Snapshot } from '../core/session';
 import { sessionIdProblem } from '../core/session';
-import {
-  SESSION_WORKFLOW,
-  abortSessionUpdate,
-  currentTurnQuery,
-  invokeUpdate,
-  snapshotQuery,
-  steerUpdate,
-  waitForSnapshotUpdate,
-} from '../workflows/definitions';
+import { SESSION_WORKFLOW, abortSessionUpdate, currentTurnQuery, invokeUpdate, snapshotQuery, steerUpdate, waitForSnapshotUpdate } from '../core/protocol';
 import { versioningMemo, type RunVersioning } from '../core/versioning';
 import { assertInputFits } from './input-limit';
 import { runErrorOf } from '../node/run-errors';

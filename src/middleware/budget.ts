@@ -16,7 +16,7 @@ import { type Message } from '../core/messages';
 import { USAGE_FIELDS, type Usage, type UsageField } from '../core/usage';
 import type { MiddlewareRef } from '../core/run';
 import { defineHold } from '../core/holds';
-import { budgetStopped } from '../workflows/metrics';
+import { budgetStopped } from '../core/workflow-metrics';
 import { defineMiddleware } from './define-middleware';
 import { replaceFinalMessage } from './outcome';
 

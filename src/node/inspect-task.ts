@@ -6,7 +6,7 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { RunResultSchema } from '../core/run';
 import type { TaskReport } from '../core/tasks';
-import { statusQuery } from '../workflows/definitions';
+import { statusQuery } from '../core/protocol';
 import { runErrorOf } from './run-errors';
 
 /** One task's state, read from Temporal (a failure to reach Temporal is thrown). */

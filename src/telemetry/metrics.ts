@@ -1,6 +1,6 @@
 /**
  * Metrics of a worker process: the SDK runtime's metrics (workflow and activity task latencies,
- * slots, pollers, ...) and keel's own (src/workflows/metrics.ts, src/activities/metrics.ts),
+ * slots, pollers, ...) and keel's own (src/core/workflow-metrics.ts, src/activities/metrics.ts),
  * recorded by the SDK's runtime: on a Prometheus endpoint (`metrics.prometheus` in temporal.yaml,
  * `host:port`, scraped at /metrics; the runtime records into a buffer that keel serves,
  * prometheus.ts), or else over OTLP/HTTP when the standard OTEL_* variables ask for it

@@ -11,7 +11,7 @@ import type { Metric, MetricKind, MetricTags } from '@temporalio/common';
 import type { BufferedMetricUpdate, MetricsBuffer } from '@temporalio/worker';
 import { Hono } from 'hono';
 import { startGuardedServer, type GuardedServer } from '../node/http-guard';
-import { UNKNOWN_LABEL } from '../workflows/metrics';
+import { UNKNOWN_LABEL } from '../core/workflow-metrics';
 
 /** How often the buffer is drained between scrapes (it holds `BUFFER_SIZE` updates; more are dropped). */
 const DRAIN_EVERY_MS = 500;

@@ -10,7 +10,7 @@ import type { temporal } from '@temporalio/proto';
 import type { KeelClient } from '../client/keel-client';
 import type { Message } from '../core/messages';
 import type { RunLifecycle, RunStatus } from '../core/run';
-import { GENERATE_WORKFLOW } from '../workflows/definitions';
+import { GENERATE_WORKFLOW } from '../core/protocol';
 
 /** A run below this one. */
 export interface ChildRun {

@@ -7,7 +7,7 @@ import { proxyActivities, proxyLocalActivities, workflowInfo, type ActivityOptio
 import { KeelError } from '../core/errors';
 import { type Message, type ModelRequest, type ModelResponse } from '../core/messages';
 import { addUsage } from '../core/usage';
-import { MODEL_REQUEST_PAGE_CHARS } from './definitions';
+import { MODEL_REQUEST_PAGE_CHARS } from '../core/protocol';
 import type { KeelActivities } from '../activities/types';
 import { asKeelError, untilRegistered } from './activity-errors';
 import type { RunState } from './run-state';

@@ -10,7 +10,7 @@
  * Runs in the workflow sandbox: deterministic, no I/O. Everything external goes through
  * the activities proxied by the steps (call-model, call-tool).
  */
-import { runContinuedAsNew, runEnded, runStarted } from './metrics';
+import { runContinuedAsNew, runEnded, runStarted } from '../core/workflow-metrics';
 import {
   CancellationScope,
   ContinueAsNew,

@@ -5,7 +5,7 @@
  * of that middleware's holds and whether a stand-in output answers the call or goes to the
  * stage to decide. Runs in the workflow: deterministic, no I/O.
  */
-import { holdRaised, holdSettled } from './metrics';
+import { holdRaised, holdSettled } from '../core/workflow-metrics';
 import { ApplicationFailure, condition, log, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Duration } from '@temporalio/common';
 import { KeelError } from '../core/errors';
@@ -27,7 +27,7 @@ import {
 } from '../core/holds';
 import type { ToolRequest } from '../core/messages';
 import type { Interrupt, ReappliedDecision, ReportTarget } from '../core/run';
-import { resumeSignal, resumeUpdate } from './definitions';
+import { resumeSignal, resumeUpdate } from '../core/protocol';
 import { SubAgentInterrupts } from './sub-agent-interrupts';
 
 interface Entry {

@@ -24,7 +24,7 @@ import type { AgentRunOptions, AgentRunOutcome, SessionTurnOptions } from '../mi
 import { sessionWorkflowId, type InvokeOutput } from '../core/session';
 import { asKeelError } from './activity-errors';
 import { childSummary } from './child-summary';
-import { GENERATE_WORKFLOW, abortTurnSignal } from './definitions';
+import { GENERATE_WORKFLOW, abortTurnSignal } from '../core/protocol';
 import type { RunState } from './run-state';
 import { expectReports } from './reporters';
 

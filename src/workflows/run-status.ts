@@ -19,7 +19,7 @@ import { ToolInterrupt } from '../core/interrupts';
 import { artifactText } from '../core/artifacts';
 import { cutText, messageText, promptExcerpt } from '../core/messages';
 import { HOLDS_MEMO_KEY, KEPT_REFUSED_SIGNALS, memoHolds, type Interrupt, type RunResult } from '../core/run';
-import { MODEL_REQUEST_PAGE_CHARS, messagesQuery, modelRequestQuery, statusQuery } from './definitions';
+import { MODEL_REQUEST_PAGE_CHARS, messagesQuery, modelRequestQuery, statusQuery } from '../core/protocol';
 import type { RunState } from './run-state';
 import { fittingStop } from './payload-fit';
 

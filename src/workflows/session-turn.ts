@@ -13,7 +13,7 @@ import { messageText, type Message } from '../core/messages';
 import { addUsage, type Usage } from '../core/usage';
 import type { MiddlewareRef, RunResult } from '../core/run';
 import type { InvokeOutput, SessionState, Snapshot } from '../core/session';
-import { GENERATE_WORKFLOW } from './definitions';
+import { GENERATE_WORKFLOW } from '../core/protocol';
 import { findSnapshot, refusal, updateSnapshot, type Session } from './session-state';
 
 /** What a stopped run kept (RunStoppedError's partial result). */

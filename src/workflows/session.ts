@@ -38,7 +38,7 @@ import {
   invokeUpdate,
   snapshotQuery,
   waitForSnapshotUpdate,
-} from './definitions';
+} from '../core/protocol';
 import {
   anchorOf,
   carriedInput,

@@ -9,7 +9,7 @@
 import { ApplicationFailure, CancellationScope, currentUpdateInfo, isCancellation, setHandler } from '@temporalio/workflow';
 import type { Message } from '../core/messages';
 import { KEPT_STEERS, STEER_METADATA_KEY, SteerInputSchema, steerInputProblem, type SteerRecord } from '../core/steering';
-import { steerUpdate } from './definitions';
+import { steerUpdate } from '../core/protocol';
 import type { RunState } from './run-state';
 
 function refusal(type: 'INVALID_ARGUMENT' | 'FAILED_PRECONDITION', message: string): ApplicationFailure {

@@ -14,7 +14,7 @@ import type { Decision } from '../core/holds';
 import { describeZodError } from '../core/schema-errors';
 import { describeUndecodable, isUndecodable } from '../core/undecodable';
 import { ChildInterruptsSchema, KEPT_FOLLOWERS, ReportTargetSchema, type Interrupt, type ReportTarget } from '../core/run';
-import { childInterruptsSignal, reportHoldsToSignal, resumeSignal } from './definitions';
+import { childInterruptsSignal, reportHoldsToSignal, resumeSignal } from '../core/protocol';
 
 /** Options of `SubAgentInterrupts`. */
 export interface SubAgentInterruptsOptions {

@@ -12,7 +12,7 @@ import { addUsage } from '../core/usage';
 import { isSettled, taskRecord, type TaskReport } from '../core/tasks';
 import type { KeelActivities } from '../activities/types';
 import type { TaskControl } from '../middleware/types';
-import { GENERATE_WORKFLOW, reportHoldsToSignal } from './definitions';
+import { GENERATE_WORKFLOW, reportHoldsToSignal } from '../core/protocol';
 import type { RunState } from './run-state';
 import { expectReports } from './reporters';
 import { sign, verify } from './proofs';

@@ -12,7 +12,7 @@ import { toKeelError } from '../core/errors';
 import type { KeelActivities } from '../activities/types';
 import type { ReadTreeBudgetResult } from '../core/tree-budget';
 import type { TreeLedger } from '../middleware/types';
-import { treeBudgetQuery, treeUsageSignal } from './definitions';
+import { treeBudgetQuery, treeUsageSignal } from '../core/protocol';
 import type { RunState } from './run-state';
 import { recordRefusedSignal } from './run-status';
 import { describeZodError } from '../core/schema-errors';

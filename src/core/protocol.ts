@@ -3,13 +3,13 @@
  * and tests import these, never retype a string. Pure: safe on both sides.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { Decision, DecisionAccepted } from '../core/holds';
-import type { Message } from '../core/messages';
-import type { Usage } from '../core/usage';
-import type { SteerInput, SteerRecord } from '../core/steering';
-import type { ChildInterrupts, ReportTarget, RunStatus } from '../core/run';
-import type { InvokeInput, InvokeOutput, Snapshot } from '../core/session';
-import type { TreeBudgetAnswer } from '../core/tree-budget';
+import type { Decision, DecisionAccepted } from './holds';
+import type { Message } from './messages';
+import type { Usage } from './usage';
+import type { SteerInput, SteerRecord } from './steering';
+import type { ChildInterrupts, ReportTarget, RunStatus } from './run';
+import type { InvokeInput, InvokeOutput, Snapshot } from './session';
+import type { TreeBudgetAnswer } from './tree-budget';
 
 /** Current state of a run: lifecycle, turn, usage, pending interrupts. Works on closed runs. */
 export const statusQuery = defineQuery<RunStatus>('status');
