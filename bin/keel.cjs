@@ -5,13 +5,13 @@
 const { existsSync } = require('node:fs');
 const { join } = require('node:path');
 
-const source = join(__dirname, '..', 'src', 'client', 'cli.ts');
+const source = join(__dirname, '..', 'src', 'cli', 'main.ts');
 let cli;
 if (existsSync(source)) {
   require('tsx/cjs/api').register();
   cli = require(source);
 } else {
-  cli = require('../dist/client/cli.js');
+  cli = require('../dist/cli/main.js');
 }
 cli
   .main(process.argv.slice(2))

@@ -12,7 +12,8 @@ export type { JsonSchemaObject, OutputOption, OutputSpec, OutputSpecInput } from
 export { Registry } from './registry';
 
 export { KeelClient, RunHandle, runErrorOf } from './client/keel-client';
-export type { DecideOptions, InFlight, ResultOptions, StartRunOptions, SteerOptions, TypedRunResult } from './client/keel-client';
+export type { DecideOptions, ResultOptions, StartRunOptions, SteerOptions, TypedRunResult } from './client/keel-client';
+export type { InFlight } from './client/run-events';
 export type { SteerInput, SteerRecord } from './core/steering';
 export type { ToolAttempt } from './client/tool-attempts';
 export type { TaskView } from './core/tasks';

@@ -11,7 +11,7 @@ export { createTestEnv, recordedToolCalls } from './testing/test-env';
 export type { ExpectedToolCall, HoldMatcher, RecordedToolCall, TestEnv, TestEnvOptions } from './testing/test-env';
 export { HistoryReplayError, replayHistories, runIdOfHistoryFile } from './testing/replay';
 export type { HistoryFile, ReplayFailure, ReplayHistoriesOptions } from './testing/replay';
-export { historyFileName } from './client/history-export';
+export { historyFileName } from './ops/history-export';
 export { scriptedModel } from './models/scripted';
 export type { ScriptedModel, ScriptedModelOptions } from './models/scripted';
 export { testMiddleware } from './testing/middleware-harness';

@@ -13,8 +13,8 @@ import { stringify } from 'yaml';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { createTestEnv, type TestEnv } from '../src/testing/test-env';
 import { HistoryReplayError, replayHistories } from '../src/testing/replay';
-import { historyFileName } from '../src/client/history-export';
-import { INIT_TEST_SCRIPT } from '../src/client/init';
+import { historyFileName } from '../src/ops/history-export';
+import { INIT_TEST_SCRIPT } from '../src/dev/init';
 import { ROOT, runKeel } from './support/processes';
 
 const PROJECT = join(__dirname, 'fixtures', 'testkit-project');

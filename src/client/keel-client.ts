@@ -33,8 +33,8 @@ export { runErrorOf };
 import { promptExcerpt, type Message, type StreamedText } from '../core/messages';
 
 export { promptExcerpt };
-import { runEvents, streamedTextOf, type RunEvent, type RunEventsOptions } from './run-events';
-import { toolAttemptsOf, type ToolAttempt, type ToolNames } from './tool-attempts';
+import { runEvents, streamedTextOf, type InFlight, type RunEvent, type RunEventsOptions } from './run-events';
+import { toolAttemptsOf, type ToolNames } from './tool-attempts';
 import type { Decision, DecisionAccepted } from '../core/holds';
 import type { Interrupt, MiddlewareRefInput, RunInputOptions, RunResult, RunStatus } from '../core/run';
 import type { KeelConfig } from '../config/schema';
@@ -83,19 +83,6 @@ export type TypedRunResult<Output> = Omit<RunResult, 'output'> & {
   /** The structured answer, parsed and checked against the output schema (set when the run ended `stop`). */
   output?: Output;
 };
-
-/** What a run's workers are doing now (`RunHandle.inFlight()`). */
-export interface InFlight {
-  /** The text the model call under way has streamed so far, if one streams. */
-  text?: StreamedText;
-  /** Each tool call under way, with the worker running its current attempt. */
-  tools: ToolAttempt[];
-  /**
-   * Where the run's history is: `<temporal run id>/<events>`. While it stays the same, the run's
-   * state (its status, its messages) has not changed.
-   */
-  history?: string;
-}
 
 /** Options of `new RunHandle`. */
 export interface RunHandleOptions {

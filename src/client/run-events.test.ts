@@ -1,15 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import type { Message } from '../core/messages';
 import type { RunStatus } from '../core/run';
-import type { InFlight, RunHandle } from './keel-client';
-import { runEvents, type RunEvent } from './run-events';
+import { runEvents, type InFlight, type RunEvent, type RunEventSource } from './run-events';
 
 /**
  * A handle whose one poll sees a tool call running (describe) and then reads messages that
  * already hold its result (the call ended between the two reads): the race that printed a
  * call's `⚙ runs on worker` line after its result. The run then ends.
  */
-function racedHandle(): RunHandle {
+function racedHandle(): RunEventSource {
   const messages: Message[] = [
     { role: 'user', content: [{ text: 'weather?' }] },
     { role: 'model', content: [{ toolRequest: { name: 'lookup_weather', ref: '0', input: { city: 'Lisbon' } } }] },
@@ -21,7 +20,7 @@ function racedHandle(): RunHandle {
   };
   const status = { state: 'running', messageCount: messages.length, tasks: [], interrupts: [] } as unknown as RunStatus;
   let polls = 0;
-  const handle = {
+  return {
     result: () => new Promise((resolve) => setTimeout(resolve, 50)),
     inFlight: async () => (polls++ === 0 ? inFlight : { tools: [] }),
     reportedStatus: async () => status,
@@ -29,7 +28,6 @@ function racedHandle(): RunHandle {
     messages: async (from = 0) => messages.slice(from),
     tasks: async () => [],
   };
-  return handle as unknown as RunHandle;
 }
 
 describe('runEvents', () => {

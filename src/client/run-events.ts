@@ -12,8 +12,30 @@
 import { messageText, STREAM_DETAILS, type Message, type StreamedText } from '../core/messages';
 import type { Interrupt, RunLifecycle, RunStatus } from '../core/run';
 import type { TaskView } from '../core/tasks';
-import type { InFlight, RunHandle } from './keel-client';
 import type { ToolAttempt } from './tool-attempts';
+
+/** What a run's workers are doing now (`RunHandle.inFlight()`). */
+export interface InFlight {
+  /** The text the model call under way has streamed so far, if one streams. */
+  text?: StreamedText;
+  /** Each tool call under way, with the worker running its current attempt. */
+  tools: ToolAttempt[];
+  /**
+   * Where the run's history is: `<temporal run id>/<events>`. While it stays the same, the run's
+   * state (its status, its messages) has not changed.
+   */
+  history?: string;
+}
+
+/** What `runEvents` reads of a run: a `RunHandle` is one. */
+export interface RunEventSource {
+  result(options: { signal?: AbortSignal }): Promise<unknown>;
+  inFlight(): Promise<InFlight>;
+  status(): Promise<RunStatus>;
+  reportedStatus(): Promise<RunStatus>;
+  messages(from?: number): Promise<Message[]>;
+  tasks(): Promise<TaskView[]>;
+}
 
 /** One event of a run. */
 export type RunEvent =
@@ -53,7 +75,7 @@ export interface RunEventsOptions {
 const attemptKey = (tool: ToolAttempt): string => `${tool.temporalRunId}/${tool.activityId}/${tool.attempt}/${tool.worker}`;
 
 /** The events of `handle`'s run until it ends. */
-export async function* runEvents(handle: RunHandle, { intervalMs = 150, maxIntervalMs = 1000, signal }: RunEventsOptions = {}): AsyncGenerator<RunEvent> {
+export async function* runEvents(handle: RunEventSource, { intervalMs = 150, maxIntervalMs = 1000, signal }: RunEventsOptions = {}): AsyncGenerator<RunEvent> {
   let ended: RunLifecycle | undefined;
   // Stopped with the events: a wait left running would keep retrying after its connection closed.
   const settled = handle.result(signal ? { signal } : {}).then(

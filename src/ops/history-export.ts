@@ -4,7 +4,7 @@
  * can keep its own recorded runs and replay them in CI. Node side.
  */
 import { historyToJSON } from '../node/history-json';
-import type { KeelClient } from './keel-client';
+import type { KeelClient } from '../client/keel-client';
 
 /** The file name `keel history export` suggests for a run: `<runId>.json`, the id URI-encoded (`replayHistories` reads it back). */
 export function historyFileName(runId: string): string {

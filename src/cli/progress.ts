@@ -2,11 +2,11 @@
  * Prints a run's messages as they arrive (model text, tool calls, the worker running each, tool
  * results), by polling the run's `messages` query. Node side.
  */
-import { decideCommands } from './decide-commands';
+import { decideCommands } from '../client/decide-commands';
 import { takesApproval } from '../core/holds';
 import type { Message } from '../core/messages';
 import type { Interrupt } from '../core/run';
-import type { RunHandle } from './keel-client';
+import type { RunHandle } from '../client/keel-client';
 
 /** A tool call's input or output on one line of at most `max` characters (a long text, such as a skill's instructions, is cut). */
 function short(value: unknown, max = 160): string {

@@ -12,7 +12,7 @@ import { ConfigError, loadConfig } from '../config/load';
 import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
 import type { Decision } from '../core/holds';
-import type { HoldView } from './holds';
+import type { HoldView } from '../client/holds';
 import type { Usage } from '../core/usage';
 import { HOLDS_MEMO_KEY, MemoHoldSchema, RunLifecycleSchema, type Interrupt, type MemoHold, type RunResult, type RunStatus } from '../core/run';
 import { KEEL_STATUS } from '../core/search-attributes';
@@ -24,10 +24,10 @@ import { ServerError } from '../server/server-error';
 import { DirectoryError, makeDirectory } from '../server/make-directory';
 import { requireModule } from '../node/require-ts';
 import { PACKAGE_ROOT } from '../node/package-root';
-import type { KeelClient, RunHandle } from './keel-client';
+import type { KeelClient, RunHandle } from '../client/keel-client';
 import { describeInterrupt, followRun, wantsColour } from './progress';
-import type { LookupRefusal } from './lookup-refusal';
-import { DEV_WORKER_ENV } from './dev-protocol';
+import type { LookupRefusal } from '../client/lookup-refusal';
+import { DEV_WORKER_ENV } from '../dev/dev-protocol';
 
 /** Bad usage: exit code 2, message on stderr. */
 export class UsageError extends Error {}
@@ -235,8 +235,8 @@ function print(json: boolean, value: unknown, human?: string): void {
 }
 
 /** The client module: loaded by the commands that talk to Temporal, since it loads the Temporal client. */
-function clientModule(): typeof import('./keel-client') {
-  return later<typeof import('./keel-client')>('./keel-client');
+function clientModule(): typeof import('../client/keel-client') {
+  return later<typeof import('../client/keel-client')>('../client/keel-client');
 }
 
 /** The KeelError a failed call or run comes down to. */
@@ -546,7 +546,7 @@ async function watchLookup(client: KeelClient, runId: string, done: Promise<unkn
     () => (ended = true),
     () => (ended = true),
   );
-  const { lookupRefusal } = later<typeof import('./lookup-refusal')>('./lookup-refusal');
+  const { lookupRefusal } = later<typeof import('../client/lookup-refusal')>('../client/lookup-refusal');
   while (!ended) {
     const seen = await lookupRefusal(client.temporal, runId).catch(() => undefined);
     if (seen === 'passed') return undefined;
@@ -815,7 +815,7 @@ async function commandHolds(config: KeelConfig, options: CliOptions): Promise<nu
 function commandInit(positionals: string[]): number {
   const [target, ...rest] = positionals;
   if (rest.length) throw new UsageError(`keel init takes one directory at most: keel init [dir]; got ${positionals.join(' ')}`);
-  const { initProject, InitRefusal } = later<typeof import('./init')>('./init');
+  const { initProject, InitRefusal } = later<typeof import('../dev/init')>('../dev/init');
   try {
     const { dir, written, packageJson } = initProject(target);
     const { created, scripts, dependencies } = packageJson;
@@ -851,7 +851,7 @@ async function commandDeploy(config: KeelConfig, positionals: string[], options:
   if (positionals[0] !== 'check' || positionals.length > 1)
     throw new UsageError('keel deploy needs check: keel deploy check [--per-agent <n>] [--agent <name>] [--json]');
   const perAgent = numberOption(options, 'per-agent');
-  const { checkDeploy, installCheckRuntime } = later<typeof import('./deploy-check')>('./deploy-check');
+  const { checkDeploy, installCheckRuntime } = later<typeof import('../ops/deploy-check')>('../ops/deploy-check');
   installCheckRuntime();
   return withClient(config, async (client) => {
     const report = await checkDeploy(client.temporal, config, {
@@ -904,7 +904,7 @@ async function commandStorage(config: KeelConfig, positionals: string[], options
 async function commandHistory(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
   const [verb, runId, ...rest] = positionals;
   if (verb !== 'export' || !runId || rest.length) throw new UsageError('keel history needs export and a run id: keel history export <runId> [--out <file>]');
-  const { exportHistory, historyFileName, continuedNote } = later<typeof import('./history-export')>('./history-export');
+  const { exportHistory, historyFileName, continuedNote } = later<typeof import('../ops/history-export')>('../ops/history-export');
   return withClient(config, async (client) => {
     let exported: Awaited<ReturnType<typeof exportHistory>>;
     try {
@@ -970,7 +970,7 @@ async function command(argv: string[]): Promise<number> {
     if (command === 'init') return commandInit(positionals);
     // A worker process of keel dev reads its config when keel dev says start (and again on each reload: it is a new process).
     if (command === 'worker' && process.env[DEV_WORKER_ENV] && process.send)
-      return await later<typeof import('./dev-worker')>('./dev-worker').runDevWorker({
+      return await later<typeof import('../dev/dev-worker')>('../dev/dev-worker').runDevWorker({
         ...(options.config !== undefined ? { configPath: options.config } : {}),
         allowEmpty: options['allow-empty'],
       });
@@ -978,11 +978,11 @@ async function command(argv: string[]): Promise<number> {
     switch (command) {
       // The worker, the server and the demo load only for the commands that need them.
       case 'server':
-        return await later<typeof import('./processes')>('./processes').runServer(config);
+        return await later<typeof import('../ops/processes')>('../ops/processes').runServer(config);
       case 'worker':
-        return await later<typeof import('./processes')>('./processes').runWorker(config, { allowEmpty: options['allow-empty'] });
+        return await later<typeof import('../ops/processes')>('../ops/processes').runWorker(config, { allowEmpty: options['allow-empty'] });
       case 'dev':
-        return await later<typeof import('./dev-loop')>('./dev-loop').runDev(config, { allowEmpty: options['allow-empty'] });
+        return await later<typeof import('../dev/dev-loop')>('../dev/dev-loop').runDev(config, { allowEmpty: options['allow-empty'] });
       case 'ui':
         return await later<typeof import('../ui/command')>('../ui/command').runUi(config, uiOptions(options));
       case 'codec-server':
@@ -1016,7 +1016,7 @@ async function command(argv: string[]): Promise<number> {
       case 'namespace':
         if (positionals[0] !== 'setup' || positionals.length > 1)
           throw new UsageError('keel namespace needs setup: keel namespace setup [--retention <duration>] [--json]');
-        return await later<typeof import('./namespace-setup')>('./namespace-setup').runNamespaceSetup(config, {
+        return await later<typeof import('../ops/namespace-setup')>('../ops/namespace-setup').runNamespaceSetup(config, {
           ...(options.retention !== undefined ? { retention: options.retention } : {}),
           json: options.json,
         });

@@ -19,7 +19,7 @@ import type { UiServer } from '../ui/server';
 import { diesWithParent } from '../server/parent-death';
 import { DEV_WORKER_ENV, WorkerMessageSchema, type StartMessage, type WorkerMessage } from './dev-protocol';
 import { waitForSignal } from '../node/signals';
-import { describeRunningServer, ensureServer, type WorkerRunOptions } from './processes';
+import { describeRunningServer, ensureServer, type WorkerRunOptions } from '../ops/processes';
 import { SourceWatcher, type SourceChange } from './source-watcher';
 
 /** What a worker process said, or that it exited. */

@@ -36,7 +36,7 @@ interface WarmWorker {
   close: () => Promise<void>;
 }
 
-type Processes = typeof import('./processes');
+type Processes = typeof import('../ops/processes');
 
 /** A module of keel, loaded on demand (the worker's are slow to load: that is what warming up is for). */
 function keelModule<T>(specifier: string): T {
@@ -60,7 +60,7 @@ function workerKey(config: KeelConfig): string {
 
 /** Loads what every worker needs and, when the config reads and the server answers, makes the Worker; never throws. */
 async function warmUp(options: DevWorkerOptions): Promise<WarmWorker | undefined> {
-  const processes = keelModule<Processes>('./processes');
+  const processes = keelModule<Processes>('../ops/processes');
   // What the project's modules import from keel (the same files, as `keel-agents` resolves to this package).
   keelModule('../index');
   let config: KeelConfig;
@@ -138,7 +138,7 @@ function watchList(options: DevWorkerOptions, config: KeelConfig | undefined, be
 async function fromWarm(config: KeelConfig, warm: WarmWorker, options: DevWorkerOptions) {
   if (warm.key !== workerKey(config)) return undefined;
   const { loadRegistry } = keelModule<typeof import('../worker/load-registry')>('../worker/load-registry');
-  const processes = keelModule<Processes>('./processes');
+  const processes = keelModule<Processes>('../ops/processes');
   await loadRegistry(config, warm.registry);
   processes.assertNotEmpty(config, warm.registry, options);
   return { worker: warm.worker, agents: [...warm.registry.agents.keys()].sort(), signingKeys: warm.signingKeys, close: warm.close };
@@ -168,7 +168,7 @@ async function serve(options: DevWorkerOptions): Promise<number> {
   const warm = await warmUp(options);
   send({ type: 'standby' });
   await go;
-  const processes = keelModule<Processes>('./processes');
+  const processes = keelModule<Processes>('../ops/processes');
   const before = new Set(Object.keys(require.cache));
   let config: KeelConfig | undefined;
   let prepared: Awaited<ReturnType<Processes['prepareWorker']>> | undefined;
