@@ -1,0 +1,76 @@
+/**
+ * What every command of the `keel` command line shares: its options, its exit codes, how it
+ * prints a result or a refusal, and how it loads a module only when a command needs it. Node side.
+ */
+import { KeelError } from '../core/errors';
+import { requireModule } from '../node/require-ts';
+
+/** Bad usage: exit code 2, message on stderr. */
+export class UsageError extends Error {}
+
+/** Exit codes. */
+export const EXIT = { ok: 0, failed: 1, usage: 2, interrupted: 130 } as const;
+
+export interface CliOptions {
+  config?: string;
+  json: boolean;
+  detach: boolean;
+  session?: string;
+  'output-schema'?: string;
+  reason?: string;
+  id?: string;
+  'id-prefix'?: string;
+  queue: boolean;
+  interrupt: boolean;
+  'allow-empty': boolean;
+  as?: string;
+  agent?: string;
+  status?: string;
+  limit?: string;
+  host?: string;
+  port?: string;
+  out?: string;
+  'dry-run': boolean;
+  'min-age'?: string;
+  'per-agent'?: string;
+  retention?: string;
+}
+
+/** The options that take a whole number, and what each takes: read by `numberOption` alone. */
+export const NUMBER_OPTIONS = {
+  limit: { min: 1, max: Number.MAX_SAFE_INTEGER, means: 'a whole number of runs, 1 or more' },
+  'per-agent': { min: 1, max: Number.MAX_SAFE_INTEGER, means: 'a whole number of runs, 1 or more' },
+  port: { min: 0, max: 65535, means: 'a port number from 0 to 65535' },
+} as const;
+
+/** A number option's value, checked against what it takes (a bad one is a UsageError naming the option); undefined when not given. */
+export function numberOption(options: CliOptions, name: keyof typeof NUMBER_OPTIONS): number | undefined {
+  const text = options[name];
+  if (text === undefined) return undefined;
+  const { min, max, means } = NUMBER_OPTIONS[name];
+  const value = /^\s*[+-]?\d+\s*$/.test(text) ? Number(text) : Number.NaN;
+  if (!(value >= min && value <= max)) throw new UsageError(`--${name}: ${means}, not "${text}"`);
+  return value;
+}
+
+/** Says on stderr that `command` failed and why; with --json, also as `{ "error": ... }` on stdout. */
+export function refuse(options: Pick<CliOptions, 'json'>, command: string, failure: KeelError, { withStatus = false } = {}): number {
+  return reportFailure(options.json, `keel ${command}: ${withStatus ? `${failure.status}: ` : ''}${failure.message}`, failure.toJSON(), EXIT.failed);
+}
+
+/** Writes `line` on stderr and, with --json, `{ "error": failure }` on stdout; returns `code`. */
+export function reportFailure(json: boolean, line: string, failure: { status: string; message: string }, code: number): number {
+  process.stderr.write(`${line}\n`);
+  if (json) print(true, { error: failure });
+  return code;
+}
+
+export function print(json: boolean, value: unknown, human?: string): void {
+  if (json || human === undefined) process.stdout.write(`${JSON.stringify(value, null, json ? undefined : 2)}\n`);
+  else process.stdout.write(`${human}\n`);
+}
+
+/** A module of the CLI, loaded when a command needs it (the worker, server and demo are slow to load). */
+export function later<T>(specifier: string): T {
+  return requireModule<T>(specifier, __filename);
+}

@@ -1,0 +1,152 @@
+/**
+ * The commands that act on a run under way: `keel abort`, `keel approve`, `keel deny`, `keel
+ * decide` (a pending hold's decision) and `keel steer`. Node side.
+ */
+import { hostname, userInfo } from 'node:os';
+import type { KeelConfig } from '../config/schema';
+import { KeelError } from '../core/errors';
+import type { Decision } from '../core/holds';
+import { EXIT, UsageError, print, refuse, reportFailure, type CliOptions } from './common';
+import { runErrorOf, withClient } from './client';
+
+export async function commandAbort(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
+  const [target] = positionals;
+  if (!target) throw new UsageError('keel abort needs a run id or a task id');
+  return withClient(config, async (client) => {
+    try {
+      // A task id is <agent>:<runId>; a run id may hold a colon too, so a run of that exact id wins.
+      const isRun = await client
+        .getHandle(target)
+        .describe()
+        .then(
+          () => true,
+          () => false,
+        );
+      if (!isRun && target.indexOf(':') > 0) {
+        await client.abortTask(target);
+        print(options.json, { taskId: target, status: 'aborting' }, `abort requested for task ${target}`);
+        return EXIT.ok;
+      }
+      await client.getHandle(target).cancel();
+      print(options.json, { runId: target, status: 'cancelling' }, `cancellation requested for ${target}`);
+      return EXIT.ok;
+    } catch (error) {
+      return refuse(options, 'abort', runErrorOf(error));
+    }
+  });
+}
+
+/** How long `keel approve` / `keel deny` wait for a worker to take the decision. */
+const DECISION_WAIT_MS = 15_000;
+
+/** The decision a decide command sends: an approval, a denial, or (decide) a restart with the JSON value given. */
+function decisionOf(command: 'approve' | 'deny' | 'decide', positionals: string[], options: CliOptions): Decision {
+  const [runId, interruptId, value] = positionals;
+  const usage = command === 'decide' ? 'keel decide <runId> <interruptId> <json>' : `keel ${command} <runId> <interruptId>`;
+  if (!runId || !interruptId || (command === 'decide' && value === undefined))
+    throw new UsageError(
+      `keel ${command} needs ${command === 'decide' ? 'a run id, an interrupt id and a JSON value' : 'a run id and an interrupt id'}: ${usage}`,
+    );
+  const decidedBy = options.as ?? defaultDecider();
+  if (command !== 'decide')
+    return { interruptId, approved: command === 'approve', ...(options.reason !== undefined ? { reason: options.reason } : {}), decidedBy };
+  let restart: unknown;
+  try {
+    restart = JSON.parse(value!);
+  } catch (error) {
+    throw new UsageError(`keel decide: the decision is not JSON (${(error as Error).message}): ${value}`);
+  }
+  if (restart !== true && (typeof restart !== 'object' || restart === null || Array.isArray(restart)))
+    throw new UsageError(`keel decide: the decision is a JSON object (or true), matching the hold's decision schema (keel status ${runId}); got ${value}`);
+  return { interruptId, restart: restart as Record<string, unknown> | true, decidedBy };
+}
+
+/** Who decides from this terminal, when --as does not say: `<user>@<host>`. */
+function defaultDecider(): string {
+  let user = process.env.USER ?? 'unknown';
+  try {
+    user = userInfo().username;
+  } catch {
+    // No user name for this uid (a container): the environment's word, or unknown.
+  }
+  return `${user}@${hostname()}`;
+}
+
+export async function commandDecide(config: KeelConfig, command: 'approve' | 'deny' | 'decide', positionals: string[], options: CliOptions): Promise<number> {
+  const decision = decisionOf(command, positionals, options);
+  const runId = positionals[0]!;
+  const { interruptId } = decision;
+  const word = 'approved' in decision ? (decision.approved ? 'approved' : 'denied') : 'decided';
+  return withClient(config, async (client) => {
+    try {
+      const handle = client.getHandle(runId);
+      const description = await handle.describe().catch((error: unknown) => {
+        throw runErrorOf(error);
+      });
+      const taskQueue = description.taskQueue;
+      // Nobody would take the decision now: say so rather than wait, unless told to queue it.
+      const polling = description.status.name === 'RUNNING' ? await client.workersPolling(taskQueue).catch(() => undefined) : undefined;
+      if (polling === 0 && !options.queue) {
+        return refuse(
+          options,
+          command,
+          new KeelError(
+            'UNAVAILABLE',
+            `no worker polls task queue "${taskQueue}" at ${config.temporal.address}, so nothing would take the decision now; it was not sent. Start a worker (npx keel worker), or send it anyway with --queue: it is then recorded in the run's history and applied when a worker starts`,
+          ),
+        );
+      }
+      const said = 'approved' in decision ? { approved: decision.approved } : {};
+      if (options.queue) {
+        // A signal is recorded in history at once, worker or not; the run takes (or refuses) it when a worker runs it.
+        await handle.signalDecision(decision);
+        print(
+          options.json,
+          { runId, interruptId, ...said, decidedBy: decision.decidedBy, queued: true },
+          `queued: the decision (${word}) on ${interruptId} recorded in the history of run ${runId}; a worker applies it when it runs the run (a refusal shows in keel status ${runId}, under refusedSignals)`,
+        );
+        return EXIT.ok;
+      }
+      const accepted = await handle.decide(decision, { timeoutMs: DECISION_WAIT_MS });
+      print(options.json, { runId, ...accepted, ...said, decidedBy: decision.decidedBy }, `${word} ${accepted.decided.join(', ')} of run ${runId}`);
+      return EXIT.ok;
+    } catch (error) {
+      return refuse(options, command, runErrorOf(error));
+    }
+  });
+}
+
+/**
+ * `keel steer <runId> <text...>` (or `keel steer <agent> <text...> --session <id>`): sends the
+ * `steer` update. Exit 0 when the run took it, 2 for bad input (no text, an empty one), 1 when
+ * the run (or session) refused it: it has ended, or no turn runs.
+ */
+export async function commandSteer(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
+  const [target, ...words] = positionals;
+  const text = words.join(' ');
+  const usage = 'keel steer <runId> <text...> [--interrupt] [--agent <agent>-<n>] [--id <id>], or keel steer <agent> <text...> --session <id>';
+  if (!target || words.length === 0)
+    throw new UsageError(`keel steer needs ${target ? 'the text of the message' : 'a run id and the text of the message'}: ${usage}`);
+  if (options.session !== undefined && options.agent !== undefined)
+    throw new UsageError('keel steer: --agent names a sub-agent run below a run; with --session the first argument is the agent');
+  return withClient(config, async (client) => {
+    try {
+      const sent = { ...(options.interrupt ? { interrupt: true } : {}), ...(options.id !== undefined ? { steerId: options.id } : {}) };
+      const session = options.session !== undefined ? client.session(target, options.session) : undefined;
+      const record = session
+        ? await session.steer(text, sent)
+        : await client.getHandle(target).steer(text, { ...sent, ...(options.agent !== undefined ? { agent: options.agent } : {}) });
+      const where = session ? `the running turn of session ${options.session}` : `run ${options.agent !== undefined ? `${target}/${options.agent}` : target}`;
+      print(
+        options.json,
+        { ...(session ? { sessionId: options.session } : { runId: target, ...(options.agent !== undefined ? { agent: options.agent } : {}) }), ...record },
+        `steering message ${record.id} taken by ${where} (${record.state}${record.state === 'pending' ? ': added before its next model call' : ''}${record.cancelledModelCall ? '; the model call in flight was cancelled' : ''})`,
+      );
+      return EXIT.ok;
+    } catch (error) {
+      const failure = runErrorOf(error);
+      if (failure.status === 'INVALID_ARGUMENT') return reportFailure(options.json, `keel steer: ${failure.message}`, failure.toJSON(), EXIT.usage);
+      return refuse(options, 'steer', failure);
+    }
+  });
+}

@@ -1,0 +1,154 @@
+/**
+ * The commands that read runs: `keel status`, `keel list`, `keel tasks`, `keel holds`. Node side.
+ */
+import type { KeelConfig } from '../config/schema';
+import { KeelError } from '../core/errors';
+import type { HoldView } from '../client/holds';
+import { HOLDS_MEMO_KEY, MemoHoldSchema, RunLifecycleSchema, type MemoHold, type RunResult, type RunStatus } from '../core/run';
+import { KEEL_STATUS } from '../core/search-attributes';
+import { z } from 'zod';
+import { EXIT, UsageError, numberOption, print, refuse, type CliOptions } from './common';
+import { runErrorOf, tryStatus, warnWithoutWorkers, withClient } from './client';
+
+/**
+ * What an open run last recorded in Temporal itself, for when no worker answers its query: its
+ * state (the KeelStatus search attribute) and pending holds (its memo), where it keeps them.
+ */
+function recordedStatus(description: { memo?: Record<string, unknown>; searchAttributes: Record<string, unknown> }): {
+  state: RunStatus['state'];
+  interrupts: MemoHold[];
+} {
+  const holds = z.array(MemoHoldSchema).safeParse(description.memo?.[HOLDS_MEMO_KEY]);
+  const indexed = description.searchAttributes[KEEL_STATUS.name];
+  const state = RunLifecycleSchema.safeParse(Array.isArray(indexed) ? indexed[0] : undefined);
+  const interrupts = holds.success ? holds.data : [];
+  return { state: state.success ? state.data : interrupts.length ? 'waiting' : 'running', interrupts };
+}
+
+/** `keel list`: the namespace's runs, newest first, by agent and state. */
+export async function commandList(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
+  if (positionals.length) throw new UsageError(`keel list takes no arguments (filter with --agent, --status, --limit); got ${positionals.join(' ')}`);
+  const state = options.status === undefined ? undefined : RunLifecycleSchema.safeParse(options.status);
+  if (state && !state.success)
+    throw new UsageError(`keel list --status: "${options.status}" is not a run state; one of ${RunLifecycleSchema.options.join(', ')}`);
+  const limit = numberOption(options, 'limit') ?? 50;
+  return withClient(config, async (client) => {
+    try {
+      const runs = await client.list({
+        ...(options.agent !== undefined ? { agent: options.agent } : {}),
+        ...(state?.success ? { state: state.data } : {}),
+        limit,
+      });
+      const line = (run: (typeof runs)[number]) =>
+        `${run.runId}  ${run.state}${run.holds ? ` (${run.holds} hold${run.holds > 1 ? 's' : ''})` : ''}  ${run.agent ?? '?'}  ${run.startedAt}${run.prompt ? `  ${run.prompt}` : ''}`;
+      print(options.json, { runs }, runs.map(line).join('\n') || '(no runs)');
+      return EXIT.ok;
+    } catch (error) {
+      return refuse(options, 'list', runErrorOf(error));
+    }
+  });
+}
+
+export async function commandStatus(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
+  const [runId] = positionals;
+  if (!runId) throw new UsageError('keel status needs a run id');
+  return withClient(config, async (client) => {
+    const handle = client.getHandle(runId);
+    let description;
+    try {
+      description = await handle.describe();
+    } catch (error) {
+      return refuse(options, 'status', runErrorOf(error));
+    }
+    const temporalStatus = description.status.name;
+    // No worker: the run cannot answer its status query; Temporal's description still can.
+    const idle = temporalStatus === 'RUNNING' && (await warnWithoutWorkers(client, config, 'status'));
+    const status = idle ? undefined : await tryStatus(client, handle);
+    let result: RunResult | undefined;
+    let error: KeelError | undefined;
+    if (temporalStatus === 'COMPLETED') result = await handle.result();
+    else if (temporalStatus !== 'RUNNING') error = await handle.result().then(() => undefined, runErrorOf);
+    const byTemporal: Record<string, RunStatus['state']> = {
+      RUNNING: 'running',
+      COMPLETED: 'completed',
+      CANCELLED: 'cancelled',
+      TERMINATED: 'terminated',
+      TIMED_OUT: 'timed_out',
+    };
+    // An open run no worker answered for: what it last recorded in Temporal (its KeelStatus and the holds in its memo), said as such.
+    const recorded = temporalStatus === 'RUNNING' && !status ? recordedStatus(description) : undefined;
+    if (recorded) {
+      process.stderr.write(
+        `keel status: no worker answered the run's status query${idle ? '' : ' within 5 s'}; showing what the run last recorded in Temporal (its state and pending holds; turn and usage need a worker)\n`,
+      );
+    }
+    const state = status?.state ?? recorded?.state ?? byTemporal[temporalStatus ?? ''] ?? 'failed';
+    print(options.json, {
+      runId,
+      status: state,
+      ...(recorded ? { workerAnswered: false } : {}),
+      turn: status?.turn ?? result?.turns ?? 0,
+      ...((result?.finishReason ?? status?.finishReason) ? { finishReason: result?.finishReason ?? status?.finishReason } : {}),
+      ...((result?.text ?? status?.text) ? { text: result?.text ?? status?.text } : {}),
+      ...((result?.output ?? status?.output) !== undefined ? { output: result?.output ?? status?.output } : {}),
+      usage: result?.usage ?? status?.usage ?? {},
+      interrupts: status?.interrupts ?? recorded?.interrupts ?? [],
+      tasks: status?.tasks ?? [],
+      ...(error ? { error: error.toJSON() } : status?.error ? { error: status.error } : {}),
+      ...(status?.refusedSignals?.length ? { refusedSignals: status.refusedSignals } : {}),
+      // Who decided which hold, when, how and why: an audit answered by `keel status` alone.
+      ...((result?.decisions ?? status?.decisions)?.length ? { decisions: result?.decisions ?? status?.decisions } : {}),
+      // The steering messages the run took (or has pending), in order.
+      ...(status?.steering?.length ? { steering: status.steering } : {}),
+    });
+    return EXIT.ok;
+  });
+}
+
+export async function commandTasks(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
+  const [runId] = positionals;
+  if (!runId) throw new UsageError('keel tasks needs a run id');
+  return withClient(config, async (client) => {
+    try {
+      const tasks = await client.getHandle(runId).tasks();
+      const describe = (task: (typeof tasks)[number]) =>
+        `${task.taskId}  ${task.status}${task.result ? `  ${task.result}` : ''}${task.error ? `  ${task.error.status}: ${task.error.message}` : ''}${(task.interrupts ?? []).map((hold) => `\n  ${hold.id}  ${hold.kind}${hold.toolName ? ` ${hold.toolName}` : ''}${[hold.approve, hold.deny, hold.decide].map((line) => (line ? `\n    ${line}` : '')).join('')}`).join('')}`;
+      print(options.json, { tasks }, tasks.map(describe).join('\n') || '(no background tasks)');
+      return EXIT.ok;
+    } catch (error) {
+      return refuse(options, 'tasks', runErrorOf(error));
+    }
+  });
+}
+
+/**
+ * A hold as `keel holds` prints it: its question, the held call, what the user asked, the run
+ * holding it (its agent and turn; what a sub-agent was asked), the model's latest text before
+ * the call, and the commands that decide it.
+ */
+function describeHold(hold: HoldView): string[] {
+  const own = !hold.path?.length;
+  const call = hold.toolName && !hold.toolName.startsWith('(') ? `${hold.toolName}(${hold.inputText ?? ''})` : hold.toolName;
+  const about = [hold.agent ? `agent ${hold.agent}` : '', hold.turn !== undefined ? `turn ${hold.turn}` : ''].filter(Boolean).join(', ');
+  const holder = `${hold.label}${about ? ` (${about})` : ''}`;
+  return [
+    `${hold.runId}  ${hold.id}  ${hold.kind}: ${hold.question ?? hold.message ?? `decide the held call of ${hold.toolName ?? 'a tool'}`}`,
+    ...(call ? [`    call: ${call}`] : []),
+    ...(hold.prompt ? [`    user asked: ${hold.prompt}`] : []),
+    `    run: ${!own && hold.asked ? `${holder} was asked: ${hold.asked}` : holder}`,
+    ...(hold.modelText ? [`    model: ${hold.modelText}`] : []),
+    ...[hold.approve, hold.deny, hold.decide].filter((line) => line !== undefined).map((line) => `    ${line}`),
+  ];
+}
+
+export async function commandHolds(config: KeelConfig, options: CliOptions): Promise<number> {
+  return withClient(config, async (client) => {
+    try {
+      const holds = await client.holds();
+      print(options.json, { holds }, holds.map((hold) => describeHold(hold).join('\n')).join('\n\n') || '(no holds waiting)');
+      return EXIT.ok;
+    } catch (error) {
+      return refuse(options, 'holds', runErrorOf(error));
+    }
+  });
+}
