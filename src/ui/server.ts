@@ -102,14 +102,65 @@ async function jsonBody(c: Context): Promise<{ ok: true; value: unknown } | { ok
   }
 }
 
+/** What the API's routes work with. */
+interface UiRoutes {
+  client: KeelClient;
+  config: KeelConfig;
+  hub: EventHub;
+  user: string;
+  temporalUiUrl: string | undefined;
+  inbox: InboxListing;
+}
+
 /** Builds the app (its routes; the guard is startGuardedServer's) for `client`. */
 function createUiApp({ client, config, hub, user, webRoot }: { client: KeelClient; config: KeelConfig; hub: EventHub; user: string; webRoot: string }): Hono {
   const app = new Hono();
-  const namespace = config.temporal.namespace;
-  const temporalUiUrl = temporalUiUrlOf(config);
-
   app.use(secureHeaders({ contentSecurityPolicy: { defaultSrc: ["'self'"], imgSrc: ["'self'", 'data:'], styleSrc: ["'self'", "'unsafe-inline'"] } }));
+  const routes: UiRoutes = { client, config, hub, user, temporalUiUrl: temporalUiUrlOf(config), inbox: inboxListing(client) };
+  readingRoutes(app, routes);
+  app.get('/api/runs/:runId/events', (c) => runEventStream(c, hub, c.req.param('runId')));
+  changingRoutes(app, routes);
+  app.all('/api/*', (c) => c.json({ error: { status: 'NOT_FOUND', message: `no such endpoint: ${c.req.method} ${c.req.path}` } }, 404));
 
+  const root = relative(process.cwd(), webRoot) || '.';
+  app.use('/*', serveStatic({ root }));
+  // The page routes by hash; any other path is the page too.
+  app.get('*', serveStatic({ root, path: 'index.html' }));
+  return app;
+}
+
+/** The pending holds of the namespace, listed at most once per INBOX_FRESH_MS for every open inbox. */
+interface InboxListing {
+  holds(): Promise<HoldView[]>;
+  /** The next call lists again (a decision was sent). */
+  stale(): void;
+}
+
+/**
+ * One listing serves every open inbox for INBOX_FRESH_MS (a listing of 1,000 holds costs the
+ * visibility store most of a second: bench/RESULTS.md); a decision makes it stale.
+ */
+function inboxListing(client: KeelClient): InboxListing {
+  let inbox: { at: number; holds: Promise<HoldView[]> } | undefined;
+  const stale = () => {
+    inbox = undefined;
+  };
+  return {
+    holds() {
+      if (!inbox || Date.now() - inbox.at > INBOX_FRESH_MS) {
+        const listing = client.holds();
+        inbox = { at: Date.now(), holds: listing };
+        listing.catch(() => inbox?.holds === listing && stale());
+      }
+      return inbox.holds;
+    },
+    stale,
+  };
+}
+
+/** The routes that read: the page's info, the inbox, the runs, one run, a run's holds in full. */
+function readingRoutes(app: Hono, { client, config, user, temporalUiUrl, inbox }: UiRoutes): void {
+  const namespace = config.temporal.namespace;
   app.get('/api/info', (c) =>
     c.json({
       namespace,
@@ -121,18 +172,9 @@ function createUiApp({ client, config, hub, user, webRoot }: { client: KeelClien
     }),
   );
 
-  // One listing serves every open inbox for INBOX_FRESH_MS (a listing of 1,000 holds costs the
-  // visibility store most of a second: bench/RESULTS.md); a decision or a start makes it stale.
-  let inbox: { at: number; holds: Promise<HoldView[]> } | undefined;
-  const staleInbox = () => (inbox = undefined);
   app.get('/api/inbox', async (c) => {
-    if (!inbox || Date.now() - inbox.at > INBOX_FRESH_MS) {
-      const listing = client.holds();
-      inbox = { at: Date.now(), holds: listing };
-      listing.catch(() => inbox?.holds === listing && staleInbox());
-    }
     try {
-      return c.json({ holds: await inbox.holds });
+      return c.json({ holds: await inbox.holds() });
     } catch (error) {
       return failure(c, error);
     }
@@ -163,24 +205,6 @@ function createUiApp({ client, config, hub, user, webRoot }: { client: KeelClien
     }
   });
 
-  app.post('/api/runs', async (c) => {
-    const body = await jsonBody(c);
-    if (!body.ok) return bad(c, body.message);
-    const parsed = StartSchema.safeParse(body.value);
-    if (!parsed.success) return bad(c, `a run needs { agent, prompt, sessionId? }: ${describeZodError(parsed.error)}`);
-    const { agent, prompt, sessionId } = parsed.data;
-    try {
-      if (sessionId !== undefined) {
-        const turn = await client.session(agent, sessionId).send(prompt, { detach: true });
-        return c.json({ runId: turn.runId, sessionId });
-      }
-      const handle = await client.start(agent, prompt, { idPrefix: 'ui' });
-      return c.json({ runId: handle.runId });
-    } catch (error) {
-      return failure(c, error);
-    }
-  });
-
   app.get('/api/runs/:runId', async (c) => {
     try {
       return c.json(await runView(client, c.req.param('runId'), temporalUiUrl, namespace));
@@ -199,37 +223,58 @@ function createUiApp({ client, config, hub, user, webRoot }: { client: KeelClien
       return failure(c, error);
     }
   });
+}
 
-  app.get('/api/runs/:runId/events', (c) => {
-    const runId = c.req.param('runId');
-    return streamSSE(c, async (stream) => {
-      let id = 0;
-      const queue: string[] = [];
-      let wake: (() => void) | undefined;
-      let ended = false;
-      const stop = hub.listen(runId, (event) => {
-        if (event === undefined) ended = true;
-        // A page that reads slowly gets text coalesced by the page's refetch: keep at most 200 events queued.
-        else if (queue.length < 200) queue.push(JSON.stringify(event));
-        wake?.();
-      });
-      stream.onAbort(() => {
-        ended = true;
-        wake?.();
-      });
-      try {
-        while (!stream.aborted) {
-          while (queue.length) await stream.writeSSE({ data: queue.shift()!, event: 'run', id: String(++id) });
-          if (ended) break;
-          await Promise.race([new Promise<void>((resolve) => (wake = resolve)), stream.sleep(15_000)]);
-          wake = undefined;
-          if (!queue.length && !ended) await stream.writeSSE({ data: '{}', event: 'ping' });
-        }
-        if (!stream.aborted) await stream.writeSSE({ data: '{}', event: 'closed' });
-      } finally {
-        stop();
-      }
+/** A run's events as server-sent events, from the hub's one watcher of the run, until it ends or the page goes. */
+function runEventStream(c: Context, hub: EventHub, runId: string) {
+  return streamSSE(c, async (stream) => {
+    let id = 0;
+    const queue: string[] = [];
+    let wake: (() => void) | undefined;
+    let ended = false;
+    const stop = hub.listen(runId, (event) => {
+      if (event === undefined) ended = true;
+      // A page that reads slowly gets text coalesced by the page's refetch: keep at most 200 events queued.
+      else if (queue.length < 200) queue.push(JSON.stringify(event));
+      wake?.();
     });
+    stream.onAbort(() => {
+      ended = true;
+      wake?.();
+    });
+    try {
+      while (!stream.aborted) {
+        while (queue.length) await stream.writeSSE({ data: queue.shift()!, event: 'run', id: String(++id) });
+        if (ended) break;
+        await Promise.race([new Promise<void>((resolve) => (wake = resolve)), stream.sleep(15_000)]);
+        wake = undefined;
+        if (!queue.length && !ended) await stream.writeSSE({ data: '{}', event: 'ping' });
+      }
+      if (!stream.aborted) await stream.writeSSE({ data: '{}', event: 'closed' });
+    } finally {
+      stop();
+    }
+  });
+}
+
+/** The routes that change something: start a run (or a session's turn), decide a hold, steer, abort. */
+function changingRoutes(app: Hono, { client, user, inbox }: UiRoutes): void {
+  app.post('/api/runs', async (c) => {
+    const body = await jsonBody(c);
+    if (!body.ok) return bad(c, body.message);
+    const parsed = StartSchema.safeParse(body.value);
+    if (!parsed.success) return bad(c, `a run needs { agent, prompt, sessionId? }: ${describeZodError(parsed.error)}`);
+    const { agent, prompt, sessionId } = parsed.data;
+    try {
+      if (sessionId !== undefined) {
+        const turn = await client.session(agent, sessionId).send(prompt, { detach: true });
+        return c.json({ runId: turn.runId, sessionId });
+      }
+      const handle = await client.start(agent, prompt, { idPrefix: 'ui' });
+      return c.json({ runId: handle.runId });
+    } catch (error) {
+      return failure(c, error);
+    }
   });
 
   app.post('/api/runs/:runId/decisions', async (c) => {
@@ -243,14 +288,14 @@ function createUiApp({ client, config, hub, user, webRoot }: { client: KeelClien
     if (!who.success) return bad(c, 'user: a name of 1 to 80 characters');
     const parsed = parseDecision({ ...decision, decidedBy: who.data });
     if (!parsed.success) return bad(c, parsed.error);
-    staleInbox();
+    inbox.stale();
     try {
       return c.json(await client.getHandle(c.req.param('runId')).decide(parsed.data, { timeoutMs: 15_000 }));
     } catch (error) {
       return failure(c, error);
     } finally {
       // A listing made while the decision was under way may still show its hold.
-      staleInbox();
+      inbox.stale();
     }
   });
 
@@ -276,14 +321,6 @@ function createUiApp({ client, config, hub, user, webRoot }: { client: KeelClien
       return failure(c, error);
     }
   });
-
-  app.all('/api/*', (c) => c.json({ error: { status: 'NOT_FOUND', message: `no such endpoint: ${c.req.method} ${c.req.path}` } }, 404));
-
-  const root = relative(process.cwd(), webRoot) || '.';
-  app.use('/*', serveStatic({ root }));
-  // The page routes by hash; any other path is the page too.
-  app.get('*', serveStatic({ root, path: 'index.html' }));
-  return app;
 }
 
 /** The agents the config names (the worker's modules may register more; the page lets any name be typed). */
