@@ -1,8 +1,8 @@
 // Lint: typescript-eslint's strict and stylistic type-aware rules, less the ones that are noise
 // in this codebase (each turned off below with the reason), and the sandbox line made an error:
 // every module a workflow bundle pulls in may not import Node built-ins, I/O libraries or the
-// Node side. The Node side keeps its layers too (docs/architecture.md): nothing imports from a
-// layer above it.
+// Node side. And keel's layers (docs/architecture.md, "Layers"): every folder of src/ has its
+// place in LAYERS, and nothing imports from a layer above its own.
 import { builtinModules } from 'node:module';
 import tseslint from 'typescript-eslint';
 
@@ -30,8 +30,51 @@ const workflowCode = [
   'bench/baseline-workflow.ts',
 ];
 
-/** A lint block: `files` may not import from the folders `above` (they belong to higher layers). */
-function layer(files, above) {
+/**
+ * keel's layers, bottom up: each entry is one layer, its folders (or, for define and registry,
+ * files) of src/. A module may import its own layer and those below it, never one above; the
+ * folders of a layer marked `apart` do not import each other either. The workflow side (core,
+ * middleware, workflows) also keeps the sandbox rule below: whatever its place here, it imports
+ * nothing of the Node side but activity types. The entry points at src/'s root (index.ts,
+ * protocol.ts, testing.ts) stand above every layer.
+ */
+const LAYERS = [
+  { names: ['core'] }, // both sides: schemas, the wire protocol, errors, pure helpers
+  { names: ['node', 'config', 'define', 'registry'] }, // Node-side helpers, the config, definitions
+  { names: ['middleware'] }, // workflow side: the middleware and its catalog
+  { names: ['workflows'] }, // workflow side: the loop
+  { names: ['models', 'tools', 'storage', 'telemetry', 'security', 'activities'] },
+  { names: ['server', 'worker'], apart: true },
+  { names: ['client'] }, // the typed client
+  { names: ['ops', 'ui'], apart: true }, // keel server/worker, namespace setup, deploy check; keel ui
+  { names: ['dev'] }, // keel dev, init
+  { names: ['cli'] }, // the keel command line
+  { names: ['testing'] }, // keel-agents/testing's modules
+];
+
+/** The files of a layer's folder or file `name`. */
+const filesOf = (name) => (['define', 'registry'].includes(name) ? [`src/${name}.ts`] : [`src/${name}/**/*.ts`]);
+
+/** The folders and files a module of layer `index`'s `name` may not import. */
+function above(index, name) {
+  const later = LAYERS.slice(index + 1).flatMap((layer) => layer.names);
+  return LAYERS[index].apart ? [...LAYERS[index].names.filter((other) => other !== name), ...later] : later;
+}
+
+/** Import patterns of the folders (or files) `names`, by relative path only: a package's own folders (`@temporalio/client/lib/...`) are not keel's layers. */
+const relativePatterns = (names) => names.flatMap((name) => ['..', '../..'].flatMap((up) => [`${up}/${name}`, `${up}/${name}/*`]));
+
+/** The `no-restricted-imports` pattern that keeps a layer's module from importing `names`. */
+const layerPattern = (names) => ({
+  group: relativePatterns(names),
+  message: 'A higher layer (docs/architecture.md, "Layers"): move what both need down, or the code up.',
+});
+
+/** The workflow side's layers: kept within the sandbox rule's block (a second block would replace its options). */
+const WORKFLOW_SIDE = ['core', 'middleware', 'workflows'];
+
+/** The sandbox rule for `files`, with the layer `patterns` of their own. */
+function sandbox(files, patterns) {
   return [
     {
       files,
@@ -40,12 +83,47 @@ function layer(files, above) {
         'no-restricted-imports': [
           'error',
           {
-            patterns: [
-              // Relative paths only: a package's own folders (`@temporalio/client/lib/...`) are not keel's layers.
+            paths: [
+              ...nodeBuiltins.map((name) => ({ name, message: 'Workflow code runs in the Temporal sandbox: no Node built-ins. Do I/O in an activity.' })),
+              { name: 'js-tiktoken', message: 'Count tokens in an activity: js-tiktoken bloats every workflow bundle.' },
+              { name: '@temporalio/client', message: 'Workflow code may not use the client: use @temporalio/workflow APIs.' },
+              { name: '@temporalio/worker', message: 'Workflow code may not import the worker.' },
+              { name: '@temporalio/activity', message: 'Workflow code may not import activity APIs.' },
               {
-                group: above.flatMap((folder) => [`./${folder}/*`, `../${folder}/*`, `../../${folder}/*`]),
-                message: `A higher layer (docs/architecture.md): move what both need down, or the code up.`,
+                name: 'keel-agents',
+                message: "keel's root entry is Node side (models, client, worker): import keel-agents/middleware or keel-agents/workflow.",
               },
+              { name: 'keel-agents/testing', message: 'keel-agents/testing starts dev servers: not for workflow code.' },
+            ],
+            patterns: [
+              { group: ['node:*'], message: 'Workflow code runs in the Temporal sandbox: no Node built-ins.' },
+              {
+                group: ['**/activities/*', '!**/activities/types'],
+                allowTypeImports: true,
+                message: 'Workflow code imports activities by type only (proxyActivities<KeelActivities>).',
+              },
+              {
+                group: [
+                  '**/models/*',
+                  '**/tools/*',
+                  '**/storage/*',
+                  '**/telemetry/*',
+                  '**/security/*',
+                  '**/node/*',
+                  '**/worker/*',
+                  '**/server/*',
+                  '**/client/*',
+                  '**/config/*',
+                  '**/ui/*',
+                  '**/ops/*',
+                  '**/dev/*',
+                  '**/cli/*',
+                  '**/testing/*',
+                  ...relativePatterns(['define', 'registry']),
+                ],
+                message: 'Node-side module: not for workflow code.',
+              },
+              ...patterns,
             ],
           },
         ],
@@ -118,59 +196,23 @@ export default tseslint.config(
       '@typescript-eslint/no-unsafe-return': 'off',
     },
   },
-  {
-    files: workflowCode,
-    ignores: ['**/*.test.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          paths: [
-            ...nodeBuiltins.map((name) => ({ name, message: 'Workflow code runs in the Temporal sandbox: no Node built-ins. Do I/O in an activity.' })),
-            { name: 'js-tiktoken', message: 'Count tokens in an activity: js-tiktoken bloats every workflow bundle.' },
-            { name: '@temporalio/client', message: 'Workflow code may not use the client: use @temporalio/workflow APIs.' },
-            { name: '@temporalio/worker', message: 'Workflow code may not import the worker.' },
-            { name: '@temporalio/activity', message: 'Workflow code may not import activity APIs.' },
-            { name: 'keel-agents', message: "keel's root entry is Node side (models, client, worker): import keel-agents/middleware or keel-agents/workflow." },
-            { name: 'keel-agents/testing', message: 'keel-agents/testing starts dev servers: not for workflow code.' },
-          ],
-          patterns: [
-            { group: ['node:*'], message: 'Workflow code runs in the Temporal sandbox: no Node built-ins.' },
-            {
-              group: ['**/activities/*', '!**/activities/types'],
-              allowTypeImports: true,
-              message: 'Workflow code imports activities by type only (proxyActivities<KeelActivities>).',
-            },
-            {
-              group: [
-                '**/models/*',
-                '**/tools/*',
-                '**/storage/*',
-                '**/telemetry/*',
-                '**/security/*',
-                '**/node/*',
-                '**/worker/*',
-                '**/server/*',
-                '**/client/*',
-                '**/config/*',
-              ],
-              message: 'Node-side module: not for workflow code.',
-            },
-          ],
-        },
-      ],
-    },
-  },
-  // The Node side's layers, bottom up: core and node/ helpers, config; models, tools, storage,
-  // telemetry, security, activities; server and worker; client (and the CLI). No import goes up.
-  ...layer(
-    ['src/node/**/*.ts', 'src/config/**/*.ts'],
-    ['activities', 'models', 'tools', 'storage', 'telemetry', 'security', 'middleware', 'client', 'worker', 'server'],
+  ...sandbox(
+    workflowCode.filter((file) => !WORKFLOW_SIDE.some((name) => file === `src/${name}/**/*.ts`)),
+    [],
   ),
-  ...layer(
-    ['src/models/**/*.ts', 'src/tools/**/*.ts', 'src/storage/**/*.ts', 'src/telemetry/**/*.ts', 'src/security/**/*.ts', 'src/activities/**/*.ts'],
-    ['client', 'worker', 'server'],
+  ...WORKFLOW_SIDE.map((name) => {
+    const index = LAYERS.findIndex((layer) => layer.names.includes(name));
+    // Activity types are the sandbox pattern's to allow (type imports only); core takes none.
+    return sandbox(filesOf(name), [layerPattern(above(index, name).filter((other) => name === 'core' || other !== 'activities'))])[0];
+  }),
+  // The Node side's layers (LAYERS, the workflow side's taken above).
+  ...LAYERS.flatMap((layer, index) =>
+    layer.names
+      .filter((name) => !WORKFLOW_SIDE.includes(name) && above(index, name).length > 0)
+      .map((name) => ({
+        files: filesOf(name),
+        ignores: ['**/*.test.ts'],
+        rules: { 'no-restricted-imports': ['error', { patterns: [layerPattern(above(index, name))] }] },
+      })),
   ),
-  ...layer(['src/server/**/*.ts'], ['client', 'worker']),
-  ...layer(['src/worker/**/*.ts'], ['client', 'server']),
 );
