@@ -6,7 +6,7 @@
 import { ConfigError } from '../config/load';
 import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
-import { type RunStatus } from '../core/run';
+import type { RunStatus } from '../core/run';
 import type { KeelClient, RunHandle } from '../client/keel-client';
 import { later } from './common';
 

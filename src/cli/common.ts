@@ -11,6 +11,7 @@ export class UsageError extends Error {}
 /** Exit codes. */
 export const EXIT = { ok: 0, failed: 1, usage: 2, interrupted: 130 } as const;
 
+/** The options of every command, as parsed (args.ts). */
 export interface CliOptions {
   config?: string;
   json: boolean;

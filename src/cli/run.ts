@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
 import type { Usage } from '../core/usage';
-import { type Interrupt, type RunResult, type RunStatus } from '../core/run';
+import type { Interrupt, RunResult, RunStatus } from '../core/run';
 import { sessionIdProblem } from '../core/session';
 import { parse as parseYaml } from 'yaml';
 import type { OutputOption } from '../core/output';
