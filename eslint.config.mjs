@@ -11,7 +11,8 @@ const nodeBuiltins = builtinModules.filter((name) => !name.startsWith('_'));
 
 /**
  * Workflow code: every module a workflow bundle pulls in. keel's bundle (src/worker/bundle.ts)
- * reaches only src/workflows, src/middleware and src/core (src/worker/sandbox-lint.test.ts
+ * reaches only src/workflows, src/middleware, src/core and the workflow halves of the features
+ * (src/features/<feature>/, less its Node half under activities/) (src/worker/sandbox-lint.test.ts
  * checks it); this repository also bundles the middleware modules its tests and docs list
  * under `middlewareModules`, and the workflow entries of a test and of the benchmark.
  */
@@ -19,6 +20,7 @@ const workflowCode = [
   'src/workflows/**/*.ts',
   'src/middleware/**/*.ts',
   'src/core/**/*.ts',
+  'src/features/**/*.ts',
   'examples/spending-gate.ts',
   'test/fixtures/notebook-middleware.ts',
   'test/fixtures/lingering-middleware.ts',
@@ -120,7 +122,8 @@ export default tseslint.config(
   },
   {
     files: workflowCode,
-    ignores: ['**/*.test.ts'],
+    // A feature's Node half (its activities) is Node code.
+    ignores: ['**/*.test.ts', 'src/features/*/activities/**'],
     rules: {
       'no-restricted-imports': [
         'error',
@@ -168,7 +171,15 @@ export default tseslint.config(
     ['activities', 'models', 'tools', 'storage', 'telemetry', 'security', 'middleware', 'client', 'worker', 'server'],
   ),
   ...layer(
-    ['src/models/**/*.ts', 'src/tools/**/*.ts', 'src/storage/**/*.ts', 'src/telemetry/**/*.ts', 'src/security/**/*.ts', 'src/activities/**/*.ts'],
+    [
+      'src/models/**/*.ts',
+      'src/tools/**/*.ts',
+      'src/storage/**/*.ts',
+      'src/telemetry/**/*.ts',
+      'src/security/**/*.ts',
+      'src/activities/**/*.ts',
+      'src/features/*/activities/**/*.ts',
+    ],
     ['client', 'worker', 'server'],
   ),
   ...layer(['src/server/**/*.ts'], ['client', 'worker']),

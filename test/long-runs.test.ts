@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineAgent, defineTool } from '../src/define';
 import { budget } from '../src/middleware/budget';
-import { filesystem } from '../src/middleware/filesystem';
+import { filesystem } from '../src/features/filesystem/filesystem';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
 import { sharedTestWorker, type TestWorker } from './support/harness';

@@ -34,11 +34,9 @@ import { temporal } from '@temporalio/proto';
 import { log } from '@temporalio/activity';
 import { KEEL_SEARCH_ATTRIBUTES, registerCommand } from '../core/search-attributes';
 import { DEFAULT_MODEL_REQUEST_TIMEOUT, readModelRequest } from './read-model-request';
-import { runFileOperation } from './files';
 import { thrownAt } from './thrown-at';
 import { invokeSession } from './invoke-session';
-import { runSkillOperation } from './skills';
-import { countTokens } from './tokens';
+import { FEATURE_ACTIVITIES } from './features';
 import { awaitTasks, inspectTasks } from './tasks';
 import { readTreeBudget } from './tree-budget';
 import type { KeelActivities } from './types';
@@ -208,7 +206,7 @@ export function createActivities({
   client,
   signingKeys,
   modelRequestTimeout = DEFAULT_MODEL_REQUEST_TIMEOUT,
-}: ActivityDependencies): KeelActivities {
+}: ActivityDependencies): KeelActivities & Record<string, (input: never) => Promise<unknown>> {
   const limit = payloadLimit(config.externalStorage);
   const inlineLimit = inlinePayloadLimit(config.externalStorage);
   const notRegisteredRetryFor = config.worker?.notRegisteredRetryFor ?? '1 minute';
@@ -484,9 +482,7 @@ export function createActivities({
     awaitTasks: (input) => activity(() => awaitTasks(client, input)),
     invokeSession: (input) => activity(() => invokeSession(client, input)),
     readTreeBudget: (input) => activity(() => readTreeBudget(client, input)),
-    // Heartbeated: a worker that dies mid-operation is noticed within the heartbeat timeout.
-    files: (operation) => activity(() => withHeartbeat(() => runFileOperation(operation))),
-    skills: (operation) => activity(() => withHeartbeat(() => runSkillOperation(operation))),
-    countTokens: (input) => activity(async () => countTokens(input)),
+    // Each feature's own activities, under their doors' names.
+    ...Object.fromEntries(FEATURE_ACTIVITIES.map(({ name, call }) => [name, (input: unknown) => activity(() => call(input, { client }))])),
   };
 }

@@ -4,15 +4,12 @@
  */
 import type { ModelResponse } from '../core/messages';
 import type { AgentSpec, CallModelInput, CallToolInput, ResolveAgentInput, ToolCallResult, ValidateToolOutputInput } from '../core/run';
-import type { FileOperation, FileResult } from '../core/files';
-import type { SkillOperation, SkillResult } from '../core/skills';
-import type { CountTokensInput } from '../core/tokens';
 import type { InvokeOutput, InvokeSessionInput } from '../core/session';
 import type { AwaitTasksInput, AwaitTasksResult, InspectTasksInput, TaskReport } from '../core/tasks';
 import type { SignProofsInput, VerifyProofsInput } from '../core/proofs';
 import type { ReadTreeBudgetInput, ReadTreeBudgetResult } from '../core/tree-budget';
 
-/** Activities a keel worker registers. */
+/** The core activities a keel worker registers (each feature's own come beside them, under their doors' names: src/activities/features.ts). */
 export interface KeelActivities {
   /** Local activity: the agent's spec as registered on this worker. */
   resolveAgent(input: ResolveAgentInput): Promise<AgentSpec>;
@@ -30,14 +27,8 @@ export interface KeelActivities {
   readTreeBudget(input: ReadTreeBudgetInput): Promise<ReadTreeBudgetResult>;
   /** One turn of a sub-agent's session (update-with-start), waited for while heartbeating. */
   invokeSession(input: InvokeSessionInput): Promise<InvokeOutput>;
-  /** One Filesystem operation on a root directory, every path confined to it. */
-  files(operation: FileOperation): Promise<FileResult>;
-  /** One Skills operation: scan skill directories, load a skill, read a file it bundles (confined to it). */
-  skills(operation: SkillOperation): Promise<SkillResult>;
   /** Signs what a client must not forge (a held call, a task id) with the workers' key (src/core/proofs.ts). */
   signProofs(input: SignProofsInput): Promise<string[]>;
   /** Checks proofs that came back with a conversation: one answer per claim. */
   verifyProofs(input: VerifyProofsInput): Promise<boolean[]>;
-  /** Local activity: js-tiktoken counts of texts (ContextCompression's `tokenizer: 'tiktoken'`). */
-  countTokens(input: CountTokensInput): Promise<number[]>;
 }

@@ -22,13 +22,14 @@ export { artifacts, ArtifactsConfigSchema } from './artifacts';
 export type { ArtifactsConfig } from './artifacts';
 export { agents, AgentsConfigSchema } from './agents';
 export type { AgentsConfig } from './agents';
-export { filesystem, FilesystemConfigSchema } from './filesystem';
-export type { FilesystemConfig } from './filesystem';
-export { skills, SkillsConfigSchema } from './skills';
-export type { SkillsConfig } from './skills';
-export { contextCompression, ContextCompressionConfigSchema } from './context-compression';
-export type { ContextCompressionConfig } from './context-compression';
-export { resolveCompressedHistory } from './compression/view';
+export { filesystem, FilesystemConfigSchema } from '../features/filesystem/filesystem';
+export type { FilesystemConfig } from '../features/filesystem/filesystem';
+export { skills, SkillsConfigSchema } from '../features/skills/skills';
+export type { SkillsConfig } from '../features/skills/skills';
+export { contextCompression, ContextCompressionConfigSchema } from '../features/context-compression/context-compression';
+export type { ContextCompressionConfig } from '../features/context-compression/context-compression';
+export { resolveCompressedHistory } from '../features/context-compression/view';
+export type { ActivityCall, ActivityDoor } from './activity-door';
 export type {
   ContributedTool,
   ContributedToolContext,

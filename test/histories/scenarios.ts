@@ -15,7 +15,7 @@ import { agents } from '../../src/middleware/agents';
 import { artifacts } from '../../src/middleware/artifacts';
 import { budget } from '../../src/middleware/budget';
 import { toolApproval } from '../../src/middleware/tool-approval';
-import { contextCompression } from '../../src/middleware/context-compression';
+import { contextCompression } from '../../src/features/context-compression/context-compression';
 import { modelGate } from '../fixtures/model-gate-middleware';
 import { add, confirm, dangerous, echo, fail } from '../fixtures/tools';
 

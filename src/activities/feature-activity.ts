@@ -1,0 +1,48 @@
+/**
+ * The Node half of a feature's activity door (src/middleware/activity-door.ts): what runs when
+ * the middleware calls `context.activity(door, input)`. The worker registers each
+ * implementation under its door's name; the input is parsed with the door's input schema before
+ * `run` sees it, the answer with its output schema before it leaves. Node side.
+ */
+import type { Client } from '@temporalio/client';
+import type { z } from 'zod';
+import { KeelError } from '../core/errors';
+import { describeZodError } from '../core/schema-errors';
+import type { ActivityDoor } from '../middleware/activity-door';
+import { withHeartbeat } from './heartbeat';
+
+/** What a feature's activities may use besides their input. */
+export interface FeatureActivityDependencies {
+  /** The worker's Temporal client (to reach other runs: a task's state, a session's turn). */
+  client: Client;
+}
+
+/** One activity of a feature, as its Node half implements it: what the worker registers under `name`. */
+export interface ActivityImplementation {
+  /** The door's name: the activity type. */
+  name: string;
+  /** One call: the input parsed with the door's input schema, the work, the answer parsed with its output schema. */
+  call: (input: unknown, dependencies: FeatureActivityDependencies) => Promise<unknown>;
+}
+
+/**
+ * Implements a door: `implementActivity(filesDoor, (operation) => runFileOperation(operation), { heartbeat: true })`.
+ * With `heartbeat`, the call heartbeats in the background while `run` works, so a worker that
+ * dies mid-call is noticed within the heartbeat timeout.
+ */
+export function implementActivity<Input extends z.ZodType, Output extends z.ZodType>(
+  door: ActivityDoor<Input, Output>,
+  run: (input: z.output<Input>, dependencies: FeatureActivityDependencies) => Promise<z.input<Output>>,
+  { heartbeat = false }: { heartbeat?: boolean } = {},
+): ActivityImplementation {
+  const call = async (input: unknown, dependencies: FeatureActivityDependencies): Promise<z.output<Output>> => {
+    const parsed = door.input.safeParse(input);
+    if (!parsed.success) throw new KeelError('INVALID_ARGUMENT', `activity "${door.name}": invalid input: ${describeZodError(parsed.error)}`);
+    const answer = heartbeat ? await withHeartbeat(() => run(parsed.data, dependencies)) : await run(parsed.data, dependencies);
+    const checked = door.output.safeParse(answer);
+    if (!checked.success)
+      throw new KeelError('INTERNAL', `activity "${door.name}" answered what its door does not declare: ${describeZodError(checked.error)}`);
+    return checked.data;
+  };
+  return { name: door.name, call };
+}
