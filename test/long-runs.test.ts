@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineAgent, defineTool } from '../src/define';
-import { budget } from '../src/middleware/budget';
+import { budget } from '../src/features/budget/budget';
 import { filesystem } from '../src/features/filesystem/filesystem';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';

@@ -6,9 +6,7 @@
  */
 import type { Client } from '@temporalio/client';
 import type { z } from 'zod';
-import { KeelError } from '../core/errors';
-import { describeZodError } from '../core/schema-errors';
-import type { ActivityDoor } from '../middleware/activity-door';
+import { throughDoor, type ActivityDoor } from '../middleware/activity-door';
 import { withHeartbeat } from './heartbeat';
 
 /** What a feature's activities may use besides their input. */
@@ -35,14 +33,7 @@ export function implementActivity<Input extends z.ZodType, Output extends z.ZodT
   run: (input: z.output<Input>, dependencies: FeatureActivityDependencies) => Promise<z.input<Output>>,
   { heartbeat = false }: { heartbeat?: boolean } = {},
 ): ActivityImplementation {
-  const call = async (input: unknown, dependencies: FeatureActivityDependencies): Promise<z.output<Output>> => {
-    const parsed = door.input.safeParse(input);
-    if (!parsed.success) throw new KeelError('INVALID_ARGUMENT', `activity "${door.name}": invalid input: ${describeZodError(parsed.error)}`);
-    const answer = heartbeat ? await withHeartbeat(() => run(parsed.data, dependencies)) : await run(parsed.data, dependencies);
-    const checked = door.output.safeParse(answer);
-    if (!checked.success)
-      throw new KeelError('INTERNAL', `activity "${door.name}" answered what its door does not declare: ${describeZodError(checked.error)}`);
-    return checked.data;
-  };
+  const call = (input: unknown, dependencies: FeatureActivityDependencies): Promise<z.output<Output>> =>
+    throughDoor(door, input, (parsed) => (heartbeat ? withHeartbeat(() => run(parsed, dependencies)) : run(parsed, dependencies)));
   return { name: door.name, call };
 }

@@ -7,6 +7,12 @@ import type { ActivityImplementation } from './feature-activity';
 import { filesystemActivities } from '../features/filesystem/activities/files';
 import { skillsActivities } from '../features/skills/activities/skills';
 import { contextCompressionActivities } from '../features/context-compression/activities/tokens';
+import { budgetActivities } from '../features/budget/activities/tree-budget';
 
 /** Every built-in feature's activities. */
-export const FEATURE_ACTIVITIES: readonly ActivityImplementation[] = [...filesystemActivities, ...skillsActivities, ...contextCompressionActivities];
+export const FEATURE_ACTIVITIES: readonly ActivityImplementation[] = [
+  ...filesystemActivities,
+  ...skillsActivities,
+  ...contextCompressionActivities,
+  ...budgetActivities,
+];

@@ -7,7 +7,6 @@ import type { AgentSpec, CallModelInput, CallToolInput, ResolveAgentInput, ToolC
 import type { InvokeOutput, InvokeSessionInput } from '../core/session';
 import type { AwaitTasksInput, AwaitTasksResult, InspectTasksInput, TaskReport } from '../core/tasks';
 import type { SignProofsInput, VerifyProofsInput } from '../core/proofs';
-import type { ReadTreeBudgetInput, ReadTreeBudgetResult } from '../core/tree-budget';
 
 /** The core activities a keel worker registers (each feature's own come beside them, under their doors' names: src/activities/features.ts). */
 export interface KeelActivities {
@@ -23,8 +22,6 @@ export interface KeelActivities {
   inspectTasks(input: InspectTasksInput): Promise<TaskReport[]>;
   /** Waits, heartbeating, until background tasks settle (or the first does, or a deadline). */
   awaitTasks(input: AwaitTasksInput): Promise<AwaitTasksResult>;
-  /** What the budgets of a tree's ledger run have spent (asked before a sub-agent's model call). */
-  readTreeBudget(input: ReadTreeBudgetInput): Promise<ReadTreeBudgetResult>;
   /** One turn of a sub-agent's session (update-with-start), waited for while heartbeating. */
   invokeSession(input: InvokeSessionInput): Promise<InvokeOutput>;
   /** Signs what a client must not forge (a held call, a task id) with the workers' key (src/core/proofs.ts). */

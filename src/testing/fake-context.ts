@@ -10,7 +10,7 @@ import { putArtifact, type Artifact } from '../core/artifacts';
 import { KeelError } from '../core/errors';
 import { type ModelRequest, type ModelResponse } from '../core/messages';
 import { addUsage, checkedUsage, type Usage } from '../core/usage';
-import { describeZodError } from '../core/schema-errors';
+import { throughDoor } from '../middleware/activity-door';
 import { scriptedModel, type Script } from '../models/scripted';
 import type { ArtifactStore, MiddlewareContext, TaskControl, TreeLedger } from '../middleware/types';
 
@@ -132,12 +132,7 @@ export function fakeCapabilities(options: FakeCapabilityOptions): FakeCapabiliti
     activity: async (door, input) => {
       const fake = options.activities?.[door.name];
       if (!fake) throw notProvided(`activity(${door.name})`, `activities.${door.name}`);
-      const parsed = door.input.safeParse(input);
-      if (!parsed.success) throw new KeelError('INVALID_ARGUMENT', `activity "${door.name}": invalid input: ${describeZodError(parsed.error)}`);
-      const answer = door.output.safeParse(await fake(parsed.data));
-      if (!answer.success)
-        throw new KeelError('INTERNAL', `activity "${door.name}" answered what its door does not declare: ${describeZodError(answer.error)}`);
-      return answer.data;
+      return throughDoor(door, input, fake);
     },
     runAgent: options.runAgent ?? rejects('runAgent'),
     invokeSession: options.invokeSession ?? rejects('invokeSession'),

@@ -7,19 +7,26 @@
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { ActivitySpec } from '../core/run';
 import type { ActivityCall } from '../middleware/activity-door';
-import { activityOptions, asKeelError, localActivityOptions } from './activity-errors';
+import { KeelError } from '../core/errors';
+import { activityOptions, asKeelError } from './activity-errors';
 
-/** A feature activity as the workflow proxies it: any door's input in, its answer out. */
+/** A feature activity as the workflow proxies it: any door's input in, its answer out (typed by the door: the worker parsed it with the door's output schema). */
 type DoorActivities = Record<string, (input: unknown) => Promise<never>>;
 
-/** `MiddlewareContext.activity` for a run whose activities follow `spec`. */
-export function featureActivityCaller(spec: ActivitySpec): ActivityCall {
+/**
+ * `MiddlewareContext.activity` for a run whose activities follow `spec` (a door with options of
+ * its own follows them instead; without `spec`, every door must have them).
+ */
+export function featureActivityCaller(spec?: ActivitySpec): ActivityCall {
   return async (door, input) => {
     const summary = door.describe(input);
+    const options = door.options ?? (spec ? activityOptions(spec) : undefined);
+    if (!options) throw new KeelError('INTERNAL', `activity "${door.name}" declares no options and the run has no activity spec yet`);
+    const { startToCloseTimeout, scheduleToCloseTimeout, retry } = options;
     const activities =
       door.kind === 'local'
-        ? proxyLocalActivities<DoorActivities>({ ...localActivityOptions(spec), summary })
-        : proxyActivities<DoorActivities>({ ...activityOptions(spec), summary });
+        ? proxyLocalActivities<DoorActivities>({ startToCloseTimeout, scheduleToCloseTimeout, retry, summary })
+        : proxyActivities<DoorActivities>({ ...options, summary });
     try {
       return await activities[door.name]!(input);
     } catch (error) {
