@@ -19,6 +19,7 @@ const workflowCode = [
   'src/workflows/**/*.ts',
   'src/middleware/**/*.ts',
   'src/core/**/*.ts',
+  'src/features/**/*.ts',
   'examples/spending-gate.ts',
   'test/fixtures/notebook-middleware.ts',
   'test/fixtures/lingering-middleware.ts',
@@ -31,7 +32,7 @@ const workflowCode = [
 ];
 
 /**
- * keel's layers, bottom up: each entry is one layer, its folders (or, for define and registry,
+ * keel's layers, bottom up: each entry is one layer, its folders (or, for define, registry and names with a slash,
  * files) of src/. A module may import its own layer and those below it, never one above; the
  * folders of a layer marked `apart` do not import each other either. The workflow side (core,
  * middleware, workflows) also keeps the sandbox rule below: whatever its place here, it imports
@@ -42,7 +43,7 @@ const LAYERS = [
   { names: ['core'] }, // both sides: schemas, the wire protocol, errors, pure helpers
   { names: ['node', 'config', 'define', 'registry'] }, // Node-side helpers, the config, definitions
   { names: ['middleware'] }, // workflow side: the middleware and its catalog
-  { names: ['workflows'] }, // workflow side: the loop
+  { names: ['workflows', 'features', 'middleware/catalog', 'middleware/index'] }, // workflow side: the loop; each built-in's workflow half (its Node half, activities/, sits with activities)
   { names: ['models', 'tools', 'storage', 'telemetry', 'security', 'activities'] },
   { names: ['server', 'worker'], apart: true },
   { names: ['client'] }, // the typed client
@@ -53,7 +54,7 @@ const LAYERS = [
 ];
 
 /** The files of a layer's folder or file `name`. */
-const filesOf = (name) => (['define', 'registry'].includes(name) ? [`src/${name}.ts`] : [`src/${name}/**/*.ts`]);
+const filesOf = (name) => (['define', 'registry'].includes(name) || name.includes('/') ? [`src/${name}.ts`] : [`src/${name}/**/*.ts`]);
 
 /** The folders and files a module of layer `index`'s `name` may not import. */
 function above(index, name) {
@@ -62,7 +63,7 @@ function above(index, name) {
 }
 
 /** Import patterns of the folders (or files) `names`, by relative path only: a package's own folders (`@temporalio/client/lib/...`) are not keel's layers. */
-const relativePatterns = (names) => names.flatMap((name) => ['..', '../..'].flatMap((up) => [`${up}/${name}`, `${up}/${name}/*`]));
+const relativePatterns = (names) => names.flatMap((name) => ['..', '../..', '../../..'].flatMap((up) => [`${up}/${name}`, `${up}/${name}/*`]));
 
 /** The `no-restricted-imports` pattern that keeps a layer's module from importing `names`. */
 const layerPattern = (names) => ({
@@ -71,14 +72,17 @@ const layerPattern = (names) => ({
 });
 
 /** The workflow side's layers: kept within the sandbox rule's block (a second block would replace its options). */
-const WORKFLOW_SIDE = ['core', 'middleware', 'workflows'];
+const WORKFLOW_SIDE = ['core', 'middleware', 'workflows', 'features', 'middleware/catalog', 'middleware/index'];
+
+/** A feature's Node half: its activities, in the activities layer. */
+const FEATURE_ACTIVITIES = 'src/features/*/activities/**';
 
 /** The sandbox rule for `files`, with the layer `patterns` of their own. */
 function sandbox(files, patterns) {
   return [
     {
       files,
-      ignores: ['**/*.test.ts'],
+      ignores: ['**/*.test.ts', FEATURE_ACTIVITIES],
       rules: {
         'no-restricted-imports': [
           'error',
@@ -215,4 +219,23 @@ export default tseslint.config(
         rules: { 'no-restricted-imports': ['error', { patterns: [layerPattern(above(index, name))] }] },
       })),
   ),
+  {
+    files: [FEATURE_ACTIVITIES],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            layerPattern(
+              above(
+                LAYERS.findIndex((layer) => layer.names.includes('activities')),
+                'activities',
+              ),
+            ),
+          ],
+        },
+      ],
+    },
+  },
 );

@@ -10,9 +10,9 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Message } from '../src/core/messages';
-import { countTokens, forgetRememberedCounts, tokenizerStats } from '../src/activities/tokens';
-import { compress, type CompressionOptions } from '../src/middleware/compression/compress';
-import { TokenCache } from '../src/middleware/compression/token-cache';
+import { countTokens, forgetRememberedCounts, tokenizerStats } from '../src/features/context-compression/activities/tokens';
+import { compress, type CompressionOptions } from '../src/features/context-compression/compress';
+import { TokenCache } from '../src/features/context-compression/token-cache';
 import { result } from './report';
 
 const repetitions = Number(process.argv[2] ?? 7);

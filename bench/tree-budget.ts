@@ -10,7 +10,7 @@
 import { z } from 'zod';
 import { defineAgent, defineTool } from '../src/define';
 import { agents } from '../src/middleware/agents';
-import { budget } from '../src/middleware/budget';
+import { budget } from '../src/features/budget/budget';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
 import { startBenchServer, startBenchWorker } from './harness';

@@ -16,8 +16,8 @@ import {
   type CompressionOptions,
   type CompressionRun,
   type Summarizer,
-} from '../src/middleware/compression/compress';
-import { COMPRESSION_KEY, DEDUPE_NOTICE, DROP_NOTICE, SUMMARY_PREFIX, resolveCompressedHistory } from '../src/middleware/compression/view';
+} from '../src/features/context-compression/compress';
+import { COMPRESSION_KEY, DEDUPE_NOTICE, DROP_NOTICE, SUMMARY_PREFIX, resolveCompressedHistory } from '../src/features/context-compression/view';
 
 // ---- Messages ----
 

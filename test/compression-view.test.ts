@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Message } from '../src/core/messages';
-import { answeredInputs, compress, type CompressionOptions } from '../src/middleware/compression/compress';
+import { answeredInputs, compress, type CompressionOptions } from '../src/features/context-compression/compress';
 import {
   COMPRESSION_KEY,
   DEDUPE_NOTICE,
@@ -16,7 +16,7 @@ import {
   estimateTokens,
   isPinned,
   resolveCompressedHistory,
-} from '../src/middleware/compression/view';
+} from '../src/features/context-compression/view';
 
 /** One decision's options: the middleware's defaults, then `overrides`. */
 const options = (overrides: Partial<CompressionOptions>): CompressionOptions => ({
@@ -220,8 +220,8 @@ describe('resolving a compressed history', () => {
 
 describe('tokenizer counts cached per message', () => {
   it('sends only messages it has not counted to the tokenizer, and counts each text with js-tiktoken', async () => {
-    const { TokenCache } = await import('../src/middleware/compression/token-cache');
-    const { countTokens } = await import('../src/activities/tokens');
+    const { TokenCache } = await import('../src/features/context-compression/token-cache');
+    const { countTokens } = await import('../src/features/context-compression/activities/tokens');
     const batches: string[][] = [];
     const cache = new TokenCache('o200k_base', (input) => {
       batches.push(input.texts);
@@ -241,7 +241,7 @@ describe('tokenizer counts cached per message', () => {
   });
 
   it('remembers counts per worker, so a new run of a session does not tokenize its history again', async () => {
-    const { countTokens, tokenizerStats } = await import('../src/activities/tokens');
+    const { countTokens, tokenizerStats } = await import('../src/features/context-compression/activities/tokens');
     const texts = [`user: ${'a long message '.repeat(50)}${Math.random()}`, `model: ${Math.random()}`];
     const before = { ...tokenizerStats };
     const first = countTokens({ encoding: 'cl100k_base', texts });
@@ -256,7 +256,7 @@ describe('tokenizer counts cached per message', () => {
   });
 
   it('rejects an unknown encoding', async () => {
-    const { countTokens } = await import('../src/activities/tokens');
+    const { countTokens } = await import('../src/features/context-compression/activities/tokens');
     expect(() => countTokens({ encoding: 'nope' as 'gpt2', texts: ['x'] })).toThrow('unknown tiktoken encoding "nope"; known: o200k_base, cl100k_base');
   });
 });
@@ -381,7 +381,7 @@ describe('dedupe of a truncated response', async () => {
 });
 
 describe('reference parity details', async () => {
-  const { reconcileNotices } = await import('../src/middleware/compression/view');
+  const { reconcileNotices } = await import('../src/features/context-compression/view');
   const requests = (...calls: Array<[string, string | undefined, unknown]>): Message => ({
     role: 'model',
     content: calls.map(([name, ref, input]) => ({ toolRequest: { name, ...(ref ? { ref } : {}), input } })),

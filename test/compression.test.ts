@@ -7,8 +7,15 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Message, ModelRequest } from '../src/core/messages';
 import { defineAgent, defineTool } from '../src/define';
-import { contextCompression, type ContextCompressionConfig } from '../src/middleware/context-compression';
-import { COMPRESSION_KEY, DEDUPE_NOTICE, DROP_NOTICE, SUMMARY_PREFIX, estimateTokens, resolveCompressedHistory } from '../src/middleware/compression/view';
+import { contextCompression, type ContextCompressionConfig } from '../src/features/context-compression/context-compression';
+import {
+  COMPRESSION_KEY,
+  DEDUPE_NOTICE,
+  DROP_NOTICE,
+  SUMMARY_PREFIX,
+  estimateTokens,
+  resolveCompressedHistory,
+} from '../src/features/context-compression/view';
 import { errorReply, scriptedModel, textReply, toolCallReply, type ScriptedReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
 import { sharedTestWorker } from './support/harness';

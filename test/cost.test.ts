@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { runErrorOf } from '../src/client/keel-client';
 import { defineAgent, defineTool } from '../src/define';
 import { agents } from '../src/middleware/agents';
-import { budget } from '../src/middleware/budget';
+import { budget } from '../src/features/budget/budget';
 import { softToolErrors } from '../src/middleware/soft-tool-errors';
 import { scriptedModel, textReply, toolCallReply, type ScriptedReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';

@@ -12,10 +12,13 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { FileResult, FileStamp } from '../src/core/files';
-import { runFileOperation } from '../src/activities/files';
-import { runSkillOperation } from '../src/activities/skills';
+import { FileOperationSchema, type FileOperation, type FileResult, type FileStamp } from '../src/features/filesystem/files';
+import { runFileOperation as runParsed } from '../src/features/filesystem/activities/files';
+import { runSkillOperation } from '../src/features/skills/activities/skills';
 import { ROOT, spawnCommand } from './support/processes';
+
+/** One file operation as the `files` activity runs it: parsed by its door, then run. */
+const runFileOperation = (operation: FileOperation) => runParsed(FileOperationSchema.parse(operation));
 
 /** Every file and directory under `dir`, by relative path, with a file's bytes (as text). */
 function snapshot(dir: string, prefix = ''): Record<string, string> {

@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { runErrorOf } from '../src/client/keel-client';
 import type { Message, ModelRequest } from '../src/core/messages';
 import { defineAgent } from '../src/define';
-import { filesystem } from '../src/middleware/filesystem';
+import { filesystem } from '../src/features/filesystem/filesystem';
 import { scriptedModel, textReply, toolCallReply, type ScriptedReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
 import { sharedTestWorker } from './support/harness';

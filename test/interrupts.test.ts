@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runErrorOf, type RunHandle } from '../src/client/keel-client';
 import type { Message, ModelRequest, ToolRequestPart } from '../src/core/messages';
 import { defineAgent } from '../src/define';
-import { BUDGET_METADATA_KEY, budget } from '../src/middleware/budget';
+import { BUDGET_METADATA_KEY, budget } from '../src/features/budget/budget';
 import { JUDGE_INSTRUCTIONS, toolApproval } from '../src/middleware/tool-approval';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';

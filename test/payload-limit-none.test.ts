@@ -10,7 +10,7 @@ import type { Client } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { describe, expect, inject, it } from 'vitest';
 import { defineAgent } from '../src/define';
-import { budget } from '../src/middleware/budget';
+import { budget } from '../src/features/budget/budget';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
 import { blob } from './fixtures/tools';

@@ -10,7 +10,7 @@ import type { ModelRequest } from '../src/core/messages';
 import type { Interrupt } from '../src/core/run';
 import { defineAgent } from '../src/define';
 import { agents } from '../src/middleware/agents';
-import { budget } from '../src/middleware/budget';
+import { budget } from '../src/features/budget/budget';
 import { runErrorOf } from '../src/client/keel-client';
 import { messagesQuery } from '../src/core/protocol';
 import { scriptedModel, textReply, toolCallReply, type ScriptedReply } from '../src/models/scripted';

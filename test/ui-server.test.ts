@@ -14,7 +14,7 @@ import { Registry } from '../src/registry';
 import { defineAgent, defineTool } from '../src/define';
 import { objectReply, scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { z } from 'zod';
-import { budget } from '../src/middleware/budget';
+import { budget } from '../src/features/budget/budget';
 import { toolApproval } from '../src/middleware/tool-approval';
 
 const SECRET = 'sk-test-must-never-reach-the-page';

@@ -114,7 +114,8 @@ export async function notRegisteredFailure(
       details: [error.details, report],
     });
   };
-  if (Date.now() - since < msToNumber(retryFor)) return retryable(`another worker of task queue "${info.taskQueue}" may have it, so the call is retried (for up to ${String(retryFor)})`);
+  if (Date.now() - since < msToNumber(retryFor))
+    return retryable(`another worker of task queue "${info.taskQueue}" may have it, so the call is retried (for up to ${String(retryFor)})`);
   // A busy worker that has the call may not have been offered it yet: while one polls, the call
   // stays alive (bounded by its own timeout, which Temporal enforces).
   const refused = new Set(workers.map((worker) => worker.identity));

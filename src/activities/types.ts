@@ -4,15 +4,11 @@
  */
 import type { ModelResponse } from '../core/messages';
 import type { AgentSpec, CallModelInput, CallToolInput, ResolveAgentInput, ToolCallResult, ValidateToolOutputInput } from '../core/run';
-import type { FileOperation, FileResult } from '../core/files';
-import type { SkillOperation, SkillResult } from '../core/skills';
-import type { CountTokensInput } from '../core/tokens';
 import type { InvokeOutput, InvokeSessionInput } from '../core/session';
 import type { AwaitTasksInput, AwaitTasksResult, InspectTasksInput, TaskReport } from '../core/tasks';
 import type { SignProofsInput, VerifyProofsInput } from '../core/proofs';
-import type { ReadTreeBudgetInput, ReadTreeBudgetResult } from '../core/tree-budget';
 
-/** Activities a keel worker registers. */
+/** The core activities a keel worker registers (each feature's own come beside them, under their doors' names: src/activities/features.ts). */
 export interface KeelActivities {
   /** Local activity: the agent's spec as registered on this worker. */
   resolveAgent(input: ResolveAgentInput): Promise<AgentSpec>;
@@ -26,18 +22,10 @@ export interface KeelActivities {
   inspectTasks(input: InspectTasksInput): Promise<TaskReport[]>;
   /** Waits, heartbeating, until background tasks settle (or the first does, or a deadline). */
   awaitTasks(input: AwaitTasksInput): Promise<AwaitTasksResult>;
-  /** What the budgets of a tree's ledger run have spent (asked before a sub-agent's model call). */
-  readTreeBudget(input: ReadTreeBudgetInput): Promise<ReadTreeBudgetResult>;
   /** One turn of a sub-agent's session (update-with-start), waited for while heartbeating. */
   invokeSession(input: InvokeSessionInput): Promise<InvokeOutput>;
-  /** One Filesystem operation on a root directory, every path confined to it. */
-  files(operation: FileOperation): Promise<FileResult>;
-  /** One Skills operation: scan skill directories, load a skill, read a file it bundles (confined to it). */
-  skills(operation: SkillOperation): Promise<SkillResult>;
   /** Signs what a client must not forge (a held call, a task id) with the workers' key (src/core/proofs.ts). */
   signProofs(input: SignProofsInput): Promise<string[]>;
   /** Checks proofs that came back with a conversation: one answer per claim. */
   verifyProofs(input: VerifyProofsInput): Promise<boolean[]>;
-  /** Local activity: js-tiktoken counts of texts (ContextCompression's `tokenizer: 'tiktoken'`). */
-  countTokens(input: CountTokensInput): Promise<number[]>;
 }

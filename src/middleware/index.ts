@@ -16,19 +16,20 @@ export { softToolErrors, SoftToolErrorsConfigSchema } from './soft-tool-errors';
 export type { SoftToolErrorsConfig } from './soft-tool-errors';
 export { toolApproval, ToolApprovalConfigSchema } from './tool-approval';
 export type { ToolApprovalConfig } from './tool-approval';
-export { budget, BudgetConfigSchema, BUDGET_METADATA_KEY } from './budget';
-export type { BudgetConfig } from './budget';
-export { artifacts, ArtifactsConfigSchema } from './artifacts';
-export type { ArtifactsConfig } from './artifacts';
+export { budget, BudgetConfigSchema, BUDGET_METADATA_KEY } from '../features/budget/budget';
+export type { BudgetConfig } from '../features/budget/budget';
+export { artifacts, ArtifactsConfigSchema } from '../features/artifacts/artifacts';
+export type { ArtifactsConfig } from '../features/artifacts/artifacts';
 export { agents, AgentsConfigSchema } from './agents';
 export type { AgentsConfig } from './agents';
-export { filesystem, FilesystemConfigSchema } from './filesystem';
-export type { FilesystemConfig } from './filesystem';
-export { skills, SkillsConfigSchema } from './skills';
-export type { SkillsConfig } from './skills';
-export { contextCompression, ContextCompressionConfigSchema } from './context-compression';
-export type { ContextCompressionConfig } from './context-compression';
-export { resolveCompressedHistory } from './compression/view';
+export { filesystem, FilesystemConfigSchema } from '../features/filesystem/filesystem';
+export type { FilesystemConfig } from '../features/filesystem/filesystem';
+export { skills, SkillsConfigSchema } from '../features/skills/skills';
+export type { SkillsConfig } from '../features/skills/skills';
+export { contextCompression, ContextCompressionConfigSchema } from '../features/context-compression/context-compression';
+export type { ContextCompressionConfig } from '../features/context-compression/context-compression';
+export { resolveCompressedHistory } from '../features/context-compression/view';
+export type { ActivityCall, ActivityDoor } from './activity-door';
 export type {
   ContributedTool,
   ContributedToolContext,

@@ -16,9 +16,7 @@ import type { KeelError } from '../core/errors';
 import type { AgentSpec, MiddlewareRef, RunResult } from '../core/run';
 import type { TaskRecord, TaskReport } from '../core/tasks';
 import type { InvokeOutput } from '../core/session';
-import type { FileOperation, FileResult } from '../core/files';
-import type { SkillOperation, SkillResult } from '../core/skills';
-import type { CountTokensInput } from '../core/tokens';
+import type { ActivityCall } from './activity-door';
 
 /** One iteration of the tool loop, as `wrapGenerate` sees it. */
 export interface GenerateParams {
@@ -238,12 +236,13 @@ export interface MiddlewareContext {
    * turn comes back as `{ error }`.
    */
   invokeSession: (options: SessionTurnOptions & { name?: string }) => Promise<{ output: InvokeOutput } | { error: KeelError }>;
-  /** Runs a file operation (an activity, confined to its root); throws a KeelError saying what went wrong. */
-  files: (operation: FileOperation) => Promise<FileResult>;
-  /** Runs a skills operation (an activity); throws a KeelError saying what went wrong. */
-  skills: (operation: SkillOperation) => Promise<SkillResult>;
-  /** Counts tokens of texts with a js-tiktoken encoding (a local activity). */
-  countTokens: (input: CountTokensInput) => Promise<number[]>;
+  /**
+   * Calls one of the middleware's own activities through its door (`defineActivity`: name,
+   * input and output schemas, regular or local), typed by the door; the worker runs the
+   * implementation the feature's Node half registered for it. Throws a KeelError saying what
+   * went wrong.
+   */
+  activity: ActivityCall;
   /** Usage of every model call of the run so far. */
   usage: () => Usage;
   /** The budget ledger of the run's tree. */

@@ -2,7 +2,7 @@
  * The capabilities a middleware under test gets from `testMiddleware`, as fakes a test
  * programs: model calls answered by a script (the `scripted` provider's replies: a list, or a
  * function of the request) and counted in the run's usage, artifacts in memory, and for the
- * rest a hook may reach (files, skills, token counts, tasks, sub-agents, sessions, the tree's
+ * rest a hook may reach (a middleware's own activities, tasks, sub-agents, sessions, the tree's
  * budget ledger) what the test passes, or a capability that fails saying which option provides
  * it. Node side, but imports nothing of Temporal: it runs in plain vitest, without a server.
  */
@@ -10,6 +10,7 @@ import { putArtifact, type Artifact } from '../core/artifacts';
 import { KeelError } from '../core/errors';
 import { type ModelRequest, type ModelResponse } from '../core/messages';
 import { addUsage, checkedUsage, type Usage } from '../core/usage';
+import { throughDoor } from '../middleware/activity-door';
 import { scriptedModel, type Script } from '../models/scripted';
 import type { ArtifactStore, MiddlewareContext, TaskControl, TreeLedger } from '../middleware/types';
 
@@ -29,12 +30,12 @@ export interface FakeCapabilityOptions {
   artifacts?: Artifact[];
   /** The run's id (the tree ledger's `runId`); default `harness-run`. */
   runId?: string;
-  /** `context.files`; absent, a call fails saying so. */
-  files?: MiddlewareContext['files'];
-  /** `context.skills`; absent, a call fails saying so. */
-  skills?: MiddlewareContext['skills'];
-  /** `context.countTokens`; absent, a call fails saying so. */
-  countTokens?: MiddlewareContext['countTokens'];
+  /**
+   * What `context.activity(door, input)` runs, by the door's name (`files`, `skills`,
+   * `countTokens`, a custom middleware's own): the input parsed by the door comes in, and the
+   * answer is parsed by the door's output schema, as a worker does. A door not given fails saying so.
+   */
+  activities?: Record<string, (input: unknown) => Promise<unknown>>;
   /** `context.runAgent`; absent, a call fails saying so. */
   runAgent?: MiddlewareContext['runAgent'];
   /** `context.invokeSession`; absent, a call fails saying so. */
@@ -63,9 +64,7 @@ export interface FakeCapabilities {
   addUsage: (usage: Usage) => void;
   modelCalls: RecordedModelCall[];
   artifacts: ArtifactStore;
-  files: MiddlewareContext['files'];
-  skills: MiddlewareContext['skills'];
-  countTokens: MiddlewareContext['countTokens'];
+  activity: MiddlewareContext['activity'];
   runAgent: MiddlewareContext['runAgent'];
   invokeSession: MiddlewareContext['invokeSession'];
   tasks: TaskControl;
@@ -130,9 +129,11 @@ export function fakeCapabilities(options: FakeCapabilityOptions): FakeCapabiliti
         artifacts = putArtifact(artifacts, artifact);
       },
     },
-    files: options.files ?? rejects('files'),
-    skills: options.skills ?? rejects('skills'),
-    countTokens: options.countTokens ?? rejects('countTokens'),
+    activity: async (door, input) => {
+      const fake = options.activities?.[door.name];
+      if (!fake) throw notProvided(`activity(${door.name})`, `activities.${door.name}`);
+      return throughDoor(door, input, fake);
+    },
     runAgent: options.runAgent ?? rejects('runAgent'),
     invokeSession: options.invokeSession ?? rejects('invokeSession'),
     tasks: options.tasks ?? {

@@ -6,8 +6,9 @@
 import { describe, expect, it } from 'vitest';
 import { defineHold } from '../core/holds';
 import { defineMiddleware } from '../middleware/define-middleware';
+import { filesDoor } from '../features/filesystem/files';
 import { toolApproval, DENIED_MESSAGE, JUDGE_DENIED_MESSAGE } from '../middleware/tool-approval';
-import { budget, BUDGET_METADATA_KEY } from '../middleware/budget';
+import { budget, BUDGET_METADATA_KEY } from '../features/budget/budget';
 import { errorReply, textReply } from '../models/scripted';
 import { spendingGate } from '../../examples/spending-gate';
 import { z } from 'zod';
@@ -196,17 +197,25 @@ describe('the harness context', () => {
     description: 'reads a file before every tool call, and notes each model request it sees',
     configSchema: z.object({}),
     create: (_config, context) => ({
-      wrapTool: async (params, next) => ({ listed: await context.files({ op: 'list', root: '.', dirPath: '.', recursive: false }), tool: await next(params) }),
+      wrapTool: async (params, next) => ({
+        listed: await context.activity(filesDoor, { op: 'list', root: '.', dirPath: '.', recursive: false }),
+        tool: await next(params),
+      }),
       wrapModel: (params, next) => next({ ...params, request: { ...params.request, config: { temperature: 0 } } }),
     }),
   });
 
   it('says which option provides a capability the test did not pass', async () => {
     const bare = await testMiddleware(reader);
-    await expect(bare.callTool({ name: 'search' })).rejects.toThrow('context.files is not provided by the harness; pass options.files to testMiddleware');
+    await expect(bare.callTool({ name: 'search' })).rejects.toThrow(
+      'context.activity(files) is not provided by the harness; pass options.activities.files to testMiddleware',
+    );
     await expect(bare.callModel()).rejects.toThrow('a model call to "scripted/harness" found no replies; pass options.model to testMiddleware');
-    const given = await testMiddleware(reader, {}, { files: async () => ({ kind: 'list', entries: [] }) });
+    const given = await testMiddleware(reader, {}, { activities: { files: async () => ({ kind: 'list', entries: [] }) } });
     expect(await given.callTool({ name: 'search' })).toEqual({ output: { listed: { kind: 'list', entries: [] }, tool: { ok: true } } });
+    // An answer the door does not declare fails as it does on a worker.
+    const forged = await testMiddleware(reader, {}, { activities: { files: async () => ({ kind: 'list', entries: 'all of them' }) } });
+    await expect(forged.callTool({ name: 'search' })).rejects.toThrow('activity "files" answered what its door does not declare: entries');
   });
 
   it('runs one wrapModel call against the fake model, or a fake next', async () => {

@@ -47,7 +47,7 @@ import { acceptsReport } from './reporters';
 import { signHolds, trustedForResume } from './proofs';
 import { setUpRun } from './run-setup';
 import { assertContinuedFits, assertResultFits } from './payload-fit';
-import { RunLedger } from './tree-ledger';
+import { RunLedger } from '../features/budget/tree-ledger';
 import { runCall, settleTurn, type ToolTurnContext } from './tool-turn';
 import { Steering } from './steering';
 import { continueOnCurrentBuild, runVersioningOptions } from './versioning';

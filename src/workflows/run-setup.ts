@@ -9,9 +9,7 @@ import type { Message, ModelRequest, ModelResponse, ToolDefinition } from '../co
 import type { AgentSpec, RunInput } from '../core/run';
 import { instantiateMiddleware, type MiddlewareStage } from '../middleware/stages';
 import { resumedHoldsByStage } from './resume';
-import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
-import type { KeelActivities } from '../activities/types';
-import { activityOptions, asKeelError } from './activity-errors';
+import { featureActivityCaller } from './feature-activity';
 import { agentRunner, sessionInvoker } from './run-agent';
 import { taskControl } from './tasks';
 import type { ContributedTool, TreeLedger } from '../middleware/types';
@@ -57,30 +55,7 @@ export async function setUpRun({ agent, input, run, callModel, forgetChild, tree
     runAgent: agentRunner(runners),
     tasks: taskControl(runners),
     invokeSession: sessionInvoker(runners),
-    files: async (operation) => {
-      try {
-        return await proxyActivities<KeelActivities>({ ...activityOptions(agent.activities.tool), summary: `files ${operation.op}` }).files(operation);
-      } catch (error) {
-        throw asKeelError(error, `file operation ${operation.op}`);
-      }
-    },
-    skills: async (operation) => {
-      try {
-        return await proxyActivities<KeelActivities>({ ...activityOptions(agent.activities.tool), summary: `skills ${operation.op}` }).skills(operation);
-      } catch (error) {
-        throw asKeelError(error, `skills operation ${operation.op}`);
-      }
-    },
-    countTokens: async (count) => {
-      try {
-        return await proxyLocalActivities<KeelActivities>({
-          ...activityOptions(agent.activities.tool),
-          summary: `countTokens ${count.texts.length} texts`,
-        }).countTokens(count);
-      } catch (error) {
-        throw asKeelError(error, 'counting tokens');
-      }
-    },
+    activity: featureActivityCaller(agent.activities.tool),
     artifacts: {
       list: () => run.artifacts,
       get: (name) => run.artifacts.find((artifact) => artifact.name === name),

@@ -12,10 +12,10 @@ import { fallback } from '../../src/middleware/fallback';
 import { retry } from '../../src/middleware/retry';
 import { softToolErrors } from '../../src/middleware/soft-tool-errors';
 import { agents } from '../../src/middleware/agents';
-import { artifacts } from '../../src/middleware/artifacts';
-import { budget } from '../../src/middleware/budget';
+import { artifacts } from '../../src/features/artifacts/artifacts';
+import { budget } from '../../src/features/budget/budget';
 import { toolApproval } from '../../src/middleware/tool-approval';
-import { contextCompression } from '../../src/middleware/context-compression';
+import { contextCompression } from '../../src/features/context-compression/context-compression';
 import { modelGate } from '../fixtures/model-gate-middleware';
 import { add, confirm, dangerous, echo, fail } from '../fixtures/tools';
 

@@ -7,10 +7,11 @@
 import { readdir, realpath, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parse } from 'yaml';
-import { KeelError } from '../core/errors';
-import { describeZodError } from '../core/schema-errors';
-import { SkillOperationSchema, type Skill, type SkillOperation, type SkillResult } from '../core/skills';
-import { ConfinedRoot, readRegularFile } from './confined-fs';
+import { KeelError } from '../../../core/errors';
+import type { z } from 'zod';
+import { implementActivity } from '../../../activities/feature-activity';
+import { skillsDoor, type Skill, type SkillOperationSchema, type SkillResult } from '../skill-shapes';
+import { ConfinedRoot, readRegularFile } from '../../filesystem/activities/confined-fs';
 
 /** A SKILL.md (or a bundled file) larger than this is skipped (scan) or refused (read). */
 export const MAX_SKILL_FILE_BYTES = 1024 * 1024;
@@ -101,11 +102,8 @@ async function resources(dir: string): Promise<{ files: string[]; truncated: boo
   return { files: files.slice(0, MAX_RESOURCES), truncated: files.length > MAX_RESOURCES };
 }
 
-/** Runs one skills operation (the `skills` activity). */
-export async function runSkillOperation(raw: SkillOperation): Promise<SkillResult> {
-  const parsed = SkillOperationSchema.safeParse(raw);
-  if (!parsed.success) throw new KeelError('INVALID_ARGUMENT', `invalid skills operation: ${describeZodError(parsed.error)}`);
-  const operation = parsed.data;
+/** Runs one skills operation (the `skills` activity; its door parsed the operation). */
+export async function runSkillOperation(operation: z.output<typeof SkillOperationSchema>): Promise<SkillResult> {
   switch (operation.op) {
     case 'scan':
       return scan(operation.skillPaths, operation.preload);
@@ -134,3 +132,6 @@ export async function runSkillOperation(raw: SkillOperation): Promise<SkillResul
     }
   }
 }
+
+/** The Node half of Skills: the `skills` activity, heartbeated. */
+export const skillsActivities = [implementActivity(skillsDoor, runSkillOperation, { heartbeat: true })];

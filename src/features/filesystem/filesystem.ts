@@ -9,11 +9,11 @@
  * results are in history, so a worker restart rebuilds it. Runs in the workflow.
  */
 import { z } from 'zod';
-import { KeelError } from '../core/errors';
-import { FileEditSchema, normalizeRel, type FileOperation, type FileResult, type FileStamp } from '../core/files';
-import { INJECTED_BY, type Part } from '../core/messages';
-import { defineMiddleware } from './define-middleware';
-import type { ContributedTool, GenerateParams, MiddlewareContext } from './types';
+import { KeelError } from '../../core/errors';
+import { FileEditSchema, filesDoor, normalizeRel, type FileOperation, type FileResult, type FileStamp } from './files';
+import { INJECTED_BY, type Part } from '../../core/messages';
+import { defineMiddleware } from '../../middleware/define-middleware';
+import type { ContributedTool, GenerateParams, MiddlewareContext } from '../../middleware/types';
 
 /** Metadata key marking the user message that carries what read_file read (the reference's). */
 export const FILESYSTEM_MESSAGE_MARKER = 'filesystemMiddlewareTool';
@@ -73,7 +73,7 @@ interface ToolNames {
 interface FileSession {
   root: string;
   names: ToolNames;
-  files: MiddlewareContext['files'];
+  files: (operation: FileOperation) => Promise<FileResult>;
   /** Last read of each path (oldest first; at most CACHE_SIZE). */
   reads: Map<string, ReadEntry>;
   /** What reads fetched, for the next iteration's user message. */
@@ -88,7 +88,7 @@ function fileSession(config: z.output<typeof FilesystemConfigSchema>, context: M
   return {
     root: config.rootDirectory,
     names: { list: name('list_files'), read: name('read_file'), write: name('write_file'), edit: name('edit_file') },
-    files: context.files,
+    files: (operation) => context.activity(filesDoor, operation),
     reads: new Map<string, ReadEntry>((context.carried as Array<[string, ReadEntry]> | undefined) ?? []),
     pending: [],
     queues: new Map(),

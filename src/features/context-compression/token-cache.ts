@@ -5,7 +5,7 @@
  * workflow.
  */
 import type { Message } from '../../core/messages';
-import type { CountTokensInput, TiktokenEncodingName } from '../../core/tokens';
+import type { CountTokensInput, TiktokenEncodingName } from './tokens';
 import { CHARS_PER_TOKEN, INLINE_MEDIA_CHARS, outputText } from './view';
 
 /** The text of a message a tokenizer counts, and the estimated tokens of its media. */

@@ -4,12 +4,13 @@
  * model. Works on a ledger run that has ended (Temporal answers queries of closed runs). Node side.
  */
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import type { ReadTreeBudgetInput, ReadTreeBudgetResult } from '../core/tree-budget';
-import { treeBudgetQuery } from '../core/protocol';
-import { InfrastructureError } from './infrastructure-error';
+import { treeBudgetQuery } from '../../../core/protocol';
+import { InfrastructureError } from '../../../activities/infrastructure-error';
+import { implementActivity } from '../../../activities/feature-activity';
+import { readTreeBudgetDoor, type ReadTreeBudgetResult } from '../ledger-door';
 
 /** What the ledger run answers; `{ gone: true }` when no such run exists any more (its history was deleted). */
-export async function readTreeBudget(client: Client, { runId }: ReadTreeBudgetInput): Promise<ReadTreeBudgetResult> {
+export async function readTreeBudget(client: Client, { runId }: { runId: string }): Promise<ReadTreeBudgetResult> {
   try {
     return await client.workflow.getHandle(runId).query(treeBudgetQuery);
   } catch (error) {
@@ -18,3 +19,6 @@ export async function readTreeBudget(client: Client, { runId }: ReadTreeBudgetIn
     throw new InfrastructureError(`could not read the budget ledger of run "${runId}": ${(error as Error).message}`);
   }
 }
+
+/** The Node half of Budget: the `readTreeBudget` activity. */
+export const budgetActivities = [implementActivity(readTreeBudgetDoor, (input, { client }) => readTreeBudget(client, input))];

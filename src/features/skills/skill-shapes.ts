@@ -4,6 +4,7 @@
  * text from forging catalog lines or closing tags. Pure: safe in workflow code.
  */
 import { z } from 'zod';
+import { defineActivity } from '../../middleware/activity-door';
 
 /** A skill found on disk. */
 export const SkillSchema = z.object({
@@ -32,6 +33,14 @@ export const SkillResultSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('resource'), content: z.string() }),
 ]);
 export type SkillResult = z.infer<typeof SkillResultSchema>;
+
+/** The `skills` activity: scan skill directories, load a skill, read a file it bundles (confined to it; heartbeated). */
+export const skillsDoor = defineActivity({
+  name: 'skills',
+  input: SkillOperationSchema,
+  output: SkillResultSchema,
+  describe: (operation) => `skills operation ${operation.op}`,
+});
 
 /** Disk text made safe for one line of model-visible text: whitespace folded, tag openings escaped. */
 export function fold(text: string): string {

@@ -6,8 +6,9 @@
  */
 import { createHash } from 'node:crypto';
 import { getEncoding, type Tiktoken } from 'js-tiktoken';
-import { KeelError } from '../core/errors';
-import { TIKTOKEN_ENCODINGS, type CountTokensInput } from '../core/tokens';
+import { KeelError } from '../../../core/errors';
+import { TIKTOKEN_ENCODINGS, countTokensDoor, type CountTokensInput } from '../tokens';
+import { implementActivity } from '../../../activities/feature-activity';
 
 const encoders = new Map<string, Tiktoken>();
 
@@ -51,3 +52,6 @@ export function forgetRememberedCounts(): void {
 
 /** Texts this worker tokenized, and counts it answered from memory (for tests and the benchmark). */
 export const tokenizerStats = { tokenized: 0, remembered: 0 };
+
+/** The Node half of ContextCompression: the `countTokens` local activity. */
+export const contextCompressionActivities = [implementActivity(countTokensDoor, async (input) => countTokens(input))];

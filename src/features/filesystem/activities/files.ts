@@ -9,9 +9,9 @@
 import type { FileHandle } from 'node:fs/promises';
 import { extname, resolve } from 'node:path';
 import type { z } from 'zod';
-import { KeelError } from '../core/errors';
-import { FileOperationSchema, applyEdits, type FileEntry, type FileOperation, type FileResult, type FileStamp } from '../core/files';
-import { describeZodError } from '../core/schema-errors';
+import { KeelError } from '../../../core/errors';
+import { applyEdits, filesDoor, type FileEntry, type FileOperationSchema, type FileResult, type FileStamp } from '../files';
+import { implementActivity } from '../../../activities/feature-activity';
 import { ConfinedRoot } from './confined-fs';
 
 /** Files larger than this are never read. */
@@ -120,11 +120,8 @@ async function write(
   }
 }
 
-/** Runs one file operation (the `files` activity). */
-export async function runFileOperation(raw: FileOperation): Promise<FileResult> {
-  const parsed = FileOperationSchema.safeParse(raw);
-  if (!parsed.success) throw new KeelError('INVALID_ARGUMENT', `invalid file operation: ${describeZodError(parsed.error)}`);
-  const operation = parsed.data;
+/** Runs one file operation (the `files` activity; its door parsed the operation). */
+export async function runFileOperation(operation: z.output<typeof FileOperationSchema>): Promise<FileResult> {
   const root = await ConfinedRoot.open(resolve(operation.root));
   try {
     return await perform(root, operation);
@@ -167,3 +164,6 @@ async function perform(root: ConfinedRoot, operation: z.output<typeof FileOperat
     }
   }
 }
+
+/** The Node half of Filesystem: the `files` activity, heartbeated (a worker that dies mid-operation is noticed within the heartbeat timeout). */
+export const filesystemActivities = [implementActivity(filesDoor, runFileOperation, { heartbeat: true })];

@@ -6,10 +6,10 @@
  * history, and ends up in the run's result. Runs in the workflow.
  */
 import { z } from 'zod';
-import { artifactText, type Artifact } from '../core/artifacts';
-import { defineMiddleware } from './define-middleware';
-import { injectSystemText } from './system-text';
-import type { ContributedTool } from './types';
+import { artifactText, type Artifact } from '../../core/artifacts';
+import { defineMiddleware } from '../../middleware/define-middleware';
+import { injectSystemText } from '../../middleware/system-text';
+import type { ContributedTool } from '../../middleware/types';
 
 /** Metadata key tagging the listing's part of the system prompt (the reference's). */
 export const ARTIFACTS_LISTING_MARKER = 'artifacts-listing';

@@ -10,14 +10,14 @@
  */
 import { isCancellation, log } from '@temporalio/workflow';
 import { z } from 'zod';
-import { KeelError } from '../core/errors';
-import { messageText, type Message, type ModelResponse } from '../core/messages';
-import { compress, summaryPrompt, type CompressionOptions, type CompressionStats, type Summarizer } from './compression/compress';
-import { COMPRESSION_KEY, DROP_NOTICE, reconcileNotices, resolveView, trustedEnd } from './compression/view';
-import { TokenCache } from './compression/token-cache';
-import { TIKTOKEN_ENCODINGS } from '../core/tokens';
-import { defineMiddleware } from './define-middleware';
-import type { GenerateOutcome, GenerateParams, MiddlewareContext, ModelCallParams, Next } from './types';
+import { KeelError } from '../../core/errors';
+import { messageText, type Message, type ModelResponse } from '../../core/messages';
+import { compress, summaryPrompt, type CompressionOptions, type CompressionStats, type Summarizer } from './compress';
+import { COMPRESSION_KEY, DROP_NOTICE, reconcileNotices, resolveView, trustedEnd } from './view';
+import { TokenCache } from './token-cache';
+import { TIKTOKEN_ENCODINGS, countTokensDoor } from './tokens';
+import { defineMiddleware } from '../../middleware/define-middleware';
+import type { GenerateOutcome, GenerateParams, MiddlewareContext, ModelCallParams, Next } from '../../middleware/types';
 
 const NonNegative = (what: string) => z.number().int(`${what} must be a whole number`).min(0, `${what} must not be negative`);
 
@@ -134,7 +134,7 @@ export const contextCompression = defineMiddleware({
       options: compressionOptions(config),
       summarizer: config.summarize ? modelSummarizer(config.summarize, context) : undefined,
       noticeText: config.truncationNotice || DROP_NOTICE,
-      tokens: config.tokenizer === 'tiktoken' ? new TokenCache(config.encoding, context.countTokens) : undefined,
+      tokens: config.tokenizer === 'tiktoken' ? new TokenCache(config.encoding, (input) => context.activity(countTokensDoor, input)) : undefined,
       replaceHistory: config.replaceHistory,
       state: restoredState(context.carried),
     };

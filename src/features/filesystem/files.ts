@@ -1,8 +1,10 @@
 /**
  * The shapes of the Filesystem operations (reference: genkit-middleware/filesystem): what the
- * workflow asks of the file activities and what they answer. Pure: safe in workflow code.
+ * workflow asks of the `files` activity and what it answers, and the activity's door. Pure: safe
+ * in workflow code.
  */
 import { z } from 'zod';
+import { defineActivity } from '../../middleware/activity-door';
 
 /** The reference's normalization of a model's path: trimmed, slashes, no leading `/`, cleaned; empty = the root. */
 export function normalizeRel(path: string): string {
@@ -62,6 +64,14 @@ export const FileResultSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('written'), path: z.string(), stamp: FileStampSchema, edits: z.number().int().optional() }),
 ]);
 export type FileResult = z.infer<typeof FileResultSchema>;
+
+/** The `files` activity: one operation on a root directory, every path confined to it (heartbeated). */
+export const filesDoor = defineActivity({
+  name: 'files',
+  input: FileOperationSchema,
+  output: FileResultSchema,
+  describe: (operation) => `file operation ${operation.op}`,
+});
 
 /** Applies edits in order, each on the result of the ones before; any failing edit fails them all ("edit i: ..."). */
 export function applyEdits(text: string, edits: readonly FileEdit[]): string {

@@ -9,12 +9,12 @@
  */
 import { log } from '@temporalio/workflow';
 import { z } from 'zod';
-import { attribute, fold, type Skill } from '../core/skills';
-import type { Message, Part } from '../core/messages';
-import { toolAnswer } from '../core/tool-answer';
-import { defineMiddleware } from './define-middleware';
-import { injectSystemText } from './system-text';
-import type { ContributedTool } from './types';
+import { attribute, fold, skillsDoor, type Skill } from './skill-shapes';
+import type { Message, Part } from '../../core/messages';
+import { toolAnswer } from '../../core/tool-answer';
+import { defineMiddleware } from '../../middleware/define-middleware';
+import { injectSystemText } from '../../middleware/system-text';
+import type { ContributedTool } from '../../middleware/types';
 
 /** Metadata key tagging the catalog part of the system prompt (the reference's). */
 export const SKILLS_CATALOG_MARKER = 'skills-instructions';
@@ -82,7 +82,7 @@ export const skills = defineMiddleware({
   description: 'Offers a library of SKILL.md skills: a catalog in the system prompt, use_skill to load one, read_skill_file for bundled files.',
   configSchema: SkillsConfigSchema,
   async create(config, context) {
-    const scan = await context.skills({ op: 'scan', skillPaths: config.skillPaths, preload: config.preload });
+    const scan = await context.activity(skillsDoor, { op: 'scan', skillPaths: config.skillPaths, preload: config.preload });
     if (scan.kind !== 'scan') return {};
     for (const warning of scan.warnings) log.warn('skills', { warning });
     for (const name of config.preload) if (!scan.preloaded[name]) log.warn('skills: preload names no skill that could be read', { skill: name });
@@ -124,7 +124,7 @@ export const skills = defineMiddleware({
           // Claimed before waiting, so a second call in the same turn gets the stub.
           claimed.add(skill.name);
           try {
-            const loaded = await context.skills({ op: 'load', dir: skill.dir, withResources: config.allowResourceAccess });
+            const loaded = await context.activity(skillsDoor, { op: 'load', dir: skill.dir, withResources: config.allowResourceAccess });
             if (loaded.kind !== 'load') throw new Error('unexpected answer');
             return toolAnswer(
               activation(
@@ -154,7 +154,7 @@ export const skills = defineMiddleware({
           const skill = find(String(skillName ?? ''));
           if (!skill) return `Unknown skill "${fold(String(skillName ?? ''))}". Available skills: ${available()}.`;
           try {
-            const read = await context.skills({ op: 'readResource', dir: skill.dir, filePath: String(filePath ?? '') });
+            const read = await context.activity(skillsDoor, { op: 'readResource', dir: skill.dir, filePath: String(filePath ?? '') });
             return read.kind === 'resource' ? read.content : failed(readSkillFile, 'unexpected answer');
           } catch (error) {
             return failed(readSkillFile, error);

@@ -5,29 +5,24 @@
  * before each model call, through an activity that queries it, so the tree stops once the limit
  * is crossed, whatever each run was handed down when it started. Runs in the workflow: no I/O.
  */
-import { getExternalWorkflowHandle, proxyActivities, setHandler } from '@temporalio/workflow';
+import { getExternalWorkflowHandle, setHandler } from '@temporalio/workflow';
 import { z } from 'zod';
-import { addUsage, checkedUsage, type Usage } from '../core/usage';
-import { toKeelError } from '../core/errors';
-import type { KeelActivities } from '../activities/types';
-import type { ReadTreeBudgetResult } from '../core/tree-budget';
-import type { TreeLedger } from '../middleware/types';
-import { treeBudgetQuery, treeUsageSignal } from '../core/protocol';
-import type { RunState } from './run-state';
-import { recordRefusedSignal } from './run-status';
-import { describeZodError } from '../core/schema-errors';
-import { cutText } from '../core/messages';
+import { addUsage, checkedUsage, type Usage } from '../../core/usage';
+import { toKeelError } from '../../core/errors';
+import type { TreeLedger } from '../../middleware/types';
+import { treeBudgetQuery, treeUsageSignal } from '../../core/protocol';
+import type { RunState } from '../../workflows/run-state';
+import { recordRefusedSignal } from '../../workflows/run-status';
+import { featureActivityCaller } from '../../workflows/feature-activity';
+import { describeZodError } from '../../core/schema-errors';
+import { cutText } from '../../core/messages';
+import { readTreeBudgetDoor, type ReadTreeBudgetResult } from './ledger-door';
 
 /** A usage report from a run below: who sent it, and usage as any report must be (`checkedUsage`). */
 const ReportSchema = z.object({ from: z.string().min(1), usage: z.unknown() });
 
-const { readTreeBudget } = proxyActivities<KeelActivities>({
-  startToCloseTimeout: '30 seconds',
-  // The ledger's worker may be restarting: keep asking (a read) rather than fail the model call.
-  retry: { initialInterval: '1 second', maximumInterval: '10 seconds' },
-  scheduleToCloseTimeout: '10 minutes',
-  summary: 'ask the tree budget',
-});
+/** Calls the ledger door (its options are its own: no agent spec needed). */
+const callActivity = featureActivityCaller();
 
 /** One run's side of the tree ledger: the ledger it keeps (if it has a Budget), the ledgers it tells. */
 export class RunLedger implements TreeLedger {
@@ -111,7 +106,7 @@ export class RunLedger implements TreeLedger {
     await this.flush();
     let asked = this.answers.get(ledgerRunId);
     if (asked?.calls !== this.calls) {
-      asked = { calls: this.calls, answer: readTreeBudget({ runId: ledgerRunId }) };
+      asked = { calls: this.calls, answer: callActivity(readTreeBudgetDoor, { runId: ledgerRunId }) };
       this.answers.set(ledgerRunId, asked);
     }
     const answer = await asked.answer;

@@ -11,14 +11,16 @@
  * tells it after each (tree-ledger.ts). Runs in the workflow.
  */
 import { z } from 'zod';
-import { KeelError, RunStoppedError } from '../core/errors';
-import { type Message } from '../core/messages';
-import { USAGE_FIELDS, type Usage, type UsageField } from '../core/usage';
-import type { MiddlewareRef } from '../core/run';
-import { defineHold } from '../core/holds';
-import { budgetStopped } from '../core/workflow-metrics';
-import { defineMiddleware } from './define-middleware';
-import { replaceFinalMessage } from './outcome';
+import { KeelError, RunStoppedError } from '../../core/errors';
+import { type Message } from '../../core/messages';
+import { USAGE_FIELDS, type Usage, type UsageField } from '../../core/usage';
+import type { MiddlewareRef } from '../../core/run';
+import { defineHold } from '../../core/holds';
+import { describeZodError } from '../../core/schema-errors';
+import { budgetStopped } from '../../core/workflow-metrics';
+import { defineMiddleware } from '../../middleware/define-middleware';
+import { replaceFinalMessage } from '../../middleware/outcome';
+import type { MiddlewareContext, TreeLedger } from '../../middleware/types';
 
 /** Metadata key of the spent record on a run's final message (the reference's, for portability). */
 export const BUDGET_METADATA_KEY = 'genkit-middleware-exp/budget';
@@ -124,7 +126,6 @@ export const BudgetDecisionSchema = z
     }),
   )
   .catch({ approved: false });
-type BudgetDecision = z.output<typeof BudgetDecisionSchema>;
 
 /** The hold a Budget with `interrupt` raises: the run is over its limit and waits to be let go on. */
 export const budgetHold = defineHold({
@@ -149,6 +150,115 @@ interface Renewals {
 
 const refused = (reason: string | undefined) => budgetExceeded(`continuing past the limit was refused${reason ? `: ${reason}` : ''}`);
 
+/**
+ * One Budget's state in one run. Every budget counts the same calls: spent = carried + (usage
+ * now - baseline); a budget that holds renews on approval (carried 0, baseline now). A
+ * handed-down Budget (`member`) counts what its tree's ledger last answered instead.
+ */
+interface BudgetState {
+  config: z.output<typeof BudgetConfigSchema>;
+  context: MiddlewareContext;
+  /** The limit per capped field, and those fields, sorted. */
+  limit: Record<string, number>;
+  fields: string[];
+  /** The run's side of the tree's ledger (absent in the middleware harness without one). */
+  tree: TreeLedger | undefined;
+  /** For a handed-down Budget: the ledger it asks before each model call. */
+  member: { runId: string; stage: number } | undefined;
+  carried: Record<string, number>;
+  baseline: Record<string, number>;
+  /** For a handed-down Budget: what the ledger last answered, and this run's usage then (the count goes on from there if the ledger is gone). */
+  answered: { spent: Record<string, number>; at: Record<string, number> };
+}
+
+/** What carries over to the next run of a long run's chain. */
+const BudgetCarrySchema = z.object({ carried: z.record(z.string(), z.number()), baseline: z.record(z.string(), z.number()) });
+
+/** A Budget's state at the start of a run: from what a parent handed down, the session, the interrupted run, or the previous run of the chain. */
+function budgetState(config: z.output<typeof BudgetConfigSchema>, context: MiddlewareContext): BudgetState {
+  const limit = flatten(config.limit);
+  // One ledger for the tree: the run where the Budget is set keeps it (its own calls and every
+  // call the runs below tell it of); a handed-down Budget asks it before each model call. Without
+  // a ledger (the middleware harness's default) it counts only its own run's usage.
+  const tree = context.tree.enabled ? context.tree : undefined;
+  const member = tree && config.ledger ? config.ledger : undefined;
+  // A session-scoped budget counts what the session spent before this turn; a run-scoped one
+  // what a parent handed down, or (resuming) what the interrupted run recorded.
+  const handedDown = config.scope === 'session' ? flatten(context.session?.usage ?? {}) : flatten(config.spent ?? {});
+  const carried = context.resuming && config.scope === 'run' && !member ? (recordedSpent(context.inputMessages) ?? handedDown) : handedDown;
+  // In the next run of a long run's chain, the budget goes on where it was (a renewal included).
+  const restored = context.carried === undefined ? undefined : BudgetCarrySchema.safeParse(context.carried);
+  if (restored && !restored.success)
+    throw new KeelError('INTERNAL', `budget: what the previous run of the chain carried is not a budget's count: ${describeZodError(restored.error)}`);
+  return {
+    config,
+    context,
+    limit,
+    fields: Object.keys(limit).sort(),
+    tree,
+    member,
+    carried: restored?.data.carried ?? carried,
+    baseline: restored?.data.baseline ?? {},
+    answered: { spent: handedDown, at: {} },
+  };
+}
+
+/** What the budget's calls count from: the tree's (a ledger-keeping Budget) or this run's usage. */
+const counted = (state: BudgetState) => flatten(state.tree && !state.member ? state.tree.usage() : state.context.usage());
+
+/** What the budget has spent, per capped field. */
+function spentOf(state: BudgetState): Record<string, number> {
+  if (state.member) return add(state.answered.spent, subtract(flatten(state.context.usage()), state.answered.at));
+  return add(state.carried, subtract(counted(state), state.baseline));
+}
+
+/** A handed-down Budget asks the tree's ledger again (before each model call). */
+async function refresh(state: BudgetState): Promise<void> {
+  if (!state.member) return;
+  const answer = await state.tree!.ask(state.member.runId, state.member.stage);
+  if (answer) state.answered = { spent: add(answer.spent, flatten(answer.untold)), at: flatten(state.context.usage()) };
+}
+
+/** Why the budget is over its limit, or undefined. */
+function overLimit(state: BudgetState): string | undefined {
+  const now = spentOf(state);
+  const field = state.fields.find((key) => (now[key] ?? 0) >= state.limit[key]!);
+  return field ? `used ${now[field] ?? 0} of ${state.limit[field]} ${field}` : undefined;
+}
+
+/** What the budget has spent, as usage (custom counters under `custom`). */
+function spentUsage(state: BudgetState): Usage {
+  const usage: Usage = {};
+  // Entries, not assignments: a counter named `__proto__` stays a key.
+  const custom: Array<[string, number]> = [];
+  for (const [key, value] of Object.entries(spentOf(state))) {
+    if (key.startsWith('custom.')) custom.push([key.slice('custom.'.length), value]);
+    else (usage as Record<string, number>)[key] = value;
+  }
+  if (custom.length) usage.custom = Object.fromEntries(custom);
+  return usage;
+}
+
+/** What a budget hold shows. */
+function holdData(state: BudgetState, over: string) {
+  const now = spentOf(state);
+  return { message: `Usage budget reached: ${over}`, spent: Object.fromEntries(state.fields.map((key) => [key, now[key] ?? 0])), limit: state.limit };
+}
+
+/** Before a model call: over the limit, the run stops, or (interrupt, the tree's ledger) waits for a decision. */
+async function check(state: BudgetState, renewAll: () => void): Promise<void> {
+  const { config, context, member, tree } = state;
+  await refresh(state);
+  const over = overLimit(state);
+  if (!over) return;
+  // A run's own turn that crossed the limit has had its tool calls held (the reference's rule);
+  // a tree's runs below can cross it while this run's tools run: then the next call holds.
+  if (!config.interrupt || member || !tree?.toldFromBelow() || !context.holdModelCall) throw budgetExceeded(over);
+  const decision = BudgetDecisionSchema.parse(await context.holdModelCall(holdData(state, over)));
+  if (!decision.approved) throw refused(decision.reason);
+  renewAll();
+}
+
 /** Budget: `use: [budget({ limit: { totalTokens: 50_000, custom: { cost: 2 } }, interrupt: true })]` */
 export const budget = defineMiddleware({
   name: 'budget',
@@ -159,115 +269,54 @@ export const budget = defineMiddleware({
     if (config.scope === 'session' && !context.session) {
       throw new KeelError('FAILED_PRECONDITION', "budget: session scope needs an agent with a session store (session: 'server'), run as a turn of its session");
     }
-    const limit = flatten(config.limit);
-    const fields = Object.keys(limit).sort();
-    // One ledger for the tree: the run where the Budget is set keeps it (its own calls and every
-    // call the runs below tell it of); a handed-down Budget asks it before each model call. Without
-    // a ledger (the middleware harness's default) it counts only its own run's usage.
-    const tree = context.tree.enabled ? context.tree : undefined;
-    const member = tree && config.ledger ? config.ledger : undefined;
+    const state = budgetState(config, context);
+    const { tree, member } = state;
     if (member) tree!.join(member.runId);
-    const counted = () => flatten(tree && !member ? tree.usage() : context.usage());
-    // Every budget counts the same calls: spent = carried + (usage now - baseline). A budget
-    // that holds renews on approval (carried 0, baseline now); one that only stops never does.
-    // A session-scoped budget counts what the session spent before this turn; a run-scoped one
-    // what a parent handed down, or (resuming) what the interrupted run recorded.
-    const handedDown = config.scope === 'session' ? flatten(context.session?.usage ?? {}) : flatten(config.spent ?? {});
-    let carried = context.resuming && config.scope === 'run' && !member ? (recordedSpent(context.inputMessages) ?? handedDown) : handedDown;
-    let baseline: Record<string, number> = {};
-    // In the next run of a long run's chain, the budget goes on where it was (a renewal included).
-    const restored = context.carried as { carried: Record<string, number>; baseline: Record<string, number> } | undefined;
-    if (restored) ({ carried, baseline } = restored);
-    let spent = () => add(carried, subtract(counted(), baseline));
-    /** Asks the tree's ledger again (a handed-down Budget, before each model call). */
-    let refresh: (() => Promise<void>) | undefined;
-    if (member) {
-      // What the ledger last answered, and this run's usage then: if the ledger is gone, the count
-      // goes on from there with this run's own calls.
-      let answered = { spent: handedDown, at: {} as Record<string, number> };
-      spent = () => add(answered.spent, subtract(flatten(context.usage()), answered.at));
-      refresh = async () => {
-        const answer = await tree!.ask(member.runId, member.stage);
-        if (answer) answered = { spent: add(answer.spent, flatten(answer.untold)), at: flatten(context.usage()) };
-      };
-    }
-    if (tree && !member) tree.serve(context.stageIndex, () => spent());
+    if (tree && !member) tree.serve(context.stageIndex, () => spentOf(state));
     const renewals = context.shared<Renewals>(() => ({ renewers: [] }));
     if (config.interrupt) {
       renewals.renewers.push(() => {
-        carried = {};
-        baseline = counted();
+        state.carried = {};
+        state.baseline = counted(state);
       });
     }
     /** Budgets in one chain claim the same holds: approving one renews every budget that holds. */
     const renewAll = () => renewals.renewers.forEach((renew) => renew());
-    const overLimit = (): string | undefined => {
-      const now = spent();
-      const field = fields.find((key) => (now[key] ?? 0) >= limit[key]!);
-      return field ? `used ${now[field] ?? 0} of ${limit[field]} ${field}` : undefined;
-    };
-    const spentUsage = (): Usage => {
-      const usage: Usage = {};
-      // Entries, not assignments: a counter named `__proto__` stays a key.
-      const custom: Array<[string, number]> = [];
-      for (const [key, value] of Object.entries(spent())) {
-        if (key.startsWith('custom.')) custom.push([key.slice('custom.'.length), value]);
-        else (usage as Record<string, number>)[key] = value;
-      }
-      if (custom.length) usage.custom = Object.fromEntries(custom);
-      return usage;
-    };
-    const holdData = (over: string) => {
-      const now = spent();
-      return { message: `Usage budget reached: ${over}`, spent: Object.fromEntries(fields.map((key) => [key, now[key] ?? 0])), limit };
-    };
-    /** Before a model call: over the limit, the run stops, or (interrupt, the tree's ledger) waits for a decision. */
-    const check = async () => {
-      await refresh?.();
-      const over = overLimit();
-      if (!over) return;
-      // A run's own turn that crossed the limit has had its tool calls held (the reference's rule);
-      // a tree's runs below can cross it while this run's tools run: then the next call holds.
-      if (!config.interrupt || member || !tree?.toldFromBelow() || !context.holdModelCall) throw budgetExceeded(over);
-      const decision = (await context.holdModelCall(holdData(over))) as BudgetDecision;
-      if (!decision.approved) throw refused(decision.reason);
-      renewAll();
-    };
 
     return {
-      carry: () => ({ carried, baseline }),
+      carry: () => ({ carried: state.carried, baseline: state.baseline }),
       // A sub-agent counts against this limit too: it asks the tree's ledger before each model
       // call (and starts with what the tree has spent, its count should the ledger be gone).
       forChildRuns: (): MiddlewareRef[] => {
         const ledger = member ?? (tree ? { runId: tree.runId, stage: context.stageIndex } : undefined);
-        return [{ name: 'budget', config: { limit: config.limit, spent: spentUsage(), ...(ledger ? { ledger } : {}) } }];
+        return [{ name: 'budget', config: { limit: config.limit, spent: spentUsage(state), ...(ledger ? { ledger } : {}) } }];
       },
       async wrapGenerate(params, next) {
         if (context.resuming && params.iteration === 0) {
           // The resume's first iteration only answers held calls (no model call to check). The
           // holds of a run share one decision: any refusal stops it before a held call runs.
-          const decisions = context.resumedHolds() as BudgetDecision[];
+          const decisions = context.resumedHolds().map((decision) => BudgetDecisionSchema.parse(decision));
           const refusal = decisions.find((decision) => !decision.approved);
           if (refusal) throw refused(refusal.reason);
           if (decisions.length) renewAll();
-        } else await check();
+        } else await check(state, renewAll);
         const outcome = await next(params);
         const message = outcome.response.message;
-        return replaceFinalMessage(outcome, { ...message, metadata: { ...message.metadata, [BUDGET_METADATA_KEY]: { spent: spentUsage() } } });
+        return replaceFinalMessage(outcome, { ...message, metadata: { ...message.metadata, [BUDGET_METADATA_KEY]: { spent: spentUsage(state) } } });
       },
       ...(config.interrupt
         ? {
             async wrapTool(params, next) {
               if (params.released) return next(params);
               if (params.resumed !== undefined) {
-                const decision = params.resumed as BudgetDecision;
+                const decision = BudgetDecisionSchema.parse(params.resumed);
                 if (!decision.approved) throw refused(decision.reason);
                 renewAll();
                 return next(params);
               }
-              const over = overLimit();
+              const over = overLimit(state);
               if (!over) return next(params);
-              return context.interrupt(holdData(over));
+              return context.interrupt(holdData(state, over));
             },
           }
         : {}),

@@ -16,8 +16,8 @@
 import { constants, existsSync, type Stats } from 'node:fs';
 import { lstat, mkdir, open, readdir, readlink, realpath, unlink, type FileHandle } from 'node:fs/promises';
 import { isAbsolute, posix, relative, sep } from 'node:path';
-import { KeelError } from '../core/errors';
-import { normalizeRel } from '../core/files';
+import { KeelError } from '../../../core/errors';
+import { normalizeRel } from '../files';
 
 /** Longest path accepted from a model. */
 const MAX_PATH_LENGTH = 4096;

@@ -1,0 +1,149 @@
+/**
+ * The `callTool` activity (one tool call: input and output checked against the tool's schemas,
+ * the tool's own failures named with where they were thrown) and `validateToolOutput` (a
+ * stand-in output checked against the tool's output schema). Node side.
+ */
+import { InterruptRequest, type WorkerScope } from './worker-scope';
+import { Context, type Info as ActivityInfo } from '@temporalio/activity';
+import { performance } from 'node:perf_hooks';
+import { inSpan } from '../telemetry/spans';
+import { outcomeOf, recordToolCall } from './metrics';
+import { KeelError, toKeelError } from '../core/errors';
+import { ModelVisibleToolError } from '../core/interrupts';
+import { addUsage, checkedUsage, type Usage } from '../core/usage';
+import { TOOL_CALL_RESULT, type ToolCallResult } from '../core/run';
+import type { CallToolInput, RefusedBefore, ValidateToolOutputInput } from '../core/run';
+import { describeZodError, firstIssuePath } from '../core/schema-errors';
+import { withHeartbeat } from './heartbeat';
+import { InfrastructureError } from './infrastructure-error';
+import { NotRegisteredError } from './not-registered';
+import { assertPayloadFits, unrepresentable } from './payload-limit';
+import { thrownAt } from './thrown-at';
+
+/**
+ * A tool call's idempotency key: `<workflowId>/<temporal run id>/<activityId>`, unique over
+ * every call of a run's whole chain (continue-as-new, a reused run id, a reset that runs a call
+ * again) and the same on every attempt of one call, and on a call scheduled again after workers
+ * lacking the tool refused all its attempts (`refusedBefore`: the first call's activity id).
+ */
+function idempotencyKeyOf(info: ActivityInfo, refusedBefore?: RefusedBefore): string {
+  const workflowId = info.workflowExecution?.workflowId ?? 'standalone';
+  const activityId = refusedBefore?.activityId ?? info.activityId;
+  return `${workflowId}/${info.workflowExecution?.runId ?? 'standalone'}/${activityId}`;
+}
+
+/** One tool call (the `callTool` activity): input and output checked against the tool's schemas, what it reported spent counted. */
+export function callTool(scope: WorkerScope, { toolName, input, resumed, refusedBefore }: CallToolInput): Promise<ToolCallResult> {
+  const { activity, registry, config, limit } = scope;
+  return activity(async () => {
+    const context = Context.current();
+    const tool = registry.tools.get(toolName);
+    if (!tool) {
+      throw new NotRegisteredError(
+        `tool "${toolName}" is not registered on this worker`,
+        { kind: 'tool', name: toolName, has: [...registry.tools.keys()].sort() },
+        { toolName, availableTools: [...registry.tools.keys()].sort() },
+      );
+    }
+    const parsedInput = tool.input.safeParse(input);
+    if (!parsedInput.success) {
+      throw new KeelError('INVALID_ARGUMENT', `tool "${toolName}": invalid input: ${describeZodError(parsedInput.error)}`, {
+        toolName,
+        path: firstIssuePath(parsedInput.error),
+      });
+    }
+    const { info } = context;
+    const runId = info.workflowExecution?.workflowId ?? 'standalone';
+    let output: unknown;
+    let reported: Usage | undefined;
+    // The first report keel could not count: it fails the call, even if the tool caught it and went on.
+    let uncountable: KeelError | undefined;
+    const reportUsage = (usage: Usage): void => {
+      try {
+        reported = addUsage(reported ?? {}, checkedUsage(usage, { toolName }), `what tool "${toolName}" reported`);
+      } catch (error) {
+        uncountable ??= toKeelError(error);
+        throw uncountable;
+      }
+    };
+    try {
+      const toolContext = {
+        reportUsage,
+        idempotencyKey: idempotencyKeyOf(info, refusedBefore),
+        runId,
+        attempt: info.attempt,
+        signal: context.cancellationSignal,
+        interrupt: (data: Record<string, unknown> = {}): never => {
+          throw new InterruptRequest(data);
+        },
+        ...(resumed !== undefined ? { resumed } : {}),
+      };
+      const attributes = { 'keel.run_id': runId, 'keel.tool': toolName, 'gen_ai.tool.name': toolName, 'keel.attempt': info.attempt };
+      const startedAt = performance.now();
+      output = await inSpan(`keel.tool ${toolName}`, attributes, () =>
+        withHeartbeat((heartbeat) => Promise.resolve(tool.run(parsedInput.data, { ...toolContext, heartbeat }))),
+      ).then(
+        (value) => {
+          recordToolCall(context.metricMeter, toolName, uncountable?.status ?? 'ok', performance.now() - startedAt);
+          if (uncountable) throw uncountable;
+          return value;
+        },
+        (error: unknown) => {
+          recordToolCall(
+            context.metricMeter,
+            toolName,
+            error instanceof InterruptRequest ? 'interrupted' : ModelVisibleToolError.isInstance(error) ? 'tool_error' : outcomeOf(error),
+            performance.now() - startedAt,
+          );
+          throw error;
+        },
+      );
+    } catch (error) {
+      if (context.cancellationSignal.aborted) throw error;
+      if (uncountable) throw uncountable;
+      if (error instanceof InterruptRequest || ModelVisibleToolError.isInstance(error)) throw error;
+      const message = error instanceof Error ? error.message : String(error);
+      const cause = KeelError.isInstance(error) ? { toolStatus: error.status } : {};
+      // Could not reach what the tool needs (an MCP server that went away): the activity's retry policy tries again.
+      if (InfrastructureError.isInstance(error)) throw new InfrastructureError(`tool "${toolName}" failed: ${message}`, { toolName, toolMessage: message });
+      // Where in the user's code it threw, for whoever reads the run's error (the model, under SoftToolErrors, sees `toolMessage` only).
+      const at = thrownAt(error, { baseDir: config.baseDir ?? process.cwd() });
+      throw new KeelError('INTERNAL', `tool "${toolName}" failed: ${message}${at ? ` (thrown at ${at})` : ''}`, {
+        toolName,
+        toolMessage: message,
+        ...(at ? { thrownAt: at } : {}),
+        ...cause,
+      });
+    }
+    if (tool.output) {
+      const parsedOutput = tool.output.safeParse(output);
+      if (!parsedOutput.success) {
+        throw new KeelError('INTERNAL', `tool "${toolName}" returned output that fails its schema: ${describeZodError(parsedOutput.error)}`, { toolName });
+      }
+      output = parsedOutput.data;
+    }
+    // A tool that returns nothing answers null; anything JSON would drop or change is refused, naming where.
+    const problem = output === undefined ? undefined : unrepresentable(output);
+    if (problem) throw new KeelError('INTERNAL', `tool "${toolName}" returned a value JSON cannot carry: ${problem}`, { toolName });
+    assertPayloadFits(output ?? null, `the output of tool "${toolName}"`, limit);
+    return { result: TOOL_CALL_RESULT, output: output ?? null, ...(reported ? { usage: reported } : {}) } satisfies ToolCallResult;
+  }, refusedBefore);
+}
+
+/** Checks a stand-in output against the tool's output schema (the `validateToolOutput` local activity). */
+export function validateToolOutput(scope: WorkerScope, { toolName, output }: ValidateToolOutputInput): Promise<unknown> {
+  const { activity, registry } = scope;
+  return activity(async () => {
+    const tool = registry.tools.get(toolName);
+    if (!tool) throw new KeelError('NOT_FOUND', `tool "${toolName}" is not registered on this worker`, { toolName });
+    if (!tool.output) return output ?? null;
+    const parsed = tool.output.safeParse(output);
+    if (!parsed.success) {
+      throw new KeelError('INVALID_ARGUMENT', `output for tool "${toolName}" fails its schema: ${describeZodError(parsed.error)}`, {
+        toolName,
+        path: firstIssuePath(parsed.error),
+      });
+    }
+    return parsed.data ?? null;
+  });
+}
