@@ -15,6 +15,8 @@ const BUNDLE_ENTRIES = [
   'src/workflows/index.ts',
   'src/workflows/log-attributes.ts',
   'src/workflows/payload-converter.ts',
+  'src/workflows/shared-modules.ts',
+  'src/workflows/shared-schemas.ts',
   'src/middleware/catalog.ts',
   'src/middleware/hold-kinds.ts',
   'src/middleware/stages.ts',
