@@ -37,7 +37,7 @@ const workflowCode = [
  * shared by those runs. Flags a module-level `let`/`var`, a reassigned module-level binding, and
  * a write through one (`x.a = 1`, `delete x.a`, `x.push()`, `x.set()`, `Object.assign(x, ...)`).
  * State a run needs lives in an object the run creates. A write the rule cannot see (through a
- * function the state is passed to) is what test/module-state.test.ts catches at run time.
+ * function the state is passed to) is what test/run-isolation.test.ts looks for at run time.
  */
 const MUTATORS = new Set(['set', 'add', 'delete', 'clear', 'push', 'pop', 'shift', 'unshift', 'splice', 'sort', 'reverse', 'fill', 'copyWithin']);
 const noModuleState = {
