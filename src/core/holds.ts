@@ -219,7 +219,7 @@ export function resumption(
   return { success: true, value: { payload: parsed.data, ...('input' in body && body.input !== undefined ? { input: body.input } : {}) } };
 }
 
-/** The JSON Schema of what a kind's decision accepts (its input side), for clients to render; made when a hold is raised. */
+/** The JSON Schema of what a kind's decision accepts (its input side), for clients to render (a run's interrupt board makes it once per kind). */
 export function decisionJsonSchema(hold: HoldKind): Record<string, unknown> {
   const { $schema: _dialect, ...schema } = toInputJsonSchema(hold.decision);
   return schema;
