@@ -32,6 +32,65 @@ const workflowCode = [
 ];
 
 /**
+ * Workflow code keeps no module-level mutable state: a workflow thread loads keel's workflow
+ * modules once and shares them between every run it holds (src/worker/bundle.ts), so a
+ * module-level `let`, or a module-level Map, Set, array or object that code writes to, is
+ * shared by those runs. Flags a module-level `let`/`var`, a reassigned module-level binding, and
+ * a write through one (`x.a = 1`, `delete x.a`, `x.push()`, `x.set()`, `Object.assign(x, ...)`).
+ * State a run needs lives in an object the run creates. A write the rule cannot see (through a
+ * function the state is passed to) is what test/run-isolation.test.ts looks for at run time.
+ */
+const MUTATORS = new Set(['set', 'add', 'delete', 'clear', 'push', 'pop', 'shift', 'unshift', 'splice', 'sort', 'reverse', 'fill', 'copyWithin']);
+const noModuleState = {
+  meta: { type: 'problem', schema: [] },
+  create(context) {
+    const report = (node, name, what) =>
+      context.report({
+        node,
+        message: `module-level state: ${name} ${what}; every run of a workflow thread shares this module, so keep the state in an object the run creates`,
+      });
+    return {
+      'Program:exit'(program) {
+        const scope = context.sourceCode.getScope(program);
+        const moduleScope = scope.childScopes.find((child) => child.type === 'module') ?? scope;
+        for (const variable of moduleScope.variables) {
+          const def = variable.defs[0];
+          if (def?.type === 'Variable' && def.parent.kind !== 'const') report(def.name, variable.name, `is a module-level ${def.parent.kind}`);
+          for (const reference of variable.references) {
+            if (reference.init) continue;
+            if (reference.isWrite()) {
+              report(reference.identifier, variable.name, 'is reassigned');
+              continue;
+            }
+            // Walk up `x.a.b`: a write to any member of the chain, or a mutating call on it, writes to the state.
+            let node = reference.identifier;
+            while (node.parent.type === 'MemberExpression' && node.parent.object === node) node = node.parent;
+            const { parent } = node;
+            if (node === reference.identifier) {
+              const call = parent.type === 'CallExpression' && parent.arguments[0] === node ? parent.callee : undefined;
+              const assigns =
+                call?.type === 'MemberExpression' &&
+                call.object.name === 'Object' &&
+                ['assign', 'defineProperty', 'defineProperties'].includes(call.property.name);
+              if (assigns) report(node, variable.name, `is written to by Object.${call.property.name}`);
+              continue;
+            }
+            const written =
+              (parent.type === 'AssignmentExpression' && parent.left === node) ||
+              parent.type === 'UpdateExpression' ||
+              (parent.type === 'UnaryExpression' && parent.operator === 'delete');
+            const mutated = parent.type === 'CallExpression' && parent.callee === node && !node.computed && MUTATORS.has(node.property.name);
+            if (written || mutated) report(node, variable.name, mutated ? `is changed by .${node.property.name}()` : 'has a member written to');
+          }
+        }
+      },
+    };
+  },
+};
+
+/** keel's own lint rules. */
+export const keelRules = { rules: { 'no-module-state': noModuleState } };
+
  * keel's layers, bottom up: each entry is one layer, its folders (or, for define, registry and names with a slash,
  * files) of src/. A module may import its own layer and those below it, never one above; the
  * folders of a layer marked `apart` do not import each other either. The workflow side (core,
@@ -237,5 +296,12 @@ export default tseslint.config(
         },
       ],
     },
+  },
+  // Every module a workflow bundle pulls in shares its state with the thread's other runs.
+  {
+    files: workflowCode,
+    ignores: ['**/*.test.ts', FEATURE_ACTIVITIES],
+    plugins: { keel: keelRules },
+    rules: { 'keel/no-module-state': 'error' },
   },
 );

@@ -14,12 +14,12 @@ import { SCENARIOS } from './histories/scenarios';
 const dir = join(__dirname, 'histories');
 
 describe('modules shared by the runs of a workflow thread', () => {
-  it('the bundle loads zod before any run, once per thread', () => {
+  it('the bundle loads zod, then the workflow entry with all of keel, then readies the shared schemas, before any run, once per thread', () => {
     const code = readFileSync(inject('bundlePath'), 'utf8');
     const preload = /exports\.preloadModules = function preloadModules\(\) \{([^}]*)\}/.exec(code);
-    // webpack drops a bare require of a package marked free of side effects; the module must survive as a real require.
-    expect(preload?.[1]).toMatch(/__webpack_require__\(/);
-    expect(code).toContain('./src/workflows/shared-modules.ts');
+    // webpack drops a bare require of a package marked free of side effects; each module must survive as a real require.
+    const required = [...(preload?.[1] ?? '').matchAll(/__webpack_require__\([^)]*?\/\*! (\S+) \*\//g)].map((match) => match[1]);
+    expect(required).toEqual(['./src/workflows/shared-modules.ts', './src/workflows/index.ts', './src/workflows/shared-schemas.ts']);
   });
 
   it('every recorded history replays in one worker thread, one after another on the shared zod', { timeout: 300_000 }, async () => {

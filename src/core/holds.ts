@@ -219,17 +219,9 @@ export function resumption(
   return { success: true, value: { payload: parsed.data, ...('input' in body && body.input !== undefined ? { input: body.input } : {}) } };
 }
 
-/** JSON Schemas already made, by kind declaration (a schema is made once per worker). */
-const jsonSchemas = new WeakMap<HoldKind, Record<string, unknown>>();
-
-/** The JSON Schema of what a kind's decision accepts (its input side), for clients to render. */
+/** The JSON Schema of what a kind's decision accepts (its input side), for clients to render (a run's interrupt board makes it once per kind). */
 export function decisionJsonSchema(hold: HoldKind): Record<string, unknown> {
-  let schema = jsonSchemas.get(hold);
-  if (!schema) {
-    const { $schema: _dialect, ...rest } = toInputJsonSchema(hold.decision);
-    schema = rest;
-    jsonSchemas.set(hold, schema);
-  }
+  const { $schema: _dialect, ...schema } = toInputJsonSchema(hold.decision);
   return schema;
 }
 

@@ -45,6 +45,11 @@ export const BUILTIN_MIDDLEWARE: Readonly<Record<string, MiddlewareDefinition>> 
   ]),
 );
 
+/**
+ * The catalog: filled while the bundle's entry loads (it registers the `middlewareModules`), which
+ * is once per workflow thread, before any run; runs only read it. A run that registered a
+ * middleware would register it for every run of its thread.
+ */
 const registered: Record<string, MiddlewareDefinition> = { ...BUILTIN_MIDDLEWARE };
 
 /**
@@ -59,6 +64,7 @@ export function registerMiddleware<Schema extends z.ZodType>(middleware: Middlew
   if (existing && existing !== definition) {
     throw new KeelError('ALREADY_EXISTS', `middleware "${definition.name}" is already registered`);
   }
+  // eslint-disable-next-line keel/no-module-state -- registration happens when a module loads, never in a run (see `registered`)
   registered[definition.name] = definition;
 }
 

@@ -21,8 +21,10 @@ export const WORKFLOW_TYPES: readonly string[] = ['generateWorkflow', 'sessionWo
 const LOG_ATTRIBUTES_PATH = join(CODE_DIR, 'workflows', `log-attributes${CODE_EXTENSION}`);
 /** The workflow's payload converter: the default one, tolerant of payloads it cannot decode (a signal then is refused, not fatal). */
 const PAYLOAD_CONVERTER_PATH = join(CODE_DIR, 'workflows', `payload-converter${CODE_EXTENSION}`);
-/** Stateless libraries each workflow thread evaluates once for all its runs (see the module). */
+/** zod, configured before anything builds a schema: the first module each workflow thread evaluates for all its runs (see the module). */
 const SHARED_MODULES_PATH = join(CODE_DIR, 'workflows', `shared-modules${CODE_EXTENSION}`);
+/** The last module a workflow thread preloads: readies the shared zod schemas for the SDK's freeze (see the module). */
+const SHARED_SCHEMAS_PATH = join(CODE_DIR, 'workflows', `shared-schemas${CODE_EXTENSION}`);
 /** The middleware catalog, which the entry of a bundle with middleware modules registers its modules in. */
 const CATALOG_PATH = join(CODE_DIR, 'middleware', `catalog${CODE_EXTENSION}`);
 /**
@@ -122,15 +124,20 @@ export async function workflowBundlePath({
 
 /**
  * The options keel bundles a workflow entry with: its payload converter, its log interceptor
- * (plus `workflowInterceptorModules`), the libraries every run of a thread shares, and the
- * `keel-agents/*` aliases. Exported so that benchmarks bundle their own entries as keel does.
+ * (plus `workflowInterceptorModules`), the `keel-agents/*` aliases, and what a workflow thread
+ * loads once and shares between all its runs (the SDK's `preloadModules`): zod, then the entry
+ * with every module it imports (keel's workflow code, the middleware modules a config lists).
+ * A run then evaluates only the SDK's per-run modules and the interceptor modules nothing else
+ * imports. The last preloaded module readies the shared zod schemas for the SDK's deep freeze
+ * (src/workflows/shared-schemas.ts). Shared modules keep no mutable state (the lint's `keel/no-module-state`), and the SDK
+ * deep-freezes what they export. Exported so that benchmarks bundle their own entries as keel does.
  */
 export function keelBundleOptions(workflowsPath: string, workflowInterceptorModules: readonly string[] = []): BundleOptions {
   return {
     workflowsPath,
     payloadConverterPath: PAYLOAD_CONVERTER_PATH,
     logger: quietLogger,
-    preloadModules: [SHARED_MODULES_PATH],
+    preloadModules: [SHARED_MODULES_PATH, workflowsPath, SHARED_SCHEMAS_PATH],
     // Not the SDK's defaultWorkflowInterceptorModules: a deprecated no-op now that the SDK logs a workflow's lifecycle itself.
     workflowInterceptorModules: [LOG_ATTRIBUTES_PATH, ...workflowInterceptorModules],
     webpackConfigHook: (webpackConfig) => {

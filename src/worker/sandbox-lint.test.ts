@@ -3,7 +3,7 @@
  * the modules reached by value imports from the bundle's entries (type-only imports are erased
  * before bundling, so they pull nothing in).
  */
-import { ESLint } from 'eslint';
+import { ESLint, Linter } from 'eslint';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import ts from 'typescript';
@@ -15,6 +15,8 @@ const BUNDLE_ENTRIES = [
   'src/workflows/index.ts',
   'src/workflows/log-attributes.ts',
   'src/workflows/payload-converter.ts',
+  'src/workflows/shared-modules.ts',
+  'src/workflows/shared-schemas.ts',
   'src/middleware/catalog.ts',
   'src/middleware/hold-kinds.ts',
   'src/middleware/stages.ts',
@@ -64,7 +66,59 @@ describe('sandbox lint', () => {
       const config = (await eslint.calculateConfigForFile(module)) as { rules?: Record<string, unknown> };
       const [, options] = (config.rules?.['no-restricted-imports'] ?? []) as [unknown, { paths?: Array<{ name: string }> }?];
       if (!options?.paths?.some((path) => path.name === 'fs')) uncovered.push(module);
+      else if (JSON.stringify(config.rules?.['keel/no-module-state']) !== '[2]') uncovered.push(`${module} (keel/no-module-state)`);
     }
     expect(uncovered, 'bundled modules that eslint.config.mjs does not lint as workflow code').toEqual([]);
+  });
+
+  it('refuses module-level state in workflow code, which every run of a workflow thread would share', async () => {
+    const planted = [
+      'import { z } from "zod";',
+      'let runs = 0;',
+      'export function countRun(): number {',
+      '  runs += 1;',
+      '  return runs;',
+      '}',
+      'const seen = new Map<string, number>();',
+      'export const remember = (id: string): void => void seen.set(id, 1);',
+      'const totals: { spent: number } = { spent: 0 };',
+      'export function spend(amount: number): void {',
+      '  totals.spent += amount;',
+      '}',
+      'class Counter {',
+      '  static count = 0;',
+      '}',
+      'export const tick = (): number => ++Counter.count;',
+      // Not state: constants, a lookup set read only, a schema, and per-call objects.
+      'const KNOWN = new Set(["a", "b"]);',
+      'export const known = (name: string): boolean => KNOWN.has(name);',
+      'export const Schema = z.object({ a: z.string() });',
+      'export function fresh(): Map<string, number> {',
+      '  const local = new Map<string, number>();',
+      '  local.set("a", 1);',
+      '  return local;',
+      '}',
+      '',
+    ].join('\n');
+    // The rule and the parser as eslint.config.mjs gives them for a workflow module; the rule needs no type information.
+    const config = (await new ESLint({ cwd: PACKAGE_ROOT }).calculateConfigForFile('src/workflows/steering.ts')) as Linter.Config;
+    const messages = new Linter().verify(
+      planted,
+      {
+        files: ['**/*.ts'],
+        languageOptions: { parser: config.languageOptions!.parser! },
+        plugins: config.plugins!,
+        rules: { 'keel/no-module-state': 'error' },
+      },
+      'src/workflows/planted.ts',
+    );
+    const found = messages.map((message) => `${message.line}: ${message.message.split(';')[0]}`);
+    expect(found).toEqual([
+      '2: module-level state: runs is a module-level let',
+      '4: module-level state: runs is reassigned',
+      '8: module-level state: seen is changed by .set()',
+      '11: module-level state: totals has a member written to',
+      '16: module-level state: Counter has a member written to',
+    ]);
   });
 });

@@ -36,11 +36,11 @@ export function utf8Length(text: string): number {
 /** Requests up to this many characters of JSON travel inline, in the model activity's input. */
 export const INLINE_REQUEST_CHARS = 8 * 1024;
 
-/** Each message's JSON, made once per message object: a turn stringifies only what is new. */
-const messageJson = new WeakMap<Message, string>();
-
-/** The JSON text of a request (the same value JSON.stringify gives), each message's JSON cached. */
-export function requestJson(request: ModelRequest): string {
+/**
+ * The JSON text of a request (the same value JSON.stringify gives), each message's JSON cached
+ * in `messageJson` (the run's, made by `modelCaller`): a turn stringifies only what is new.
+ */
+export function requestJson(request: ModelRequest, messageJson: WeakMap<Message, string>): string {
   const { messages, ...rest } = request;
   const parts = messages.map((message) => {
     let json = messageJson.get(message);
@@ -95,12 +95,13 @@ export function modelCaller(
 ): (model: string, request: ModelRequest) => Promise<ModelResponse> {
   /** The latest request to each model, with its page ids. */
   const latest = new Map<string, { text: string; ids: string[] }>();
+  const messageJson = new WeakMap<Message, string>();
   const chain = workflowInfo().firstExecutionRunId;
   return async (model, request) => {
     const callIndex = run.modelCalls[model] ?? 0;
     run.modelCalls[model] = callIndex + 1;
     const requestKey = `${model}#${callIndex}`;
-    const text = requestJson(request);
+    const text = requestJson(request, messageJson);
     // Cheap bound first: a string's UTF-8 length is at most 3 bytes per UTF-16 unit.
     const requestBytes = text.length * 3 > MAX_MODEL_REQUEST_BYTES ? utf8Length(text) : text.length;
     if (requestBytes > MAX_MODEL_REQUEST_BYTES) {

@@ -88,6 +88,8 @@ export class InterruptBoard {
   private readonly options: InterruptBoardOptions;
   /** The decisions taken, oldest first (the latest KEPT_DECISIONS). */
   private readonly records: DecisionRecord[] = [];
+  /** The JSON Schema of each hold kind's decision, made when this run first raises the kind. */
+  private readonly decisionSchemas = new Map<HoldKind, Record<string, unknown>>();
   /** Holds of the run's sub-agents, decided through this board. */
   private readonly nested: SubAgentInterrupts;
 
@@ -164,6 +166,12 @@ export class InterruptBoard {
     this.stoppedBy = undefined;
   }
 
+  private decisionSchemaOf(hold: HoldKind): Record<string, unknown> {
+    let schema = this.decisionSchemas.get(hold);
+    if (!schema) this.decisionSchemas.set(hold, (schema = decisionJsonSchema(hold)));
+    return schema;
+  }
+
   /**
    * Records a hold and waits durably for its decision (or the timeout, or the run's stop); the
    * hold's data is kept as the stage gave it, with the held tool's output schema (what a
@@ -185,7 +193,7 @@ export class InterruptBoard {
       message: question,
       raisedBy: interrupt.raisedBy,
       ...(Object.keys(interrupt.data).length ? { data: interrupt.data } : {}),
-      decision: decisionJsonSchema(hold),
+      decision: this.decisionSchemaOf(hold),
       respond: hold.respond ?? 'answer',
       ...(outputSchema !== undefined ? { outputSchema } : {}),
       since: new Date().toISOString(),

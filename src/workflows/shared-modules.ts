@@ -1,9 +1,9 @@
 /**
- * The modules a workflow thread loads once and shares between every run it holds (the SDK's
- * `preloadModules`), instead of evaluating them again for each run. Only stateless libraries
- * belong here: the SDK deep-freezes what they export, and any state they keep is shared by
- * every run in the thread. Re-exported so that webpack keeps them: a package marked free of
- * side effects that is only `require`d for its side effects is dropped from the bundle.
+ * zod, configured, as the first module a workflow thread loads for all its runs (the SDK's
+ * `preloadModules`; the workflow entry, keel's workflow code with it, comes next: see
+ * `keelBundleOptions`). The SDK deep-freezes what preloaded modules export, and any state they
+ * keep is shared by every run in the thread. Re-exported so that webpack keeps it: a package
+ * marked free of side effects that is only `require`d for its side effects is dropped.
  */
 import { z } from 'zod';
 
