@@ -13,8 +13,5 @@ export default defineConfig({
     globalSetup: ['./test/cluster/global-setup.ts'],
     testTimeout: 300_000,
     hookTimeout: 180_000,
-    // A process per file, as before the main lane shared its processes between files.
-    isolate: true,
-    setupFiles: [],
   },
 });

@@ -25,13 +25,6 @@ export default defineConfig({
     hookTimeout: 120_000,
     pool: 'forks',
     maxWorkers: 2,
-    // Each of the two test processes runs file after file with its modules loaded once (keel's
-    // sources, the Temporal SDK, its runtime): a fresh process per file cost about 3 s of CPU
-    // each, a fifth of the suite on a 2-core machine. A test file keeps no state outside
-    // itself: it sets back any environment variable or working directory it changes, and
-    // the SDK runtime is the harness's, installed before the first file (runtime-setup.ts).
-    isolate: false,
-    setupFiles: ['./test/support/runtime-setup.ts'],
     reporters: ['default'],
   },
 });

@@ -20,7 +20,7 @@
  *    restarts: they must complete, and their histories must replay with v2.
  */
 import type { temporal } from '@temporalio/proto';
-import { Worker } from '@temporalio/worker';
+import { DefaultLogger, Runtime, Worker, makeTelemetryFilterString } from '@temporalio/worker';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,8 +41,12 @@ import { ROOT, killAfterEach, spawnKeel, writeTestConfig, type KeelProcess } fro
 const track = killAfterEach(afterEach);
 
 // The in-process worker of the restart test retries every call while the server is down, and
-// the unpatched replay fails on purpose: the SDK's warnings about that stay off the console
-// because the harness's runtime (test/support/runtime-setup.ts) captures them; errors are printed.
+// the unpatched replay fails on purpose: keep the SDK's warnings about that off the console
+// (errors are still printed). Installed before the harness would install its own.
+Runtime.install({
+  logger: new DefaultLogger('ERROR'),
+  telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'ERROR', other: 'ERROR' }) } },
+});
 
 const FIXTURES = join(ROOT, 'test', 'fixtures');
 const FAULT_AGENTS = join(FIXTURES, 'fault-agents.ts');

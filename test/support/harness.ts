@@ -2,7 +2,7 @@
  * Starts an in-process keel worker on a task queue of its own against the shared dev
  * server, with a registry the test builds (scripted models, test tools).
  */
-import { DefaultLogger, Runtime, makeTelemetryFilterString, type LogEntry } from '@temporalio/worker';
+import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { KeelClient } from '../../src/client/keel-client';
@@ -17,12 +17,8 @@ let runtimeInstalled = false;
 /** Log entries of warning level and above from workers in this test process (workflow logs included). */
 export const capturedLogs: LogEntry[] = [];
 
-/**
- * Captures SDK and workflow logs instead of printing them; errors are still printed (once per
- * process). The test setup file installs it before any test file runs, so in a test process
- * shared by many files this is the runtime every file's workers and replays use.
- */
-export function quietRuntime(): void {
+/** Captures SDK and workflow logs instead of printing them; errors are still printed (once per process). */
+function quietRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   try {
@@ -31,8 +27,6 @@ export function quietRuntime(): void {
         capturedLogs.push(entry);
         if (entry.level === 'ERROR') console.error(entry.message, entry.meta ?? '');
       }),
-      // The SDK core's own lines (a call retried while a test's server is down) are printed by the core: errors only.
-      telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'ERROR', other: 'ERROR' }) } },
     });
   } catch {
     // already installed by another helper in this process
