@@ -91,6 +91,7 @@ const noModuleState = {
 /** keel's own lint rules. */
 export const keelRules = { rules: { 'no-module-state': noModuleState } };
 
+/**
  * keel's layers, bottom up: each entry is one layer, its folders (or, for define, registry and names with a slash,
  * files) of src/. A module may import its own layer and those below it, never one above; the
  * folders of a layer marked `apart` do not import each other either. The workflow side (core,

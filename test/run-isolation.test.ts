@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { runErrorOf, type RunHandle } from '../src/client/keel-client';
 import type { ModelRequest } from '../src/core/messages';
 import { defineAgent } from '../src/define';
-import { BUDGET_METADATA_KEY, budget } from '../src/middleware/budget';
+import { BUDGET_METADATA_KEY, budget } from '../src/features/budget/budget';
 import { fallback } from '../src/middleware/fallback';
 import { toolApproval } from '../src/middleware/tool-approval';
 import { errorReply, scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
