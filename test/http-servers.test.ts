@@ -159,6 +159,11 @@ describe.each(['ui', 'codec', 'metrics'] as const)('the HTTP guard of %s', (whic
       expect(refused.status).toBe(403);
       expect(refused.text).toContain(`${name}: a change from origin https://evil.example is refused`);
     }
+    // A page of another origin streaming a huge body is refused for its origin before the body is read.
+    const streamed = await oversized(port, { path: change.path, headers: { ...change.headers, origin: 'https://evil.example' } }, true);
+    expect(streamed.status).toBe(403);
+    expect(streamed.text).toContain(`${name}: a change from origin https://evil.example is refused`);
+    expect(streamed.written).toBeLessThan(TOTAL / 4);
   });
 });
 
