@@ -7,7 +7,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { Extractor, ExtractorConfig, ExtractorLogLevel, type IConfigFile } from '@microsoft/api-extractor';
+import { CompilerState, Extractor, ExtractorConfig, ExtractorLogLevel, type IConfigFile } from '@microsoft/api-extractor';
 
 const ROOT = resolve(__dirname, '..');
 const WORK = join(ROOT, '.keel', 'api');
@@ -37,7 +37,7 @@ export function apiReports({ update }: { update: boolean }): ReportOutcome[] {
   execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json'), '--emitDeclarationOnly', '--outDir', DTS], {
     stdio: 'inherit',
   });
-  return API_ENTRIES.map(({ name, dts }) => {
+  const configs = API_ENTRIES.map(({ name, dts }) => {
     const configObject: IConfigFile = {
       projectFolder: ROOT,
       mainEntryPointFilePath: join(DTS, dts),
@@ -61,8 +61,17 @@ export function apiReports({ update }: { update: boolean }): ReportOutcome[] {
         compilerMessageReporting: { default: { logLevel: ExtractorLogLevel.Warning } },
       },
     };
-    const config = ExtractorConfig.prepare({ configObject, configObjectFullPath: join(WORK, `${name}.json`), packageJsonFullPath: join(ROOT, 'package.json') });
+    return {
+      name,
+      config: ExtractorConfig.prepare({ configObject, configObjectFullPath: join(WORK, `${name}.json`), packageJsonFullPath: join(ROOT, 'package.json') }),
+    };
+  });
+  // One TypeScript program over every entry's declarations, shared by the five reports (each
+  // would otherwise build its own).
+  const compilerState = CompilerState.create(configs[0]!.config, { additionalEntryPoints: configs.map(({ config }) => config.mainEntryPointFilePath) });
+  return configs.map(({ name, config }) => {
     const result = Extractor.invoke(config, {
+      compilerState,
       localBuild: update,
       showVerboseMessages: false,
       messageCallback: (message) => {

@@ -124,28 +124,36 @@ function flat(value: unknown): Record<string, number> {
 async function budgetOf(client: KeelClient, runId: string): Promise<BudgetView | undefined> {
   const known = budgets.get(runId);
   if (known !== undefined) return known ?? undefined;
-  const { history } = await client.temporal.workflowService.getWorkflowExecutionHistory({
-    namespace: client.temporal.options.namespace,
-    execution: { workflowId: runId },
-    maximumPageSize: 40,
-  });
   const decoded = (payloads: temporal.api.common.v1.IPayloads | null | undefined) =>
     decodePayload<{ use?: typeof refs }>(client.temporal, payloads?.payloads?.[0]);
   const refs: Array<{ name?: unknown; config?: unknown }> = [];
   const scheduled = new Map<string, string>();
   // Kept only once the agent was resolved: a run viewed before that may yet have the agent's Budget.
   let resolved = false;
-  for (const event of history?.events ?? []) {
-    const started = event.workflowExecutionStartedEventAttributes;
-    if (started) refs.push(...((await decoded(started.input))?.use ?? []));
-    const schedule = event.activityTaskScheduledEventAttributes;
-    if (schedule?.activityType?.name) scheduled.set(String(event.eventId), schedule.activityType.name);
-    const completed = event.activityTaskCompletedEventAttributes;
-    if (completed && scheduled.get(String(completed.scheduledEventId)) === 'resolveAgent') {
-      refs.push(...((await decoded(completed.result))?.use ?? []));
-      resolved = true;
-      break;
+  // The lookup is among the first events, but a page may hold fewer than asked (even none): follow
+  // the pages until it is found or the history ends.
+  let nextPageToken: Uint8Array | undefined;
+  for (let page = 0; page < 10 && !resolved; page++) {
+    const answer = await client.temporal.workflowService.getWorkflowExecutionHistory({
+      namespace: client.temporal.options.namespace,
+      execution: { workflowId: runId },
+      maximumPageSize: 40,
+      ...(nextPageToken ? { nextPageToken } : {}),
+    });
+    for (const event of answer.history?.events ?? []) {
+      const started = event.workflowExecutionStartedEventAttributes;
+      if (started) refs.push(...((await decoded(started.input))?.use ?? []));
+      const schedule = event.activityTaskScheduledEventAttributes;
+      if (schedule?.activityType?.name) scheduled.set(String(event.eventId), schedule.activityType.name);
+      const completed = event.activityTaskCompletedEventAttributes;
+      if (completed && scheduled.get(String(completed.scheduledEventId)) === 'resolveAgent') {
+        refs.push(...((await decoded(completed.result))?.use ?? []));
+        resolved = true;
+        break;
+      }
     }
+    if (!answer.nextPageToken?.length) break;
+    nextPageToken = answer.nextPageToken;
   }
   const ref = refs.find((candidate) => typeof candidate.name === 'string' && BUDGET_NAMES.has(candidate.name));
   const config = ref?.config as { limit?: unknown; spent?: unknown } | undefined;
