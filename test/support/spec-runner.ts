@@ -137,7 +137,8 @@ export function runSpecFile(file: string): void {
     await worker?.stop();
   });
 
-  describe(prefix, () => {
+  // The cases are independent runs (each its own agent and models): they run side by side.
+  describe.concurrent(prefix, () => {
     for (const [index, spec] of cases.entries()) {
       it(spec.name, async () => {
         const id = `${prefix}-${index}`;
