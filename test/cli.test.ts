@@ -25,7 +25,7 @@ function writeConfig(name: string, content: string | object): string {
   return path;
 }
 
-describe('bad config', () => {
+describe.concurrent('bad config', () => {
   it('names the field and what was expected, exit 2', async () => {
     const path = writeConfig('bad.yaml', 'taskQueue: 5\nserver:\n  port: "high"\n');
     const { code, stderr, stdout } = await runKeel(['status', 'some-run', '--config', path]);
@@ -81,7 +81,7 @@ describe('bad config', () => {
   });
 });
 
-describe('bad usage', () => {
+describe.concurrent('bad usage', () => {
   it('exits 2 naming an unknown command, or a run without a prompt', async () => {
     const unknown = await runKeel(['frobnicate']);
     expect(unknown.code).toBe(2);
@@ -109,7 +109,7 @@ describe('bad usage', () => {
   });
 });
 
-describe('keel ui and keel codec-server that cannot start', () => {
+describe.concurrent('keel ui and keel codec-server that cannot start', () => {
   it('says in one line that nothing answers at the Temporal address, at once', async () => {
     const port = await freePort();
     const config = writeConfig('ui-nothing.yaml', { temporal: { address: `127.0.0.1:${port}` }, ui: { port: 0 } });
@@ -144,7 +144,7 @@ describe('keel ui and keel codec-server that cannot start', () => {
   });
 });
 
-describe('keel run / status / abort', () => {
+describe.concurrent('keel run / status / abort', () => {
   let worker: TestWorker;
   let config: string;
   beforeAll(async () => {
@@ -355,7 +355,7 @@ describe('keel run / status / abort', () => {
   });
 });
 
-describe('middleware in temporal.yaml', () => {
+describe.concurrent('middleware in temporal.yaml', () => {
   it('names an unknown middleware of a declarative agent', async () => {
     const path = writeConfig('unknown-middleware.yaml', {
       models: [{ name: 'scripted/m', script: [] }],
