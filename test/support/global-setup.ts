@@ -17,18 +17,33 @@ declare module 'vitest' {
   }
 }
 
-let server: DevServer | undefined;
+/** What the setup made, kept on the main process's global: each project of vitest.config.mts runs this setup, and all share one server. */
+interface Shared {
+  ready: Promise<{ server: DevServer; binary: string; bundlePath: string }>;
+  users: number;
+}
+const slot = globalThis as typeof globalThis & { keelTestSetup?: Shared };
 
 export async function setup(project: TestProject): Promise<void> {
-  const binary = findTemporalBinary(defineConfig({}));
-  // The page keel ui serves, rebuilt when ui/ changed since the last build.
-  const [port, bundlePath] = await Promise.all([freePort(), workflowBundlePath(), buildUi({ ifStale: true })]);
-  server = await startDevServer({ binary, port, headless: true, logLevel: 'error' });
+  const shared = (slot.keelTestSetup ??= { ready: start(), users: 0 });
+  shared.users++;
+  const { server, binary, bundlePath } = await shared.ready;
   project.provide('temporalAddress', server.address);
   project.provide('temporalBinary', binary);
   project.provide('bundlePath', bundlePath);
 }
 
+async function start(): Promise<{ server: DevServer; binary: string; bundlePath: string }> {
+  const binary = findTemporalBinary(defineConfig({}));
+  // The page keel ui serves, rebuilt when ui/ changed since the last build.
+  const [port, bundlePath] = await Promise.all([freePort(), workflowBundlePath(), buildUi({ ifStale: true })]);
+  const server = await startDevServer({ binary, port, headless: true, logLevel: 'error' });
+  return { server, binary, bundlePath };
+}
+
 export async function teardown(): Promise<void> {
-  await server?.stop();
+  const shared = slot.keelTestSetup;
+  if (!shared || --shared.users > 0) return;
+  slot.keelTestSetup = undefined;
+  await (await shared.ready).server.stop();
 }
