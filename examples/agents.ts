@@ -7,19 +7,9 @@ import { mkdirSync } from 'node:fs';
 import { appendFile, mkdir } from 'node:fs/promises';
 import { dirname, relative, resolve } from 'node:path';
 import { z } from 'zod';
-import {
-  agents,
-  defineAgent,
-  defineTool,
-  filesystem,
-  openAICompatibleModel,
-  scriptedModel,
-  skills,
-  textReply,
-  toolApproval,
-  toolCallReply,
-  type ModelRequest,
-} from 'keel-agents';
+import { defineAgent, defineTool, openAICompatibleModel, type ModelRequest } from 'keel-agents';
+import { agents, filesystem, skills, toolApproval } from 'keel-agents/middleware';
+import { scriptedModel, textReply, toolCallReply } from 'keel-agents/testing';
 
 const FORECASTS: Record<string, { sky: string; highC: number }> = {
   lisbon: { sky: 'sunny', highC: 24 },

@@ -3,7 +3,8 @@
  * compile. Not loaded by temporal.yaml: they need real model endpoints.
  */
 import { z } from 'zod';
-import { anthropicModel, budget, defineAgent, defineTool, fallback, openAICompatibleModel, retry, softToolErrors, toolApproval } from 'keel-agents';
+import { anthropicModel, defineAgent, defineTool, openAICompatibleModel } from 'keel-agents';
+import { budget, fallback, retry, softToolErrors, toolApproval } from 'keel-agents/middleware';
 
 export const gpt = openAICompatibleModel({ name: 'openai/gpt-4o-mini' });
 export const claude = anthropicModel({ name: 'anthropic/claude-sonnet-4-5' });

@@ -5,7 +5,8 @@
  * tasks and approves a hold deep in the tree. Not loaded by temporal.yaml: it needs a real
  * model endpoint.
  */
-import { agents, artifacts, budget, defineAgent, KeelClient, toolApproval, type KeelConfig } from 'keel-agents';
+import { defineAgent, KeelClient, type KeelConfig } from 'keel-agents';
+import { agents, artifacts, budget, toolApproval } from 'keel-agents/middleware';
 
 export const researcher = defineAgent({
   name: 'researcher',

@@ -5,7 +5,8 @@
  * Load it from temporal.yaml (`modules: [examples/structured-output.ts]`) to run it offline.
  */
 import { z } from 'zod';
-import { defineAgent, KeelClient, objectReply, scriptedModel } from 'keel-agents';
+import { defineAgent, KeelClient } from 'keel-agents';
+import { objectReply, scriptedModel } from 'keel-agents/testing';
 
 export const Forecast = z.object({
   city: z.string(),

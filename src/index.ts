@@ -1,45 +1,42 @@
 /**
- * keel-agents: a durable agent runtime on Temporal. What an application writes against:
- * agents, tools and models; the built-in middleware; the client; the worker; config; errors.
- * A middleware author's contract is `keel-agents/middleware`, the workflow entry
- * `keel-agents/workflow`, the wire contract for other clients `keel-agents/protocol`, and a
- * project's own test helpers `keel-agents/testing`. Node side.
+ * keel-agents: a durable agent runtime on Temporal. What an application writes against: agents,
+ * tools and models; config; the client, its handles and results; the worker; the HTTP model
+ * providers; the messages and usage a run carries; errors. Each name has one entry point: the
+ * built-in middleware and a middleware author's contract are `keel-agents/middleware`, the
+ * workflow entry `keel-agents/workflow`, the wire contract for other clients
+ * `keel-agents/protocol`, and test and dev helpers (scripted models among them)
+ * `keel-agents/testing`. Node side.
  */
 export { defineAgent, defineModel, defineTool } from './define';
-export type { Agent, AgentLocalCalls, AgentOptions, AgentOutputOption, AgentSessionMode, Model, ModelContext, Tool, ToolContext, ToolOptions } from './define';
-export { DEFAULT_OUTPUT_RETRIES, OutputSpecSchema } from './core/output';
-export type { JsonSchemaObject, OutputOption, OutputSpec, OutputSpecInput } from './core/output';
+export type { Agent, AgentOptions, Model, ModelContext, Tool, ToolContext, ToolOptions } from './define';
 export { Registry } from './registry';
 
+export { ConfigError, defineConfig, loadConfig } from './config/load';
+export type { KeelConfig, KeelConfigInput } from './config/schema';
+
 export { KeelClient, RunHandle, runErrorOf } from './client/keel-client';
-export type { DecideOptions, ResultOptions, StartRunOptions, SteerOptions, TypedRunResult } from './client/keel-client';
+export type { StartRunOptions, TypedRunResult } from './client/keel-client';
 export type { InFlight } from './client/run-events';
-export type { SteerInput, SteerRecord } from './core/steering';
 export type { ToolAttempt } from './client/tool-attempts';
 export type { TaskView } from './core/tasks';
 export type { HoldView } from './client/holds';
 export { SessionHandle } from './client/session-handle';
 export type { SendOptions } from './client/session-handle';
-export type { InvokeOutput, Snapshot, SessionState } from './core/session';
+export type { InvokeOutput, Snapshot } from './core/session';
+export type { Interrupt, RunResult, RunStatus } from './core/run';
+export type { Decision } from './core/holds';
 
-export { KeelError, UNCLASSIFIED } from './core/errors';
+export { KeelError } from './core/errors';
 export type { KeelErrorDetails } from './core/errors';
-export { STATUS_NAMES, statusFromHttp } from './core/status';
+export { statusFromHttp } from './core/status';
 export type { StatusName } from './core/status';
 
 export { messageText } from './core/messages';
-export type { FinishReason, Message, ModelRequest, ModelResponse, Part, ToolDefinition } from './core/messages';
+export type { Message, ModelRequest, ModelResponse, Part, ToolDefinition } from './core/messages';
 export type { Usage } from './core/usage';
-export type { Interrupt, MiddlewareRef, MiddlewareRefInput, RunInput, RunLifecycle, RunResult, RunStatus } from './core/run';
-export type { Decision, DecisionRecord } from './core/holds';
 export { artifactText } from './core/artifacts';
 export type { Artifact } from './core/artifacts';
 
-export { ConfigError, defineConfig, loadConfig, parseConfig } from './config/load';
-export type { KeelConfig, KeelConfigInput } from './config/schema';
-
-export { errorReply, objectReply, scriptedModel, textReply, toolCallReply } from './models/scripted';
-export type { ScriptedModel, ScriptedReply } from './models/scripted';
 export { openAICompatibleModel } from './models/openai-compatible';
 export type { OpenAICompatibleOptions } from './models/openai-compatible';
 export { aiSdkModel } from './models/ai-sdk';
@@ -47,34 +44,7 @@ export type { AiSdkLanguageModel, AiSdkModelOptions } from './models/ai-sdk';
 export { anthropicModel } from './models/anthropic';
 export type { AnthropicOptions } from './models/anthropic';
 
-export {
-  agents,
-  artifacts,
-  budget,
-  contextCompression,
-  defineMiddleware,
-  fallback,
-  filesystem,
-  retry,
-  skills,
-  softToolErrors,
-  toolApproval,
-} from './middleware';
-export type {
-  AgentsConfig,
-  ArtifactsConfig,
-  BudgetConfig,
-  ContextCompressionConfig,
-  FallbackConfig,
-  FilesystemConfig,
-  RetryConfig,
-  SkillsConfig,
-  SoftToolErrorsConfig,
-  ToolApprovalConfig,
-} from './middleware';
-
 export { createKeelWorker } from './worker/create-worker';
 export type { KeelWorker, KeelWorkerOptions } from './worker/create-worker';
-export type { ToolCallStart } from './worker/tool-call-start';
 export { loadRegistry } from './worker/load-registry';
 export { connectClient, connectWorker } from './worker/connect';

@@ -25,4 +25,3 @@ export { DecisionSchema, DecisionRecordSchema } from './core/holds';
 export { InvokeOutputSchema, SnapshotSchema, SessionStateSchema, sessionWorkflowId } from './core/session';
 export { ArtifactSchema } from './core/artifacts';
 export { SteerInputSchema, SteerRecordSchema, STEER_METADATA_KEY } from './core/steering';
-export type { AgentSpec } from './core/run';

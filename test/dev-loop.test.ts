@@ -21,7 +21,8 @@ const track = killAfterEach(afterEach);
 /** agents.ts of the project: a model that answers `reply`, its agent, and whatever `extra` adds. */
 function agentsModule(reply: string, extra = ''): string {
   return `import { z } from 'zod';
-import { defineAgent, defineTool, scriptedModel, textReply, toolCallReply } from ${JSON.stringify(join(ROOT, 'src', 'index'))};
+import { defineAgent, defineTool } from ${JSON.stringify(join(ROOT, 'src', 'index'))};
+import { scriptedModel, textReply, toolCallReply } from ${JSON.stringify(join(ROOT, 'src', 'testing'))};
 
 export const model = scriptedModel({ name: 'scripted/dev', script: () => textReply(${JSON.stringify(reply)}) });
 export const helper = defineAgent({ name: 'dev-helper', model: 'scripted/dev' });

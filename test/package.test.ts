@@ -107,7 +107,8 @@ function writeProject(dir: string, taskQueue: string): void {
       ],
     }),
     'agents.ts': `import { z } from 'zod';
-import { defineTool, scriptedModel, textReply, toolCallReply } from 'keel-agents';
+import { defineTool } from 'keel-agents';
+import { scriptedModel, textReply, toolCallReply } from 'keel-agents/testing';
 import { shout } from 'house-style';
 
 export const greet = defineTool({

@@ -37,8 +37,9 @@ export const INIT_TYPECHECK_SCRIPT = 'tsc';
 
 // The quotes of the templates' keel-agents imports are escaped: test/package.test.ts reads any quoted package after from, in src/, as an import of keel's own.
 const AGENTS_MODULE = `// agents.ts: the agents, tools and models of this project (temporal.yaml lists this module).
-import { defineAgent, defineTool, scriptedModel, textReply, toolApproval, toolCallReply } from \'keel-agents\';
-import type { ModelRequest } from \'keel-agents\';
+import { defineAgent, defineTool, type ModelRequest } from \'keel-agents\';
+import { toolApproval } from \'keel-agents/middleware\';
+import { scriptedModel, textReply, toolCallReply } from \'keel-agents/testing\';
 import { z } from 'zod';
 
 /** Looks an order up (a stand-in for your own data). */
