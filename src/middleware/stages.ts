@@ -22,10 +22,7 @@ export interface MiddlewareStage {
 }
 
 /** What every middleware of a run shares; each gets it with its own stage fields. */
-export type SharedMiddlewareContext = Omit<
-  MiddlewareContext,
-  'stageIndex' | 'stageName' | 'interrupt' | 'holdModelCall' | 'shared' | 'resumedHolds' | 'carried'
-> & {
+export type SharedMiddlewareContext = Omit<MiddlewareContext, 'stageIndex' | 'interrupt' | 'holdModelCall' | 'shared' | 'resumedHolds' | 'carried'> & {
   /** Holds the run before its next model call with this interrupt (undefined: the run cannot wait). */
   holdModelCall?: (interrupt: ToolInterrupt) => Promise<unknown>;
   /** The resumed holds addressed to the stage at `stageIndex` (see MiddlewareContext.resumedHolds). */
@@ -68,7 +65,6 @@ export async function instantiateMiddleware(
       ...context,
       carried: context.carried?.(carryKey(index, definition.name)),
       stageIndex: index,
-      stageName: definition.name,
       resumedHolds: () => context.resumedHolds(index),
       interrupt: (data, kind) => {
         throw raiseHold(stage, data, kind);

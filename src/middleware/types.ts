@@ -15,8 +15,8 @@ import type { Artifact } from '../core/artifacts';
 import type { KeelError } from '../core/errors';
 import type { AgentSpec, MiddlewareRef, RunResult } from '../core/run';
 import type { TaskRecord, TaskReport } from '../core/tasks';
-import type { InvokeOutput } from '../core/session';
 import type { ActivityCall } from './activity-door';
+import type { CapabilityCall } from './run-capability';
 
 /** One iteration of the tool loop, as `wrapGenerate` sees it. */
 export interface GenerateParams {
@@ -222,31 +222,21 @@ export interface MiddlewareContext {
   /** Calls a model through the model activity (counted in the run's usage). */
   callModel: (model: string, request: ModelRequest) => Promise<ModelResponse>;
   /**
-   * Runs another agent as a child run (a child workflow) and waits for it. Its usage counts
-   * in this run's usage. A failed run comes back as `{ error }`; a cancelled one cancels this.
-   */
-  runAgent: (options: AgentRunOptions) => Promise<AgentRunOutcome>;
-  /** The run's artifacts. */
-  artifacts: ArtifactStore;
-  /** The run's background tasks. */
-  tasks: TaskControl;
-  /**
-   * Runs a turn of a server-managed agent's session and waits for it (or, detached, for its
-   * pending snapshot, recorded as a background task). Its usage counts in this run's. A failed
-   * turn comes back as `{ error }`.
-   */
-  invokeSession: (options: SessionTurnOptions & { name?: string }) => Promise<{ output: InvokeOutput } | { error: KeelError }>;
-  /**
    * Calls one of the middleware's own activities through its door (`defineActivity`: name,
    * input and output schemas, regular or local), typed by the door; the worker runs the
    * implementation the feature's Node half registered for it. Throws a KeelError saying what
    * went wrong.
    */
   activity: ActivityCall;
+  /**
+   * Gets a capability the loop provides the run, by its key (`capability(backgroundTasks)`,
+   * src/middleware/run-capability.ts), typed by the key: sub-agent runs, session turns,
+   * background tasks, the tree's budget ledger, the artifact store. Built the first time a
+   * middleware of the run asks for it, then the same for the run.
+   */
+  capability: CapabilityCall;
   /** Usage of every model call of the run so far. */
   usage: () => Usage;
-  /** The budget ledger of the run's tree. */
-  tree: TreeLedger;
   /** The messages the run started with. */
   inputMessages: readonly Message[];
   /** For a turn of a server-managed agent's session: its id, and what the session spent before this turn. */
@@ -269,8 +259,6 @@ export interface MiddlewareContext {
   carried: unknown;
   /** This middleware's position in the chain (0 = outermost). */
   stageIndex: number;
-  /** This middleware's name. */
-  stageName: string;
   /**
    * Holds the current tool call for a decision (call it from `wrapTool`): `data` is a JSON
    * object shown to whoever decides, checked against the data schema of the hold's kind (the

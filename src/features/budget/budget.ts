@@ -21,6 +21,7 @@ import { budgetStopped } from '../../core/workflow-metrics';
 import { defineMiddleware } from '../../middleware/define-middleware';
 import { replaceFinalMessage } from '../../middleware/outcome';
 import type { MiddlewareContext, TreeLedger } from '../../middleware/types';
+import { treeLedger } from '../../middleware/run-capability';
 
 /** Metadata key of the spent record on a run's final message (the reference's, for portability). */
 export const BUDGET_METADATA_KEY = 'genkit-middleware-exp/budget';
@@ -180,7 +181,8 @@ function budgetState(config: z.output<typeof BudgetConfigSchema>, context: Middl
   // One ledger for the tree: the run where the Budget is set keeps it (its own calls and every
   // call the runs below tell it of); a handed-down Budget asks it before each model call. Without
   // a ledger (the middleware harness's default) it counts only its own run's usage.
-  const tree = context.tree.enabled ? context.tree : undefined;
+  const ledger = context.capability(treeLedger);
+  const tree = ledger.enabled ? ledger : undefined;
   const member = tree && config.ledger ? config.ledger : undefined;
   // A session-scoped budget counts what the session spent before this turn; a run-scoped one
   // what a parent handed down, or (resuming) what the interrupted run recorded.
