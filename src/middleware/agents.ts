@@ -178,7 +178,7 @@ interface Delegator extends TaskScope, ArtifactMerge {
  * continue_task when any configured agent may keep a session (a server-managed one, or one
  * this worker does not know); the background-task tools with `async: true`.
  */
-function createDelegator(config: ResolvedConfig, context: MiddlewareContext): Delegator {
+function createDelegator(config: ResolvedConfig, context: MiddlewareContext<number>): Delegator {
   const registered = new Map(context.agent.directory.map((entry) => [entry.name, entry.description]));
   const serverManaged = new Set(context.agent.directory.filter((entry) => entry.session === 'server').map((entry) => entry.name));
   const continueTool = config.agents.some((ref) => serverManaged.has(ref.name) || !registered.has(ref.name))
@@ -209,7 +209,7 @@ function createDelegator(config: ResolvedConfig, context: MiddlewareContext): De
     background,
     // Results of these tools carry the task ids this conversation launched.
     delegationTools: new Set([...entries.map((entry) => entry.tool), ...(continueTool ? [continueTool] : [])]),
-    delegations: typeof context.carried === 'number' ? context.carried : 0,
+    delegations: context.carried ?? 0,
     followed: context.carried !== undefined,
   };
 }
@@ -425,7 +425,9 @@ export const agents = defineMiddleware({
   name: 'agents',
   description: 'Delegates tasks to sub-agents, each run as a child run of its own.',
   configSchema: AgentsConfigSchema,
-  create(config: ResolvedConfig, context: MiddlewareContext) {
+  // The delegations made so far in the run's chain (its presence: a run that went on from an earlier one).
+  carrySchema: z.number().int().nonnegative(),
+  create(config: ResolvedConfig, context: MiddlewareContext<number>) {
     const delegator = createDelegator(config, context);
     const block = subAgentsBlock(delegator.entries, delegator.background, delegator.continueTool);
     return {

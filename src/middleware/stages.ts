@@ -35,6 +35,21 @@ export type SharedMiddlewareContext = Omit<MiddlewareContext, 'stageIndex' | 'in
 export const carryKey = (index: number, name: string) => `${index}:${name}`;
 
 /**
+ * What a stage carried from the previous run of the chain, parsed by its middleware's
+ * `carrySchema` (a run's input may have been written by anyone): a value it refuses is
+ * INVALID_ARGUMENT naming the middleware and the field.
+ */
+function carriedState(definition: MiddlewareDefinition, index: number, carried: unknown): unknown {
+  if (carried === undefined || !definition.carrySchema) return carried;
+  const parsed = definition.carrySchema.safeParse(carried);
+  if (parsed.success) return parsed.data;
+  throw new KeelError(
+    'INVALID_ARGUMENT',
+    `middleware "${definition.name}" (use[${index}]): what the previous run of the chain carried does not match its carrySchema: ${describeZodError(parsed.error, 'carried')}`,
+  );
+}
+
+/**
  * Validates each ref's config against its middleware's schema and creates its hooks, in
  * order (first = outermost). Unknown name → NOT_FOUND; bad config → INVALID_ARGUMENT naming
  * the middleware and the field.
@@ -63,7 +78,7 @@ export async function instantiateMiddleware(
     const stage = { index, name: definition.name, holds: holdKinds(definition) };
     const hooks = await definition.create(parsed.data, {
       ...context,
-      carried: context.carried?.(carryKey(index, definition.name)),
+      carried: carriedState(definition, index, context.carried?.(carryKey(index, definition.name))),
       stageIndex: index,
       resumedHolds: () => context.resumedHolds(index),
       interrupt: (data, kind) => {
