@@ -33,9 +33,9 @@ export const spendingGate = defineMiddleware({
       async wrapTool(params, next) {
         const input = params.request.input as Record<string, unknown> | undefined;
         const amount = typeof input?.[config.field] === 'number' ? (input[config.field] as number) : 0;
-        // A restart of a call this gate held: the decision, already checked against SpendingDecision.
+        // A restart of a call this gate held: the decision, parsed by SpendingDecision (and typed by it).
         if (params.resumed !== undefined) {
-          const decision = params.resumed as z.output<typeof SpendingDecision>;
+          const decision = params.resumed;
           if ('limit' in decision && amount <= decision.limit) return next(params);
           if ('approved' in decision && decision.approved) return next(params);
           const reason = 'reason' in decision ? decision.reason : undefined;

@@ -15,6 +15,7 @@ import { filesystem } from '../src/features/filesystem/filesystem';
 import { scriptedModel, textReply, toolCallReply, type ScriptedReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
 import { sharedTestWorker } from './support/harness';
+import { GENERATE_WORKFLOW } from '../src/core/protocol';
 
 const registry = new Registry();
 const worker = sharedTestWorker(registry);
@@ -282,4 +283,31 @@ describe('filesystem confinement', () => {
         .then(() => undefined, runErrorOf),
     ).toMatchObject({ status: 'NOT_FOUND' });
   });
+});
+
+describe('what a run carries into the next of its chain', () => {
+  it('is parsed by the carry schema: a forged read cache in the start input fails the run INVALID_ARGUMENT, never wedges it', async () => {
+    const { root } = workspace();
+    const { name, model } = agent([textReply('never')], { rootDirectory: root });
+    // A client that is not keel's starts a "next run of a chain" whose read cache is not one.
+    const handle = await worker().client.temporal.workflow.start(GENERATE_WORKFLOW, {
+      taskQueue: worker().taskQueue,
+      workflowId: `fs-forged-carry-${Date.now()}`,
+      args: [
+        {
+          agent: name,
+          messages: [{ role: 'user', content: [{ text: 'hi' }] }],
+          continued: { iteration: 1, state: {}, middleware: { '0:filesystem': 'not a read cache' }, runs: 1 },
+        } as never,
+      ],
+    });
+    const error = await handle.result().then(() => undefined, runErrorOf);
+    expect(error).toMatchObject({
+      status: 'INVALID_ARGUMENT',
+      message: expect.stringContaining(
+        'middleware "filesystem" (use[0]): what the previous run of the chain carried does not match its carrySchema: carried:',
+      ) as unknown,
+    });
+    expect(model.requests).toHaveLength(0);
+  }, 60_000);
 });

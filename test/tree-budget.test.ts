@@ -227,4 +227,40 @@ describe('one budget for the whole tree', () => {
     ]);
     expect(model.requests).toHaveLength(1);
   });
+  it('a run without a Budget keeps no ledger: a forged usage report shows nowhere, and a Budget that names it as its ledger counts on its own', async () => {
+    // the plain run waits in its gate tool while it is sent a forged report and named as a ledger;
+    // the run naming it spends 60 a call and must stop after its second call, as a Budget without a ledger does
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let entered!: () => void;
+    const waiting = new Promise<void>((resolve) => (entered = resolve));
+    const gate = defineTool({
+      name: `gate-${++count}`,
+      description: 'Waits for the test.',
+      input: z.object({}),
+      run: async () => {
+        entered();
+        await released;
+        return { ok: true };
+      },
+    });
+    const model = scriptedModel({ name: `scripted/tree-plain-${count}`, script: [toolCallReply({ name: gate.name, input: {} }), textReply('done')] });
+    const name = `tree-plain-${count}`;
+    registry.add(gate, model, defineAgent({ name, model: model.name, tools: [gate] }));
+    const plain = await worker().client.start(name, 'go');
+    await waiting;
+    await signalWithCli(plain.runId, '__keel_internal_treeUsage', JSON.stringify({ from: 'attacker', usage: { totalTokens: 5 } }));
+    const member = agent({
+      script: () => toolCallReply({ name: 'echo', input: { v: 'more' } }, { usage: { totalTokens: 60 } }),
+      use: [budget({ limit: { totalTokens: LIMIT }, ledger: { runId: plain.runId, stage: 0 } })],
+    });
+    const handle = await worker().client.start(member.name, 'go');
+    expect(await handle.result().then(() => undefined, runErrorOf)).toMatchObject({ status: 'ABORTED', message: 'budget: used 120 of 100 totalTokens' });
+    expect(member.model.requests).toHaveLength(2);
+    release();
+    await plain.result();
+    const status = await plain.status();
+    expect(status.treeUsage).toBeUndefined();
+    expect(status.refusedSignals).toBeUndefined();
+  });
 });

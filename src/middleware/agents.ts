@@ -27,6 +27,7 @@ import { defineMiddleware } from './define-middleware';
 import { foldResult, mergeArtifacts, namespaceOf, subAgentAnswer, type ArtifactMerge, type MergedArtifact } from './sub-agent-results';
 import { injectSystemText } from './system-text';
 import type { ContributedTool, MiddlewareContext, ToolCallParams } from './types';
+import { backgroundTasks, sessionTurns, subAgentRuns } from './run-capability';
 
 /** Metadata key tagging the `<sub-agents>` block of the system prompt (the reference's). */
 export const AGENTS_INSTRUCTIONS_MARKER = 'agents-instructions';
@@ -177,7 +178,7 @@ interface Delegator extends TaskScope, ArtifactMerge {
  * continue_task when any configured agent may keep a session (a server-managed one, or one
  * this worker does not know); the background-task tools with `async: true`.
  */
-function createDelegator(config: ResolvedConfig, context: MiddlewareContext): Delegator {
+function createDelegator(config: ResolvedConfig, context: MiddlewareContext<number>): Delegator {
   const registered = new Map(context.agent.directory.map((entry) => [entry.name, entry.description]));
   const serverManaged = new Set(context.agent.directory.filter((entry) => entry.session === 'server').map((entry) => entry.name));
   const continueTool = config.agents.some((ref) => serverManaged.has(ref.name) || !registered.has(ref.name))
@@ -208,7 +209,7 @@ function createDelegator(config: ResolvedConfig, context: MiddlewareContext): De
     background,
     // Results of these tools carry the task ids this conversation launched.
     delegationTools: new Set([...entries.map((entry) => entry.tool), ...(continueTool ? [continueTool] : [])]),
-    delegations: typeof context.carried === 'number' ? context.carried : 0,
+    delegations: context.carried ?? 0,
     followed: context.carried !== undefined,
   };
 }
@@ -244,11 +245,11 @@ async function delegate(delegator: Delegator, agent: string, rawInput: unknown, 
   const inBackground = input.data.background === true && config.async;
   if (delegator.serverManaged.has(agent)) return { ...(await sessionTurn(delegator, agent, { messages: [task], detach: inBackground }, label.name)), ...label };
   if (inBackground) {
-    const started = await context.tasks.start({ agent, messages: [task], ...label });
+    const started = await context.capability(backgroundTasks).start({ agent, messages: [task], ...label });
     return { taskId: started.taskId, status: 'pending', response: launchedResponse(delegator.background!, agent, started.taskId), ...label };
   }
   // History goes to client-managed sub-agents only; a server-managed one keeps its own.
-  const outcome = await context.runAgent({ agent, messages: [...forwardedHistory(params.requestMessages, config.historyLength), task] });
+  const outcome = await context.capability(subAgentRuns)({ agent, messages: [...forwardedHistory(params.requestMessages, config.historyLength), task] });
   if ('error' in outcome) return { response: `Error calling agent "${agent}": ${outcome.error.message}`, ...label };
   return { ...subAgentAnswer(delegator, agent, outcome.runId, outcome.result), ...label };
 }
@@ -303,7 +304,7 @@ async function continueTask(delegator: Delegator, rawInput: unknown, params: Too
   if (!delegator.serverManaged.has(parsed.agent) || !session) {
     return { response: `Error: agent "${parsed.agent}" does not keep a session, so its tasks cannot be continued. Delegate the task again.`, ...label };
   }
-  const [report] = await delegator.context.tasks.inspect([parsed.runId]);
+  const [report] = await delegator.context.capability(backgroundTasks).inspect([parsed.runId]);
   const refusal = continueRefusal(delegator, taskId, report, instructions);
   if (refusal) {
     if (refusal.refund) delegator.delegations -= 1;
@@ -328,7 +329,7 @@ async function sessionTurn(
   options: { messages: Message[]; detach: boolean; fromRunId?: string; sessionId?: string },
   name?: string,
 ): Promise<DelegationOutput> {
-  const outcome = await delegator.context.invokeSession({ agent, ...options, ...(name !== undefined ? { name } : {}) });
+  const outcome = await delegator.context.capability(sessionTurns)({ agent, ...options, ...(name !== undefined ? { name } : {}) });
   if ('error' in outcome) return { response: `Error calling agent "${agent}": ${outcome.error.message}` };
   const { output } = outcome;
   const taskId = taskIdOf(agent, output.runId);
@@ -356,7 +357,7 @@ async function sessionTurn(
 /** A delegation's answer; one that hands out a task id carries the proof that this run did, in its response's metadata. */
 async function withTaskProof(context: MiddlewareContext, output: DelegationOutput): Promise<DelegationOutput | ToolAnswer> {
   if (output.taskId === undefined) return output;
-  const proof = (await context.tasks.prove([output.taskId]))[output.taskId];
+  const proof = (await context.capability(backgroundTasks).prove([output.taskId]))[output.taskId];
   return proof === undefined ? output : toolAnswer(output, { [PROOF_METADATA.task]: proof });
 }
 
@@ -424,7 +425,9 @@ export const agents = defineMiddleware({
   name: 'agents',
   description: 'Delegates tasks to sub-agents, each run as a child run of its own.',
   configSchema: AgentsConfigSchema,
-  create(config: ResolvedConfig, context: MiddlewareContext) {
+  // The delegations made so far in the run's chain (its presence: a run that went on from an earlier one).
+  carrySchema: z.number().int().nonnegative(),
+  create(config: ResolvedConfig, context: MiddlewareContext<number>) {
     const delegator = createDelegator(config, context);
     const block = subAgentsBlock(delegator.entries, delegator.background, delegator.continueTool);
     return {

@@ -13,11 +13,13 @@ import { zod3Refusal, zodSchemaKind } from '../core/zod-schema';
 import type { MiddlewareDefinition } from './types';
 
 /** A middleware factory: call it with a config to get a ref for `use: [...]`. */
-export type MiddlewareFactory<Schema extends z.ZodType = z.ZodType> = ((
-  ...config: Record<string, never> extends z.input<Schema> ? [config?: z.input<Schema>] : [config: z.input<Schema>]
-) => MiddlewareRef) & {
+export type MiddlewareFactory<
+  Schema extends z.ZodType = z.ZodType,
+  Carry extends z.ZodType = z.ZodType,
+  Holds extends readonly HoldKind[] = readonly HoldKind[],
+> = ((...config: Record<string, never> extends z.input<Schema> ? [config?: z.input<Schema>] : [config: z.input<Schema>]) => MiddlewareRef) & {
   /** The definition the factory was made from (what the worker registers). */
-  readonly definition: MiddlewareDefinition<Schema>;
+  readonly definition: MiddlewareDefinition<Schema, Carry, Holds>;
 };
 
 /** A validated ref; a bad config throws INVALID_ARGUMENT naming the middleware and the field. */
@@ -35,8 +37,12 @@ export function middlewareRef<Schema extends z.ZodType>(definition: MiddlewareDe
  * `use: [myGate({ ... })]`. Register it on workers by listing its module under
  * `middlewareModules` (every factory the module exports is registered).
  */
-export function defineMiddleware<Schema extends z.ZodType>(definition: MiddlewareDefinition<Schema>): MiddlewareFactory<Schema> {
+export function defineMiddleware<Schema extends z.ZodType, Carry extends z.ZodType = z.ZodType, Holds extends readonly HoldKind[] = readonly HoldKind[]>(
+  definition: MiddlewareDefinition<Schema, Carry, Holds>,
+): MiddlewareFactory<Schema, Carry, Holds> {
   if (zodSchemaKind(definition.configSchema) === 'zod3') throw new TypeError(zod3Refusal(`middleware "${definition.name}".configSchema`));
+  if (definition.carrySchema && zodSchemaKind(definition.carrySchema) === 'zod3')
+    throw new TypeError(zod3Refusal(`middleware "${definition.name}".carrySchema`));
   for (const hold of definition.holds ?? []) checkHoldSchemas(hold, `middleware "${definition.name}"`);
   const factory = (config?: unknown) => middlewareRef(definition, config);
   return Object.assign(factory, { definition });

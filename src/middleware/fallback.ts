@@ -49,15 +49,11 @@ export const fallback = defineMiddleware({
   name: 'fallback',
   description: 'Tries the next model when a model call fails with an eligible status.',
   configSchema: FallbackConfigSchema,
+  // Lasting failures (a model that is gone) stay remembered in the next run of a long run's chain.
+  carrySchema: z.record(z.string(), z.object({ status: StatusNameSchema, message: z.string() })),
   create(config, context) {
     const statuses = config.statuses?.length ? config.statuses : DEFAULT_FALLBACK_STATUSES;
-    // Lasting failures (a model that is gone) stay remembered in the next run of a long run's chain.
-    const failed = new Map<string, unknown>(
-      Object.entries((context.carried as Record<string, { status: string; message: string }> | undefined) ?? {}).map(([model, error]) => [
-        model,
-        new KeelError(error.status as KeelError['status'], error.message),
-      ]),
-    );
+    const failed = new Map<string, unknown>(Object.entries(context.carried ?? {}).map(([model, error]) => [model, new KeelError(error.status, error.message)]));
     /** True when the error lets the chain go on to the next model; records lasting failures. */
     const eligible = (model: string, error: unknown): boolean => {
       if (isCancellation(error)) return false;

@@ -22,10 +22,7 @@ export interface MiddlewareStage {
 }
 
 /** What every middleware of a run shares; each gets it with its own stage fields. */
-export type SharedMiddlewareContext = Omit<
-  MiddlewareContext,
-  'stageIndex' | 'stageName' | 'interrupt' | 'holdModelCall' | 'shared' | 'resumedHolds' | 'carried'
-> & {
+export type SharedMiddlewareContext = Omit<MiddlewareContext, 'stageIndex' | 'interrupt' | 'holdModelCall' | 'shared' | 'resumedHolds' | 'carried'> & {
   /** Holds the run before its next model call with this interrupt (undefined: the run cannot wait). */
   holdModelCall?: (interrupt: ToolInterrupt) => Promise<unknown>;
   /** The resumed holds addressed to the stage at `stageIndex` (see MiddlewareContext.resumedHolds). */
@@ -36,6 +33,21 @@ export type SharedMiddlewareContext = Omit<
 
 /** The key a stage's carried state goes under: its position and name. */
 export const carryKey = (index: number, name: string) => `${index}:${name}`;
+
+/**
+ * What a stage carried from the previous run of the chain, parsed by its middleware's
+ * `carrySchema` (a run's input may have been written by anyone): a value it refuses is
+ * INVALID_ARGUMENT naming the middleware and the field.
+ */
+function carriedState(definition: MiddlewareDefinition, index: number, carried: unknown): unknown {
+  if (carried === undefined || !definition.carrySchema) return carried;
+  const parsed = definition.carrySchema.safeParse(carried);
+  if (parsed.success) return parsed.data;
+  throw new KeelError(
+    'INVALID_ARGUMENT',
+    `middleware "${definition.name}" (use[${index}]): what the previous run of the chain carried does not match its carrySchema: ${describeZodError(parsed.error, 'carried')}`,
+  );
+}
 
 /**
  * Validates each ref's config against its middleware's schema and creates its hooks, in
@@ -66,9 +78,8 @@ export async function instantiateMiddleware(
     const stage = { index, name: definition.name, holds: holdKinds(definition) };
     const hooks = await definition.create(parsed.data, {
       ...context,
-      carried: context.carried?.(carryKey(index, definition.name)),
+      carried: carriedState(definition, index, context.carried?.(carryKey(index, definition.name))),
       stageIndex: index,
-      stageName: definition.name,
       resumedHolds: () => context.resumedHolds(index),
       interrupt: (data, kind) => {
         throw raiseHold(stage, data, kind);

@@ -160,7 +160,7 @@ export const toolApproval = defineMiddleware({
         const name = params.request.name;
         if (config.allowedTools.includes(name) || params.released) return next(params);
         if (params.resumed !== undefined) {
-          const { approved, reason } = params.resumed as z.output<typeof ApprovalDecisionSchema>;
+          const { approved, reason } = params.resumed;
           if (approved) return next(params);
           throw toolFail(reason ? `${DENIED_MESSAGE}. Reason: ${reason}` : DENIED_MESSAGE);
         }

@@ -15,8 +15,8 @@ import type { Artifact } from '../core/artifacts';
 import type { KeelError } from '../core/errors';
 import type { AgentSpec, MiddlewareRef, RunResult } from '../core/run';
 import type { TaskRecord, TaskReport } from '../core/tasks';
-import type { InvokeOutput } from '../core/session';
 import type { ActivityCall } from './activity-door';
+import type { CapabilityCall } from './run-capability';
 
 /** One iteration of the tool loop, as `wrapGenerate` sees it. */
 export interface GenerateParams {
@@ -45,8 +45,8 @@ export interface ModelCallParams {
   iteration: number;
 }
 
-/** One tool call, as `wrapTool` sees it. */
-export interface ToolCallParams {
+/** One tool call, as `wrapTool` sees it (`Decision`: what the stage's holds' decisions come to). */
+export interface ToolCallParams<Decision = unknown> {
   request: ToolRequest;
   /** The tool's definition (a call to an unknown tool fails before any hook runs). */
   tool: ToolDefinition;
@@ -59,7 +59,7 @@ export interface ToolCallParams {
    * payload as sent (`{ approved, reason? }`, a restart's object, `true` for a bare restart).
    * When the stage calls `next`, the inner stages see a fresh call.
    */
-  resumed?: unknown;
+  resumed?: Decision;
   /**
    * True when this call restarts a hold that a later (inner) stage raised, after this stage
    * had let the call through with the same input. A restart that replaced the input is never
@@ -73,8 +73,11 @@ export interface ToolCallParams {
 /** Continues to the next (inner) stage. */
 export type Next<P, R> = (params: P) => Promise<R>;
 
-/** Hooks one middleware instance contributes to one run. */
-export interface MiddlewareHooks {
+/**
+ * Hooks one middleware instance contributes to one run (`Carried`: what its `carry` returns;
+ * `Decision`: what its holds' decisions come to, `params.resumed`).
+ */
+export interface MiddlewareHooks<Carried = unknown, Decision = unknown> {
   /** Wraps each loop iteration; iteration 0 encloses all later ones. */
   wrapGenerate?: (params: GenerateParams, next: Next<GenerateParams, GenerateOutcome>) => Promise<GenerateOutcome>;
   /** Wraps each model call. */
@@ -83,7 +86,8 @@ export interface MiddlewareHooks {
    * Wraps each tool call; resolves to the tool's output. Hold the call with
    * `context.interrupt(data)`, answer it with an error the model sees with `toolFail(message)`.
    */
-  wrapTool?: (params: ToolCallParams, next: Next<ToolCallParams, unknown>) => Promise<unknown>;
+  // A method: the runtime holds every middleware's hooks as MiddlewareHooks, whatever its Decision.
+  wrapTool?(params: ToolCallParams<Decision>, next: Next<ToolCallParams<Decision>, unknown>): Promise<unknown>;
   /** Tools this middleware adds to the run, with their workflow-local implementations. */
   tools?: ContributedTool[];
   /** Text appended to the system prompt. */
@@ -104,10 +108,11 @@ export interface MiddlewareHooks {
   coversToolError?: (toolName: string) => boolean;
   /**
    * State to carry into the next run of the chain when a long run continues as new at a turn
-   * boundary (JSON-plain); it comes back there as `context.carried`. Only what the messages
-   * and the run's usage do not already hold (a read cache, a renewed budget's baseline).
+   * boundary (JSON-plain); it comes back there as `context.carried`, parsed by the middleware's
+   * `carrySchema`. Only what the messages and the run's usage do not already hold (a read
+   * cache, a renewed budget's baseline).
    */
-  carry?: () => unknown;
+  carry?: () => Carried;
 }
 
 /** What a contributed tool's `run` gets besides its input. */
@@ -215,27 +220,15 @@ export interface TreeLedger {
   ask(ledgerRunId: string, stage: number): Promise<{ spent: Record<string, number>; untold: Usage } | undefined>;
 }
 
-/** What a middleware may use while it works. */
-export interface MiddlewareContext {
+/**
+ * What a middleware may use while it works (`Carried`: what its `carried` is, parsed by its
+ * `carrySchema`; `Decision`: what its holds' decisions come to, parsed by their kinds).
+ */
+export interface MiddlewareContext<Carried = unknown, Decision = unknown> {
   /** The agent being run. */
   agent: AgentSpec;
   /** Calls a model through the model activity (counted in the run's usage). */
   callModel: (model: string, request: ModelRequest) => Promise<ModelResponse>;
-  /**
-   * Runs another agent as a child run (a child workflow) and waits for it. Its usage counts
-   * in this run's usage. A failed run comes back as `{ error }`; a cancelled one cancels this.
-   */
-  runAgent: (options: AgentRunOptions) => Promise<AgentRunOutcome>;
-  /** The run's artifacts. */
-  artifacts: ArtifactStore;
-  /** The run's background tasks. */
-  tasks: TaskControl;
-  /**
-   * Runs a turn of a server-managed agent's session and waits for it (or, detached, for its
-   * pending snapshot, recorded as a background task). Its usage counts in this run's. A failed
-   * turn comes back as `{ error }`.
-   */
-  invokeSession: (options: SessionTurnOptions & { name?: string }) => Promise<{ output: InvokeOutput } | { error: KeelError }>;
   /**
    * Calls one of the middleware's own activities through its door (`defineActivity`: name,
    * input and output schemas, regular or local), typed by the door; the worker runs the
@@ -243,10 +236,15 @@ export interface MiddlewareContext {
    * went wrong.
    */
   activity: ActivityCall;
+  /**
+   * Gets a capability the loop provides the run, by its key (`capability(backgroundTasks)`,
+   * src/middleware/run-capability.ts), typed by the key: sub-agent runs, session turns,
+   * background tasks, the tree's budget ledger, the artifact store. Built the first time a
+   * middleware of the run asks for it, then the same for the run.
+   */
+  capability: CapabilityCall;
   /** Usage of every model call of the run so far. */
   usage: () => Usage;
-  /** The budget ledger of the run's tree. */
-  tree: TreeLedger;
   /** The messages the run started with. */
   inputMessages: readonly Message[];
   /** For a turn of a server-managed agent's session: its id, and what the session spent before this turn. */
@@ -260,17 +258,16 @@ export interface MiddlewareContext {
    * with `sharedDecision`, every instance's holds). Empty otherwise. Read it from
    * `wrapGenerate` at iteration 0 to decide before any restarted call runs.
    */
-  resumedHolds: () => unknown[];
+  resumedHolds: () => Decision[];
   /**
    * What this stage's `carry` hook returned in the previous run of the chain, when the run
-   * continued as new (a long run moves to a fresh Temporal run at a turn boundary); undefined
+   * continued as new (a long run moves to a fresh Temporal run at a turn boundary), parsed by
+   * the middleware's `carrySchema` (a value it refuses fails the run INVALID_ARGUMENT); undefined
    * otherwise. Restore from it whatever the hooks keep that the messages do not.
    */
-  carried: unknown;
+  carried: Carried | undefined;
   /** This middleware's position in the chain (0 = outermost). */
   stageIndex: number;
-  /** This middleware's name. */
-  stageName: string;
   /**
    * Holds the current tool call for a decision (call it from `wrapTool`): `data` is a JSON
    * object shown to whoever decides, checked against the data schema of the hold's kind (the
@@ -292,8 +289,18 @@ export interface MiddlewareContext {
   shared: <T extends object>(init: () => T) => T;
 }
 
+/**
+ * What the decisions on a middleware's holds come to: the output of its kinds' decision schemas;
+ * `unknown` for one that declares none (its holds take any payload, handed over as sent).
+ */
+export type DecisionOf<Holds extends readonly HoldKind[]> = z.output<Holds[number]['decision']>;
+
 /** A middleware: name, config schema, and the factory of its per-run hooks. */
-export interface MiddlewareDefinition<Schema extends z.ZodType = z.ZodType> {
+export interface MiddlewareDefinition<
+  Schema extends z.ZodType = z.ZodType,
+  Carry extends z.ZodType = z.ZodType,
+  Holds extends readonly HoldKind[] = readonly HoldKind[],
+> {
   name: string;
   description: string;
   configSchema: Schema;
@@ -302,7 +309,16 @@ export interface MiddlewareDefinition<Schema extends z.ZodType = z.ZodType> {
    * `context.interrupt` raises the first unless told another. None declared: holds of the
    * middleware's name take any data and hand the stage the decision's payload as sent.
    */
-  holds?: readonly HoldKind[];
+  holds?: Holds;
+  /**
+   * What the hooks' `carry` returns, as a zod schema: the next run of a long run's chain parses
+   * what it gets with it (the run's input may have been written by anyone), and hands the hooks
+   * its output as `context.carried`. Absent: `carried` is handed over as it came, `unknown`.
+   */
+  carrySchema?: Carry;
   /** Makes the run's hooks; may wait on the context's activities (e.g. a scan of the disk). */
-  create: (config: z.output<Schema>, context: MiddlewareContext) => MiddlewareHooks | Promise<MiddlewareHooks>;
+  create(
+    config: z.output<Schema>,
+    context: MiddlewareContext<z.output<Carry>, DecisionOf<Holds>>,
+  ): MiddlewareHooks<z.input<Carry>, DecisionOf<Holds>> | Promise<MiddlewareHooks<z.input<Carry>, DecisionOf<Holds>>>;
 }

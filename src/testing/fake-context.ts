@@ -13,6 +13,18 @@ import { addUsage, checkedUsage, type Usage } from '../core/usage';
 import { throughDoor } from '../middleware/activity-door';
 import { scriptedModel, type Script } from '../models/scripted';
 import type { ArtifactStore, MiddlewareContext, TaskControl, TreeLedger } from '../middleware/types';
+import {
+  backgroundTasks,
+  provide,
+  runArtifacts,
+  runCapabilities,
+  sessionTurns,
+  subAgentRuns,
+  treeLedger,
+  type AgentRunner,
+  type CapabilityCall,
+  type SessionTurnRunner,
+} from '../middleware/run-capability';
 
 /** What the fake capabilities are made of; every field is optional. */
 export interface FakeCapabilityOptions {
@@ -36,15 +48,15 @@ export interface FakeCapabilityOptions {
    * answer is parsed by the door's output schema, as a worker does. A door not given fails saying so.
    */
   activities?: Record<string, (input: unknown) => Promise<unknown>>;
-  /** `context.runAgent`; absent, a call fails saying so. */
-  runAgent?: MiddlewareContext['runAgent'];
-  /** `context.invokeSession`; absent, a call fails saying so. */
-  invokeSession?: MiddlewareContext['invokeSession'];
-  /** `context.tasks`; absent, each of its methods fails saying so. */
+  /** The run's sub-agent runs (`context.capability(subAgentRuns)`); absent, a call fails saying so. */
+  runAgent?: AgentRunner;
+  /** The run's session turns (`context.capability(sessionTurns)`); absent, a call fails saying so. */
+  invokeSession?: SessionTurnRunner;
+  /** The run's background tasks (`context.capability(backgroundTasks)`); absent, each of its methods fails saying so. */
   tasks?: TaskControl;
   /**
-   * `context.tree`; absent, a ledger that is off (`enabled: false`: a Budget counts only this
-   * run's usage) whose methods fail saying so.
+   * The tree's budget ledger (`context.capability(treeLedger)`); absent, a ledger that is off
+   * (`enabled: false`: a Budget counts only this run's usage) whose methods fail saying so.
    */
   tree?: TreeLedger;
 }
@@ -65,30 +77,24 @@ export interface FakeCapabilities {
   modelCalls: RecordedModelCall[];
   artifacts: ArtifactStore;
   activity: MiddlewareContext['activity'];
-  runAgent: MiddlewareContext['runAgent'];
-  invokeSession: MiddlewareContext['invokeSession'];
-  tasks: TaskControl;
-  tree: TreeLedger;
+  /** The run's capabilities: the artifacts above, and the fakes of the options (or ones that fail saying which option provides them). */
+  capability: CapabilityCall;
 }
 
 /** The error of a capability the test did not provide. */
 function notProvided(capability: string, option: string): KeelError {
-  return new KeelError('FAILED_PRECONDITION', `context.${capability} is not provided by the harness; pass options.${option} to testMiddleware`);
+  return new KeelError('FAILED_PRECONDITION', `${capability} is not provided by the harness; pass options.${option} to testMiddleware`);
 }
 
-/** An async capability that rejects saying which option provides it. */
-const rejects =
-  (capability: string, option = capability.split('.')[0]!) =>
-  async (): Promise<never> => {
-    throw notProvided(capability, option);
-  };
+/** An async capability (`capability(key).method`, by the key's name) that rejects saying which option provides it. */
+const rejects = (capability: string, option: string) => async (): Promise<never> => {
+  throw notProvided(`context.capability(${capability})`, option);
+};
 
 /** A synchronous capability that throws saying which option provides it. */
-const throws =
-  (capability: string, option = capability.split('.')[0]!) =>
-  (): never => {
-    throw notProvided(capability, option);
-  };
+const throws = (capability: string, option: string) => (): never => {
+  throw notProvided(`context.capability(${capability})`, option);
+};
 
 /** Makes the fake capabilities of one harness. */
 export function fakeCapabilities(options: FakeCapabilityOptions): FakeCapabilities {
@@ -115,6 +121,14 @@ export function fakeCapabilities(options: FakeCapabilityOptions): FakeCapabiliti
     return checked;
   };
 
+  const store: ArtifactStore = {
+    list: () => artifacts,
+    get: (name) => artifacts.find((artifact) => artifact.name === name),
+    put: (artifact) => {
+      artifacts = putArtifact(artifacts, artifact);
+    },
+  };
+
   return {
     callModel,
     usage: () => usage,
@@ -122,38 +136,43 @@ export function fakeCapabilities(options: FakeCapabilityOptions): FakeCapabiliti
       usage = addUsage(usage, spent);
     },
     modelCalls,
-    artifacts: {
-      list: () => artifacts,
-      get: (name) => artifacts.find((artifact) => artifact.name === name),
-      put: (artifact) => {
-        artifacts = putArtifact(artifacts, artifact);
-      },
-    },
+    artifacts: store,
     activity: async (door, input) => {
       const fake = options.activities?.[door.name];
-      if (!fake) throw notProvided(`activity(${door.name})`, `activities.${door.name}`);
+      if (!fake) throw notProvided(`context.activity(${door.name})`, `activities.${door.name}`);
       return throughDoor(door, input, fake);
     },
-    runAgent: options.runAgent ?? rejects('runAgent'),
-    invokeSession: options.invokeSession ?? rejects('invokeSession'),
-    tasks: options.tasks ?? {
-      start: rejects('tasks.start'),
-      records: throws('tasks.records'),
-      inspect: rejects('tasks.inspect'),
-      wait: rejects('tasks.wait'),
-      abort: rejects('tasks.abort'),
-      prove: rejects('tasks.prove'),
-      reachable: rejects('tasks.reachable'),
-      follow: rejects('tasks.follow'),
-    },
-    tree: options.tree ?? {
-      enabled: false,
-      runId,
-      usage: throws('tree.usage'),
-      toldFromBelow: throws('tree.toldFromBelow'),
-      serve: throws('tree.serve'),
-      join: throws('tree.join'),
-      ask: rejects('tree.ask'),
-    },
+    capability: runCapabilities([
+      provide(runArtifacts, () => store),
+      provide(subAgentRuns, () => options.runAgent ?? rejects('subAgentRuns', 'runAgent')),
+      provide(sessionTurns, () => options.invokeSession ?? rejects('sessionTurns', 'invokeSession')),
+      provide(
+        backgroundTasks,
+        () =>
+          options.tasks ?? {
+            start: rejects('backgroundTasks.start', 'tasks'),
+            records: throws('backgroundTasks.records', 'tasks'),
+            inspect: rejects('backgroundTasks.inspect', 'tasks'),
+            wait: rejects('backgroundTasks.wait', 'tasks'),
+            abort: rejects('backgroundTasks.abort', 'tasks'),
+            prove: rejects('backgroundTasks.prove', 'tasks'),
+            reachable: rejects('backgroundTasks.reachable', 'tasks'),
+            follow: rejects('backgroundTasks.follow', 'tasks'),
+          },
+      ),
+      provide(
+        treeLedger,
+        () =>
+          options.tree ?? {
+            enabled: false,
+            runId,
+            usage: throws('treeLedger.usage', 'tree'),
+            toldFromBelow: throws('treeLedger.toldFromBelow', 'tree'),
+            serve: throws('treeLedger.serve', 'tree'),
+            join: throws('treeLedger.join', 'tree'),
+            ask: rejects('treeLedger.ask', 'tree'),
+          },
+      ),
+    ]),
   };
 }

@@ -47,7 +47,7 @@ import { acceptsReport } from './reporters';
 import { signHolds, trustedForResume } from './proofs';
 import { setUpRun } from './run-setup';
 import { assertContinuedFits, assertResultFits } from './payload-fit';
-import { RunLedger } from '../features/budget/tree-ledger';
+import { lazyLedger } from '../features/budget/tree-ledger';
 import { runCall, settleTurn, type ToolTurnContext } from './tool-turn';
 import { Steering } from './steering';
 import { continueOnCurrentBuild, runVersioningOptions } from './versioning';
@@ -122,7 +122,7 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
   const run = newRunState(info.workflowId, typeof rawInput?.agent === 'string' ? rawInput.agent : '');
   logRunAttributes(run);
   answerQueries(run);
-  const tree = new RunLedger(run);
+  const tree = lazyLedger(run);
   const parsed = RunInputSchema.safeParse(rawInput);
   // Workflow-local tools have no schema on the worker to check a stand-in output against.
   const localTools = new Set<string>();
@@ -209,7 +209,7 @@ export async function generateWorkflow(startInput: RunInput, ...carriedMessages:
       input,
       run,
       callModel,
-      tree,
+      tree: tree.get,
       forgetChild: (runId) => board.forgetChild(runId),
       ...(input.interruptMode === 'wait' ? { holdModelCall } : {}),
     });

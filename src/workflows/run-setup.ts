@@ -13,6 +13,7 @@ import { featureActivityCaller } from './feature-activity';
 import { agentRunner, sessionInvoker } from './run-agent';
 import { taskControl } from './tasks';
 import type { ContributedTool, TreeLedger } from '../middleware/types';
+import { backgroundTasks, provide, runArtifacts, runCapabilities, sessionTurns, subAgentRuns, treeLedger } from '../middleware/run-capability';
 import type { ToolInterrupt } from '../core/interrupts';
 import type { RunState } from './run-state';
 
@@ -36,8 +37,8 @@ export interface RunSetupOptions {
   /** Forgets the holds of a sub-agent run that has settled. */
   forgetChild: (runId: string) => void;
   callModel: (model: string, request: ModelRequest) => Promise<ModelResponse>;
-  /** The run's side of its tree's budget ledger. */
-  tree: TreeLedger;
+  /** Builds the run's side of its tree's budget ledger (once, when a middleware first asks for it). */
+  tree: () => TreeLedger;
   /** Holds the run before its next model call (undefined: it cannot wait, interruptMode 'return'). */
   holdModelCall?: (interrupt: ToolInterrupt) => Promise<unknown>;
 }
@@ -50,19 +51,22 @@ export async function setUpRun({ agent, input, run, callModel, forgetChild, tree
     agent,
     callModel,
     usage: () => run.status.usage,
-    tree,
     ...(holdModelCall ? { holdModelCall } : {}),
-    runAgent: agentRunner(runners),
-    tasks: taskControl(runners),
-    invokeSession: sessionInvoker(runners),
     activity: featureActivityCaller(agent.activities.tool),
-    artifacts: {
-      list: () => run.artifacts,
-      get: (name) => run.artifacts.find((artifact) => artifact.name === name),
-      put: (artifact) => {
-        run.artifacts = putArtifact(run.artifacts, artifact);
-      },
-    },
+    // What the loop provides, each built when a middleware first asks for it.
+    capability: runCapabilities([
+      provide(subAgentRuns, () => agentRunner(runners)),
+      provide(sessionTurns, () => sessionInvoker(runners)),
+      provide(backgroundTasks, () => taskControl(runners)),
+      provide(treeLedger, tree),
+      provide(runArtifacts, () => ({
+        list: () => run.artifacts,
+        get: (name) => run.artifacts.find((artifact) => artifact.name === name),
+        put: (artifact) => {
+          run.artifacts = putArtifact(run.artifacts, artifact);
+        },
+      })),
+    ]),
     inputMessages: input.messages,
     carried: (key) => input.continued?.middleware[key],
     session: input.session,

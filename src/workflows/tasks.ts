@@ -1,5 +1,5 @@
 /**
- * A run's background tasks (the `TaskControl` a middleware gets as `context.tasks`): sub-agent
+ * A run's background tasks (the `TaskControl` a middleware gets as `context.capability(backgroundTasks)`): sub-agent
  * runs started with parent-close policy ABANDON, so they go on when this run finishes, recorded
  * in `run.tasks` and asked about through activities (a task may have been started by an earlier
  * run of the conversation). The shapes are in core/tasks.ts; the Agents middleware's tools on

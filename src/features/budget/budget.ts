@@ -16,11 +16,11 @@ import { type Message } from '../../core/messages';
 import { USAGE_FIELDS, type Usage, type UsageField } from '../../core/usage';
 import type { MiddlewareRef } from '../../core/run';
 import { defineHold } from '../../core/holds';
-import { describeZodError } from '../../core/schema-errors';
 import { budgetStopped } from '../../core/workflow-metrics';
 import { defineMiddleware } from '../../middleware/define-middleware';
 import { replaceFinalMessage } from '../../middleware/outcome';
 import type { MiddlewareContext, TreeLedger } from '../../middleware/types';
+import { treeLedger } from '../../middleware/run-capability';
 
 /** Metadata key of the spent record on a run's final message (the reference's, for portability). */
 export const BUDGET_METADATA_KEY = 'genkit-middleware-exp/budget';
@@ -175,21 +175,20 @@ interface BudgetState {
 const BudgetCarrySchema = z.object({ carried: z.record(z.string(), z.number()), baseline: z.record(z.string(), z.number()) });
 
 /** A Budget's state at the start of a run: from what a parent handed down, the session, the interrupted run, or the previous run of the chain. */
-function budgetState(config: z.output<typeof BudgetConfigSchema>, context: MiddlewareContext): BudgetState {
+function budgetState(config: z.output<typeof BudgetConfigSchema>, context: MiddlewareContext<z.output<typeof BudgetCarrySchema>>): BudgetState {
   const limit = flatten(config.limit);
   // One ledger for the tree: the run where the Budget is set keeps it (its own calls and every
   // call the runs below tell it of); a handed-down Budget asks it before each model call. Without
   // a ledger (the middleware harness's default) it counts only its own run's usage.
-  const tree = context.tree.enabled ? context.tree : undefined;
+  const ledger = context.capability(treeLedger);
+  const tree = ledger.enabled ? ledger : undefined;
   const member = tree && config.ledger ? config.ledger : undefined;
   // A session-scoped budget counts what the session spent before this turn; a run-scoped one
   // what a parent handed down, or (resuming) what the interrupted run recorded.
   const handedDown = config.scope === 'session' ? flatten(context.session?.usage ?? {}) : flatten(config.spent ?? {});
   const carried = context.resuming && config.scope === 'run' && !member ? (recordedSpent(context.inputMessages) ?? handedDown) : handedDown;
   // In the next run of a long run's chain, the budget goes on where it was (a renewal included).
-  const restored = context.carried === undefined ? undefined : BudgetCarrySchema.safeParse(context.carried);
-  if (restored && !restored.success)
-    throw new KeelError('INTERNAL', `budget: what the previous run of the chain carried is not a budget's count: ${describeZodError(restored.error)}`);
+  const restored = context.carried;
   return {
     config,
     context,
@@ -197,8 +196,8 @@ function budgetState(config: z.output<typeof BudgetConfigSchema>, context: Middl
     fields: Object.keys(limit).sort(),
     tree,
     member,
-    carried: restored?.data.carried ?? carried,
-    baseline: restored?.data.baseline ?? {},
+    carried: restored?.carried ?? carried,
+    baseline: restored?.baseline ?? {},
     answered: { spent: handedDown, at: {} },
   };
 }
@@ -264,6 +263,7 @@ export const budget = defineMiddleware({
   name: 'budget',
   description: 'Caps the usage a run may spend; stops it or holds it for approval.',
   configSchema: BudgetConfigSchema,
+  carrySchema: BudgetCarrySchema,
   holds: [budgetHold],
   create(config, context) {
     if (config.scope === 'session' && !context.session) {
@@ -295,7 +295,7 @@ export const budget = defineMiddleware({
         if (context.resuming && params.iteration === 0) {
           // The resume's first iteration only answers held calls (no model call to check). The
           // holds of a run share one decision: any refusal stops it before a held call runs.
-          const decisions = context.resumedHolds().map((decision) => BudgetDecisionSchema.parse(decision));
+          const decisions = context.resumedHolds();
           const refusal = decisions.find((decision) => !decision.approved);
           if (refusal) throw refused(refusal.reason);
           if (decisions.length) renewAll();
@@ -309,8 +309,7 @@ export const budget = defineMiddleware({
             async wrapTool(params, next) {
               if (params.released) return next(params);
               if (params.resumed !== undefined) {
-                const decision = BudgetDecisionSchema.parse(params.resumed);
-                if (!decision.approved) throw refused(decision.reason);
+                if (!params.resumed.approved) throw refused(params.resumed.reason);
                 renewAll();
                 return next(params);
               }

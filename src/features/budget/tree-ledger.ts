@@ -21,6 +21,19 @@ import { readTreeBudgetDoor, type ReadTreeBudgetResult } from './ledger-door';
 /** A usage report from a run below: who sent it, and usage as any report must be (`checkedUsage`). */
 const ReportSchema = z.object({ from: z.string().min(1), usage: z.unknown() });
 
+/**
+ * A run's side of the ledger, built the first time a middleware asks for it (`get`): a run
+ * without a Budget keeps none, and `counted` and `flush` do nothing for it.
+ */
+export function lazyLedger(run: RunState): { get: () => RunLedger; counted: (usage: Usage) => void; flush: () => Promise<void> } {
+  let ledger: RunLedger | undefined;
+  return {
+    get: () => (ledger ??= new RunLedger(run)),
+    counted: (usage) => ledger?.counted(usage),
+    flush: async () => ledger?.flush(),
+  };
+}
+
 /** Calls the ledger door (its options are its own: no agent spec needed). */
 const callActivity = featureActivityCaller();
 

@@ -124,10 +124,33 @@ function stampedTokens(messages: readonly Message[]): number | undefined {
   return typeof value === 'number' && value > 0 ? value : undefined;
 }
 
+/** The tool edit counts summed over the run and the runs before it in a long run's chain. */
+const CompressionTotalsSchema = z.object({
+  toolResponsesSafetyCapped: z.number(),
+  toolResponsesDeduplicated: z.number(),
+  toolResponsesTruncated: z.number(),
+});
+type CompressionTotals = z.output<typeof CompressionTotalsSchema>;
+
+/** What `carry` hands the next run of a long run's chain: the newest stats (`CompressionStats`) and the cumulative counts. */
+const CompressionCarrySchema = z.object({
+  latestStats: CompressionTotalsSchema.extend({
+    triggered: z.boolean(),
+    inputTokensBefore: z.number(),
+    messagesOriginal: z.number(),
+    messagesAfter: z.number(),
+    truncationNoticeInserted: z.boolean(),
+    summarized: z.boolean(),
+    summarizationSkipped: z.boolean(),
+  }).optional(),
+  totals: CompressionTotalsSchema,
+});
+
 export const contextCompression = defineMiddleware({
   name: 'contextCompression',
   description: 'Keeps the model’s view under a token or message budget: caps, deduplicates and truncates tool responses, summarizes or drops older turns.',
   configSchema: ContextCompressionConfigSchema,
+  carrySchema: CompressionCarrySchema,
   create: (config, context) => {
     checkSummarizerModel(config.summarize, context.agent.models);
     const stage: CompressionStage = {
@@ -148,19 +171,6 @@ export const contextCompression = defineMiddleware({
 
 /** ContextCompression's config as `create` gets it (defaults applied). */
 type ParsedConfig = z.output<typeof ContextCompressionConfigSchema>;
-
-/** The tool edit counts summed over the run and the runs before it in a long run's chain. */
-interface CompressionTotals {
-  toolResponsesSafetyCapped: number;
-  toolResponsesDeduplicated: number;
-  toolResponsesTruncated: number;
-}
-
-/** What `carry` hands the next run of a long run's chain: the newest stats and the cumulative counts. */
-interface CarriedCompression {
-  latestStats?: CompressionStats;
-  totals: CompressionTotals;
-}
 
 /** One run's compression state, shared by its hooks. */
 interface CompressionState {
@@ -253,8 +263,7 @@ function modelSummarizer(summarize: NonNullable<ParsedConfig['summarize']>, cont
 }
 
 /** A run's starting state: the newest stats and the cumulative counts carried from the previous run of the chain, if any. */
-function restoredState(carried: unknown): CompressionState {
-  const restored = carried as CarriedCompression | undefined;
+function restoredState(restored: z.output<typeof CompressionCarrySchema> | undefined): CompressionState {
   return {
     reportedTokens: undefined,
     stampedByRun: new WeakSet<Message>(),

@@ -10,7 +10,7 @@
  */
 import { z } from 'zod';
 import { KeelError } from '../../core/errors';
-import { FileEditSchema, filesDoor, normalizeRel, type FileOperation, type FileResult, type FileStamp } from './files';
+import { FileEditSchema, filesDoor, normalizeRel, type FileOperation, type FileResult, FileStampSchema, type FileStamp } from './files';
 import { INJECTED_BY, type Part } from '../../core/messages';
 import { defineMiddleware } from '../../middleware/define-middleware';
 import type { ContributedTool, GenerateParams, MiddlewareContext } from '../../middleware/types';
@@ -55,11 +55,11 @@ function parsed<T extends z.ZodType>(schema: T, input: unknown, tool: string): z
 }
 
 /** The last read of a path: its stamp and the range read. */
-interface ReadEntry {
-  stamp: FileStamp;
-  offset: number;
-  limit: number;
-}
+const ReadEntrySchema = z.object({ stamp: FileStampSchema, offset: z.number(), limit: z.number() });
+type ReadEntry = z.output<typeof ReadEntrySchema>;
+
+/** What carries to the next run of a long run's chain: the read cache, oldest first. */
+const FilesCarrySchema = z.array(z.tuple([z.string(), ReadEntrySchema]));
 
 /** The tool names, with the configured prefix. */
 interface ToolNames {
@@ -83,13 +83,13 @@ interface FileSession {
 }
 
 /** A fresh session for one run, its read cache restored from what the previous run of the chain carried. */
-function fileSession(config: z.output<typeof FilesystemConfigSchema>, context: MiddlewareContext): FileSession {
+function fileSession(config: z.output<typeof FilesystemConfigSchema>, context: MiddlewareContext<z.output<typeof FilesCarrySchema>>): FileSession {
   const name = (base: string) => `${config.toolNamePrefix}${base}`;
   return {
     root: config.rootDirectory,
     names: { list: name('list_files'), read: name('read_file'), write: name('write_file'), edit: name('edit_file') },
     files: (operation) => context.activity(filesDoor, operation),
-    reads: new Map<string, ReadEntry>((context.carried as Array<[string, ReadEntry]> | undefined) ?? []),
+    reads: new Map(context.carried ?? []),
     pending: [],
     queues: new Map(),
   };
@@ -276,6 +276,7 @@ export const filesystem = defineMiddleware({
   name: 'filesystem',
   description: 'Lets the model list, read and (with write access) write and edit files under one root directory.',
   configSchema: FilesystemConfigSchema,
+  carrySchema: FilesCarrySchema,
   create(config, context) {
     const session = fileSession(config, context);
     const tools = [listTool(session), readTool(session), ...(config.allowWriteAccess ? [writeTool(session), editTool(session)] : [])];
