@@ -56,7 +56,7 @@ async function childWorkflowsOf(runId: string): Promise<string[]> {
   );
 }
 
-describe('artifacts', () => {
+describe.concurrent('artifacts', () => {
   it('gives the model read_artifact and write_artifact, or only read_artifact when read-only', async () => {
     const writer = agent({ script: [textReply('ok')], use: [artifacts()] });
     const reader = agent({ script: [textReply('ok')], use: [artifacts({ readonly: true })] });
@@ -111,7 +111,7 @@ describe('artifacts', () => {
   });
 });
 
-describe('agents: synchronous delegation', () => {
+describe.concurrent('agents: synchronous delegation', () => {
   it('lists the sub-agents in the system prompt and gives each a delegation tool', async () => {
     agent({ name: 'web_researcher', description: 'Searches the web and summarizes findings.', script: [textReply('unused')] });
     const { name, model } = agent({
@@ -235,7 +235,7 @@ describe('agents: synchronous delegation', () => {
   });
 });
 
-describe('agents: a sub-agent run cancelled on its own', () => {
+describe.concurrent('agents: a sub-agent run cancelled on its own', () => {
   it('answers the delegation with the cancellation; the parent goes on', async () => {
     // parent turn 1: delegate to a slow sub-agent, whose run is cancelled from outside; turn 2: done
     const sub = agent({ script: [textReply('too late', { delayMs: 30_000 })] });
@@ -253,7 +253,7 @@ describe('agents: a sub-agent run cancelled on its own', () => {
   });
 });
 
-describe('agents: holds inside a sub-agent', () => {
+describe.concurrent('agents: holds inside a sub-agent', () => {
   it("shows a sub-agent's hold in the root run's status with its path, and a decision sent to the root reaches it", async () => {
     // root turn 1: delegate to the guarded sub-agent; the sub-agent's dangerous call is held by its gate
     // the hold is approved at the root; the sub-agent finishes; root turn 2: done
@@ -292,7 +292,7 @@ describe('agents: holds inside a sub-agent', () => {
   });
 });
 
-describe('agents: one budget for the whole tree', () => {
+describe.concurrent('agents: one budget for the whole tree', () => {
   it('stops the tree when the shared limit is spent: a sub-agent counts against its ancestor, and starts with what the tree spent', async () => {
     // parent call 1 (5): delegate to A; A call 1 (10): answers
     // parent call 2 (5): delegate to B; B starts with 20 of 25 spent: call 1 (10) asks for echo, then B's check stops it (30)
@@ -329,27 +329,27 @@ describe('agents: one budget for the whole tree', () => {
   });
 });
 
-describe('agents: background tasks', () => {
+describe.concurrent('agents: background tasks', () => {
   it('lets two async instances with their own prefixes share a run; two with the default prefix collide', async () => {
     const prefixed = agent({
       script: [textReply('ok')],
-      use: [agents({ agents: ['quick'], toolPrefix: 'research', async: true }), agents({ agents: ['fast'], toolPrefix: 'code', async: true })],
+      use: [agents({ agents: ['scout'], toolPrefix: 'research', async: true }), agents({ agents: ['drafter'], toolPrefix: 'code', async: true })],
     });
     await worker().client.run(prefixed.name, 'go');
-    // quick and fast are not registered yet: they may keep a session, so each instance has its continue tool
+    // scout and drafter are registered by no test (the tests run side by side): they may keep a session, so each instance has its continue tool
     expect(prefixed.model.requests[0]!.request.tools.map((tool) => tool.name)).toEqual([
-      'research_quick',
+      'research_scout',
       'research_check_background_tasks',
       'research_wait_for_background_tasks',
       'research_abort_background_tasks',
       'research_continue_task',
-      'code_fast',
+      'code_drafter',
       'code_check_background_tasks',
       'code_wait_for_background_tasks',
       'code_abort_background_tasks',
       'code_continue_task',
     ]);
-    const bare = agent({ script: [textReply('never')], use: [agents({ agents: ['quick'], async: true }), agents({ agents: ['fast'], async: true })] });
+    const bare = agent({ script: [textReply('never')], use: [agents({ agents: ['scout'], async: true }), agents({ agents: ['drafter'], async: true })] });
     expect(
       await worker()
         .client.run(bare.name, 'go')
@@ -616,7 +616,7 @@ describe('agents: background tasks', () => {
   });
 });
 
-describe('agents: sub-agents that keep a session', () => {
+describe.concurrent('agents: sub-agents that keep a session', () => {
   /** A server-managed sub-agent whose replies `reply` computes from its user texts. */
   function sessionAgent(reply: (texts: string[]) => ScriptedReply) {
     const name = `keeper-${++count}`;
@@ -761,7 +761,7 @@ describe('agents: sub-agents that keep a session', () => {
   });
 });
 
-describe('agents: how finished tasks read', () => {
+describe.concurrent('agents: how finished tasks read', () => {
   /** The outputs of the tool messages, in order, one array per turn. */
   const turns = (messages: Array<{ role: string; content: unknown[] }>) =>
     messages
