@@ -53,7 +53,7 @@ async function waitForInterrupt(handle: RunHandle): Promise<string> {
   return id!;
 }
 
-describe('update resume', () => {
+describe.concurrent('update resume', () => {
   it('shows the run waiting with its pending interrupt', async () => {
     const { name } = agentWith({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }), textReply('done')] });
     const handle = await worker.client.start(name, 'go');
@@ -139,7 +139,7 @@ describe('update resume', () => {
   });
 });
 
-describe('cancel while waiting', () => {
+describe.concurrent('cancel while waiting', () => {
   it('ends the run cancelled, with no interrupt left pending and the held tool never run', async () => {
     const { name } = agentWith({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }, { text: 'about to delete' }), textReply('never')] });
     const handle = await worker.client.start(name, 'go');
@@ -154,7 +154,7 @@ describe('cancel while waiting', () => {
   });
 });
 
-describe('signal resume', () => {
+describe.concurrent('signal resume', () => {
   it('accepts a decision as a signal and ignores an invalid one', async () => {
     const { name } = agentWith({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }), textReply('done')] });
     const handle = await worker.client.start(name, 'go');
@@ -165,7 +165,7 @@ describe('signal resume', () => {
   });
 });
 
-describe('interrupt timeout', () => {
+describe.concurrent('interrupt timeout', () => {
   it('denies a hold nobody answered in time (default), and the run goes on', async () => {
     const { name } = agentWith({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }), textReply('gave up')] });
     const result = await worker.client.run(name, 'go', { interruptTimeout: '1 second' });
@@ -182,7 +182,7 @@ describe('interrupt timeout', () => {
   });
 });
 
-describe('interruptMode return', () => {
+describe.concurrent('interruptMode return', () => {
   it('ends interrupted; a new run resumes it with a restart, keeping the sibling output', async () => {
     // run 1, turn 1: echo (allowed) and dangerous (held) → interrupted
     // run 2: restart dangerous approved → tool runs; turn 2: done
@@ -299,7 +299,7 @@ describe('interruptMode return', () => {
 
 type HeldPart = { toolRequest: { name: string; ref: string; input: unknown }; metadata?: Record<string, unknown> };
 
-describe('interruptMode return: restarts reach the stage that held the call', () => {
+describe.concurrent('interruptMode return: restarts reach the stage that held the call', () => {
   const restartOf = (part: unknown, resumed: unknown, input?: unknown): HeldPart => {
     const held = part as HeldPart;
     return { toolRequest: { ...held.toolRequest, ...(input !== undefined ? { input } : {}) }, metadata: { resumed } };
@@ -463,7 +463,7 @@ describe('interruptMode return: restarts reach the stage that held the call', ()
   });
 });
 
-describe('toolApproval judge', () => {
+describe.concurrent('toolApproval judge', () => {
   it('sees only the text the user wrote in this turn and the pending call', async () => {
     const judge = scriptedModel({ name: 'scripted/judge-input', script: [textReply('allow')] });
     registry.add(judge);
