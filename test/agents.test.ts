@@ -236,7 +236,7 @@ describe.concurrent('agents: synchronous delegation', () => {
 });
 
 describe.concurrent('agents: a sub-agent run cancelled on its own', () => {
-  it('answers the delegation with the cancellation; the parent goes on', async () => {
+  it('answers the delegation with the cancellation; the parent goes on', async ({ expect }) => {
     // parent turn 1: delegate to a slow sub-agent, whose run is cancelled from outside; turn 2: done
     const sub = agent({ script: [textReply('too late', { delayMs: 30_000 })] });
     const { name } = agent({
@@ -254,7 +254,7 @@ describe.concurrent('agents: a sub-agent run cancelled on its own', () => {
 });
 
 describe.concurrent('agents: holds inside a sub-agent', () => {
-  it("shows a sub-agent's hold in the root run's status with its path, and a decision sent to the root reaches it", async () => {
+  it("shows a sub-agent's hold in the root run's status with its path, and a decision sent to the root reaches it", async ({ expect }) => {
     // root turn 1: delegate to the guarded sub-agent; the sub-agent's dangerous call is held by its gate
     // the hold is approved at the root; the sub-agent finishes; root turn 2: done
     const sub = agent({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }), textReply('cleaned')], tools: [dangerous], use: [toolApproval()] });
@@ -553,7 +553,7 @@ describe.concurrent('agents: background tasks', () => {
     });
   });
 
-  it('stops waiting at the timeout (or maxWaitSeconds) with the tasks still pending; "first" returns at the first to finish', async () => {
+  it('stops waiting at the timeout (or maxWaitSeconds) with the tasks still pending; "first" returns at the first to finish', async ({ expect }) => {
     // turn 1: launch slow (10 s) and quick; turn 2: wait all with timeout 1 s; turn 3: wait first; turn 4: wait with a huge timeout, bounded by maxWaitSeconds 1; turn 5: abort slow; turn 6: done
     agent({ name: 'slow', script: [textReply('slow answer', { delayMs: 10_000 })] });
     agent({ name: 'fast', script: [textReply('fast answer')] });
@@ -701,7 +701,7 @@ describe.concurrent('agents: sub-agents that keep a session', () => {
     expect(clientManaged).toEqual({ response: 'Error: this conversation did not launch this task, so it cannot be continued from here.' });
   });
 
-  it("shows a session sub-agent's hold at the root and lets the root decide it; the root's budget holds for its turns too", async () => {
+  it("shows a session sub-agent's hold at the root and lets the root decide it; the root's budget holds for its turns too", async ({ expect }) => {
     // root turn 1: delegate to the guarded session agent; its dangerous call is held; approved at the root; root turn 2: done
     const name = `keeper-guarded-${++count}`;
     const model = scriptedModel({ name: `scripted/${name}`, script: [toolCallReply({ name: 'dangerous', input: { v: 'y' } }), textReply('guarded done')] });
