@@ -56,7 +56,7 @@ async function childWorkflowsOf(runId: string): Promise<string[]> {
   );
 }
 
-describe('artifacts', () => {
+describe.concurrent('artifacts', () => {
   it('gives the model read_artifact and write_artifact, or only read_artifact when read-only', async () => {
     const writer = agent({ script: [textReply('ok')], use: [artifacts()] });
     const reader = agent({ script: [textReply('ok')], use: [artifacts({ readonly: true })] });
@@ -111,7 +111,7 @@ describe('artifacts', () => {
   });
 });
 
-describe('agents: synchronous delegation', () => {
+describe.concurrent('agents: synchronous delegation', () => {
   it('lists the sub-agents in the system prompt and gives each a delegation tool', async () => {
     agent({ name: 'web_researcher', description: 'Searches the web and summarizes findings.', script: [textReply('unused')] });
     const { name, model } = agent({
@@ -235,8 +235,8 @@ describe('agents: synchronous delegation', () => {
   });
 });
 
-describe('agents: a sub-agent run cancelled on its own', () => {
-  it('answers the delegation with the cancellation; the parent goes on', async () => {
+describe.concurrent('agents: a sub-agent run cancelled on its own', () => {
+  it('answers the delegation with the cancellation; the parent goes on', async ({ expect }) => {
     // parent turn 1: delegate to a slow sub-agent, whose run is cancelled from outside; turn 2: done
     const sub = agent({ script: [textReply('too late', { delayMs: 30_000 })] });
     const { name } = agent({
@@ -253,8 +253,8 @@ describe('agents: a sub-agent run cancelled on its own', () => {
   });
 });
 
-describe('agents: holds inside a sub-agent', () => {
-  it("shows a sub-agent's hold in the root run's status with its path, and a decision sent to the root reaches it", async () => {
+describe.concurrent('agents: holds inside a sub-agent', () => {
+  it("shows a sub-agent's hold in the root run's status with its path, and a decision sent to the root reaches it", async ({ expect }) => {
     // root turn 1: delegate to the guarded sub-agent; the sub-agent's dangerous call is held by its gate
     // the hold is approved at the root; the sub-agent finishes; root turn 2: done
     const sub = agent({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }), textReply('cleaned')], tools: [dangerous], use: [toolApproval()] });
@@ -292,7 +292,7 @@ describe('agents: holds inside a sub-agent', () => {
   });
 });
 
-describe('agents: one budget for the whole tree', () => {
+describe.concurrent('agents: one budget for the whole tree', () => {
   it('stops the tree when the shared limit is spent: a sub-agent counts against its ancestor, and starts with what the tree spent', async () => {
     // parent call 1 (5): delegate to A; A call 1 (10): answers
     // parent call 2 (5): delegate to B; B starts with 20 of 25 spent: call 1 (10) asks for echo, then B's check stops it (30)
@@ -329,27 +329,27 @@ describe('agents: one budget for the whole tree', () => {
   });
 });
 
-describe('agents: background tasks', () => {
+describe.concurrent('agents: background tasks', () => {
   it('lets two async instances with their own prefixes share a run; two with the default prefix collide', async () => {
     const prefixed = agent({
       script: [textReply('ok')],
-      use: [agents({ agents: ['quick'], toolPrefix: 'research', async: true }), agents({ agents: ['fast'], toolPrefix: 'code', async: true })],
+      use: [agents({ agents: ['scout'], toolPrefix: 'research', async: true }), agents({ agents: ['drafter'], toolPrefix: 'code', async: true })],
     });
     await worker().client.run(prefixed.name, 'go');
-    // quick and fast are not registered yet: they may keep a session, so each instance has its continue tool
+    // scout and drafter are registered by no test (the tests run side by side): they may keep a session, so each instance has its continue tool
     expect(prefixed.model.requests[0]!.request.tools.map((tool) => tool.name)).toEqual([
-      'research_quick',
+      'research_scout',
       'research_check_background_tasks',
       'research_wait_for_background_tasks',
       'research_abort_background_tasks',
       'research_continue_task',
-      'code_fast',
+      'code_drafter',
       'code_check_background_tasks',
       'code_wait_for_background_tasks',
       'code_abort_background_tasks',
       'code_continue_task',
     ]);
-    const bare = agent({ script: [textReply('never')], use: [agents({ agents: ['quick'], async: true }), agents({ agents: ['fast'], async: true })] });
+    const bare = agent({ script: [textReply('never')], use: [agents({ agents: ['scout'], async: true }), agents({ agents: ['drafter'], async: true })] });
     expect(
       await worker()
         .client.run(bare.name, 'go')
@@ -553,7 +553,7 @@ describe('agents: background tasks', () => {
     });
   });
 
-  it('stops waiting at the timeout (or maxWaitSeconds) with the tasks still pending; "first" returns at the first to finish', async () => {
+  it('stops waiting at the timeout (or maxWaitSeconds) with the tasks still pending; "first" returns at the first to finish', async ({ expect }) => {
     // turn 1: launch slow (10 s) and quick; turn 2: wait all with timeout 1 s; turn 3: wait first; turn 4: wait with a huge timeout, bounded by maxWaitSeconds 1; turn 5: abort slow; turn 6: done
     agent({ name: 'slow', script: [textReply('slow answer', { delayMs: 10_000 })] });
     agent({ name: 'fast', script: [textReply('fast answer')] });
@@ -616,7 +616,7 @@ describe('agents: background tasks', () => {
   });
 });
 
-describe('agents: sub-agents that keep a session', () => {
+describe.concurrent('agents: sub-agents that keep a session', () => {
   /** A server-managed sub-agent whose replies `reply` computes from its user texts. */
   function sessionAgent(reply: (texts: string[]) => ScriptedReply) {
     const name = `keeper-${++count}`;
@@ -701,7 +701,7 @@ describe('agents: sub-agents that keep a session', () => {
     expect(clientManaged).toEqual({ response: 'Error: this conversation did not launch this task, so it cannot be continued from here.' });
   });
 
-  it("shows a session sub-agent's hold at the root and lets the root decide it; the root's budget holds for its turns too", async () => {
+  it("shows a session sub-agent's hold at the root and lets the root decide it; the root's budget holds for its turns too", async ({ expect }) => {
     // root turn 1: delegate to the guarded session agent; its dangerous call is held; approved at the root; root turn 2: done
     const name = `keeper-guarded-${++count}`;
     const model = scriptedModel({ name: `scripted/${name}`, script: [toolCallReply({ name: 'dangerous', input: { v: 'y' } }), textReply('guarded done')] });
@@ -761,7 +761,7 @@ describe('agents: sub-agents that keep a session', () => {
   });
 });
 
-describe('agents: how finished tasks read', () => {
+describe.concurrent('agents: how finished tasks read', () => {
   /** The outputs of the tool messages, in order, one array per turn. */
   const turns = (messages: Array<{ role: string; content: unknown[] }>) =>
     messages

@@ -61,7 +61,7 @@ const text = (value: string) => ({
   warnings: [],
 });
 
-describe('aiSdkModel with the AI SDK mock model', () => {
+describe.concurrent('aiSdkModel with the AI SDK mock model', () => {
   it('sends the conversation, tools and call options; reads text, tool calls, usage and the finish reason', async () => {
     const mock = mockModel({
       content: [
@@ -159,7 +159,7 @@ describe('aiSdkModel with the AI SDK mock model', () => {
   });
 });
 
-describe("tool results carrying media (an MCP tool's image)", () => {
+describe.concurrent("tool results carrying media (an MCP tool's image)", () => {
   const image = { media: { url: 'data:image/png;base64,iVBORw0K', contentType: 'image/png' } };
   const withImage: ModelRequest = {
     messages: [
@@ -219,7 +219,7 @@ describe("tool results carrying media (an MCP tool's image)", () => {
   });
 });
 
-describe('AI SDK models in runs', () => {
+describe.concurrent('AI SDK models in runs', () => {
   let server: FakeHttpServer;
   beforeAll(async () => {
     server = await startFakeHttpServer();
@@ -336,7 +336,7 @@ describe('AI SDK models in runs', () => {
   });
 });
 
-describe('the demo on an AI SDK provider, by config', () => {
+describe.concurrent('the demo on an AI SDK provider, by config', () => {
   const keep = killAfterEach(afterEach);
   it('runs trip-planner on the model KEEL_DEMO_MODEL names, declared in temporal.yaml', async () => {
     const server = await startFakeHttpServer();
@@ -390,6 +390,7 @@ describe('the demo on an AI SDK provider, by config', () => {
   });
 });
 
+// The run that streams to a client (400 ms between pieces) runs with nothing beside it; the two calls before it, side by side.
 describe('aiSdkModel streaming (doStream, the default)', () => {
   const parts = (delayMs = 0) =>
     simulateReadableStream({
@@ -418,7 +419,7 @@ describe('aiSdkModel streaming (doStream, the default)', () => {
     warnings: [],
   };
 
-  it('hands the text on delta by delta and answers what doGenerate would, tool calls and usage included', async () => {
+  it.concurrent('hands the text on delta by delta and answers what doGenerate would, tool calls and usage included', async () => {
     const mock = new MockLanguageModelV3({ doStream: async () => ({ stream: parts() }), doGenerate: async () => generated });
     const deltas: string[] = [];
     const streamed = await aiSdkModel({ name: 'mock/streamed', model: mock }).generate(request, {
@@ -433,7 +434,7 @@ describe('aiSdkModel streaming (doStream, the default)', () => {
     expect(mock.doStreamCalls[0]!.prompt).toEqual(mock.doGenerateCalls[0]!.prompt);
   });
 
-  it('fails the call on an error part, as the provider error it carries', async () => {
+  it.concurrent('fails the call on an error part, as the provider error it carries', async () => {
     const mock = new MockLanguageModelV3({
       doStream: async () => ({ stream: simulateReadableStream({ chunks: [{ type: 'error' as const, error: new Error('stream broke') }] }) }),
     });

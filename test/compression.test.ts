@@ -73,7 +73,7 @@ const statsOf = (messages: readonly Message[]) => (messages.at(-1)!.metadata?.[C
 const toolOutputs = (messages: readonly Message[]) =>
   messages.filter((message) => message.role === 'tool').map((message) => (message.content[0] as { toolResponse: { output: unknown } }).toolResponse.output);
 
-describe('contextCompression', () => {
+describe.concurrent('contextCompression', () => {
   it('leaves a conversation under budget alone and reports nothing', async () => {
     const { name, model: m } = agent([textReply('hi')], { maxInputTokens: 10_000, maxMessages: 10 });
     const result = await worker().client.run(name, [user('hello'), model('hey'), user('again')]);

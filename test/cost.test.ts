@@ -95,7 +95,7 @@ function agent(options: { script: ScriptedReply[] | (() => ScriptedReply); price
   return name;
 }
 
-describe('usage.cost', () => {
+describe.concurrent('usage.cost', () => {
   it("a priced model's calls carry their cost, summed for the run (status and result)", async () => {
     const name = agent({ priced: true, script: [toolCallReply({ name: 'paid_search', input: { q: 'a' } }, { usage }), textReply('done', { usage })] });
     const handle = await worker().client.start(name, 'go');

@@ -4,7 +4,7 @@
  * the contribution plumbing: a workflow-local tool and a system-prompt fragment.
  */
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, type ExpectStatic } from 'vitest';
 import { runErrorOf, type RunHandle } from '../src/client/keel-client';
 import type { Interrupt } from '../src/core/run';
 import { spendingGate } from '../examples/spending-gate';
@@ -32,13 +32,15 @@ afterAll(async () => {
   await worker?.stop();
 });
 
-/** The one hold the run waits on. */
-async function heldInterrupt(handle: RunHandle): Promise<Interrupt> {
+/** The one hold the run waits on (`expect` is the test's own: the tests run side by side). */
+async function heldInterrupt(handle: RunHandle, expect: ExpectStatic): Promise<Interrupt> {
   let pending: Interrupt[] = [];
   await expect.poll(async () => (pending = await handle.pendingInterrupts()).length, { timeout: 20_000, interval: 50 }).toBe(1);
   return pending[0]!;
 }
 
+// One of these registers a tool named take_note, which the notebook middleware also contributes: these run one after
+// another, before the rest.
 describe('middlewareModules', () => {
   it('adds the middleware tools and system prompt; its tool runs in the workflow, not as an activity', async () => {
     // turn 1: take_note twice and echo; turn 2: done
@@ -94,8 +96,8 @@ describe('middlewareModules', () => {
   });
 });
 
-describe('a contributed tool that asks its own question', () => {
-  it('holds the call; a restart hands it the answer, and a respond stands in for it', async () => {
+describe.concurrent('a contributed tool that asks its own question', () => {
+  it('holds the call; a restart hands it the answer, and a respond stands in for it', async ({ expect }) => {
     // run 1, turn 1: take_note, then erase_notes asks (held); restarted with { yes: true }, it erases; turn 2: done
     // run 2, turn 1: erase_notes asks (held); answered with a stand-in output; turn 2: done
     const model = scriptedModel({
@@ -110,18 +112,18 @@ describe('a contributed tool that asks its own question', () => {
     });
     registry.add(model, defineAgent({ name: 'notebook-erase', model: model.name, use: [notebook({ title: 'trip' })] }));
     const handle = await worker.client.start('notebook-erase', 'go');
-    const held = await heldInterrupt(handle);
+    const held = await heldInterrupt(handle, expect);
     expect(held).toMatchObject({ kind: 'tool', toolName: 'erase_notes', raisedBy: 'tool', data: { question: 'Erase "trip"?' } });
     await handle.restart(held.id, { yes: true });
     expect((await handle.result()).messages.at(-2)!.content[1]).toEqual({ toolResponse: { name: 'erase_notes', ref: '1', output: { erased: 1 } } });
 
     const second = await worker.client.start('notebook-erase', 'go');
-    await second.respond((await heldInterrupt(second)).id, { erased: 0 });
+    await second.respond((await heldInterrupt(second, expect)).id, { erased: 0 });
     expect((await second.result()).messages.at(-2)!.content[1]).toEqual({ toolResponse: { name: 'erase_notes', ref: '1', output: { erased: 0 } } });
   });
 });
 
-describe('a middleware that holds calls (examples/spending-gate.ts, as docs/middleware/custom.md builds it)', () => {
+describe.concurrent('a middleware that holds calls (examples/spending-gate.ts, as docs/middleware/custom.md builds it)', () => {
   /** An agent paying 50 and 500 in one turn, then saying done, behind spendingGate({ limit: 100 }). */
   function payingAgent(name: string) {
     const model = scriptedModel({
@@ -138,11 +140,11 @@ describe('a middleware that holds calls (examples/spending-gate.ts, as docs/midd
     return model;
   }
 
-  it('holds only the call over the limit, shows its data, and runs it once the decision raises the limit', async () => {
+  it('holds only the call over the limit, shows its data, and runs it once the decision raises the limit', async ({ expect }) => {
     // turn 1: pay 50 runs, pay 500 is held; restarted with { limit: 1000 }, it runs; turn 2: done
     const model = payingAgent('spending-raise');
     const handle = await worker.client.start('spending-raise', 'pay the bills');
-    const held = await heldInterrupt(handle);
+    const held = await heldInterrupt(handle, expect);
     // The hold says what it asks and what it takes, as the middleware declared it: a client renders it from this alone.
     expect(held).toMatchObject({
       kind: 'spending',
@@ -183,10 +185,10 @@ describe('a middleware that holds calls (examples/spending-gate.ts, as docs/midd
     ]);
   });
 
-  it('refuses a forged signal its hold does not take, and records a forged "forwarded" claim as a plain signal', async () => {
+  it('refuses a forged signal its hold does not take, and records a forged "forwarded" claim as a plain signal', async ({ expect }) => {
     const model = payingAgent('spending-forged');
     const handle = await worker.client.start('spending-forged', 'pay the bills');
-    const held = await heldInterrupt(handle);
+    const held = await heldInterrupt(handle, expect);
     // Sent with the temporal CLI, as anyone with access to the namespace could: the kind's schema still decides.
     await signalWithCli(handle.runId, 'resume', JSON.stringify({ interruptId: held.id, restart: { limit: 'lots' } }));
     await expect.poll(async () => (await handle.status()).refusedSignals?.length ?? 0, { timeout: 10_000 }).toBe(1);
@@ -206,10 +208,10 @@ describe('a middleware that holds calls (examples/spending-gate.ts, as docs/midd
     expect(model.requests).toHaveLength(2);
   });
 
-  it('answers the model with the refusal and its reason when the decision denies', async () => {
+  it('answers the model with the refusal and its reason when the decision denies', async ({ expect }) => {
     const model = payingAgent('spending-deny');
     const handle = await worker.client.start('spending-deny', 'pay the bills');
-    await handle.deny((await heldInterrupt(handle)).id, { reason: 'too much this month' });
+    await handle.deny((await heldInterrupt(handle, expect)).id, { reason: 'too much this month' });
     expect((await handle.result()).text).toBe('done');
     expect(model.requests[1]!.request.messages.at(-1)!.content[1]).toEqual({
       toolResponse: { name: 'pay', ref: '1', output: { error: 'spending 500 was not approved: too much this month' } },

@@ -49,7 +49,7 @@ const outputs = (messages: Message[]) =>
     .filter((message) => message.role === 'tool')
     .flatMap((message) => message.content.map((part) => (part as { toolResponse: { output: unknown } }).toolResponse.output));
 
-describe('filesystem tools', () => {
+describe.concurrent('filesystem tools', () => {
   it('lists files, flat and recursive, with sizes', async () => {
     const { root } = workspace();
     const { name } = agent(
@@ -210,7 +210,7 @@ describe('filesystem tools', () => {
   });
 });
 
-describe('filesystem confinement', () => {
+describe.concurrent('filesystem confinement', () => {
   it('refuses every path that leaves the root, reads and writes nothing outside, and the run goes on', async () => {
     const { base, root } = workspace();
     symlinkSync(join(base, 'secret.txt'), join(root, 'link-to-secret'));

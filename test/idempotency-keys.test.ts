@@ -53,7 +53,7 @@ function keyAgent(
   return { name, label };
 }
 
-describe('idempotency keys', () => {
+describe.concurrent('idempotency keys', () => {
   it('differ for each of 12 tool calls of a run that continues as new after every turn', async () => {
     // 12 turns, each one record_key call; continueAsNewAt of 1 event makes every turn boundary a new run of the chain.
     const { name, label } = keyAgent(12);

@@ -3,7 +3,7 @@
  * alone), stand-in outputs checked against the tool's schema, the signal path, timeouts,
  * return mode with resume runs, and what the judge sees.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, type ExpectStatic } from 'vitest';
 import { runErrorOf, type RunHandle } from '../src/client/keel-client';
 import type { Message, ModelRequest, ToolRequestPart } from '../src/core/messages';
 import { defineAgent } from '../src/define';
@@ -47,27 +47,28 @@ function agentWith(options: {
   return { name, model };
 }
 
-async function waitForInterrupt(handle: RunHandle): Promise<string> {
+/** The run's first pending interrupt's id, once it has one (`expect` is the test's own: the tests run side by side). */
+async function waitForInterrupt(handle: RunHandle, expect: ExpectStatic): Promise<string> {
   let id: string | undefined;
   await expect.poll(async () => (id = (await handle.pendingInterrupts())[0]?.id), { timeout: 20_000, interval: 50 }).toBeDefined();
   return id!;
 }
 
-describe('update resume', () => {
-  it('shows the run waiting with its pending interrupt', async () => {
+describe.concurrent('update resume', () => {
+  it('shows the run waiting with its pending interrupt', async ({ expect }) => {
     const { name } = agentWith({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }), textReply('done')] });
     const handle = await worker.client.start(name, 'go');
-    const id = await waitForInterrupt(handle);
+    const id = await waitForInterrupt(handle, expect);
     expect(await handle.status()).toMatchObject({ state: 'waiting', interrupts: [{ id, kind: 'approval', toolName: 'dangerous', input: { v: 'x' } }] });
     await handle.approve(id);
     expect((await handle.result()).text).toBe('done');
     expect(await handle.status()).toMatchObject({ state: 'completed', interrupts: [] });
   });
 
-  it('refuses a decision meant for another tool than the one its interrupt holds', async () => {
+  it('refuses a decision meant for another tool than the one its interrupt holds', async ({ expect }) => {
     const { name } = agentWith({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }), textReply('done')] });
     const handle = await worker.client.start(name, 'go');
-    const id = await waitForInterrupt(handle);
+    const id = await waitForInterrupt(handle, expect);
     const refused = await handle.decide({ interruptId: id, approved: true, toolName: 'echo' }).catch((error: unknown) => runErrorOf(error));
     expect(refused).toMatchObject({
       status: 'FAILED_PRECONDITION',
@@ -78,10 +79,10 @@ describe('update resume', () => {
     expect((await handle.result()).text).toBe('done');
   });
 
-  it('refuses a decision that matches none of the hold’s alternatives, by update or signal, naming the field and them; the hold stays', async () => {
+  it('refuses a decision that matches none of the hold’s alternatives, by update or signal, naming the field and them; the hold stays', async ({ expect }) => {
     const { name } = agentWith({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }), textReply('done')] });
     const handle = await worker.client.start(name, 'go');
-    const id = await waitForInterrupt(handle);
+    const id = await waitForInterrupt(handle, expect);
     // A mistyped field, another word, a bare restart: none of them is what an approval hold takes.
     for (const restart of [{ aproved: true }, { happened: false }, true] as const) {
       const refused = await handle.decide({ interruptId: id, restart }).then(() => undefined, runErrorOf);
@@ -100,11 +101,11 @@ describe('update resume', () => {
     expect((await handle.result()).text).toBe('done');
   });
 
-  it('rejects an unknown interrupt id and a second decision for the same id, and the run is unaffected', async () => {
+  it('rejects an unknown interrupt id and a second decision for the same id, and the run is unaffected', async ({ expect }) => {
     // The answer after the approval takes 2 s, so the run is still open when the second decision arrives.
     const { name } = agentWith({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }), { ...textReply('done'), delayMs: 2000 }] });
     const handle = await worker.client.start(name, 'go');
-    const id = await waitForInterrupt(handle);
+    const id = await waitForInterrupt(handle, expect);
 
     const unknown = await handle.approve('i99').then(() => undefined, runErrorOf);
     expect(unknown).toMatchObject({ status: 'NOT_FOUND', message: `unknown interrupt id "i99"; pending interrupts: ${id}` });
@@ -125,10 +126,10 @@ describe('update resume', () => {
     expect((await handle.result()).text).toBe('done');
   });
 
-  it("refuses a respond that fails the tool's output schema, naming the field, then accepts a good one", async () => {
+  it("refuses a respond that fails the tool's output schema, naming the field, then accepts a good one", async ({ expect }) => {
     const { name } = agentWith({ script: [toolCallReply({ name: 'add', input: { a: 1, b: 1 } }), textReply('done')], tools: [add] });
     const handle = await worker.client.start(name, 'go');
-    const id = await waitForInterrupt(handle);
+    const id = await waitForInterrupt(handle, expect);
     const bad = await handle.respond(id, { sum: 'two' }).then(() => undefined, runErrorOf);
     expect(bad?.status).toBe('INVALID_ARGUMENT');
     expect(bad?.message).toContain(`respond for interrupt ${id}: output for tool "add" fails its schema: sum: Invalid input: expected number, received string`);
@@ -139,11 +140,11 @@ describe('update resume', () => {
   });
 });
 
-describe('cancel while waiting', () => {
-  it('ends the run cancelled, with no interrupt left pending and the held tool never run', async () => {
+describe.concurrent('cancel while waiting', () => {
+  it('ends the run cancelled, with no interrupt left pending and the held tool never run', async ({ expect }) => {
     const { name } = agentWith({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }, { text: 'about to delete' }), textReply('never')] });
     const handle = await worker.client.start(name, 'go');
-    const id = await waitForInterrupt(handle);
+    const id = await waitForInterrupt(handle, expect);
     await handle.cancel();
     expect((await handle.result().then(() => undefined, runErrorOf))?.status).toBe('CANCELLED');
     expect(await handle.status()).toMatchObject({ state: 'cancelled', finishReason: 'aborted', text: 'about to delete', interrupts: [] });
@@ -154,18 +155,18 @@ describe('cancel while waiting', () => {
   });
 });
 
-describe('signal resume', () => {
-  it('accepts a decision as a signal and ignores an invalid one', async () => {
+describe.concurrent('signal resume', () => {
+  it('accepts a decision as a signal and ignores an invalid one', async ({ expect }) => {
     const { name } = agentWith({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }), textReply('done')] });
     const handle = await worker.client.start(name, 'go');
-    const id = await waitForInterrupt(handle);
+    const id = await waitForInterrupt(handle, expect);
     await handle.signalDecision({ interruptId: 'i42', approved: true });
     await handle.signalDecision({ interruptId: id, approved: true });
     expect((await handle.result()).text).toBe('done');
   });
 });
 
-describe('interrupt timeout', () => {
+describe.concurrent('interrupt timeout', () => {
   it('denies a hold nobody answered in time (default), and the run goes on', async () => {
     const { name } = agentWith({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }), textReply('gave up')] });
     const result = await worker.client.run(name, 'go', { interruptTimeout: '1 second' });
@@ -182,7 +183,7 @@ describe('interrupt timeout', () => {
   });
 });
 
-describe('interruptMode return', () => {
+describe.concurrent('interruptMode return', () => {
   it('ends interrupted; a new run resumes it with a restart, keeping the sibling output', async () => {
     // run 1, turn 1: echo (allowed) and dangerous (held) → interrupted
     // run 2: restart dangerous approved → tool runs; turn 2: done
@@ -299,7 +300,7 @@ describe('interruptMode return', () => {
 
 type HeldPart = { toolRequest: { name: string; ref: string; input: unknown }; metadata?: Record<string, unknown> };
 
-describe('interruptMode return: restarts reach the stage that held the call', () => {
+describe.concurrent('interruptMode return: restarts reach the stage that held the call', () => {
   const restartOf = (part: unknown, resumed: unknown, input?: unknown): HeldPart => {
     const held = part as HeldPart;
     return { toolRequest: { ...held.toolRequest, ...(input !== undefined ? { input } : {}) }, metadata: { resumed } };
@@ -463,7 +464,7 @@ describe('interruptMode return: restarts reach the stage that held the call', ()
   });
 });
 
-describe('toolApproval judge', () => {
+describe.concurrent('toolApproval judge', () => {
   it('sees only the text the user wrote in this turn and the pending call', async () => {
     const judge = scriptedModel({ name: 'scripted/judge-input', script: [textReply('allow')] });
     registry.add(judge);

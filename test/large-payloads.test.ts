@@ -31,7 +31,7 @@ function storedBytes(directory: string): number {
   return total;
 }
 
-describe('with External Storage (file driver)', () => {
+describe.concurrent('with External Storage (file driver)', () => {
   const directory = mkdtempSync(join(tmpdir(), 'keel-payloads-'));
   const model = scriptedModel({
     name: 'scripted/large',
@@ -73,6 +73,7 @@ describe('with External Storage (file driver)', () => {
   });
 });
 
+// The refusal is timed (under 2 s): these run one after another, with nothing beside them.
 describe('without External Storage', () => {
   const model = scriptedModel({ name: 'scripted/inline', script: [toolCallReply({ name: 'blob', input: { size: 2_200_000 } })] });
   const registry = new Registry().add(blob, model, defineAgent({ name: 'inline', model: model.name, tools: ['blob'] }));

@@ -6,7 +6,7 @@
  * same key (test/crash.test.ts has the regular activity's case).
  */
 import { z } from 'zod';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, type ExpectStatic } from 'vitest';
 import { temporal } from '@temporalio/proto';
 import { defineAgent, defineTool } from '../src/define';
 import { fallback } from '../src/middleware/fallback';
@@ -111,13 +111,13 @@ async function callsOf(workflowId: string): Promise<{ activities: string[]; mark
   };
 }
 
-/** The run's first pending hold, once it has one. */
-async function firstHold(handle: RunHandle) {
+/** The run's first pending hold, once it has one (`expect` is the test's own: the tests run side by side). */
+async function firstHold(handle: RunHandle, expect: ExpectStatic) {
   await expect.poll(async () => (await handle.pendingInterrupts()).length, { timeout: 20_000, interval: 50 }).toBe(1);
   return (await handle.pendingInterrupts())[0]!;
 }
 
-describe('local calls', () => {
+describe.concurrent('local calls', () => {
   it('run model and tool calls as local activities: a marker each in history, no activity task, the same result, usage and keys', async () => {
     const local = await worker().client.start('local-all', 'go');
     const remote = await worker().client.start('remote-all', 'go');
@@ -167,9 +167,9 @@ describe('local calls', () => {
     expect((await handle.result()).text).toBe('from the backup');
   });
 
-  it("a local tool's own interrupt holds the run; the decision restarts it with the payload", async () => {
+  it("a local tool's own interrupt holds the run; the decision restarts it with the payload", async ({ expect }) => {
     const handle = await worker().client.start('local-ask', 'go');
-    const hold = await firstHold(handle);
+    const hold = await firstHold(handle, expect);
     expect(hold).toMatchObject({ toolName: 'ask', input: { question: 'go?' } });
     await handle.restart(hold.id, { says: 'yes' });
     const result = await handle.result();
@@ -177,9 +177,9 @@ describe('local calls', () => {
     expect(JSON.stringify(result.messages)).toContain('{"answer":{"says":"yes"}}');
   });
 
-  it('ToolApproval holds a local tool call until approved, then runs it once', async () => {
+  it('ToolApproval holds a local tool call until approved, then runs it once', async ({ expect }) => {
     const handle = await worker().client.start('local-approve', 'go');
-    const hold = await firstHold(handle);
+    const hold = await firstHold(handle, expect);
     expect(notes.filter((entry) => entry.label === 'approved-1')).toHaveLength(0);
     await handle.approve(hold.id);
     expect((await handle.result()).text).toBe('approved');
@@ -187,7 +187,7 @@ describe('local calls', () => {
   });
 });
 
-describe('local calls and clients', () => {
+describe.concurrent('local calls and clients', () => {
   it("a local model call's streamed text reaches no client while it runs: events() yields it whole when the call ends", async () => {
     const handle = await worker().client.start('local-stream', 'weather?');
     const events: RunEvent[] = [];
@@ -199,7 +199,7 @@ describe('local calls and clients', () => {
   });
 });
 
-describe('local calls in config', () => {
+describe.concurrent('local calls in config', () => {
   it('a model entry says local, an agent says which of its tools, and a tool the agent lacks is refused naming where', async () => {
     const base = {
       models: [{ name: 'scripted/c', provider: 'scripted' as const, script: [{ text: 'ok' }], local: true }],

@@ -42,7 +42,7 @@ afterAll(async () => {
   await worker?.stop();
 });
 
-describe('run history', () => {
+describe.concurrent('run history', () => {
   it('records every model and tool call as a scheduled activity, and the agent lookup before them', async () => {
     // turn 1: two echo calls; turn 2: one echo call; turn 3: text
     const model = scriptedModel({
@@ -95,6 +95,7 @@ describe('run history', () => {
   });
 });
 
+// toolStarted is the first wait call of the file, and the status is read in its 1.5 s: this test runs on its own.
 describe('query status', () => {
   it('reports the turn, usage and (no) pending interrupts while a tool runs, then the outcome', async () => {
     const model = scriptedModel({
@@ -115,8 +116,8 @@ describe('query status', () => {
   });
 });
 
-describe('cancel', () => {
-  it('cancels the tool under way and ends the run cancelled, keeping what it had', async () => {
+describe.concurrent('cancel', () => {
+  it('cancels the tool under way and ends the run cancelled, keeping what it had', async ({ expect }) => {
     const model = scriptedModel({ name: 'scripted/cancel', script: [toolCallReply({ name: 'wait', input: { ms: 60_000 } }, { text: 'working on it' })] });
     registry.add(model, defineAgent({ name: 'cancel', model: model.name, tools: [wait] }));
     const handle = await worker.client.start('cancel', 'hi');
@@ -136,7 +137,7 @@ describe('cancel', () => {
   });
 });
 
-describe('start input', () => {
+describe.concurrent('start input', () => {
   it('refuses an unknown field in the start input, naming it, before any call', async () => {
     const model = scriptedModel({ name: 'scripted/strict-input', script: [textReply('never')] });
     registry.add(model, defineAgent({ name: 'strict-input', model: model.name }));
@@ -152,8 +153,8 @@ describe('start input', () => {
   });
 });
 
-describe('a run ended from outside', () => {
-  it('reports terminated, with who and why, when Temporal terminated it', async () => {
+describe.concurrent('a run ended from outside', () => {
+  it('reports terminated, with who and why, when Temporal terminated it', async ({ expect }) => {
     const model = scriptedModel({ name: 'scripted/terminated', script: [toolCallReply({ name: 'wait', input: { ms: 60_000 } })] });
     registry.add(model, defineAgent({ name: 'terminated', model: model.name, tools: [wait] }));
     const handle = await worker.client.start('terminated', 'hi');

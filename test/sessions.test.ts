@@ -32,7 +32,7 @@ function agent(options: {
 const userTexts = (request: ModelRequest) =>
   request.messages.filter((message) => message.role === 'user').map((message) => (message.content[0] as { text: string }).text);
 
-describe('server-managed sessions', () => {
+describe.concurrent('server-managed sessions', () => {
   it('keeps the conversation across turns, each a child run with a snapshot chained to the last', async () => {
     // turn 1: "my name is Ada" → "hello Ada"; turn 2: "what is my name?" → the model sees turn 1
     const { name, model } = agent({ script: (request) => textReply(`heard ${userTexts(request).length}`) });
@@ -91,7 +91,7 @@ describe('server-managed sessions', () => {
     });
   });
 
-  it('detaches a turn with a pending snapshot that settles later, and aborts one in flight', async () => {
+  it('detaches a turn with a pending snapshot that settles later, and aborts one in flight', async ({ expect }) => {
     const { name } = agent({
       script: (request) => textReply(`done ${userTexts(request).at(-1)}`, { delayMs: userTexts(request).at(-1) === 'slow' ? 20_000 : 500 }),
     });
@@ -133,7 +133,7 @@ describe('server-managed sessions', () => {
   });
 });
 
-describe('sessions under load and misuse', () => {
+describe.concurrent('sessions under load and misuse', () => {
   it('runs turns sent at once one after another, each on the history the one before left', async () => {
     const { name } = agent({ script: (request) => textReply(`heard ${userTexts(request).length}`, { delayMs: 200 }) });
     const session = worker().client.session(name, `concurrent-${Date.now()}`);
@@ -178,7 +178,7 @@ describe('sessions under load and misuse', () => {
     expect(await session.send('write')).toMatchObject({ status: 'aborted', artifacts: [{ name: 'notes.md', parts: [{ text: 'kept' }] }] });
   });
 
-  it('ends a session started for an agent that does not exist', async () => {
+  it('ends a session started for an agent that does not exist', async ({ expect }) => {
     const session = worker().client.session('no-such-agent', `ghost-${Date.now()}`);
     await expect(session.send('hi')).rejects.toMatchObject({
       status: 'NOT_FOUND',
@@ -190,7 +190,7 @@ describe('sessions under load and misuse', () => {
   });
 });
 
-describe('client-managed state', () => {
+describe.concurrent('client-managed state', () => {
   it('takes the conversation in and gives it back, with artifacts and custom data', async () => {
     const { name, model } = agent({ session: 'client', script: (request) => textReply(`seen ${userTexts(request).join(',')}`) });
     const first = await worker().client.run(name, 'one', { state: { custom: { step: 1 } } });

@@ -45,7 +45,7 @@ function agent(script: ScriptedReply[] | ((request: ModelRequest) => ScriptedRep
 
 const outputs = (messages: Message[]) => messages.filter((message) => message.role === 'tool').flatMap((message) => message.content);
 
-describe('skills', () => {
+describe.concurrent('skills', () => {
   it('lists the skills in a catalog kept once in the system prompt, and loads one with use_skill, once', async () => {
     // turn 1: use_skill python twice at once (one body, one stub); turn 2: use_skill javascript, and an unknown one; turn 3: python again; turn 4: done
     const { root } = library();
@@ -168,7 +168,7 @@ describe('skills', () => {
   });
 });
 
-describe('parseFrontmatter', () => {
+describe.concurrent('parseFrontmatter', () => {
   it.each([
     ['---\nname: a\ndescription: b\n---\nbody', { name: 'a', description: 'b' }],
     ['\uFEFF---\r\nname: a\r\ndescription: b\r\n---  \r\n', { name: 'a', description: 'b' }],
@@ -187,7 +187,7 @@ describe('parseFrontmatter', () => {
   });
 });
 
-describe('skills: names, markers and failures', () => {
+describe.concurrent('skills: names, markers and failures', () => {
   it('prefixes both tools and the catalog; two prefixed instances keep two catalogs, each refreshed in place', async () => {
     const { root } = library();
     const other = mkdtempSync(join(tmpdir(), 'keel-skills-b-'));

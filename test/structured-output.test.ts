@@ -34,7 +34,7 @@ function weatherAgent(script: Script, retries?: number) {
   return { agent, model };
 }
 
-describe('structured output', () => {
+describe.concurrent('structured output', () => {
   it('asks the model for the schema and gives the parsed answer as result.output, typed', async () => {
     const { agent, model } = weatherAgent([objectReply({ city: 'Oslo', celsius: 4 })]);
     const handle = await worker().client.start(agent, 'weather in Oslo?');
@@ -117,6 +117,7 @@ describe('structured output', () => {
   });
 });
 
+// The steer has to land during the first call's 1.5 s: that test runs on its own, before the other two.
 describe('structured output with steering and background tasks', () => {
   it('answers a steer that came during the final call with one more call, and validates that answer', async () => {
     // Call 1: a slow, valid answer (steered meanwhile: not taken as the answer); call 2: the answer
@@ -141,7 +142,7 @@ describe('structured output with steering and background tasks', () => {
     expect((await handle.status()).steering).toEqual([expect.objectContaining({ state: 'applied', turn: 2 })]);
   });
 
-  it('hands a server-managed (session) sub-agent structured answer to the parent tool response', async () => {
+  it.concurrent('hands a server-managed (session) sub-agent structured answer to the parent tool response', async () => {
     const childName = `weather-session-${++count}`;
     const childModel = scriptedModel({ name: `scripted/${childName}`, script: [objectReply({ city: 'Bodø', celsius: 2 })] });
     registry.add(childModel, defineAgent({ name: childName, model: childModel.name, session: 'server', output: Weather }));
@@ -158,7 +159,7 @@ describe('structured output with steering and background tasks', () => {
     expect(part.toolResponse.output).toMatchObject({ status: 'completed', output: { city: 'Bodø', celsius: 2 } });
   });
 
-  it('gives a background task of a sub-agent with an output schema its object when collected', async () => {
+  it.concurrent('gives a background task of a sub-agent with an output schema its object when collected', async () => {
     const { agent: child } = weatherAgent([objectReply({ city: 'Tromsø', celsius: -8 })]);
     const name = `bg-parent-${++count}`;
     const taskIdOf = (request: ModelRequest) =>
@@ -188,7 +189,7 @@ describe('structured output with steering and background tasks', () => {
   });
 });
 
-describe('structured output in temporal.yaml', () => {
+describe.concurrent('structured output in temporal.yaml', () => {
   it('takes a JSON Schema alone or { schema, retries } and refuses one zod cannot read, naming the agent', async () => {
     const schema = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] };
     const config = parseConfig(
@@ -219,7 +220,7 @@ describe('structured output in temporal.yaml', () => {
   });
 });
 
-describe('keel run with structured output', () => {
+describe.concurrent('keel run with structured output', () => {
   it('prints the answer as JSON, with --json in "output", and keel status shows it; --output-schema gives one for the run', async () => {
     const { agent } = weatherAgent(() => objectReply({ city: 'Oslo', celsius: 4 }));
     const { configPath, dir } = writeTestConfig('output-cli', { taskQueue: worker().taskQueue, server: { enabled: false } });
@@ -247,7 +248,7 @@ describe('keel run with structured output', () => {
   });
 });
 
-describe('examples/structured-output.ts', () => {
+describe.concurrent('examples/structured-output.ts', () => {
   it('runs the docs example: the wrong first answer is retried and the output is typed', async () => {
     const example = await import('../examples/structured-output');
     registry.add(example.forecastModel, example.forecaster);

@@ -56,7 +56,7 @@ const launched = (request: ModelRequest): string[] =>
 
 const LIMIT = 100;
 
-describe('one budget for the whole tree', () => {
+describe.concurrent('one budget for the whole tree', () => {
   it('parallel sync sub-agents: every call counts as it happens; the tree stops at the limit plus the calls in flight, the root ABORTED', async () => {
     const a = spender(20);
     const b = spender(20);
@@ -122,7 +122,9 @@ describe('one budget for the whole tree', () => {
     expect((waited!.output as { tasks: Array<{ status: string }> }).tasks.map((task) => task.status)).toEqual(['aborted', 'aborted']);
   });
 
-  it('with interrupt: a tree that crossed the limit while the root waited holds the root before its next model call; approval renews it for the tree', async () => {
+  it('with interrupt: a tree that crossed the limit while the root waited holds the root before its next model call; approval renews it for the tree', async ({
+    expect,
+  }) => {
     const a = spender(20);
     const root = agent({
       script: [
@@ -181,7 +183,7 @@ describe('one budget for the whole tree', () => {
     expect(status.treeUsage!.totalTokens).toBeLessThan(LIMIT + 20);
   });
 
-  it('refuses a forged usage report that would lower the count (sent with the temporal CLI while the run waits)', async () => {
+  it('refuses a forged usage report that would lower the count (sent with the temporal CLI while the run waits)', async ({ expect }) => {
     // call 1 spends the whole limit and asks for a tool that waits until the forged reports are in;
     // the check before call 2 must still stop the run
     let release!: () => void;
