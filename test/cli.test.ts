@@ -272,7 +272,8 @@ describe.concurrent('keel run / status / abort', () => {
     expect(stderr).toContain('INVALID_ARGUMENT: tool "add": invalid input: a: Invalid input: expected number, received string');
   });
 
-  it('detaches, reports status, and aborts', async () => {
+  // Its own expect: the file's tests run side by side, and a poll needs to know its test.
+  it('detaches, reports status, and aborts', async ({ expect }) => {
     const detached = await runKeel(['run', 'slow', 'hi', '--detach', '--json', '--config', config]);
     expect(detached.code).toBe(0);
     const { runId } = JSON.parse(detached.stdout) as { runId: string };
