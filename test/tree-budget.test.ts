@@ -54,6 +54,25 @@ const launched = (request: ModelRequest): string[] =>
       'toolResponse' in part && (part.toolResponse.output as { taskId?: string })?.taskId ? [(part.toolResponse.output as { taskId: string }).taskId] : [],
     );
 
+/** A tool named `name` that waits in its call until the test calls `release`; `waiting` settles once a call is in it. */
+function gateTool(name: string) {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let entered!: () => void;
+  const waiting = new Promise<void>((resolve) => (entered = resolve));
+  const gate = defineTool({
+    name,
+    description: 'Waits for the test.',
+    input: z.object({}),
+    run: async () => {
+      entered();
+      await released;
+      return { ok: true };
+    },
+  });
+  return { gate, waiting, release };
+}
+
 const LIMIT = 100;
 
 describe.concurrent('one budget for the whole tree', () => {
@@ -186,20 +205,7 @@ describe.concurrent('one budget for the whole tree', () => {
   it('refuses a forged usage report that would lower the count (sent with the temporal CLI while the run waits)', async ({ expect }) => {
     // call 1 spends the whole limit and asks for a tool that waits until the forged reports are in;
     // the check before call 2 must still stop the run
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    let entered!: () => void;
-    const waiting = new Promise<void>((resolve) => (entered = resolve));
-    const gate = defineTool({
-      name: 'gate',
-      description: 'Waits for the test.',
-      input: z.object({}),
-      run: async () => {
-        entered();
-        await released;
-        return { ok: true };
-      },
-    });
+    const { gate, waiting, release } = gateTool('gate');
     const model = scriptedModel({
       name: `scripted/tree-forged-${++count}`,
       script: [toolCallReply({ name: 'gate', input: {} }, { usage: { totalTokens: LIMIT } }), textReply('never')],
@@ -232,20 +238,7 @@ describe.concurrent('one budget for the whole tree', () => {
   it('a run without a Budget keeps no ledger: a forged usage report shows nowhere, and a Budget that names it as its ledger counts on its own', async () => {
     // the plain run waits in its gate tool while it is sent a forged report and named as a ledger;
     // the run naming it spends 60 a call and must stop after its second call, as a Budget without a ledger does
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    let entered!: () => void;
-    const waiting = new Promise<void>((resolve) => (entered = resolve));
-    const gate = defineTool({
-      name: `gate-${++count}`,
-      description: 'Waits for the test.',
-      input: z.object({}),
-      run: async () => {
-        entered();
-        await released;
-        return { ok: true };
-      },
-    });
+    const { gate, waiting, release } = gateTool(`gate-${++count}`);
     const model = scriptedModel({ name: `scripted/tree-plain-${count}`, script: [toolCallReply({ name: gate.name, input: {} }), textReply('done')] });
     const name = `tree-plain-${count}`;
     registry.add(gate, model, defineAgent({ name, model: model.name, tools: [gate] }));

@@ -25,3 +25,17 @@ export function putArtifact(artifacts: readonly Artifact[], artifact: Artifact):
   if (index < 0) return [...artifacts, artifact];
   return artifacts.map((existing, position) => (position === index ? artifact : existing));
 }
+
+/**
+ * The artifact store over `holder.artifacts` (a run's state, or the test harness's): `put`
+ * replaces the holder's list, so what is read later (the run's status) sees it.
+ */
+export function artifactStore(holder: { artifacts: Artifact[] }) {
+  return {
+    list: (): readonly Artifact[] => holder.artifacts,
+    get: (name: string) => holder.artifacts.find((artifact) => artifact.name === name),
+    put: (artifact: Artifact) => {
+      holder.artifacts = putArtifact(holder.artifacts, artifact);
+    },
+  };
+}

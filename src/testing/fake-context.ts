@@ -6,7 +6,7 @@
  * budget ledger) what the test passes, or a capability that fails saying which option provides
  * it. Node side, but imports nothing of Temporal: it runs in plain vitest, without a server.
  */
-import { putArtifact, type Artifact } from '../core/artifacts';
+import { artifactStore, type Artifact } from '../core/artifacts';
 import { KeelError } from '../core/errors';
 import { type ModelRequest, type ModelResponse } from '../core/messages';
 import { addUsage, checkedUsage, type Usage } from '../core/usage';
@@ -100,7 +100,7 @@ const throws = (capability: string, option: string) => (): never => {
 export function fakeCapabilities(options: FakeCapabilityOptions): FakeCapabilities {
   const { model: script, runId = 'harness-run' } = options;
   let usage: Usage = { ...(options.usage ?? {}) };
-  let artifacts: Artifact[] = [...(options.artifacts ?? [])];
+  const store: ArtifactStore = artifactStore({ artifacts: [...(options.artifacts ?? [])] });
   const modelCalls: RecordedModelCall[] = [];
 
   const callModel: MiddlewareContext['callModel'] = async (model, request) => {
@@ -119,14 +119,6 @@ export function fakeCapabilities(options: FakeCapabilityOptions): FakeCapabiliti
     call.response = checked;
     usage = addUsage(usage, checked.usage, `the usage model "${model}" reported`);
     return checked;
-  };
-
-  const store: ArtifactStore = {
-    list: () => artifacts,
-    get: (name) => artifacts.find((artifact) => artifact.name === name),
-    put: (artifact) => {
-      artifacts = putArtifact(artifacts, artifact);
-    },
   };
 
   return {

@@ -3,7 +3,7 @@
  * capabilities they get), the tools the model may call (the agent's plus those middleware
  * contribute, names unique), and the system prompt. Runs in the workflow: no I/O.
  */
-import { putArtifact } from '../core/artifacts';
+import { artifactStore } from '../core/artifacts';
 import { KeelError } from '../core/errors';
 import type { Message, ModelRequest, ModelResponse, ToolDefinition } from '../core/messages';
 import type { AgentSpec, RunInput } from '../core/run';
@@ -59,13 +59,7 @@ export async function setUpRun({ agent, input, run, callModel, forgetChild, tree
       provide(sessionTurns, () => sessionInvoker(runners)),
       provide(backgroundTasks, () => taskControl(runners)),
       provide(treeLedger, tree),
-      provide(runArtifacts, () => ({
-        list: () => run.artifacts,
-        get: (name) => run.artifacts.find((artifact) => artifact.name === name),
-        put: (artifact) => {
-          run.artifacts = putArtifact(run.artifacts, artifact);
-        },
-      })),
+      provide(runArtifacts, () => artifactStore(run)),
     ]),
     inputMessages: input.messages,
     carried: (key) => input.continued?.middleware[key],
