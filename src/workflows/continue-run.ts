@@ -6,6 +6,7 @@
  * workflow: deterministic, no I/O.
  */
 import { workflowInfo } from '@temporalio/workflow';
+import { KeelError } from '../core/errors';
 import type { Message } from '../core/messages';
 import type { RunInput } from '../core/run';
 import { carryKey, type MiddlewareStage } from '../middleware/stages';
@@ -23,8 +24,19 @@ function carriedState(run: RunState): Record<string, unknown> {
   return state;
 }
 
-/** Puts a carried state back into a fresh run's state (the same object: the queries read it). */
+/**
+ * Puts a carried state back into a fresh run's state (the same object: the queries read it).
+ * Only a run that Temporal started by continuing another as new takes one: a run a client
+ * started (the `temporal` CLI, a raw gRPC call) cannot hand itself decisions, vouched-for tasks
+ * or spent budget, and fails INVALID_ARGUMENT before anything runs.
+ */
 export function restoreRunState(run: RunState, state: Record<string, unknown>): void {
+  if (!workflowInfo().continuedFromExecutionRunId) {
+    throw new KeelError(
+      'INVALID_ARGUMENT',
+      '`continued` is what keel hands the next run of a chain when a run continues as new; a run a client starts cannot carry it',
+    );
+  }
   Object.assign(run, state, { modelRequests: {} });
   // Carried by a run from before keel recorded who may report holds: the older rule then holds for the chain.
   if (!('reporters' in state)) delete run.reporters;
