@@ -9,11 +9,11 @@
  */
 import { log } from '@temporalio/workflow';
 import { z } from 'zod';
-import type { Message } from '../core/messages';
-import { PROOF_METADATA } from '../core/proofs';
-import { sessionOfTurn } from '../core/session';
-import { hasAnswer, parseTaskId, taskIdOf, type TaskReport } from '../core/tasks';
-import { toolAnswer, type ToolAnswer } from '../core/tool-answer';
+import type { Message } from '../../core/messages';
+import { PROOF_METADATA } from '../../core/proofs';
+import { sessionOfTurn } from '../../core/session';
+import { hasAnswer, parseTaskId, taskIdOf, type TaskReport } from '../../core/tasks';
+import { toolAnswer, type ToolAnswer } from '../../core/tool-answer';
 import {
   BACKGROUND_TOOLS,
   backgroundTools,
@@ -23,11 +23,11 @@ import {
   type BackgroundToolNames,
   type TaskScope,
 } from './background-tasks';
-import { defineMiddleware } from './define-middleware';
+import { defineMiddleware } from '../../middleware/define-middleware';
 import { foldResult, mergeArtifacts, namespaceOf, subAgentAnswer, type ArtifactMerge, type MergedArtifact } from './sub-agent-results';
-import { injectSystemText } from './system-text';
-import type { ContributedTool, MiddlewareContext, ToolCallParams } from './types';
-import { backgroundTasks, sessionTurns, subAgentRuns } from './run-capability';
+import { injectSystemText } from '../../middleware/system-text';
+import type { ContributedTool, MiddlewareContext, ToolCallParams } from '../../middleware/types';
+import { backgroundTasks, sessionTurns, subAgentRuns } from './capabilities';
 
 /** Metadata key tagging the `<sub-agents>` block of the system prompt (the reference's). */
 export const AGENTS_INSTRUCTIONS_MARKER = 'agents-instructions';
