@@ -1,6 +1,7 @@
 /**
  * The activities of a keel worker: every piece of I/O a run does, each in a file of its own
- * (resolve-agent, call-model, call-tool, tasks, invoke-session; a feature's behind its door). Built from a registry
+ * (resolve-agent, call-model, call-tool; the Agents' task reads and session turns from
+ * src/features/agents/activities; a feature's behind its door). Built from a registry
  * (what the worker knows), the config (timeouts), and a Temporal client (to read a model
  * request back from its run). Errors leave as ApplicationFailure with the status as type:
  * application outcomes non-retryable, infrastructure failures (InfrastructureError: Temporal

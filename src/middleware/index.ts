@@ -34,14 +34,7 @@ export { runArtifacts } from './run-capability';
 export type { CapabilityCall, RunCapability } from './run-capability';
 export type { ArtifactStore } from '../core/artifacts';
 export { backgroundTasks, sessionTurns, subAgentRuns } from '../features/agents/capabilities';
-export type {
-  AgentRunner,
-  AgentRunOptions,
-  AgentRunOutcome,
-  SessionTurnOptions,
-  SessionTurnRunner,
-  TaskControl,
-} from '../features/agents/capabilities';
+export type { AgentRunner, AgentRunOptions, AgentRunOutcome, SessionTurnOptions, SessionTurnRunner, TaskControl } from '../features/agents/capabilities';
 export { treeLedger } from '../features/budget/ledger-door';
 export type { TreeLedger } from '../features/budget/ledger-door';
 export type {

@@ -70,7 +70,7 @@ describe('run capabilities', () => {
               run: async (input) => {
                 const outcome = await context.capability(reviewers)({
                   agent: reviewer,
-                  messages: [{ role: 'user', content: [{ text: String((input as { draft: string }).draft) }] }],
+                  messages: [{ role: 'user', content: [{ text: (input as { draft: string }).draft }] }],
                 });
                 return 'result' in outcome ? { reviewer: outcome.runId, says: outcome.result.text } : { failed: outcome.error.message };
               },

@@ -11,10 +11,7 @@ import type { z } from 'zod';
 import type { HoldKind } from '../core/holds';
 import type { Message, ModelRequest, ModelResponse, ToolDefinition, ToolRequest } from '../core/messages';
 import type { Usage } from '../core/usage';
-import type { Artifact } from '../core/artifacts';
-import type { KeelError } from '../core/errors';
-import type { AgentSpec, MiddlewareRef, RunResult } from '../core/run';
-import type { TaskRecord, TaskReport } from '../core/tasks';
+import type { AgentSpec, MiddlewareRef } from '../core/run';
 import type { ActivityCall } from './activity-door';
 import type { CapabilityCall } from './run-capability';
 
@@ -147,8 +144,8 @@ export interface MiddlewareContext<Carried = unknown, Decision = unknown> {
    */
   activity: ActivityCall;
   /**
-   * Gets a capability the loop provides the run, by its key (`capability(backgroundTasks)`,
-   * src/middleware/run-capability.ts), typed by the key: sub-agent runs, session turns,
+   * Gets a capability the loop provides the run, by its key (`capability(backgroundTasks)`;
+   * keel-agents/middleware exports the keys), typed by the key: sub-agent runs, session turns,
    * background tasks, the tree's budget ledger, the artifact store. Built the first time a
    * middleware of the run asks for it, then the same for the run.
    */

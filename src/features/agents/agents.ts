@@ -4,8 +4,9 @@
  * child run (a child workflow) and returns its answer, with its artifacts merged into this
  * run's under a namespace. A `<sub-agents>` block in the system prompt lists the tools.
  * Background tasks (`async: true`) and their tools are in background-tasks.ts, what a finished
- * sub-agent run answers in sub-agent-results.ts. Runs in the workflow: the tools are
- * workflow-local, the sub-agent's work is its own run.
+ * sub-agent run answers in sub-agent-results.ts, the capabilities it asks its run for in
+ * capabilities.ts (built by run-agent.ts and task-control.ts; its activities are in activities/).
+ * Runs in the workflow: the tools are workflow-local, the sub-agent's work is its own run.
  */
 import { log } from '@temporalio/workflow';
 import { z } from 'zod';

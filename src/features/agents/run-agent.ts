@@ -2,7 +2,7 @@
  * Sub-agent runs: a middleware (Agents) runs another agent as a child generate workflow,
  * whose id extends the parent's (`<runId>/<agent>-<n>`), so the tree of runs is visible in
  * Temporal. The child gets the middleware the parent's hand down (`forChildRuns`), and its
- * usage counts in the parent's. A background one is a task (tasks.ts). Runs in the workflow:
+ * usage counts in the parent's. A background one is a task (task-control.ts). Runs in the workflow:
  * no I/O.
  */
 import {

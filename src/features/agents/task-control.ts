@@ -3,7 +3,7 @@
  * runs started with parent-close policy ABANDON, so they go on when this run finishes, recorded
  * in `run.tasks` and asked about through activities (a task may have been started by an earlier
  * run of the conversation). The shapes are in core/tasks.ts; the Agents middleware's tools on
- * top of this are in middleware/background-tasks.ts. Runs in the workflow: no I/O.
+ * top of this are in background-tasks.ts. Runs in the workflow: no I/O.
  */
 import { childSummary } from '../../workflows/child-summary';
 import { getExternalWorkflowHandle, ParentClosePolicy, proxyActivities, startChild } from '@temporalio/workflow';

@@ -35,7 +35,6 @@ export interface TreeLedger {
   ask(ledgerRunId: string, stage: number): Promise<{ spent: Record<string, number>; untold: Usage } | undefined>;
 }
 
-
 /** The budget ledger of the run's tree (Budget). */
 export const treeLedger = defineCapability<TreeLedger>('tree ledger');
 
