@@ -9,7 +9,7 @@
  */
 import { z } from 'zod';
 import { defineAgent, defineTool } from '../src/define';
-import { agents } from '../src/middleware/agents';
+import { agents } from '../src/features/agents/agents';
 import { budget } from '../src/features/budget/budget';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { runErrorOf } from '../src/client/keel-client';
 import { defineAgent, defineTool } from '../src/define';
-import { agents } from '../src/middleware/agents';
+import { agents } from '../src/features/agents/agents';
 import { budget } from '../src/features/budget/budget';
 import { softToolErrors } from '../src/middleware/soft-tool-errors';
 import { scriptedModel, textReply, toolCallReply, type ScriptedReply } from '../src/models/scripted';

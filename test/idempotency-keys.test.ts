@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { defineAgent, defineTool } from '../src/define';
-import { agents } from '../src/middleware/agents';
+import { agents } from '../src/features/agents/agents';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
 import { sharedTestWorker } from './support/harness';

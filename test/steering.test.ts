@@ -12,7 +12,7 @@ import { runErrorOf, type RunHandle } from '../src/client/keel-client';
 import type { Message, ModelRequest } from '../src/core/messages';
 import { STEER_METADATA_KEY } from '../src/core/steering';
 import { defineAgent, defineTool } from '../src/define';
-import { agents } from '../src/middleware/agents';
+import { agents } from '../src/features/agents/agents';
 import { scriptedModel, textReply, toolCallReply, type ScriptedModel, type ScriptedReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
 import { sharedTestWorker } from './support/harness';

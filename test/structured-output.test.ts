@@ -6,7 +6,7 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
 import { defineAgent } from '../src/define';
-import { agents } from '../src/middleware/agents';
+import { agents } from '../src/features/agents/agents';
 import { KeelError } from '../src/core/errors';
 import { OUTPUT_RETRY_METADATA } from '../src/core/output';
 import type { ModelRequest } from '../src/core/messages';

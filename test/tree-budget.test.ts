@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { ModelRequest } from '../src/core/messages';
 import type { Interrupt } from '../src/core/run';
 import { defineAgent } from '../src/define';
-import { agents } from '../src/middleware/agents';
+import { agents } from '../src/features/agents/agents';
 import { budget } from '../src/features/budget/budget';
 import { runErrorOf } from '../src/client/keel-client';
 import { messagesQuery } from '../src/core/protocol';

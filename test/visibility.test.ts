@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { defineAgent } from '../src/define';
-import { agents } from '../src/middleware/agents';
+import { agents } from '../src/features/agents/agents';
 import { toolApproval } from '../src/middleware/tool-approval';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';

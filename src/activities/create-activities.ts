@@ -1,6 +1,7 @@
 /**
  * The activities of a keel worker: every piece of I/O a run does, each in a file of its own
- * (resolve-agent, call-model, call-tool, tasks, invoke-session; a feature's behind its door). Built from a registry
+ * (resolve-agent, call-model, call-tool; the Agents' task reads and session turns from
+ * src/features/agents/activities; a feature's behind its door). Built from a registry
  * (what the worker knows), the config (timeouts), and a Temporal client (to read a model
  * request back from its run). Errors leave as ApplicationFailure with the status as type:
  * application outcomes non-retryable, infrastructure failures (InfrastructureError: Temporal
@@ -14,9 +15,9 @@ import { Context } from '@temporalio/activity';
 import { KeelError } from '../core/errors';
 import { inlinePayloadLimit, payloadLimit } from './payload-limit';
 import { DEFAULT_MODEL_REQUEST_TIMEOUT } from './read-model-request';
-import { invokeSession } from './invoke-session';
+import { invokeSession } from '../features/agents/activities/invoke-session';
 import { FEATURE_ACTIVITIES } from './features';
-import { awaitTasks, inspectTasks } from './tasks';
+import { awaitTasks, inspectTasks } from '../features/agents/activities/tasks';
 import type { KeelActivities } from './types';
 import type { SignProofsInput, VerifyProofsInput } from '../core/proofs';
 import { loadSigningKeys, type SigningKeys } from '../security/signing-keys';

@@ -26,11 +26,20 @@ export function putArtifact(artifacts: readonly Artifact[], artifact: Artifact):
   return artifacts.map((existing, position) => (position === index ? artifact : existing));
 }
 
+/** The run's artifacts, shared by its middleware; they end up in the run's result. */
+export interface ArtifactStore {
+  /** Every artifact, in the order they were first added. */
+  list(): readonly Artifact[];
+  get(name: string): Artifact | undefined;
+  /** Adds an artifact, replacing any of the same name. */
+  put(artifact: Artifact): void;
+}
+
 /**
  * The artifact store over `holder.artifacts` (a run's state, or the test harness's): `put`
  * replaces the holder's list, so what is read later (the run's status) sees it.
  */
-export function artifactStore(holder: { artifacts: Artifact[] }) {
+export function artifactStore(holder: { artifacts: Artifact[] }): ArtifactStore {
   return {
     list: (): readonly Artifact[] => holder.artifacts,
     get: (name: string) => holder.artifacts.find((artifact) => artifact.name === name),

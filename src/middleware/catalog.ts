@@ -6,7 +6,7 @@
 import type { z } from 'zod';
 import { KeelError } from '../core/errors';
 import type { HoldKind } from '../core/holds';
-import { agents } from './agents';
+import { agents } from '../features/agents/agents';
 import { artifacts } from '../features/artifacts/artifacts';
 import { budget } from '../features/budget/budget';
 import { contextCompression } from '../features/context-compression/context-compression';

@@ -20,8 +20,8 @@ export { budget, BudgetConfigSchema, BUDGET_METADATA_KEY } from '../features/bud
 export type { BudgetConfig } from '../features/budget/budget';
 export { artifacts, ArtifactsConfigSchema } from '../features/artifacts/artifacts';
 export type { ArtifactsConfig } from '../features/artifacts/artifacts';
-export { agents, AgentsConfigSchema } from './agents';
-export type { AgentsConfig } from './agents';
+export { agents, AgentsConfigSchema } from '../features/agents/agents';
+export type { AgentsConfig } from '../features/agents/agents';
 export { filesystem, FilesystemConfigSchema } from '../features/filesystem/filesystem';
 export type { FilesystemConfig } from '../features/filesystem/filesystem';
 export { skills, SkillsConfigSchema } from '../features/skills/skills';
@@ -30,17 +30,18 @@ export { contextCompression, ContextCompressionConfigSchema } from '../features/
 export type { ContextCompressionConfig } from '../features/context-compression/context-compression';
 export { resolveCompressedHistory } from '../features/context-compression/view';
 export type { ActivityCall, ActivityDoor } from './activity-door';
+export { runArtifacts } from './run-capability';
+export type { CapabilityCall, RunCapability } from './run-capability';
+export type { ArtifactStore } from '../core/artifacts';
+export { backgroundTasks, sessionTurns, subAgentRuns } from '../features/agents/capabilities';
+export type { AgentRunner, AgentRunOptions, AgentRunOutcome, SessionTurnOptions, SessionTurnRunner, TaskControl } from '../features/agents/capabilities';
+export { treeLedger } from '../features/budget/ledger-door';
+export type { TreeLedger } from '../features/budget/ledger-door';
 export type {
   ContributedTool,
   ContributedToolContext,
   GenerateOutcome,
   GenerateParams,
-  AgentRunOptions,
-  AgentRunOutcome,
-  ArtifactStore,
-  SessionTurnOptions,
-  TaskControl,
-  TreeLedger,
   MiddlewareContext,
   MiddlewareDefinition,
   MiddlewareHooks,

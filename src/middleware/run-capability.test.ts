@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { testMiddleware } from '../testing/middleware-harness';
-import { defineMiddleware } from './define-middleware';
-import { backgroundTasks, defineCapability, provide, runArtifacts, runCapabilities, treeLedger } from './run-capability';
+import { defineCapability, provide, runCapabilities } from './run-capability';
+// The keys as a middleware author gets them: from keel-agents/middleware.
+import { backgroundTasks, defineMiddleware, runArtifacts, subAgentRuns, treeLedger, type AgentRunner, type AgentRunOutcome, type RunCapability } from './index';
 import { z } from 'zod';
 
 describe('run capabilities', () => {
@@ -52,5 +53,49 @@ describe('run capabilities', () => {
     await expect(harness.callTool({ name: 'any' })).rejects.toThrow(
       'context.capability(backgroundTasks.start) is not provided by the harness; pass options.tasks to testMiddleware',
     );
+  });
+
+  it('a middleware written against keel-agents/middleware delegates through its exported key, typed by it', async () => {
+    // A third-party "second opinion" middleware: its tool asks a reviewer agent through the run's sub-agent runs.
+    const reviewers: RunCapability<AgentRunner> = subAgentRuns;
+    const secondOpinion = defineMiddleware({
+      name: 'second-opinion',
+      description: 'asks a reviewer agent about a draft',
+      configSchema: z.object({ reviewer: z.string() }),
+      create({ reviewer }, context) {
+        return {
+          tools: [
+            {
+              definition: { name: 'ask_reviewer', description: 'asks the reviewer', inputSchema: { type: 'object' } },
+              run: async (input) => {
+                const outcome = await context.capability(reviewers)({
+                  agent: reviewer,
+                  messages: [{ role: 'user', content: [{ text: (input as { draft: string }).draft }] }],
+                });
+                return 'result' in outcome ? { reviewer: outcome.runId, says: outcome.result.text } : { failed: outcome.error.message };
+              },
+            },
+          ],
+        };
+      },
+    });
+    const asked: string[] = [];
+    const harness = await testMiddleware(
+      secondOpinion,
+      { reviewer: 'critic' },
+      {
+        runAgent: async ({ agent, messages }): Promise<AgentRunOutcome> => {
+          asked.push(`${agent}: ${JSON.stringify(messages[0]?.content)}`);
+          return {
+            runId: 'harness-run/critic-1',
+            result: { text: 'looks fine', finishReason: 'stop', messages: [], usage: {}, turns: 1, artifacts: [], tasks: [], interrupts: [], decisions: [] },
+          };
+        },
+      },
+    );
+    expect(await harness.callTool({ name: 'ask_reviewer', input: { draft: 'v1' } })).toEqual({
+      output: { reviewer: 'harness-run/critic-1', says: 'looks fine' },
+    });
+    expect(asked).toEqual(['critic: [{"text":"v1"}]']);
   });
 });

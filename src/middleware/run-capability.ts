@@ -1,16 +1,17 @@
 /**
  * The door a middleware reaches a capability of its run through: what the loop provides a run
- * beyond the generic context (sub-agent runs, session turns, background tasks, the tree's budget
- * ledger, the artifact store). Each capability is a typed key declared once here
- * (`defineCapability`); a middleware asks `context.capability(key)` and gets it typed by the key.
+ * beyond the generic context (the artifact store, and what a built-in needs of the loop: the
+ * Agents' sub-agent runs, session turns and background tasks, Budget's tree ledger). Each
+ * capability is a typed key (`defineCapability`), declared next to the feature it serves
+ * (src/features/agents/capabilities.ts, src/features/budget/ledger-door.ts; the run's artifacts
+ * here); a middleware asks `context.capability(key)` and gets it typed by the key.
  * The loop (src/workflows/run-setup.ts), or the middleware harness with its fakes, says how each
  * is built (`provide`); a run builds one the first time a middleware asks for it and keeps it for
  * the run, so a run whose middleware never delegates never builds its task control. Pure: runs
  * in the workflow.
  */
 import { KeelError } from '../core/errors';
-import type { AgentRunOptions, AgentRunOutcome, ArtifactStore, SessionTurnOptions, TaskControl, TreeLedger } from './types';
-import type { InvokeOutput } from '../core/session';
+import type { ArtifactStore } from '../core/artifacts';
 
 /** A capability of a run, by key: `context.capability(key)` returns it typed as `T`. */
 export interface RunCapability<T> {
@@ -56,26 +57,5 @@ export function runCapabilities(providers: readonly CapabilityProvider[]): Capab
   };
 }
 
-/**
- * Runs another agent as a child run (a child workflow) and waits for it. Its usage counts in this
- * run's usage. A failed run comes back as `{ error }`; a cancelled one cancels this.
- */
-export type AgentRunner = (options: AgentRunOptions) => Promise<AgentRunOutcome>;
-
-/**
- * Runs a turn of a server-managed agent's session and waits for it (or, detached, for its
- * pending snapshot, recorded as a background task). Its usage counts in this run's. A failed
- * turn comes back as `{ error }`.
- */
-export type SessionTurnRunner = (options: SessionTurnOptions & { name?: string }) => Promise<{ output: InvokeOutput } | { error: KeelError }>;
-
-/** Sub-agent runs (the Agents middleware's delegations). */
-export const subAgentRuns = defineCapability<AgentRunner>('sub-agent runs');
-/** Turns of server-managed sub-agents' sessions (the Agents middleware's delegations to them). */
-export const sessionTurns = defineCapability<SessionTurnRunner>('session turns');
-/** The run's background tasks (the Agents middleware with `async`). */
-export const backgroundTasks = defineCapability<TaskControl>('background tasks');
-/** The budget ledger of the run's tree (Budget). */
-export const treeLedger = defineCapability<TreeLedger>('tree ledger');
-/** The run's artifacts (Artifacts, and the Agents middleware merging a sub-agent's). */
+/** The run's artifacts (Artifacts, and the Agents middleware merging a sub-agent's): the one capability every run has of its own. */
 export const runArtifacts = defineCapability<ArtifactStore>('artifacts');

@@ -11,10 +11,7 @@ import type { z } from 'zod';
 import type { HoldKind } from '../core/holds';
 import type { Message, ModelRequest, ModelResponse, ToolDefinition, ToolRequest } from '../core/messages';
 import type { Usage } from '../core/usage';
-import type { Artifact } from '../core/artifacts';
-import type { KeelError } from '../core/errors';
-import type { AgentSpec, MiddlewareRef, RunResult } from '../core/run';
-import type { TaskRecord, TaskReport } from '../core/tasks';
+import type { AgentSpec, MiddlewareRef } from '../core/run';
 import type { ActivityCall } from './activity-door';
 import type { CapabilityCall } from './run-capability';
 
@@ -130,96 +127,6 @@ export interface ContributedTool {
   run: (input: unknown, context: ContributedToolContext) => Promise<unknown>;
 }
 
-/** The run's artifacts, shared by its middleware; they end up in the run's result. */
-export interface ArtifactStore {
-  /** Every artifact, in the order they were first added. */
-  list(): readonly Artifact[];
-  get(name: string): Artifact | undefined;
-  /** Adds an artifact, replacing any of the same name. */
-  put(artifact: Artifact): void;
-}
-
-/** A run of another agent that a middleware starts (a sub-agent). */
-export interface AgentRunOptions {
-  /** The agent, by registered name. */
-  agent: string;
-  /** Its conversation: usually one user message with the task. */
-  messages: Message[];
-  /** Artifacts it starts with. */
-  artifacts?: Artifact[];
-}
-
-/** How a sub-agent run ended: its result, or the error it failed with. */
-export type AgentRunOutcome = { runId: string; result: RunResult } | { runId: string; error: KeelError };
-
-/** A run's background tasks: sub-agent runs it starts without waiting, and asks about later. */
-export interface TaskControl {
-  /** Starts a sub-agent run in the background (it outlives this run if it must); returns its record. */
-  start: (options: AgentRunOptions & { name?: string }) => Promise<TaskRecord>;
-  /** The tasks this run started. */
-  records: () => readonly TaskRecord[];
-  /** Where each task run stands now (`aborting` once this run asked it to stop). */
-  inspect: (runIds: readonly string[]) => Promise<TaskReport[]>;
-  /** Waits until the tasks settle, or the first does, or `timeoutMs` passes (undefined: no limit). */
-  wait: (runIds: readonly string[], options: { timeoutMs?: number; first: boolean }) => Promise<{ reports: TaskReport[]; timedOut: boolean }>;
-  /** Asks a task run to stop; it settles as `aborted`. */
-  abort: (runId: string) => Promise<void>;
-  /**
-   * Proofs that this run handed out these task ids (by id), for the tool response that carries
-   * them; empty for a run from before proofs.
-   */
-  prove: (taskIds: readonly string[]) => Promise<Record<string, string>>;
-  /**
-   * The task ids a conversation may reach, of those it claims: the ones this run's chain started,
-   * and the ones whose proof verifies (a client-managed conversation carried from an earlier run).
-   * A run from before proofs trusts every claim, as it did then.
-   */
-  reachable: (claims: ReadonlyArray<{ taskId: string; proof?: string }>) => Promise<Set<string>>;
-  /**
-   * Follows tasks an earlier run of the conversation started (ids the conversation claims, with
-   * their proofs): the ones that may be reached and still run report their holds to this run from
-   * now on, so they show in its status and are decided here. A run from before this does nothing.
-   */
-  follow: (claims: ReadonlyArray<{ taskId: string; agent: string; runId: string; proof?: string }>) => Promise<void>;
-}
-
-/** One turn of a server-managed sub-agent's session. */
-export interface SessionTurnOptions {
-  agent: string;
-  messages: Message[];
-  /** The session; by default a new one for this turn (`<runId>/<agent>-<n>`). */
-  sessionId?: string;
-  /** Start from the snapshot of this earlier turn's run (a task id's run). */
-  fromRunId?: string;
-  /** Answer at once with a pending snapshot; the turn runs on as a background task. */
-  detach?: boolean;
-}
-
-/**
- * The budget ledger of the run's tree (Budget uses it): a run with a Budget keeps one, counting
- * its own model calls and those the runs below it tell it of; a run below asks it before each
- * model call. Runs in the workflow.
- */
-export interface TreeLedger {
-  /** False only in the middleware harness without a ledger: a Budget then counts only its own run. */
-  readonly enabled: boolean;
-  /** This run's id: the ledger the runs it starts count against. */
-  readonly runId: string;
-  /** What this run's ledger has counted: its own model calls and those the runs below it told it of. */
-  usage(): Usage;
-  /** True once a run below this one told its ledger of a model call. */
-  toldFromBelow(): boolean;
-  /** Keeps a ledger for the Budget at `stage`: the runs below ask it what `spent()` returns. */
-  serve(stage: number, spent: () => Record<string, number>): void;
-  /** Tells ledger `ledgerRunId` of every model call of this run from now on (right after each). */
-  join(ledgerRunId: string): void;
-  /**
-   * What Budget `stage` of ledger `ledgerRunId` has spent (this run's calls told first), and what
-   * this run could not tell it (it had ended); undefined when it cannot answer (it is gone).
-   */
-  ask(ledgerRunId: string, stage: number): Promise<{ spent: Record<string, number>; untold: Usage } | undefined>;
-}
-
 /**
  * What a middleware may use while it works (`Carried`: what its `carried` is, parsed by its
  * `carrySchema`; `Decision`: what its holds' decisions come to, parsed by their kinds).
@@ -237,8 +144,8 @@ export interface MiddlewareContext<Carried = unknown, Decision = unknown> {
    */
   activity: ActivityCall;
   /**
-   * Gets a capability the loop provides the run, by its key (`capability(backgroundTasks)`,
-   * src/middleware/run-capability.ts), typed by the key: sub-agent runs, session turns,
+   * Gets a capability the loop provides the run, by its key (`capability(backgroundTasks)`;
+   * keel-agents/middleware exports the keys), typed by the key: sub-agent runs, session turns,
    * background tasks, the tree's budget ledger, the artifact store. Built the first time a
    * middleware of the run asks for it, then the same for the run.
    */

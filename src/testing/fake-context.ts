@@ -6,25 +6,16 @@
  * budget ledger) what the test passes, or a capability that fails saying which option provides
  * it. Node side, but imports nothing of Temporal: it runs in plain vitest, without a server.
  */
-import { artifactStore, type Artifact } from '../core/artifacts';
+import { artifactStore, type Artifact, type ArtifactStore } from '../core/artifacts';
 import { KeelError } from '../core/errors';
 import { type ModelRequest, type ModelResponse } from '../core/messages';
 import { addUsage, checkedUsage, type Usage } from '../core/usage';
 import { throughDoor } from '../middleware/activity-door';
 import { scriptedModel, type Script } from '../models/scripted';
-import type { ArtifactStore, MiddlewareContext, TaskControl, TreeLedger } from '../middleware/types';
-import {
-  backgroundTasks,
-  provide,
-  runArtifacts,
-  runCapabilities,
-  sessionTurns,
-  subAgentRuns,
-  treeLedger,
-  type AgentRunner,
-  type CapabilityCall,
-  type SessionTurnRunner,
-} from '../middleware/run-capability';
+import type { MiddlewareContext } from '../middleware/types';
+import { provide, runArtifacts, runCapabilities, type CapabilityCall } from '../middleware/run-capability';
+import { backgroundTasks, sessionTurns, subAgentRuns, type AgentRunner, type SessionTurnRunner, type TaskControl } from '../features/agents/capabilities';
+import { treeLedger, type TreeLedger } from '../features/budget/ledger-door';
 
 /** What the fake capabilities are made of; every field is optional. */
 export interface FakeCapabilityOptions {

@@ -33,8 +33,8 @@ import { isMiddlewareFactory, middlewareRef, type MiddlewareFactory } from '../m
 import { holdKindOf, holdKinds } from '../middleware/hold-kinds';
 import { registeredMiddleware } from '../middleware/catalog';
 import { instantiateMiddleware, type SharedMiddlewareContext } from '../middleware/stages';
+import type { ArtifactStore } from '../core/artifacts';
 import type {
-  ArtifactStore,
   ContributedToolContext,
   GenerateOutcome,
   GenerateParams,

@@ -10,10 +10,12 @@ import type { AgentSpec, RunInput } from '../core/run';
 import { instantiateMiddleware, type MiddlewareStage } from '../middleware/stages';
 import { resumedHoldsByStage } from './resume';
 import { featureActivityCaller } from './feature-activity';
-import { agentRunner, sessionInvoker } from './run-agent';
-import { taskControl } from './tasks';
-import type { ContributedTool, TreeLedger } from '../middleware/types';
-import { backgroundTasks, provide, runArtifacts, runCapabilities, sessionTurns, subAgentRuns, treeLedger } from '../middleware/run-capability';
+import { agentRunner, sessionInvoker } from '../features/agents/run-agent';
+import { taskControl } from '../features/agents/task-control';
+import { backgroundTasks, sessionTurns, subAgentRuns } from '../features/agents/capabilities';
+import { treeLedger, type TreeLedger } from '../features/budget/ledger-door';
+import type { ContributedTool } from '../middleware/types';
+import { provide, runArtifacts, runCapabilities } from '../middleware/run-capability';
 import type { ToolInterrupt } from '../core/interrupts';
 import type { RunState } from './run-state';
 

@@ -11,7 +11,7 @@ import { Registry } from '../../src/registry';
 import { fallback } from '../../src/middleware/fallback';
 import { retry } from '../../src/middleware/retry';
 import { softToolErrors } from '../../src/middleware/soft-tool-errors';
-import { agents } from '../../src/middleware/agents';
+import { agents } from '../../src/features/agents/agents';
 import { artifacts } from '../../src/features/artifacts/artifacts';
 import { budget } from '../../src/features/budget/budget';
 import { toolApproval } from '../../src/middleware/tool-approval';

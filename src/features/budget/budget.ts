@@ -19,8 +19,8 @@ import { defineHold } from '../../core/holds';
 import { budgetStopped } from '../../core/workflow-metrics';
 import { defineMiddleware } from '../../middleware/define-middleware';
 import { replaceFinalMessage } from '../../middleware/outcome';
-import type { MiddlewareContext, TreeLedger } from '../../middleware/types';
-import { treeLedger } from '../../middleware/run-capability';
+import type { MiddlewareContext } from '../../middleware/types';
+import { treeLedger, type TreeLedger } from './ledger-door';
 
 /** Metadata key of the spent record on a run's final message (the reference's, for portability). */
 export const BUDGET_METADATA_KEY = 'genkit-middleware-exp/budget';

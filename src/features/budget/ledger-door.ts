@@ -1,10 +1,42 @@
 /**
- * The door of Budget's one activity, `readTreeBudget`: asks the run that keeps the tree's
- * ledger what each of its budgets has spent, for a run below it about to call its model.
- * Pure: the declaration the workflow holds (the Node half is activities/tree-budget.ts).
+ * Budget's two doors to its tree's ledger: the capability a Budget gets its run's ledger by
+ * (`context.capability(treeLedger)`, built by the loop from tree-ledger.ts), and Budget's one
+ * activity, `readTreeBudget`, which asks the run that keeps the tree's ledger what each of its
+ * budgets has spent, for a run below it about to call its model. Pure: the declarations the
+ * workflow holds (the activity's Node half is activities/tree-budget.ts).
  */
 import { z } from 'zod';
+import type { Usage } from '../../core/usage';
 import { defineActivity } from '../../middleware/activity-door';
+import { defineCapability } from '../../middleware/run-capability';
+
+/**
+ * The budget ledger of the run's tree (Budget uses it): a run with a Budget keeps one, counting
+ * its own model calls and those the runs below it tell it of; a run below asks it before each
+ * model call. Runs in the workflow.
+ */
+export interface TreeLedger {
+  /** False only in the middleware harness without a ledger: a Budget then counts only its own run. */
+  readonly enabled: boolean;
+  /** This run's id: the ledger the runs it starts count against. */
+  readonly runId: string;
+  /** What this run's ledger has counted: its own model calls and those the runs below it told it of. */
+  usage(): Usage;
+  /** True once a run below this one told its ledger of a model call. */
+  toldFromBelow(): boolean;
+  /** Keeps a ledger for the Budget at `stage`: the runs below ask it what `spent()` returns. */
+  serve(stage: number, spent: () => Record<string, number>): void;
+  /** Tells ledger `ledgerRunId` of every model call of this run from now on (right after each). */
+  join(ledgerRunId: string): void;
+  /**
+   * What Budget `stage` of ledger `ledgerRunId` has spent (this run's calls told first), and what
+   * this run could not tell it (it had ended); undefined when it cannot answer (it is gone).
+   */
+  ask(ledgerRunId: string, stage: number): Promise<{ spent: Record<string, number>; untold: Usage } | undefined>;
+}
+
+/** The budget ledger of the run's tree (Budget). */
+export const treeLedger = defineCapability<TreeLedger>('tree ledger');
 
 /** What `readTreeBudget` returns: the ledger's answer (spent by each ledger-keeping Budget stage), or `gone` when the run no longer exists. */
 export const ReadTreeBudgetResultSchema = z.object({

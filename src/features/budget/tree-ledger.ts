@@ -9,14 +9,13 @@ import { getExternalWorkflowHandle, setHandler } from '@temporalio/workflow';
 import { z } from 'zod';
 import { addUsage, checkedUsage, type Usage } from '../../core/usage';
 import { toKeelError } from '../../core/errors';
-import type { TreeLedger } from '../../middleware/types';
 import { treeBudgetQuery, treeUsageSignal } from '../../core/protocol';
 import type { RunState } from '../../workflows/run-state';
 import { recordRefusedSignal } from '../../workflows/run-status';
 import { featureActivityCaller } from '../../workflows/feature-activity';
 import { describeZodError } from '../../core/schema-errors';
 import { cutText } from '../../core/messages';
-import { readTreeBudgetDoor, type ReadTreeBudgetResult } from './ledger-door';
+import { readTreeBudgetDoor, type ReadTreeBudgetResult, type TreeLedger } from './ledger-door';
 
 /** A usage report from a run below: who sent it, and usage as any report must be (`checkedUsage`). */
 const ReportSchema = z.object({ from: z.string().min(1), usage: z.unknown() });

@@ -6,13 +6,13 @@
  */
 import { Context } from '@temporalio/activity';
 import { ServiceError, WithStartWorkflowOperation, isGrpcServiceError, type Client } from '@temporalio/client';
-import { sessionWorkflowId, type InvokeOutput, type InvokeSessionInput } from '../core/session';
-import { KeelError } from '../core/errors';
-import { runErrorOf } from '../node/run-errors';
-import { SESSION_WORKFLOW, invokeUpdate } from '../core/protocol';
-import { retryingUpdate } from '../node/update-retry';
-import { withHeartbeat } from './heartbeat';
-import { InfrastructureError } from './infrastructure-error';
+import { sessionWorkflowId, type InvokeOutput, type InvokeSessionInput } from '../../../core/session';
+import { KeelError } from '../../../core/errors';
+import { runErrorOf } from '../../../node/run-errors';
+import { SESSION_WORKFLOW, invokeUpdate } from '../../../core/protocol';
+import { retryingUpdate } from '../../../node/update-retry';
+import { withHeartbeat } from '../../../activities/heartbeat';
+import { InfrastructureError } from '../../../activities/infrastructure-error';
 
 /** The `invokeSession` activity. */
 export async function invokeSession(client: Client, { agent, sessionId, invoke, updateId }: InvokeSessionInput): Promise<InvokeOutput> {

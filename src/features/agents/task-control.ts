@@ -3,19 +3,19 @@
  * runs started with parent-close policy ABANDON, so they go on when this run finishes, recorded
  * in `run.tasks` and asked about through activities (a task may have been started by an earlier
  * run of the conversation). The shapes are in core/tasks.ts; the Agents middleware's tools on
- * top of this are in middleware/background-tasks.ts. Runs in the workflow: no I/O.
+ * top of this are in background-tasks.ts. Runs in the workflow: no I/O.
  */
-import { childSummary } from './child-summary';
+import { childSummary } from '../../workflows/child-summary';
 import { getExternalWorkflowHandle, ParentClosePolicy, proxyActivities, startChild } from '@temporalio/workflow';
-import { inheritedVersioning } from './versioning';
-import { addUsage } from '../core/usage';
-import { isSettled, taskRecord, type TaskReport } from '../core/tasks';
-import type { KeelActivities } from '../activities/types';
-import type { TaskControl } from '../middleware/types';
-import { GENERATE_WORKFLOW, reportHoldsToSignal } from '../core/protocol';
-import type { RunState } from './run-state';
-import { expectReports } from './reporters';
-import { sign, verify } from './proofs';
+import { inheritedVersioning } from '../../workflows/versioning';
+import { addUsage } from '../../core/usage';
+import { isSettled, taskRecord, type TaskReport } from '../../core/tasks';
+import type { KeelActivities } from '../../activities/types';
+import type { TaskControl } from './capabilities';
+import { GENERATE_WORKFLOW, reportHoldsToSignal } from '../../core/protocol';
+import type { RunState } from '../../workflows/run-state';
+import { expectReports } from '../../workflows/reporters';
+import { sign, verify } from '../../workflows/proofs';
 import { childRun, type SubAgentRunnerOptions } from './run-agent';
 
 const { inspectTasks } = proxyActivities<KeelActivities>({

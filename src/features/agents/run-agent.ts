@@ -2,7 +2,7 @@
  * Sub-agent runs: a middleware (Agents) runs another agent as a child generate workflow,
  * whose id extends the parent's (`<runId>/<agent>-<n>`), so the tree of runs is visible in
  * Temporal. The child gets the middleware the parent's hand down (`forChildRuns`), and its
- * usage counts in the parent's. A background one is a task (tasks.ts). Runs in the workflow:
+ * usage counts in the parent's. A background one is a task (task-control.ts). Runs in the workflow:
  * no I/O.
  */
 import {
@@ -14,19 +14,19 @@ import {
   isCancellation,
   proxyActivities,
 } from '@temporalio/workflow';
-import { inheritedVersioning } from './versioning';
-import { KeelError, fromApplicationFailure, toKeelError } from '../core/errors';
-import { addUsage, type Usage } from '../core/usage';
-import type { MiddlewareRef, RunInputOptions, RunResult } from '../core/run';
-import { taskRecord } from '../core/tasks';
-import type { KeelActivities } from '../activities/types';
-import type { AgentRunOptions, AgentRunOutcome, SessionTurnOptions } from '../middleware/types';
-import { sessionWorkflowId, type InvokeOutput } from '../core/session';
-import { asKeelError } from './activity-errors';
-import { childSummary } from './child-summary';
-import { GENERATE_WORKFLOW, abortTurnSignal } from '../core/protocol';
-import type { RunState } from './run-state';
-import { expectReports } from './reporters';
+import { inheritedVersioning } from '../../workflows/versioning';
+import { KeelError, fromApplicationFailure, toKeelError } from '../../core/errors';
+import { addUsage, type Usage } from '../../core/usage';
+import type { MiddlewareRef, RunInputOptions, RunResult } from '../../core/run';
+import { taskRecord } from '../../core/tasks';
+import type { KeelActivities } from '../../activities/types';
+import type { AgentRunOptions, AgentRunOutcome, SessionTurnOptions } from './capabilities';
+import { sessionWorkflowId, type InvokeOutput } from '../../core/session';
+import { asKeelError } from '../../workflows/activity-errors';
+import { childSummary } from '../../workflows/child-summary';
+import { GENERATE_WORKFLOW, abortTurnSignal } from '../../core/protocol';
+import type { RunState } from '../../workflows/run-state';
+import { expectReports } from '../../workflows/reporters';
 
 /** The KeelError a failed child run ended with (its status kept), and the usage it reported. */
 function childFailure(error: unknown, agent: string): { error: KeelError; usage?: Usage } {

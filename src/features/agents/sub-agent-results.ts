@@ -4,11 +4,11 @@
  * namespace of the sub-agent run's own. Shared by delegations that wait (agents.ts) and
  * background tasks collected later (background-tasks.ts). Runs in the workflow: no I/O.
  */
-import { artifactText, type Artifact } from '../core/artifacts';
-import type { RunResult } from '../core/run';
-import { hasAnswer } from '../core/tasks';
-import type { MiddlewareContext } from './types';
-import { runArtifacts } from './run-capability';
+import { artifactText, type Artifact } from '../../core/artifacts';
+import type { RunResult } from '../../core/run';
+import { hasAnswer } from '../../core/tasks';
+import type { MiddlewareContext } from '../../middleware/types';
+import { runArtifacts } from '../../middleware/run-capability';
 
 /** Where a sub-agent's artifacts go, and how the model is told of them: `inline` with their content, `session` by name. */
 export interface ArtifactMerge {

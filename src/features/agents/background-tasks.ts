@@ -9,12 +9,12 @@
  * are in core/tasks.ts.
  */
 import { z } from 'zod';
-import type { Message } from '../core/messages';
-import { PROOF_METADATA } from '../core/proofs';
-import { hasAnswer, isSettled, parseTaskId, type TaskReport, type TaskStatus } from '../core/tasks';
+import type { Message } from '../../core/messages';
+import { PROOF_METADATA } from '../../core/proofs';
+import { hasAnswer, isSettled, parseTaskId, type TaskReport, type TaskStatus } from '../../core/tasks';
 import { subAgentAnswer, type ArtifactMerge, type MergedArtifact } from './sub-agent-results';
-import type { ContributedTool, MiddlewareContext } from './types';
-import { backgroundTasks } from './run-capability';
+import type { ContributedTool, MiddlewareContext } from '../../middleware/types';
+import { backgroundTasks } from './capabilities';
 
 /** Base names of the background-task tools. */
 export const BACKGROUND_TOOLS = { check: 'check_background_tasks', wait: 'wait_for_background_tasks', abort: 'abort_background_tasks' } as const;

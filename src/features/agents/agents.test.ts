@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { KeelError } from '../core/errors';
-import type { Message } from '../core/messages';
+import { KeelError } from '../../core/errors';
+import type { Message } from '../../core/messages';
 import { agents, delegationToolName, forwardedHistory, sharedToolName } from './agents';
-import { parseTaskId } from '../core/tasks';
-import { injectSystemText } from './system-text';
+import { parseTaskId } from '../../core/tasks';
+import { injectSystemText } from '../../middleware/system-text';
 
 const configError = (config: unknown) => {
   try {

@@ -7,9 +7,9 @@
  */
 import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
-import { isSettled, type AwaitTasksInput, type AwaitTasksResult, type InspectTasksInput, type TaskReport } from '../core/tasks';
-import { inspectTask } from '../node/inspect-task';
-import { InfrastructureError } from './infrastructure-error';
+import { isSettled, type AwaitTasksInput, type AwaitTasksResult, type InspectTasksInput, type TaskReport } from '../../../core/tasks';
+import { inspectTask } from '../../../node/inspect-task';
+import { InfrastructureError } from '../../../activities/infrastructure-error';
 
 /** How often a wait looks at its tasks again. */
 const POLL_MS = 500;

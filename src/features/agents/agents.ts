@@ -4,16 +4,17 @@
  * child run (a child workflow) and returns its answer, with its artifacts merged into this
  * run's under a namespace. A `<sub-agents>` block in the system prompt lists the tools.
  * Background tasks (`async: true`) and their tools are in background-tasks.ts, what a finished
- * sub-agent run answers in sub-agent-results.ts. Runs in the workflow: the tools are
- * workflow-local, the sub-agent's work is its own run.
+ * sub-agent run answers in sub-agent-results.ts, the capabilities it asks its run for in
+ * capabilities.ts (built by run-agent.ts and task-control.ts; its activities are in activities/).
+ * Runs in the workflow: the tools are workflow-local, the sub-agent's work is its own run.
  */
 import { log } from '@temporalio/workflow';
 import { z } from 'zod';
-import type { Message } from '../core/messages';
-import { PROOF_METADATA } from '../core/proofs';
-import { sessionOfTurn } from '../core/session';
-import { hasAnswer, parseTaskId, taskIdOf, type TaskReport } from '../core/tasks';
-import { toolAnswer, type ToolAnswer } from '../core/tool-answer';
+import type { Message } from '../../core/messages';
+import { PROOF_METADATA } from '../../core/proofs';
+import { sessionOfTurn } from '../../core/session';
+import { hasAnswer, parseTaskId, taskIdOf, type TaskReport } from '../../core/tasks';
+import { toolAnswer, type ToolAnswer } from '../../core/tool-answer';
 import {
   BACKGROUND_TOOLS,
   backgroundTools,
@@ -23,11 +24,11 @@ import {
   type BackgroundToolNames,
   type TaskScope,
 } from './background-tasks';
-import { defineMiddleware } from './define-middleware';
+import { defineMiddleware } from '../../middleware/define-middleware';
 import { foldResult, mergeArtifacts, namespaceOf, subAgentAnswer, type ArtifactMerge, type MergedArtifact } from './sub-agent-results';
-import { injectSystemText } from './system-text';
-import type { ContributedTool, MiddlewareContext, ToolCallParams } from './types';
-import { backgroundTasks, sessionTurns, subAgentRuns } from './run-capability';
+import { injectSystemText } from '../../middleware/system-text';
+import type { ContributedTool, MiddlewareContext, ToolCallParams } from '../../middleware/types';
+import { backgroundTasks, sessionTurns, subAgentRuns } from './capabilities';
 
 /** Metadata key tagging the `<sub-agents>` block of the system prompt (the reference's). */
 export const AGENTS_INSTRUCTIONS_MARKER = 'agents-instructions';

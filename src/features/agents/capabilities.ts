@@ -1,0 +1,89 @@
+/**
+ * What the Agents built-in asks its run for: the typed keys of the capabilities the loop provides
+ * it (`context.capability(subAgentRuns)`), and their shapes. The loop builds each
+ * (src/workflows/run-setup.ts, from run-agent.ts and task-control.ts); the middleware harness
+ * takes fakes of them. Pure: runs in the workflow.
+ */
+import type { Artifact } from '../../core/artifacts';
+import type { KeelError } from '../../core/errors';
+import type { Message } from '../../core/messages';
+import type { RunResult } from '../../core/run';
+import type { InvokeOutput } from '../../core/session';
+import type { TaskRecord, TaskReport } from '../../core/tasks';
+import { defineCapability } from '../../middleware/run-capability';
+
+/** A run of another agent that a middleware starts (a sub-agent). */
+export interface AgentRunOptions {
+  /** The agent, by registered name. */
+  agent: string;
+  /** Its conversation: usually one user message with the task. */
+  messages: Message[];
+  /** Artifacts it starts with. */
+  artifacts?: Artifact[];
+}
+
+/** How a sub-agent run ended: its result, or the error it failed with. */
+export type AgentRunOutcome = { runId: string; result: RunResult } | { runId: string; error: KeelError };
+
+/** A run's background tasks: sub-agent runs it starts without waiting, and asks about later. */
+export interface TaskControl {
+  /** Starts a sub-agent run in the background (it outlives this run if it must); returns its record. */
+  start: (options: AgentRunOptions & { name?: string }) => Promise<TaskRecord>;
+  /** The tasks this run started. */
+  records: () => readonly TaskRecord[];
+  /** Where each task run stands now (`aborting` once this run asked it to stop). */
+  inspect: (runIds: readonly string[]) => Promise<TaskReport[]>;
+  /** Waits until the tasks settle, or the first does, or `timeoutMs` passes (undefined: no limit). */
+  wait: (runIds: readonly string[], options: { timeoutMs?: number; first: boolean }) => Promise<{ reports: TaskReport[]; timedOut: boolean }>;
+  /** Asks a task run to stop; it settles as `aborted`. */
+  abort: (runId: string) => Promise<void>;
+  /**
+   * Proofs that this run handed out these task ids (by id), for the tool response that carries
+   * them; empty for a run from before proofs.
+   */
+  prove: (taskIds: readonly string[]) => Promise<Record<string, string>>;
+  /**
+   * The task ids a conversation may reach, of those it claims: the ones this run's chain started,
+   * and the ones whose proof verifies (a client-managed conversation carried from an earlier run).
+   * A run from before proofs trusts every claim, as it did then.
+   */
+  reachable: (claims: ReadonlyArray<{ taskId: string; proof?: string }>) => Promise<Set<string>>;
+  /**
+   * Follows tasks an earlier run of the conversation started (ids the conversation claims, with
+   * their proofs): the ones that may be reached and still run report their holds to this run from
+   * now on, so they show in its status and are decided here. A run from before this does nothing.
+   */
+  follow: (claims: ReadonlyArray<{ taskId: string; agent: string; runId: string; proof?: string }>) => Promise<void>;
+}
+
+/** One turn of a server-managed sub-agent's session. */
+export interface SessionTurnOptions {
+  agent: string;
+  messages: Message[];
+  /** The session; by default a new one for this turn (`<runId>/<agent>-<n>`). */
+  sessionId?: string;
+  /** Start from the snapshot of this earlier turn's run (a task id's run). */
+  fromRunId?: string;
+  /** Answer at once with a pending snapshot; the turn runs on as a background task. */
+  detach?: boolean;
+}
+
+/**
+ * Runs another agent as a child run (a child workflow) and waits for it. Its usage counts in this
+ * run's usage. A failed run comes back as `{ error }`; a cancelled one cancels this.
+ */
+export type AgentRunner = (options: AgentRunOptions) => Promise<AgentRunOutcome>;
+
+/**
+ * Runs a turn of a server-managed agent's session and waits for it (or, detached, for its
+ * pending snapshot, recorded as a background task). Its usage counts in this run's. A failed
+ * turn comes back as `{ error }`.
+ */
+export type SessionTurnRunner = (options: SessionTurnOptions & { name?: string }) => Promise<{ output: InvokeOutput } | { error: KeelError }>;
+
+/** Sub-agent runs (the Agents middleware's delegations). */
+export const subAgentRuns = defineCapability<AgentRunner>('sub-agent runs');
+/** Turns of server-managed sub-agents' sessions (the Agents middleware's delegations to them). */
+export const sessionTurns = defineCapability<SessionTurnRunner>('session turns');
+/** The run's background tasks (the Agents middleware with `async`). */
+export const backgroundTasks = defineCapability<TaskControl>('background tasks');
