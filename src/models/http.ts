@@ -136,6 +136,15 @@ export async function readJson<Schema extends z.ZodType>(provider: string, model
   return parsed.data;
 }
 
+/** `text` parsed as JSON; else an INTERNAL KeelError: `<provider> model "<model>" <refusal>`. */
+export function parseModelJson(text: string, { provider, model, refusal }: { provider: string; model: string; refusal: string }): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new KeelError('INTERNAL', `${provider} model "${model}" ${refusal}`, { modelName: model });
+  }
+}
+
 /** Whether a response is a stream of server-sent events. */
 export function isEventStream(response: Response): boolean {
   return (response.headers.get('content-type') ?? '').includes('text/event-stream');
