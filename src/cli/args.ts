@@ -3,7 +3,7 @@
  * arguments and its options (a bad option is a UsageError naming it). Node side.
  */
 import { parseArgs } from 'node:util';
-import { UsageError, numberOption, NUMBER_OPTIONS, type CliOptions } from './common';
+import { OPTIONS, UsageError, numberOption, NUMBER_OPTIONS, type CliOptions } from './common';
 
 export const USAGE = `usage: keel <command> [options]
 
@@ -100,32 +100,7 @@ export function parse(argv: string[]): { command: string | undefined; positional
     parsed = parseArgs({
       args: negativeNumbersJoined(argv),
       allowPositionals: true,
-      options: {
-        config: { type: 'string' },
-        json: { type: 'boolean', default: false },
-        detach: { type: 'boolean', default: false },
-        session: { type: 'string' },
-        'output-schema': { type: 'string' },
-        reason: { type: 'string' },
-        id: { type: 'string' },
-        'id-prefix': { type: 'string' },
-        queue: { type: 'boolean', default: false },
-        interrupt: { type: 'boolean', default: false },
-        as: { type: 'string' },
-        agent: { type: 'string' },
-        status: { type: 'string' },
-        limit: { type: 'string' },
-        host: { type: 'string' },
-        port: { type: 'string' },
-        out: { type: 'string' },
-        'dry-run': { type: 'boolean', default: false },
-        'per-agent': { type: 'string' },
-        'min-age': { type: 'string' },
-        retention: { type: 'string' },
-        version: { type: 'boolean', short: 'v', default: false },
-        'allow-empty': { type: 'boolean', default: false },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
+      options: OPTIONS,
     });
   } catch (error) {
     throw new UsageError((error as Error).message);

@@ -8,7 +8,7 @@ import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
 import type { RunStatus } from '../core/run';
 import type { KeelClient, RunHandle } from '../client/keel-client';
-import { later } from './common';
+import { later, refuse, type CliOptions } from './common';
 
 /** Warns on stderr when no worker polls the task queue: a run there waits until one starts. */
 export async function warnWithoutWorkers(client: KeelClient, config: KeelConfig, command: string): Promise<boolean> {
@@ -55,6 +55,22 @@ export async function withClient<T>(config: KeelConfig, work: (client: KeelClien
   } finally {
     await client.close();
   }
+}
+
+/** `withClient`, and what `work` throws is refused as `command`'s failure (exit 1; with --json, on stdout too). */
+export function withClientRefusing(
+  config: KeelConfig,
+  options: Pick<CliOptions, 'json'>,
+  command: string,
+  work: (client: KeelClient) => Promise<number>,
+): Promise<number> {
+  return withClient(config, async (client) => {
+    try {
+      return await work(client);
+    } catch (error) {
+      return refuse(options, command, runErrorOf(error));
+    }
+  });
 }
 
 /** Reads the status query, bounded in time; undefined when no worker answers. */

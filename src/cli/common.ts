@@ -2,6 +2,7 @@
  * What every command of the `keel` command line shares: its options, its exit codes, how it
  * prints a result or a refusal, and how it loads a module only when a command needs it. Node side.
  */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { KeelError } from '../core/errors';
 import { requireModule } from '../node/require-ts';
 
@@ -11,31 +12,36 @@ export class UsageError extends Error {}
 /** Exit codes. */
 export const EXIT = { ok: 0, failed: 1, usage: 2, interrupted: 130 } as const;
 
-/** The options of every command, as parsed (args.ts). */
-export interface CliOptions {
-  config?: string;
-  json: boolean;
-  detach: boolean;
-  session?: string;
-  'output-schema'?: string;
-  reason?: string;
-  id?: string;
-  'id-prefix'?: string;
-  queue: boolean;
-  interrupt: boolean;
-  'allow-empty': boolean;
-  as?: string;
-  agent?: string;
-  status?: string;
-  limit?: string;
-  host?: string;
-  port?: string;
-  out?: string;
-  'dry-run': boolean;
-  'min-age'?: string;
-  'per-agent'?: string;
-  retention?: string;
-}
+/** The options of every command, as `parseArgs` reads them (args.ts). */
+export const OPTIONS = {
+  config: { type: 'string' },
+  json: { type: 'boolean', default: false },
+  detach: { type: 'boolean', default: false },
+  session: { type: 'string' },
+  'output-schema': { type: 'string' },
+  reason: { type: 'string' },
+  id: { type: 'string' },
+  'id-prefix': { type: 'string' },
+  queue: { type: 'boolean', default: false },
+  interrupt: { type: 'boolean', default: false },
+  as: { type: 'string' },
+  agent: { type: 'string' },
+  status: { type: 'string' },
+  limit: { type: 'string' },
+  host: { type: 'string' },
+  port: { type: 'string' },
+  out: { type: 'string' },
+  'dry-run': { type: 'boolean', default: false },
+  'per-agent': { type: 'string' },
+  'min-age': { type: 'string' },
+  retention: { type: 'string' },
+  version: { type: 'boolean', short: 'v', default: false },
+  'allow-empty': { type: 'boolean', default: false },
+  help: { type: 'boolean', short: 'h', default: false },
+} as const satisfies ParseArgsConfig['options'];
+
+/** The options of every command, as parsed (but --help and --version, which args.ts takes). */
+export type CliOptions = Omit<ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'], 'help' | 'version'>;
 
 /** The options that take a whole number, and what each takes: read by `numberOption` alone. */
 export const NUMBER_OPTIONS = {

@@ -7,32 +7,28 @@ import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
 import type { Decision } from '../core/holds';
 import { EXIT, UsageError, print, refuse, reportFailure, type CliOptions } from './common';
-import { runErrorOf, withClient } from './client';
+import { runErrorOf, withClient, withClientRefusing } from './client';
 
 export async function commandAbort(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
   const [target] = positionals;
   if (!target) throw new UsageError('keel abort needs a run id or a task id');
-  return withClient(config, async (client) => {
-    try {
-      // A task id is <agent>:<runId>; a run id may hold a colon too, so a run of that exact id wins.
-      const isRun = await client
-        .getHandle(target)
-        .describe()
-        .then(
-          () => true,
-          () => false,
-        );
-      if (!isRun && target.indexOf(':') > 0) {
-        await client.abortTask(target);
-        print(options.json, { taskId: target, status: 'aborting' }, `abort requested for task ${target}`);
-        return EXIT.ok;
-      }
-      await client.getHandle(target).cancel();
-      print(options.json, { runId: target, status: 'cancelling' }, `cancellation requested for ${target}`);
+  return withClientRefusing(config, options, 'abort', async (client) => {
+    // A task id is <agent>:<runId>; a run id may hold a colon too, so a run of that exact id wins.
+    const isRun = await client
+      .getHandle(target)
+      .describe()
+      .then(
+        () => true,
+        () => false,
+      );
+    if (!isRun && target.indexOf(':') > 0) {
+      await client.abortTask(target);
+      print(options.json, { taskId: target, status: 'aborting' }, `abort requested for task ${target}`);
       return EXIT.ok;
-    } catch (error) {
-      return refuse(options, 'abort', runErrorOf(error));
     }
+    await client.getHandle(target).cancel();
+    print(options.json, { runId: target, status: 'cancelling' }, `cancellation requested for ${target}`);
+    return EXIT.ok;
   });
 }
 
@@ -77,42 +73,36 @@ export async function commandDecide(config: KeelConfig, command: 'approve' | 'de
   const runId = positionals[0]!;
   const { interruptId } = decision;
   const word = 'approved' in decision ? (decision.approved ? 'approved' : 'denied') : 'decided';
-  return withClient(config, async (client) => {
-    try {
-      const handle = client.getHandle(runId);
-      const description = await handle.describe().catch((error: unknown) => {
-        throw runErrorOf(error);
-      });
-      const taskQueue = description.taskQueue;
-      // Nobody would take the decision now: say so rather than wait, unless told to queue it.
-      const polling = description.status.name === 'RUNNING' ? await client.workersPolling(taskQueue).catch(() => undefined) : undefined;
-      if (polling === 0 && !options.queue) {
-        return refuse(
-          options,
-          command,
-          new KeelError(
-            'UNAVAILABLE',
-            `no worker polls task queue "${taskQueue}" at ${config.temporal.address}, so nothing would take the decision now; it was not sent. Start a worker (npx keel worker), or send it anyway with --queue: it is then recorded in the run's history and applied when a worker starts`,
-          ),
-        );
-      }
-      const said = 'approved' in decision ? { approved: decision.approved } : {};
-      if (options.queue) {
-        // A signal is recorded in history at once, worker or not; the run takes (or refuses) it when a worker runs it.
-        await handle.signalDecision(decision);
-        print(
-          options.json,
-          { runId, interruptId, ...said, decidedBy: decision.decidedBy, queued: true },
-          `queued: the decision (${word}) on ${interruptId} recorded in the history of run ${runId}; a worker applies it when it runs the run (a refusal shows in keel status ${runId}, under refusedSignals)`,
-        );
-        return EXIT.ok;
-      }
-      const accepted = await handle.decide(decision, { timeoutMs: DECISION_WAIT_MS });
-      print(options.json, { runId, ...accepted, ...said, decidedBy: decision.decidedBy }, `${word} ${accepted.decided.join(', ')} of run ${runId}`);
-      return EXIT.ok;
-    } catch (error) {
-      return refuse(options, command, runErrorOf(error));
+  return withClientRefusing(config, options, command, async (client) => {
+    const handle = client.getHandle(runId);
+    const description = await handle.describe();
+    const taskQueue = description.taskQueue;
+    // Nobody would take the decision now: say so rather than wait, unless told to queue it.
+    const polling = description.status.name === 'RUNNING' ? await client.workersPolling(taskQueue).catch(() => undefined) : undefined;
+    if (polling === 0 && !options.queue) {
+      return refuse(
+        options,
+        command,
+        new KeelError(
+          'UNAVAILABLE',
+          `no worker polls task queue "${taskQueue}" at ${config.temporal.address}, so nothing would take the decision now; it was not sent. Start a worker (npx keel worker), or send it anyway with --queue: it is then recorded in the run's history and applied when a worker starts`,
+        ),
+      );
     }
+    const said = 'approved' in decision ? { approved: decision.approved } : {};
+    if (options.queue) {
+      // A signal is recorded in history at once, worker or not; the run takes (or refuses) it when a worker runs it.
+      await handle.signalDecision(decision);
+      print(
+        options.json,
+        { runId, interruptId, ...said, decidedBy: decision.decidedBy, queued: true },
+        `queued: the decision (${word}) on ${interruptId} recorded in the history of run ${runId}; a worker applies it when it runs the run (a refusal shows in keel status ${runId}, under refusedSignals)`,
+      );
+      return EXIT.ok;
+    }
+    const accepted = await handle.decide(decision, { timeoutMs: DECISION_WAIT_MS });
+    print(options.json, { runId, ...accepted, ...said, decidedBy: decision.decidedBy }, `${word} ${accepted.decided.join(', ')} of run ${runId}`);
+    return EXIT.ok;
   });
 }
 

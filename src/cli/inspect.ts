@@ -8,7 +8,7 @@ import { HOLDS_MEMO_KEY, MemoHoldSchema, RunLifecycleSchema, type MemoHold, type
 import { KEEL_STATUS } from '../core/search-attributes';
 import { z } from 'zod';
 import { EXIT, UsageError, numberOption, print, refuse, type CliOptions } from './common';
-import { runErrorOf, tryStatus, warnWithoutWorkers, withClient } from './client';
+import { runErrorOf, tryStatus, warnWithoutWorkers, withClient, withClientRefusing } from './client';
 
 /**
  * What an open run last recorded in Temporal itself, for when no worker answers its query: its
@@ -32,20 +32,16 @@ export async function commandList(config: KeelConfig, positionals: string[], opt
   if (state && !state.success)
     throw new UsageError(`keel list --status: "${options.status}" is not a run state; one of ${RunLifecycleSchema.options.join(', ')}`);
   const limit = numberOption(options, 'limit') ?? 50;
-  return withClient(config, async (client) => {
-    try {
-      const runs = await client.list({
-        ...(options.agent !== undefined ? { agent: options.agent } : {}),
-        ...(state?.success ? { state: state.data } : {}),
-        limit,
-      });
-      const line = (run: (typeof runs)[number]) =>
-        `${run.runId}  ${run.state}${run.holds ? ` (${run.holds} hold${run.holds > 1 ? 's' : ''})` : ''}  ${run.agent ?? '?'}  ${run.startedAt}${run.prompt ? `  ${run.prompt}` : ''}`;
-      print(options.json, { runs }, runs.map(line).join('\n') || '(no runs)');
-      return EXIT.ok;
-    } catch (error) {
-      return refuse(options, 'list', runErrorOf(error));
-    }
+  return withClientRefusing(config, options, 'list', async (client) => {
+    const runs = await client.list({
+      ...(options.agent !== undefined ? { agent: options.agent } : {}),
+      ...(state?.success ? { state: state.data } : {}),
+      limit,
+    });
+    const line = (run: (typeof runs)[number]) =>
+      `${run.runId}  ${run.state}${run.holds ? ` (${run.holds} hold${run.holds > 1 ? 's' : ''})` : ''}  ${run.agent ?? '?'}  ${run.startedAt}${run.prompt ? `  ${run.prompt}` : ''}`;
+    print(options.json, { runs }, runs.map(line).join('\n') || '(no runs)');
+    return EXIT.ok;
   });
 }
 
@@ -108,16 +104,12 @@ export async function commandStatus(config: KeelConfig, positionals: string[], o
 export async function commandTasks(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
   const [runId] = positionals;
   if (!runId) throw new UsageError('keel tasks needs a run id');
-  return withClient(config, async (client) => {
-    try {
-      const tasks = await client.getHandle(runId).tasks();
-      const describe = (task: (typeof tasks)[number]) =>
-        `${task.taskId}  ${task.status}${task.result ? `  ${task.result}` : ''}${task.error ? `  ${task.error.status}: ${task.error.message}` : ''}${(task.interrupts ?? []).map((hold) => `\n  ${hold.id}  ${hold.kind}${hold.toolName ? ` ${hold.toolName}` : ''}${[hold.approve, hold.deny, hold.decide].map((line) => (line ? `\n    ${line}` : '')).join('')}`).join('')}`;
-      print(options.json, { tasks }, tasks.map(describe).join('\n') || '(no background tasks)');
-      return EXIT.ok;
-    } catch (error) {
-      return refuse(options, 'tasks', runErrorOf(error));
-    }
+  return withClientRefusing(config, options, 'tasks', async (client) => {
+    const tasks = await client.getHandle(runId).tasks();
+    const describe = (task: (typeof tasks)[number]) =>
+      `${task.taskId}  ${task.status}${task.result ? `  ${task.result}` : ''}${task.error ? `  ${task.error.status}: ${task.error.message}` : ''}${(task.interrupts ?? []).map((hold) => `\n  ${hold.id}  ${hold.kind}${hold.toolName ? ` ${hold.toolName}` : ''}${[hold.approve, hold.deny, hold.decide].map((line) => (line ? `\n    ${line}` : '')).join('')}`).join('')}`;
+    print(options.json, { tasks }, tasks.map(describe).join('\n') || '(no background tasks)');
+    return EXIT.ok;
   });
 }
 
@@ -142,13 +134,9 @@ function describeHold(hold: HoldView): string[] {
 }
 
 export async function commandHolds(config: KeelConfig, options: CliOptions): Promise<number> {
-  return withClient(config, async (client) => {
-    try {
-      const holds = await client.holds();
-      print(options.json, { holds }, holds.map((hold) => describeHold(hold).join('\n')).join('\n\n') || '(no holds waiting)');
-      return EXIT.ok;
-    } catch (error) {
-      return refuse(options, 'holds', runErrorOf(error));
-    }
+  return withClientRefusing(config, options, 'holds', async (client) => {
+    const holds = await client.holds();
+    print(options.json, { holds }, holds.map((hold) => describeHold(hold).join('\n')).join('\n\n') || '(no holds waiting)');
+    return EXIT.ok;
   });
 }

@@ -13,7 +13,6 @@ import {
   type WorkflowExecutionDescription,
 } from '@temporalio/client';
 import type { TypedSearchAttributes } from '@temporalio/common';
-import { temporal } from '@temporalio/proto';
 import { randomUUID } from 'node:crypto';
 import { KeelError } from '../core/errors';
 import { inSpan } from '../telemetry/spans';
@@ -27,6 +26,7 @@ import { holdsOf, listHolds, type HoldView } from './holds';
 import { decideCommands } from './decide-commands';
 import { unknownSteerError } from './unknown-update';
 import { retryingUpdate } from '../node/update-retry';
+import { taskQueuePollers } from '../node/task-queue-pollers';
 import { listRuns, type ListRunsOptions, type RunListing } from './runs';
 
 export { runErrorOf };
@@ -91,12 +91,6 @@ export interface RunHandleOptions {
   runId: string;
 }
 
-/** A handle on one run. */
-/** Whether a worker refused a decision for its `toolName`/`ref`/`decidedBy` fields, which it does not know (a worker from before them). */
-function refusesTarget(error: unknown): boolean {
-  return /Unrecognized keys?: .*"(toolName|ref|decidedBy)"/.test(runErrorOf(error).message);
-}
-
 /** Options of `RunHandle.decide`. */
 export interface DecideOptions {
   /** How long to wait for a worker to take the decision; unbounded when absent. */
@@ -121,7 +115,6 @@ const RECONNECT_FOR_MS = 10 * 60_000;
 /** Pause between tries to reach Temporal again. */
 const RECONNECT_PAUSE_MS = 1000;
 
-/** Options of `RunHandle.result()`. */
 /** Options of `RunHandle.steer`. */
 export interface SteerOptions {
   /** Cancel the model call in flight (not tool calls) and call the model again at once with the message. */
@@ -135,6 +128,7 @@ export interface SteerOptions {
   steerId?: string;
 }
 
+/** Options of `RunHandle.result()`. */
 export interface ResultOptions {
   /** How long to keep waiting while Temporal cannot be reached (default 10 minutes). */
   reconnectForMs?: number;
@@ -307,23 +301,14 @@ export class RunHandle<Output = unknown> {
     const decision = { ...given, decidedBy: given.decidedBy ?? this.client.options.identity };
     const targeted = await this.targeted(decision);
     const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
-    const send = (sent: Decision) => {
-      // One update id for every attempt of this decision: the server takes it at most once.
-      const updateId = randomUUID();
-      const update = () => this.workflow.executeUpdate(resumeUpdate, { args: [sent], updateId });
-      return retryingUpdate(() => (deadline === undefined ? update() : this.client.withDeadline(deadline, update)), {
-        what: `the decision on ${sent.interruptId}`,
+    // One update id for every attempt of this decision: the server takes it at most once.
+    const updateId = randomUUID();
+    const update = () => this.workflow.executeUpdate(resumeUpdate, { args: [targeted], updateId });
+    try {
+      return await retryingUpdate(() => (deadline === undefined ? update() : this.client.withDeadline(deadline, update)), {
+        what: `the decision on ${targeted.interruptId}`,
         ...(deadline !== undefined ? { deadline } : {}),
       });
-    };
-    try {
-      return await send(targeted);
-    } catch (error) {
-      if (targeted === decision || !refusesTarget(error)) throw await this.decisionError(error, timeoutMs, decision.interruptId, deadline);
-    }
-    // A worker from before decisions could name their call (or who made them) refuses those fields: send the decision without them.
-    try {
-      return await send(given.decidedBy === undefined ? { ...decision, decidedBy: undefined } : given);
     } catch (error) {
       throw await this.decisionError(error, timeoutMs, decision.interruptId, deadline);
     }
@@ -530,9 +515,6 @@ function checkedOutputSpec(option: OutputOption): OutputSpec {
   return spec;
 }
 
-/** How recently Temporal must have seen a poller for it to count as a worker that polls. */
-const POLLER_FRESH_MS = 90_000;
-
 /** Options of `new KeelClient`. */
 export interface KeelClientOptions {
   /** The underlying Temporal client. */
@@ -661,19 +643,11 @@ export class KeelClient {
   /**
    * How many workers poll the task queue for workflow tasks now: Temporal's pollers seen within
    * the last 90 s (a live worker polls again at least every minute; Temporal keeps listing a
-   * worker that died for minutes). 0 means a run waits until a worker starts.
+   * worker that died for minutes), less this host's worker processes that have exited. 0 means a
+   * run waits until a worker starts.
    */
   async workersPolling(taskQueue = this.taskQueue): Promise<number> {
-    const answer = await this.temporal.workflowService.describeTaskQueue({
-      namespace: this.temporal.options.namespace,
-      taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-      taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-    });
-    const now = Date.now();
-    return (answer.pollers ?? []).filter((poller) => {
-      const seconds = poller.lastAccessTime?.seconds;
-      return seconds === undefined || seconds === null || now - Number(seconds) * 1000 <= POLLER_FRESH_MS;
-    }).length;
+    return (await taskQueuePollers(this.temporal, taskQueue, 'workflow')).length;
   }
 
   /**

@@ -21,7 +21,7 @@ import {
 import type { Usage } from '../core/usage';
 import { statusFromHttp } from '../core/status';
 import { defineModel, type Model } from '../define';
-import { parseRetryAfter } from './http';
+import { parseModelJson, parseRetryAfter } from './http';
 
 /** The part of an AI SDK `LanguageModel` (v2, v3, v4) keel uses. */
 export interface AiSdkLanguageModel {
@@ -332,14 +332,9 @@ function fromContent(name: string, content: AiSdkGenerateResult['content']): Par
         break;
       case 'tool-call': {
         const toolName = String(item.toolName);
-        let input: unknown = item.input;
-        if (typeof input === 'string') {
-          try {
-            input = input.trim() ? JSON.parse(input) : {};
-          } catch {
-            throw new KeelError('INTERNAL', `ai-sdk model "${name}" sent malformed JSON input for tool "${toolName}"`, { modelName: name });
-          }
-        }
+        const refusal = `sent malformed JSON input for tool "${toolName}"`;
+        const text = typeof item.input === 'string' ? item.input : undefined;
+        const input = text === undefined ? item.input : text.trim() ? parseModelJson(text, { provider: 'ai-sdk', model: name, refusal }) : {};
         parts.push({ toolRequest: { name: toolName, ref: String(item.toolCallId), input } });
         break;
       }

@@ -9,7 +9,7 @@ import { toolResponseWire, type FinishReason, type Message, type ModelRequest, t
 import type { Usage } from '../core/usage';
 import { providerSchema } from '../core/output';
 import { defineModel, type Model, type ModelContext } from '../define';
-import { isEventStream, postRequest, readJson, serverSentEvents } from './http';
+import { isEventStream, parseModelJson, postRequest, readJson, serverSentEvents } from './http';
 
 /** Options of an Anthropic model. */
 export interface AnthropicOptions {
@@ -148,7 +148,7 @@ async function readMessageStream(name: string, response: Response, context: Mode
   let stopReason: string | null = null;
   const usage: NonNullable<MessageResponse['usage']> = {};
   for await (const { data } of serverSentEvents(response, { provider: 'anthropic', model: name, signal: context.signal })) {
-    let event: {
+    const event = parseModelJson(data, { provider: 'anthropic', model: name, refusal: `sent a stream event keel cannot read: ${data.slice(0, 200)}` }) as {
       type?: string;
       index?: number;
       message?: { usage?: MessageResponse['usage'] };
@@ -157,11 +157,6 @@ async function readMessageStream(name: string, response: Response, context: Mode
       usage?: MessageResponse['usage'];
       error?: { type?: string; message?: string };
     };
-    try {
-      event = JSON.parse(data) as typeof event;
-    } catch {
-      throw new KeelError('INTERNAL', `anthropic model "${name}" sent a stream event keel cannot read: ${data.slice(0, 200)}`, { modelName: name });
-    }
     context.heartbeat();
     switch (event.type) {
       case 'message_start':
@@ -195,14 +190,9 @@ async function readMessageStream(name: string, response: Response, context: Mode
   }
   const content = blocks.filter(Boolean).map((block) => {
     if (block.type !== 'tool_use') return block;
-    let input: unknown = block.input ?? {};
-    if (block.json) {
-      try {
-        input = JSON.parse(block.json);
-      } catch {
-        throw new KeelError('INTERNAL', `anthropic model "${name}" sent malformed JSON input for tool "${block.name}"`, { modelName: name });
-      }
-    }
+    const input = block.json
+      ? parseModelJson(block.json, { provider: 'anthropic', model: name, refusal: `sent malformed JSON input for tool "${block.name}"` })
+      : (block.input ?? {});
     return { type: 'tool_use', id: block.id ?? '', name: block.name ?? '', input };
   });
   return ResponseSchema.parse({ content, stop_reason: stopReason, usage });

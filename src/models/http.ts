@@ -86,8 +86,8 @@ export function transportError(provider: string, model: string, error: unknown, 
   return new KeelError('UNAVAILABLE', `${provider} model "${model}" could not be reached: ${cause}`, { modelName: model });
 }
 
-/** Options of `postJson`. */
-export interface PostJsonOptions<Schema extends z.ZodType> {
+/** Options of `postRequest`. */
+export interface PostRequestOptions {
   /** Provider name for messages ("anthropic", "openai-compatible"). */
   provider: string;
   /** Registered model name for messages. */
@@ -98,23 +98,12 @@ export interface PostJsonOptions<Schema extends z.ZodType> {
   timeoutMs: number;
   /** The activity's cancellation. */
   signal: AbortSignal;
-  /** The shape of a successful response. */
-  schema: Schema;
   /** Replaces the error for a status the provider gives its own meaning (e.g. Anthropic's 529). */
   adjustError?: (httpStatus: number, error: KeelError) => KeelError;
 }
 
 /** POSTs JSON and returns the response once it answered 2xx; otherwise throws a KeelError with a status. The deadline covers reading the body too. */
-export async function postRequest({
-  provider,
-  model,
-  url,
-  headers,
-  body,
-  timeoutMs,
-  signal,
-  adjustError,
-}: Omit<PostJsonOptions<z.ZodType>, 'schema'>): Promise<Response> {
+export async function postRequest({ provider, model, url, headers, body, timeoutMs, signal, adjustError }: PostRequestOptions): Promise<Response> {
   const deadline = AbortSignal.timeout(timeoutMs);
   let response: Response;
   try {
@@ -147,9 +136,13 @@ export async function readJson<Schema extends z.ZodType>(provider: string, model
   return parsed.data;
 }
 
-/** POSTs JSON and returns the parsed response, or throws a KeelError with a status. */
-export async function postJson<Schema extends z.ZodType>(options: PostJsonOptions<Schema>): Promise<z.output<Schema>> {
-  return readJson(options.provider, options.model, await postRequest(options), options.schema);
+/** `text` parsed as JSON; else an INTERNAL KeelError: `<provider> model "<model>" <refusal>`. */
+export function parseModelJson(text: string, { provider, model, refusal }: { provider: string; model: string; refusal: string }): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new KeelError('INTERNAL', `${provider} model "${model}" ${refusal}`, { modelName: model });
+  }
 }
 
 /** Whether a response is a stream of server-sent events. */

@@ -9,7 +9,7 @@ import { toolResponseWire, type FinishReason, type Message, type ModelRequest, t
 import type { Usage } from '../core/usage';
 import { providerSchema } from '../core/output';
 import { defineModel, type Model, type ModelContext } from '../define';
-import { isEventStream, postRequest, readJson, serverSentEvents } from './http';
+import { isEventStream, parseModelJson, postRequest, readJson, serverSentEvents } from './http';
 
 /** Options of an OpenAI-compatible model. */
 export interface OpenAICompatibleOptions {
@@ -136,7 +136,11 @@ async function readChatStream(name: string, response: Response, context: ModelCo
   const calls: Array<{ id: string; function: { name: string; arguments: string } }> = [];
   for await (const { data } of serverSentEvents(response, { provider: 'openai-compatible', model: name, signal: context.signal })) {
     if (data.trim() === '[DONE]') break;
-    let chunk: {
+    const chunk = parseModelJson(data, {
+      provider: 'openai-compatible',
+      model: name,
+      refusal: `sent a stream chunk keel cannot read: ${data.slice(0, 200)}`,
+    }) as {
       choices?: Array<{
         delta?: { content?: string | null; tool_calls?: Array<{ index?: number; id?: string; function?: { name?: string; arguments?: string } }> };
         finish_reason?: string | null;
@@ -144,11 +148,6 @@ async function readChatStream(name: string, response: Response, context: ModelCo
       usage?: ChatResponse['usage'];
       error?: { message?: string };
     };
-    try {
-      chunk = JSON.parse(data) as typeof chunk;
-    } catch {
-      throw new KeelError('INTERNAL', `openai-compatible model "${name}" sent a stream chunk keel cannot read: ${data.slice(0, 200)}`, { modelName: name });
-    }
     if (chunk.error)
       throw new KeelError('UNAVAILABLE', `openai-compatible model "${name}" failed mid-stream: ${chunk.error.message ?? 'error'}`, { modelName: name });
     if (chunk.usage) usage = chunk.usage;
@@ -216,14 +215,8 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
       const content: Part[] = [];
       if (choice.message.content) content.push({ text: choice.message.content });
       for (const call of choice.message.tool_calls ?? []) {
-        let input: unknown;
-        try {
-          input = call.function.arguments ? JSON.parse(call.function.arguments) : {};
-        } catch {
-          throw new KeelError('INTERNAL', `openai-compatible model "${options.name}" sent malformed JSON arguments for tool "${call.function.name}"`, {
-            modelName: options.name,
-          });
-        }
+        const refusal = `sent malformed JSON arguments for tool "${call.function.name}"`;
+        const input = call.function.arguments ? parseModelJson(call.function.arguments, { provider: 'openai-compatible', model: options.name, refusal }) : {};
         content.push({ toolRequest: { name: call.function.name, ref: call.id, input } });
       }
       const usage: Usage = {};

@@ -8,13 +8,8 @@ import { KeelError, findApplicationFailure, fromApplicationFailure } from '../co
 
 /** Converts what `result()` threw into a KeelError with the run's status. */
 export function runErrorOf(error: unknown): KeelError {
-  if (error instanceof WorkflowFailedError) {
-    if (error.cause instanceof CancelledFailure) return new KeelError('CANCELLED', 'the run was cancelled');
-    const failure = findApplicationFailure(error.cause);
-    if (failure) return fromApplicationFailure(failure);
-    return KeelError.unclassified(error.cause?.message ?? error.message);
-  }
-  if (error instanceof WorkflowUpdateFailedError) {
+  if (error instanceof WorkflowFailedError && error.cause instanceof CancelledFailure) return new KeelError('CANCELLED', 'the run was cancelled');
+  if (error instanceof WorkflowFailedError || error instanceof WorkflowUpdateFailedError) {
     const failure = findApplicationFailure(error.cause);
     if (failure) return fromApplicationFailure(failure);
     return KeelError.unclassified(error.cause?.message ?? error.message);

@@ -1,14 +1,19 @@
 /** Waiting for the signals that stop keel's long-running commands. Node side. */
 
-/** Resolves with the first SIGINT or SIGTERM (the handlers go once it has come). */
-export function waitForSignal(): Promise<NodeJS.Signals> {
+/**
+ * Resolves with the first SIGINT or SIGTERM (the handlers go once it has come); with `timeoutMs`,
+ * resolves undefined when that time runs out first.
+ */
+export function waitForSignal(timeoutMs?: number): Promise<NodeJS.Signals | undefined> {
   return new Promise((resolve) => {
-    const handler = (signal: NodeJS.Signals) => {
-      process.off('SIGINT', handler);
-      process.off('SIGTERM', handler);
+    const finish = (signal?: NodeJS.Signals) => {
+      clearTimeout(timer);
+      process.off('SIGINT', finish);
+      process.off('SIGTERM', finish);
       resolve(signal);
     };
-    process.on('SIGINT', handler);
-    process.on('SIGTERM', handler);
+    const timer = timeoutMs === undefined ? undefined : setTimeout(finish, timeoutMs);
+    process.on('SIGINT', finish);
+    process.on('SIGTERM', finish);
   });
 }

@@ -10,7 +10,7 @@ import type { KeelConfig } from '../config/schema';
 import { waitForSignal } from '../node/signals';
 import { ConfigError } from '../config/load';
 import { KeelError } from '../core/errors';
-import { isServerReachable, startConfiguredServer, type DevServer } from '../server/dev-server';
+import { isServerReachable, startConfiguredServer, type ConfiguredServerOptions, type DevServer } from '../server/dev-server';
 import { describeServerOwner } from '../server/server-owner';
 import { connectClient, connectWorker, tlsMismatch } from '../worker/connect';
 import { createKeelWorker, type KeelWorker } from '../worker/create-worker';
@@ -61,21 +61,6 @@ async function install(config: Pick<KeelConfig, 'metrics'> | undefined): Promise
     throw error;
   }
   if (endpoint) process.stderr.write(`keel: metrics at http://${address}/metrics\n`);
-}
-
-/** Waits `ms`; resolves early with the signal when SIGINT or SIGTERM arrives (undefined when the time ran out). */
-function sleepUnlessSignalled(ms: number): Promise<NodeJS.Signals | undefined> {
-  return new Promise((resolve) => {
-    const finish = (signal?: NodeJS.Signals) => {
-      clearTimeout(timer);
-      process.off('SIGINT', finish);
-      process.off('SIGTERM', finish);
-      resolve(signal);
-    };
-    const timer = setTimeout(finish, ms);
-    process.on('SIGINT', finish);
-    process.on('SIGTERM', finish);
-  });
 }
 
 /** `keel server`: the embedded dev server in the foreground. */
@@ -181,7 +166,7 @@ export async function connectWithRetry(config: KeelConfig, { backoff = CONNECT_B
       log(
         `keel: cannot reach Temporal at ${config.temporal.address} (attempt ${attempt}: ${reason}); retrying in ${(delay / 1000).toFixed(1)} s. Start one with \`npx keel server\`; Ctrl-C to stop.\n`,
       );
-      const signal = await sleepUnlessSignalled(delay);
+      const signal = await waitForSignal(delay);
       if (signal)
         throw new KeelError('UNAVAILABLE', `gave up reaching Temporal at ${config.temporal.address} after ${attempt} attempts (${signal}): ${reason}`);
       delay = Math.min(backoff.maxMs, delay * 2);
@@ -216,16 +201,8 @@ export async function runWorker(config: KeelConfig, options: WorkerRunOptions = 
   return 0;
 }
 
-/** Options of `ensureServer`. */
-export interface EnsureServerOptions {
-  /** Where a started server's output goes (default: ignored). */
-  stdio?: 'inherit' | 'ignore';
-  /** The command asking (`keel dev`), recorded as who started the server. */
-  command?: string;
-}
-
-/** Starts the configured dev server unless a server already answers; returns it if started. */
-export async function ensureServer(config: KeelConfig, { stdio = 'ignore', command }: EnsureServerOptions = {}): Promise<DevServer | undefined> {
+/** Starts the configured dev server unless a server already answers (its output ignored by default); returns it if started. */
+export async function ensureServer(config: KeelConfig, { stdio = 'ignore', command }: ConfiguredServerOptions = {}): Promise<DevServer | undefined> {
   if (await isServerReachable(config.temporal.address!)) return undefined;
   if (!config.server.enabled) {
     throw new KeelError('UNAVAILABLE', `no Temporal server answers at ${config.temporal.address} and server.enabled is false in the config`);

@@ -92,6 +92,15 @@ function failure(c: Context, error: unknown) {
 
 const bad = (c: Context, message: string) => c.json({ error: { status: 'INVALID_ARGUMENT', message } }, 400);
 
+/** Answers with what `work` gives, as JSON, or with its failure. */
+async function answer(c: Context, work: () => Promise<object>) {
+  try {
+    return c.json(await work());
+  } catch (error) {
+    return failure(c, error);
+  }
+}
+
 /** Reads a JSON body, or says what was wrong with it. */
 async function jsonBody(c: Context): Promise<{ ok: true; value: unknown } | { ok: false; message: string }> {
   if (!(c.req.header('content-type') ?? '').startsWith('application/json')) return { ok: false, message: 'send the body as application/json' };
@@ -172,13 +181,7 @@ function readingRoutes(app: Hono, { client, config, user, temporalUiUrl, inbox }
     }),
   );
 
-  app.get('/api/inbox', async (c) => {
-    try {
-      return c.json({ holds: await inbox.holds() });
-    } catch (error) {
-      return failure(c, error);
-    }
-  });
+  app.get('/api/inbox', (c) => answer(c, async () => ({ holds: await inbox.holds() })));
 
   app.get('/api/runs', async (c) => {
     const state = c.req.query('status');
@@ -190,7 +193,7 @@ function readingRoutes(app: Hono, { client, config, user, temporalUiUrl, inbox }
     const since = c.req.query('since');
     const startedAfter = since ? new Date(since) : undefined;
     if (startedAfter && Number.isNaN(startedAfter.getTime())) return bad(c, `since: an ISO 8601 time, not "${since}"`);
-    try {
+    return answer(c, async () => {
       const runs = await client.list({
         ...(agent ? { agent } : {}),
         ...(parsedState?.success ? { state: parsedState.data } : {}),
@@ -199,30 +202,19 @@ function readingRoutes(app: Hono, { client, config, user, temporalUiUrl, inbox }
       });
       // Waiting runs first, then newest first.
       runs.sort((a, b) => Number(b.state === 'waiting') - Number(a.state === 'waiting') || b.startedAt.localeCompare(a.startedAt));
-      return c.json({ runs });
-    } catch (error) {
-      return failure(c, error);
-    }
+      return { runs };
+    });
   });
 
-  app.get('/api/runs/:runId', async (c) => {
-    try {
-      return c.json(await runView(client, c.req.param('runId'), temporalUiUrl, namespace));
-    } catch (error) {
-      return failure(c, error);
-    }
-  });
+  app.get('/api/runs/:runId', (c) => answer(c, () => runView(client, c.req.param('runId'), temporalUiUrl, namespace)));
 
   // A run's pending holds in full (input, data, decision schema): what the inbox's forms are made from.
-  app.get('/api/runs/:runId/holds', async (c) => {
-    const runId = c.req.param('runId');
-    try {
-      // The status query needs a worker: one that does not answer in time leaves the card with the inbox's summary.
-      return c.json({ holds: await client.temporal.withDeadline(Date.now() + HOLDS_QUERY_MS, () => client.getHandle(runId).pendingInterrupts()) });
-    } catch (error) {
-      return failure(c, error);
-    }
-  });
+  // The status query needs a worker: one that does not answer in time leaves the card with the inbox's summary.
+  app.get('/api/runs/:runId/holds', (c) =>
+    answer(c, async () => ({
+      holds: await client.temporal.withDeadline(Date.now() + HOLDS_QUERY_MS, () => client.getHandle(c.req.param('runId')).pendingInterrupts()),
+    })),
+  );
 }
 
 /** A run's events as server-sent events, from the hub's one watcher of the run, until it ends or the page goes. */
@@ -265,16 +257,11 @@ function changingRoutes(app: Hono, { client, user, inbox }: UiRoutes): void {
     const parsed = StartSchema.safeParse(body.value);
     if (!parsed.success) return bad(c, `a run needs { agent, prompt, sessionId? }: ${describeZodError(parsed.error)}`);
     const { agent, prompt, sessionId } = parsed.data;
-    try {
-      if (sessionId !== undefined) {
-        const turn = await client.session(agent, sessionId).send(prompt, { detach: true });
-        return c.json({ runId: turn.runId, sessionId });
-      }
-      const handle = await client.start(agent, prompt, { idPrefix: 'ui' });
-      return c.json({ runId: handle.runId });
-    } catch (error) {
-      return failure(c, error);
-    }
+    return answer(c, async () => {
+      if (sessionId === undefined) return { runId: (await client.start(agent, prompt, { idPrefix: 'ui' })).runId };
+      const turn = await client.session(agent, sessionId).send(prompt, { detach: true });
+      return { runId: turn.runId, sessionId };
+    });
   });
 
   app.post('/api/runs/:runId/decisions', async (c) => {
@@ -306,21 +293,15 @@ function changingRoutes(app: Hono, { client, user, inbox }: UiRoutes): void {
     const problem = steerInputProblem(body.value);
     if (problem) return bad(c, problem);
     const { text, interrupt } = SteerInputSchema.parse(body.value);
-    try {
-      return c.json(await client.getHandle(c.req.param('runId')).steer(text, { ...(interrupt ? { interrupt } : {}) }));
-    } catch (error) {
-      return failure(c, error);
-    }
+    return answer(c, () => client.getHandle(c.req.param('runId')).steer(text, { ...(interrupt ? { interrupt } : {}) }));
   });
 
-  app.post('/api/runs/:runId/abort', async (c) => {
-    try {
+  app.post('/api/runs/:runId/abort', (c) =>
+    answer(c, async () => {
       await client.getHandle(c.req.param('runId')).cancel();
-      return c.json({ aborted: true });
-    } catch (error) {
-      return failure(c, error);
-    }
-  });
+      return { aborted: true };
+    }),
+  );
 }
 
 /** The agents the config names (the worker's modules may register more; the page lets any name be typed). */
