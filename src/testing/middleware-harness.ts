@@ -11,7 +11,7 @@
  * `sleep`, `workflowInfo`) cannot run here: the harness fails such a call saying so.
  */
 import type { z } from 'zod';
-import { KeelError, RunStoppedError, ToolFailure, toKeelError } from '../core/errors';
+import { KeelError, RunStoppedError, ToolFailure, ownToolFailure, toKeelError } from '../core/errors';
 import {
   MODEL_CALL_HOLD,
   decisionJsonSchema,
@@ -211,19 +211,11 @@ export async function testMiddleware(
   configOrOptions?: unknown,
   maybeOptions?: MiddlewareHarnessOptions,
 ): Promise<MiddlewareHarness> {
-  const byRef = !isMiddlewareFactory(subject) && !isDefinition(subject);
-  const options = ((byRef ? configOrOptions : maybeOptions) ?? {}) as MiddlewareHarnessOptions;
-  let ref: MiddlewareRef;
-  let registry: Readonly<Record<string, MiddlewareDefinition>>;
-  if (byRef) {
-    ref = subject;
-    registry = registeredMiddleware();
-  } else {
-    const definition = isMiddlewareFactory(subject) ? subject.definition : subject;
-    // What `use: [myGate(config)]` does where the agent is defined; the worker checks the ref again below.
-    ref = middlewareRef(definition, configOrOptions);
-    registry = { [definition.name]: definition };
-  }
+  const definition = isMiddlewareFactory(subject) ? subject.definition : isDefinition(subject) ? subject : undefined;
+  const options = ((definition ? maybeOptions : configOrOptions) ?? {}) as MiddlewareHarnessOptions;
+  // What `use: [myGate(config)]` does where the agent is defined; the worker checks the ref again below.
+  const ref = definition ? middlewareRef(definition, configOrOptions) : (subject as MiddlewareRef);
+  const registry: Readonly<Record<string, MiddlewareDefinition>> = definition ? { [definition.name]: definition } : registeredMiddleware();
   const agent = AgentSpecSchema.parse({
     name: 'harness',
     description: 'the agent of a middleware harness',
@@ -371,17 +363,8 @@ class Harness implements MiddlewareHarness {
         return await run(call.request.input, { ...call, interrupt, ...(resumed !== undefined ? { resumed } : {}) });
       } catch (error) {
         if (ToolInterrupt.isInstance(error) || ModelVisibleToolError.isInstance(error) || RunStoppedError.isInstance(error)) throw error;
-        // The tool's own failure, answered (when covered) in the tool's own words, as call-tool.ts does.
-        const failure = toKeelError(error);
-        const modelMessage = typeof failure.details.toolMessage === 'string' ? failure.details.toolMessage : failure.message;
-        throw new ToolFailure({
-          status: failure.status,
-          message: failure.message,
-          toolName: name,
-          modelMessage,
-          details: failure.details,
-          classified: failure.classified,
-        });
+        // The tool's own failure, as call-tool.ts makes it.
+        throw ownToolFailure(toKeelError(error), name);
       }
     };
   }

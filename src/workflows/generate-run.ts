@@ -1,10 +1,8 @@
 /**
- * One generate run's own parts, there from its first line: its state (what the queries read),
- * its side of the tree's ledger, and the messages it answers (queries, the `resume` update and
- * reports of holds on the interrupt board, the `steer` update), registered before the first
- * await so that a message sent with the start is handled. Then its start (the input checked,
- * the agent resolved), the wind-down every end shares, and its failure. The loop (tool-loop.ts)
- * runs on it. Runs in the workflow: deterministic, no I/O.
+ * One generate run, from its first line: its state, its side of the tree's ledger, and the
+ * handlers of its messages (queries, `resume` and holds reported on the board, `steer`), set
+ * before the first await. Then its start (input checked, agent resolved), the wind-down every
+ * end shares, and its failure; its loop is tool-loop.ts. Runs in the workflow: no I/O.
  */
 import { CancellationScope, ContinueAsNew, allHandlersFinished, condition, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import { runEnded, runStarted } from '../core/workflow-metrics';
@@ -37,10 +35,7 @@ const { validateToolOutput } = proxyLocalActivities<KeelActivities>({
 const { resolveAgent } = proxyActivities<KeelActivities>(RESOLVE_AGENT_OPTIONS);
 
 /** A run's checked input and the agent a worker resolved for it. */
-export interface StartedRun {
-  input: RunInput;
-  agent: AgentSpec;
-}
+export type StartedRun = { input: RunInput; agent: AgentSpec };
 
 /** One generate run: its state, its ledger, the handlers of its messages, and how it starts and ends. */
 export class GenerateRun {
@@ -50,10 +45,8 @@ export class GenerateRun {
   readonly steering: Steering;
   /** Tools run in the workflow: they have no schema on the worker to check a stand-in output against. */
   readonly localTools = new Set<string>();
-  /** Set once the agent is resolved by a worker without External Storage: what one payload may hold. */
-  inlinePayloadLimit: number | undefined;
-  /** The agent's name once a worker has resolved it: a metric's label is a registered name, never the caller's text. */
-  private resolvedAgent: string | undefined;
+  /** The agent once a worker has resolved it: a metric's label is its registered name, never the caller's text. */
+  private agent: AgentSpec | undefined;
   private readonly parsed: ReturnType<typeof RunInputSchema.safeParse>;
 
   constructor(
@@ -70,13 +63,7 @@ export class GenerateRun {
     answerQueries(run);
     this.tree = lazyLedger(run);
     const parsed = (this.parsed = RunInputSchema.safeParse(rawInput));
-    this.board = new InterruptBoard({
-      run,
-      ...(parsed.success && parsed.data.reportTo ? { reportTo: parsed.data.reportTo } : {}),
-      validateOutput: this.checkOutput,
-      timeout: parsed.success ? parsed.data.interruptTimeout : undefined,
-      onTimeout: parsed.success ? parsed.data.onInterruptTimeout : 'deny',
-    });
+    this.board = new InterruptBoard({ run, input: parsed.success ? parsed.data : undefined, validateOutput: this.checkOutput });
     this.steering = new Steering(run);
   }
 
@@ -104,8 +91,7 @@ export class GenerateRun {
     } catch (error) {
       throw asKeelError(error, `resolving agent "${input.agent}"`);
     }
-    this.inlinePayloadLimit = agent.inlinePayloadLimit;
-    this.resolvedAgent = agent.name;
+    this.agent = agent;
     if (input.state && agent.session === 'server') {
       throw new KeelError('INVALID_ARGUMENT', `agent "${agent.name}" keeps its conversation on the server (session: 'server'): send a session id, not state`);
     }
@@ -134,8 +120,8 @@ export class GenerateRun {
     if (!continuing) this.steering.close('has ended');
     // What the run spent is told to its tree's ledger however it ends (a cancellation included).
     await CancellationScope.nonCancellable(() => this.tree.flush());
-    const thrown = settleFailure(this.state, error, { inlinePayloadLimit: this.inlinePayloadLimit });
-    if (!continuing) runEnded(this.resolvedAgent, this.state.status.state);
+    const thrown = settleFailure(this.state, error, { inlinePayloadLimit: this.agent?.inlinePayloadLimit });
+    if (!continuing) runEnded(this.agent?.name, this.state.status.state);
     return thrown;
   }
 }

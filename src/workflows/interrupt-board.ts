@@ -7,7 +7,6 @@
  */
 import { holdRaised, holdSettled } from '../core/workflow-metrics';
 import { ApplicationFailure, condition, log, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { Duration } from '@temporalio/common';
 import { KeelError } from '../core/errors';
 import type { ToolInterrupt } from '../core/interrupts';
 import {
@@ -26,7 +25,7 @@ import {
   type Resumption,
 } from '../core/holds';
 import type { ToolRequest } from '../core/messages';
-import type { Interrupt, ReappliedDecision } from '../core/run';
+import type { Interrupt, ReappliedDecision, RunInput } from '../core/run';
 import { resumeSignal, resumeUpdate } from '../core/protocol';
 import { registeredHoldKind } from '../middleware/catalog';
 import { SubAgentInterrupts } from './sub-agent-interrupts';
@@ -45,12 +44,10 @@ interface Entry {
 export interface InterruptBoardOptions {
   /** The run's state: its holds, decisions and refused decisions show in its status (sub-agent-interrupts.ts keeps its followers there). */
   run: RunState;
-  /** The run to report pending interrupts to instead of the Temporal parent, and the key to report under. */
-  reportTo?: { runId: string; key: string };
+  /** The run's input (absent when it is not valid): where to report holds (`reportTo`), how long one waits, and what then. */
+  input: RunInput | undefined;
   /** Checks a stand-in output against the tool's output schema; returns it parsed (may throw). */
   validateOutput: (toolName: string, output: unknown) => Promise<unknown>;
-  timeout?: Duration;
-  onTimeout: 'deny' | 'fail';
 }
 
 /** Pending interrupts of one run and the handlers that decide them. */
@@ -80,7 +77,7 @@ export class InterruptBoard {
 
   constructor(options: InterruptBoardOptions) {
     this.options = options;
-    this.nested = new SubAgentInterrupts(options.run, options.reportTo, () => this.changed());
+    this.nested = new SubAgentInterrupts(options.run, options.input?.reportTo, () => this.changed());
     // Whether a decision may wait for its hold is decided by the validator, which runs only on
     // live delivery: the replayer runs a reset run under its original run id, so the handler
     // must not ask again.
@@ -188,7 +185,8 @@ export class InterruptBoard {
       let settledInTime: boolean;
       // A wait with no deadline records no timer (the Web UI showed one as a wait of "9 years, 11
       // months"); the run's current details say what it waits for.
-      if (this.options.timeout !== undefined) settledInTime = await condition(settled, this.options.timeout);
+      const timeout = this.options.input?.interruptTimeout;
+      if (timeout !== undefined) settledInTime = await condition(settled, timeout);
       else settledInTime = (await condition(settled), true);
       // eslint-disable-next-line @typescript-eslint/only-throw-error -- rethrows, as caught, what stopped the run
       if (entry.resumption === undefined && this.stoppedBy !== undefined) throw this.stoppedBy;
@@ -204,9 +202,9 @@ export class InterruptBoard {
   /** A hold nobody decided in time: a denial (recorded as the timeout's), or the run failing DEADLINE_EXCEEDED. */
   private timedOut(entry: Entry): Resumption {
     const { id, toolName } = entry.record;
-    const waited = String(this.options.timeout);
+    const waited = String(this.options.input?.interruptTimeout);
     const fail = (why = '') => new KeelError('DEADLINE_EXCEEDED', `interrupt ${id} on tool "${toolName}" got no decision within ${waited}${why}`);
-    if (this.options.onTimeout === 'fail') throw fail();
+    if (this.options.input?.onInterruptTimeout === 'fail') throw fail();
     const denial = { approved: false, reason: `no decision within ${waited}` };
     const taken = resumption(entry.hold, denial);
     // A kind whose decisions cannot say no (no `{ approved: false }`): the run cannot go on without one.
@@ -324,7 +322,10 @@ export class InterruptBoard {
   /** The route a decision took: a signal that says it was forwarded counts as such only from a run this one reports its holds to. */
   private routeOf(decision: Decision, route: 'update' | 'signal'): DecisionRoute {
     if (route !== 'signal' || decision.forwardedFrom === undefined) return route;
-    const above = [this.options.reportTo?.runId ?? workflowInfo().parent?.workflowId, ...(this.options.run.followers ?? []).map((follower) => follower.runId)];
+    const above = [
+      this.options.input?.reportTo?.runId ?? workflowInfo().parent?.workflowId,
+      ...(this.options.run.followers ?? []).map((follower) => follower.runId),
+    ];
     return above.includes(decision.forwardedFrom) ? 'forwarded' : 'signal';
   }
 

@@ -26,12 +26,7 @@ export class SubAgentInterrupts {
   /** What this run last reported to each run it reports to, by that run's id, so an unchanged list is not sent again. */
   private readonly reported = new Map<string, string>();
 
-  /**
-   * `run`: the run's state (its refusals show in its status; the runs following its holds, carried
-   * across continue-as-new, are kept there). `reportTo`: the run to report to instead of the Temporal
-   * parent, and the key to report under (a session turn a run delegated). `onChange`: a child's
-   * pending interrupts changed.
-   */
+  /** `reportTo`: the run to report to instead of the parent, and its key (a session turn a run delegated); refusals and followers live in `run`. */
   constructor(
     private readonly run: RunState,
     private readonly reportTo: { runId: string; key: string } | undefined,

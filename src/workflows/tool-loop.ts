@@ -1,23 +1,18 @@
 /**
- * The tool loop of one generate run (docs/protocol.md), once its agent is resolved: the run's
- * middleware and tools (run-setup.ts), and one iteration through the `wrapGenerate` chain (the
- * model call, then the turn's tool calls, then the next iteration), each way it goes on a step
- * of its own: a resume's held calls, continuing as new at a turn boundary, an answer (asked
- * again while it does not match the output schema), a tool turn, holds returned. The loop
+ * The tool loop of a generate run (docs/protocol.md) once its agent is resolved: its middleware
+ * and tools (run-setup.ts), then iterations through the `wrapGenerate` chain, each way one goes
+ * on a step of its own (a resume, continue-as-new, an answer, a tool turn, holds returned). It
  * knows no middleware by name. Runs in the workflow: deterministic, no I/O.
  */
-import { workflowInfo } from '@temporalio/workflow';
 import { runContinuedAsNew, runEnded } from '../core/workflow-metrics';
 import { KeelError } from '../core/errors';
 import { INTERRUPT_METADATA, type ToolInterrupt } from '../core/interrupts';
 import { MODEL_CALL_HOLD } from '../core/holds';
 import { assignToolRefs, messageText, toolRequestParts, type Message, type ModelRequest, type ModelResponse, type ToolRequestPart } from '../core/messages';
-import { addUsage } from '../core/usage';
 import { checkAnswer, outputRetryMessage, outputValidator, retriesSoFar, type OutputSpec } from '../core/output';
 import type { AgentSpec, RunInput, RunResult, RunResume } from '../core/run';
 import { composeStage, composeToolChain } from '../middleware/compose';
 import type { GenerateOutcome, GenerateParams, ModelCallParams, Next } from '../middleware/types';
-import { activityOptions, localActivityOptions } from './activity-errors';
 import { modelCaller } from './call-model';
 import { toolRunner } from './call-tool';
 import { resumeHeldCalls } from './resume';
@@ -25,7 +20,7 @@ import { continuedInput, messageChunks, shouldContinueAsNew } from './continue-r
 import { settleCompleted } from './run-status';
 import type { RunState } from './run-state';
 import { signHolds, trustedForResume } from './proofs';
-import { setUpRun, type RunSetup } from './run-setup';
+import { setUpRun, type RunSetup, type RunSetupOptions } from './run-setup';
 import { assertContinuedFits, assertResultFits } from './payload-fit';
 import { runCall, settleTurn, type ToolTurnContext } from './tool-turn';
 import { continueOnCurrentBuild } from './versioning';
@@ -69,13 +64,7 @@ function resultOf(outcome: GenerateOutcome, { status, artifacts, tasks }: RunSta
 }
 
 /** What the loop is made of: the run, its input and agent, what they set up, and the answer's schema. */
-interface LoopParts extends StartedRun {
-  run: GenerateRun;
-  setup: RunSetup;
-  output: RunOutput | undefined;
-  maxTurns: number;
-  callModel: (model: string, request: ModelRequest) => Promise<ModelResponse>;
-}
+type LoopParts = StartedRun & { run: GenerateRun; setup: RunSetup; output: RunOutput | undefined; callModel: RunSetupOptions['callModel'] };
 
 /** A model reply of an iteration (its message has its tool refs), and the messages it was sent. */
 type Reply = GenerateParams & { response: ModelResponse };
@@ -96,14 +85,7 @@ export class ToolLoop {
     // A made-up history approves nothing: a resumed hold keeps its marks only with a valid proof.
     if (input.resume) input.messages = await trustedForResume(agent.name, input.messages);
     const output = runOutputOf(input, agent);
-    const callModel = modelCaller(run.state, {
-      activity: activityOptions(agent.activities.model),
-      local: localActivityOptions(agent.activities.model),
-      ...(agent.localModels ? { localModels: agent.localModels } : {}),
-      temporalRunId: workflowInfo().runId,
-      onUsage: (usage) => run.tree.counted(usage),
-      ...(agent.modelQueues ? { modelQueues: agent.modelQueues } : {}),
-    });
+    const callModel = modelCaller(run.state, { agent, onUsage: (usage) => run.tree.counted(usage) });
     // A hold before a model call (a Budget over its tree's limit) is shown as a call of this name.
     const holdModelCall = (interrupt: ToolInterrupt) =>
       run.board
@@ -119,27 +101,21 @@ export class ToolLoop {
       ...(input.interruptMode === 'wait' ? { holdModelCall } : {}),
     });
     for (const name of setup.contributed.keys()) run.localTools.add(name);
-    return new ToolLoop({ run, input, agent, setup, output, maxTurns, callModel });
+    return new ToolLoop({ run, input, agent, setup, output, callModel });
   }
 
   private constructor(private readonly parts: LoopParts) {
-    const { run, agent, setup, input } = parts;
+    const { run, agent, setup, input, callModel } = parts;
     const hooks = setup.stages.map((stage) => stage.hooks);
     this.modelStage = composeStage(hooks, 'wrapModel', (params) =>
-      run.steering.modelActivity(params.request.messages, (messages) => parts.callModel(params.model, { ...params.request, messages })),
+      run.steering.modelActivity(params.request.messages, (messages) => callModel(params.model, { ...params.request, messages })),
     );
     const runTool = toolRunner({
+      agent,
       contributed: setup.contributed,
-      activity: activityOptions(agent.activities.tool),
-      local: localActivityOptions(agent.activities.tool),
-      ...(agent.localTools ? { localTools: agent.localTools } : {}),
       stage: hooks.length,
       run: run.state,
-      // What a tool reports it spent counts like a model call's usage: the run's, its tree's, its budgets'.
-      onUsage: (usage, toolName) => {
-        run.state.status.usage = addUsage(run.state.status.usage, usage, `the usage tool "${toolName}" reported`);
-        run.tree.counted(usage);
-      },
+      onUsage: (usage) => run.tree.counted(usage),
     });
     this.turn = {
       chain: composeToolChain(hooks, runTool),
@@ -169,13 +145,7 @@ export class ToolLoop {
   /** Iteration 0 of a resume: the held calls, restarted or answered by their decisions, then iteration 1. */
   private async resume(resume: RunResume, messages: Message[]): Promise<GenerateOutcome> {
     const { run, setup } = this.parts;
-    const resumed = await resumeHeldCalls(this.turn, {
-      resume,
-      stages: setup.stages,
-      validateOutput: run.checkOutput,
-      messages,
-      onDecided: (records) => run.board.recordDecisions(records),
-    });
+    const resumed = await resumeHeldCalls(this.turn, { resume, stages: setup.stages, validateOutput: run.checkOutput, messages });
     if ('interrupted' in resumed) return this.interrupted({ message: resumed.interrupted, finishReason: 'interrupted', usage: {} }, messages.slice(0, -1));
     run.state.messages = resumed.messages;
     return this.generate({ iteration: 1, messages: resumed.messages });
@@ -187,7 +157,7 @@ export class ToolLoop {
     await run.windDown();
     const next = continuedInput(input, run.state, { iteration, messages, stages: setup.stages });
     const args: [RunInput, ...Message[][]] = [{ ...next, messages: [] }, ...messageChunks(next.messages)];
-    assertContinuedFits(run.state.runId, args, next.messages.length, run.inlinePayloadLimit);
+    assertContinuedFits(run.state.runId, args, next.messages.length, agent.inlinePayloadLimit);
     runContinuedAsNew(agent.name);
     return continueOnCurrentBuild<(input: RunInput, ...carriedMessages: Message[][]) => Promise<RunResult>>(...args);
   }
@@ -232,7 +202,8 @@ export class ToolLoop {
 
   /** A reply with tool calls: they run (concurrently) and settle, then the next iteration. */
   private async toolTurn({ iteration, messages, response }: Reply, requests: ToolRequestPart[]): Promise<GenerateOutcome> {
-    const { run, maxTurns } = this.parts;
+    const { run, input, agent } = this.parts;
+    const maxTurns = input.maxTurns ?? agent.maxTurns;
     if (iteration + 1 > maxTurns) {
       throw new KeelError('ABORTED', `exceeded maxTurns (${maxTurns}): the model still asked for tools after ${maxTurns} tool rounds`);
     }
@@ -258,7 +229,7 @@ export class ToolLoop {
     const result = resultOf(outcome, run.state, output);
     if (input.state)
       result.state = { messages: result.messages.filter((message) => message.role !== 'system'), artifacts: result.artifacts, custom: input.state.custom };
-    assertResultFits(run.state.runId, result, run.inlinePayloadLimit);
+    assertResultFits(run.state.runId, result, agent.inlinePayloadLimit);
     settleCompleted(run.state, result);
     await run.windDown();
     runEnded(agent.name, result.finishReason === 'interrupted' ? 'interrupted' : 'completed');
