@@ -179,3 +179,9 @@ export class ToolFailure extends KeelError {
     return typeof error === 'object' && error !== null && (error as Record<string, unknown>)[TOOL_FAILURE_MARK] === true;
   }
 }
+
+/** The tool's own failure, answered to the model (when covered) in the tool's own words: `details.toolMessage`, else its message. */
+export function ownToolFailure({ status, message, details, classified }: KeelError, toolName: string): ToolFailure {
+  const modelMessage = typeof details.toolMessage === 'string' ? details.toolMessage : message;
+  return new ToolFailure({ status, message, toolName, modelMessage, details, classified });
+}

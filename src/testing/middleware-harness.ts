@@ -11,7 +11,7 @@
  * `sleep`, `workflowInfo`) cannot run here: the harness fails such a call saying so.
  */
 import type { z } from 'zod';
-import { KeelError, RunStoppedError, ToolFailure, toKeelError } from '../core/errors';
+import { KeelError, RunStoppedError, ToolFailure, ownToolFailure, toKeelError } from '../core/errors';
 import {
   MODEL_CALL_HOLD,
   decisionJsonSchema,
@@ -32,9 +32,10 @@ import { composeStage, composeToolChain, type ToolCall, type ToolRestart, type T
 import { isMiddlewareFactory, middlewareRef, type MiddlewareFactory } from '../middleware/define-middleware';
 import { holdKindOf, holdKinds } from '../middleware/hold-kinds';
 import { registeredMiddleware } from '../middleware/catalog';
-import { instantiateMiddleware, type SharedMiddlewareContext } from '../middleware/stages';
+import { instantiateMiddleware, type MiddlewareStage, type SharedMiddlewareContext } from '../middleware/stages';
 import type { ArtifactStore } from '../core/artifacts';
 import type {
+  ContributedTool,
   ContributedToolContext,
   GenerateOutcome,
   GenerateParams,
@@ -44,7 +45,7 @@ import type {
   ModelCallParams,
   Next,
 } from '../middleware/types';
-import { fakeCapabilities, type FakeCapabilityOptions, type RecordedModelCall } from './fake-context';
+import { fakeCapabilities, type FakeCapabilities, type FakeCapabilityOptions, type RecordedModelCall } from './fake-context';
 
 /** A decision a run resumed with, addressed to this middleware's holds; `kind` names a kind other than its first. */
 export type ResumedHold = DecisionBody & { kind?: string };
@@ -210,19 +211,11 @@ export async function testMiddleware(
   configOrOptions?: unknown,
   maybeOptions?: MiddlewareHarnessOptions,
 ): Promise<MiddlewareHarness> {
-  const byRef = !isMiddlewareFactory(subject) && !isDefinition(subject);
-  const options = ((byRef ? configOrOptions : maybeOptions) ?? {}) as MiddlewareHarnessOptions;
-  let ref: MiddlewareRef;
-  let registry: Readonly<Record<string, MiddlewareDefinition>>;
-  if (byRef) {
-    ref = subject;
-    registry = registeredMiddleware();
-  } else {
-    const definition = isMiddlewareFactory(subject) ? subject.definition : subject;
-    // What `use: [myGate(config)]` does where the agent is defined; the worker checks the ref again below.
-    ref = middlewareRef(definition, configOrOptions);
-    registry = { [definition.name]: definition };
-  }
+  const definition = isMiddlewareFactory(subject) ? subject.definition : isDefinition(subject) ? subject : undefined;
+  const options = ((definition ? maybeOptions : configOrOptions) ?? {}) as MiddlewareHarnessOptions;
+  // What `use: [myGate(config)]` does where the agent is defined; the worker checks the ref again below.
+  const ref = definition ? middlewareRef(definition, configOrOptions) : (subject as MiddlewareRef);
+  const registry: Readonly<Record<string, MiddlewareDefinition>> = definition ? { [definition.name]: definition } : registeredMiddleware();
   const agent = AgentSpecSchema.parse({
     name: 'harness',
     description: 'the agent of a middleware harness',
@@ -236,29 +229,8 @@ export async function testMiddleware(
   const inputMessages = options.inputMessages ?? [];
   const fakes = fakeCapabilities(options);
   const holds: HeldCall[] = [];
-  const pending = new WeakMap<HeldCall, PendingHold>();
-  const toolRuns: ToolRun[] = [];
-
-  const showHold = (interrupt: ToolInterrupt, toolName: string, input: unknown): HeldCall => {
-    const { hold } = interrupt;
-    const held: HeldCall = {
-      id: `i${holds.length + 1}`,
-      kind: hold.kind,
-      question: hold.question(interrupt.data, { toolName }),
-      data: interrupt.data,
-      decisionSchema: decisionJsonSchema(hold),
-      respond: hold.respond ?? 'answer',
-      raisedBy: interrupt.raisedBy,
-      toolName,
-      input,
-    };
-    holds.push(held);
-    return held;
-  };
-
   let resumedHolds: unknown[] | undefined;
   const readResumedHolds = () => (resumedHolds ??= parseResumedHolds(ref.name, holdKinds(registry[ref.name]!), options.resumedHolds ?? []));
-
   const context: SharedMiddlewareContext = {
     agent,
     callModel: fakes.callModel,
@@ -273,7 +245,7 @@ export async function testMiddleware(
     ...(options.holdModelCall
       ? {
           holdModelCall: async (interrupt: ToolInterrupt) => {
-            const held = showHold(interrupt, MODEL_CALL_HOLD, { model: agent.model });
+            const held = showHold(holds, interrupt, MODEL_CALL_HOLD, { model: agent.model });
             const decided = taken(interrupt.hold, held, await options.holdModelCall!(held));
             return 'payload' in decided ? decided.payload : { respond: decided.output };
           },
@@ -281,18 +253,109 @@ export async function testMiddleware(
       : {}),
   };
   const [stage] = await outsideWorkflow(() => instantiateMiddleware([ref], context, registry));
-  const { hooks } = stage!;
   // A resumed decision its kind does not take fails here, not in the first hook that reads it.
   readResumedHolds();
-  const contributed = new Map((hooks.tools ?? []).map((tool) => [tool.definition.name, tool]));
+  return new Harness(stage!, agent, holds, fakes, inputMessages);
+}
+
+/** The harness `testMiddleware` makes: one stage's hooks over the fakes, driven one call at a time (each driver works on its own too). */
+class Harness implements MiddlewareHarness {
+  readonly name: string;
+  readonly hooks: MiddlewareHooks;
+  readonly toolRuns: ToolRun[] = [];
+  readonly usage: () => Usage;
+  readonly addUsage: (usage: Usage) => void;
+  readonly modelCalls: readonly RecordedModelCall[];
+  readonly artifacts: ArtifactStore;
+  private readonly pending = new WeakMap<HeldCall, PendingHold>();
+  private readonly contributed: Map<string, ContributedTool>;
+  private readonly modelStage: Next<ModelCallParams, ModelResponse>;
+
+  constructor(
+    stage: MiddlewareStage,
+    readonly agent: AgentSpec,
+    readonly holds: HeldCall[],
+    fakes: FakeCapabilities,
+    private readonly inputMessages: Message[],
+  ) {
+    ({ name: this.name, hooks: this.hooks } = stage);
+    ({ usage: this.usage, addUsage: this.addUsage, modelCalls: this.modelCalls, artifacts: this.artifacts } = fakes);
+    this.contributed = new Map((this.hooks.tools ?? []).map((tool) => [tool.definition.name, tool]));
+    this.modelStage = composeStage([this.hooks], 'wrapModel', (params) => fakes.callModel(params.model, params.request));
+  }
+
+  readonly callTool: MiddlewareHarness['callTool'] = (
+    { name, input = {}, ref, iteration = 0, requestMessages = this.inputMessages, tool: definition },
+    tool,
+  ) => {
+    const local = this.contributed.get(name)?.definition;
+    const call: ToolCall = {
+      request: { name, ...(ref !== undefined ? { ref } : {}), input },
+      tool: { name, description: '', inputSchema: { type: 'object' }, ...local, ...definition },
+      iteration,
+      requestMessages,
+    };
+    return this.runCall(call, tool);
+  };
+
+  readonly decide: MiddlewareHarness['decide'] = async (target, decision) => {
+    const held = isHeldCall(target) ? target : target.held;
+    if (!held) throw new KeelError('FAILED_PRECONDITION', `decide needs a held call; this call was not held: it answered ${JSON.stringify(target)}`);
+    const entry = this.pending.get(held);
+    if (!entry) throw new KeelError('NOT_FOUND', `interrupt ${held.id} is not a held tool call of this harness`);
+    if (entry.decided) throw new KeelError('FAILED_PRECONDITION', `interrupt ${held.id} was already decided`);
+    const value = taken(entry.interrupt.hold, held, decision);
+    entry.decided = true;
+    if ('output' in value) return { output: value.output };
+    let { call } = entry;
+    const inputReplaced = value.input !== undefined && JSON.stringify(value.input) !== JSON.stringify(call.request.input);
+    if (inputReplaced) call = { ...call, originalInput: call.originalInput ?? call.request.input, request: { ...call.request, input: value.input } };
+    return this.runCall(call, entry.tool, { stage: entry.interrupt.stage, payload: value.payload, inputReplaced });
+  };
+
+  readonly callModel: MiddlewareHarness['callModel'] = (
+    { model = this.agent.model, request = this.requestOf(this.inputMessages), iteration = 0 } = {},
+    next,
+  ) => {
+    const stageCall = next ? composeStage([this.hooks], 'wrapModel', next) : this.modelStage;
+    return outsideWorkflow(() => stageCall({ model, request, iteration }));
+  };
+
+  readonly generate: MiddlewareHarness['generate'] = ({ iteration = 0, messages = this.inputMessages } = {}, next) => {
+    const oneModelCall: Next<GenerateParams, GenerateOutcome> = async (params) => {
+      const response = await this.modelStage({ model: this.agent.model, request: this.requestOf(params.messages), iteration: params.iteration });
+      return { response, messages: [...params.messages, response.message] };
+    };
+    return outsideWorkflow(() => composeStage([this.hooks], 'wrapGenerate', next ?? oneModelCall)({ iteration, messages }));
+  };
+
+  private requestOf(messages: Message[]): ModelRequest {
+    return { messages, tools: this.agent.tools, ...(this.agent.config ? { config: this.agent.config } : {}) };
+  }
+
+  /** Runs a call through wrapTool and settles it as a tool turn does. */
+  private async runCall(call: ToolCall, tool: FakeTool | undefined, restart?: ToolRestart): Promise<ToolCallOutcome> {
+    try {
+      const value = await outsideWorkflow(() => composeToolChain([this.hooks], this.toolRunner(tool))(call, restart));
+      return isToolAnswer(value) ? { output: value.output, metadata: value.metadata } : { output: value };
+    } catch (error) {
+      if (ModelVisibleToolError.isInstance(error)) return { error: error.message };
+      if (ToolInterrupt.isInstance(error)) {
+        const held = showHold(this.holds, error, call.request.name, call.request.input);
+        this.pending.set(held, { interrupt: error, call, tool, decided: false });
+        return { held };
+      }
+      if (ToolFailure.isInstance(error) && this.hooks.coversToolError?.(call.request.name)) return { error: error.modelMessage };
+      throw error;
+    }
+  }
 
   /** The innermost stage: the fake tool, run as keel runs a workflow-local tool. */
-  const toolRunner =
-    (fake: FakeTool | undefined): ToolRunner =>
-    async (call, resumed) => {
+  private toolRunner(fake: FakeTool | undefined): ToolRunner {
+    return async (call, resumed) => {
       const name = call.request.name;
-      const run = fake ?? contributed.get(name)?.run ?? ranOk;
-      toolRuns.push({ name, input: call.request.input, ...(resumed !== undefined ? { resumed } : {}) });
+      const run = fake ?? this.contributed.get(name)?.run ?? ranOk;
+      this.toolRuns.push({ name, input: call.request.input, ...(resumed !== undefined ? { resumed } : {}) });
       const interrupt = (data?: Record<string, unknown>): never => {
         throw new ToolInterrupt({ data: holdData(data), raisedBy: TOOL_STAGE, stage: TOOL_STAGE_INDEX, hold: TOOL_HOLD });
       };
@@ -300,86 +363,29 @@ export async function testMiddleware(
         return await run(call.request.input, { ...call, interrupt, ...(resumed !== undefined ? { resumed } : {}) });
       } catch (error) {
         if (ToolInterrupt.isInstance(error) || ModelVisibleToolError.isInstance(error) || RunStoppedError.isInstance(error)) throw error;
-        // The tool's own failure, answered (when covered) in the tool's own words, as call-tool.ts does.
-        const failure = toKeelError(error);
-        const modelMessage = typeof failure.details.toolMessage === 'string' ? failure.details.toolMessage : failure.message;
-        throw new ToolFailure({
-          status: failure.status,
-          message: failure.message,
-          toolName: name,
-          modelMessage,
-          details: failure.details,
-          classified: failure.classified,
-        });
+        // The tool's own failure, as call-tool.ts makes it.
+        throw ownToolFailure(toKeelError(error), name);
       }
     };
+  }
+}
 
-  /** Runs a call through wrapTool and settles it as a tool turn does. */
-  const runCall = async (call: ToolCall, tool: FakeTool | undefined, restart?: ToolRestart): Promise<ToolCallOutcome> => {
-    try {
-      const value = await outsideWorkflow(() => composeToolChain([hooks], toolRunner(tool))(call, restart));
-      return isToolAnswer(value) ? { output: value.output, metadata: value.metadata } : { output: value };
-    } catch (error) {
-      if (ModelVisibleToolError.isInstance(error)) return { error: error.message };
-      if (ToolInterrupt.isInstance(error)) {
-        const held = showHold(error, call.request.name, call.request.input);
-        pending.set(held, { interrupt: error, call, tool, decided: false });
-        return { held };
-      }
-      if (ToolFailure.isInstance(error) && hooks.coversToolError?.(call.request.name)) return { error: error.modelMessage };
-      throw error;
-    }
+/** Records a hold as a run's status shows it. */
+function showHold(holds: HeldCall[], interrupt: ToolInterrupt, toolName: string, input: unknown): HeldCall {
+  const { hold } = interrupt;
+  const held: HeldCall = {
+    id: `i${holds.length + 1}`,
+    kind: hold.kind,
+    question: hold.question(interrupt.data, { toolName }),
+    data: interrupt.data,
+    decisionSchema: decisionJsonSchema(hold),
+    respond: hold.respond ?? 'answer',
+    raisedBy: interrupt.raisedBy,
+    toolName,
+    input,
   };
-
-  const modelStage = composeStage([hooks], 'wrapModel', (params) => fakes.callModel(params.model, params.request));
-  const requestOf = (messages: Message[]): ModelRequest => ({ messages, tools: agent.tools, ...(agent.config ? { config: agent.config } : {}) });
-
-  return {
-    name: stage!.name,
-    hooks,
-    agent,
-    callTool({ name, input = {}, ref: callRef, iteration = 0, requestMessages = inputMessages, tool: definition }, tool) {
-      const local = contributed.get(name)?.definition;
-      const call: ToolCall = {
-        request: { name, ...(callRef !== undefined ? { ref: callRef } : {}), input },
-        tool: { name, description: '', inputSchema: { type: 'object' }, ...local, ...definition },
-        iteration,
-        requestMessages,
-      };
-      return runCall(call, tool);
-    },
-    async decide(target, decision) {
-      const held = isHeldCall(target) ? target : target.held;
-      if (!held) throw new KeelError('FAILED_PRECONDITION', `decide needs a held call; this call was not held: it answered ${JSON.stringify(target)}`);
-      const entry = pending.get(held);
-      if (!entry) throw new KeelError('NOT_FOUND', `interrupt ${held.id} is not a held tool call of this harness`);
-      if (entry.decided) throw new KeelError('FAILED_PRECONDITION', `interrupt ${held.id} was already decided`);
-      const value = taken(entry.interrupt.hold, held, decision);
-      entry.decided = true;
-      if ('output' in value) return { output: value.output };
-      let { call } = entry;
-      const inputReplaced = value.input !== undefined && JSON.stringify(value.input) !== JSON.stringify(call.request.input);
-      if (inputReplaced) call = { ...call, originalInput: call.originalInput ?? call.request.input, request: { ...call.request, input: value.input } };
-      return runCall(call, entry.tool, { stage: entry.interrupt.stage, payload: value.payload, inputReplaced });
-    },
-    callModel({ model = agent.model, request = requestOf(inputMessages), iteration = 0 } = {}, next) {
-      const stageCall = next ? composeStage([hooks], 'wrapModel', next) : modelStage;
-      return outsideWorkflow(() => stageCall({ model, request, iteration }));
-    },
-    generate({ iteration = 0, messages = inputMessages } = {}, next) {
-      const oneModelCall: Next<GenerateParams, GenerateOutcome> = async (params) => {
-        const response = await modelStage({ model: agent.model, request: requestOf(params.messages), iteration: params.iteration });
-        return { response, messages: [...params.messages, response.message] };
-      };
-      return outsideWorkflow(() => composeStage([hooks], 'wrapGenerate', next ?? oneModelCall)({ iteration, messages }));
-    },
-    usage: fakes.usage,
-    addUsage: fakes.addUsage,
-    modelCalls: fakes.modelCalls,
-    toolRuns,
-    holds,
-    artifacts: fakes.artifacts,
-  };
+  holds.push(held);
+  return held;
 }
 
 /**

@@ -3,13 +3,14 @@
  * `callModel` activity reads it back through the `modelRequest` query, page by page, so
  * history records each message once and no request is too large for a payload. Runs in the workflow: deterministic, no I/O.
  */
-import { proxyActivities, proxyLocalActivities, workflowInfo, type ActivityOptions, type LocalActivityOptions } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import { KeelError } from '../core/errors';
 import { type Message, type ModelRequest, type ModelResponse } from '../core/messages';
 import { addUsage } from '../core/usage';
+import type { AgentSpec } from '../core/run';
 import { MODEL_REQUEST_PAGE_CHARS } from '../core/protocol';
 import type { KeelActivities } from '../activities/types';
-import { asKeelError, untilRegistered } from './activity-errors';
+import { activityOptions, asKeelError, localActivityOptions, untilRegistered } from './activity-errors';
 import type { RunState } from './run-state';
 
 /**
@@ -74,29 +75,21 @@ function pageIds(previous: { text: string; ids: string[] } | undefined, text: st
 
 /** Options of `modelCaller`. */
 export interface ModelCallerOptions {
-  /** Options of the model activity. */
-  activity: ActivityOptions;
-  /** Options of a model call made as a local activity. */
-  local: LocalActivityOptions;
-  /** Models whose calls are local activities (AgentSpec.localModels). */
-  localModels?: ReadonlyArray<string>;
-  /** This run's Temporal run id (the activity reads a large request back from it). */
-  temporalRunId: string;
+  /** The model activity's options, which models are called as local activities, the task queue of each rate-limited one. */
+  agent: Pick<AgentSpec, 'activities' | 'localModels' | 'modelQueues'>;
   /** Counts each call's usage (into the run's tree). */
   onUsage?: (usage: ModelResponse['usage']) => void;
-  /** The task queue of each rate-limited model (AgentSpec.modelQueues). */
-  modelQueues?: Record<string, string>;
 }
 
 /** Calls models through the model activity, adding their usage to the run's. */
-export function modelCaller(
-  run: RunState,
-  { activity: options, local: localOptions, localModels = [], temporalRunId, onUsage, modelQueues = {} }: ModelCallerOptions,
-): (model: string, request: ModelRequest) => Promise<ModelResponse> {
+export function modelCaller(run: RunState, { agent, onUsage }: ModelCallerOptions): (model: string, request: ModelRequest) => Promise<ModelResponse> {
+  const { localModels = [], modelQueues = {} } = agent;
+  const options = activityOptions(agent.activities.model);
+  const localOptions = localActivityOptions(agent.activities.model);
   /** The latest request to each model, with its page ids. */
   const latest = new Map<string, { text: string; ids: string[] }>();
   const messageJson = new WeakMap<Message, string>();
-  const chain = workflowInfo().firstExecutionRunId;
+  const { firstExecutionRunId: chain, runId: temporalRunId } = workflowInfo();
   return async (model, request) => {
     const callIndex = run.modelCalls[model] ?? 0;
     run.modelCalls[model] = callIndex + 1;

@@ -5,48 +5,40 @@
  * answer to the model. Runs in the workflow: deterministic, no I/O.
  */
 import { undeclaredHold } from '../core/holds';
-import {
-  ApplicationFailure,
-  isCancellation,
-  proxyActivities,
-  proxyLocalActivities,
-  type ActivityOptions,
-  type LocalActivityOptions,
-} from '@temporalio/workflow';
-import { KeelError, RunStoppedError, ToolFailure, toKeelError } from '../core/errors';
-import { ToolCallResultSchema } from '../core/run';
+import { ApplicationFailure, isCancellation, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { KeelError, RunStoppedError, ownToolFailure, toKeelError } from '../core/errors';
+import { ToolCallResultSchema, type AgentSpec } from '../core/run';
 import { describeZodError } from '../core/schema-errors';
 import { ModelVisibleToolError, TOOL_FAIL_FAILURE, TOOL_INTERRUPT_FAILURE, TOOL_STAGE, ToolInterrupt, holdData, toolFail } from '../core/interrupts';
 import type { KeelActivities } from '../activities/types';
 import type { ToolRunner } from '../middleware/compose';
 import type { ContributedTool } from '../middleware/types';
-import { activityCause, asKeelError, untilRegistered } from './activity-errors';
+import { activityCause, activityOptions, asKeelError, localActivityOptions, untilRegistered } from './activity-errors';
 import type { RunState } from './run-state';
-import type { Usage } from '../core/usage';
+import { addUsage, type Usage } from '../core/usage';
 
 /** Options of `toolRunner`. */
 export interface ToolRunnerOptions {
+  /** The tool activity's options, and which tools are called as local activities. */
+  agent: Pick<AgentSpec, 'activities' | 'localTools'>;
   /** Tools middleware contributed, by name; they run in the workflow. */
   contributed: ReadonlyMap<string, ContributedTool>;
-  /** Options of the tool activity. */
-  activity: ActivityOptions;
-  /** Options of a tool call made as a local activity. */
-  local?: LocalActivityOptions;
-  /** Tools whose calls are local activities (AgentSpec.localTools). */
-  localTools?: ReadonlyArray<string>;
   /** Position of the tool stage: after every wrapTool hook. */
   stage: number;
-  /** The run: its agent and turn go with each call (for traces and logs). */
-  run?: Pick<RunState, 'status'>;
-  /** Counts what a tool reported it spent (into the run's usage and its tree's ledger). */
-  onUsage?: (usage: Usage, toolName: string) => void;
+  /** The run: its agent and turn go with each call (for traces and logs); what a tool reports it spent counts in its usage. */
+  run: Pick<RunState, 'status'>;
+  /** Counts what a tool reported it spent beyond the run's usage (into its tree's ledger), as a model call's usage is. */
+  onUsage?: (usage: Usage) => void;
 }
 
 /** A tool's own question: any data, and the tool gets the decision's payload as sent. */
 const TOOL_HOLD = undeclaredHold(TOOL_STAGE);
 
 /** The innermost stage of the wrapTool chain. */
-export function toolRunner({ contributed, activity, local: localOptions, localTools = [], stage, run, onUsage }: ToolRunnerOptions): ToolRunner {
+export function toolRunner({ agent, contributed, stage, run, onUsage }: ToolRunnerOptions): ToolRunner {
+  const activity = activityOptions(agent.activities.tool);
+  const localOptions = localActivityOptions(agent.activities.tool);
+  const localTools = agent.localTools ?? [];
   return async (call, resumed) => {
     const name = call.request.name;
     const local = contributed.get(name);
@@ -59,21 +51,21 @@ export function toolRunner({ contributed, activity, local: localOptions, localTo
       } catch (error) {
         if (isCancellation(error) || ToolInterrupt.isInstance(error) || ModelVisibleToolError.isInstance(error) || RunStoppedError.isInstance(error))
           throw error;
-        throw ownFailure(toKeelError(error), name);
+        throw ownToolFailure(toKeelError(error), name);
       }
     }
     let answer: unknown;
     try {
-      const { callTool } =
-        localOptions && localTools.includes(name)
-          ? proxyLocalActivities<KeelActivities>({ ...localOptions, summary: `tool ${name}` })
-          : proxyActivities<KeelActivities>({ ...activity, summary: `tool ${name}` });
+      const { callTool } = localTools.includes(name)
+        ? proxyLocalActivities<KeelActivities>({ ...localOptions, summary: `tool ${name}` })
+        : proxyActivities<KeelActivities>({ ...activity, summary: `tool ${name}` });
       answer = await untilRegistered((refusedBefore) =>
         callTool({
           toolName: name,
           input: call.request.input,
           ref: call.request.ref,
-          ...(run ? { agent: run.status.agent, turn: run.status.turn } : {}),
+          agent: run.status.agent,
+          turn: run.status.turn,
           ...(resumed !== undefined ? { resumed } : {}),
           ...(refusedBefore ? { refusedBefore } : {}),
         }),
@@ -86,27 +78,18 @@ export function toolRunner({ contributed, activity, local: localOptions, localTo
       if (cause instanceof ApplicationFailure && cause.type === TOOL_FAIL_FAILURE) throw toolFail(cause.message);
       const failure = asKeelError(error, `tool "${name}"`);
       if (failure.status === 'CANCELLED') throw failure;
-      throw ownFailure(failure, name);
+      throw ownToolFailure(failure, name);
     }
     // Past the tool's own failures: what the answer brings is the run's to count, never answered to the model.
     // Checked as it crosses into the run: an activity's completion can be sent by anyone with the `temporal` CLI.
     const parsed = ToolCallResultSchema.safeParse(answer);
     if (!parsed.success)
       throw new KeelError('DATA_LOSS', `tool "${name}" answered what no keel worker sends: ${describeZodError(parsed.error)}`, { toolName: name });
-    if (parsed.data.usage && Object.keys(parsed.data.usage).length) onUsage?.(parsed.data.usage, name);
+    const { usage } = parsed.data;
+    if (usage && Object.keys(usage).length) {
+      run.status.usage = addUsage(run.status.usage, usage, `the usage tool "${name}" reported`);
+      onUsage?.(usage);
+    }
     return parsed.data.output;
   };
-}
-
-/** The tool's own failure, answered to the model (when covered) in the tool's own words. */
-function ownFailure(failure: KeelError, toolName: string): ToolFailure {
-  const modelMessage = typeof failure.details.toolMessage === 'string' ? failure.details.toolMessage : failure.message;
-  return new ToolFailure({
-    status: failure.status,
-    message: failure.message,
-    toolName,
-    modelMessage,
-    details: failure.details,
-    classified: failure.classified,
-  });
 }

@@ -7,7 +7,6 @@
  */
 import { holdRaised, holdSettled } from '../core/workflow-metrics';
 import { ApplicationFailure, condition, log, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { Duration } from '@temporalio/common';
 import { KeelError } from '../core/errors';
 import type { ToolInterrupt } from '../core/interrupts';
 import {
@@ -26,9 +25,12 @@ import {
   type Resumption,
 } from '../core/holds';
 import type { ToolRequest } from '../core/messages';
-import type { Interrupt, ReappliedDecision, ReportTarget } from '../core/run';
+import type { Interrupt, ReappliedDecision, RunInput } from '../core/run';
 import { resumeSignal, resumeUpdate } from '../core/protocol';
+import { registeredHoldKind } from '../middleware/catalog';
 import { SubAgentInterrupts } from './sub-agent-interrupts';
+import { holdContext, recordRefusedSignal, showInterrupts } from './run-status';
+import type { RunState } from './run-state';
 
 interface Entry {
   record: Interrupt;
@@ -40,32 +42,12 @@ interface Entry {
 
 /** Options of the board. */
 export interface InterruptBoardOptions {
-  /** The run's id (its sub-agent runs' ids extend it). */
-  runId: string;
-  /** The run to report pending interrupts to instead of the Temporal parent, and the key to report under. */
-  reportTo?: { runId: string; key: string };
+  /** The run's state: its holds, decisions and refused decisions show in its status (sub-agent-interrupts.ts keeps its followers there). */
+  run: RunState;
+  /** The run's input (absent when it is not valid): where to report holds (`reportTo`), how long one waits, and what then. */
+  input: RunInput | undefined;
   /** Checks a stand-in output against the tool's output schema; returns it parsed (may throw). */
   validateOutput: (toolName: string, output: unknown) => Promise<unknown>;
-  /** Called whenever the set of pending interrupts changes. */
-  onChange: () => void;
-  /** What a hold records of the run as it is raised: its agent, turn, what it was asked, the model's latest text. */
-  holdContext?: () => Pick<Interrupt, 'agent' | 'turn' | 'asked' | 'modelText'>;
-  /** Called when a decision the server re-applied after a reset is kept, applied or dropped. */
-  onReapplied?: (decisions: ReappliedDecision[]) => void;
-  /** Called with every decision the run takes (the latest KEPT_DECISIONS are kept in status and the result). */
-  onDecided?: (records: DecisionRecord[]) => void;
-  /** The kind of a sub-agent's hold, by the middleware that raised it, when this worker knows it: a decision for it is checked here. */
-  holdKindOf?: (raisedBy: string, kind: string) => HoldKind | undefined;
-  /** Called when a signalled decision is refused (a signal has no caller to answer). */
-  onRefused?: (refusal: { interruptId?: string; reason: string }) => void;
-  /** True when run `runId` may report its holds here under `key` (this run started it). */
-  acceptsReport?: (key: string, runId: string) => boolean;
-  /** Called when a report of a sub-agent's holds (or a follower) is refused: the signal, and why. */
-  onRefusedReport?: (signal: string, reason: string) => void;
-  /** Where the runs following this run's holds are kept (the run's state). */
-  followers: { followers?: ReportTarget[] };
-  timeout?: Duration;
-  onTimeout: 'deny' | 'fail';
 }
 
 /** Pending interrupts of one run and the handlers that decide them. */
@@ -95,14 +77,7 @@ export class InterruptBoard {
 
   constructor(options: InterruptBoardOptions) {
     this.options = options;
-    this.nested = new SubAgentInterrupts({
-      runId: options.runId,
-      reportTo: options.reportTo,
-      onChange: () => this.changed(),
-      ...(options.acceptsReport ? { acceptsReport: options.acceptsReport } : {}),
-      ...(options.onRefusedReport ? { onRefused: options.onRefusedReport } : {}),
-      followers: options.followers,
-    });
+    this.nested = new SubAgentInterrupts(options.run, options.input?.reportTo, () => this.changed());
     // Whether a decision may wait for its hold is decided by the validator, which runs only on
     // live delivery: the replayer runs a reset run under its original run id, so the handler
     // must not ask again.
@@ -125,7 +100,8 @@ export class InterruptBoard {
           const interruptId =
             typeof (decision as { interruptId?: unknown } | null)?.interruptId === 'string' ? (decision as { interruptId: string }).interruptId : undefined;
           log.warn('refused a decision sent by signal', { interruptId, reason });
-          this.options.onRefused?.({ ...(interruptId ? { interruptId } : {}), reason });
+          this.options.run.status.refusedDecision = { ...(interruptId ? { interruptId } : {}), reason };
+          recordRefusedSignal(this.options.run, 'resume', reason);
         }
       },
       { description: 'The resume decision, fire-and-forget: a refused one is logged and shown in status.refusedDecision.' },
@@ -148,7 +124,7 @@ export class InterruptBoard {
 
   /** The set of pending interrupts changed: tell the run and its parent. */
   private changed(): void {
-    this.options.onChange();
+    showInterrupts(this.options.run, this.pending());
     this.nested.reportToParent(this.pending());
   }
 
@@ -197,7 +173,7 @@ export class InterruptBoard {
       respond: hold.respond ?? 'answer',
       ...(outputSchema !== undefined ? { outputSchema } : {}),
       since: new Date().toISOString(),
-      ...this.options.holdContext?.(),
+      ...holdContext(this.options.run),
     };
     const entry: Entry = { record, hold };
     this.entries.set(id, entry);
@@ -209,7 +185,8 @@ export class InterruptBoard {
       let settledInTime: boolean;
       // A wait with no deadline records no timer (the Web UI showed one as a wait of "9 years, 11
       // months"); the run's current details say what it waits for.
-      if (this.options.timeout !== undefined) settledInTime = await condition(settled, this.options.timeout);
+      const timeout = this.options.input?.interruptTimeout;
+      if (timeout !== undefined) settledInTime = await condition(settled, timeout);
       else settledInTime = (await condition(settled), true);
       // eslint-disable-next-line @typescript-eslint/only-throw-error -- rethrows, as caught, what stopped the run
       if (entry.resumption === undefined && this.stoppedBy !== undefined) throw this.stoppedBy;
@@ -225,9 +202,9 @@ export class InterruptBoard {
   /** A hold nobody decided in time: a denial (recorded as the timeout's), or the run failing DEADLINE_EXCEEDED. */
   private timedOut(entry: Entry): Resumption {
     const { id, toolName } = entry.record;
-    const waited = String(this.options.timeout);
+    const waited = String(this.options.input?.interruptTimeout);
     const fail = (why = '') => new KeelError('DEADLINE_EXCEEDED', `interrupt ${id} on tool "${toolName}" got no decision within ${waited}${why}`);
-    if (this.options.onTimeout === 'fail') throw fail();
+    if (this.options.input?.onInterruptTimeout === 'fail') throw fail();
     const denial = { approved: false, reason: `no decision within ${waited}` };
     const taken = resumption(entry.hold, denial);
     // A kind whose decisions cannot say no (no `{ approved: false }`): the run cannot go on without one.
@@ -241,7 +218,7 @@ export class InterruptBoard {
   recordDecisions(records: DecisionRecord[]): void {
     this.records.push(...records);
     if (this.records.length > KEPT_DECISIONS) this.records.splice(0, this.records.length - KEPT_DECISIONS);
-    this.options.onDecided?.([...this.records]);
+    this.options.run.status.decisions = [...this.records];
   }
 
   /** Decisions taken before this run of the chain (continue-as-new): kept on, and shown with the new ones. */
@@ -269,7 +246,7 @@ export class InterruptBoard {
         this.own().map((record) => record.id),
       );
       const held = this.nested.find(interruptId)!;
-      const hold = held.raisedBy !== undefined ? this.options.holdKindOf?.(held.raisedBy, held.kind) : undefined;
+      const hold = held.raisedBy !== undefined ? registeredHoldKind(held.raisedBy, held.kind) : undefined;
       return hold ? { decision, resumption: taken(hold, held, decision, declared) } : { decision };
     }
     const entry = this.entries.get(interruptId);
@@ -334,7 +311,7 @@ export class InterruptBoard {
   }
 
   private reportReapplied(): void {
-    this.options.onReapplied?.([...this.reapplied.values()].map((decision) => ({ ...decision })));
+    this.options.run.status.reappliedDecisions = [...this.reapplied.values()].map((decision) => ({ ...decision }));
   }
 
   /** The run is ending: decisions re-applied after a reset that found no hold are dropped. */
@@ -346,8 +323,8 @@ export class InterruptBoard {
   private routeOf(decision: Decision, route: 'update' | 'signal'): DecisionRoute {
     if (route !== 'signal' || decision.forwardedFrom === undefined) return route;
     const above = [
-      this.options.reportTo?.runId ?? workflowInfo().parent?.workflowId,
-      ...(this.options.followers.followers ?? []).map((follower) => follower.runId),
+      this.options.input?.reportTo?.runId ?? workflowInfo().parent?.workflowId,
+      ...(this.options.run.followers ?? []).map((follower) => follower.runId),
     ];
     return above.includes(decision.forwardedFrom) ? 'forwarded' : 'signal';
   }
@@ -400,7 +377,7 @@ export class InterruptBoard {
       });
       decision = { ...decision, respond: checked };
     }
-    await this.nested.forward({ ...decision, forwardedFrom: this.options.runId });
+    await this.nested.forward({ ...decision, forwardedFrom: this.options.run.runId });
     this.recordDecisions([decisionRecord(held, decision, route)]);
     return { interruptId: decision.interruptId, decided: [decision.interruptId] };
   }

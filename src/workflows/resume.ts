@@ -35,8 +35,6 @@ export interface ResumeOptions {
   validateOutput: (toolName: string, output: unknown) => Promise<unknown>;
   /** The conversation, ending with the interrupted model message. */
   messages: Message[];
-  /** Called with the decisions the resume takes (route `resume`). */
-  onDecided?: (records: DecisionRecord[]) => void;
 }
 
 /** How a resume ended: the conversation to go on with, or the model message held again. */
@@ -158,7 +156,7 @@ function resolved(modelMessage: Message): Message {
 }
 
 /** Answers the held requests of the interrupted run that `messages` end with (iteration 0). */
-export async function resumeHeldCalls(context: ToolTurnContext, { resume, stages, validateOutput, messages, onDecided }: ResumeOptions): Promise<ResumedTurn> {
+export async function resumeHeldCalls(context: ToolTurnContext, { resume, stages, validateOutput, messages }: ResumeOptions): Promise<ResumedTurn> {
   const last = messages[messages.length - 1];
   const requests = last?.role === 'model' ? toolRequestParts(last) : [];
   if (!last || requests.length === 0) throw new KeelError('FAILED_PRECONDITION', 'resume needs messages that end with a model message asking for tools');
@@ -217,7 +215,8 @@ export async function resumeHeldCalls(context: ToolTurnContext, { resume, stages
   };
 
   const plans = requests.map(plan);
-  if (decisions.length) onDecided?.(decisions);
+  // The decisions the resume takes (route `resume`) show in status and the result.
+  if (decisions.length) context.board.recordDecisions(decisions);
   const settled: SettledTurn = await settleTurn(context, { modelMessage: last, requests, calls: plans.map((run) => run()) });
   if ('interrupted' in settled) return settled;
   return { messages: [...requestMessages, resolved(last), { ...settled.toolMessage, metadata: { resumed: resume.metadata ?? true } }] };

@@ -13,54 +13,34 @@ import { ApplicationFailure, CancellationScope, getExternalWorkflowHandle, log, 
 import type { Decision } from '../core/holds';
 import { describeZodError } from '../core/schema-errors';
 import { describeUndecodable, isUndecodable } from '../core/undecodable';
-import { ChildInterruptsSchema, KEPT_FOLLOWERS, ReportTargetSchema, type Interrupt, type ReportTarget } from '../core/run';
+import { ChildInterruptsSchema, KEPT_FOLLOWERS, ReportTargetSchema, type Interrupt } from '../core/run';
 import { childInterruptsSignal, reportHoldsToSignal, resumeSignal } from '../core/protocol';
-
-/** Options of `SubAgentInterrupts`. */
-export interface SubAgentInterruptsOptions {
-  /** This run's id (its children's ids extend it). */
-  runId: string;
-  /** The run to report to instead of the Temporal parent, and the key to report under (a session turn a run delegated). */
-  reportTo?: { runId: string; key: string };
-  /** Called whenever a child's pending interrupts change. */
-  onChange: () => void;
-  /** True when run `runId` may report holds under `key` (this run started it); default: any. */
-  acceptsReport?: (key: string, runId: string) => boolean;
-  /** Called with the signal and why it was refused (it is logged too). */
-  onRefused?: (signal: string, reason: string) => void;
-  /** Where the runs that follow this run's holds (`reportHoldsTo`) are kept: the run's state, carried across continue-as-new. */
-  followers: { followers?: ReportTarget[] };
-}
+import { acceptsReport } from './reporters';
+import { recordRefusedSignal } from './run-status';
+import type { RunState } from './run-state';
 
 /** The pending interrupts of a run's sub-agent runs, and the way decisions reach them. */
 export class SubAgentInterrupts {
-  private readonly runId: string;
-  private readonly reportTo: { runId: string; key: string } | undefined;
-  private readonly onChange: () => void;
-  private readonly acceptsReport: (key: string, runId: string) => boolean;
-  private readonly onRefused: (signal: string, reason: string) => void;
-  private readonly followers: { followers?: ReportTarget[] };
   /** Each child's run id and pending interrupts, as this run shows them, by the child's key (`<agent>-<n>`). */
   private readonly byChild = new Map<string, { runId: string; interrupts: Interrupt[] }>();
   /** What this run last reported to each run it reports to, by that run's id, so an unchanged list is not sent again. */
   private readonly reported = new Map<string, string>();
 
-  constructor({ runId, reportTo, onChange, acceptsReport = () => true, onRefused = () => undefined, followers }: SubAgentInterruptsOptions) {
-    this.runId = runId;
-    this.reportTo = reportTo;
-    this.onChange = onChange;
-    this.acceptsReport = acceptsReport;
-    this.onRefused = onRefused;
-    this.followers = followers;
+  /** `reportTo`: the run to report to instead of the parent, and its key (a session turn a run delegated); refusals and followers live in `run`. */
+  constructor(
+    private readonly run: RunState,
+    private readonly reportTo: { runId: string; key: string } | undefined,
+    private readonly onChange: () => void,
+  ) {
     setHandler(
       reportHoldsToSignal,
       (raw) => {
         const target = ReportTargetSchema.safeParse(raw);
         if (!target.success)
           return this.refuse('reportHoldsTo', `malformed follower: ${isUndecodable(raw) ? describeUndecodable(raw) : describeZodError(target.error)}`);
-        if (target.data.runId === this.runId) return this.refuse('reportHoldsTo', 'a run cannot follow its own holds');
-        const others = (this.followers.followers ?? []).filter((follower) => follower.runId !== target.data.runId);
-        this.followers.followers = [...others, target.data].slice(-KEPT_FOLLOWERS);
+        if (target.data.runId === this.run.runId) return this.refuse('reportHoldsTo', 'a run cannot follow its own holds');
+        const others = (this.run.followers ?? []).filter((follower) => follower.runId !== target.data.runId);
+        this.run.followers = [...others, target.data].slice(-KEPT_FOLLOWERS);
         // Told at once what waits now (and from then on, whenever it changes).
         this.reported.delete(target.data.runId);
         this.onChange();
@@ -73,10 +53,10 @@ export class SubAgentInterrupts {
       if (!report.success)
         return this.refuse('childInterrupts', `malformed report of holds: ${isUndecodable(raw) ? describeUndecodable(raw) : describeZodError(report.error)}`);
       const { runId: childRunId, interrupts } = report.data;
-      const key = report.data.key ?? (childRunId.startsWith(`${this.runId}/`) ? childRunId.slice(this.runId.length + 1) : undefined);
+      const key = report.data.key ?? (childRunId.startsWith(`${this.run.runId}/`) ? childRunId.slice(this.run.runId.length + 1) : undefined);
       if (!key || key.includes('/'))
         return this.refuse('childInterrupts', `a report of holds from run "${childRunId}", which is not a sub-agent run of this run`);
-      if (!this.acceptsReport(key, childRunId)) {
+      if (!acceptsReport(this.run, key, childRunId)) {
         return this.refuse(
           'childInterrupts',
           `a report of holds from run "${childRunId}" under "${key}": this run did not start that run (it accepts reports only from the sub-agent runs and tasks it started)`,
@@ -91,7 +71,7 @@ export class SubAgentInterrupts {
 
   private refuse(signal: string, reason: string): void {
     log.warn(`refused a ${signal} signal`, { reason });
-    this.onRefused(signal, reason);
+    recordRefusedSignal(this.run, signal, reason);
   }
 
   /** Every pending interrupt of the sub-agent runs, oldest child first. */
@@ -142,13 +122,13 @@ export class SubAgentInterrupts {
     const parent = this.reportTo?.runId ?? workflowInfo().parent?.workflowId;
     const targets: Array<{ runId: string; key?: string }> = [
       ...(parent ? [{ runId: parent, ...(this.reportTo ? { key: this.reportTo.key } : {}) }] : []),
-      ...(this.followers.followers ?? []),
+      ...(this.run.followers ?? []),
     ];
     const json = JSON.stringify(pending);
     for (const target of targets) {
       if ((this.reported.get(target.runId) ?? '[]') === json) continue;
       this.reported.set(target.runId, json);
-      const report = { runId: this.runId, interrupts: [...pending], ...(target.key !== undefined ? { key: target.key } : {}) };
+      const report = { runId: this.run.runId, interrupts: [...pending], ...(target.key !== undefined ? { key: target.key } : {}) };
       // Sent even from a cancelled run (its last report clears its holds); a run that has
       // finished cannot be told, and its status no longer matters.
       void CancellationScope.nonCancellable(() => getExternalWorkflowHandle(target.runId).signal(childInterruptsSignal, report)).catch(() => undefined);

@@ -1,0 +1,127 @@
+/**
+ * One generate run, from its first line: its state, its side of the tree's ledger, and the
+ * handlers of its messages (queries, `resume` and holds reported on the board, `steer`), set
+ * before the first await. Then its start (input checked, agent resolved), the wind-down every
+ * end shares, and its failure; its loop is tool-loop.ts. Runs in the workflow: no I/O.
+ */
+import { CancellationScope, ContinueAsNew, allHandlersFinished, condition, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import { runEnded, runStarted } from '../core/workflow-metrics';
+import { KeelError } from '../core/errors';
+import type { Message } from '../core/messages';
+import { describeZodError } from '../core/schema-errors';
+import { describeUndecodable, isUndecodable, requireOpened } from '../core/undecodable';
+import { RunInputSchema, type AgentSpec, type RunInput } from '../core/run';
+import type { KeelActivities } from '../activities/types';
+import { lazyLedger } from '../features/budget/tree-ledger';
+import { RESOLVE_AGENT_OPTIONS, asKeelError } from './activity-errors';
+import { InterruptBoard } from './interrupt-board';
+import { logRunAttributes } from './log-attributes';
+import { restoreRunState } from './continue-run';
+import { newRunState, type RunState } from './run-state';
+import { answerQueries, settleFailure, startIndexing } from './run-status';
+import { Steering } from './steering';
+
+const { validateToolOutput } = proxyLocalActivities<KeelActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { maximumAttempts: 3, nonRetryableErrorTypes: ['NOT_FOUND', 'INVALID_ARGUMENT', 'INTERNAL'] },
+});
+
+/**
+ * The agent lookup: a regular activity (eagerly dispatched to this worker when it can), never a
+ * local one. A query that arrives while a local activity runs in the first workflow task can close
+ * that task early, and on replay the result then comes one task sooner: setup must never share a
+ * task with it. A worker that lacks the agent refuses it retryably, so another takes it.
+ */
+const { resolveAgent } = proxyActivities<KeelActivities>(RESOLVE_AGENT_OPTIONS);
+
+/** A run's checked input and the agent a worker resolved for it. */
+export type StartedRun = { input: RunInput; agent: AgentSpec };
+
+/** One generate run: its state, its ledger, the handlers of its messages, and how it starts and ends. */
+export class GenerateRun {
+  readonly state: RunState;
+  readonly tree: ReturnType<typeof lazyLedger>;
+  readonly board: InterruptBoard;
+  readonly steering: Steering;
+  /** Tools run in the workflow: they have no schema on the worker to check a stand-in output against. */
+  readonly localTools = new Set<string>();
+  /** The agent once a worker has resolved it: a metric's label is its registered name, never the caller's text. */
+  private agent: AgentSpec | undefined;
+  private readonly parsed: ReturnType<typeof RunInputSchema.safeParse>;
+
+  constructor(
+    private readonly startInput: RunInput,
+    carriedMessages: Message[][],
+  ) {
+    // Sealed with a key this worker lacks: the task fails and waits for a worker that has it.
+    requireOpened(startInput, 'the run input');
+    carriedMessages.forEach((chunk) => requireOpened(chunk, 'the conversation carried into this run'));
+    // The next run of a chain gets its conversation as separate chunks (see continue-run.ts).
+    const rawInput = carriedMessages.length && startInput?.continued ? { ...startInput, messages: carriedMessages.flat() } : startInput;
+    const run = (this.state = newRunState(workflowInfo().workflowId, typeof rawInput?.agent === 'string' ? rawInput.agent : ''));
+    logRunAttributes(run);
+    answerQueries(run);
+    this.tree = lazyLedger(run);
+    const parsed = (this.parsed = RunInputSchema.safeParse(rawInput));
+    this.board = new InterruptBoard({ run, input: parsed.success ? parsed.data : undefined, validateOutput: this.checkOutput });
+    this.steering = new Steering(run);
+  }
+
+  /** Checks a stand-in output against the tool's output schema (a workflow-local tool's as given); returns it parsed. */
+  readonly checkOutput = async (toolName: string, output: unknown): Promise<unknown> => {
+    if (this.localTools.has(toolName)) return output;
+    try {
+      return await validateToolOutput({ toolName, output });
+    } catch (error) {
+      throw asKeelError(error, `validating the output for tool "${toolName}"`);
+    }
+  };
+
+  /** Checks the input and resolves the agent; a next run of a chain takes back the state the last one carried. */
+  async start(): Promise<StartedRun> {
+    const { parsed, startInput, state } = this;
+    if (!parsed.success) {
+      const why = isUndecodable(startInput) ? describeUndecodable(startInput) : describeZodError(parsed.error);
+      throw new KeelError('INVALID_ARGUMENT', `invalid run input: ${why}`);
+    }
+    const input = parsed.data;
+    let agent: AgentSpec;
+    try {
+      agent = await resolveAgent({ agent: input.agent });
+    } catch (error) {
+      throw asKeelError(error, `resolving agent "${input.agent}"`);
+    }
+    this.agent = agent;
+    if (input.state && agent.session === 'server') {
+      throw new KeelError('INVALID_ARGUMENT', `agent "${agent.name}" keeps its conversation on the server (session: 'server'): send a session id, not state`);
+    }
+    if (input.session && agent.session !== 'server') {
+      throw new KeelError('INVALID_ARGUMENT', `agent "${agent.name}" is client-managed (session: 'client'): send its state, not a session id`);
+    }
+    if (input.continued) {
+      restoreRunState(state, input.continued.state);
+      this.board.restoreDecisions(state.status.decisions ?? []);
+    } else runStarted(agent.name);
+    // Listable by agent and state, when the namespace has keel's search attributes.
+    if (agent.searchAttributes) startIndexing(state);
+    return { input, agent };
+  }
+
+  /** What every end but a failure does last: no hold waits any more, the ledger is told, the handlers finish. */
+  async windDown(): Promise<void> {
+    this.board.close();
+    await this.tree.flush();
+    await condition(allHandlersFinished);
+  }
+
+  /** Records how the run ended without a result; returns what the workflow throws (a continue-as-new as is). */
+  async failed(error: unknown): Promise<unknown> {
+    const continuing = error instanceof ContinueAsNew;
+    if (!continuing) this.steering.close('has ended');
+    // What the run spent is told to its tree's ledger however it ends (a cancellation included).
+    await CancellationScope.nonCancellable(() => this.tree.flush());
+    const thrown = settleFailure(this.state, error, { inlinePayloadLimit: this.agent?.inlinePayloadLimit });
+    if (!continuing) runEnded(this.agent?.name, this.state.status.state);
+    return thrown;
+  }
+}
