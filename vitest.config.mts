@@ -19,7 +19,7 @@ const SHARED_TESTS = [
   'fallback-spec',
   'filesystem',
   'idempotency-keys',
-  'interrupts',
+  'holds',
   'json-schemas',
   'large-payloads',
   'local-calls',

@@ -85,7 +85,7 @@ export const analyst = defineAgent({
   use: [budget({ limit: { totalTokens: 200_000, custom: { cost: 2 } }, interrupt: true })],
 });
 
-/** docs/interrupts.md: a tool that asks its own question. */
+/** docs/holds.md: a tool that asks its own question. */
 export const deploy = defineTool({
   name: 'deploy',
   description: 'Deploys a service after the user confirms.',

@@ -15,7 +15,7 @@ import { connectClient, connectWorker } from '../src/worker/connect';
 import { createKeelWorker } from '../src/worker/create-worker';
 import { loadRegistry } from '../src/worker/load-registry';
 import { SCENARIO_MIDDLEWARE_MODULES, SCENARIOS, scenarioRegistry } from '../test/histories/scenarios';
-import { answerInterrupts } from '../test/support/answer-interrupts';
+import { answerHolds } from '../test/support/answer-holds';
 import { freePort } from '../test/support/free-port';
 import { resetToFirstTask } from '../test/support/history';
 import type { RunResult } from '../src/core/run';
@@ -83,7 +83,7 @@ async function main(): Promise<void> {
         }
       }
       if (scenario.decisions) {
-        await answerInterrupts(
+        await answerHolds(
           handle,
           handle.result().catch(() => undefined),
           scenario.decisions,

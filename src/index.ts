@@ -23,7 +23,7 @@ export type { HoldView } from './client/holds';
 export { SessionHandle } from './client/session-handle';
 export type { SendOptions } from './client/session-handle';
 export type { InvokeOutput, Snapshot } from './core/session';
-export type { Interrupt, RunResult, RunStatus } from './core/run';
+export type { Hold, RunResult, RunStatus } from './core/run';
 export type { Decision } from './core/holds';
 
 export { KeelError } from './core/errors';

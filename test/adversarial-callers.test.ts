@@ -225,7 +225,7 @@ describe('a forged report of a sub-agent’s holds', () => {
     for (const forged of ['x-1/i1', 'guarded-1/i1']) {
       const decided = await runKeel(['approve', parent, forged, '--config', config]);
       expect(decided.code).toBe(1);
-      expect(decided.stderr).toContain(`unknown interrupt id "${forged}"; pending interrupts: i1`);
+      expect(decided.stderr).toContain(`unknown hold id "${forged}"; pending holds: i1`);
     }
     // The victims still wait, and the dangerous tool never ran.
     expect((await status(unrelated)).interrupts.map((interrupt) => interrupt.id)).toEqual(['i1']);

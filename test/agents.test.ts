@@ -10,7 +10,7 @@ import { agents } from '../src/features/agents/agents';
 import { namespaceOf } from '../src/features/agents/sub-agent-results';
 import { artifacts } from '../src/features/artifacts/artifacts';
 import { toolApproval } from '../src/middleware/tool-approval';
-import type { Interrupt } from '../src/core/run';
+import type { Hold } from '../src/core/run';
 import { dangerous, echo } from './fixtures/tools';
 import { budget } from '../src/features/budget/budget';
 import { runErrorOf } from '../src/client/keel-client';
@@ -263,27 +263,27 @@ describe.concurrent('agents: holds inside a sub-agent', () => {
       use: [agents({ agents: [sub.name] })],
     });
     const handle = await worker().client.start(name, 'go');
-    let pending: Interrupt[] = [];
-    await expect.poll(async () => (pending = await handle.pendingInterrupts()).length, { timeout: 20_000, interval: 50 }).toBe(1);
+    let pending: Hold[] = [];
+    await expect.poll(async () => (pending = await handle.pendingHolds()).length, { timeout: 20_000, interval: 50 }).toBe(1);
     const childRunId = `${handle.runId}/${sub.name}-1`;
     expect(pending[0]).toMatchObject({ id: `${sub.name}-1/i1`, kind: 'approval', toolName: 'dangerous', input: { v: 'x' }, path: [childRunId] });
     expect((await handle.status()).state).toBe('waiting');
     await expect(handle.approve(`${sub.name}-9/i1`)).rejects.toMatchObject({
       status: 'NOT_FOUND',
-      message: `unknown interrupt id "${sub.name}-9/i1"; pending interrupts: ${sub.name}-1/i1`,
+      message: `unknown hold id "${sub.name}-9/i1"; pending holds: ${sub.name}-1/i1`,
     });
     // a stand-in output is checked at the root, so a bad one is refused there and the hold stays
     await expect(handle.respond(pending[0]!.id, { deleted: 5 })).rejects.toMatchObject({
       status: 'INVALID_ARGUMENT',
       message: expect.stringContaining('deleted'),
     });
-    expect((await handle.pendingInterrupts()).map((interrupt) => interrupt.id)).toEqual([pending[0]!.id]);
+    expect((await handle.pendingHolds()).map((interrupt) => interrupt.id)).toEqual([pending[0]!.id]);
     await handle.approve(pending[0]!.id, { reason: 'looked at it' });
     const result = await handle.result();
     expect(toolOutputs(result.messages)).toEqual([{ response: 'cleaned' }]);
     const child = await worker().client.getHandle(childRunId).result();
     expect(child.messages.at(-2)!.content).toEqual([{ toolResponse: { name: 'dangerous', ref: '0', output: { deleted: 'x' } } }]);
-    expect(await handle.pendingInterrupts()).toEqual([]);
+    expect(await handle.pendingHolds()).toEqual([]);
     // Both runs keep the decision: the root took it (by update), the sub-agent was sent it by the root.
     const decidedBy = expect.stringMatching(/^\d+@/);
     const audit = { kind: 'approval', toolName: 'dangerous', decision: 'approved', reason: 'looked at it', decidedBy };
@@ -711,8 +711,8 @@ describe.concurrent('agents: sub-agents that keep a session', () => {
       use: [agents({ agents: [name] })],
     });
     const handle = await worker().client.start(root.name, 'go');
-    let pending: Interrupt[] = [];
-    await expect.poll(async () => (pending = await handle.pendingInterrupts()).length, { timeout: 20_000, interval: 50 }).toBe(1);
+    let pending: Hold[] = [];
+    await expect.poll(async () => (pending = await handle.pendingHolds()).length, { timeout: 20_000, interval: 50 }).toBe(1);
     expect(pending[0]).toMatchObject({
       id: `${name}-1/i1`,
       kind: 'approval',

@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, type ExpectStatic } from 'vitest';
 import { runErrorOf, type RunHandle } from '../src/client/keel-client';
-import type { Interrupt } from '../src/core/run';
+import type { Hold } from '../src/core/run';
 import { spendingGate } from '../examples/spending-gate';
 import { notebook } from './fixtures/notebook-middleware';
 import { defineAgent, defineTool } from '../src/define';
@@ -33,9 +33,9 @@ afterAll(async () => {
 });
 
 /** The one hold the run waits on (`expect` is the test's own: the tests run side by side). */
-async function heldInterrupt(handle: RunHandle, expect: ExpectStatic): Promise<Interrupt> {
-  let pending: Interrupt[] = [];
-  await expect.poll(async () => (pending = await handle.pendingInterrupts()).length, { timeout: 20_000, interval: 50 }).toBe(1);
+async function pendingHold(handle: RunHandle, expect: ExpectStatic): Promise<Hold> {
+  let pending: Hold[] = [];
+  await expect.poll(async () => (pending = await handle.pendingHolds()).length, { timeout: 20_000, interval: 50 }).toBe(1);
   return pending[0]!;
 }
 
@@ -112,13 +112,13 @@ describe.concurrent('a contributed tool that asks its own question', () => {
     });
     registry.add(model, defineAgent({ name: 'notebook-erase', model: model.name, use: [notebook({ title: 'trip' })] }));
     const handle = await worker.client.start('notebook-erase', 'go');
-    const held = await heldInterrupt(handle, expect);
+    const held = await pendingHold(handle, expect);
     expect(held).toMatchObject({ kind: 'tool', toolName: 'erase_notes', raisedBy: 'tool', data: { question: 'Erase "trip"?' } });
     await handle.restart(held.id, { yes: true });
     expect((await handle.result()).messages.at(-2)!.content[1]).toEqual({ toolResponse: { name: 'erase_notes', ref: '1', output: { erased: 1 } } });
 
     const second = await worker.client.start('notebook-erase', 'go');
-    await second.respond((await heldInterrupt(second, expect)).id, { erased: 0 });
+    await second.respond((await pendingHold(second, expect)).id, { erased: 0 });
     expect((await second.result()).messages.at(-2)!.content[1]).toEqual({ toolResponse: { name: 'erase_notes', ref: '1', output: { erased: 0 } } });
   });
 });
@@ -144,7 +144,7 @@ describe.concurrent('a middleware that holds calls (examples/spending-gate.ts, a
     // turn 1: pay 50 runs, pay 500 is held; restarted with { limit: 1000 }, it runs; turn 2: done
     const model = payingAgent('spending-raise');
     const handle = await worker.client.start('spending-raise', 'pay the bills');
-    const held = await heldInterrupt(handle, expect);
+    const held = await pendingHold(handle, expect);
     // The hold says what it asks and what it takes, as the middleware declared it: a client renders it from this alone.
     expect(held).toMatchObject({
       kind: 'spending',
@@ -160,7 +160,7 @@ describe.concurrent('a middleware that holds calls (examples/spending-gate.ts, a
     });
     // A decision its schema does not take is refused before it is accepted, naming the field; the hold still waits.
     await expect(handle.decide({ interruptId: held.id, restart: { limit: 'lots' } })).rejects.toThrow(
-      /the decision for interrupt i1 \(a spending hold on tool "pay"\) is not one it takes: .*limit/,
+      /the decision for hold i1 \(a spending hold on tool "pay"\) is not one it takes: .*limit/,
     );
     expect((await handle.status()).interrupts.map((interrupt) => interrupt.id)).toEqual([held.id]);
     await handle.decide({ interruptId: held.id, restart: { limit: 1000 }, decidedBy: 'finance@example.com' });
@@ -188,7 +188,7 @@ describe.concurrent('a middleware that holds calls (examples/spending-gate.ts, a
   it('refuses a forged signal its hold does not take, and records a forged "forwarded" claim as a plain signal', async ({ expect }) => {
     const model = payingAgent('spending-forged');
     const handle = await worker.client.start('spending-forged', 'pay the bills');
-    const held = await heldInterrupt(handle, expect);
+    const held = await pendingHold(handle, expect);
     // Sent with the temporal CLI, as anyone with access to the namespace could: the kind's schema still decides.
     await signalWithCli(handle.runId, 'resume', JSON.stringify({ interruptId: held.id, restart: { limit: 'lots' } }));
     await expect.poll(async () => (await handle.status()).refusedSignals?.length ?? 0, { timeout: 10_000 }).toBe(1);
@@ -211,7 +211,7 @@ describe.concurrent('a middleware that holds calls (examples/spending-gate.ts, a
   it('answers the model with the refusal and its reason when the decision denies', async ({ expect }) => {
     const model = payingAgent('spending-deny');
     const handle = await worker.client.start('spending-deny', 'pay the bills');
-    await handle.deny((await heldInterrupt(handle, expect)).id, { reason: 'too much this month' });
+    await handle.deny((await pendingHold(handle, expect)).id, { reason: 'too much this month' });
     expect((await handle.result()).text).toBe('done');
     expect(model.requests[1]!.request.messages.at(-1)!.content[1]).toEqual({
       toolResponse: { name: 'pay', ref: '1', output: { error: 'spending 500 was not approved: too much this month' } },

@@ -77,7 +77,7 @@ afterAll(async () => {
  * process per poll would cost a CPU second each), then `keel status` is asked once.
  */
 async function waitForHold(runId: string, configPath = config): Promise<void> {
-  await expect.poll(async () => (await client.getHandle(runId).pendingInterrupts()).map((hold) => hold.id), { timeout: 30_000, interval: 250 }).toEqual(['i1']);
+  await expect.poll(async () => (await client.getHandle(runId).pendingHolds()).map((hold) => hold.id), { timeout: 30_000, interval: 250 }).toEqual(['i1']);
   expect((await keelJson<Status>(['status', runId], configPath)).interrupts.map((hold) => hold.id)).toEqual(['i1']);
 }
 
@@ -124,12 +124,7 @@ describe('keel approve and keel status without a worker', () => {
 
     // A worker starts: the queued decision is taken (here refused, visibly: it came before the hold it names existed).
     await startWorker(idle);
-    await waitForStatus(
-      runId,
-      (status) => status.refusedSignals ?? [],
-      [{ signal: 'resume', reason: 'unknown interrupt id "i1"; pending interrupts: (none)' }],
-      idle,
-    );
+    await waitForStatus(runId, (status) => status.refusedSignals ?? [], [{ signal: 'resume', reason: 'unknown hold id "i1"; pending holds: (none)' }], idle);
     await waitForHold(runId, idle);
     await client.getHandle(runId).cancel();
   });
@@ -166,8 +161,8 @@ describe('keel approve and keel status without a worker', () => {
     const manyClient = await KeelClient.connect(loadConfig({ path: many }));
     try {
       const handle = await manyClient.start('many-holds', 'go');
-      await expect.poll(async () => (await handle.pendingInterrupts()).length, { timeout: 30_000, interval: 250 }).toBe(20);
-      const held = await handle.pendingInterrupts();
+      await expect.poll(async () => (await handle.pendingHolds()).length, { timeout: 30_000, interval: 250 }).toBe(20);
+      const held = await handle.pendingHolds();
       worker.kill('SIGKILL');
       await worker.exited;
       const decided = Promise.allSettled(held.map((hold) => handle.approve(hold.id)));
@@ -245,7 +240,7 @@ describe('a hold raised in a background task after its launching run ended', () 
 
     // A later run of the conversation follows the task: its status shows the hold, and the decision sent there reaches it.
     const second = await client.start('delegator', [...first.messages, { role: 'user', content: [{ text: 'collect' }] }]);
-    await expect.poll(async () => (await second.pendingInterrupts()).length, { timeout: 30_000, interval: 300 }).toBe(1);
+    await expect.poll(async () => (await second.pendingHolds()).length, { timeout: 30_000, interval: 300 }).toBe(1);
     const shown = await keelJson<Status>(['status', second.runId]);
     expect(shown.interrupts).toHaveLength(1);
     const hold = shown.interrupts[0]!;
@@ -273,7 +268,7 @@ describe('a hold raised in a background task after its launching run ended', () 
     const taskRunId = first.tasks[0]!.slice('guarded:'.length);
     const turn = await keelJson<{ runId: string }>(['run', 'session-delegator', 'collect', '--session', session, '--detach']);
     const turnHandle = client.getHandle(turn.runId);
-    await expect.poll(async () => (await turnHandle.pendingInterrupts()).length, { timeout: 30_000, interval: 300 }).toBe(1);
+    await expect.poll(async () => (await turnHandle.pendingHolds()).length, { timeout: 30_000, interval: 300 }).toBe(1);
     const shown = await keelJson<Status>(['status', turn.runId]);
     expect(shown.interrupts).toHaveLength(1);
     expect(shown.interrupts[0]).toMatchObject({ kind: 'approval', toolName: 'danger', path: [taskRunId] });

@@ -27,7 +27,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import { KeelClient, type RunHandle } from '../src/client/keel-client';
 import { loadConfig } from '../src/config/load';
-import type { Interrupt, RunResult } from '../src/core/run';
+import type { Hold, RunResult } from '../src/core/run';
 import { defineAgent, defineTool } from '../src/define';
 import { Registry } from '../src/registry';
 import { startDevServer, type DevServer } from '../src/server/dev-server';
@@ -373,9 +373,9 @@ describe('faults', () => {
     /** Starts a run of `deploy` and waits (polling its status from the start, as `keel run` does) until it is held. */
     const startHeld = async (p: number) => {
       const handle = await client.start('deploy', String(p));
-      let pending: Interrupt[] = [];
+      let pending: Hold[] = [];
       await expect
-        .poll(async () => (pending = await handle.pendingInterrupts()).map((interrupt) => interrupt.toolName), { timeout: 30_000, interval: 100 })
+        .poll(async () => (pending = await handle.pendingHolds()).map((interrupt) => interrupt.toolName), { timeout: 30_000, interval: 100 })
         .toEqual(['fault_confirm']);
       return { p, handle, interruptId: pending[0]!.id };
     };

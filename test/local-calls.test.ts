@@ -113,8 +113,8 @@ async function callsOf(workflowId: string): Promise<{ activities: string[]; mark
 
 /** The run's first pending hold, once it has one (`expect` is the test's own: the tests run side by side). */
 async function firstHold(handle: RunHandle, expect: ExpectStatic) {
-  await expect.poll(async () => (await handle.pendingInterrupts()).length, { timeout: 20_000, interval: 50 }).toBe(1);
-  return (await handle.pendingInterrupts())[0]!;
+  await expect.poll(async () => (await handle.pendingHolds()).length, { timeout: 20_000, interval: 50 }).toBe(1);
+  return (await handle.pendingHolds())[0]!;
 }
 
 describe.concurrent('local calls', () => {

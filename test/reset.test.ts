@@ -35,9 +35,9 @@ function approvalAgent(): string {
   return name;
 }
 
-async function waitForInterrupt(handle: RunHandle): Promise<string> {
+async function waitForHold(handle: RunHandle): Promise<string> {
   let id: string | undefined;
-  await expect.poll(async () => (id = (await handle.pendingInterrupts())[0]?.id), { timeout: 20_000, interval: 50 }).toBeDefined();
+  await expect.poll(async () => (id = (await handle.pendingHolds())[0]?.id), { timeout: 20_000, interval: 50 }).toBeDefined();
   return id!;
 }
 
@@ -53,7 +53,7 @@ describe('a reset to before a decision', () => {
   ])('re-applies a decision sent by %s when the hold comes back, and says so in status', async (_path, decide) => {
     const name = approvalAgent();
     const handle = await worker.client.start(name, 'go');
-    const id = await waitForInterrupt(handle);
+    const id = await waitForHold(handle);
     await decide(handle, id);
     const first = await handle.result();
     expect(first.text).toBe('done');
@@ -78,14 +78,14 @@ describe('a reset to before a decision', () => {
     });
     registry.add(model, defineAgent({ name, model: model.name, tools: [dangerous], use: [toolApproval()] }));
     const handle = await worker.client.start(name, 'go');
-    const id = await waitForInterrupt(handle);
+    const id = await waitForHold(handle);
     await handle.approve(id);
     expect((await handle.result()).text).toBe('done');
 
     const newRunId = await resetToStart(handle);
     expect(await worker.client.temporal.workflow.getHandle(handle.runId, newRunId).result()).toMatchObject({ text: 'changed my mind' });
     expect((await handle.status()).reappliedDecisions).toEqual([
-      { interruptId: id, decision: 'approved', state: 'dropped', reason: `the run ended before it raised interrupt ${id} again after the reset` },
+      { interruptId: id, decision: 'approved', state: 'dropped', reason: `the run ended before it raised hold ${id} again after the reset` },
     ]);
   });
 
@@ -100,7 +100,7 @@ describe('a reset to before a decision', () => {
     });
     registry.add(model, defineAgent({ name, model: model.name, tools: [dangerous, echo], use: [toolApproval()] }));
     const handle = await worker.client.start(name, 'go');
-    const id = await waitForInterrupt(handle);
+    const id = await waitForHold(handle);
     await handle.approve(id);
     await handle.result();
 
@@ -114,7 +114,7 @@ describe('a reset to before a decision', () => {
         decision: 'approved',
         state: 'dropped',
         toolName: 'echo',
-        reason: `interrupt ${id} holds tool "echo" (ref 0); the decision is for tool "dangerous" (ref 0)`,
+        reason: `hold ${id} holds tool "echo" (ref 0); the decision is for tool "dangerous" (ref 0)`,
       },
     ]);
     // A decision meant for the call now held goes through.

@@ -51,7 +51,7 @@ const worker = sharedTestWorker(registry);
 
 async function heldCall(handle: RunHandle): Promise<string> {
   let id: string | undefined;
-  await expect.poll(async () => (id = (await handle.pendingInterrupts())[0]?.id), { timeout: 30_000, interval: 100 }).toBeDefined();
+  await expect.poll(async () => (id = (await handle.pendingHolds())[0]?.id), { timeout: 30_000, interval: 100 }).toBeDefined();
   return id!;
 }
 

@@ -97,7 +97,7 @@ describe.concurrent('run history', () => {
 
 // toolStarted is the first wait call of the file, and the status is read in its 1.5 s: this test runs on its own.
 describe('query status', () => {
-  it('reports the turn, usage and (no) pending interrupts while a tool runs, then the outcome', async () => {
+  it('reports the turn, usage and (no) pending holds while a tool runs, then the outcome', async () => {
     const model = scriptedModel({
       name: 'scripted/status',
       script: [

@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Interrupt } from '../src/core/run';
+import type { Hold } from '../src/core/run';
 import type { Message } from '../src/core/messages';
 import { defineAgent } from '../src/define';
 import { scriptedModel, textReply } from '../src/models/scripted';
@@ -33,8 +33,8 @@ const userTexts = (messages: readonly Message[]) =>
 describe('an interrupting steer during a hold in the model-call stage', () => {
   it('leaves the hold pending with its id, and the call made after the decision takes the message', async () => {
     const handle = await worker.client.start('steering-gated', 'start');
-    let pending: Interrupt[] = [];
-    await expect.poll(async () => (pending = await handle.pendingInterrupts()).length, { timeout: 20_000, interval: 50 }).toBe(1);
+    let pending: Hold[] = [];
+    await expect.poll(async () => (pending = await handle.pendingHolds()).length, { timeout: 20_000, interval: 50 }).toBe(1);
     const held = pending[0]!;
     expect(held).toMatchObject({ kind: 'model-gate', toolName: '(next model call)' });
     const record = await handle.steer('answer in French', { interrupt: true });
@@ -42,7 +42,7 @@ describe('an interrupting steer during a hold in the model-call stage', () => {
     expect(record.cancelledModelCall).toBeUndefined();
     // Give a cancellation time to act, if one were made: the same hold still waits.
     await new Promise((resolve) => setTimeout(resolve, 500));
-    expect((await handle.pendingInterrupts()).map((interrupt) => interrupt.id)).toEqual([held.id]);
+    expect((await handle.pendingHolds()).map((interrupt) => interrupt.id)).toEqual([held.id]);
     await handle.decide({ interruptId: held.id, restart: { go: true } });
     const result = await handle.result();
     expect(result.text).toBe('gated answer');

@@ -106,7 +106,7 @@ describe('what a watcher costs', () => {
       // 4 s of waiting: no status query at all, and at most 50, 100, ..., 800 ms then 1 s waits of describes.
       expect(queries.mock.calls.length - queriesAtHold).toBe(0);
       expect(describes.mock.calls.length - describesAtHold).toBeLessThanOrEqual(8);
-      const [hold] = await handle.pendingInterrupts();
+      const [hold] = await handle.pendingHolds();
       await handle.approve(hold!.id);
       await watching;
       expect(events.filter((event) => event.type === 'toolResult')).toHaveLength(1);

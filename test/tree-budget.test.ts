@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { ModelRequest } from '../src/core/messages';
-import type { Interrupt } from '../src/core/run';
+import type { Hold } from '../src/core/run';
 import { defineAgent } from '../src/define';
 import { agents } from '../src/features/agents/agents';
 import { budget } from '../src/features/budget/budget';
@@ -154,8 +154,8 @@ describe.concurrent('one budget for the whole tree', () => {
       use: [budget({ limit: { totalTokens: LIMIT }, interrupt: true }), agents({ agents: [a.name], async: true })],
     });
     const handle = await worker().client.start(root.name, 'go');
-    let pending: Interrupt[] = [];
-    await expect.poll(async () => (pending = await handle.pendingInterrupts()).length, { timeout: 30_000, interval: 100 }).toBe(1);
+    let pending: Hold[] = [];
+    await expect.poll(async () => (pending = await handle.pendingHolds()).length, { timeout: 30_000, interval: 100 }).toBe(1);
     expect(pending[0]).toMatchObject({
       kind: 'budget',
       toolName: '(next model call)',

@@ -43,16 +43,16 @@ describe('search attributes', () => {
     const { client } = worker();
     const waiting = await client.start(agent, 'go');
     const other = await client.start(agent, 'go');
-    await expect.poll(async () => (await other.pendingInterrupts()).length, { timeout: 20_000 }).toBe(1);
-    const [hold] = await other.pendingInterrupts();
+    await expect.poll(async () => (await other.pendingHolds()).length, { timeout: 20_000 }).toBe(1);
+    const [hold] = await other.pendingHolds();
     await other.approve(hold!.id);
     expect((await other.result()).text).toBe('done');
-    await expect.poll(async () => (await waiting.pendingInterrupts()).length, { timeout: 20_000 }).toBe(1);
+    await expect.poll(async () => (await waiting.pendingHolds()).length, { timeout: 20_000 }).toBe(1);
 
     await expect.poll(() => listed(`KeelAgent = '${agent}' AND KeelStatus = 'waiting'`), { timeout: 20_000, interval: 300 }).toEqual([waiting.runId]);
     await expect.poll(() => listed(`KeelAgent = '${agent}' AND KeelStatus = 'completed'`), { timeout: 20_000, interval: 300 }).toEqual([other.runId]);
 
-    const [held] = await waiting.pendingInterrupts();
+    const [held] = await waiting.pendingHolds();
     await waiting.approve(held!.id);
     await waiting.result();
     await expect
@@ -80,8 +80,8 @@ describe('what the Temporal Web UI shows of a waiting run', () => {
     const { client } = worker();
     const handle = await client.start(orchestrator, 'go');
     const childRunId = `${handle.runId}/${agent}-1`;
-    await expect.poll(async () => (await handle.pendingInterrupts()).length, { timeout: 20_000 }).toBe(1);
-    const [hold] = await handle.pendingInterrupts();
+    await expect.poll(async () => (await handle.pendingHolds()).length, { timeout: 20_000 }).toBe(1);
+    const [hold] = await handle.pendingHolds();
     expect(hold!.id).toBe(`${agent}-1/i1`);
     // The Web UI reads the run's current details through the SDK's metadata query.
     const details = async (runId: string) =>

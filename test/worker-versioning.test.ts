@@ -50,7 +50,7 @@ describe('Worker Versioning: two builds side by side', () => {
       await builds.makeCurrent('a');
       const kept = await client.start('keeper', 'record it');
       const moved = await client.start('follower', 'record it');
-      for (const run of [kept, moved]) await expect.poll(async () => (await run.pendingInterrupts()).length, { timeout: 30_000 }).toBe(1);
+      for (const run of [kept, moved]) await expect.poll(async () => (await run.pendingHolds()).length, { timeout: 30_000 }).toBe(1);
       expect(await buildOf(client, kept.runId)).toEqual({ buildId: 'a', behavior: 'pinned' });
       expect(await buildOf(client, moved.runId)).toEqual({ buildId: 'a', behavior: 'autoUpgrade' });
 
@@ -93,8 +93,8 @@ describe('Worker Versioning: two builds side by side', () => {
       const workerA = await builds.start('a');
       await builds.makeCurrent('a');
       const run = await client.start('keeper', 'record it');
-      let held: Awaited<ReturnType<typeof run.pendingInterrupts>>[number] | undefined;
-      await expect.poll(async () => (held = (await run.pendingInterrupts())[0]), { timeout: 30_000 }).toBeDefined();
+      let held: Awaited<ReturnType<typeof run.pendingHolds>>[number] | undefined;
+      await expect.poll(async () => (held = (await run.pendingHolds())[0]), { timeout: 30_000 }).toBeDefined();
       const workerB = await builds.start('b');
       await builds.makeCurrent('b');
       // Build a's only worker dies; b is current and polls the same queue, but the run is a's.
@@ -149,7 +149,7 @@ describe('Worker Versioning: two builds side by side', () => {
         started[label] = workflowId;
       }
       for (const workflowId of Object.values(started))
-        await expect.poll(async () => (await client.getHandle(workflowId).pendingInterrupts()).length, { timeout: 30_000 }).toBe(1);
+        await expect.poll(async () => (await client.getHandle(workflowId).pendingHolds()).length, { timeout: 30_000 }).toBe(1);
       expect(await buildOf(client, started.bogus!)).toEqual({ buildId: 'a', behavior: 'pinned' });
       expect(await buildOf(client, started.number!)).toEqual({ buildId: 'a', behavior: 'pinned' });
       expect(await buildOf(client, started.upgrade!)).toEqual({ buildId: 'a', behavior: 'autoUpgrade' });

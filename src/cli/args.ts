@@ -20,11 +20,11 @@ commands:
   watch <runId>               follow a run's events as keel run prints them, until it ends
   list                        the namespace's runs, newest first (--agent <name>, --status <state>,
                               --limit <n>; state: waiting, running, completed, failed, ...)
-  status <runId>              the run's state, turn, usage and pending interrupts (JSON)
+  status <runId>              the run's state, turn, usage and pending holds (JSON)
   abort <runId>               cancel a run
-  approve <runId> <id>        approve a pending interrupt
-  deny <runId> <id>           deny a pending interrupt (--reason <text>)
-  decide <runId> <id> <json>  decide a pending interrupt with a JSON value matching its decision
+  approve <runId> <id>        approve a pending hold
+  deny <runId> <id>           deny a pending hold (--reason <text>)
+  decide <runId> <id> <json>  decide a pending hold with a JSON value matching its decision
                               schema (keel status shows it): sent as { restart: <json> }
   steer <runId> <text...>     add a user message to a running run, taken at its next model call
                               (--interrupt: cancel the model call in flight and answer it at once;

@@ -40,9 +40,7 @@ function decisionOf(command: 'approve' | 'deny' | 'decide', positionals: string[
   const [runId, interruptId, value] = positionals;
   const usage = command === 'decide' ? 'keel decide <runId> <interruptId> <json>' : `keel ${command} <runId> <interruptId>`;
   if (!runId || !interruptId || (command === 'decide' && value === undefined))
-    throw new UsageError(
-      `keel ${command} needs ${command === 'decide' ? 'a run id, an interrupt id and a JSON value' : 'a run id and an interrupt id'}: ${usage}`,
-    );
+    throw new UsageError(`keel ${command} needs ${command === 'decide' ? 'a run id, a hold id and a JSON value' : 'a run id and a hold id'}: ${usage}`);
   const decidedBy = options.as ?? defaultDecider();
   if (command !== 'decide')
     return { interruptId, approved: command === 'approve', ...(options.reason !== undefined ? { reason: options.reason } : {}), decidedBy };

@@ -6,7 +6,7 @@
 import { isAbsolute, relative, resolve } from 'node:path';
 import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
-import type { Interrupt } from '../core/run';
+import type { Hold } from '../core/run';
 import { KeelClient, runErrorOf, type RunHandle } from '../client/keel-client';
 import { loadRegistry } from '../worker/load-registry';
 import { describeRunningServer, ensureServer, prepareWorker } from '../ops/processes';
@@ -26,7 +26,7 @@ async function decidedOrEnded(handle: RunHandle, interruptId: string, done: Prom
     () => (ended = true),
   );
   while (!ended && !signal.aborted) {
-    const waiting = await handle.pendingInterrupts().then(
+    const waiting = await handle.pendingHolds().then(
       (pending) => pending.some((interrupt) => interrupt.id === interruptId),
       () => true, // no answer now (between workers): ask again
     );
@@ -41,7 +41,7 @@ async function decidedOrEnded(handle: RunHandle, interruptId: string, done: Prom
  * to a decision made elsewhere (`keel approve` in another terminal, another client) and to
  * the run's end, so it never blocks the run or answers a decided hold.
  */
-async function decide(handle: RunHandle, interrupt: Interrupt, done: Promise<unknown>, { say, ask }: PromptLines): Promise<void> {
+async function decide(handle: RunHandle, interrupt: Hold, done: Promise<unknown>, { say, ask }: PromptLines): Promise<void> {
   say(
     `  ⏸ ${interrupt.toolName}(${JSON.stringify(interrupt.input ?? {})}) needs approval (${interrupt.message ?? interrupt.kind}); the run waits durably for it`,
   );
@@ -138,7 +138,7 @@ export async function runDemo(config: KeelConfig): Promise<number> {
     say(`· run ${handle.runId} (agent ${DEMO_AGENT})`);
     const done = handle.result();
     await followRun(handle, done, say, {
-      onInterrupt: (interrupt) => decide(handle, interrupt, done, lines),
+      onHold: (interrupt) => decide(handle, interrupt, done, lines),
       writeRaw: (text) => process.stdout.write(text),
       colour: wantsColour(process.stdout),
     });

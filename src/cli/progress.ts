@@ -5,7 +5,7 @@
 import { decideCommands } from '../client/decide-commands';
 import { takesApproval } from '../core/holds';
 import type { Message } from '../core/messages';
-import type { Interrupt } from '../core/run';
+import type { Hold } from '../core/run';
 import type { RunHandle } from '../client/keel-client';
 
 /** A tool call's input or output on one line of at most `max` characters (a long text, such as a skill's instructions, is cut). */
@@ -32,7 +32,7 @@ export function describeToolAttempt({ name, worker, attempt }: { name: string; w
 }
 
 /** Lines telling a person that a run waits for them and how to decide: what the hold asks, and the commands its decision schema allows. */
-export function describeInterrupt(runId: string, interrupt: Interrupt): string[] {
+export function describeHold(runId: string, interrupt: Hold): string[] {
   const question = interrupt.question ?? interrupt.message;
   const call = interrupt.toolName && !interrupt.toolName.startsWith('(') ? `${interrupt.toolName}(${short(interrupt.input ?? {})})` : interrupt.toolName;
   const lines = [`  ⏸ waiting for a decision on ${interrupt.id} (${interrupt.kind}): ${[call, question].filter(Boolean).join(': ')}`];
@@ -47,11 +47,11 @@ export function describeInterrupt(runId: string, interrupt: Interrupt): string[]
 export interface FollowOptions {
   intervalMs?: number;
   /**
-   * Called once for each interrupt that starts waiting (default: print how to decide). It
+   * Called once for each hold that starts waiting (default: print how to decide). It
    * runs beside the polling, which goes on printing meanwhile; `followRun` waits for it
    * before it returns.
    */
-  onInterrupt?: (interrupt: Interrupt) => void | Promise<void>;
+  onHold?: (interrupt: Hold) => void | Promise<void>;
   /** Writes text without a line end: the model's text then shows as it streams. Without it, a model message shows once it is complete. */
   writeRaw?: (text: string) => void;
   /** Colours the lines (for a terminal; keel passes it only when the output is one and NO_COLOR is unset). */
@@ -77,11 +77,11 @@ export async function followRun(
   handle: RunHandle,
   done: Promise<unknown>,
   write: (line: string) => void,
-  { intervalMs = 200, onInterrupt, writeRaw, colour = false, signal }: FollowOptions = {},
+  { intervalMs = 200, onHold, writeRaw, colour = false, signal }: FollowOptions = {},
 ): Promise<void> {
   const paint = (style: keyof typeof STYLES, line: string) => (colour ? `\x1b[${STYLES[style]}m${line}\x1b[0m` : line);
   const writeLine = (line: string) => write(line.startsWith('  →') ? paint('call', line) : line.startsWith('  ←') ? paint('result', line) : line);
-  const reportInterrupt = onInterrupt ?? ((interrupt: Interrupt) => describeInterrupt(handle.runId, interrupt).forEach((line) => write(paint('hold', line))));
+  const reportHold = onHold ?? ((interrupt: Hold) => describeHold(handle.runId, interrupt).forEach((line) => write(paint('hold', line))));
   const reporting: Array<Promise<void>> = [];
   // The caller reads `done` afterwards; a failed run must not count as an unhandled rejection meanwhile.
   const settled = done.catch(() => undefined);
@@ -132,7 +132,7 @@ export async function followRun(
       // Not awaited: a person answering a prompt must not stop the run's events from printing.
       reporting.push(
         Promise.resolve()
-          .then(() => reportInterrupt(event.interrupt))
+          .then(() => reportHold(event.interrupt))
           .catch(() => undefined),
       );
     }

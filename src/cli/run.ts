@@ -6,12 +6,12 @@ import { readFileSync } from 'node:fs';
 import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
 import type { Usage } from '../core/usage';
-import type { Interrupt, RunResult, RunStatus } from '../core/run';
+import type { Hold, RunResult, RunStatus } from '../core/run';
 import { sessionIdProblem } from '../core/session';
 import { parse as parseYaml } from 'yaml';
 import type { OutputOption } from '../core/output';
 import type { KeelClient, RunHandle } from '../client/keel-client';
-import { describeInterrupt, followRun, wantsColour } from './progress';
+import { describeHold, followRun, wantsColour } from './progress';
 import type { LookupRefusal } from '../client/lookup-refusal';
 import { EXIT, UsageError, later, print, refuse, type CliOptions } from './common';
 import { runErrorOf, tryStatus, warnWithoutWorkers, withClient } from './client';
@@ -156,7 +156,7 @@ async function watchRun(
   const following = options.json
     ? // stdout keeps its one JSON object; a hold the run waits on is said on stderr at once, with the commands that decide it.
       followRun(handle, done, () => undefined, {
-        onInterrupt: (interrupt: Interrupt) => describeInterrupt(handle.runId, interrupt).forEach((line) => process.stderr.write(`${line}\n`)),
+        onHold: (interrupt: Hold) => describeHold(handle.runId, interrupt).forEach((line) => process.stderr.write(`${line}\n`)),
         signal: stopFollowing.signal,
       })
     : followRun(handle, done, (line) => process.stderr.write(`${line}\n`), {

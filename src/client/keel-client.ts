@@ -36,7 +36,7 @@ export { promptExcerpt };
 import { runEvents, streamedTextOf, type InFlight, type RunEvent, type RunEventsOptions } from './run-events';
 import { toolAttemptsOf, type ToolNames } from './tool-attempts';
 import type { Decision, DecisionAccepted } from '../core/holds';
-import type { Interrupt, MiddlewareRefInput, RunInputOptions, RunResult, RunStatus } from '../core/run';
+import type { Hold, MiddlewareRefInput, RunInputOptions, RunResult, RunStatus } from '../core/run';
 import type { KeelConfig } from '../config/schema';
 import { OutputOptionSchema, outputSpecOf, outputValidator, type OutputOption, type OutputSpec } from '../core/output';
 import type { Agent } from '../define';
@@ -107,7 +107,7 @@ function isDeadlineExceeded(error: unknown, deadline?: number): boolean {
   return deadline !== undefined && Date.now() >= deadline && (code === 1 || /RST_STREAM|cancel/i.test(message));
 }
 
-/** How long a decision waits to learn which call its interrupt holds before it goes without. */
+/** How long a decision waits to learn which call it holds before it goes without. */
 const TARGET_LOOKUP_MS = 5000;
 
 /** How long `RunHandle.result()` waits through Temporal being out of reach, by default. */
@@ -169,7 +169,7 @@ export class RunHandle<Output = unknown> {
     return this.client.workflow.getHandle(this.runId);
   }
 
-  /** Lifecycle, turn, usage and pending interrupts (works on finished runs too). */
+  /** Lifecycle, turn, usage and pending holds (works on finished runs too). */
   async status(): Promise<RunStatus> {
     const status = await this.reportedStatus();
     if (status.state !== 'running' && status.state !== 'waiting') return status;
@@ -286,8 +286,8 @@ export class RunHandle<Output = unknown> {
     }
   }
 
-  /** Interrupts waiting for a decision. */
-  async pendingInterrupts(): Promise<Interrupt[]> {
+  /** Holds waiting for a decision. */
+  async pendingHolds(): Promise<Hold[]> {
     return (await this.status()).interrupts;
   }
 

@@ -10,7 +10,7 @@
  * already shown comes out. Node side.
  */
 import { messageText, STREAM_DETAILS, type Message, type StreamedText } from '../core/messages';
-import type { Interrupt, RunLifecycle, RunStatus } from '../core/run';
+import type { Hold, RunLifecycle, RunStatus } from '../core/run';
 import type { TaskView } from '../core/tasks';
 import type { ToolAttempt } from './tool-attempts';
 
@@ -52,7 +52,7 @@ export type RunEvent =
    */
   | { type: 'toolAttempt'; name: string; ref?: string; attempt: number; worker: string }
   /** A hold waiting for a decision. */
-  | { type: 'hold'; interrupt: Interrupt }
+  | { type: 'hold'; interrupt: Hold }
   /** A background task (sub-agent run) started or changed status. */
   | { type: 'task'; task: TaskView }
   /** The run ended (the last event). */

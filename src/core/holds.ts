@@ -153,7 +153,7 @@ export function holdMismatch(decision: Decision, hold: { id: string; toolName?: 
   const call = decision.ref !== undefined && hold.ref !== undefined && decision.ref !== hold.ref;
   if (!meant && !call) return undefined;
   const describe = (toolName?: string, ref?: string) => `tool "${toolName ?? '?'}"${ref !== undefined ? ` (ref ${ref})` : ''}`;
-  return `interrupt ${hold.id} holds ${describe(hold.toolName, hold.ref)}; the decision is for ${describe(decision.toolName ?? hold.toolName, decision.ref ?? hold.ref)}`;
+  return `hold ${hold.id} holds ${describe(hold.toolName, hold.ref)}; the decision is for ${describe(decision.toolName ?? hold.toolName, decision.ref ?? hold.ref)}`;
 }
 
 /** What a decision comes to for the held call: a stand-in output that answers it, or a restart with the stage's parsed payload. */
@@ -219,7 +219,7 @@ export function resumption(
   return { success: true, value: { payload: parsed.data, ...('input' in body && body.input !== undefined ? { input: body.input } : {}) } };
 }
 
-/** The JSON Schema of what a kind's decision accepts (its input side), for clients to render (a run's interrupt board makes it once per kind). */
+/** The JSON Schema of what a kind's decision accepts (its input side), for clients to render (a run's hold board makes it once per kind). */
 export function decisionJsonSchema(hold: HoldKind): Record<string, unknown> {
   const { $schema: _dialect, ...schema } = toInputJsonSchema(hold.decision);
   return schema;
@@ -230,7 +230,7 @@ export { takesApproval } from './takes-approval';
 /** The reply of the `resume` update. */
 export const DecisionAcceptedSchema = z.object({
   interruptId: z.string(),
-  /** Every interrupt this decision answered (a shared decision answers all holds of its middleware). */
+  /** Every hold this decision answered (a shared decision answers all holds of its middleware). */
   decided: z.array(z.string()),
 });
 export type DecisionAccepted = z.infer<typeof DecisionAcceptedSchema>;

@@ -1,7 +1,7 @@
 /**
  * Interrupts: a tool call held for a decision. A tool or a wrapTool hook raises a hold
  * (`ToolInterrupt`, built by the framework: hooks call `context.interrupt(data)`, tools
- * `ctx.interrupt(data)`); the run records it as a pending interrupt and waits for a
+ * `ctx.interrupt(data)`); the run records it as a pending hold and waits for a
  * decision, or (interruptMode 'return') ends with the interrupted parts. Also the
  * model-visible tool failure a hook can answer a call with (`toolFail`).
  * Pure: safe in workflow code.
@@ -71,7 +71,7 @@ export class ToolInterrupt extends Error {
     this.kindNamed = kindNamed;
   }
 
-  /** `kind` as pending interrupts show it. */
+  /** `kind` as pending holds show it. */
   get kind(): string {
     return this.hold.kind;
   }

@@ -7,11 +7,11 @@ import type { Decision, DecisionAccepted } from './holds';
 import type { Message } from './messages';
 import type { Usage } from './usage';
 import type { SteerInput, SteerRecord } from './steering';
-import type { ChildInterrupts, ReportTarget, RunStatus } from './run';
+import type { ChildHolds, ReportTarget, RunStatus } from './run';
 import type { InvokeInput, InvokeOutput, Snapshot } from './session';
 import type { TreeBudgetAnswer } from './tree-budget';
 
-/** Current state of a run: lifecycle, turn, usage, pending interrupts. Works on closed runs. */
+/** Current state of a run: lifecycle, turn, usage, pending holds. Works on closed runs. */
 export const statusQuery = defineQuery<RunStatus>('status');
 
 /** The run's messages from index `from` on (for progress display). */
@@ -38,7 +38,7 @@ export interface ModelRequestPage {
 export const MODEL_REQUEST_PAGE_CHARS = 128 * 1024;
 
 /**
- * A decision on a pending interrupt. Its validator rejects an unknown or already-decided
+ * A decision on a pending hold. Its validator rejects an unknown or already-decided
  * id, or a malformed decision, with a message that says which; nothing is recorded then.
  */
 export const resumeUpdate = defineUpdate<DecisionAccepted, [Decision]>('resume');
@@ -54,10 +54,10 @@ export const steerUpdate = defineUpdate<SteerRecord, [SteerInput]>('steer');
 export const resumeSignal = defineSignal<[Decision]>('resume');
 
 /**
- * Internal: a sub-agent run reports its pending interrupts (its own and its descendants') to
+ * Internal: a sub-agent run reports its pending holds (its own and its descendants') to
  * its parent, which shows them in its status and forwards decisions for them.
  */
-export const childInterruptsSignal = defineSignal<[ChildInterrupts]>('childInterrupts');
+export const childHoldsSignal = defineSignal<[ChildHolds]>('childInterrupts');
 
 /**
  * Internal: a later run of the same conversation follows this run (a background task whose

@@ -123,12 +123,12 @@ export const RunErrorSchema = z.object({ status: StatusNameSchema, message: z.st
 export type RunError = z.infer<typeof RunErrorSchema>;
 
 /**
- * A pending hold (an interrupt): a held tool or model call waiting for a decision. It says
+ * A pending hold: a held tool or model call waiting for a decision. It says
  * what a person is asked and what decision the raising stage takes, so a client can render
  * it without knowing the middleware: send `{ interruptId, restart: <value matching decision> }`
  * (or the `approved` and `respond` shorthands the kind accepts).
  */
-export const InterruptSchema = z.object({
+export const HoldSchema = z.object({
   id: z.string(),
   /** The kind of hold, as its middleware declares it (`approval`, `budget`, `tool`, ...). */
   kind: z.string(),
@@ -163,13 +163,13 @@ export const InterruptSchema = z.object({
   /** The model's latest text in that run before the call (cut to 200 characters): what the agent was doing. */
   modelText: z.string().optional(),
 });
-export type Interrupt = z.infer<typeof InterruptSchema>;
+export type Hold = z.infer<typeof HoldSchema>;
 
 /** The memo key under which a run keeps its pending holds, so clients see them without a worker (`keel holds`, `keel status`). */
 export const HOLDS_MEMO_KEY = 'keelHolds';
 
 /** A pending hold as the run's memo records it: small, with the call's input cut short as text. */
-export const MemoHoldSchema = InterruptSchema.pick({
+export const MemoHoldSchema = HoldSchema.pick({
   id: true,
   kind: true,
   question: true,
@@ -194,7 +194,7 @@ export type MemoHold = z.infer<typeof MemoHoldSchema>;
 const MEMO_TEXT_CHARS = 200;
 
 /** The memo entry of pending holds. */
-export function memoHolds(interrupts: readonly Interrupt[]): MemoHold[] {
+export function memoHolds(interrupts: readonly Hold[]): MemoHold[] {
   return interrupts.map(({ id, kind, question, toolName, input, ref, path, message, decision, since, agent, turn, asked, modelText }) => {
     const line = question ?? message;
     const inputJson = input === undefined ? undefined : JSON.stringify(input);
@@ -231,14 +231,14 @@ export type ReportTarget = z.infer<typeof ReportTargetSchema>;
 /** How many followers a run reports its holds to (the latest). */
 export const KEPT_FOLLOWERS = 5;
 
-/** What a sub-agent run reports to the run it answers to: its pending interrupts (its own and its descendants'). */
-export const ChildInterruptsSchema = z.object({
+/** What a sub-agent run reports to the run it answers to: its pending holds (its own and its descendants'). */
+export const ChildHoldsSchema = z.object({
   runId: z.string(),
   /** The key the receiving run shows them under (default: the part of `runId` after the receiver's id). */
   key: z.string().optional(),
-  interrupts: z.array(InterruptSchema),
+  interrupts: z.array(HoldSchema),
 });
-export type ChildInterrupts = z.infer<typeof ChildInterruptsSchema>;
+export type ChildHolds = z.infer<typeof ChildHoldsSchema>;
 
 /** What a finished run returns. */
 export const RunResultSchema = z.object({
@@ -300,7 +300,7 @@ export const RunStatusSchema = z.object({
   agent: z.string(),
   turn: z.number().int(),
   usage: UsageSchema,
-  interrupts: z.array(InterruptSchema),
+  interrupts: z.array(HoldSchema),
   messageCount: z.number().int(),
   finishReason: FinishReasonSchema.optional(),
   text: z.string().optional(),

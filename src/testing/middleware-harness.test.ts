@@ -53,7 +53,7 @@ describe('ToolApproval in the harness', () => {
     const { held } = await approval.callTool({ name: 'delete_files' });
     expect(await approval.decide(held!, { approved: false, reason: 'not today' })).toEqual({ error: `${DENIED_MESSAGE}. Reason: not today` });
     expect(approval.toolRuns).toEqual([]);
-    await expect(approval.decide(held!, { approved: true })).rejects.toThrow('interrupt i1 was already decided');
+    await expect(approval.decide(held!, { approved: true })).rejects.toThrow('hold i1 was already decided');
   });
 
   it("follows a judge model's verdict, asked through the fake callModel", async () => {
@@ -164,7 +164,7 @@ describe('spendingGate (examples/spending-gate.ts) in the harness', () => {
     const first = await gate.callTool(pay, () => 'paid');
     await expect(gate.decide(first, { restart: { limit: 'lots' } })).rejects.toMatchObject({
       status: 'INVALID_ARGUMENT',
-      message: expect.stringMatching(/^the decision for interrupt i1 \(a spending hold on tool "pay"\) is not one it takes: .*limit: expected number/),
+      message: expect.stringMatching(/^the decision for hold i1 \(a spending hold on tool "pay"\) is not one it takes: .*limit: expected number/),
     });
     await expect(gate.decide(first, { approved: 'yes' } as never)).rejects.toThrow(/^malformed decision .*approved: expected boolean/);
     expect(await gate.decide(first, { approved: true })).toEqual({ output: 'paid' });

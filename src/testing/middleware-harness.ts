@@ -302,8 +302,8 @@ class Harness implements MiddlewareHarness {
     const held = isHeldCall(target) ? target : target.held;
     if (!held) throw new KeelError('FAILED_PRECONDITION', `decide needs a held call; this call was not held: it answered ${JSON.stringify(target)}`);
     const entry = this.pending.get(held);
-    if (!entry) throw new KeelError('NOT_FOUND', `interrupt ${held.id} is not a held tool call of this harness`);
-    if (entry.decided) throw new KeelError('FAILED_PRECONDITION', `interrupt ${held.id} was already decided`);
+    if (!entry) throw new KeelError('NOT_FOUND', `hold ${held.id} is not a held tool call of this harness`);
+    if (entry.decided) throw new KeelError('FAILED_PRECONDITION', `hold ${held.id} was already decided`);
     const value = taken(entry.interrupt.hold, held, decision);
     entry.decided = true;
     if ('output' in value) return { output: value.output };
@@ -400,7 +400,7 @@ function taken(hold: HoldKind, held: HeldCall, decision: DecisionBody): Resumpti
   if (result.success) return result.value;
   throw new KeelError(
     'INVALID_ARGUMENT',
-    `the decision for interrupt ${held.id} (a ${held.kind} hold on tool "${held.toolName}") is not one it takes: ${result.error}`,
+    `the decision for hold ${held.id} (a ${held.kind} hold on tool "${held.toolName}") is not one it takes: ${result.error}`,
   );
 }
 

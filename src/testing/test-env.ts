@@ -17,7 +17,7 @@ import { loadConfig, parseConfig } from '../config/load';
 import type { KeelConfig, KeelConfigInput } from '../config/schema';
 import type { DecisionAccepted } from '../core/holds';
 import type { Message } from '../core/messages';
-import type { Interrupt, RunResult } from '../core/run';
+import type { Hold, RunResult } from '../core/run';
 import type { Model } from '../define';
 import type { Registry } from '../registry';
 import { findTemporalBinary, startDevServer, type DevServer } from '../server/dev-server';
@@ -94,7 +94,7 @@ export interface TestEnv {
   /** Throws, listing what the run called, unless its tool calls are these (names, or names and inputs), in order. */
   expectToolCalls(run: string | RunHandle, expected: ExpectedToolCall[]): Promise<RecordedToolCall[]>;
   /** Waits for a pending hold of the run that matches; throws, naming the holds it has, when none comes in time. */
-  expectHold(run: string | RunHandle, matcher?: HoldMatcher): Promise<Interrupt>;
+  expectHold(run: string | RunHandle, matcher?: HoldMatcher): Promise<Hold>;
   /** Approves a hold (`expectHold` gives its id). */
   approve(run: string | RunHandle, holdId: string, reason?: string): Promise<DecisionAccepted>;
   /** Denies a hold. */
@@ -226,7 +226,7 @@ function testEnv({
     async expectHold(run, { toolName, kind, timeoutMs = holdTimeoutMs } = {}) {
       const handle = handleOf(run);
       const deadline = Date.now() + timeoutMs;
-      let pending: Interrupt[] = [];
+      let pending: Hold[] = [];
       for (;;) {
         pending = (await handle.status()).interrupts;
         const found = pending.find((hold) => (toolName === undefined || hold.toolName === toolName) && (kind === undefined || hold.kind === kind));

@@ -212,7 +212,7 @@ function readingRoutes(app: Hono, { client, config, user, temporalUiUrl, inbox }
   // The status query needs a worker: one that does not answer in time leaves the card with the inbox's summary.
   app.get('/api/runs/:runId/holds', (c) =>
     answer(c, async () => ({
-      holds: await client.temporal.withDeadline(Date.now() + HOLDS_QUERY_MS, () => client.getHandle(c.req.param('runId')).pendingInterrupts()),
+      holds: await client.temporal.withDeadline(Date.now() + HOLDS_QUERY_MS, () => client.getHandle(c.req.param('runId')).pendingHolds()),
     })),
   );
 }

@@ -14,7 +14,7 @@ import { RunInputSchema, type AgentSpec, type RunInput } from '../core/run';
 import type { KeelActivities } from '../activities/types';
 import { lazyLedger } from '../features/budget/tree-ledger';
 import { RESOLVE_AGENT_OPTIONS, asKeelError } from './activity-errors';
-import { InterruptBoard } from './interrupt-board';
+import { HoldBoard } from './hold-board';
 import { logRunAttributes } from './log-attributes';
 import { restoreRunState } from './continue-run';
 import { newRunState, type RunState } from './run-state';
@@ -41,7 +41,7 @@ export type StartedRun = { input: RunInput; agent: AgentSpec };
 export class GenerateRun {
   readonly state: RunState;
   readonly tree: ReturnType<typeof lazyLedger>;
-  readonly board: InterruptBoard;
+  readonly board: HoldBoard;
   readonly steering: Steering;
   /** Tools run in the workflow: they have no schema on the worker to check a stand-in output against. */
   readonly localTools = new Set<string>();
@@ -63,7 +63,7 @@ export class GenerateRun {
     answerQueries(run);
     this.tree = lazyLedger(run);
     const parsed = (this.parsed = RunInputSchema.safeParse(rawInput));
-    this.board = new InterruptBoard({ run, input: parsed.success ? parsed.data : undefined, validateOutput: this.checkOutput });
+    this.board = new HoldBoard({ run, input: parsed.success ? parsed.data : undefined, validateOutput: this.checkOutput });
     this.steering = new Steering(run);
   }
 

@@ -18,7 +18,7 @@ import { KeelError, RunStoppedError, ToolFailure, fromApplicationFailure, toAppl
 import { ToolInterrupt } from '../core/interrupts';
 import { artifactText } from '../core/artifacts';
 import { cutText, messageText, promptExcerpt } from '../core/messages';
-import { HOLDS_MEMO_KEY, KEPT_REFUSED_SIGNALS, memoHolds, type Interrupt, type RunResult } from '../core/run';
+import { HOLDS_MEMO_KEY, KEPT_REFUSED_SIGNALS, memoHolds, type Hold, type RunResult } from '../core/run';
 import { MODEL_REQUEST_PAGE_CHARS, messagesQuery, modelRequestQuery, statusQuery } from '../core/protocol';
 import type { RunState } from './run-state';
 import { fittingStop } from './payload-fit';
@@ -37,7 +37,7 @@ export function answerQueries(run: RunState): void {
         ...(artifact.metadata ? { metadata: artifact.metadata } : {}),
       })),
     }),
-    { description: 'The run: state (running, waiting, completed, failed, cancelled), turn, usage, pending interrupts, tasks, artifacts.' },
+    { description: 'The run: state (running, waiting, completed, failed, cancelled), turn, usage, pending holds, tasks, artifacts.' },
   );
   setHandler(messagesQuery, (from: number) => run.messages.slice(Math.max(0, from)), { description: "The run's conversation from index `from` on." });
   // Internal: not part of the protocol (docs/protocol.md); the model activity reads its request with it.
@@ -60,8 +60,8 @@ export function recordRefusedSignal(run: RunState, signal: string, reason: strin
   run.status.refusedSignals = [...(run.status.refusedSignals ?? []), { signal, reason }].slice(-KEPT_REFUSED_SIGNALS);
 }
 
-/** Records the pending interrupts: a run with any is `waiting`. */
-export function showInterrupts(run: RunState, pending: Interrupt[]): void {
+/** Records the pending holds: a run with any is `waiting`. */
+export function showHolds(run: RunState, pending: Hold[]): void {
   run.status.interrupts = pending;
   if (run.status.state === 'running' || run.status.state === 'waiting') run.status.state = pending.length ? 'waiting' : 'running';
   indexState(run);
@@ -79,7 +79,7 @@ const HOLD_MODEL_TEXT_CHARS = 200;
  * Carried with the hold to the runs above (a sub-agent's hold keeps its own agent) and into
  * the memo; no command of the run changes with them.
  */
-export function holdContext(run: RunState): Pick<Interrupt, 'agent' | 'turn' | 'asked' | 'modelText'> {
+export function holdContext(run: RunState): Pick<Hold, 'agent' | 'turn' | 'asked' | 'modelText'> {
   const asked = promptExcerpt(run.messages);
   const said = [...run.messages].reverse().find((message) => message.role === 'model' && messageText(message).trim() !== '');
   const modelText = said ? cutText(messageText(said).replace(/\s+/g, ' ').trim(), HOLD_MODEL_TEXT_CHARS) : '';
@@ -93,7 +93,7 @@ const DETAILED_HOLDS = 10;
  * What a waiting run waits for, as the Temporal Web UI shows it (Markdown): each hold, its
  * question, and the Update that decides it from there. Empty when nothing waits.
  */
-export function waitDetails(pending: readonly Interrupt[]): string {
+export function waitDetails(pending: readonly Hold[]): string {
   if (pending.length === 0) return '';
   const lines = [`**Waiting for a decision** on ${pending.length === 1 ? '1 hold' : `${pending.length} holds`}:`, ''];
   for (const hold of pending.slice(0, DETAILED_HOLDS)) {
@@ -114,7 +114,7 @@ export function waitDetails(pending: readonly Interrupt[]): string {
  * holds` lists them across the namespace and `keel status` shows them while no worker runs.
  * Upserted only when the list changed.
  */
-function memoizeHolds(run: RunState, pending: readonly Interrupt[]): void {
+function memoizeHolds(run: RunState, pending: readonly Hold[]): void {
   const holds = memoHolds(pending);
   const json = JSON.stringify(holds);
   if (json === (run.memoHolds ?? '[]')) return;

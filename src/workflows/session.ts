@@ -30,15 +30,7 @@ import {
 } from '../core/session';
 import type { KeelActivities } from '../activities/types';
 import { RESOLVE_AGENT_OPTIONS } from './activity-errors';
-import {
-  abortSessionUpdate,
-  abortTurnSignal,
-  childInterruptsSignal,
-  currentTurnQuery,
-  invokeUpdate,
-  snapshotQuery,
-  waitForSnapshotUpdate,
-} from '../core/protocol';
+import { abortSessionUpdate, abortTurnSignal, childHoldsSignal, currentTurnQuery, invokeUpdate, snapshotQuery, waitForSnapshotUpdate } from '../core/protocol';
 import {
   anchorOf,
   carriedInput,
@@ -80,7 +72,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
     description: 'The snapshot of the turn in flight (its runId is the run to steer), or null when no turn runs.',
   });
   // A turn reports its holds to its parent, this session; they are followed on the turn's own run.
-  setHandler(childInterruptsSignal, () => undefined);
+  setHandler(childHoldsSignal, () => undefined);
   setHandler(abortTurnSignal, (raw) => abortTurnAskedBy(session, raw));
   setHandler(invokeUpdate, (raw: InvokeInput) => invoke(session, raw), { validator: (raw: InvokeInput) => validateInvocation(session, raw) });
 

@@ -4,7 +4,7 @@ import { KeelError, ToolFailure } from '../core/errors';
 import type { Message, ToolRequestPart } from '../core/messages';
 import { softToolErrors } from '../middleware/soft-tool-errors';
 import type { MiddlewareContext, MiddlewareHooks } from '../middleware/types';
-import type { InterruptBoard } from './interrupt-board';
+import type { HoldBoard } from './hold-board';
 import { settleTurn, type ToolTurnContext } from './tool-turn';
 
 const context = {} as MiddlewareContext;
@@ -12,7 +12,7 @@ const cover = (tools: string[]): MiddlewareHooks => softToolErrors.definition.cr
 
 /** A turn context whose tool-error policy is that of `hooks` (as the loop builds it). */
 function turnWith(hooks: MiddlewareHooks[], stopped: unknown[] = []): ToolTurnContext {
-  const board = { stopWaiting: (error: unknown) => stopped.push(error), waitAgain: () => undefined } as unknown as InterruptBoard;
+  const board = { stopWaiting: (error: unknown) => stopped.push(error), waitAgain: () => undefined } as unknown as HoldBoard;
   return { coversToolError: (name) => hooks.some((hook) => hook.coversToolError?.(name)), board } as ToolTurnContext;
 }
 

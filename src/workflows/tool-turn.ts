@@ -15,7 +15,7 @@ import { isToolAnswer } from '../core/tool-answer';
 import { PROOF_METADATA } from '../core/proofs';
 import type { Message, Part, ToolDefinition, ToolRequest, ToolRequestPart } from '../core/messages';
 import type { ToolCall, ToolRestart } from '../middleware/compose';
-import type { InterruptBoard } from './interrupt-board';
+import type { HoldBoard } from './hold-board';
 
 /** What one tool call came to. */
 export type CallOutcome =
@@ -29,7 +29,7 @@ export interface ToolTurnContext {
   chain: (call: ToolCall, restart?: ToolRestart) => Promise<unknown>;
   /** Every tool of the run (agent's and contributed), by name. */
   tools: ReadonlyMap<string, ToolDefinition>;
-  board: InterruptBoard;
+  board: HoldBoard;
   interruptMode: 'wait' | 'return';
   /** The run's tool-error policy (any middleware's `coversToolError`). */
   coversToolError: (toolName: string) => boolean;

@@ -18,7 +18,7 @@ import { defineAgent } from '../../src/define';
 import { ScriptedReplySchema, scriptedModel, type ScriptedModel } from '../../src/models/scripted';
 import { Registry } from '../../src/registry';
 import { fixtureTools } from '../fixtures/tools';
-import { answerInterrupts } from './answer-interrupts';
+import { answerHolds } from './answer-holds';
 import { startTestWorker, type TestWorker } from './harness';
 import { transcript } from './transcript';
 
@@ -160,7 +160,7 @@ export function runSpecFile(file: string): void {
           (result) => ({ result, error: undefined }),
           (error: unknown) => ({ result: undefined, error: runErrorOf(error) }),
         );
-        const seenInterrupts = await answerInterrupts(handle, settled, spec.decisions);
+        const seenHolds = await answerHolds(handle, settled, spec.decisions);
         const outcome = await settled;
         const { expect: expected } = spec;
         if (expected.error) {
@@ -184,8 +184,8 @@ export function runSpecFile(file: string): void {
           expect((await handle.status()).state).toBe('completed');
         }
         if (expected.interrupts) {
-          expect(seenInterrupts).toHaveLength(expected.interrupts.length);
-          expected.interrupts.forEach((interrupt, position) => expect(seenInterrupts[position]).toMatchObject(interrupt));
+          expect(seenHolds).toHaveLength(expected.interrupts.length);
+          expected.interrupts.forEach((interrupt, position) => expect(seenHolds[position]).toMatchObject(interrupt));
         }
         if (expected.interruptedParts) {
           const parts = outcome.result?.interrupts ?? [];

@@ -112,7 +112,7 @@ export async function toolRanOn(client: KeelClient, workflowId: string): Promise
 export async function approveHold(client: KeelClient, runId: string): Promise<void> {
   const handle = client.getHandle(runId);
   let id: string | undefined;
-  await expect.poll(async () => (id = (await handle.pendingInterrupts())[0]?.id), { timeout: 30_000, interval: 300 }).toBeDefined();
+  await expect.poll(async () => (id = (await handle.pendingHolds())[0]?.id), { timeout: 30_000, interval: 300 }).toBeDefined();
   await handle.decide({ interruptId: id!, approved: true });
 }
 
@@ -139,7 +139,7 @@ export async function sessionMovesAtItsNextTurn(builds: TwoBuilds, sessionId: st
   await builds.makeCurrent('a');
   const session = client.session('chat', sessionId);
   const first = await session.send('record it', { detach: true });
-  await expect.poll(async () => (await client.getHandle(first.runId).pendingInterrupts()).length, { timeout: 30_000 }).toBe(1);
+  await expect.poll(async () => (await client.getHandle(first.runId).pendingHolds()).length, { timeout: 30_000 }).toBe(1);
   expect(await buildOf(client, first.runId)).toEqual({ buildId: 'a', behavior: 'pinned' });
 
   // Build b becomes current while the first turn waits for its approval.
@@ -170,7 +170,7 @@ export async function longRunAtContinueAsNew(builds: TwoBuilds, { moves }: { mov
   const workerA = await builds.start('a');
   await builds.makeCurrent('a');
   const run = await client.start('long', 'record it twice', { continueAsNewAt: { historyEvents: 20 } });
-  await expect.poll(async () => (await run.pendingInterrupts()).length, { timeout: 30_000 }).toBe(1);
+  await expect.poll(async () => (await run.pendingHolds()).length, { timeout: 30_000 }).toBe(1);
   const workerB = await builds.start('b');
   await builds.makeCurrent('b');
   // Approving runs the first call on a; the next turn starts past 20 events, so the run continues as new.

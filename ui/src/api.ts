@@ -8,7 +8,7 @@ import type { RunEvent } from '../../src/client/run-events';
 import type { RunView } from '../../src/ui/run-view';
 
 export type { HoldView, RunListing, RunEvent, RunView };
-export type { Interrupt, RunStatus } from '../../src/core/run';
+export type { Hold, RunStatus } from '../../src/core/run';
 export type { Message, Part } from '../../src/core/messages';
 
 export interface Info {

@@ -7,7 +7,7 @@
  * the run holding the call (its agent, a link to its view) and what the agent was doing.
  */
 import { useState } from 'preact/hooks';
-import { ApiError, post, typedUserName, type HoldView, type Info, type Interrupt } from './api';
+import { ApiError, post, typedUserName, type HoldView, type Info, type Hold } from './api';
 import { age, json } from './format';
 import { SchemaForm } from './schema-form';
 import { runLabel } from '../../src/core/run-label';
@@ -27,7 +27,7 @@ function otherDecisions(schema: Record<string, unknown> | undefined): Array<Reco
 }
 
 /** A hold as a card shows it: in full (from the run's status), with what the inbox's listing adds when it came from there. */
-export type ShownHold = Interrupt & Partial<Pick<HoldView, 'label' | 'prompt' | 'inputText' | 'approvable'>>;
+export type ShownHold = Hold & Partial<Pick<HoldView, 'label' | 'prompt' | 'inputText' | 'approvable'>>;
 
 export function HoldCard({
   runId,

@@ -7,7 +7,7 @@
  * (input, data, decision schema) from each shown run.
  */
 import { useEffect, useState } from 'preact/hooks';
-import { get, type HoldView, type Info, type Interrupt } from './api';
+import { get, type HoldView, type Info, type Hold } from './api';
 import { HoldCard } from './hold';
 
 /** How many runs' holds are loaded in full at once. */
@@ -16,7 +16,7 @@ const REFRESH_MS = 4000;
 
 export function Inbox({ info }: { info: Info | undefined }) {
   const [holds, setHolds] = useState<HoldView[]>();
-  const [full, setFull] = useState<Record<string, Interrupt[]>>({});
+  const [full, setFull] = useState<Record<string, Hold[]>>({});
   const [error, setError] = useState<string>();
   const [notice, setNotice] = useState<string>();
   const [tick, setTick] = useState(0);
@@ -32,7 +32,7 @@ export function Inbox({ info }: { info: Info | undefined }) {
         // Each run's holds in full as its answer comes: a run whose worker is slow (or gone) holds up no other card.
         const runs = [...new Set(listed.map((hold) => hold.runId))].slice(0, SHOWN);
         for (const runId of runs)
-          void get<{ holds: Interrupt[] }>(`/api/runs/${encodeURIComponent(runId)}/holds`).then(
+          void get<{ holds: Hold[] }>(`/api/runs/${encodeURIComponent(runId)}/holds`).then(
             ({ holds: detailed }) => live && setFull((current) => ({ ...current, [runId]: detailed })),
             () => undefined,
           );

@@ -47,18 +47,18 @@ function agentWith(options: {
   return { name, model };
 }
 
-/** The run's first pending interrupt's id, once it has one (`expect` is the test's own: the tests run side by side). */
-async function waitForInterrupt(handle: RunHandle, expect: ExpectStatic): Promise<string> {
+/** The run's first pending hold's id, once it has one (`expect` is the test's own: the tests run side by side). */
+async function waitForHold(handle: RunHandle, expect: ExpectStatic): Promise<string> {
   let id: string | undefined;
-  await expect.poll(async () => (id = (await handle.pendingInterrupts())[0]?.id), { timeout: 20_000, interval: 50 }).toBeDefined();
+  await expect.poll(async () => (id = (await handle.pendingHolds())[0]?.id), { timeout: 20_000, interval: 50 }).toBeDefined();
   return id!;
 }
 
 describe.concurrent('update resume', () => {
-  it('shows the run waiting with its pending interrupt', async ({ expect }) => {
+  it('shows the run waiting with its pending hold', async ({ expect }) => {
     const { name } = agentWith({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }), textReply('done')] });
     const handle = await worker.client.start(name, 'go');
-    const id = await waitForInterrupt(handle, expect);
+    const id = await waitForHold(handle, expect);
     expect(await handle.status()).toMatchObject({ state: 'waiting', interrupts: [{ id, kind: 'approval', toolName: 'dangerous', input: { v: 'x' } }] });
     await handle.approve(id);
     expect((await handle.result()).text).toBe('done');
@@ -68,11 +68,11 @@ describe.concurrent('update resume', () => {
   it('refuses a decision meant for another tool than the one its interrupt holds', async ({ expect }) => {
     const { name } = agentWith({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }), textReply('done')] });
     const handle = await worker.client.start(name, 'go');
-    const id = await waitForInterrupt(handle, expect);
+    const id = await waitForHold(handle, expect);
     const refused = await handle.decide({ interruptId: id, approved: true, toolName: 'echo' }).catch((error: unknown) => runErrorOf(error));
     expect(refused).toMatchObject({
       status: 'FAILED_PRECONDITION',
-      message: expect.stringContaining(`interrupt ${id} holds tool "dangerous" (ref 0); the decision is for tool "echo"`),
+      message: expect.stringContaining(`hold ${id} holds tool "dangerous" (ref 0); the decision is for tool "echo"`),
     });
     // The client names the held tool itself; the same id then goes through.
     await handle.approve(id);
@@ -82,12 +82,12 @@ describe.concurrent('update resume', () => {
   it('refuses a decision that matches none of the hold’s alternatives, by update or signal, naming the field and them; the hold stays', async ({ expect }) => {
     const { name } = agentWith({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }), textReply('done')] });
     const handle = await worker.client.start(name, 'go');
-    const id = await waitForInterrupt(handle, expect);
+    const id = await waitForHold(handle, expect);
     // A mistyped field, another word, a bare restart: none of them is what an approval hold takes.
     for (const restart of [{ aproved: true }, { happened: false }, true] as const) {
       const refused = await handle.decide({ interruptId: id, restart }).then(() => undefined, runErrorOf);
       expect(refused, JSON.stringify(restart)).toMatchObject({ status: 'INVALID_ARGUMENT' });
-      expect(refused!.message).toContain(`the decision for interrupt ${id} (a approval hold on tool "dangerous") is not one it takes:`);
+      expect(refused!.message).toContain(`the decision for hold ${id} (a approval hold on tool "dangerous") is not one it takes:`);
       expect(refused!.message).toContain('the hold takes { approved: boolean, reason?: string }');
     }
     await handle.signalDecision({ interruptId: id, restart: { happened: false } });
@@ -101,14 +101,14 @@ describe.concurrent('update resume', () => {
     expect((await handle.result()).text).toBe('done');
   });
 
-  it('rejects an unknown interrupt id and a second decision for the same id, and the run is unaffected', async ({ expect }) => {
+  it('rejects an unknown hold id and a second decision for the same id, and the run is unaffected', async ({ expect }) => {
     // The answer after the approval takes 2 s, so the run is still open when the second decision arrives.
     const { name } = agentWith({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }), { ...textReply('done'), delayMs: 2000 }] });
     const handle = await worker.client.start(name, 'go');
-    const id = await waitForInterrupt(handle, expect);
+    const id = await waitForHold(handle, expect);
 
     const unknown = await handle.approve('i99').then(() => undefined, runErrorOf);
-    expect(unknown).toMatchObject({ status: 'NOT_FOUND', message: `unknown interrupt id "i99"; pending interrupts: ${id}` });
+    expect(unknown).toMatchObject({ status: 'NOT_FOUND', message: `unknown hold id "i99"; pending holds: ${id}` });
     const malformed = await handle.decide({ interruptId: id, approved: 'yes' } as never).then(() => undefined, runErrorOf);
     expect(malformed?.status).toBe('INVALID_ARGUMENT');
     expect(malformed?.message).toBe('malformed decision { interruptId, approved, reason? } (approve or deny): approved: expected boolean, received string');
@@ -118,22 +118,22 @@ describe.concurrent('update resume', () => {
     await worker.client.temporal.workflow.getHandle(handle.runId).signal(resumeSignal, { interruptId: 'i42', approved: true });
     await expect
       .poll(async () => (await handle.status()).refusedDecision, { timeout: 10_000 })
-      .toEqual({ interruptId: 'i42', reason: `unknown interrupt id "i42"; pending interrupts: ${id}` });
+      .toEqual({ interruptId: 'i42', reason: `unknown hold id "i42"; pending holds: ${id}` });
 
     expect(await handle.approve(id)).toEqual({ interruptId: id, decided: [id] });
     const again = await handle.deny(id).then(() => undefined, runErrorOf);
-    expect(again).toMatchObject({ status: 'FAILED_PRECONDITION', message: `interrupt ${id} was already decided` });
+    expect(again).toMatchObject({ status: 'FAILED_PRECONDITION', message: `hold ${id} was already decided` });
     expect((await handle.result()).text).toBe('done');
   });
 
   it("refuses a respond that fails the tool's output schema, naming the field, then accepts a good one", async ({ expect }) => {
     const { name } = agentWith({ script: [toolCallReply({ name: 'add', input: { a: 1, b: 1 } }), textReply('done')], tools: [add] });
     const handle = await worker.client.start(name, 'go');
-    const id = await waitForInterrupt(handle, expect);
+    const id = await waitForHold(handle, expect);
     const bad = await handle.respond(id, { sum: 'two' }).then(() => undefined, runErrorOf);
     expect(bad?.status).toBe('INVALID_ARGUMENT');
-    expect(bad?.message).toContain(`respond for interrupt ${id}: output for tool "add" fails its schema: sum: Invalid input: expected number, received string`);
-    expect((await handle.pendingInterrupts()).map((interrupt) => interrupt.id)).toEqual([id]);
+    expect(bad?.message).toContain(`respond for hold ${id}: output for tool "add" fails its schema: sum: Invalid input: expected number, received string`);
+    expect((await handle.pendingHolds()).map((interrupt) => interrupt.id)).toEqual([id]);
     await handle.respond(id, { sum: 2 });
     const result = await handle.result();
     expect(result.messages.at(-2)).toEqual({ role: 'tool', content: [{ toolResponse: { name: 'add', ref: '0', output: { sum: 2 } } }] });
@@ -144,7 +144,7 @@ describe.concurrent('cancel while waiting', () => {
   it('ends the run cancelled, with no interrupt left pending and the held tool never run', async ({ expect }) => {
     const { name } = agentWith({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }, { text: 'about to delete' }), textReply('never')] });
     const handle = await worker.client.start(name, 'go');
-    const id = await waitForInterrupt(handle, expect);
+    const id = await waitForHold(handle, expect);
     await handle.cancel();
     expect((await handle.result().then(() => undefined, runErrorOf))?.status).toBe('CANCELLED');
     expect(await handle.status()).toMatchObject({ state: 'cancelled', finishReason: 'aborted', text: 'about to delete', interrupts: [] });
@@ -159,7 +159,7 @@ describe.concurrent('signal resume', () => {
   it('accepts a decision as a signal and ignores an invalid one', async ({ expect }) => {
     const { name } = agentWith({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } }), textReply('done')] });
     const handle = await worker.client.start(name, 'go');
-    const id = await waitForInterrupt(handle, expect);
+    const id = await waitForHold(handle, expect);
     await handle.signalDecision({ interruptId: 'i42', approved: true });
     await handle.signalDecision({ interruptId: id, approved: true });
     expect((await handle.result()).text).toBe('done');
@@ -179,7 +179,7 @@ describe.concurrent('interrupt timeout', () => {
   it('fails the run DEADLINE_EXCEEDED when told to', async () => {
     const { name } = agentWith({ script: [toolCallReply({ name: 'dangerous', input: { v: 'x' } })] });
     const error = await worker.client.run(name, 'go', { interruptTimeout: '1 second', onInterruptTimeout: 'fail' }).then(() => undefined, runErrorOf);
-    expect(error).toMatchObject({ status: 'DEADLINE_EXCEEDED', message: 'interrupt i1 on tool "dangerous" got no decision within 1 second' });
+    expect(error).toMatchObject({ status: 'DEADLINE_EXCEEDED', message: 'hold i1 on tool "dangerous" got no decision within 1 second' });
   });
 });
 

@@ -37,7 +37,7 @@ async function status(
   return JSON.parse(stdout);
 }
 
-async function waitForInterrupt(config: string, runId: string, kind: string): Promise<string> {
+async function waitForHold(config: string, runId: string, kind: string): Promise<string> {
   let id: string | undefined;
   await expect
     .poll(async () => (id = (await status(config, runId)).interrupts.find((interrupt) => interrupt.kind === kind)?.id), { timeout: 30_000, interval: 300 })
@@ -57,7 +57,7 @@ describe('approval across a killed worker, through the CLI', () => {
     expect(started.code).toBe(0);
     const { runId } = JSON.parse(started.stdout);
 
-    const approval = await waitForInterrupt(config, runId, 'approval');
+    const approval = await waitForHold(config, runId, 'approval');
     expect((await status(config, runId)).status).toBe('waiting');
     first.kill('SIGKILL');
     await first.exited;
@@ -67,16 +67,16 @@ describe('approval across a killed worker, through the CLI', () => {
 
     const unknown = await runKeel(['approve', runId, 'i77', '--config', config]);
     expect(unknown.code).toBe(1);
-    expect(unknown.stderr).toContain(`unknown interrupt id "i77"; pending interrupts: ${approval}`);
+    expect(unknown.stderr).toContain(`unknown hold id "i77"; pending holds: ${approval}`);
 
     const approved = await runKeel(['approve', runId, approval, '--json', '--config', config]);
     expect(approved.code).toBe(0);
     expect(JSON.parse(approved.stdout)).toMatchObject({ runId, interruptId: approval, decided: [approval], approved: true });
     const again = await runKeel(['deny', runId, approval, '--config', config]);
     expect(again.code).toBe(1);
-    expect(again.stderr).toContain(`interrupt ${approval} was already decided`);
+    expect(again.stderr).toContain(`hold ${approval} was already decided`);
 
-    const budgetHold = await waitForInterrupt(config, runId, 'budget');
+    const budgetHold = await waitForHold(config, runId, 'budget');
     expect((await status(config, runId)).interrupts).toEqual([
       expect.objectContaining({
         id: budgetHold,
@@ -99,8 +99,8 @@ describe('approval across a killed worker, through the CLI', () => {
     track(worker);
     await worker.waitFor(/keel: worker \d+ on task queue/);
     const { runId } = JSON.parse((await runKeel(['run', 'guarded', 'go', '--detach', '--json', '--config', config])).stdout);
-    expect((await runKeel(['approve', runId, await waitForInterrupt(config, runId, 'approval'), '--config', config])).code).toBe(0);
-    const denied = await runKeel(['deny', runId, await waitForInterrupt(config, runId, 'budget'), '--reason', 'too expensive', '--config', config]);
+    expect((await runKeel(['approve', runId, await waitForHold(config, runId, 'approval'), '--config', config])).code).toBe(0);
+    const denied = await runKeel(['deny', runId, await waitForHold(config, runId, 'budget'), '--reason', 'too expensive', '--config', config]);
     expect(denied.code).toBe(0);
     await expect.poll(async () => (await status(config, runId)).status, { timeout: 30_000, interval: 300 }).toBe('failed');
     expect(await status(config, runId)).toMatchObject({

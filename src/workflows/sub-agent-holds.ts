@@ -1,6 +1,6 @@
 /**
- * Holds deep in the tree of runs, decided at the root (docs/interrupts.md). A sub-agent run reports
- * its pending interrupts (its own and its descendants') to its parent with the
+ * Holds deep in the tree of runs, decided at the root (docs/holds.md). A sub-agent run reports
+ * its pending holds (its own and its descendants') to its parent with the
  * `childInterrupts` signal; the parent shows them in its own status under composite ids
  * (`<agent>-<n>/<id>`) with a `path` of run ids, and forwards a decision for one of them to
  * the child as a `resume` signal, where it is decided like any other. A person approves
@@ -13,16 +13,16 @@ import { ApplicationFailure, CancellationScope, getExternalWorkflowHandle, log, 
 import type { Decision } from '../core/holds';
 import { describeZodError } from '../core/schema-errors';
 import { describeUndecodable, isUndecodable } from '../core/undecodable';
-import { ChildInterruptsSchema, KEPT_FOLLOWERS, ReportTargetSchema, type Interrupt } from '../core/run';
-import { childInterruptsSignal, reportHoldsToSignal, resumeSignal } from '../core/protocol';
+import { ChildHoldsSchema, KEPT_FOLLOWERS, ReportTargetSchema, type Hold } from '../core/run';
+import { childHoldsSignal, reportHoldsToSignal, resumeSignal } from '../core/protocol';
 import { acceptsReport } from './reporters';
 import { recordRefusedSignal } from './run-status';
 import type { RunState } from './run-state';
 
-/** The pending interrupts of a run's sub-agent runs, and the way decisions reach them. */
-export class SubAgentInterrupts {
-  /** Each child's run id and pending interrupts, as this run shows them, by the child's key (`<agent>-<n>`). */
-  private readonly byChild = new Map<string, { runId: string; interrupts: Interrupt[] }>();
+/** The pending holds of a run's sub-agent runs, and the way decisions reach them. */
+export class SubAgentHolds {
+  /** Each child's run id and pending holds, as this run shows them, by the child's key (`<agent>-<n>`). */
+  private readonly byChild = new Map<string, { runId: string; interrupts: Hold[] }>();
   /** What this run last reported to each run it reports to, by that run's id, so an unchanged list is not sent again. */
   private readonly reported = new Map<string, string>();
 
@@ -47,9 +47,9 @@ export class SubAgentInterrupts {
       },
       { description: 'Internal: a later run of the conversation follows this task: its holds are reported there too, under the key given.' },
     );
-    setHandler(childInterruptsSignal, (raw) => {
+    setHandler(childHoldsSignal, (raw) => {
       // Signals are not validated by Temporal: a malformed or foreign one is refused (logged, shown in status), never fails the run.
-      const report = ChildInterruptsSchema.safeParse(raw);
+      const report = ChildHoldsSchema.safeParse(raw);
       if (!report.success)
         return this.refuse('childInterrupts', `malformed report of holds: ${isUndecodable(raw) ? describeUndecodable(raw) : describeZodError(report.error)}`);
       const { runId: childRunId, interrupts } = report.data;
@@ -74,29 +74,29 @@ export class SubAgentInterrupts {
     recordRefusedSignal(this.run, signal, reason);
   }
 
-  /** Every pending interrupt of the sub-agent runs, oldest child first. */
-  pending(): Interrupt[] {
+  /** Every pending hold of the sub-agent runs, oldest child first. */
+  pending(): Hold[] {
     return [...this.byChild.values()].flatMap((child) => child.interrupts);
   }
 
-  /** True for an id of a sub-agent's interrupt (`<agent>-<n>/<id>`). */
+  /** True for an id of a sub-agent's hold (`<agent>-<n>/<id>`). */
   static isNested(interruptId: string): boolean {
     return interruptId.includes('/');
   }
 
-  /** Throws an ApplicationFailure unless a sub-agent run holds this interrupt. */
+  /** Throws an ApplicationFailure unless a sub-agent run raised this hold. */
   check(interruptId: string, ownPending: readonly string[]): void {
     if (this.pending().some((interrupt) => interrupt.id === interruptId)) return;
     const known = [...ownPending, ...this.pending().map((interrupt) => interrupt.id)];
     throw ApplicationFailure.create({
       type: 'NOT_FOUND',
       nonRetryable: true,
-      message: `unknown interrupt id "${interruptId}"; pending interrupts: ${known.length ? known.join(', ') : '(none)'}`,
+      message: `unknown hold id "${interruptId}"; pending holds: ${known.length ? known.join(', ') : '(none)'}`,
     });
   }
 
-  /** The pending sub-agent interrupt with this id, if any. */
-  find(interruptId: string): Interrupt | undefined {
+  /** The pending sub-agent hold with this id, if any. */
+  find(interruptId: string): Hold | undefined {
     return this.pending().find((interrupt) => interrupt.id === interruptId);
   }
 
@@ -115,10 +115,10 @@ export class SubAgentInterrupts {
   }
 
   /**
-   * Reports this run's pending interrupts (its own and its sub-agents') to the run it answers to
+   * Reports this run's pending holds (its own and its sub-agents') to the run it answers to
    * (its parent, or `reportTo`) and to every run that follows it, each under its own key.
    */
-  reportToParent(pending: readonly Interrupt[]): void {
+  reportToParent(pending: readonly Hold[]): void {
     const parent = this.reportTo?.runId ?? workflowInfo().parent?.workflowId;
     const targets: Array<{ runId: string; key?: string }> = [
       ...(parent ? [{ runId: parent, ...(this.reportTo ? { key: this.reportTo.key } : {}) }] : []),
@@ -131,7 +131,7 @@ export class SubAgentInterrupts {
       const report = { runId: this.run.runId, interrupts: [...pending], ...(target.key !== undefined ? { key: target.key } : {}) };
       // Sent even from a cancelled run (its last report clears its holds); a run that has
       // finished cannot be told, and its status no longer matters.
-      void CancellationScope.nonCancellable(() => getExternalWorkflowHandle(target.runId).signal(childInterruptsSignal, report)).catch(() => undefined);
+      void CancellationScope.nonCancellable(() => getExternalWorkflowHandle(target.runId).signal(childHoldsSignal, report)).catch(() => undefined);
     }
   }
 

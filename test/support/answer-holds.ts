@@ -4,7 +4,7 @@
  */
 import type { RunHandle } from '../../src/client/keel-client';
 import type { Decision } from '../../src/core/holds';
-import type { Interrupt } from '../../src/core/run';
+import type { Hold } from '../../src/core/run';
 
 /**
  * Answers the run's holds with the decisions, in order, until `settled` settles; returns
@@ -12,8 +12,8 @@ import type { Interrupt } from '../../src/core/run';
  * answers it (leaving earlier ones undecided); one without answers the oldest unanswered
  * hold. A hold with no decision left cancels the run and throws, instead of waiting forever.
  */
-export async function answerInterrupts(handle: RunHandle, settled: Promise<unknown>, decisions: ReadonlyArray<Record<string, unknown>>): Promise<Interrupt[]> {
-  const seen: Interrupt[] = [];
+export async function answerHolds(handle: RunHandle, settled: Promise<unknown>, decisions: ReadonlyArray<Record<string, unknown>>): Promise<Hold[]> {
+  const seen: Hold[] = [];
   const seenIds = new Set<string>();
   const answered = new Set<string>();
   let done = false;
@@ -23,7 +23,7 @@ export async function answerInterrupts(handle: RunHandle, settled: Promise<unkno
   );
   let next = 0;
   while (!done) {
-    const pending = await handle.pendingInterrupts().catch(() => []);
+    const pending = await handle.pendingHolds().catch(() => []);
     for (const interrupt of pending) {
       if (seenIds.has(interrupt.id)) continue;
       seenIds.add(interrupt.id);

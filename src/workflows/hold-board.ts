@@ -1,5 +1,5 @@
 /**
- * The run's pending interrupts: records holds, answers the `resume` update (validated
+ * The run's pending holds: records holds, answers the `resume` update (validated
  * synchronously) and signal, and lets a held call wait durably for its decision. A hold's
  * policy (declared by the middleware that raised it) says whether one decision answers all
  * of that middleware's holds and whether a stand-in output answers the call or goes to the
@@ -25,15 +25,15 @@ import {
   type Resumption,
 } from '../core/holds';
 import type { ToolRequest } from '../core/messages';
-import type { Interrupt, ReappliedDecision, RunInput } from '../core/run';
+import type { Hold, ReappliedDecision, RunInput } from '../core/run';
 import { resumeSignal, resumeUpdate } from '../core/protocol';
 import { registeredHoldKind } from '../middleware/catalog';
-import { SubAgentInterrupts } from './sub-agent-interrupts';
-import { holdContext, recordRefusedSignal, showInterrupts } from './run-status';
+import { SubAgentHolds } from './sub-agent-holds';
+import { holdContext, recordRefusedSignal, showHolds } from './run-status';
 import type { RunState } from './run-state';
 
 interface Entry {
-  record: Interrupt;
+  record: Hold;
   /** The kind of hold, as the raising stage declared it. */
   hold: HoldKind;
   /** Set once decided: what the held call gets. */
@@ -41,8 +41,8 @@ interface Entry {
 }
 
 /** Options of the board. */
-export interface InterruptBoardOptions {
-  /** The run's state: its holds, decisions and refused decisions show in its status (sub-agent-interrupts.ts keeps its followers there). */
+export interface HoldBoardOptions {
+  /** The run's state: its holds, decisions and refused decisions show in its status (sub-agent-holds.ts keeps its followers there). */
   run: RunState;
   /** The run's input (absent when it is not valid): where to report holds (`reportTo`), how long one waits, and what then. */
   input: RunInput | undefined;
@@ -50,8 +50,8 @@ export interface InterruptBoardOptions {
   validateOutput: (toolName: string, output: unknown) => Promise<unknown>;
 }
 
-/** Pending interrupts of one run and the handlers that decide them. */
-export class InterruptBoard {
+/** Pending holds of one run and the handlers that decide them. */
+export class HoldBoard {
   private readonly entries = new Map<string, Entry>();
   private readonly decided = new Set<string>();
   private counter = 0;
@@ -67,17 +67,17 @@ export class InterruptBoard {
   /** Set when the run ends: re-applied decisions still waiting for their hold are dropped. */
   private closed = false;
 
-  private readonly options: InterruptBoardOptions;
+  private readonly options: HoldBoardOptions;
   /** The decisions taken, oldest first (the latest KEPT_DECISIONS). */
   private readonly records: DecisionRecord[] = [];
   /** The JSON Schema of each hold kind's decision, made when this run first raises the kind. */
   private readonly decisionSchemas = new Map<HoldKind, Record<string, unknown>>();
   /** Holds of the run's sub-agents, decided through this board. */
-  private readonly nested: SubAgentInterrupts;
+  private readonly nested: SubAgentHolds;
 
-  constructor(options: InterruptBoardOptions) {
+  constructor(options: HoldBoardOptions) {
     this.options = options;
-    this.nested = new SubAgentInterrupts(options.run, options.input?.reportTo, () => this.changed());
+    this.nested = new SubAgentHolds(options.run, options.input?.reportTo, () => this.changed());
     // Whether a decision may wait for its hold is decided by the validator, which runs only on
     // live delivery: the replayer runs a reset run under its original run id, so the handler
     // must not ask again.
@@ -108,12 +108,12 @@ export class InterruptBoard {
     );
   }
 
-  /** Interrupts waiting for a decision, oldest first: the run's own, then its sub-agents'. */
-  pending(): Interrupt[] {
+  /** Holds waiting for a decision, oldest first: the run's own, then its sub-agents'. */
+  pending(): Hold[] {
     return [...this.own(), ...this.nested.pending()];
   }
 
-  private own(): Interrupt[] {
+  private own(): Hold[] {
     return [...this.entries.values()].filter((entry) => !entry.resumption).map((entry) => entry.record);
   }
 
@@ -122,9 +122,9 @@ export class InterruptBoard {
     this.nested.forget(childRunId);
   }
 
-  /** The set of pending interrupts changed: tell the run and its parent. */
+  /** The set of pending holds changed: tell the run and its parent. */
   private changed(): void {
-    showInterrupts(this.options.run, this.pending());
+    showHolds(this.options.run, this.pending());
     this.nested.reportToParent(this.pending());
   }
 
@@ -159,7 +159,7 @@ export class InterruptBoard {
     const id = `i${++this.counter}`;
     const { hold } = interrupt;
     const question = hold.question(interrupt.data, { toolName: request.name });
-    const record: Interrupt = {
+    const record: Hold = {
       id,
       kind: hold.kind,
       question,
@@ -203,7 +203,7 @@ export class InterruptBoard {
   private timedOut(entry: Entry): Resumption {
     const { id, toolName } = entry.record;
     const waited = String(this.options.input?.interruptTimeout);
-    const fail = (why = '') => new KeelError('DEADLINE_EXCEEDED', `interrupt ${id} on tool "${toolName}" got no decision within ${waited}${why}`);
+    const fail = (why = '') => new KeelError('DEADLINE_EXCEEDED', `hold ${id} on tool "${toolName}" got no decision within ${waited}${why}`);
     if (this.options.input?.onInterruptTimeout === 'fail') throw fail();
     const denial = { approved: false, reason: `no decision within ${waited}` };
     const taken = resumption(entry.hold, denial);
@@ -240,7 +240,7 @@ export class InterruptBoard {
     if (!parsed.success) throw ApplicationFailure.create({ type: 'INVALID_ARGUMENT', nonRetryable: true, message: parsed.error });
     const decision = parsed.data;
     const { interruptId } = decision;
-    if (SubAgentInterrupts.isNested(interruptId)) {
+    if (SubAgentHolds.isNested(interruptId)) {
       this.nested.check(
         interruptId,
         this.own().map((record) => record.id),
@@ -251,7 +251,7 @@ export class InterruptBoard {
     }
     const entry = this.entries.get(interruptId);
     if (this.decided.has(interruptId) || entry?.resumption) {
-      throw ApplicationFailure.create({ type: 'FAILED_PRECONDITION', nonRetryable: true, message: `interrupt ${interruptId} was already decided` });
+      throw ApplicationFailure.create({ type: 'FAILED_PRECONDITION', nonRetryable: true, message: `hold ${interruptId} was already decided` });
     }
     if (!entry) {
       if (mayAwaitHold && this.awaitsHold(interruptId)) return { decision };
@@ -259,7 +259,7 @@ export class InterruptBoard {
       throw ApplicationFailure.create({
         type: 'NOT_FOUND',
         nonRetryable: true,
-        message: `unknown interrupt id "${interruptId}"; pending interrupts: ${pending.length ? pending.join(', ') : '(none)'}`,
+        message: `unknown hold id "${interruptId}"; pending holds: ${pending.length ? pending.join(', ') : '(none)'}`,
       });
     }
     const mismatch = holdMismatch(decision, entry.record);
@@ -278,7 +278,7 @@ export class InterruptBoard {
       throw ApplicationFailure.create({
         type: failure.status,
         nonRetryable: true,
-        message: `respond for interrupt ${interruptId}: ${failure.message}`,
+        message: `respond for hold ${interruptId}: ${failure.message}`,
       });
     }
   }
@@ -299,7 +299,7 @@ export class InterruptBoard {
     await condition(() => this.entries.has(interruptId) || this.closed);
     const hold = this.entries.get(interruptId)?.record;
     // Raised again, but for another call (the model answered differently this time): the hold waits for a person.
-    const reason = hold ? holdMismatch(decision, hold) : `the run ended before it raised interrupt ${interruptId} again after the reset`;
+    const reason = hold ? holdMismatch(decision, hold) : `the run ended before it raised hold ${interruptId} again after the reset`;
     if (hold?.toolName) kept.toolName = hold.toolName;
     kept.state = reason ? 'dropped' : 'applied';
     if (reason) kept.reason = reason;
@@ -336,11 +336,11 @@ export class InterruptBoard {
   ): Promise<DecisionAccepted> {
     let { decision, resumption: value } = this.check(raw, { mayAwaitHold, declared });
     const route = this.routeOf(decision, via);
-    if (!SubAgentInterrupts.isNested(decision.interruptId) && !this.entries.has(decision.interruptId)) {
+    if (!SubAgentHolds.isNested(decision.interruptId) && !this.entries.has(decision.interruptId)) {
       await this.awaitHold(decision);
       ({ decision, resumption: value } = this.check(decision, { declared }));
     }
-    if (SubAgentInterrupts.isNested(decision.interruptId)) return this.forward(decision, value, route);
+    if (SubAgentHolds.isNested(decision.interruptId)) return this.forward(decision, value, route);
     const entry = this.entries.get(decision.interruptId)!;
     if (value && 'output' in value) {
       value = { output: await this.checkedOutput(entry.record.toolName ?? '', decision.interruptId, value.output) };
@@ -384,13 +384,13 @@ export class InterruptBoard {
 }
 
 /** What a decision on `record` (a hold of kind `hold`) hands the held call; an ApplicationFailure naming the field when the kind does not take it. */
-function taken(hold: HoldKind, record: Interrupt, decision: Decision, declared: boolean): Resumption {
+function taken(hold: HoldKind, record: Hold, decision: Decision, declared: boolean): Resumption {
   const result = resumption(hold, decision, { declared });
   if (result.success) return result.value;
   const what = `${record.kind} hold${record.toolName ? ` on tool "${record.toolName}"` : ''}`;
   throw ApplicationFailure.create({
     type: 'INVALID_ARGUMENT',
     nonRetryable: true,
-    message: `the decision for interrupt ${record.id} (a ${what}) is not one it takes: ${result.error}`,
+    message: `the decision for hold ${record.id} (a ${what}) is not one it takes: ${result.error}`,
   });
 }
