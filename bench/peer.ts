@@ -2,10 +2,11 @@
  * bench/peer: keel side by side with @temporalio/ai-sdk (the AI SDK's generateText in a
  * workflow, model calls as activities) on the same N-turn loop: a scripted model asks for
  * one tool call per turn, the tool returns 20 KiB. Same embedded dev server, each side's
- * worker and client in one process. The two are paired run by run: a keel run, then a peer
- * run, REPS times (the peer process waits for each turn of ours on stdin), so each pair sees
- * the same load; prints wall time, that process's CPU time and history bytes per turn, and the
- * median of the per-pair ratios. The peer needs Node ≥ 22.12: it runs from
+ * worker and client in one process. The two are paired run by run: a keel run and a peer run,
+ * REPS times, the side that goes first alternating (the peer process waits on stdin for its
+ * turn), after WARM pairs that are not counted, so each pair sees the same load; prints wall
+ * time, that process's CPU time and history bytes per turn, the CPU ratio of each pair and the
+ * median of the per-pair ratios (goal for CPU: ≤ 0.9). The peer needs Node ≥ 22.12: it runs from
  * bench/peer (install once: `npm install --prefix bench/peer`, which brings a Node 22 binary
  * as an npm package). Not a test.
  *
