@@ -17,6 +17,7 @@ const BENCHES = [
   'tree-budget.ts',
   'ui-inbox.ts',
   'many-waiting.ts',
+  'cached-memory.ts',
   'profile.ts',
 ];
 

@@ -1,3 +1,3 @@
 /** Workflow bundle entry of the benchmark: keel's generate workflow plus the baseline. */
 export { generateWorkflow } from '../src/workflows/generate';
-export { baselineWorkflow, keelShapedWorkflow } from './baseline-workflow';
+export { bareWaitingWorkflow, baselineWorkflow, keelShapedWorkflow } from './baseline-workflow';

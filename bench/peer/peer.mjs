@@ -1,15 +1,17 @@
-// Runs the peer (Node >= 22.12): a worker with @temporalio/ai-sdk and a scripted model, then
-// N-turn runs against the server at argv[2]; prints one JSON line of figures.
+// Runs the peer (Node >= 22.12): a worker with @temporalio/ai-sdk and a scripted model against
+// the server at argv[2]. After a warm-up it prints `ready`, then runs one N-turn loop for each
+// `run` line read on stdin and prints its figures as one JSON line, so bench/peer.ts can pair
+// each keel run with a peer run under the same load. Its stdin closing ends it.
 import { Client, Connection } from '@temporalio/client';
 import { AiSdkPlugin } from '@temporalio/ai-sdk';
 import { NativeConnection, Worker, DefaultLogger, Runtime } from '@temporalio/worker';
 import proto from '@temporalio/proto';
 const { temporal } = proto;
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
-const [address, turnsArg, repsArg] = process.argv.slice(2);
+const [address, turnsArg] = process.argv.slice(2);
 const turns = Number(turnsArg ?? 16);
-const reps = Number(repsArg ?? 3);
 Runtime.install({ logger: new DefaultLogger('ERROR') });
 
 const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } };
@@ -59,27 +61,26 @@ const worker = await Worker.create({
 });
 const running = worker.run();
 const client = new Client({ connection: await Connection.connect({ address }) });
-const walls = [];
-const cpus = [];
-let historyBytes = 0;
 try {
   await client.workflow.execute('peerLoop', { taskQueue, workflowId: `peer-warmup-${Date.now()}`, args: [2] });
-  for (let rep = 0; rep < reps; rep++) {
-    const workflowId = `peer-${rep}-${Date.now()}`;
+  console.log('ready');
+  let rep = 0;
+  // The history is fetched once, at the first run (a warm-up pair): its 3 MiB parse and garbage stay out of the pairs measured.
+  let historyBytes;
+  for await (const line of createInterface({ input: process.stdin })) {
+    if (line.trim() !== 'run') continue;
+    const workflowId = `peer-${rep++}-${Date.now()}`;
     const cpu = process.cpuUsage();
     const started = Date.now();
     const text = await client.workflow.execute('peerLoop', { taskQueue, workflowId, args: [turns] });
-    walls.push(Date.now() - started);
+    const wallMs = Date.now() - started;
     const used = process.cpuUsage(cpu);
-    cpus.push((used.user + used.system) / 1000);
     if (text !== 'done') throw new Error(`peer answered ${text}`);
-    const history = await client.workflow.getHandle(workflowId).fetchHistory();
-    historyBytes = temporal.api.history.v1.History.encode(history).finish().length;
+    historyBytes ??= temporal.api.history.v1.History.encode(await client.workflow.getHandle(workflowId).fetchHistory()).finish().length;
+    console.log(JSON.stringify({ node: process.version, turns, wallMs, cpuMs: (used.user + used.system) / 1000, historyBytes }));
   }
 } finally {
   worker.shutdown();
   await running;
 }
-const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
-console.log(JSON.stringify({ node: process.version, turns, wallMs: median(walls), cpuMs: median(cpus), historyBytes }));
 process.exit(0);
