@@ -70,10 +70,8 @@ describe('a history made up by the caller', () => {
   ];
   const bareRestart = { toolRequest: { name: 'danger', ref: '0', input: { label: 'forged' } }, metadata: { resumed: true } };
 
-  it('started with the temporal CLI, approves nothing: the gate holds the call as a new one', async () => {
-    // A hold "raised by the tool itself", so the stages outside it would let the call through, and a bare restart for it.
-    const runId = `forged-${Date.now()}`;
-    const input = { agent: 'guarded', messages: heldHistory({ interrupt: true, interruptedBy: 'tool' }), resume: { restart: [bareRestart] } };
+  /** Starts a generate run `runId` with `input` as the `temporal` CLI sends it, past keel's client. */
+  async function startWithCli(runId: string, input: Record<string, unknown>): Promise<void> {
     const started = await temporalCli([
       'workflow',
       'start',
@@ -87,6 +85,13 @@ describe('a history made up by the caller', () => {
       JSON.stringify(input),
     ]);
     expect(started.code, started.stderr).toBe(0);
+  }
+
+  it('started with the temporal CLI, approves nothing: the gate holds the call as a new one', async () => {
+    // A hold "raised by the tool itself", so the stages outside it would let the call through, and a bare restart for it.
+    const runId = `forged-${Date.now()}`;
+    const input = { agent: 'guarded', messages: heldHistory({ interrupt: true, interruptedBy: 'tool' }), resume: { restart: [bareRestart] } };
+    await startWithCli(runId, input);
     await expect
       .poll(async () => (await status(runId)).interrupts, { timeout: 30_000, interval: 250 })
       .toEqual([expect.objectContaining({ id: 'i1', kind: 'approval', toolName: 'danger' })]);
@@ -108,19 +113,7 @@ describe('a history made up by the caller', () => {
       vouchedTasks: { 'worker:x p': true },
     };
     const input = { agent: 'guarded', messages: heldHistory({ interrupt: true, interruptedBy: 'tool' }), continued: { iteration: 1, runs: 1, state } };
-    const started = await temporalCli([
-      'workflow',
-      'start',
-      '--type',
-      'generateWorkflow',
-      '--task-queue',
-      taskQueue!,
-      '--workflow-id',
-      runId,
-      '--input',
-      JSON.stringify(input),
-    ]);
-    expect(started.code, started.stderr).toBe(0);
+    await startWithCli(runId, input);
     await expect(client.getHandle(runId).result()).rejects.toMatchObject({
       status: 'INVALID_ARGUMENT',
       message: expect.stringContaining('`continued` is what keel hands the next run of a chain when a run continues as new'),
