@@ -113,9 +113,14 @@ describe.concurrent('keel ui and keel codec-server that cannot start', () => {
   it('says in one line that nothing answers at the Temporal address, at once', async () => {
     const port = await freePort();
     const config = writeConfig('ui-nothing.yaml', { temporal: { address: `127.0.0.1:${port}` }, ui: { port: 0 } });
+    // "At once" is measured against the same command refused before it connects, run just before
+    // on the same (maybe busy) machine: starting a process is not what is timed, waiting is.
+    const refusedAt = Date.now();
+    expect((await runKeel(['ui', '--port', '-1', '--config', config])).code).toBe(2);
+    const startup = Date.now() - refusedAt;
     const started = Date.now();
     const { code, stderr } = await runKeel(['ui', '--config', config]);
-    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(Date.now() - started - startup, `started in ${startup} ms`).toBeLessThan(5_000);
     expect(code).toBe(1);
     expect(stderr).toBe(
       `keel: cannot reach Temporal at 127.0.0.1:${port}: nothing accepts connections there (connection refused); start one with npx keel dev (or npx keel server), or set temporal.address\n`,
