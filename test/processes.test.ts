@@ -135,8 +135,13 @@ describe('keel demo', () => {
 
   it('uses a server that is already running instead of starting one', async () => {
     const { path } = await configWithOwnServer({ temporal: { address: inject('temporalAddress') }, taskQueue: `demo-${Date.now()}` });
-    const { code, stdout } = await runKeel(['demo', '--config', path], { env: { OPENAI_BASE_URL: '', OPENAI_API_KEY: '' } });
+    // At DEBUG the worker it starts logs as it goes: through the demo's one writer (src/cli/prompt-lines.ts),
+    // which puts a line above a question that waits, as a warning of a busy worker would go.
+    const env = { OPENAI_BASE_URL: '', OPENAI_API_KEY: '', KEEL_LOG_LEVEL: 'DEBUG' };
+    const { code, stdout, stderr } = await runKeel(['demo', '--config', path], { env });
     expect(code).toBe(0);
+    expect(stdout).toMatch(/\[DEBUG\] /);
+    expect(stderr).toBe('');
     expect(stdout).toContain(`using the Temporal server already running at ${inject('temporalAddress')}, not started by keel from this project`);
     expect(stdout).toContain('Go to Lisbon');
     // That server goes on running: the link to the run in its UI stays good.

@@ -130,7 +130,7 @@ export async function runDemo(config: KeelConfig): Promise<number> {
     if ((await client.workersPolling()) > 0) {
       say(`· workers are already polling task queue "${config.taskQueue}"`);
     } else {
-      worker = await prepareWorker(config, registry);
+      worker = await prepareWorker(config, registry, { logLine: say });
       running = worker.worker.run();
       say(`· started a worker on task queue "${config.taskQueue}"`);
     }

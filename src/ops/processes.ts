@@ -31,16 +31,16 @@ const LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'] as const;
  * the OTEL_* variables) ask for; `metrics.prometheus` is served first, so an address that cannot
  * be served installs nothing.
  */
-export function installRuntime(config?: Pick<KeelConfig, 'metrics'>): Promise<void> {
+export function installRuntime(config?: Pick<KeelConfig, 'metrics'>, logLine?: (line: string) => void): Promise<void> {
   // Once per process; a failure (a metrics port still held) is tried again by the next call.
-  runtimeInstalled ??= install(config).catch((error: unknown) => {
+  runtimeInstalled ??= install(config, logLine).catch((error: unknown) => {
     runtimeInstalled = undefined;
     throw error;
   });
   return runtimeInstalled;
 }
 
-async function install(config: Pick<KeelConfig, 'metrics'> | undefined): Promise<void> {
+async function install(config: Pick<KeelConfig, 'metrics'> | undefined, logLine: ((line: string) => void) | undefined): Promise<void> {
   const wanted = (process.env.KEEL_LOG_LEVEL ?? 'WARN').toUpperCase();
   const level = (LOG_LEVELS as readonly string[]).includes(wanted) ? (wanted as (typeof LOG_LEVELS)[number]) : 'WARN';
   if (level !== wanted) process.stderr.write(`keel: KEEL_LOG_LEVEL=${process.env.KEEL_LOG_LEVEL} is not one of ${LOG_LEVELS.join(', ')}; using WARN\n`);
@@ -55,7 +55,7 @@ async function install(config: Pick<KeelConfig, 'metrics'> | undefined): Promise
     }
   }
   try {
-    Runtime.install({ logger: workerLogger(level), ...(metrics ? { telemetryOptions: { metrics } } : {}) });
+    Runtime.install({ logger: workerLogger(level, logLine), ...(metrics ? { telemetryOptions: { metrics } } : {}) });
   } catch (error) {
     await endpoint?.close();
     throw error;
@@ -87,6 +87,8 @@ export interface WorkerRunOptions {
 export interface PrepareWorkerOptions extends WorkerRunOptions {
   /** Called as each tool call's attempt starts on the worker. */
   onToolCallStart?: (call: ToolCallStart) => void;
+  /** Writes the worker's log lines (stderr unless given), when this call installs the process's runtime. */
+  logLine?: (line: string) => void;
 }
 
 /**
@@ -109,7 +111,7 @@ export async function prepareWorker(
 ): Promise<{ worker: KeelWorker; agents: string[]; signingKeys: SigningKeys; close: () => Promise<void> }> {
   const registry = loaded ?? (await loadRegistry(config));
   assertNotEmpty(config, registry, options);
-  await installRuntime(config);
+  await installRuntime(config, options.logLine);
   let connection: Awaited<ReturnType<typeof connectWithRetry>>;
   let client: Awaited<ReturnType<typeof connectClient>>;
   let worker: KeelWorker;

@@ -6,6 +6,7 @@
  * SDK's code and the task's metadata. At DEBUG and TRACE every entry is written whole. Node side.
  */
 import { DefaultLogger, LogTimestamp, type LogEntry, type LogLevel, type LogMetadata } from '@temporalio/worker';
+import { formatWithOptions } from 'node:util';
 
 /** The SDK's messages for a failed activity attempt and a failed workflow execution. */
 const ACTIVITY_FAILED = 'Activity failed';
@@ -38,13 +39,26 @@ export function conciseLine({ level, message, meta, timestampNanos }: LogEntry):
   return `${at} [${level}] ${String(meta?.activityType)} failed in ${run}: ${said}`;
 }
 
-/** The logger of a worker process at `level` (see the module comment). */
-export function workerLogger(level: LogLevel): DefaultLogger {
-  if (level === 'TRACE' || level === 'DEBUG') return new DefaultLogger(level);
-  const whole = new DefaultLogger(level);
+/**
+ * The logger of a worker process at `level` (see the module comment), writing each entry's
+ * line(s) with `write`: stderr unless given (the demo gives its terminal's writer, so a log line
+ * goes above a question it asks, never onto it).
+ */
+export function workerLogger(level: LogLevel, write?: (line: string) => void): DefaultLogger {
+  const whole = write ? new DefaultLogger(level, (entry) => write(wholeLine(entry))) : new DefaultLogger(level);
+  if (level === 'TRACE' || level === 'DEBUG') return whole;
+  const concise = write ?? ((line: string) => process.stderr.write(`${line}\n`));
   return new DefaultLogger(level, (entry) => {
     const line = conciseLine(entry);
-    if (line !== undefined) process.stderr.write(`${line}\n`);
+    if (line !== undefined) concise(line);
     else whole.log(entry.level, entry.message, { ...entry.meta, [LogTimestamp]: entry.timestampNanos });
   });
+}
+
+/** An entry as the SDK's DefaultLogger writes it, without colours. */
+function wholeLine({ level, message, meta, timestampNanos }: LogEntry): string {
+  const at = new Date(Number(timestampNanos / 1_000_000n)).toISOString();
+  return meta === undefined || Object.keys(meta).length === 0
+    ? `${at} [${level}] ${message}`
+    : `${at} [${level}] ${message} ${formatWithOptions({ colors: false }, meta)}`;
 }
