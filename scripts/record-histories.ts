@@ -39,16 +39,16 @@ async function main(): Promise<void> {
         console.log(`${scenario.name}: kept ${file}`);
         continue;
       }
-      if (scenario.turns) {
+      if (scenario.sessionMessages) {
         const session = client.session(scenario.agent, `replay-${scenario.name}`);
-        for (const [index, turn] of scenario.turns.entries()) {
-          const detached = index === scenario.turns.length - 1;
-          const sent = await session.send(turn, { detach: detached });
+        for (const [index, message] of scenario.sessionMessages.entries()) {
+          const detached = index === scenario.sessionMessages.length - 1;
+          const sent = await session.send(message, { detach: detached });
           if (detached) await session.waitForSnapshot(sent.snapshotId);
         }
         const history = await temporal.workflow.getHandle(session.workflowId).fetchHistory();
         writeFileSync(file, `${historyToJSON(history)}\n`);
-        console.log(`${scenario.name}: ${scenario.turns.length} turns (${history.events?.length} events) -> ${file}`);
+        console.log(`${scenario.name}: ${scenario.sessionMessages.length} runs (${history.events?.length} events) -> ${file}`);
         continue;
       }
       let handle;

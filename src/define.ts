@@ -17,7 +17,7 @@ import { installedZodVersion } from './node/zod-version';
 export interface ToolContext {
   /**
    * The same on every attempt of this call (after a worker crash too) and different for every
-   * other call, across the run's whole chain (continue-as-new, session turns, sub-agents, a reused
+   * other call, across the run's whole chain (continue-as-new, session runs, sub-agents, a reused
    * run id, a reset): dedupe side effects on it. Opaque; today `<runId>/<temporal run id>/<activityId>`.
    */
   idempotencyKey: string;
@@ -113,7 +113,7 @@ export interface Agent<Output = unknown> {
   /** Tool rounds allowed before the run fails with ABORTED. */
   readonly maxTurns: number;
   /**
-   * Who keeps the agent's conversation between turns: `client` (default) sends it with each
+   * Who keeps the agent's conversation between runs: `client` (default) sends it with each
    * run and gets it back; `server` keeps it in a session workflow per session id.
    */
   readonly session: AgentSessionMode;
@@ -142,7 +142,7 @@ export interface AgentLocalCalls {
   tools?: boolean | ReadonlyArray<string>;
 }
 
-/** Who keeps an agent's conversation between turns. */
+/** Who keeps an agent's conversation between runs. */
 export type AgentSessionMode = 'client' | 'server';
 
 /** Options of `defineAgent`; `tools`, `use`, `maxTurns` (5) and `output` are optional. */

@@ -13,7 +13,7 @@ export {
   resumeSignal,
   steerUpdate,
   snapshotQuery,
-  currentTurnQuery,
+  currentRunQuery,
   invokeUpdate,
   waitForSnapshotUpdate,
   abortSessionUpdate,

@@ -180,18 +180,18 @@ describe('a signal keel cannot decode', () => {
 });
 
 describe('a session signal keel cannot take', () => {
-  it('is refused and logged; the turn under way is not stopped and the session goes on', async () => {
-    // turn 1 (detached) holds danger; abortTurn signals that keel cannot decode or that name no run must not stop it
+  it('is refused and logged; the run under way is not stopped and the session goes on', async () => {
+    // run 1 (detached) holds danger; abortRun signals that keel cannot decode or that name no run must not stop it
     const session = client.session('session-guarded', `bad-signals-${Date.now()}`);
-    const turn = await session.send('go', { detach: true });
-    await expect.poll(async () => (await status(turn.runId)).interrupts.map((interrupt) => interrupt.id), { timeout: 30_000, interval: 250 }).toEqual(['i1']);
-    await signalWithCli(session.workflowId, 'abortTurn', JSON.stringify({ requestedBy: 'x' }), ['--input-meta', 'encoding=binary/x-bogus']);
-    await signalWithCli(session.workflowId, 'abortTurn', '{}');
-    await expect.poll(() => (worker.output().match(/refused an abortTurn signal/g) ?? []).length, { timeout: 20_000, interval: 250 }).toBe(2);
-    const approved = await runKeel(['approve', turn.runId, 'i1', '--config', config]);
+    const sent = await session.send('go', { detach: true });
+    await expect.poll(async () => (await status(sent.runId)).interrupts.map((interrupt) => interrupt.id), { timeout: 30_000, interval: 250 }).toEqual(['i1']);
+    await signalWithCli(session.workflowId, 'abortRun', JSON.stringify({ requestedBy: 'x' }), ['--input-meta', 'encoding=binary/x-bogus']);
+    await signalWithCli(session.workflowId, 'abortRun', '{}');
+    await expect.poll(() => (worker.output().match(/refused an abortRun signal/g) ?? []).length, { timeout: 20_000, interval: 250 }).toBe(2);
+    const approved = await runKeel(['approve', sent.runId, 'i1', '--config', config]);
     expect(approved.code, approved.stderr).toBe(0);
-    expect(await session.waitForSnapshot(turn.snapshotId)).toMatchObject({ status: 'completed', finishReason: 'stop' });
-    expect((await client.getHandle(turn.runId).result()).text).toBe('done');
+    expect(await session.waitForSnapshot(sent.snapshotId)).toMatchObject({ status: 'completed', finishReason: 'stop' });
+    expect((await client.getHandle(sent.runId).result()).text).toBe('done');
   });
 });
 

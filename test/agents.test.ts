@@ -629,7 +629,7 @@ describe.concurrent('agents: sub-agents that keep a session', () => {
   }
   const outputs = (messages: Array<{ role: string; content: unknown[] }>) => toolOutputs(messages) as Array<Record<string, unknown>>;
 
-  it('runs a delegation as a turn of a session of its own, answers with its task id, and continues it with instructions', async () => {
+  it('runs a delegation as a run in a session of its own, answers with its task id, and continues it with instructions', async () => {
     // orchestrator turn 1: delegate (with history asked for, which a session agent does not get); turn 2: continue
     // with instructions (the sub-agent sees its first turn); turn 3: continue the completed task without instructions
     // (refused); turn 4: done
@@ -655,8 +655,8 @@ describe.concurrent('agents: sub-agents that keep a session', () => {
     const result = await handle.result();
     const sessionId = `${handle.runId}/${sub.name}-1`;
     const [first, second, third] = outputs(result.messages);
-    expect(first).toEqual({ taskId: `${sub.name}:session/${sub.name}/${sessionId}/turn-1`, status: 'completed', response: 'seen draft it' });
-    expect(second).toEqual({ taskId: `${sub.name}:session/${sub.name}/${sessionId}/turn-2`, status: 'completed', response: 'seen draft it + shorten it' });
+    expect(first).toEqual({ taskId: `${sub.name}:session/${sub.name}/${sessionId}/run-1`, status: 'completed', response: 'seen draft it' });
+    expect(second).toEqual({ taskId: `${sub.name}:session/${sub.name}/${sessionId}/run-2`, status: 'completed', response: 'seen draft it + shorten it' });
     expect(third).toEqual({
       response: `Error: task ${String(second!.taskId)} already completed. Call continue_task again with instructions for what to do next.`,
     });
@@ -681,7 +681,7 @@ describe.concurrent('agents: sub-agents that keep a session', () => {
           const taskId = (responses[0]!.content[0] as { toolResponse: { output: { taskId: string } } }).toolResponse.output.taskId;
           return toolCallReply([
             { name: 'continue_task', input: { taskId } },
-            { name: 'continue_task', input: { taskId: `${sub.name}:session/${sub.name}/someone-else/turn-1` } },
+            { name: 'continue_task', input: { taskId: `${sub.name}:session/${sub.name}/someone-else/run-1` } },
             { name: 'continue_task', input: { taskId: `${plain.name}:whatever` } },
           ]);
         }
@@ -717,7 +717,7 @@ describe.concurrent('agents: sub-agents that keep a session', () => {
       id: `${name}-1/i1`,
       kind: 'approval',
       toolName: 'dangerous',
-      path: [`session/${name}/${handle.runId}/${name}-1/turn-1`],
+      path: [`session/${name}/${handle.runId}/${name}-1/run-1`],
     });
     await handle.approve(pending[0]!.id);
     expect(outputs((await handle.result()).messages)[0]).toMatchObject({ status: 'completed', response: 'guarded done' });
@@ -738,7 +738,7 @@ describe.concurrent('agents: sub-agents that keep a session', () => {
     });
   });
 
-  it('runs a background delegation as a detached turn and collects it', async () => {
+  it('runs a background delegation as a detached session run and collects it', async () => {
     const sub = sessionAgent(() => textReply('background answer', { delayMs: 500 }));
     let taskId = '';
     const { name } = agent({
@@ -755,7 +755,7 @@ describe.concurrent('agents: sub-agents that keep a session', () => {
     const result = await worker().client.run(name, 'go');
     const [launched, waited] = outputs(result.messages);
     expect(launched).toMatchObject({ taskId, status: 'pending' });
-    expect(taskId).toMatch(new RegExp(`^${sub.name}:session/${sub.name}/.+/turn-1$`));
+    expect(taskId).toMatch(new RegExp(`^${sub.name}:session/${sub.name}/.+/run-1$`));
     expect(waited).toEqual({ tasks: [{ taskId, agent: sub.name, status: 'completed', response: 'background answer' }] });
     expect(result.tasks).toEqual([taskId]);
   });
@@ -868,7 +868,7 @@ describe.concurrent('agents: how finished tasks read', () => {
     const [delegated, checked, continued, waited] = turns(result.messages) as Array<Array<Record<string, unknown>>>;
     expect(delegated![0]).toMatchObject({ status: 'completed', response: 'written' });
     expect((checked![0] as { tasks: Array<Record<string, unknown>> }).tasks[0]).toMatchObject({ status: 'completed', response: 'written' });
-    expect(continued![0]).toMatchObject({ status: 'pending', taskId: expect.stringMatching(/\/turn-2$/) });
+    expect(continued![0]).toMatchObject({ status: 'pending', taskId: expect.stringMatching(/\/run-2$/) });
     expect((waited![0] as { tasks: Array<Record<string, unknown>> }).tasks[0]).toMatchObject({ status: 'completed', response: 'written' });
     // the first turn's report.md, merged when delegated and again when checked, is there once; the continuation's has its own namespace
     const reports = result.artifacts.filter((artifact) => artifact.name.endsWith('/report.md'));

@@ -206,7 +206,7 @@ describe.concurrent('keel run / status / abort', () => {
     });
   });
 
-  it('continues a session with --session: each turn sees the ones before', async () => {
+  it('continues a session with --session: each run sees the ones before', async () => {
     const session = `cli-${Date.now()}`;
     const first = await runKeel(['run', 'memo', 'my name is Ada', '--session', session, '--config', config]);
     expect(first.code, first.stderr).toBe(0);
@@ -217,31 +217,31 @@ describe.concurrent('keel run / status / abort', () => {
       status: 'completed',
       text: 'I have heard: my name is Ada / who am I?',
       sessionId: session,
-      runId: `session/memo/${session}/turn-2`,
+      runId: `session/memo/${session}/run-2`,
     });
     const wrong = await runKeel(['run', 'good', 'hi', '--session', session, '--config', config]);
     expect(wrong.code).toBe(1);
     expect(wrong.stderr).toBe(`keel run: INVALID_ARGUMENT: agent "good" is client-managed (session: 'client'): send its state, not a session id\n`);
   });
 
-  it('refuses a session id that is empty, too long, or names another session’s turn, naming the rule, exit 2', async () => {
+  it('refuses a session id that is empty, too long, or names another session’s run, naming the rule, exit 2', async () => {
     const session = `taken-${Date.now()}`;
     expect((await runKeel(['run', 'memo', 'hello', '--session', session, '--config', config])).code).toBe(0);
     for (const [id, why] of [
       ['', 'the session id is empty'],
       ['x'.repeat(5000), 'the session id has 5000 characters'],
-      [`${session}/turn-1`, `has the segment "turn-1", which names a session's turn`],
+      [`${session}/run-1`, `has the segment "run-1", which names a session's run`],
       ['two words', 'has the character " "'],
     ] as const) {
       const refused = await runKeel(['run', 'memo', 'hi', '--session', id, '--config', config]);
       expect(refused.code, id.slice(0, 20)).toBe(2);
       expect(refused.stderr).toContain(why);
       expect(refused.stderr).toContain(
-        'a session id is 1-200 characters of letters, digits and . _ - : @ = +, in segments separated by single "/", none of them "turn-<n>"',
+        'a session id is 1-200 characters of letters, digits and . _ - : @ = +, in segments separated by single "/", none of them "run-<n>"',
       );
     }
-    // The first session's turn is untouched.
-    expect((await worker.client.getHandle(`session/memo/${session}/turn-1`).result()).text).toBe('I have heard: hello');
+    // The first session's run is untouched.
+    expect((await worker.client.getHandle(`session/memo/${session}/run-1`).result()).text).toBe('I have heard: hello');
   });
 
   it('exits 2 at once for an agent no polling worker knows, naming the ones they know, and says the run was created', async () => {

@@ -280,7 +280,8 @@ describe('faults', () => {
     } finally {
       await client.close();
     }
-  }, 170_000);
+    // About 120 s on an idle 2-core machine, most of it 20 worker starts; a busy one took over 170 s.
+  }, 300_000);
 
   describe('with a dev server of its own', () => {
     let server: DevServer | undefined;

@@ -34,7 +34,7 @@ describe('replay of recorded histories', () => {
     it(`replays ${file} without nondeterminism`, { timeout: 120_000 }, async () => {
       const history = historyFromJSON(JSON.parse(readFileSync(join(dir, file), 'utf8')));
       const scenario = SCENARIOS.find((candidate) => `${candidate.name}.json` === file);
-      const workflowId = scenario?.turns ? sessionWorkflowId(scenario.agent, `replay-${scenario.name}`) : `replay-${file.replace(/\.json$/, '')}`;
+      const workflowId = scenario?.sessionMessages ? sessionWorkflowId(scenario.agent, `replay-${scenario.name}`) : `replay-${file.replace(/\.json$/, '')}`;
       // A scenario using the suite's own middleware replays on a bundle that has it, as its worker had.
       const codePath = scenario?.testMiddleware ? await workflowBundlePath({ middlewareModules: SCENARIO_MIDDLEWARE_MODULES }) : inject('bundlePath');
       await Worker.runReplayHistory({ workflowBundle: { codePath } }, history, workflowId);

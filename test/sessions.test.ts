@@ -1,6 +1,6 @@
 /**
  * Sessions (docs/sessions.md): a server-managed agent keeps its conversation in a session
- * workflow; each turn is an update that runs a child generate run and records a snapshot.
+ * workflow; each message is an update that runs a child generate run and records a snapshot.
  * Client-managed agents carry their state in and out of each run.
  */
 import { describe, expect, it } from 'vitest';
@@ -33,8 +33,8 @@ const userTexts = (request: ModelRequest) =>
   request.messages.filter((message) => message.role === 'user').map((message) => (message.content[0] as { text: string }).text);
 
 describe.concurrent('server-managed sessions', () => {
-  it('keeps the conversation across turns, each a child run with a snapshot chained to the last', async () => {
-    // turn 1: "my name is Ada" → "hello Ada"; turn 2: "what is my name?" → the model sees turn 1
+  it('keeps the conversation across runs, each a child run with a snapshot chained to the last', async () => {
+    // run 1: "my name is Ada" → "hello Ada"; run 2: "what is my name?" → the model sees run 1
     const { name, model } = agent({ script: (request) => textReply(`heard ${userTexts(request).length}`) });
     const session = worker().client.session(name, `ada-${Date.now()}`);
     const first = await session.send('my name is Ada');
@@ -44,15 +44,15 @@ describe.concurrent('server-managed sessions', () => {
     expect(
       model.requests[1]!.request.messages.filter((message) => message.role === 'model').map((message) => (message.content[0] as { text: string }).text),
     ).toEqual(['heard 1']);
-    expect(second).toMatchObject({ sessionId: session.sessionId, status: 'completed', finishReason: 'stop', runId: `${session.workflowId}/turn-2` });
+    expect(second).toMatchObject({ sessionId: session.sessionId, status: 'completed', finishReason: 'stop', runId: `${session.workflowId}/run-2` });
     const latest = await session.snapshot();
     expect(latest).toMatchObject({ snapshotId: second.snapshotId, parentId: first.snapshotId, status: 'completed', finishReason: 'stop', messageCount: 4 });
     expect(await session.snapshot(first.snapshotId)).toMatchObject({ snapshotId: first.snapshotId, status: 'completed', messageCount: 2 });
     expect((await worker().client.getHandle(second.runId).result()).text).toBe('heard 2');
   });
 
-  it('records no snapshot for a failed turn, and starts a turn from an earlier snapshot when asked', async () => {
-    // turn 1 ok; turn 2 fails (the model errors); turn 3 from turn 1's snapshot sees only turn 1
+  it('records no snapshot for a failed run, and starts a run from an earlier snapshot when asked', async () => {
+    // run 1 ok; run 2 fails (the model errors); run 3 from run 1's snapshot sees only run 1
     const { name, model } = agent({
       script: (request) => (userTexts(request).at(-1) === 'fail' ? errorReply('PERMISSION_DENIED', 'no') : textReply(`seen ${userTexts(request).join(',')}`)),
     });
@@ -91,7 +91,7 @@ describe.concurrent('server-managed sessions', () => {
     });
   });
 
-  it('detaches a turn with a pending snapshot that settles later, and aborts one in flight', async ({ expect }) => {
+  it('detaches a run with a pending snapshot that settles later, and aborts one in flight', async ({ expect }) => {
     const { name } = agent({
       script: (request) => textReply(`done ${userTexts(request).at(-1)}`, { delayMs: userTexts(request).at(-1) === 'slow' ? 20_000 : 500 }),
     });
@@ -117,9 +117,9 @@ describe.concurrent('server-managed sessions', () => {
     expect(await session.abort()).toBeNull();
   });
 
-  it('counts a session-scoped budget across turns: the second turn stops before any model call', async () => {
-    // turn 1 spends 20 of 15: it finishes its turn, then the check stops it (aborted, usage recorded)
-    // turn 2 starts at 20 of 15: stopped before its first model call
+  it('counts a session-scoped budget across runs: the second run stops before any model call', async () => {
+    // run 1 spends 20 of 15: it finishes its model call, then the check stops it (aborted, usage recorded)
+    // run 2 starts at 20 of 15: stopped before its first model call
     const { name, model } = agent({
       script: (request) => (request.messages.at(-1)?.role === 'tool' ? textReply('x') : textReply('spent', { usage: { inputTokens: 20 } })),
       use: [budget({ limit: { inputTokens: 15 }, scope: 'session' })],
@@ -134,7 +134,7 @@ describe.concurrent('server-managed sessions', () => {
 });
 
 describe.concurrent('sessions under load and misuse', () => {
-  it('runs turns sent at once one after another, each on the history the one before left', async () => {
+  it('runs messages sent at once one after another, each on the history the one before left', async () => {
     const { name } = agent({ script: (request) => textReply(`heard ${userTexts(request).length}`, { delayMs: 200 }) });
     const session = worker().client.session(name, `concurrent-${Date.now()}`);
     const outputs = await Promise.all(['a', 'b', 'c'].map((text) => session.send(text)));
@@ -142,8 +142,8 @@ describe.concurrent('sessions under load and misuse', () => {
     expect(await session.snapshot()).toMatchObject({ messageCount: 6 });
   });
 
-  it('keeps counting what the session spent when a turn starts from an earlier snapshot', async () => {
-    // turn 1 spends 10 (snapshot s1); turn 2 spends 10 (20 of 15); a turn from s1 is still over the session's limit
+  it('keeps counting what the session spent when a run starts from an earlier snapshot', async () => {
+    // run 1 spends 10 (snapshot s1); run 2 spends 10 (20 of 15); a run from s1 is still over the session's limit
     const { name, model } = agent({
       script: [textReply('one', { usage: { inputTokens: 10 } }), textReply('two', { usage: { inputTokens: 10 } }), textReply('never')],
       use: [budget({ limit: { inputTokens: 15 }, scope: 'session' })],
@@ -158,18 +158,18 @@ describe.concurrent('sessions under load and misuse', () => {
     expect(model.requests).toHaveLength(2);
   });
 
-  it('answers an invocation sent again with the same request id with its first answer, without another turn', async () => {
-    const { name, model } = agent({ script: (request) => textReply(`turn with ${userTexts(request).length} user messages`) });
+  it('answers an invocation sent again with the same request id with its first answer, without another run', async () => {
+    const { name, model } = agent({ script: (request) => textReply(`run with ${userTexts(request).length} user messages`) });
     const session = worker().client.session(name, `idempotent-${Date.now()}`);
     const first = await session.send('once', { requestId: 'req-1' });
     const again = await session.send('once', { requestId: 'req-1' });
     expect(again).toEqual(first);
     expect(model.requests).toHaveLength(1);
-    expect((await session.send('twice', { requestId: 'req-2' })).text).toBe('turn with 2 user messages');
+    expect((await session.send('twice', { requestId: 'req-2' })).text).toBe('run with 2 user messages');
   });
 
-  it('keeps what a turn stopped by its budget wrote', async () => {
-    // turn 1: write notes.md (20 tokens of 15), then the check before call 2 stops the turn; the session keeps the artifact
+  it('keeps what a run stopped by its budget wrote', async () => {
+    // run 1: write notes.md (20 tokens of 15), then the check before call 2 stops the run; the session keeps the artifact
     const { name } = agent({
       script: [toolCallReply({ name: 'write_artifact', input: { name: 'notes.md', content: 'kept' } }, { usage: { inputTokens: 20 } }), textReply('never')],
       use: [budget({ limit: { inputTokens: 15 }, scope: 'session' }), artifacts()],

@@ -53,7 +53,7 @@ describe('modules shared by the runs of a workflow thread', () => {
   it('every recorded history replays in one worker thread, one after another on the shared zod', { timeout: 300_000 }, async () => {
     const scenarios = SCENARIOS.filter((scenario) => !scenario.testMiddleware);
     const histories = scenarios.map((scenario) => ({
-      workflowId: scenario.turns ? sessionWorkflowId(scenario.agent, `replay-${scenario.name}`) : `replay-${scenario.name}`,
+      workflowId: scenario.sessionMessages ? sessionWorkflowId(scenario.agent, `replay-${scenario.name}`) : `replay-${scenario.name}`,
       history: historyFromJSON(JSON.parse(readFileSync(join(dir, `${scenario.name}.json`), 'utf8'))),
     }));
     const failures: string[] = [];

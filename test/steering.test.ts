@@ -3,7 +3,7 @@
  * is in the next model request, once; an update id sent twice adds it once (across
  * continue-as-new too); a run that has ended refuses it with why; `interrupt` cancels a slow model
  * call (never a tool call) and the call made again sees the message; a sub-agent is steered
- * through its root, and a session through its running turn.
+ * through its root, and a session through its run in flight.
  */
 import { temporal } from '@temporalio/proto';
 import { describe, expect, it } from 'vitest';
@@ -249,11 +249,11 @@ describe('steering a sub-agent and a session', () => {
     expect(await handle.steer('keeper: hurry', { agent: `${child.name}-1` })).toMatchObject({ state: 'pending' });
     release(key);
     expect((await handle.result()).text).toBe('root done');
-    const turnRunId = `session/${child.name}/${handle.runId}/${child.name}-1/turn-1`;
+    const turnRunId = `session/${child.name}/${handle.runId}/${child.name}-1/run-1`;
     expect(userTexts(requestsOf(child.model, turnRunId)[1]!.messages)).toEqual(['keep it', 'keeper: hurry']);
   });
 
-  it("steers a session's running turn, and says so when no turn runs", async () => {
+  it("steers a session's run in flight, and says so when none runs", async () => {
     const key = `session-${Date.now()}`;
     const { name, model } = agent({
       session: 'server',
@@ -262,20 +262,20 @@ describe('steering a sub-agent and a session', () => {
     const session = worker().client.session(name, `steer-${Date.now()}`);
     const none = await session.steer('nothing runs').catch((error: unknown) => runErrorOf(error));
     expect(none).toMatchObject({ status: 'NOT_FOUND' });
-    const turn = await session.send('start', { detach: true });
+    const sent = await session.send('start', { detach: true });
     await toolStarted(key);
-    expect(await session.steer('during the turn')).toMatchObject({ state: 'pending' });
+    expect(await session.steer('during the run')).toMatchObject({ state: 'pending' });
     release(key);
-    expect(await session.waitForSnapshot(turn.snapshotId)).toMatchObject({ status: 'completed' });
-    expect(userTexts(requestsOf(model, turn.runId)[1]!.messages)).toEqual(['start', 'during the turn']);
+    expect(await session.waitForSnapshot(sent.snapshotId)).toMatchObject({ status: 'completed' });
+    expect(userTexts(requestsOf(model, sent.runId)[1]!.messages)).toEqual(['start', 'during the run']);
     const idle = await session.steer('after it').catch((error: unknown) => runErrorOf(error));
-    expect(idle).toMatchObject({ status: 'FAILED_PRECONDITION', message: expect.stringContaining('has no turn running (its latest turn, snapshot') });
+    expect(idle).toMatchObject({ status: 'FAILED_PRECONDITION', message: expect.stringContaining('has no run in flight (its latest run, snapshot') });
   });
 });
 
 describe('steering a workflow without the steer handler', () => {
   it('says the worker running it does not know steering, not Temporal\'s "no registered handler"', async () => {
-    // A session's own workflow has no steer handler (its turns do): it stands in for a run on a worker that predates steering.
+    // A session's own workflow has no steer handler (its runs do): it stands in for a run on a worker that predates steering.
     const { name } = agent({ session: 'server', script: [textReply('turn done')] });
     const session = worker().client.session(name, `no-steer-${Date.now()}`);
     await session.send('start');

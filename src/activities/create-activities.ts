@@ -1,6 +1,6 @@
 /**
  * The activities of a keel worker: every piece of I/O a run does, each in a file of its own
- * (resolve-agent, call-model, call-tool; the Agents' task reads and session turns from
+ * (resolve-agent, call-model, call-tool; the Agents' task reads and session runs from
  * src/features/agents/activities; a feature's behind its door). Built from a registry
  * (what the worker knows), the config (timeouts), and a Temporal client (to read a model
  * request back from its run). Errors leave as ApplicationFailure with the status as type:

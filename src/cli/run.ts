@@ -1,5 +1,5 @@
 /**
- * `keel run` and `keel watch`: start a run (or a session's turn) and follow its events until it
+ * `keel run` and `keel watch`: start a run (or a session's next run) and follow its events until it
  * ends, then print its outcome; the exit code is the run's. Node side.
  */
 import { readFileSync } from 'node:fs';
@@ -66,19 +66,18 @@ export async function commandRun(config: KeelConfig, positionals: string[], opti
   const [agent, ...words] = positionals;
   if (!agent || words.length === 0) throw new UsageError('keel run needs an agent and a prompt: keel run <agent> <prompt...>');
   const output = options['output-schema'] === undefined ? undefined : readOutputSchema(options['output-schema']);
-  if (output && options.session !== undefined)
-    throw new UsageError('keel run: --output-schema is for a run, not a session turn (give the agent an output schema)');
+  if (output && options.session !== undefined) throw new UsageError('keel run: --output-schema is for a run, not a session (give the agent an output schema)');
   return withClient(config, async (client) => {
-    // A session's turn runs as a run of its own: send it detached, then follow that run.
+    // A session's message runs as a run of its own: send it detached, then follow that run.
     let session: { sessionId: string; snapshotId: string } | undefined;
     let handle: RunHandle;
     if (options.session !== undefined) {
       const problem = sessionIdProblem(options.session);
       if (problem) throw new UsageError(`keel run --session: ${problem}`);
       try {
-        const turn = await client.session(agent, options.session).send(words.join(' '), { detach: true });
-        session = { sessionId: turn.sessionId, snapshotId: turn.snapshotId };
-        handle = client.getHandle(turn.runId);
+        const sent = await client.session(agent, options.session).send(words.join(' '), { detach: true });
+        session = { sessionId: sent.sessionId, snapshotId: sent.snapshotId };
+        handle = client.getHandle(sent.runId);
       } catch (error) {
         return refuse(options, 'run', runErrorOf(error), { withStatus: true });
       }
@@ -108,7 +107,7 @@ interface WatchOptions {
   command: 'run' | 'watch';
   /** The agent, when this command started the run: a refusal of its lookup is then said at once. */
   agent?: string;
-  /** The session turn the run is, printed with its outcome. */
+  /** The session run the run is, printed with its outcome. */
   session?: { sessionId: string; snapshotId: string };
 }
 

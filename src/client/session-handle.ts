@@ -1,7 +1,7 @@
 /**
- * A handle on one session of a server-managed agent (session: 'server'): send a turn (the
- * `invoke` update, with update-with-start so the first turn starts the session), read its
- * snapshots, wait for one to settle, abort the turn in flight. Node side.
+ * A handle on one session of a server-managed agent (session: 'server'): send a message (the
+ * `invoke` update, with update-with-start so the first starts the session; each runs as one generate run), read its
+ * snapshots, wait for one to settle, abort the run in flight. Node side.
  */
 import { WithStartWorkflowOperation, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
@@ -10,7 +10,7 @@ import { KeelError } from '../core/errors';
 import type { Message } from '../core/messages';
 import { sessionWorkflowId, type InvokeOutput, type Snapshot } from '../core/session';
 import { sessionIdProblem } from '../core/session';
-import { SESSION_WORKFLOW, abortSessionUpdate, currentTurnQuery, invokeUpdate, snapshotQuery, steerUpdate, waitForSnapshotUpdate } from '../core/protocol';
+import { SESSION_WORKFLOW, abortSessionUpdate, currentRunQuery, invokeUpdate, snapshotQuery, steerUpdate, waitForSnapshotUpdate } from '../core/protocol';
 import { versioningMemo, type RunVersioning } from '../core/versioning';
 import { assertInputFits } from './input-limit';
 import { runErrorOf } from '../node/run-errors';
@@ -24,17 +24,17 @@ export interface SessionHandleOptions {
   sessionId: string;
   /** Task queue the session workflow is started on. */
   taskQueue: string;
-  /** How the session's turns move between builds (`deployment.agents`); absent: the worker's default. */
+  /** How the session's runs move between builds (`deployment.agents`); absent: the worker's default. */
   versioning?: RunVersioning | undefined;
 }
 
 /** Options of `SessionHandle.send`. */
 export interface SendOptions {
-  /** Answer at once with a pending snapshot; the turn runs on (follow it by its `runId`). */
+  /** Answer at once with a pending snapshot; the run goes on (follow it by its `runId`). */
   detach?: boolean;
-  /** Start the turn from this snapshot's state instead of the latest. */
+  /** Start the run from this snapshot's state instead of the latest. */
   snapshotId?: string;
-  /** Makes the send idempotent: sent again with the same id, it gets the first answer instead of a second turn. */
+  /** Makes the send idempotent: sent again with the same id, it gets the first answer instead of starting a second run. */
   requestId?: string;
 }
 
@@ -59,11 +59,11 @@ export class SessionHandle {
     this.workflowId = sessionWorkflowId(agent, sessionId);
   }
 
-  /** Sends a turn: a prompt or messages. Starts the session if it is new. */
+  /** Sends a prompt or messages, which run as one generate run of the session. Starts the session if it is new. */
   async send(prompt: string | Message[], { detach = false, snapshotId, requestId }: SendOptions = {}): Promise<InvokeOutput> {
     const messages: Message[] = typeof prompt === 'string' ? [{ role: 'user', content: [{ text: prompt }] }] : prompt;
     assertInputFits(this.client, messages, `the messages sent to session "${this.sessionId}"`);
-    // One update id for every attempt of this turn: the server takes it at most once.
+    // One update id for every attempt of this send: the server takes it at most once.
     const updateId = requestId ?? randomUUID();
     // An operation is used once: each attempt gets its own.
     const attempt = () =>
@@ -79,7 +79,7 @@ export class SessionHandle {
         }),
       });
     try {
-      return await retryingUpdate(attempt, { what: `the turn sent to session "${this.sessionId}"` });
+      return await retryingUpdate(attempt, { what: `the message sent to session "${this.sessionId}"` });
     } catch (error) {
       throw runErrorOf(error);
     }
@@ -117,15 +117,15 @@ export class SessionHandle {
   }
 
   /**
-   * Steers the session's turn in flight (its generate run): the `steer` update of that run, so a
-   * message is taken at the turn's next model call (`interrupt`: at once, cancelling the model
-   * call in flight). FAILED_PRECONDITION, saying why, when no turn runs.
+   * Steers the session's run in flight (its generate run): the `steer` update of that run, so a
+   * message is taken at the run's next model call (`interrupt`: at once, cancelling the model
+   * call in flight). FAILED_PRECONDITION, saying why, when none runs.
    */
   async steer(text: string, { interrupt, steerId = randomUUID() }: { interrupt?: boolean; steerId?: string } = {}): Promise<SteerRecord> {
     const handle = this.client.workflow.getHandle(this.workflowId);
     let current: Snapshot | null;
     try {
-      current = await handle.query(currentTurnQuery);
+      current = await handle.query(currentRunQuery);
     } catch (error) {
       const failure = runErrorOf(error);
       throw failure.status === 'NOT_FOUND' ? new KeelError('NOT_FOUND', `session "${this.sessionId}" of agent "${this.agent}" does not exist`) : failure;
@@ -134,7 +134,7 @@ export class SessionHandle {
       const latest = await handle.query(snapshotQuery).catch(() => null);
       throw new KeelError(
         'FAILED_PRECONDITION',
-        `session "${this.sessionId}" of agent "${this.agent}" has no turn running (${latest ? `its latest turn, snapshot ${latest.snapshotId}, is ${latest.status}` : 'it has had none yet'}); nothing to steer`,
+        `session "${this.sessionId}" of agent "${this.agent}" has no run in flight (${latest ? `its latest run, snapshot ${latest.snapshotId}, is ${latest.status}` : 'it has had none yet'}); nothing to steer`,
       );
     }
     const latest = current;
@@ -152,13 +152,13 @@ export class SessionHandle {
       if (error instanceof WorkflowNotFoundError)
         throw new KeelError(
           'FAILED_PRECONDITION',
-          `session "${this.sessionId}" of agent "${this.agent}": its turn (run "${latest.runId}") has ended; nothing to steer`,
+          `session "${this.sessionId}" of agent "${this.agent}": its run "${latest.runId}" has ended; nothing to steer`,
         );
       throw runErrorOf(error);
     }
   }
 
-  /** Stops the turn in flight; returns its snapshot (`aborting`), or null when none runs. */
+  /** Stops the run in flight; returns its snapshot (`aborting`), or null when none runs. */
   async abort(): Promise<Snapshot | null> {
     try {
       const updateId = randomUUID();

@@ -73,7 +73,7 @@ export const GENERATE_WORKFLOW = 'generateWorkflow';
 export const SESSION_WORKFLOW = 'sessionWorkflow';
 
 /**
- * One turn of a session: runs it as a child generate run and answers when it settles (or
+ * One message to a session: runs it as a child generate run and answers when it settles (or
  * at once, with a pending snapshot, when `detach` is set). Its validator refuses client
  * state and unknown snapshot ids.
  */
@@ -82,17 +82,17 @@ export const invokeUpdate = defineUpdate<InvokeOutput, [InvokeInput]>('invoke');
 /** A snapshot of the session, by id, or the latest when no id is given; null when there is none. */
 export const snapshotQuery = defineQuery<Snapshot | null, [string?]>('snapshot');
 
-/** The snapshot of the session's turn in flight (waited for or detached), or null when no turn runs: its `runId` is the run a steer goes to. */
-export const currentTurnQuery = defineQuery<Snapshot | null>('currentTurn');
+/** The snapshot of the session's run in flight (waited for or detached), or null when none runs: its `runId` is the run a steer goes to. */
+export const currentRunQuery = defineQuery<Snapshot | null>('currentRun');
 
 /** Blocks until the snapshot settles (completed, failed or aborted), then answers it. */
 export const waitForSnapshotUpdate = defineUpdate<Snapshot, [string]>('waitForSnapshot');
 
-/** Stops the turn in flight, if any: its snapshot reads `aborting`, then settles as `aborted`. */
+/** Stops the session's run in flight, if any: its snapshot reads `aborting`, then settles as `aborted`. */
 export const abortSessionUpdate = defineUpdate<Snapshot | null>('abort');
 
-/** Internal: stops the session's turn in flight when run `requestedBy` sent it (that delegating run was cancelled). */
-export const abortTurnSignal = defineSignal<[{ requestedBy: string }]>('abortTurn');
+/** Internal: stops the session's run in flight when run `requestedBy` sent it (that delegating run was cancelled). */
+export const abortRunSignal = defineSignal<[{ requestedBy: string }]>('abortRun');
 
 /**
  * Internal: what each Budget of this run (the ledger of its tree) has spent, by stage index,

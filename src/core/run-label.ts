@@ -9,7 +9,7 @@ const UUID = /([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
 /**
  * A short name for run `runId`: with `parentId` (a run above it) and an id that extends it, the
  * rest of the id (`clerk-1` for `<parentId>/clerk-1`); otherwise the id with each UUID cut to its
- * first 8 digits (`run-5a090c1c`; `session/chat/s1/turn-2` stays as it is).
+ * first 8 digits (`run-5a090c1c`; `session/chat/s1/run-2` stays as it is).
  */
 export function runLabel(runId: string, parentId?: string): string {
   if (parentId !== undefined && runId.startsWith(`${parentId}/`)) return runId.slice(parentId.length + 1);

@@ -76,11 +76,11 @@ export const RunInputSchema = z
      * `messages`), artifacts and custom data; the result carries the state after the run.
      */
     state: ClientStateSchema.optional(),
-    /** Set by a session workflow: the session this run is a turn of, and what it spent before. */
+    /** Set by a session workflow: the session this run is one of, and what it spent before. */
     session: z.object({ id: z.string(), usage: UsageSchema }).optional(),
     /**
      * The run this run's holds are reported to, and the key they are shown under there, when it
-     * is not the Temporal parent (a session turn a run delegated).
+     * is not the Temporal parent (a session run a run delegated).
      */
     reportTo: z.object({ runId: z.string(), key: z.string() }).optional(),
     /**
@@ -373,7 +373,7 @@ export const AgentSpecSchema = z.object({
   models: z.array(z.string()).optional(),
   /** Every agent registered on that worker, with its description and session mode (for delegation). */
   directory: z.array(z.object({ name: z.string(), description: z.string(), session: z.enum(['client', 'server']).default('client') })).default([]),
-  /** Who keeps the agent's conversation between turns. */
+  /** Who keeps the agent's conversation between runs. */
   session: z.enum(['client', 'server']).default('client'),
   /** The answer the agent gives: one JSON value matching the schema (absent: text). */
   output: OutputSpecSchema.optional(),

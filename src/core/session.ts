@@ -1,6 +1,6 @@
 /**
  * Sessions (reference: agent sessions and snapshots): the state a server-managed agent
- * keeps between turns, the snapshots that record each settled turn, and what an invocation
+ * keeps between runs, the snapshots that record each settled run, and what an invocation
  * sends and gets back. Client-managed agents carry the same state in and out of each run.
  * Pure: safe in workflow code.
  */
@@ -10,16 +10,16 @@ import { MessageSchema } from './messages';
 import { UsageSchema } from './usage';
 import { ClientStateSchema, MiddlewareRefSchema, RunErrorSchema } from './run';
 
-/** A conversation's state between turns: history, artifacts, usage so far, and custom data. */
+/** A conversation's state between runs: history, artifacts, usage so far, and custom data. */
 export const SessionStateSchema = ClientStateSchema.extend({ usage: UsageSchema.default({}) });
 export type SessionState = z.infer<typeof SessionStateSchema>;
 export type SessionStateInput = z.input<typeof SessionStateSchema>;
 
-/** Where a turn stands: `pending` while it runs detached, `aborting` once told to stop, then settled. */
+/** Where a run stands: `pending` while it runs detached, `aborting` once told to stop, then settled. */
 export const SnapshotStatusSchema = z.enum(['pending', 'aborting', 'completed', 'failed', 'aborted']);
 export type SnapshotStatus = z.infer<typeof SnapshotStatusSchema>;
 
-/** The record of one turn of a session, chained to the one before. */
+/** The record of one run of a session, chained to the one before. */
 export const SnapshotSchema = z.object({
   snapshotId: z.string(),
   sessionId: z.string(),
@@ -27,35 +27,35 @@ export const SnapshotSchema = z.object({
   status: SnapshotStatusSchema,
   finishReason: z.string().optional(),
   error: RunErrorSchema.optional(),
-  /** The run (workflow id) the turn ran as. */
+  /** The run's workflow id. */
   runId: z.string(),
   createdAt: z.string(),
   updatedAt: z.string(),
-  /** How many messages of the session's history the turn left (its resume point). */
+  /** How many messages of the session's history the run left (its resume point). */
   messageCount: z.number().int(),
 });
 export type Snapshot = z.infer<typeof SnapshotSchema>;
 
 /** One invocation of a server-managed agent: the `invoke` update of its session. */
 export const InvokeInputSchema = z.object({
-  /** New messages for this turn (usually one user message). */
+  /** New messages for this run (usually one user message). */
   messages: z.array(MessageSchema).min(1),
-  /** Runs the turn from this snapshot's state instead of the latest. */
+  /** Starts the run from this snapshot's state instead of the latest. */
   snapshotId: z.string().optional(),
-  /** Runs the turn from the state of the snapshot of this earlier turn's run (a task id's run). */
+  /** Starts the run from the state of the snapshot of this earlier run (a task id's run). */
   fromRunId: z.string().optional(),
-  /** Returns at once with a pending snapshot; the turn runs on. */
+  /** Returns at once with a pending snapshot; the run goes on. */
   detach: z.boolean().default(false),
   /** Client-managed state: refused here (a server-managed agent keeps its own). */
   state: z.unknown().optional(),
-  /** Middleware the turn's run gets besides the agent's own (what a delegating run hands down, e.g. its budget). */
+  /** Middleware the session run gets besides the agent's own (what a delegating run hands down, e.g. its budget). */
   use: z.array(MiddlewareRefSchema).default([]),
   /**
    * Identifies the invocation: one sent again with the same id (a retried activity) gets the
-   * first one's answer instead of running another turn, even after a continue-as-new.
+   * first one's answer instead of starting another run, even after a continue-as-new.
    */
   requestId: z.string().optional(),
-  /** The run the turn's holds are reported to (a delegating run), and their key there, so they are decided at its root. */
+  /** The run this run's holds are reported to (a delegating run), and their key there, so they are decided at its root. */
   reportTo: z.object({ runId: z.string(), key: z.string() }).optional(),
 });
 export type InvokeInput = z.input<typeof InvokeInputSchema>;
@@ -64,16 +64,16 @@ export type InvokeInput = z.input<typeof InvokeInputSchema>;
 export const InvokeOutputSchema = z.object({
   sessionId: z.string(),
   snapshotId: z.string(),
-  /** The turn's run (workflow id). */
+  /** The run (workflow id). */
   runId: z.string(),
   status: SnapshotStatusSchema,
   finishReason: z.string(),
   message: MessageSchema.optional(),
   text: z.string(),
-  /** The turn's structured answer, when the agent has an output schema (its run's `result.output`). */
+  /** The run's structured answer, when the agent has an output schema (its run's `result.output`). */
   output: z.unknown().optional(),
   artifacts: z.array(ArtifactSchema),
-  /** What this turn spent. */
+  /** What this run spent. */
   usage: UsageSchema,
   /** What the session has spent in all. */
   sessionUsage: UsageSchema,
@@ -87,8 +87,8 @@ export const SessionInputSchema = z.object({
   sessionId: z.string().min(1),
   state: SessionStateSchema.prefault({}),
   snapshots: z.array(SnapshotSchema).default([]),
-  /** Turns started so far (numbers their run ids). */
-  turns: z.number().int().default(0),
+  /** Runs started so far (numbers their run ids). */
+  runs: z.number().int().default(0),
   /** Answers of the latest invocations that carried a request id, by id. */
   answered: z.record(z.string(), InvokeOutputSchema).default({}),
 });
@@ -106,19 +106,19 @@ export const MAX_SESSION_ID_CHARS = 200;
 /**
  * Why a session id a client chose cannot be used, or undefined when it can. The rule: 1 to 200
  * characters of letters, digits and `. _ - : @ = +`, in segments separated by single `/`, none
- * of them `turn-<n>` (a session's turns run as `session/<agent>/<id>/turn-<n>`, so such an id would
- * name another session's turn).
+ * of them `run-<n>` (a session's runs have the ids `session/<agent>/<id>/run-<n>`, so such an id would
+ * name another session's run).
  */
 export function sessionIdProblem(sessionId: string): string | undefined {
-  const rule = `a session id is 1-${MAX_SESSION_ID_CHARS} characters of letters, digits and . _ - : @ = +, in segments separated by single "/", none of them "turn-<n>"`;
+  const rule = `a session id is 1-${MAX_SESSION_ID_CHARS} characters of letters, digits and . _ - : @ = +, in segments separated by single "/", none of them "run-<n>"`;
   if (sessionId === '') return `the session id is empty; ${rule}`;
   if (sessionId.length > MAX_SESSION_ID_CHARS) return `the session id has ${sessionId.length} characters; ${rule}`;
   const segments = sessionId.split('/');
   if (segments.some((segment) => segment === '')) return `the session id "${sessionId}" has an empty segment; ${rule}`;
   const bad = [...sessionId].find((char) => char !== '/' && !/[A-Za-z0-9._\-:@=+]/.test(char));
   if (bad !== undefined) return `the session id "${sessionId}" has the character ${JSON.stringify(bad)}; ${rule}`;
-  const turn = segments.find((segment) => /^turn-\d+$/.test(segment));
-  if (turn) return `the session id "${sessionId}" has the segment "${turn}", which names a session's turn; ${rule}`;
+  const run = segments.find((segment) => /^run-\d+$/.test(segment));
+  if (run) return `the session id "${sessionId}" has the segment "${run}", which names a session's run; ${rule}`;
   return undefined;
 }
 
@@ -127,20 +127,20 @@ export function sessionWorkflowId(agent: string, sessionId: string): string {
   return `session/${agent}/${sessionId}`;
 }
 
-/** Input of the `invokeSession` activity: one turn of a sub-agent's session, sent by a run. */
+/** Input of the `invokeSession` activity: one run of a sub-agent's session, sent by a run. */
 export const InvokeSessionInputSchema = z.object({
   agent: z.string(),
   sessionId: z.string(),
   invoke: InvokeInputSchema,
-  /** Makes the turn idempotent across retries of the activity. */
+  /** Makes the run idempotent across retries of the activity. */
   updateId: z.string(),
 });
 export type InvokeSessionInput = z.input<typeof InvokeSessionInputSchema>;
 
-/** The session id and turn number of a session turn's run id (`session/<agent>/<sessionId>/turn-<n>`). */
-export function sessionOfTurn(runId: string, agent: string): { sessionId: string } | undefined {
+/** The session id and run number of a session run id (`session/<agent>/<sessionId>/run-<n>`). */
+export function sessionOfRun(runId: string, agent: string): { sessionId: string } | undefined {
   const prefix = `session/${agent}/`;
-  const match = /^(.*)\/turn-\d+$/.exec(runId);
+  const match = /^(.*)\/run-\d+$/.exec(runId);
   if (!runId.startsWith(prefix) || !match) return undefined;
   return { sessionId: match[1]!.slice(prefix.length) };
 }

@@ -33,8 +33,8 @@ export type { ActivityCall, ActivityDoor } from './activity-door';
 export { runArtifacts } from './run-capability';
 export type { CapabilityCall, RunCapability } from './run-capability';
 export type { ArtifactStore } from '../core/artifacts';
-export { backgroundTasks, sessionTurns, subAgentRuns } from '../features/agents/capabilities';
-export type { AgentRunner, AgentRunOptions, AgentRunOutcome, SessionTurnOptions, SessionTurnRunner, TaskControl } from '../features/agents/capabilities';
+export { backgroundTasks, sessionRuns, subAgentRuns } from '../features/agents/capabilities';
+export type { AgentRunner, AgentRunOptions, AgentRunOutcome, SessionRunOptions, SessionRunner, TaskControl } from '../features/agents/capabilities';
 export { treeLedger } from '../features/budget/ledger-door';
 export type { TreeLedger } from '../features/budget/ledger-door';
 export type {

@@ -1,7 +1,7 @@
 /**
  * The door a middleware reaches a capability of its run through: what the loop provides a run
  * beyond the generic context (the artifact store, and what a built-in needs of the loop: the
- * Agents' sub-agent runs, session turns and background tasks, Budget's tree ledger). Each
+ * Agents' sub-agent runs, session runs and background tasks, Budget's tree ledger). Each
  * capability is a typed key (`defineCapability`), declared next to the feature it serves
  * (src/features/agents/capabilities.ts, src/features/budget/ledger-door.ts; the run's artifacts
  * here); a middleware asks `context.capability(key)` and gets it typed by the key.

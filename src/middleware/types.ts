@@ -145,7 +145,7 @@ export interface MiddlewareContext<Carried = unknown, Decision = unknown> {
   activity: ActivityCall;
   /**
    * Gets a capability the loop provides the run, by its key (`capability(backgroundTasks)`;
-   * keel-agents/middleware exports the keys), typed by the key: sub-agent runs, session turns,
+   * keel-agents/middleware exports the keys), typed by the key: sub-agent runs, session runs,
    * background tasks, the tree's budget ledger, the artifact store. Built the first time a
    * middleware of the run asks for it, then the same for the run.
    */
@@ -154,7 +154,7 @@ export interface MiddlewareContext<Carried = unknown, Decision = unknown> {
   usage: () => Usage;
   /** The messages the run started with. */
   inputMessages: readonly Message[];
-  /** For a turn of a server-managed agent's session: its id, and what the session spent before this turn. */
+  /** For a run of a server-managed agent's session: its id, and what the session spent before this run. */
   session: { id: string; usage: Usage } | undefined;
   /** True when the run resumes an interrupted one: its first iteration only answers the held calls. */
   resuming: boolean;

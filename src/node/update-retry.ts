@@ -1,5 +1,5 @@
 /**
- * The one retry rule for every update keel's clients send (decisions, steers, session turns):
+ * The one retry rule for every update keel's clients send (decisions, steers, session messages):
  * the server refuses an update it could take a moment later — its limit of updates in flight per
  * run is reached (RESOURCE_EXHAUSTED), or the update was aborted because the run's workflow task
  * was lost or the run continued as new before taking it (UNAVAILABLE, "workflow update was

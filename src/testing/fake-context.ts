@@ -14,7 +14,7 @@ import { throughDoor } from '../middleware/activity-door';
 import { scriptedModel, type Script } from '../models/scripted';
 import type { MiddlewareContext } from '../middleware/types';
 import { provide, runArtifacts, runCapabilities, type CapabilityCall } from '../middleware/run-capability';
-import { backgroundTasks, sessionTurns, subAgentRuns, type AgentRunner, type SessionTurnRunner, type TaskControl } from '../features/agents/capabilities';
+import { backgroundTasks, sessionRuns, subAgentRuns, type AgentRunner, type SessionRunner, type TaskControl } from '../features/agents/capabilities';
 import { treeLedger, type TreeLedger } from '../features/budget/ledger-door';
 
 /** What the fake capabilities are made of; every field is optional. */
@@ -41,8 +41,8 @@ export interface FakeCapabilityOptions {
   activities?: Record<string, (input: unknown) => Promise<unknown>>;
   /** The run's sub-agent runs (`context.capability(subAgentRuns)`); absent, a call fails saying so. */
   runAgent?: AgentRunner;
-  /** The run's session turns (`context.capability(sessionTurns)`); absent, a call fails saying so. */
-  invokeSession?: SessionTurnRunner;
+  /** The run's session runs (`context.capability(sessionRuns)`); absent, a call fails saying so. */
+  invokeSession?: SessionRunner;
   /** The run's background tasks (`context.capability(backgroundTasks)`); absent, each of its methods fails saying so. */
   tasks?: TaskControl;
   /**
@@ -128,7 +128,7 @@ export function fakeCapabilities(options: FakeCapabilityOptions): FakeCapabiliti
     capability: runCapabilities([
       provide(runArtifacts, () => store),
       provide(subAgentRuns, () => options.runAgent ?? rejects('subAgentRuns', 'runAgent')),
-      provide(sessionTurns, () => options.invokeSession ?? rejects('sessionTurns', 'invokeSession')),
+      provide(sessionRuns, () => options.invokeSession ?? rejects('sessionRuns', 'invokeSession')),
       provide(
         backgroundTasks,
         () =>

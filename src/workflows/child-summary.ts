@@ -1,5 +1,5 @@
 /**
- * What a child run (a sub-agent, a background task, a session turn) shows in the Temporal Web
+ * What a child run (a sub-agent, a background task, a session's run) shows in the Temporal Web
  * UI as its summary: `<agent>: <task>`, as a root run started by keel's client does. Runs in
  * the workflow.
  */

@@ -9,10 +9,10 @@
  */
 import type { RunState } from './run-state';
 
-/** Prefix of an entry that accepts any turn of a session (a session turn's run id is known only once it started). */
-const SESSION_PREFIX = 'session-turns:';
+/** Prefix of an entry that accepts any run of a session (a session run's id is known only once it started). */
+const SESSION_PREFIX = 'session-runs:';
 
-/** What may report under a key: one run, or the turns of one session workflow. */
+/** What may report under a key: one run, or the runs of one session workflow. */
 export type ReportSource = { runId: string } | { sessionWorkflowId: string };
 
 /** Records that `source` may report holds to `run` under `key`. */
@@ -31,5 +31,5 @@ export function acceptsReport(run: RunState, key: string, runId: string): boolea
   if (expected === undefined) return false;
   if (!expected.startsWith(SESSION_PREFIX)) return expected === runId;
   const session = expected.slice(SESSION_PREFIX.length);
-  return runId.startsWith(`${session}/turn-`) && /^\d+$/.test(runId.slice(session.length + '/turn-'.length));
+  return runId.startsWith(`${session}/run-`) && /^\d+$/.test(runId.slice(session.length + '/run-'.length));
 }

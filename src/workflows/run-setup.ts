@@ -12,7 +12,7 @@ import { resumedHoldsByStage } from './resume';
 import { featureActivityCaller } from './feature-activity';
 import { agentRunner, sessionInvoker } from '../features/agents/run-agent';
 import { taskControl } from '../features/agents/task-control';
-import { backgroundTasks, sessionTurns, subAgentRuns } from '../features/agents/capabilities';
+import { backgroundTasks, sessionRuns, subAgentRuns } from '../features/agents/capabilities';
 import { treeLedger, type TreeLedger } from '../features/budget/ledger-door';
 import type { ContributedTool } from '../middleware/types';
 import { provide, runArtifacts, runCapabilities } from '../middleware/run-capability';
@@ -58,7 +58,7 @@ export async function setUpRun({ agent, input, run, callModel, forgetChild, tree
     // What the loop provides, each built when a middleware first asks for it.
     capability: runCapabilities([
       provide(subAgentRuns, () => agentRunner(runners)),
-      provide(sessionTurns, () => sessionInvoker(runners)),
+      provide(sessionRuns, () => sessionInvoker(runners)),
       provide(backgroundTasks, () => taskControl(runners)),
       provide(treeLedger, tree),
       provide(runArtifacts, () => artifactStore(run)),

@@ -1,6 +1,6 @@
 /**
- * The state of one session workflow, as one explicit object that its handlers and turn steps
- * pass along, and the rules of its snapshot chain: where the tip is, which snapshot a turn may
+ * The state of one session workflow, as one explicit object that its handlers and run steps
+ * pass along, and the rules of its snapshot chain: where the tip is, which snapshot a run may
  * start from and with what state, and what continue-as-new carries. Runs in the workflow:
  * deterministic, no I/O.
  */
@@ -8,8 +8,8 @@ import { ApplicationFailure, type CancellationScope } from '@temporalio/workflow
 import type { KeelError } from '../core/errors';
 import { KEPT_ANSWERS, KEPT_SNAPSHOTS, type InvokeOutput, type SessionInput, type SessionState, type Snapshot } from '../core/session';
 
-/** The turn in flight: its snapshot as it stands, the scope that cancels it, and the run that asked for it (if it reports to one). */
-export interface CurrentTurn {
+/** The run in flight: its snapshot as it stands, the scope that cancels it, and the run that asked for it (if it reports to one). */
+export interface CurrentRun {
   snapshot: Snapshot;
   scope: CancellationScope;
   requestedBy?: string;
@@ -17,29 +17,29 @@ export interface CurrentTurn {
 
 /**
  * One session's state. Continue-as-new carries its agent, session id, state, settled
- * snapshots, turn count and answers (`carriedInput`), not the flags or the turn in flight;
- * the turn in flight holds a cancellation scope, so the object itself is not a payload.
+ * snapshots, run count and answers (`carriedInput`), not the flags or the run in flight;
+ * the run in flight holds a cancellation scope, so the object itself is not a payload.
  */
 export interface Session {
   readonly agent: string;
   readonly sessionId: string;
-  /** The session's workflow id: its turns run as `<workflowId>/turn-<n>`. */
+  /** The session's workflow id: its runs have the ids `<workflowId>/run-<n>`. */
   readonly workflowId: string;
   /** The conversation as the tip of the chain left it. */
   state: SessionState;
-  /** One snapshot per turn, oldest first. */
+  /** One snapshot per run, oldest first. */
   snapshots: Snapshot[];
-  /** Turns started so far (numbers their run ids). */
-  turns: number;
+  /** Runs started so far (numbers their run ids). */
+  runs: number;
   /** Answers of the latest invocations that carried a request id, by id. */
   answered: Record<string, InvokeOutput>;
-  /** Set while a turn is admitted and not yet settled: other invocations wait. */
+  /** Set while a run is admitted and not yet settled: other invocations wait. */
   busy: boolean;
   /** Set once the agent was found to keep its sessions on the server. */
   checkedAgent: boolean;
   /** Set when the session was started for an agent that cannot have one: it ends at once. */
   refusedAgent: boolean;
-  current?: CurrentTurn;
+  current?: CurrentRun;
 }
 
 /** What a session starts with: its parsed input and its workflow id. */
@@ -49,13 +49,13 @@ export interface NewSessionOptions {
   workflowId: string;
   state: SessionState;
   snapshots: Snapshot[];
-  turns: number;
+  runs: number;
   answered: Record<string, InvokeOutput>;
 }
 
-/** A session as its input left it, with no turn admitted and its agent not yet checked. */
-export function newSession({ agent, sessionId, workflowId, state, snapshots, turns, answered }: NewSessionOptions): Session {
-  return { agent, sessionId, workflowId, state, snapshots, turns, answered, busy: false, checkedAgent: false, refusedAgent: false };
+/** A session as its input left it, with no run admitted and its agent not yet checked. */
+export function newSession({ agent, sessionId, workflowId, state, snapshots, runs, answered }: NewSessionOptions): Session {
+  return { agent, sessionId, workflowId, state, snapshots, runs, answered, busy: false, checkedAgent: false, refusedAgent: false };
 }
 
 /** An ApplicationFailure (what rejects an update) with a status and a message. */
@@ -78,21 +78,21 @@ export function findSnapshot(session: Session, snapshotId: string): Snapshot | u
   return session.snapshots.find((snapshot) => snapshot.snapshotId === snapshotId);
 }
 
-/** The tip of the chain: the latest turn that left a state (completed or aborted). */
+/** The tip of the chain: the latest run that left a state (completed or aborted). */
 export function latestSnapshot(session: Session): Snapshot | undefined {
   return [...session.snapshots].reverse().find((snapshot) => snapshot.status === 'completed' || snapshot.status === 'aborted');
 }
 
-/** The snapshot whose state a turn from `snapshot` starts with: itself, or for a failed turn its parent. */
+/** The snapshot whose state a run from `snapshot` starts with: itself, or for a failed run its parent. */
 export function anchorOf(session: Session, snapshot: Snapshot): Snapshot | undefined {
   return snapshot.status === 'failed' ? (snapshot.parentId ? findSnapshot(session, snapshot.parentId) : undefined) : snapshot;
 }
 
 /**
- * The state a turn starting from `snapshot` gets: the history up to it, and the session's
+ * The state a run starting from `snapshot` gets: the history up to it, and the session's
  * artifacts, usage (cumulative: a branch does not reset what the session spent) and custom
  * data. History only grows along the chain, so the snapshot must be on the chain from the
- * tip (or a failed turn started from a snapshot on it); otherwise undefined.
+ * tip (or a failed run started from a snapshot on it); otherwise undefined.
  */
 export function resumePoint(session: Session, snapshot: Snapshot): SessionState | undefined {
   const onChain = new Set<string>();
@@ -118,8 +118,8 @@ export function rememberAnswer(session: Session, requestId: string | undefined, 
   return output;
 }
 
-/** The input of the session's next run: its state, its latest KEPT_SNAPSHOTS settled snapshots, its turn count and remembered answers. */
+/** The input of the session's next run: its state, its latest KEPT_SNAPSHOTS settled snapshots, its run count and remembered answers. */
 export function carriedInput(session: Session): SessionInput {
-  const { agent, sessionId, state, snapshots, turns, answered } = session;
-  return { agent, sessionId, state, snapshots: snapshots.filter(isSettled).slice(-KEPT_SNAPSHOTS), turns, answered };
+  const { agent, sessionId, state, snapshots, runs, answered } = session;
+  return { agent, sessionId, state, snapshots: snapshots.filter(isSettled).slice(-KEPT_SNAPSHOTS), runs, answered };
 }

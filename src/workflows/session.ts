@@ -1,16 +1,16 @@
 /**
  * sessionWorkflow: the conversation of a server-managed agent (session: 'server'), one
  * workflow per session id. It keeps the history, artifacts, usage and custom state, and a
- * chain of snapshots, one per settled turn. Each turn is an `invoke` update (sent with
- * update-with-start, so the first turn starts the session) that runs the turn as a child
- * generate run; turns run one at a time. A detached turn answers at once with a pending
- * snapshot, rewritten when it settles. A failed turn that was waited for records no snapshot
+ * chain of snapshots, one per settled run. Each invocation is an `invoke` update (sent
+ * with update-with-start, so the first starts the session) that starts one child generate
+ * run; the session's runs go one at a time. A detached run answers at once with a pending
+ * snapshot, rewritten when it settles. A failed run that was waited for records no snapshot
  * (a detached one is marked failed); a stopped one (budget) records an aborted one with what
- * it spent. The session continues-as-new between turns when Temporal suggests it, carrying
+ * it spent. The session continues-as-new between runs when Temporal suggests it, carrying
  * its state.
  *
  * This file holds the workflow and its handlers; the session's state and chain rules are in
- * session-state.ts, a turn's run and settling in session-turn.ts.
+ * session-state.ts, a session run and settling in session-run.ts.
  *
  * Runs in the workflow sandbox: deterministic, no I/O.
  */
@@ -30,7 +30,7 @@ import {
 } from '../core/session';
 import type { KeelActivities } from '../activities/types';
 import { RESOLVE_AGENT_OPTIONS } from './activity-errors';
-import { abortSessionUpdate, abortTurnSignal, childHoldsSignal, currentTurnQuery, invokeUpdate, snapshotQuery, waitForSnapshotUpdate } from '../core/protocol';
+import { abortSessionUpdate, abortRunSignal, childHoldsSignal, currentRunQuery, invokeUpdate, snapshotQuery, waitForSnapshotUpdate } from '../core/protocol';
 import {
   anchorOf,
   carriedInput,
@@ -44,7 +44,7 @@ import {
   snapshotNotFound,
   type Session,
 } from './session-state';
-import { abortCurrentTurn, settleTurn, startTurn, type TurnEnd } from './session-turn';
+import { abortSessionRun, settleSessionRun, startSessionRun, type SessionRunEnd } from './session-run';
 import { continueOnCurrentBuild, sessionVersioningOptions } from './versioning';
 
 // A regular activity, not a local one: a worker that lacks the agent (a rolling deploy) refuses it retryably, and another takes it.
@@ -54,9 +54,9 @@ const { resolveAgent } = proxyActivities<KeelActivities>(RESOLVE_AGENT_OPTIONS);
 type Invocation = z.infer<typeof InvokeInputSchema>;
 
 /**
- * The session: registers its handlers, then idles between turns and continues-as-new when
+ * The session: registers its handlers, then idles between runs and continues-as-new when
  * Temporal suggests it, carrying its state. A session whose agent was refused before its first
- * turn ends instead.
+ * run ends instead.
  */
 export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
   const session = openSession(rawInput);
@@ -67,16 +67,16 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<void> {
   setHandler(waitForSnapshotUpdate, (snapshotId) => waitForSettled(session, snapshotId), {
     validator: (snapshotId: string) => assertSnapshotExists(session, snapshotId),
   });
-  setHandler(abortSessionUpdate, () => abortCurrentTurn(session));
-  setHandler(currentTurnQuery, () => (session.current ? { ...session.current.snapshot } : null), {
-    description: 'The snapshot of the turn in flight (its runId is the run to steer), or null when no turn runs.',
+  setHandler(abortSessionUpdate, () => abortSessionRun(session));
+  setHandler(currentRunQuery, () => (session.current ? { ...session.current.snapshot } : null), {
+    description: 'The snapshot of the run in flight (its runId is the run to steer), or null when none runs.',
   });
-  // A turn reports its holds to its parent, this session; they are followed on the turn's own run.
+  // A run reports its holds to its parent, this session; they are followed on that run itself.
   setHandler(childHoldsSignal, () => undefined);
-  setHandler(abortTurnSignal, (raw) => abortTurnAskedBy(session, raw));
+  setHandler(abortRunSignal, (raw) => abortRunAskedBy(session, raw));
   setHandler(invokeUpdate, (raw: InvokeInput) => invoke(session, raw), { validator: (raw: InvokeInput) => validateInvocation(session, raw) });
 
-  // A turn admitted while the handlers finish holds continue-as-new back until it settles.
+  // A run admitted while the handlers finish holds continue-as-new back until it settles.
   for (;;) {
     await condition(() => session.refusedAgent || (!session.busy && workflowInfo().continueAsNewSuggested));
     await condition(allHandlersFinished);
@@ -110,18 +110,18 @@ async function waitForSettled(session: Session, snapshotId: string): Promise<Sna
 }
 
 /**
- * Aborts the turn in flight if the run that asked for it sent the signal. Temporal does not
- * validate signals: a malformed one is refused (logged), never fails the session or stops a turn.
+ * Aborts the run in flight if the run that asked for it sent the signal. Temporal does not
+ * validate signals: a malformed one is refused (logged), never fails the session or stops a run.
  */
-function abortTurnAskedBy(session: Session, raw: unknown): void {
+function abortRunAskedBy(session: Session, raw: unknown): void {
   const requestedBy = (raw as { requestedBy?: unknown } | undefined)?.requestedBy;
   if (typeof requestedBy !== 'string' || requestedBy === '') {
-    log.warn('refused an abortTurn signal', {
+    log.warn('refused an abortRun signal', {
       reason: `expected { requestedBy: <run id> }, got ${isUndecodable(raw) ? describeUndecodable(raw) : (JSON.stringify(raw) ?? 'nothing')}`,
     });
     return;
   }
-  if (session.current && session.current.requestedBy === requestedBy) abortCurrentTurn(session);
+  if (session.current && session.current.requestedBy === requestedBy) abortSessionRun(session);
 }
 
 /** The invocation, parsed; one that does not parse is refused INVALID_ARGUMENT. */
@@ -147,14 +147,14 @@ function validateInvocation(session: Session, raw: InvokeInput): void {
 }
 
 /**
- * Runs one invocation as a turn, one turn at a time. An invocation sent again with a request
- * id already answered gets that answer without a turn. The agent is checked before the first
- * turn. A turn that is waited for answers once it settles; a detached one answers at once with
+ * Runs one invocation as a child run, one run at a time. An invocation sent again with a request
+ * id already answered gets that answer without a run. The agent is checked before the first
+ * run. A run that is waited for answers once it settles; a detached one answers at once with
  * its pending snapshot and keeps the session busy until it settles.
  */
 async function invoke(session: Session, raw: InvokeInput): Promise<InvokeOutput> {
   const request = parseInvocation(raw);
-  // One turn at a time: every waiting invocation wakes when a turn ends, so each checks again.
+  // One run at a time: every waiting invocation wakes when a run ends, so each checks again.
   while (session.busy) await condition(() => !session.busy);
   const earlier = request.requestId ? session.answered[request.requestId] : undefined;
   if (earlier) return earlier;
@@ -162,15 +162,15 @@ async function invoke(session: Session, raw: InvokeInput): Promise<InvokeOutput>
   let detached = false;
   try {
     if (!session.checkedAgent) await checkAgent(session);
-    const { snapshot, base } = beginTurn(session, request);
-    const { ended } = await startTurn(session, {
+    const { snapshot, base } = beginRun(session, request);
+    const { ended } = await startSessionRun(session, {
       snapshot,
       base,
       messages: [...base.messages, ...request.messages],
       use: request.use,
       ...(request.reportTo ? { reportTo: request.reportTo } : {}),
     });
-    if (!request.detach) return rememberAnswer(session, request.requestId, settleTurn(session, { snapshot, base, end: await ended, detached: false }));
+    if (!request.detach) return rememberAnswer(session, request.requestId, settleSessionRun(session, { snapshot, base, end: await ended, detached: false }));
     detached = true;
     settleLater(session, { snapshot, base, ended });
     return rememberAnswer(session, request.requestId, pendingAnswer(session, snapshot, base));
@@ -182,7 +182,7 @@ async function invoke(session: Session, raw: InvokeInput): Promise<InvokeOutput>
 /**
  * Looks the agent up and
  * refuses the invocation when it is missing or keeps its sessions on the client; a session
- * refused before its first turn ends. It returns the lookup's own `.then`, so the caller's
+ * refused before its first run ends. It returns the lookup's own `.then`, so the caller's
  * `await` resumes on the same microtask as an `await` of the lookup would.
  */
 function checkAgent(session: Session): Promise<void> {
@@ -204,11 +204,11 @@ function checkAgent(session: Session): Promise<void> {
 }
 
 /**
- * Where a new turn starts: the state it gets (from the snapshot or run asked for, else the
- * session's), and its pending snapshot, chained to where it starts (a failed turn left no
+ * Where a new run starts: the state it gets (from the snapshot or run asked for, else the
+ * session's), and its pending snapshot, chained to where it starts (a failed run left no
  * state: to its parent). A start on a branch the session left is refused FAILED_PRECONDITION.
  */
-function beginTurn(session: Session, request: Invocation): { snapshot: Snapshot; base: SessionState } {
+function beginRun(session: Session, request: Invocation): { snapshot: Snapshot; base: SessionState } {
   const fromSnapshot = request.snapshotId
     ? findSnapshot(session, request.snapshotId)
     : request.fromRunId
@@ -224,7 +224,7 @@ function beginTurn(session: Session, request: Invocation): { snapshot: Snapshot;
     sessionId: session.sessionId,
     ...(parent ? { parentId: parent.snapshotId } : {}),
     status: 'pending',
-    runId: `${session.workflowId}/turn-${++session.turns}`,
+    runId: `${session.workflowId}/run-${++session.runs}`,
     createdAt: now,
     updatedAt: now,
     messageCount: base.messages.length,
@@ -232,11 +232,11 @@ function beginTurn(session: Session, request: Invocation): { snapshot: Snapshot;
   return { snapshot, base };
 }
 
-/** A detached turn: its pending snapshot is recorded now; the turn settles it when it ends, and only then may the next turn start. */
-function settleLater(session: Session, { snapshot, base, ended }: { snapshot: Snapshot; base: SessionState; ended: Promise<TurnEnd> }): void {
+/** A detached run: its pending snapshot is recorded now; the run settles it when it ends, and only then may the next run start. */
+function settleLater(session: Session, { snapshot, base, ended }: { snapshot: Snapshot; base: SessionState; ended: Promise<SessionRunEnd> }): void {
   session.snapshots = [...session.snapshots, snapshot];
   void ended
-    .then((end) => settleTurn(session, { snapshot, base, end, detached: true }))
+    .then((end) => settleSessionRun(session, { snapshot, base, end, detached: true }))
     .finally(() => {
       session.busy = false;
     });
@@ -257,5 +257,5 @@ function pendingAnswer(session: Session, snapshot: Snapshot, base: SessionState)
   };
 }
 
-// A session moves to the current build at its next workflow task; its memo's behavior is for its turns (versioning.ts).
+// A session moves to the current build at its next workflow task; its memo's behavior is for its runs (versioning.ts).
 setWorkflowOptions(sessionVersioningOptions, sessionWorkflow);

@@ -26,7 +26,7 @@ export class SubAgentHolds {
   /** What this run last reported to each run it reports to, by that run's id, so an unchanged list is not sent again. */
   private readonly reported = new Map<string, string>();
 
-  /** `reportTo`: the run to report to instead of the parent, and its key (a session turn a run delegated); refusals and followers live in `run`. */
+  /** `reportTo`: the run to report to instead of the parent, and its key (a session run a run delegated); refusals and followers live in `run`. */
   constructor(
     private readonly run: RunState,
     private readonly reportTo: { runId: string; key: string } | undefined,

@@ -49,8 +49,8 @@ export interface Scenario {
   maxTurns?: number;
   /** Cancel the run once it reached this turn. */
   cancelAtTurn?: number;
-  /** For a server-managed agent: the turns sent to session `replay-<name>` (the session's history is recorded). */
-  turns?: string[];
+  /** For a server-managed agent: the messages sent to session `replay-<name>`, each running one run (the session's history is recorded). */
+  sessionMessages?: string[];
   /** Decisions for the run's holds, in order (sent through the resume update, without the id). */
   decisions?: Array<Record<string, unknown>>;
   /** Once the run ended: reset it to its first workflow task and record the new run (decisions re-applied by the server). */
@@ -110,7 +110,7 @@ export const SCENARIOS: Scenario[] = [
   // A background task: launched, waited for, collected.
   { name: 'background-task', agent: 'replay-dispatcher', prompt: 'dispatch' },
   // A session: two turns, the second detached and waited for.
-  { name: 'session', agent: 'replay-session', prompt: '', turns: ['remember 42', 'what was it?'] },
+  { name: 'session', agent: 'replay-session', prompt: '', sessionMessages: ['remember 42', 'what was it?'] },
   // ContextCompression: tiktoken counts (local activities), older responses truncated, then a summary by a second model.
   { name: 'compression', agent: 'replay-compression', prompt: 'research it' },
   // Holds signed against forgery: a hold returned (signed), and a signed hold resumed (its proof checked).

@@ -12,7 +12,7 @@ import { log } from '@temporalio/workflow';
 import { z } from 'zod';
 import type { Message } from '../../core/messages';
 import { PROOF_METADATA } from '../../core/proofs';
-import { sessionOfTurn } from '../../core/session';
+import { sessionOfRun } from '../../core/session';
 import { hasAnswer, parseTaskId, taskIdOf, type TaskReport } from '../../core/tasks';
 import { toolAnswer, type ToolAnswer } from '../../core/tool-answer';
 import {
@@ -28,7 +28,7 @@ import { defineMiddleware } from '../../middleware/define-middleware';
 import { foldResult, mergeArtifacts, namespaceOf, subAgentAnswer, type ArtifactMerge, type MergedArtifact } from './sub-agent-results';
 import { injectSystemText } from '../../middleware/system-text';
 import type { ContributedTool, MiddlewareContext, ToolCallParams } from '../../middleware/types';
-import { backgroundTasks, sessionTurns, subAgentRuns } from './capabilities';
+import { backgroundTasks, sessionRuns, subAgentRuns } from './capabilities';
 
 /** Metadata key tagging the `<sub-agents>` block of the system prompt (the reference's). */
 export const AGENTS_INSTRUCTIONS_MARKER = 'agents-instructions';
@@ -223,7 +223,7 @@ function limitReached({ config, delegations }: Delegator): string | undefined {
 
 /**
  * A delegation: a well-formed one counts against `maxDelegations` (even to an agent this worker
- * does not know). A server-managed agent runs a turn of its own session with the task only;
+ * does not know). A server-managed agent runs in a session of its own with the task only;
  * `background: true` (with `async`) starts a task and answers with its id at once; otherwise
  * the sub-agent runs as a child run, given the forwarded history and the task, and this waits
  * for its answer.
@@ -244,7 +244,7 @@ async function delegate(delegator: Delegator, agent: string, rawInput: unknown, 
   }
   const task: Message = { role: 'user', content: [{ text: input.data.task }] };
   const inBackground = input.data.background === true && config.async;
-  if (delegator.serverManaged.has(agent)) return { ...(await sessionTurn(delegator, agent, { messages: [task], detach: inBackground }, label.name)), ...label };
+  if (delegator.serverManaged.has(agent)) return { ...(await sessionRun(delegator, agent, { messages: [task], detach: inBackground }, label.name)), ...label };
   if (inBackground) {
     const started = await context.capability(backgroundTasks).start({ agent, messages: [task], ...label });
     return { taskId: started.taskId, status: 'pending', response: launchedResponse(delegator.background!, agent, started.taskId), ...label };
@@ -301,7 +301,7 @@ async function continueTask(delegator: Delegator, rawInput: unknown, params: Too
   const limit = limitReached(delegator);
   if (limit) return { response: limit, ...label };
   delegator.delegations += 1;
-  const session = sessionOfTurn(parsed.runId, parsed.agent);
+  const session = sessionOfRun(parsed.runId, parsed.agent);
   if (!delegator.serverManaged.has(parsed.agent) || !session) {
     return { response: `Error: agent "${parsed.agent}" does not keep a session, so its tasks cannot be continued. Delegate the task again.`, ...label };
   }
@@ -314,23 +314,23 @@ async function continueTask(delegator: Delegator, rawInput: unknown, params: Too
   const message: Message = { role: 'user', content: [{ text: instructions ?? 'Continue the task from where it stopped.' }] };
   const detach = input.data.background === true && delegator.config.async;
   return {
-    ...(await sessionTurn(delegator, parsed.agent, { messages: [message], detach, fromRunId: parsed.runId, sessionId: session.sessionId }, label.name)),
+    ...(await sessionRun(delegator, parsed.agent, { messages: [message], detach, fromRunId: parsed.runId, sessionId: session.sessionId }, label.name)),
     ...label,
   };
 }
 
 /**
- * A turn of a server-managed sub-agent's session: a detached one answers with its pending
- * task; a finished one with its answer and task id, its artifacts merged under the turn's run.
- * A turn without an answer failed (or was aborted); its progress is kept for continue_task.
+ * A run in a server-managed sub-agent's session: a detached one answers with its pending
+ * task; a finished one with its answer and task id, its artifacts merged under its run.
+ * A run without an answer failed (or was aborted); its progress is kept for continue_task.
  */
-async function sessionTurn(
+async function sessionRun(
   delegator: Delegator,
   agent: string,
   options: { messages: Message[]; detach: boolean; fromRunId?: string; sessionId?: string },
   name?: string,
 ): Promise<DelegationOutput> {
-  const outcome = await delegator.context.capability(sessionTurns)({ agent, ...options, ...(name !== undefined ? { name } : {}) });
+  const outcome = await delegator.context.capability(sessionRuns)({ agent, ...options, ...(name !== undefined ? { name } : {}) });
   if ('error' in outcome) return { response: `Error calling agent "${agent}": ${outcome.error.message}` };
   const { output } = outcome;
   const taskId = taskIdOf(agent, output.runId);

@@ -56,15 +56,15 @@ export interface TaskControl {
   follow: (claims: ReadonlyArray<{ taskId: string; agent: string; runId: string; proof?: string }>) => Promise<void>;
 }
 
-/** One turn of a server-managed sub-agent's session. */
-export interface SessionTurnOptions {
+/** One run of a server-managed sub-agent's session. */
+export interface SessionRunOptions {
   agent: string;
   messages: Message[];
-  /** The session; by default a new one for this turn (`<runId>/<agent>-<n>`). */
+  /** The session; by default a new one for this run (`<runId>/<agent>-<n>`). */
   sessionId?: string;
-  /** Start from the snapshot of this earlier turn's run (a task id's run). */
+  /** Start from the snapshot of this earlier run (a task id's run). */
   fromRunId?: string;
-  /** Answer at once with a pending snapshot; the turn runs on as a background task. */
+  /** Answer at once with a pending snapshot; the run goes on as a background task. */
   detach?: boolean;
 }
 
@@ -75,15 +75,15 @@ export interface SessionTurnOptions {
 export type AgentRunner = (options: AgentRunOptions) => Promise<AgentRunOutcome>;
 
 /**
- * Runs a turn of a server-managed agent's session and waits for it (or, detached, for its
+ * Runs a run of a server-managed agent's session and waits for it (or, detached, for its
  * pending snapshot, recorded as a background task). Its usage counts in this run's. A failed
  * turn comes back as `{ error }`.
  */
-export type SessionTurnRunner = (options: SessionTurnOptions & { name?: string }) => Promise<{ output: InvokeOutput } | { error: KeelError }>;
+export type SessionRunner = (options: SessionRunOptions & { name?: string }) => Promise<{ output: InvokeOutput } | { error: KeelError }>;
 
 /** Sub-agent runs (the Agents middleware's delegations). */
 export const subAgentRuns = defineCapability<AgentRunner>('sub-agent runs');
-/** Turns of server-managed sub-agents' sessions (the Agents middleware's delegations to them). */
-export const sessionTurns = defineCapability<SessionTurnRunner>('session turns');
+/** Runs of server-managed sub-agents' sessions (the Agents middleware's delegations to them). */
+export const sessionRuns = defineCapability<SessionRunner>('session runs');
 /** The run's background tasks (the Agents middleware with `async`). */
 export const backgroundTasks = defineCapability<TaskControl>('background tasks');

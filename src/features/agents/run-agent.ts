@@ -20,11 +20,11 @@ import { addUsage, type Usage } from '../../core/usage';
 import type { MiddlewareRef, RunInputOptions, RunResult } from '../../core/run';
 import { taskRecord } from '../../core/tasks';
 import type { KeelActivities } from '../../activities/types';
-import type { AgentRunOptions, AgentRunOutcome, SessionTurnOptions } from './capabilities';
+import type { AgentRunOptions, AgentRunOutcome, SessionRunOptions } from './capabilities';
 import { sessionWorkflowId, type InvokeOutput } from '../../core/session';
 import { asKeelError } from '../../workflows/activity-errors';
 import { childSummary } from '../../workflows/child-summary';
-import { GENERATE_WORKFLOW, abortTurnSignal } from '../../core/protocol';
+import { GENERATE_WORKFLOW, abortRunSignal } from '../../core/protocol';
 import type { RunState } from '../../workflows/run-state';
 import { expectReports } from '../../workflows/reporters';
 
@@ -99,29 +99,29 @@ export function agentRunner({ run, inherited, forgetChild }: SubAgentRunnerOptio
 }
 
 /**
- * Turns of server-managed sub-agents' sessions, sent through the `invokeSession` activity
- * (update-with-start with an update id from this run, so a retry attaches to the same turn).
- * A detached turn is recorded as a background task; a finished one's usage counts here.
+ * Runs of server-managed sub-agents' sessions, sent through the `invokeSession` activity
+ * (update-with-start with an update id from this run, so a retry attaches to the same run).
+ * A detached one is recorded as a background task; a finished one's usage counts here.
  */
 export function sessionInvoker({
   run,
   inherited,
   forgetChild,
-}: SubAgentRunnerOptions): (options: SessionTurnOptions & { name?: string }) => Promise<{ output: InvokeOutput } | { error: KeelError }> {
+}: SubAgentRunnerOptions): (options: SessionRunOptions & { name?: string }) => Promise<{ output: InvokeOutput } | { error: KeelError }> {
   return async ({ agent, messages, sessionId, fromRunId, detach = false, name }) => {
     run.children += 1;
     const session = sessionId ?? `${run.runId}/${agent}-${run.children}`;
     const { invokeSession } = proxyActivities<KeelActivities>({
-      // A detached turn may queue behind a busy session before it is admitted.
+      // A detached one may queue behind a busy session before it is admitted.
       startToCloseTimeout: detach ? '30 minutes' : '3650 days',
       heartbeatTimeout: '10 seconds',
       retry: { initialInterval: '1 second', maximumInterval: '10 seconds' },
-      summary: `session turn of ${agent}`,
+      summary: `session run of ${agent}`,
     });
-    // The turn's run id is known once the session started it: any turn of that session may report under this key.
+    // The run's id is known once the session started it: any run of that session may report under this key.
     expectReports(run, `${agent}-${run.children}`, { sessionWorkflowId: sessionWorkflowId(agent, session) });
     try {
-      const requestId = `${run.runId}/turn-${run.children}`;
+      const requestId = `${run.runId}/session-run-${run.children}`;
       const invoke = {
         messages,
         detach,
@@ -141,10 +141,10 @@ export function sessionInvoker({
       return { output };
     } catch (error) {
       if (runCancelled(error)) {
-        // The turn runs in the sub-agent's session, not under this run: stop it explicitly.
+        // The run belongs to the sub-agent's session, not under this run: stop it explicitly.
         await CancellationScope.nonCancellable(() =>
           getExternalWorkflowHandle(sessionWorkflowId(agent, session))
-            .signal(abortTurnSignal, { requestedBy: run.runId })
+            .signal(abortRunSignal, { requestedBy: run.runId })
             .catch(() => undefined),
         );
         throw error;
