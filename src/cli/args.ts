@@ -30,7 +30,7 @@ commands:
                               (--interrupt: cancel the model call in flight and answer it at once;
                               --agent <agent>-<n>: a sub-agent run below it; --id <id>: sent again
                               with the same id, it is added once; keel steer <agent> <text>
-                              --session <id>: the session's running turn)
+                              --session <id>: the session's run in flight)
   holds                       every hold waiting for a decision, with the command that decides it
   tasks <runId>               background tasks of a run (JSON)
   demo                        start what is needed and run the demo agent end to end
@@ -56,7 +56,7 @@ options:
   --config <file>             config file (default ./temporal.yaml)
   --json                      print one JSON object on stdout, nothing else
   --detach                    (run) return at once with the run id
-  --session <id>              (run, steer) a turn of this session of a server-managed agent
+  --session <id>              (run, steer) a run in this session of a server-managed agent
   --interrupt                 (steer) cancel the model call in flight (never a tool call)
   --output-schema <file>      (run) the answer must be one JSON value matching this JSON Schema
                               (or { schema, retries }): printed as JSON, in --json's "output"

@@ -107,7 +107,7 @@ export async function commandDecide(config: KeelConfig, command: 'approve' | 'de
 /**
  * `keel steer <runId> <text...>` (or `keel steer <agent> <text...> --session <id>`): sends the
  * `steer` update. Exit 0 when the run took it, 2 for bad input (no text, an empty one), 1 when
- * the run (or session) refused it: it has ended, or no turn runs.
+ * the run (or session) refused it: it has ended, or none runs.
  */
 export async function commandSteer(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
   const [target, ...words] = positionals;
@@ -124,7 +124,7 @@ export async function commandSteer(config: KeelConfig, positionals: string[], op
       const record = session
         ? await session.steer(text, sent)
         : await client.getHandle(target).steer(text, { ...sent, ...(options.agent !== undefined ? { agent: options.agent } : {}) });
-      const where = session ? `the running turn of session ${options.session}` : `run ${options.agent !== undefined ? `${target}/${options.agent}` : target}`;
+      const where = session ? `the run in flight of session ${options.session}` : `run ${options.agent !== undefined ? `${target}/${options.agent}` : target}`;
       print(
         options.json,
         { ...(session ? { sessionId: options.session } : { runId: target, ...(options.agent !== undefined ? { agent: options.agent } : {}) }), ...record },

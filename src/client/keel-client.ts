@@ -389,7 +389,7 @@ export class RunHandle<Output = unknown> {
    */
   async steer(text: string, { interrupt, agent, steerId = randomUUID() }: SteerOptions = {}): Promise<SteerRecord> {
     const below = agent === undefined ? undefined : await this.subAgentRun(agent);
-    // A server-managed sub-agent runs turns of a session of its own: its running turn is steered.
+    // A server-managed sub-agent runs in a session of its own: its run in flight is steered.
     if (below instanceof SessionHandle) return below.steer(text, { ...(interrupt ? { interrupt } : {}), steerId });
     const target = below ?? this;
     try {
