@@ -18,6 +18,7 @@ const BENCHES = [
   'ui-inbox.ts',
   'many-waiting.ts',
   'cached-memory.ts',
+  'thread-start.ts',
   'profile.ts',
 ];
 
