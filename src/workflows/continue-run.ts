@@ -38,8 +38,6 @@ export function restoreRunState(run: RunState, state: Record<string, unknown>): 
     );
   }
   Object.assign(run, state, { modelRequests: {} });
-  // Carried by a run from before keel recorded who may report holds: the older rule then holds for the chain.
-  if (!('reporters' in state)) delete run.reporters;
 }
 
 /** The input of the next run of the chain, going on at `iteration` with `messages`. */

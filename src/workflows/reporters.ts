@@ -17,16 +17,11 @@ export type ReportSource = { runId: string } | { sessionWorkflowId: string };
 
 /** Records that `source` may report holds to `run` under `key`. */
 export function expectReports(run: RunState, key: string, source: ReportSource): void {
-  if (!run.reporters) return;
   run.reporters = { ...run.reporters, [key]: 'runId' in source ? source.runId : `${SESSION_PREFIX}${source.sessionWorkflowId}` };
 }
 
-/**
- * True when `runId` may report to `run` under `key`. A run whose chain started before keel kept
- * this record (its state carried none) accepts every report, as it did then.
- */
+/** True when `runId` may report to `run` under `key`. */
 export function acceptsReport(run: RunState, key: string, runId: string): boolean {
-  if (!run.reporters) return true;
   const expected = run.reporters[key];
   if (expected === undefined) return false;
   if (!expected.startsWith(SESSION_PREFIX)) return expected === runId;

@@ -34,9 +34,9 @@ export interface RunState {
   countedTasks: string[];
   /**
    * The runs this run started that may report holds to it, by the key it shows them under
-   * (reporters.ts). Absent in a chain whose earlier runs kept no such record.
+   * (reporters.ts).
    */
-  reporters?: Record<string, string>;
+  reporters: Record<string, string>;
   /**
    * Task ids claimed by the conversation (not started by this chain) whose proof was checked,
    * by `<taskId> <proof>`, and whether it verified.
