@@ -66,9 +66,11 @@ async function install(config: Pick<KeelConfig, 'metrics'> | undefined, logLine:
 /** `keel server`: the embedded dev server in the foreground. */
 export async function runServer(config: KeelConfig): Promise<number> {
   const server = await startConfiguredServer(config, { stdio: 'inherit', command: 'keel server' });
+  // Listening for SIGINT/SIGTERM before saying it is up: a signal sent on reading the line is never the default (a kill).
+  const signalled = waitForSignal();
   process.stderr.write(`keel: Temporal dev server at ${server.address}${server.uiAddress ? `, UI ${server.uiAddress}` : ''} (Ctrl-C to stop)\n`);
   const stopped = server.exited.then(() => 'exited' as const);
-  const outcome = await Promise.race([waitForSignal(), stopped]);
+  const outcome = await Promise.race([signalled, stopped]);
   if (outcome === 'exited') {
     process.stderr.write('keel: the Temporal dev server exited\n');
     return 1;

@@ -46,8 +46,9 @@ export async function runUi(config: KeelConfig, options: ListenOptions = {}): Pr
     // Something accepts connections at the address but did not answer as Temporal: TLS on one side only, said as the config error it is.
     throw (await tlsMismatch(config)) ?? error;
   }
+  const signalled = waitForSignal(); // before saying it is up: a signal sent on reading the line stops it cleanly
   process.stderr.write(`keel: UI at ${ui.url} (Temporal at ${config.temporal.address}, namespace ${config.temporal.namespace}; Ctrl-C to stop)\n`);
-  await waitForSignal();
+  await signalled;
   await ui.close();
   return 0;
 }
@@ -65,10 +66,11 @@ export async function runCodecServer(config: KeelConfig, options: ListenOptions 
       setting: 'codecServer.port',
     });
   }
+  const signalled = waitForSignal(); // before saying it is up: a signal sent on reading the line stops it cleanly
   process.stderr.write(
     `keel: codec server at ${server.url} (POST /decode, /encode); set it as the Web UI's codec endpoint (temporal server start-dev --ui-codec-endpoint ${server.url}, or the UI's Codec Server settings); Ctrl-C to stop\n`,
   );
-  await waitForSignal();
+  await signalled;
   await server.close();
   return 0;
 }
