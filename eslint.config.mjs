@@ -103,7 +103,7 @@ const LAYERS = [
   { names: ['core'] }, // both sides: schemas, the wire protocol, errors, pure helpers
   { names: ['node', 'config', 'define', 'registry'] }, // Node-side helpers, the config, definitions
   { names: ['middleware'] }, // workflow side: the middleware and its catalog
-  { names: ['workflows', 'features', 'middleware/catalog', 'middleware/index'] }, // workflow side: the loop; each built-in's workflow half (its Node half, activities/, sits with activities)
+  { names: ['workflows', 'features', 'middleware/index'] }, // workflow side: the loop; each built-in's workflow half and the catalog (their Node halves, activities/ and features/activities.ts, sit with activities)
   { names: ['models', 'tools', 'storage', 'telemetry', 'security', 'activities'] },
   { names: ['server', 'worker'], apart: true },
   { names: ['client'] }, // the typed client
@@ -132,17 +132,17 @@ const layerPattern = (names) => ({
 });
 
 /** The workflow side's layers: kept within the sandbox rule's block (a second block would replace its options). */
-const WORKFLOW_SIDE = ['core', 'middleware', 'workflows', 'features', 'middleware/catalog', 'middleware/index'];
+const WORKFLOW_SIDE = ['core', 'middleware', 'workflows', 'features', 'middleware/index'];
 
-/** A feature's Node half: its activities, in the activities layer. */
-const FEATURE_ACTIVITIES = 'src/features/*/activities/**';
+/** The features' Node halves: each one's activities, and the catalog's list of them, in the activities layer. */
+const FEATURE_ACTIVITIES = ['src/features/*/activities/**', 'src/features/activities.ts'];
 
 /** The sandbox rule for `files`, with the layer `patterns` of their own. */
 function sandbox(files, patterns) {
   return [
     {
       files,
-      ignores: ['**/*.test.ts', FEATURE_ACTIVITIES],
+      ignores: ['**/*.test.ts', ...FEATURE_ACTIVITIES],
       rules: {
         'no-restricted-imports': [
           'error',
@@ -280,7 +280,7 @@ export default tseslint.config(
       })),
   ),
   {
-    files: [FEATURE_ACTIVITIES],
+    files: FEATURE_ACTIVITIES,
     ignores: ['**/*.test.ts'],
     rules: {
       'no-restricted-imports': [
@@ -301,7 +301,7 @@ export default tseslint.config(
   // Every module a workflow bundle pulls in shares its state with the thread's other runs.
   {
     files: workflowCode,
-    ignores: ['**/*.test.ts', FEATURE_ACTIVITIES],
+    ignores: ['**/*.test.ts', ...FEATURE_ACTIVITIES],
     plugins: { keel: keelRules },
     rules: { 'keel/no-module-state': 'error' },
   },

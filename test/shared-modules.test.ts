@@ -40,8 +40,8 @@ describe('modules shared by the runs of a workflow thread', () => {
     try {
       const exported = (module: string) => `__webpack_module_cache__['./src/${module}'].exports`;
       // A table of definitions (objects of objects) and a run's schema, as any run of the thread sees them.
-      expect(sandbox.evaluate(`Object.isFrozen(${exported('middleware/catalog.ts')}.BUILTIN_MIDDLEWARE)`)).toBe(true);
-      expect(sandbox.evaluate(`Object.isFrozen(${exported('middleware/catalog.ts')}.BUILTIN_MIDDLEWARE.toolApproval.holds)`)).toBe(true);
+      expect(sandbox.evaluate(`Object.isFrozen(${exported('features/catalog.ts')}.BUILTIN_MIDDLEWARE)`)).toBe(true);
+      expect(sandbox.evaluate(`Object.isFrozen(${exported('features/catalog.ts')}.BUILTIN_MIDDLEWARE.toolApproval.holds)`)).toBe(true);
       expect(sandbox.evaluate(`Object.isFrozen(${exported('core/run.ts')}.MiddlewareRefSchema)`)).toBe(false);
       expect(sandbox.evaluate(`${exported('core/run.ts')}.MiddlewareRefSchema.safeParse({ name: 'retry', config: {} }).success`)).toBe(true);
       expect(sandbox.evaluate(`${exported('core/run.ts')}.MiddlewareRefSchema.optional().safeParse(undefined).success`)).toBe(true);

@@ -1,7 +1,7 @@
 /**
  * The activities of a keel worker: every piece of I/O a run does, each in a file of its own
- * (resolve-agent, call-model, call-tool; the Agents' task reads and session runs from
- * src/features/agents/activities; a feature's behind its door). Built from a registry
+ * (resolve-agent, call-model, call-tool; each feature's behind its doors, from
+ * src/features/activities.ts). Built from a registry
  * (what the worker knows), the config (timeouts), and a Temporal client (to read a model
  * request back from its run). Errors leave as ApplicationFailure with the status as type:
  * application outcomes non-retryable, infrastructure failures (InfrastructureError: Temporal
@@ -15,9 +15,7 @@ import { Context } from '@temporalio/activity';
 import { KeelError } from '../core/errors';
 import { inlinePayloadLimit, payloadLimit } from './payload-limit';
 import { DEFAULT_MODEL_REQUEST_TIMEOUT } from './read-model-request';
-import { invokeSession } from '../features/agents/activities/invoke-session';
-import { FEATURE_ACTIVITIES } from './features';
-import { awaitTasks, inspectTasks } from '../features/agents/activities/tasks';
+import { FEATURE_ACTIVITIES } from '../features/activities';
 import type { KeelActivities } from './types';
 import type { SignProofsInput, VerifyProofsInput } from '../core/proofs';
 import { loadSigningKeys, type SigningKeys } from '../security/signing-keys';
@@ -40,7 +38,7 @@ function assertCalledByRun(activity: string): void {
   }
 }
 
-/** Builds the activity implementations for one worker: the core ones, and each feature's (src/activities/features.ts) under its door's name. */
+/** Builds the activity implementations for one worker: the core ones, and each feature's (src/features/activities.ts) under its door's name. */
 export function createActivities({
   registry,
   config,
@@ -84,9 +82,6 @@ export function createActivities({
     callModel: (input) => callModel(scope, input),
     callTool: (input) => callTool(scope, input),
     validateToolOutput: (input) => validateToolOutput(scope, input),
-    inspectTasks: (input) => activity(() => inspectTasks(client, input)),
-    awaitTasks: (input) => activity(() => awaitTasks(client, input)),
-    invokeSession: (input) => activity(() => invokeSession(client, input)),
     // Each feature's own activities, under their doors' names.
     ...Object.fromEntries(FEATURE_ACTIVITIES.map(({ name, call }) => [name, (input: unknown) => activity(() => call(input, { client }))])),
   };

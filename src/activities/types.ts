@@ -4,11 +4,9 @@
  */
 import type { ModelResponse } from '../core/messages';
 import type { AgentSpec, CallModelInput, CallToolInput, ResolveAgentInput, ToolCallResult, ValidateToolOutputInput } from '../core/run';
-import type { InvokeOutput, InvokeSessionInput } from '../core/session';
-import type { AwaitTasksInput, AwaitTasksResult, InspectTasksInput, TaskReport } from '../core/tasks';
 import type { SignProofsInput, VerifyProofsInput } from '../core/proofs';
 
-/** The core activities a keel worker registers (each feature's own come beside them, under their doors' names: src/activities/features.ts). */
+/** The core activities a keel worker registers (each feature's own come beside them, under their doors' names: src/features/activities.ts). */
 export interface KeelActivities {
   /** Local activity: the agent's spec as registered on this worker. */
   resolveAgent(input: ResolveAgentInput): Promise<AgentSpec>;
@@ -18,12 +16,6 @@ export interface KeelActivities {
   callTool(input: CallToolInput): Promise<ToolCallResult>;
   /** Local activity: checks a stand-in output against the tool's output schema; returns it parsed. */
   validateToolOutput(input: ValidateToolOutputInput): Promise<unknown>;
-  /** Reads where background tasks (sub-agent runs) stand. */
-  inspectTasks(input: InspectTasksInput): Promise<TaskReport[]>;
-  /** Waits, heartbeating, until background tasks settle (or the first does, or a deadline). */
-  awaitTasks(input: AwaitTasksInput): Promise<AwaitTasksResult>;
-  /** One turn of a sub-agent's session (update-with-start), waited for while heartbeating. */
-  invokeSession(input: InvokeSessionInput): Promise<InvokeOutput>;
   /** Signs what a client must not forge (a held call, a task id) with the workers' key (src/core/proofs.ts). */
   signProofs(input: SignProofsInput): Promise<string[]>;
   /** Checks proofs that came back with a conversation: one answer per claim. */

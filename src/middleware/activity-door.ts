@@ -60,3 +60,6 @@ export async function throughDoor<Input extends z.ZodType, Output extends z.ZodT
   if (!answer.success) throw new KeelError('INTERNAL', `activity "${door.name}" answered what its door does not declare: ${describeZodError(answer.error)}`);
   return answer.data;
 }
+
+/** A door's activity as a workflow proxies it itself (`proxyActivities<{ name: DoorFunction<typeof door> }>`), for a call with options of its own per call. */
+export type DoorFunction<Door> = Door extends ActivityDoor<infer Input, infer Output> ? (input: z.input<Input>) => Promise<z.output<Output>> : never;

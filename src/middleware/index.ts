@@ -6,7 +6,7 @@
  */
 export { defineMiddleware } from './define-middleware';
 export type { MiddlewareFactory } from './define-middleware';
-export { registerMiddleware } from './catalog';
+export { registerMiddleware } from '../features/catalog';
 export { replaceFinalMessage } from './outcome';
 export { retry, RetryConfigSchema, DEFAULT_RETRY_STATUSES } from './retry';
 export type { RetryConfig } from './retry';

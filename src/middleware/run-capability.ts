@@ -5,8 +5,9 @@
  * capability is a typed key (`defineCapability`), declared next to the feature it serves
  * (src/features/agents/capabilities.ts, src/features/budget/ledger-door.ts; the run's artifacts
  * here); a middleware asks `context.capability(key)` and gets it typed by the key.
- * The loop (src/workflows/run-setup.ts), or the middleware harness with its fakes, says how each
- * is built (`provide`); a run builds one the first time a middleware asks for it and keeps it for
+ * The feature that declares a key (its `feature.ts`, listed in src/features/catalog.ts), the loop
+ * for the run's artifacts, or the middleware harness with its fakes, says how each is built
+ * (`provide`); a run builds one the first time a middleware asks for it and keeps it for
  * the run, so a run whose middleware never delegates never builds its task control. Pure: runs
  * in the workflow.
  */

@@ -8,7 +8,6 @@ import type { ToolInterrupt } from '../core/interrupts';
 import type { HoldKind } from '../core/holds';
 import { describeZodError } from '../core/schema-errors';
 import type { MiddlewareRef } from '../core/run';
-import { middlewareNames, registeredMiddleware } from './catalog';
 import { holdKinds, raiseHold } from './hold-kinds';
 import type { MiddlewareContext, MiddlewareDefinition, MiddlewareHooks } from './types';
 
@@ -49,6 +48,13 @@ function carriedState(definition: MiddlewareDefinition, index: number, carried: 
   );
 }
 
+/** The names in `catalog` without the reference aliases, sorted (for messages). */
+export function middlewareNames(catalog: Readonly<Record<string, MiddlewareDefinition>>): string[] {
+  return Object.keys(catalog)
+    .filter((name) => !name.includes('/') || catalog[name]!.name === name)
+    .sort();
+}
+
 /**
  * Validates each ref's config against its middleware's schema and creates its hooks, in
  * order (first = outermost). Unknown name → NOT_FOUND; bad config → INVALID_ARGUMENT naming
@@ -57,7 +63,7 @@ function carriedState(definition: MiddlewareDefinition, index: number, carried: 
 export async function instantiateMiddleware(
   refs: readonly MiddlewareRef[],
   context: SharedMiddlewareContext,
-  catalog: Readonly<Record<string, MiddlewareDefinition>> = registeredMiddleware(),
+  catalog: Readonly<Record<string, MiddlewareDefinition>>,
 ): Promise<MiddlewareStage[]> {
   const sharedState = new Map<string, object>();
   const stages: MiddlewareStage[] = [];

@@ -31,7 +31,7 @@ import { isToolAnswer } from '../core/tool-answer';
 import { composeStage, composeToolChain, type ToolCall, type ToolRestart, type ToolRunner } from '../middleware/compose';
 import { isMiddlewareFactory, middlewareRef, type MiddlewareFactory } from '../middleware/define-middleware';
 import { holdKindOf, holdKinds } from '../middleware/hold-kinds';
-import { registeredMiddleware } from '../middleware/catalog';
+import { registeredMiddleware } from '../features/catalog';
 import { instantiateMiddleware, type MiddlewareStage, type SharedMiddlewareContext } from '../middleware/stages';
 import type { ArtifactStore } from '../core/artifacts';
 import type {

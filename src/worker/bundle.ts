@@ -26,7 +26,7 @@ const SHARED_MODULES_PATH = join(CODE_DIR, 'workflows', `shared-modules${CODE_EX
 /** The last module a workflow thread preloads: readies the shared zod schemas for the SDK's freeze (see the module). */
 const SHARED_SCHEMAS_PATH = join(CODE_DIR, 'workflows', `shared-schemas${CODE_EXTENSION}`);
 /** The middleware catalog, which the entry of a bundle with middleware modules registers its modules in. */
-const CATALOG_PATH = join(CODE_DIR, 'middleware', `catalog${CODE_EXTENSION}`);
+const CATALOG_PATH = join(CODE_DIR, 'features', `catalog${CODE_EXTENSION}`);
 /**
  * What `keel-agents/workflow` and `keel-agents/middleware` mean inside a bundle: this keel's
  * own code, whichever copy a middleware module would otherwise resolve, so the bundle holds

@@ -8,7 +8,7 @@ import { inspect } from 'node:util';
 import { ConfigError } from '../config/load';
 import { describeZodError } from '../core/schema-errors';
 import { outputSpecOf } from '../core/output';
-import { middlewareNames, registerExportedMiddleware, registeredMiddleware } from '../middleware/catalog';
+import { registerExportedMiddleware, registeredMiddleware, registeredNames } from '../features/catalog';
 import type { AiSdkModelConfig, KeelConfig, ModelConfig } from '../config/schema';
 import { aiSdkModel, type AiSdkLanguageModel } from '../models/ai-sdk';
 import { defineAgent, type Model } from '../define';
@@ -156,7 +156,7 @@ async function fillRegistry(config: RegistryConfig, registry: Registry): Promise
     for (const [useIndex, ref] of entry.use.entries()) {
       const definition = registeredMiddleware()[ref.name];
       if (!definition) {
-        throw new ConfigError(`agents[${index}].use[${useIndex}].name: unknown middleware "${ref.name}"; known: ${middlewareNames().join(', ')}`);
+        throw new ConfigError(`agents[${index}].use[${useIndex}].name: unknown middleware "${ref.name}"; known: ${registeredNames().join(', ')}`);
       }
       const parsed = definition.configSchema.safeParse(ref.config);
       if (!parsed.success) throw new ConfigError(`agents[${index}].use[${useIndex}] (${ref.name}): ${describeZodError(parsed.error, 'config')}`);

@@ -17,7 +17,7 @@ const BUNDLE_ENTRIES = [
   'src/workflows/payload-converter.ts',
   'src/workflows/shared-modules.ts',
   'src/workflows/shared-schemas.ts',
-  'src/middleware/catalog.ts',
+  'src/features/catalog.ts',
   'src/middleware/hold-kinds.ts',
   'src/middleware/stages.ts',
   'src/middleware/index.ts',

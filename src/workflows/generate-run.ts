@@ -1,5 +1,5 @@
 /**
- * One generate run, from its first line: its state, its side of the tree's ledger, and the
+ * One generate run, from its first line: its state, its features' parts (catalog.ts), and the
  * handlers of its messages (queries, `resume` and holds reported on the board, `steer`), set
  * before the first await. Then its start (input checked, agent resolved), the wind-down every
  * end shares, and its failure; its loop is tool-loop.ts. Runs in the workflow: no I/O.
@@ -12,7 +12,9 @@ import { describeZodError } from '../core/schema-errors';
 import { describeUndecodable, isUndecodable, requireOpened } from '../core/undecodable';
 import { RunInputSchema, type AgentSpec, type RunInput } from '../core/run';
 import type { KeelActivities } from '../activities/types';
-import { lazyLedger } from '../features/budget/tree-ledger';
+import { FEATURES } from '../features/catalog';
+import { featureRuns, type FeatureRun } from '../features/feature';
+import type { MiddlewareStage } from '../middleware/stages';
 import { RESOLVE_AGENT_OPTIONS, asKeelError } from './activity-errors';
 import { HoldBoard } from './hold-board';
 import { logRunAttributes } from './log-attributes';
@@ -37,10 +39,13 @@ const { resolveAgent } = proxyActivities<KeelActivities>(RESOLVE_AGENT_OPTIONS);
 /** A run's checked input and the agent a worker resolved for it. */
 export type StartedRun = { input: RunInput; agent: AgentSpec };
 
-/** One generate run: its state, its ledger, the handlers of its messages, and how it starts and ends. */
+/** One generate run: its state, its features' parts, the handlers of its messages, and how it starts and ends. */
 export class GenerateRun {
   readonly state: RunState;
-  readonly tree: ReturnType<typeof lazyLedger>;
+  /** Every built-in feature's part of the run (built now, each capability on first use). */
+  readonly features: Required<FeatureRun>;
+  /** The run's middleware stages, once the loop has set them up. */
+  stages: MiddlewareStage[] = [];
   readonly board: HoldBoard;
   readonly steering: Steering;
   /** Tools run in the workflow: they have no schema on the worker to check a stand-in output against. */
@@ -61,7 +66,11 @@ export class GenerateRun {
     const run = (this.state = newRunState(workflowInfo().workflowId, typeof rawInput?.agent === 'string' ? rawInput.agent : ''));
     logRunAttributes(run);
     answerQueries(run);
-    this.tree = lazyLedger(run);
+    this.features = featureRuns(FEATURES, {
+      run,
+      inherited: () => this.stages.flatMap((stage) => stage.hooks.forChildRuns?.() ?? []),
+      forgetChild: (runId) => this.board.forgetChild(runId),
+    });
     const parsed = (this.parsed = RunInputSchema.safeParse(rawInput));
     this.board = new HoldBoard({ run, input: parsed.success ? parsed.data : undefined, validateOutput: this.checkOutput });
     this.steering = new Steering(run);
@@ -107,10 +116,10 @@ export class GenerateRun {
     return { input, agent };
   }
 
-  /** What every end but a failure does last: no hold waits any more, the ledger is told, the handlers finish. */
+  /** What every end but a failure does last: no hold waits any more, the features settle, the handlers finish. */
   async windDown(): Promise<void> {
     this.board.close();
-    await this.tree.flush();
+    await this.features.settle();
     await condition(allHandlersFinished);
   }
 
@@ -118,8 +127,8 @@ export class GenerateRun {
   async failed(error: unknown): Promise<unknown> {
     const continuing = error instanceof ContinueAsNew;
     if (!continuing) this.steering.close('has ended');
-    // What the run spent is told to its tree's ledger however it ends (a cancellation included).
-    await CancellationScope.nonCancellable(() => this.tree.flush());
+    // What the features must still say is said however the run ends (a cancellation included).
+    await CancellationScope.nonCancellable(() => this.features.settle());
     const thrown = settleFailure(this.state, error, { inlinePayloadLimit: this.agent?.inlinePayloadLimit });
     if (!continuing) runEnded(this.agent?.name, this.state.status.state);
     return thrown;

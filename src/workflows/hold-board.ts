@@ -27,7 +27,7 @@ import {
 import type { ToolRequest } from '../core/messages';
 import type { Hold, ReappliedDecision, RunInput } from '../core/run';
 import { resumeSignal, resumeUpdate } from '../core/protocol';
-import { registeredHoldKind } from '../middleware/catalog';
+import { registeredHoldKind } from '../features/catalog';
 import { SubAgentHolds } from './sub-agent-holds';
 import { holdContext, recordRefusedSignal, showHolds } from './run-status';
 import type { RunState } from './run-state';

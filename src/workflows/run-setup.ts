@@ -10,10 +10,8 @@ import type { AgentSpec, RunInput } from '../core/run';
 import { instantiateMiddleware, type MiddlewareStage } from '../middleware/stages';
 import { resumedHoldsByStage } from './resume';
 import { featureActivityCaller } from './feature-activity';
-import { agentRunner, sessionInvoker } from '../features/agents/run-agent';
-import { taskControl } from '../features/agents/task-control';
-import { backgroundTasks, sessionRuns, subAgentRuns } from '../features/agents/capabilities';
-import { treeLedger, type TreeLedger } from '../features/budget/ledger-door';
+import { registeredMiddleware } from '../features/catalog';
+import type { FeatureRun } from '../features/feature';
 import type { ContributedTool } from '../middleware/types';
 import { provide, runArtifacts, runCapabilities } from '../middleware/run-capability';
 import type { ToolInterrupt } from '../core/interrupts';
@@ -36,44 +34,39 @@ export interface RunSetupOptions {
   agent: AgentSpec;
   input: RunInput;
   run: RunState;
-  /** Forgets the holds of a sub-agent run that has settled. */
-  forgetChild: (runId: string) => void;
+  /** What the built-in features provide the run's middleware. */
+  features: Pick<FeatureRun, 'provides'>;
   callModel: (model: string, request: ModelRequest) => Promise<ModelResponse>;
-  /** Builds the run's side of its tree's budget ledger (once, when a middleware first asks for it). */
-  tree: () => TreeLedger;
   /** Holds the run before its next model call (undefined: it cannot wait, interruptMode 'return'). */
   holdModelCall?: (interrupt: ToolInterrupt) => Promise<unknown>;
 }
 
 /** Instantiates the middleware and gathers the tools (a duplicate name is INVALID_ARGUMENT); records the first conversation in the run. */
-export async function setUpRun({ agent, input, run, callModel, forgetChild, tree, holdModelCall }: RunSetupOptions): Promise<RunSetup> {
+export async function setUpRun({ agent, input, run, callModel, features, holdModelCall }: RunSetupOptions): Promise<RunSetup> {
   let resumedHolds = new Map<number, unknown[]>();
-  const runners = { run, inherited: () => stages.flatMap((stage) => stage.hooks.forChildRuns?.() ?? []), forgetChild };
-  const stages: MiddlewareStage[] = await instantiateMiddleware([...agent.use, ...input.use], {
-    agent,
-    callModel,
-    usage: () => run.status.usage,
-    ...(holdModelCall ? { holdModelCall } : {}),
-    activity: featureActivityCaller(agent.activities.tool),
-    // What the loop provides, each built when a middleware first asks for it.
-    capability: runCapabilities([
-      provide(subAgentRuns, () => agentRunner(runners)),
-      provide(sessionRuns, () => sessionInvoker(runners)),
-      provide(backgroundTasks, () => taskControl(runners)),
-      provide(treeLedger, tree),
-      provide(runArtifacts, () => artifactStore(run)),
-    ]),
-    inputMessages: input.messages,
-    carried: (key) => input.continued?.middleware[key],
-    session: input.session,
-    resuming: input.resume !== undefined,
-    // A middleware whose holds share one decision reads the holds of every instance of its name.
-    resumedHolds: (index) => {
-      const stage = stages[index]!;
-      const claimed = stage.holds.some((hold) => hold.sharedDecision) ? stages.filter((other) => other.name === stage.name) : [stage];
-      return claimed.flatMap((other) => resumedHolds.get(other.index) ?? []);
+  const stages: MiddlewareStage[] = await instantiateMiddleware(
+    [...agent.use, ...input.use],
+    {
+      agent,
+      callModel,
+      usage: () => run.status.usage,
+      ...(holdModelCall ? { holdModelCall } : {}),
+      activity: featureActivityCaller(agent.activities.tool),
+      // What the loop and the features provide, each built when a middleware first asks for it.
+      capability: runCapabilities([provide(runArtifacts, () => artifactStore(run)), ...(features.provides ?? [])]),
+      inputMessages: input.messages,
+      carried: (key) => input.continued?.middleware[key],
+      session: input.session,
+      resuming: input.resume !== undefined,
+      // A middleware whose holds share one decision reads the holds of every instance of its name.
+      resumedHolds: (index) => {
+        const stage = stages[index]!;
+        const claimed = stage.holds.some((hold) => hold.sharedDecision) ? stages.filter((other) => other.name === stage.name) : [stage];
+        return claimed.flatMap((other) => resumedHolds.get(other.index) ?? []);
+      },
     },
-  });
+    registeredMiddleware(),
+  );
   if (input.resume) resumedHolds = resumedHoldsByStage(input.resume, input.messages, stages);
   const tools: ToolDefinition[] = [];
   const toolsByName = new Map<string, ToolDefinition>();

@@ -85,7 +85,7 @@ export class ToolLoop {
     // A made-up history approves nothing: a resumed hold keeps its marks only with a valid proof.
     if (input.resume) input.messages = await trustedForResume(agent.name, input.messages);
     const output = runOutputOf(input, agent);
-    const callModel = modelCaller(run.state, { agent, onUsage: (usage) => run.tree.counted(usage) });
+    const callModel = modelCaller(run.state, { agent, onUsage: run.features.counted });
     // A hold before a model call (a Budget over its tree's limit) is shown as a call of this name.
     const holdModelCall = (interrupt: ToolInterrupt) =>
       run.board
@@ -96,10 +96,10 @@ export class ToolLoop {
       input,
       run: run.state,
       callModel,
-      tree: run.tree.get,
-      forgetChild: (runId) => run.board.forgetChild(runId),
+      features: run.features,
       ...(input.interruptMode === 'wait' ? { holdModelCall } : {}),
     });
+    run.stages = setup.stages;
     for (const name of setup.contributed.keys()) run.localTools.add(name);
     return new ToolLoop({ run, input, agent, setup, output, callModel });
   }
@@ -115,7 +115,7 @@ export class ToolLoop {
       contributed: setup.contributed,
       stage: hooks.length,
       run: run.state,
-      onUsage: (usage) => run.tree.counted(usage),
+      onUsage: run.features.counted,
     });
     this.turn = {
       chain: composeToolChain(hooks, runTool),

@@ -1,15 +1,17 @@
 /**
- * What the Agents built-in asks its run for: the typed keys of the capabilities the loop provides
- * it (`context.capability(subAgentRuns)`), and their shapes. The loop builds each
- * (src/workflows/run-setup.ts, from run-agent.ts and task-control.ts); the middleware harness
- * takes fakes of them. Pure: runs in the workflow.
+ * What the Agents built-in asks its run for: the typed keys of the capabilities its run provides
+ * it (`context.capability(subAgentRuns)`), and their shapes, built by feature.ts from
+ * run-agent.ts and task-control.ts (the middleware harness takes fakes of them); and the doors
+ * of the activities those use, whose Node half is activities/. Pure: runs in the workflow.
  */
+import { z } from 'zod';
 import type { Artifact } from '../../core/artifacts';
 import type { KeelError } from '../../core/errors';
 import type { Message } from '../../core/messages';
 import type { RunResult } from '../../core/run';
-import type { InvokeOutput } from '../../core/session';
-import type { TaskRecord, TaskReport } from '../../core/tasks';
+import { InvokeOutputSchema, InvokeSessionInputSchema, type InvokeOutput } from '../../core/session';
+import { AwaitTasksInputSchema, AwaitTasksResultSchema, InspectTasksInputSchema, TaskReportSchema, type TaskRecord, type TaskReport } from '../../core/tasks';
+import { defineActivity, type DoorFunction } from '../../middleware/activity-door';
 import { defineCapability } from '../../middleware/run-capability';
 
 /** A run of another agent that a middleware starts (a sub-agent). */
@@ -87,3 +89,34 @@ export const subAgentRuns = defineCapability<AgentRunner>('sub-agent runs');
 export const sessionRuns = defineCapability<SessionRunner>('session runs');
 /** The run's background tasks (the Agents middleware with `async`). */
 export const backgroundTasks = defineCapability<TaskControl>('background tasks');
+
+/** `inspectTasks`: reads where background tasks (sub-agent runs) stand. */
+export const inspectTasksDoor = defineActivity({
+  name: 'inspectTasks',
+  input: InspectTasksInputSchema,
+  output: z.array(TaskReportSchema),
+  describe: () => 'inspect background tasks',
+});
+
+/** `awaitTasks`: waits, heartbeating, until background tasks settle (or the first does, or a deadline). */
+export const awaitTasksDoor = defineActivity({
+  name: 'awaitTasks',
+  input: AwaitTasksInputSchema,
+  output: AwaitTasksResultSchema,
+  describe: () => 'wait for background tasks',
+});
+
+/** `invokeSession`: one run of a sub-agent's session (update-with-start), waited for while heartbeating. */
+export const invokeSessionDoor = defineActivity({
+  name: 'invokeSession',
+  input: InvokeSessionInputSchema,
+  output: InvokeOutputSchema,
+  describe: ({ agent }) => `session run of ${agent}`,
+});
+
+/** The Agents' activities as its run proxies them (each call with options of its own). */
+export interface AgentsActivities {
+  inspectTasks: DoorFunction<typeof inspectTasksDoor>;
+  awaitTasks: DoorFunction<typeof awaitTasksDoor>;
+  invokeSession: DoorFunction<typeof invokeSessionDoor>;
+}

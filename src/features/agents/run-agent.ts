@@ -19,14 +19,14 @@ import { KeelError, fromApplicationFailure, toKeelError } from '../../core/error
 import { addUsage, type Usage } from '../../core/usage';
 import type { MiddlewareRef, RunInputOptions, RunResult } from '../../core/run';
 import { taskRecord } from '../../core/tasks';
-import type { KeelActivities } from '../../activities/types';
-import type { AgentRunOptions, AgentRunOutcome, SessionRunOptions } from './capabilities';
+import type { AgentRunOptions, AgentRunOutcome, AgentsActivities, SessionRunOptions } from './capabilities';
 import { sessionWorkflowId, type InvokeOutput } from '../../core/session';
 import { asKeelError } from '../../workflows/activity-errors';
 import { childSummary } from '../../workflows/child-summary';
 import { GENERATE_WORKFLOW, abortRunSignal } from '../../core/protocol';
 import type { RunState } from '../../workflows/run-state';
 import { expectReports } from '../../workflows/reporters';
+import type { RunServices } from '../feature';
 
 /** The KeelError a failed child run ended with (its status kept), and the usage it reported. */
 function childFailure(error: unknown, agent: string): { error: KeelError; usage?: Usage } {
@@ -54,15 +54,6 @@ export function childRun(
   return { runId, input: { agent, messages, artifacts, use: inherited() } };
 }
 
-/** What the sub-agent runners of a run need. */
-export interface SubAgentRunnerOptions {
-  run: RunState;
-  /** The middleware the run hands down to its sub-agents (`forChildRuns`). */
-  inherited: () => MiddlewareRef[];
-  /** Forgets the holds of a sub-agent run that has settled. */
-  forgetChild: (runId: string) => void;
-}
-
 /**
  * True when the run itself is being cancelled (not only a child of it): then the cancellation
  * ends the run; a child cancelled on its own is that child's failure.
@@ -72,7 +63,7 @@ function runCancelled(error: unknown): boolean {
 }
 
 /** Runs sub-agents of `run` as child workflows, each with the middleware `inherited()` hands down. */
-export function agentRunner({ run, inherited, forgetChild }: SubAgentRunnerOptions): (options: AgentRunOptions) => Promise<AgentRunOutcome> {
+export function agentRunner({ run, inherited, forgetChild }: RunServices): (options: AgentRunOptions) => Promise<AgentRunOutcome> {
   return async (options) => {
     const { agent } = options;
     const { runId, input } = childRun(run, inherited, options);
@@ -107,11 +98,11 @@ export function sessionInvoker({
   run,
   inherited,
   forgetChild,
-}: SubAgentRunnerOptions): (options: SessionRunOptions & { name?: string }) => Promise<{ output: InvokeOutput } | { error: KeelError }> {
+}: RunServices): (options: SessionRunOptions & { name?: string }) => Promise<{ output: InvokeOutput } | { error: KeelError }> {
   return async ({ agent, messages, sessionId, fromRunId, detach = false, name }) => {
     run.children += 1;
     const session = sessionId ?? `${run.runId}/${agent}-${run.children}`;
-    const { invokeSession } = proxyActivities<KeelActivities>({
+    const { invokeSession } = proxyActivities<AgentsActivities>({
       // A detached one may queue behind a busy session before it is admitted.
       startToCloseTimeout: detach ? '30 minutes' : '3650 days',
       heartbeatTimeout: '10 seconds',

@@ -10,15 +10,15 @@ import { getExternalWorkflowHandle, ParentClosePolicy, proxyActivities, startChi
 import { inheritedVersioning } from '../../workflows/versioning';
 import { addUsage } from '../../core/usage';
 import { isSettled, taskRecord, type TaskReport } from '../../core/tasks';
-import type { KeelActivities } from '../../activities/types';
-import type { TaskControl } from './capabilities';
+import type { AgentsActivities, TaskControl } from './capabilities';
 import { GENERATE_WORKFLOW, reportHoldsToSignal } from '../../core/protocol';
 import type { RunState } from '../../workflows/run-state';
 import { expectReports } from '../../workflows/reporters';
 import { sign, verify } from '../../workflows/proofs';
-import { childRun, type SubAgentRunnerOptions } from './run-agent';
+import { childRun } from './run-agent';
+import type { RunServices } from '../feature';
 
-const { inspectTasks } = proxyActivities<KeelActivities>({
+const { inspectTasks } = proxyActivities<AgentsActivities>({
   startToCloseTimeout: '1 minute',
   // Temporal unreachable for a while: keep trying (the reads are idempotent) rather than fail the run.
   retry: { initialInterval: '1 second', maximumInterval: '10 seconds' },
@@ -29,7 +29,7 @@ const { inspectTasks } = proxyActivities<KeelActivities>({
 const WAIT_MARGIN_MS = 60_000;
 
 /** The background tasks of `run`: started as child runs that outlive it, read through activities. */
-export function taskControl({ run, inherited, forgetChild }: SubAgentRunnerOptions): TaskControl {
+export function taskControl({ run, inherited, forgetChild }: RunServices): TaskControl {
   const reachable: TaskControl['reachable'] = async (claims) => {
     const own = new Set(run.tasks.map((record) => record.taskId));
     // Each (id, proof) is checked once per run: a proof does not stop being valid.
@@ -62,7 +62,7 @@ export function taskControl({ run, inherited, forgetChild }: SubAgentRunnerOptio
     },
     async wait(runIds, { timeoutMs, first }) {
       const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
-      const { awaitTasks } = proxyActivities<KeelActivities>({
+      const { awaitTasks } = proxyActivities<AgentsActivities>({
         startToCloseTimeout: timeoutMs === undefined ? '3650 days' : timeoutMs + WAIT_MARGIN_MS,
         heartbeatTimeout: '10 seconds',
         retry: { initialInterval: '1 second', maximumInterval: '10 seconds' },

@@ -10,6 +10,9 @@ import type { Client } from '@temporalio/client';
 import { isSettled, type AwaitTasksInput, type AwaitTasksResult, type InspectTasksInput, type TaskReport } from '../../../core/tasks';
 import { inspectTask } from '../../../node/inspect-task';
 import { InfrastructureError } from '../../../activities/infrastructure-error';
+import { implementActivity } from '../../../activities/feature-activity';
+import { awaitTasksDoor, inspectTasksDoor, invokeSessionDoor } from '../capabilities';
+import { invokeSession } from './invoke-session';
 
 /** How often a wait looks at its tasks again. */
 const POLL_MS = 500;
@@ -43,3 +46,10 @@ export async function awaitTasks(client: Client, { runIds, deadline, first = fal
     await context.sleep(pause);
   }
 }
+
+/** The Node half of Agents: its background tasks' reads and its session runs. */
+export const agentsActivities = [
+  implementActivity(inspectTasksDoor, (input, { client }) => inspectTasks(client, input)),
+  implementActivity(awaitTasksDoor, (input, { client }) => awaitTasks(client, input)),
+  implementActivity(invokeSessionDoor, (input, { client }) => invokeSession(client, input)),
+];

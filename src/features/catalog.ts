@@ -1,37 +1,41 @@
 /**
- * The middleware keel knows, by name: the built-ins (each also under the reference's name), plus
- * any a `middlewareModules` file registers. Pure: runs in the workflow, where a run's `use`
- * refs are looked up here.
+ * The catalog: every built-in feature's workflow half (its middleware, each also under the
+ * reference's name, and the part of each run it needs of the loop), and the middleware keel knows
+ * by name: the built-ins plus any a `middlewareModules` file registers. A built-in adds its entry
+ * here, and its activities to the Node half of the catalog (./activities.ts). Pure: runs in the
+ * workflow, where a run's `use` refs are looked up here.
  */
 import type { z } from 'zod';
 import { KeelError } from '../core/errors';
 import type { HoldKind } from '../core/holds';
-import { agents } from '../features/agents/agents';
-import { artifacts } from '../features/artifacts/artifacts';
-import { budget } from '../features/budget/budget';
-import { contextCompression } from '../features/context-compression/context-compression';
-import { isMiddlewareFactory, type MiddlewareFactory } from './define-middleware';
-import { fallback } from './fallback';
-import { holdKindOf, holdKinds } from './hold-kinds';
-import { skills } from '../features/skills/skills';
-import { filesystem } from '../features/filesystem/filesystem';
-import { retry } from './retry';
-import { softToolErrors } from './soft-tool-errors';
-import { toolApproval } from './tool-approval';
-import type { MiddlewareDefinition } from './types';
+import { agentsFeature } from './agents/feature';
+import { artifacts } from './artifacts/artifacts';
+import { budgetFeature } from './budget/feature';
+import { contextCompression } from './context-compression/context-compression';
+import { isMiddlewareFactory, type MiddlewareFactory } from '../middleware/define-middleware';
+import { fallback } from '../middleware/fallback';
+import { holdKindOf, holdKinds } from '../middleware/hold-kinds';
+import { skills } from './skills/skills';
+import { filesystem } from './filesystem/filesystem';
+import { retry } from '../middleware/retry';
+import { softToolErrors } from '../middleware/soft-tool-errors';
+import { toolApproval } from '../middleware/tool-approval';
+import type { MiddlewareDefinition } from '../middleware/types';
+import { middlewareNames } from '../middleware/stages';
+import { builtin, type Feature } from './feature';
 
-/** Built-in middleware with the reference's name for each (stable ones under genkit-middleware/, experimental under genkit-middleware-exp/). */
-const builtins: Array<[MiddlewareFactory, string]> = [
-  [retry as MiddlewareFactory, 'genkit-middleware/retry'],
-  [fallback as MiddlewareFactory, 'genkit-middleware/fallback'],
-  [softToolErrors as MiddlewareFactory, 'genkit-middleware/softToolErrors'],
-  [toolApproval as MiddlewareFactory, 'genkit-middleware/toolApproval'],
-  [budget as MiddlewareFactory, 'genkit-middleware-exp/budget'],
-  [artifacts as MiddlewareFactory, 'genkit-middleware-exp/artifacts'],
-  [agents as MiddlewareFactory, 'genkit-middleware-exp/agents'],
-  [filesystem as MiddlewareFactory, 'genkit-middleware/filesystem'],
-  [skills as MiddlewareFactory, 'genkit-middleware/skills'],
-  [contextCompression as MiddlewareFactory, 'genkit-middleware-exp/contextCompression'],
+/** The built-ins, each middleware with the reference's name (stable ones under genkit-middleware/, experimental under genkit-middleware-exp/). */
+export const FEATURES: readonly Feature[] = [
+  builtin(retry, 'genkit-middleware/retry'),
+  builtin(fallback, 'genkit-middleware/fallback'),
+  builtin(softToolErrors, 'genkit-middleware/softToolErrors'),
+  builtin(toolApproval, 'genkit-middleware/toolApproval'),
+  budgetFeature,
+  builtin(artifacts, 'genkit-middleware-exp/artifacts'),
+  agentsFeature,
+  builtin(filesystem, 'genkit-middleware/filesystem'),
+  builtin(skills, 'genkit-middleware/skills'),
+  builtin(contextCompression, 'genkit-middleware-exp/contextCompression'),
 ];
 
 /**
@@ -39,9 +43,9 @@ const builtins: Array<[MiddlewareFactory, string]> = [
  * configs written for Genkit keep working.
  */
 export const BUILTIN_MIDDLEWARE: Readonly<Record<string, MiddlewareDefinition>> = Object.fromEntries(
-  builtins.flatMap(([factory, referenceName]) => [
-    [factory.definition.name, factory.definition],
-    [referenceName, factory.definition],
+  FEATURES.flatMap(({ definition, referenceName }) => [
+    [definition.name, definition],
+    [referenceName, definition],
   ]),
 );
 
@@ -79,11 +83,7 @@ export function registeredMiddleware(): Readonly<Record<string, MiddlewareDefini
 }
 
 /** Registered names without the reference aliases, sorted (for messages). */
-export function middlewareNames(catalog: Readonly<Record<string, MiddlewareDefinition>> = registered): string[] {
-  return Object.keys(catalog)
-    .filter((name) => !name.includes('/') || catalog[name]!.name === name)
-    .sort();
-}
+export const registeredNames = (): string[] => middlewareNames(registered);
 
 /** The kind of hold `kind` raised by the registered middleware `raisedBy` (a sub-agent's hold shown here), if this worker knows it. */
 export function registeredHoldKind(raisedBy: string, kind: string, catalog: Readonly<Record<string, MiddlewareDefinition>> = registered): HoldKind | undefined {

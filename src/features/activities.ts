@@ -1,0 +1,20 @@
+/**
+ * The catalog's Node half: each built-in feature's activity implementations (its doors' Node
+ * halves), which the worker registers under their doors' names. A built-in with activities adds
+ * its list here and its entry to the workflow half (./catalog.ts). Node side.
+ */
+import type { ActivityImplementation } from '../activities/feature-activity';
+import { agentsActivities } from './agents/activities/tasks';
+import { budgetActivities } from './budget/activities/tree-budget';
+import { contextCompressionActivities } from './context-compression/activities/tokens';
+import { filesystemActivities } from './filesystem/activities/files';
+import { skillsActivities } from './skills/activities/skills';
+
+/** Every built-in feature's activities. */
+export const FEATURE_ACTIVITIES: readonly ActivityImplementation[] = [
+  ...agentsActivities,
+  ...budgetActivities,
+  ...contextCompressionActivities,
+  ...filesystemActivities,
+  ...skillsActivities,
+];
