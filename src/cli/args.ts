@@ -12,7 +12,9 @@ commands:
   worker                      run one worker (start several to scale out)
   dev                         server + one worker, for local work: a save of the config or of a
                               module (or a file it imports) restarts the worker
-  ui                          the web UI: inbox of holds, runs, live run view (--host, --port)
+  ui                          the web UI: inbox of holds, runs, live run view (--host, --port);
+                              with serve.agents, those agents as MCP tools at /mcp
+  mcp                         the agents serve.agents names, as MCP tools over stdio (docs/mcp.md)
   codec-server                the Temporal Web UI's remote codec endpoint: decrypts runs sealed by
                               encryption for the UI's browser (--host, --port; default 127.0.0.1:8235)
   run <agent> <prompt...>     start a run and wait for its answer (--detach: print the run id;

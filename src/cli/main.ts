@@ -57,6 +57,8 @@ async function command(argv: string[]): Promise<number> {
         return await later<typeof import('../dev/dev-loop')>('../dev/dev-loop').runDev(config, { allowEmpty: options['allow-empty'] });
       case 'ui':
         return await later<typeof import('../ui/command')>('../ui/command').runUi(config, uiOptions(options));
+      case 'mcp':
+        return await later<typeof import('../ui/command')>('../ui/command').runMcp(config);
       case 'codec-server':
         return await later<typeof import('../ui/command')>('../ui/command').runCodecServer(config, uiOptions(options));
       case 'run':

@@ -1,15 +1,13 @@
 /**
  * The commands about keel itself and a project: `keel --version`, `keel init`, `keel setup`. Node side.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { KeelConfig } from '../config/schema';
-import { PACKAGE_ROOT } from '../node/package-root';
+import { keelVersion } from '../node/package-root';
 import { EXIT, UsageError, later, print, type CliOptions } from './common';
 
 /** `keel --version`. */
 export function printVersion(options: CliOptions): number {
-  const { version } = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string };
+  const version = keelVersion();
   print(options.json, { version }, `keel ${version}`);
   return EXIT.ok;
 }

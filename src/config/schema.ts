@@ -73,6 +73,14 @@ export const UiConfigSchema = z
   })
   .strict();
 
+/** What `keel ui` (at `/mcp`) and `keel mcp` serve to other agents (docs/mcp.md). */
+export const ServeConfigSchema = z
+  .object({
+    /** The agents exposed as MCP tools, by name (`'*'`: every agent the config defines); none by default, so nothing is exposed by accident. */
+    agents: z.array(z.string().min(1)).default([]),
+  })
+  .strict();
+
 /** `keel codec-server`: the Temporal Web UI's remote codec endpoint (src/ui/codec-server.ts). */
 export const CodecServerConfigSchema = z
   .object({
@@ -356,6 +364,7 @@ export const KeelConfigSchema = z
     taskQueue: z.string().min(1).default('keel'),
     server: ServerConfigSchema.prefault({}),
     ui: UiConfigSchema.prefault({}),
+    serve: ServeConfigSchema.prefault({}),
     codecServer: CodecServerConfigSchema.prefault({}),
     worker: WorkerConfigSchema.prefault({}),
     externalStorage: ExternalStorageConfigSchema.prefault({}),

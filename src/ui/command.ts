@@ -11,6 +11,10 @@ import { ServerError } from '../server/server-error';
 import { temporalRefusal, tlsMismatch } from '../worker/connect';
 import { startCodecServer } from './codec-server';
 import { startUiServer } from './server';
+import { KeelClient } from '../client/keel-client';
+import { keelVersion } from '../node/package-root';
+import { exposedAgents, serveMcpStdio } from '../protocols/mcp';
+import { loadRegistry } from '../worker/load-registry';
 
 /** `--host` and `--port` of the command line, over the config's. */
 type ListenOptions = { host?: string; port?: number };
@@ -72,5 +76,22 @@ export async function runCodecServer(config: KeelConfig, options: ListenOptions 
   );
   await signalled;
   await server.close();
+  return 0;
+}
+
+/**
+ * `keel mcp`: the agents `serve.agents` exposes as MCP tools over stdio, for desktop and editor
+ * clients that start it, until the client closes stdin. stdout is the protocol's; keel says
+ * nothing there.
+ */
+export async function runMcp(config: KeelConfig): Promise<number> {
+  const agents = exposedAgents(config, await loadRegistry({ ...config, mcpServers: [] }));
+  if (!agents.length) process.stderr.write('keel: serve.agents in temporal.yaml names no agent: the MCP server lists no tools\n');
+  const client = await KeelClient.connect(config, { identity: `keel-mcp ${process.pid}` });
+  try {
+    await serveMcpStdio({ client, agents, version: keelVersion() });
+  } finally {
+    await client.close();
+  }
   return 0;
 }

@@ -30,6 +30,9 @@ import { RunLifecycleSchema } from '../core/run';
 import { describeZodError } from '../core/schema-errors';
 import { SteerInputSchema, steerInputProblem } from '../core/steering';
 import { assertListenable, startGuardedServer, type GuardedServer } from '../node/http-guard';
+import { keelVersion } from '../node/package-root';
+import { exposedAgents, mcpHttpHandler } from '../protocols/mcp';
+import { loadRegistry } from '../worker/load-registry';
 import { EventHub } from './event-hub';
 import { runView } from './run-view';
 
@@ -122,8 +125,24 @@ interface UiRoutes {
 }
 
 /** Builds the app (its routes; the guard is startGuardedServer's) for `client`. */
-function createUiApp({ client, config, hub, user, webRoot }: { client: KeelClient; config: KeelConfig; hub: EventHub; user: string; webRoot: string }): Hono {
+function createUiApp({
+  client,
+  config,
+  hub,
+  user,
+  webRoot,
+  mcp,
+}: {
+  client: KeelClient;
+  config: KeelConfig;
+  hub: EventHub;
+  user: string;
+  webRoot: string;
+  mcp: ReturnType<typeof mcpHttpHandler> | undefined;
+}): Hono {
   const app = new Hono();
+  // MCP clients are programs, not the page: the SDK's transport answers them (its own headers, no CSP).
+  if (mcp) app.all('/mcp', (c) => mcp.handle(c.req.raw));
   app.use(secureHeaders({ contentSecurityPolicy: { defaultSrc: ["'self'"], imgSrc: ["'self'", 'data:'], styleSrc: ["'self'", "'unsafe-inline'"] } }));
   const routes: UiRoutes = { client, config, hub, user, temporalUiUrl: temporalUiUrlOf(config), inbox: inboxListing(client) };
   readingRoutes(app, routes);
@@ -333,14 +352,19 @@ export async function startUiServer({
     tokenVariable: 'KEEL_UI_TOKEN',
     tokenCookie: TOKEN_COOKIE,
     changeHeader: 'x-keel-ui',
+    openPaths: ['/mcp'],
     maxBodyBytes: MAX_BODY_BYTES,
   };
   assertListenable({ ...guarded, host });
   if (!existsSync(join(webRoot, 'index.html')))
     throw new KeelError('FAILED_PRECONDITION', `the UI's page is not built (${join(webRoot, 'index.html')} is missing): run npm run build:ui`);
+  // The agents served at /mcp, as the config's modules define them (no MCP tool servers are connected for this).
+  const agents = config.serve.agents.length ? exposedAgents(config, await loadRegistry({ ...config, mcpServers: [] })) : [];
   const client = await KeelClient.connect(config, { identity: `keel-ui ${process.pid}@${hostname()}` });
   const hub = new EventHub(client);
-  const app = createUiApp({ client, config, hub, user, webRoot });
+  const bound: { origin?: string } = {};
+  const mcp = agents.length ? mcpHttpHandler({ client, agents, version: keelVersion(), uiOrigin: () => bound.origin }) : undefined;
+  const app = createUiApp({ client, config, hub, user, webRoot, mcp });
   let server: GuardedServer;
   try {
     server = await startGuardedServer({ ...guarded, host, port, app });
@@ -350,13 +374,14 @@ export async function startUiServer({
     await client.close();
     throw error;
   }
-  const origin = server.origin;
+  const origin = (bound.origin = server.origin);
   return {
     url: token !== undefined ? `${origin}/?token=${encodeURIComponent(token)}` : origin,
     origin,
     watched: () => hub.watched,
     async close() {
       hub.close();
+      await mcp?.close();
       await server.close();
       await client.close();
     },

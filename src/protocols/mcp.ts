@@ -1,0 +1,329 @@
+/**
+ * keel agents as MCP tools (docs/mcp.md), served with the official MCP TypeScript SDK: each
+ * agent `serve.agents` exposes is a tool taking a prompt (and, for an agent that keeps its
+ * conversation on the server, a session id). A call starts a keel run and answers with the run's
+ * answer (its structured output as `structuredContent` when the agent has an output schema); while
+ * it runs, the run's events arrive as progress notifications when the client asked for them; a
+ * cancelled request aborts the run. A hold asks the client (elicitation: approve or deny, with
+ * the hold's question), records the decision with the client's name, and goes on; a client that
+ * cannot be asked gets an answer saying the run waits and how to decide it. The run is durable
+ * behind the call: a worker that dies mid-call costs the call nothing but time. Over stdio
+ * (`keel mcp`) and over Streamable HTTP (`/mcp` of `keel ui`). Node side.
+ */
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import type { CallToolResult, Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
+import type { KeelClient, RunHandle } from '../client/keel-client';
+import type { RunEvent } from '../client/run-events';
+import type { KeelConfig } from '../config/schema';
+import { KeelError, toKeelError } from '../core/errors';
+import type { Hold, RunResult } from '../core/run';
+import { describeZodError } from '../core/schema-errors';
+import { missingPackage, requireModule } from '../node/require-ts';
+import type { Registry } from '../registry';
+
+/** The SDK keel serves MCP with: an optional peer dependency, loaded when MCP is served. */
+const SDK = '@modelcontextprotocol/sdk';
+
+/** Loads a module of the SDK, saying how to install it when it is missing. */
+function sdk<T>(subpath: string): T {
+  try {
+    return requireModule<T>(`${SDK}/${subpath}`, __filename);
+  } catch (error) {
+    if (!missingPackage(error, [SDK])) throw error;
+    throw new KeelError('FAILED_PRECONDITION', `serving MCP needs ${SDK}, which is not installed: npm install ${SDK}`);
+  }
+}
+
+/** An agent as MCP shows it. */
+export interface ExposedAgent {
+  name: string;
+  description: string;
+  /** `server`: the tool takes a session id, and each call is a run of that session. */
+  session: 'client' | 'server';
+  /** JSON Schema of its structured answer, when it has one and it is an object. */
+  output?: Record<string, unknown>;
+}
+
+/**
+ * The agents `serve.agents` names, as the registry defines them (`['*']`: all of them). An
+ * agent named there that the registry lacks is a config error naming it.
+ */
+export function exposedAgents(config: Pick<KeelConfig, 'serve'>, registry: Registry): ExposedAgent[] {
+  const names = config.serve.agents.includes('*') ? [...registry.agents.keys()].sort() : config.serve.agents;
+  return names.map((name, index) => {
+    const agent = registry.agents.get(name);
+    if (!agent) {
+      const known = [...registry.agents.keys()].sort().join(', ') || '(none)';
+      throw new KeelError('INVALID_ARGUMENT', `serve.agents[${index}]: no agent "${name}" is defined; defined: ${known}`);
+    }
+    // MCP's structured content is an object: an answer of another shape is given as text only.
+    const output = agent.output?.schema.type === 'object' ? agent.output.schema : undefined;
+    return { name, description: agent.description, session: agent.session, ...(output ? { output } : {}) };
+  });
+}
+
+/** A tool call's arguments. */
+const ArgumentsSchema = z.object({ prompt: z.string().min(1), sessionId: z.string().min(1).optional() }).strict();
+
+/** The tool of an agent. */
+function toolOf(agent: ExposedAgent): McpTool {
+  const properties: Record<string, object> = { prompt: { type: 'string', minLength: 1, description: `what to ask ${agent.name}` } };
+  if (agent.session === 'server') properties.sessionId = { type: 'string', minLength: 1, description: 'the conversation this message continues' };
+  return {
+    name: agent.name,
+    description: agent.description || `the keel agent ${agent.name}`,
+    inputSchema: { type: 'object', properties, required: agent.session === 'server' ? ['prompt', 'sessionId'] : ['prompt'], additionalProperties: false },
+    ...(agent.output ? { outputSchema: agent.output as McpTool['outputSchema'] } : {}),
+  };
+}
+
+/** What serving MCP needs. */
+export interface McpServeOptions {
+  client: KeelClient;
+  agents: readonly ExposedAgent[];
+  /** Where a person decides a hold the client cannot be asked about (the UI's address), once known. */
+  uiOrigin?: () => string | undefined;
+  /** keel's version, as the server tells clients. */
+  version: string;
+}
+
+/** A result that says what went wrong, as a tool error the model (or person) reading it sees. */
+const toolError = (text: string, runId?: string): CallToolResult => ({
+  isError: true,
+  content: [{ type: 'text', text }],
+  ...(runId ? { _meta: { 'keel/runId': runId } } : {}),
+});
+
+/** One line of progress for a run event, or undefined for one not worth a notification. */
+function progressLine(event: RunEvent): string | undefined {
+  switch (event.type) {
+    case 'toolCall':
+      return `calling ${event.name}`;
+    case 'toolResult':
+      return `${event.name} answered`;
+    case 'hold':
+      return `waiting for a decision: ${event.interrupt.question ?? event.interrupt.message ?? event.interrupt.toolName ?? event.interrupt.kind}`;
+    case 'task':
+      return `background task ${event.task.name ?? event.task.agent}: ${event.task.status}`;
+    default:
+      return undefined;
+  }
+}
+
+/** The form a hold's decision is asked with: approve or deny, and why. */
+const DECISION_FORM = {
+  type: 'object' as const,
+  properties: {
+    approved: { type: 'boolean' as const, title: 'Approve', description: 'approve (true) or deny (false) the held call' },
+    reason: { type: 'string' as const, title: 'Reason', description: 'why (recorded with the decision)' },
+  },
+  required: ['approved'],
+};
+
+/** The answer of a call whose run waits for a decision the client cannot be asked for. */
+function waitingResult(runId: string, hold: Hold, uiOrigin: string | undefined): CallToolResult {
+  const where = [uiOrigin ? `in keel's UI (${uiOrigin}/#/runs/${encodeURIComponent(runId)})` : undefined, `with \`keel approve ${runId} ${hold.id}\` (or deny)`]
+    .filter(Boolean)
+    .join(' or ');
+  return {
+    content: [
+      {
+        type: 'text',
+        text: `run ${runId} waits for a decision: ${hold.question ?? hold.message ?? `the held call of ${hold.toolName ?? hold.kind}`}. Decide it ${where}.`,
+      },
+    ],
+    structuredContent: { runId, waiting: { interruptId: hold.id, kind: hold.kind, ...(hold.toolName ? { toolName: hold.toolName } : {}) } },
+    _meta: { 'keel/runId': runId },
+  };
+}
+
+/** The tool call's answer from a run's result. */
+function answerOf(runId: string, result: RunResult, agent: ExposedAgent): CallToolResult {
+  return {
+    content: [{ type: 'text', text: agent.output && result.output !== undefined ? JSON.stringify(result.output) : result.text }],
+    ...(agent.output && result.output !== undefined ? { structuredContent: result.output as Record<string, unknown> } : {}),
+    _meta: { 'keel/runId': runId },
+  };
+}
+
+/** An MCP server (the SDK's) whose tools are `agents`. */
+// eslint-disable-next-line @typescript-eslint/no-deprecated -- see below
+export function createMcpServer({ client, agents, uiOrigin, version }: McpServeOptions): Server {
+  // The SDK's low-level server: its high-level McpServer takes tool schemas as zod, keel's are JSON Schema already.
+  // eslint-disable-next-line @typescript-eslint/no-deprecated
+  const { Server } = sdk<typeof import('@modelcontextprotocol/sdk/server/index.js')>('server/index.js');
+  const { CallToolRequestSchema, ListToolsRequestSchema, ErrorCode, McpError } = sdk<typeof import('@modelcontextprotocol/sdk/types.js')>('types.js');
+  const server = new Server({ name: 'keel', version }, { capabilities: { tools: {} } });
+  const byName = new Map(agents.map((agent) => [agent.name, agent]));
+
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: agents.map(toolOf) }));
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
+    const agent = byName.get(request.params.name);
+    if (!agent) throw new McpError(ErrorCode.InvalidParams, `no tool "${request.params.name}"; tools: ${[...byName.keys()].join(', ') || '(none)'}`);
+    const parsed = ArgumentsSchema.safeParse(request.params.arguments ?? {});
+    if (!parsed.success) throw new McpError(ErrorCode.InvalidParams, `arguments of ${agent.name}: ${describeZodError(parsed.error)}`);
+    const { prompt, sessionId } = parsed.data;
+    if (agent.session === 'server' && sessionId === undefined) throw new McpError(ErrorCode.InvalidParams, `arguments of ${agent.name}: sessionId is required`);
+    if (agent.session === 'client' && sessionId !== undefined)
+      throw new McpError(ErrorCode.InvalidParams, `arguments of ${agent.name}: this agent keeps no session on the server; send no sessionId`);
+    const caller = server.getClientVersion()?.name ?? 'client';
+    let runId: string;
+    try {
+      runId =
+        sessionId === undefined
+          ? (await client.start(agent.name, prompt, { idPrefix: 'mcp' })).runId
+          : (await client.session(agent.name, sessionId).send(prompt, { detach: true })).runId;
+    } catch (error) {
+      return toolError(toKeelError(error).message);
+    }
+    return followRun({
+      handle: client.getHandle(runId),
+      agent,
+      signal: extra.signal,
+      progress: (progress, message) => {
+        const progressToken = extra._meta?.progressToken;
+        if (progressToken === undefined) return;
+        void extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress, message } }).catch(() => undefined);
+      },
+      ask: server.getClientCapabilities()?.elicitation
+        ? async (hold) => {
+            const answer = await server.elicitInput(
+              {
+                mode: 'form',
+                message: `${agent.name} (run ${runId}) asks: ${hold.question ?? hold.message ?? `may ${hold.toolName ?? 'the held call'} run?`}`,
+                requestedSchema: DECISION_FORM,
+              },
+              { relatedRequestId: extra.requestId },
+            );
+            if (answer.action !== 'accept') return answer.action === 'decline' ? { approved: false, reason: 'declined' } : undefined;
+            const content = answer.content ?? {};
+            return { approved: content.approved === true, ...(typeof content.reason === 'string' && content.reason ? { reason: content.reason } : {}) };
+          }
+        : undefined,
+      decidedBy: `mcp:${caller}`,
+      uiOrigin: uiOrigin?.(),
+    });
+  });
+  return server;
+}
+
+/** How long an answer waits for the run's last events to be said as progress. */
+const EVENTS_DRAIN_MS = 2000;
+
+/** What following one run needs. */
+interface FollowOptions {
+  handle: RunHandle;
+  agent: ExposedAgent;
+  signal: AbortSignal;
+  progress: (progress: number, message: string) => void;
+  /** Asks the client to decide a hold (undefined: it cannot be asked; undefined answer: it would not say). */
+  ask: ((hold: Hold) => Promise<{ approved: boolean; reason?: string } | undefined>) | undefined;
+  decidedBy: string;
+  uiOrigin: string | undefined;
+}
+
+/** Follows a run to its answer: progress from its events, holds asked about, the call cancelled → the run aborted. */
+async function followRun({ handle, agent, signal, progress, ask, decidedBy, uiOrigin }: FollowOptions): Promise<CallToolResult> {
+  const { runId } = handle;
+  const stop = new AbortController();
+  const aborted = () => {
+    stop.abort();
+    handle.cancel().catch(() => undefined);
+  };
+  if (signal.aborted) aborted();
+  else signal.addEventListener('abort', aborted, { once: true });
+  const asked = new Set<string>();
+  let steps = 0;
+  // Holds end the wait early when the client cannot be asked; otherwise the result does.
+  const waiting = new Promise<CallToolResult | undefined>((resolve) => {
+    void (async () => {
+      try {
+        for await (const event of handle.events({ signal: stop.signal })) {
+          const line = progressLine(event);
+          if (line) progress(++steps, line);
+          if (event.type !== 'hold' || asked.has(event.interrupt.id)) continue;
+          asked.add(event.interrupt.id);
+          const hold = event.interrupt;
+          if (!ask) return resolve(waitingResult(runId, hold, uiOrigin));
+          const decision = await ask(hold).catch(() => undefined);
+          if (!decision) return resolve(waitingResult(runId, hold, uiOrigin));
+          await handle.decide({ interruptId: hold.id, ...decision, decidedBy }).catch((error: unknown) => {
+            progress(++steps, `the decision was not taken: ${toKeelError(error).message}`);
+          });
+        }
+      } catch {
+        // The events stop with the call; the result says how the run ended.
+      }
+      resolve(undefined);
+    })();
+  });
+  try {
+    const outcome = await Promise.race([
+      handle.result({ signal: stop.signal }).then((result) => answerOf(runId, result, agent)),
+      waiting.then((early) => early ?? new Promise<never>(() => undefined)),
+    ]);
+    // The events end with the run's end: let the last of them be said before the answer (briefly: they are polled).
+    await Promise.race([waiting, new Promise((resolve) => setTimeout(resolve, EVENTS_DRAIN_MS))]);
+    return outcome;
+  } catch (error) {
+    if (signal.aborted) return toolError(`the call was cancelled; run ${runId} was asked to stop`, runId);
+    const failure = toKeelError(error);
+    return toolError(`run ${runId} of ${agent.name} failed: ${failure.status}: ${failure.message}`, runId);
+  } finally {
+    stop.abort();
+    signal.removeEventListener('abort', aborted);
+  }
+}
+
+/** The most MCP sessions one server keeps over HTTP; the oldest is closed to make room. */
+const MAX_SESSIONS = 1000;
+
+/** Serves MCP over Streamable HTTP: one SDK transport and server per MCP session, by its `mcp-session-id`. */
+export function mcpHttpHandler(options: McpServeOptions): { handle: (request: Request) => Promise<Response>; close: () => Promise<void> } {
+  const { WebStandardStreamableHTTPServerTransport: Transport } =
+    sdk<typeof import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js')>('server/webStandardStreamableHttp.js');
+  const sessions = new Map<string, WebStandardStreamableHTTPServerTransport>();
+  const forget = async (id: string) => {
+    const transport = sessions.get(id);
+    sessions.delete(id);
+    await transport?.close();
+  };
+  return {
+    async handle(request) {
+      const id = request.headers.get('mcp-session-id');
+      const known = id ? sessions.get(id) : undefined;
+      if (known) return known.handleRequest(request);
+      if (id)
+        return Response.json(
+          { jsonrpc: '2.0', error: { code: -32001, message: `no MCP session "${id}" here (it ended, or this server restarted): initialize again` }, id: null },
+          { status: 404 },
+        );
+      const transport: WebStandardStreamableHTTPServerTransport = new Transport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (sessionId) => {
+          if (sessions.size >= MAX_SESSIONS) void forget(sessions.keys().next().value!);
+          sessions.set(sessionId, transport);
+        },
+        onsessionclosed: (sessionId) => void forget(sessionId),
+      });
+      await createMcpServer(options).connect(transport);
+      return transport.handleRequest(request);
+    },
+    async close() {
+      await Promise.all([...sessions.keys()].map((id) => forget(id)));
+    },
+  };
+}
+
+/** `keel mcp`: the same server over stdio, until the client closes it. */
+export async function serveMcpStdio(options: McpServeOptions): Promise<void> {
+  const { StdioServerTransport } = sdk<typeof import('@modelcontextprotocol/sdk/server/stdio.js')>('server/stdio.js');
+  const server = createMcpServer(options);
+  const transport = new StdioServerTransport();
+  const closed = new Promise<void>((resolve) => (transport.onclose = resolve));
+  await server.connect(transport);
+  await closed;
+}

@@ -1,0 +1,207 @@
+/**
+ * keel's agents as MCP tools (docs/mcp.md), reached with the official MCP TypeScript SDK's client
+ * over Streamable HTTP (`/mcp` of `keel ui`) and over stdio (`keel mcp`): only the agents
+ * `serve.agents` names are listed; a call runs the agent and answers (structured content from an
+ * output schema), with progress; a session agent continues its session; a hold is asked about by
+ * elicitation, or answered "waiting" to a client that cannot be asked; a cancelled call aborts
+ * its run; bad arguments and a page of another origin are refused.
+ */
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { parseConfig } from '../src/config/load';
+import { Registry } from '../src/registry';
+import { startUiServer, type UiServer } from '../src/ui/server';
+import * as agents from './fixtures/mcp-agents';
+import { startTestWorker, type TestWorker } from './support/harness';
+import { BIN, ROOT, commandEnv, spawnCommand, writeTestConfig } from './support/processes';
+
+const EXPOSED = ['mcp-helper', 'mcp-structured', 'mcp-held', 'mcp-slow', 'mcp-chat'];
+const testDir = mkdtempSync(join(tmpdir(), 'keel-mcp-server-'));
+process.env.KEEL_TEST_DIR = testDir;
+
+let worker: TestWorker;
+let ui: UiServer;
+const clients: Client[] = [];
+
+const configFor = (serve: { agents: string[] }) =>
+  parseConfig(
+    {
+      temporal: { address: inject('temporalAddress') },
+      taskQueue: worker.taskQueue,
+      server: { enabled: false },
+      modules: ['test/fixtures/mcp-agents.ts'],
+      serve,
+    },
+    { baseDir: ROOT, env: {} },
+  );
+
+beforeAll(async () => {
+  worker = await startTestWorker(new Registry().addModuleExports(agents));
+  ui = await startUiServer({ config: configFor({ agents: EXPOSED }), port: 0, token: undefined });
+});
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((client) => client.close()));
+});
+afterAll(async () => {
+  await ui?.close();
+  await worker?.stop();
+});
+
+/** An MCP client connected to keel ui's /mcp (with elicitation when `elicit` answers). */
+async function httpClient(elicit?: (message: string) => { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, unknown> }): Promise<Client> {
+  const client = new Client({ name: 'keel-test', version: '1.0.0' }, { capabilities: elicit ? { elicitation: { form: {} } } : {} });
+  if (elicit) client.setRequestHandler(ElicitRequestSchema, (request) => elicit(request.params.message));
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${ui.origin}/mcp`)));
+  clients.push(client);
+  return client;
+}
+
+const textOf = (result: CallToolResult) => result.content.map((part) => (part.type === 'text' ? part.text : '')).join('');
+const runIdOf = (result: CallToolResult) => (result._meta as Record<string, string>)['keel/runId']!;
+
+describe('keel agents as MCP tools', () => {
+  it('lists only the agents serve.agents names, each with its input and output schema', async () => {
+    const client = await httpClient();
+    const { tools } = await client.listTools();
+    expect(tools.map((tool) => tool.name).sort()).toEqual([...EXPOSED].sort());
+    const byName = new Map(tools.map((tool) => [tool.name, tool]));
+    expect(byName.get('mcp-helper')).toMatchObject({ description: 'Answers questions, looking facts up.', inputSchema: { required: ['prompt'] } });
+    expect(byName.get('mcp-chat')?.inputSchema.required).toEqual(['prompt', 'sessionId']);
+    expect(byName.get('mcp-structured')?.outputSchema).toMatchObject({ type: 'object', properties: { city: { type: 'string' } } });
+  });
+
+  it('runs the agent for a call and answers with its text, saying its progress on the way', async () => {
+    const client = await httpClient();
+    const progress: string[] = [];
+    const result = (await client.callTool({ name: 'mcp-helper', arguments: { prompt: 'what is it?' } }, undefined, {
+      onprogress: ({ message }) => progress.push(message ?? ''),
+    })) as CallToolResult;
+    expect(result.isError).toBeFalsy();
+    expect(textOf(result)).toBe('the answer: life: 42');
+    expect(progress).toContain('calling mcp_lookup');
+    const status = await worker.client.getHandle(runIdOf(result)).status();
+    expect(status.state).toBe('completed');
+  });
+
+  it('gives an agent’s structured answer as structured content', async () => {
+    const client = await httpClient();
+    const result = (await client.callTool({ name: 'mcp-structured', arguments: { prompt: 'plan it' } })) as CallToolResult;
+    expect(result.structuredContent).toEqual({ city: 'Oslo', days: 3 });
+  });
+
+  it('continues a session agent’s conversation by its session id', async () => {
+    const client = await httpClient();
+    const sessionId = `mcp-${Date.now()}`;
+    await client.callTool({ name: 'mcp-chat', arguments: { prompt: 'hello', sessionId } });
+    const second = (await client.callTool({ name: 'mcp-chat', arguments: { prompt: 'again', sessionId } })) as CallToolResult;
+    expect(textOf(second)).toBe('message 2 of this session');
+  });
+
+  it('refuses bad arguments at once, naming what was wrong', async () => {
+    const client = await httpClient();
+    const started = Date.now();
+    await expect(client.callTool({ name: 'mcp-helper', arguments: { prompt: 'x', extra: 1 } })).rejects.toThrow(/arguments of mcp-helper: .*extra/);
+    await expect(client.callTool({ name: 'mcp-chat', arguments: { prompt: 'x' } })).rejects.toThrow(/sessionId is required/);
+    await expect(client.callTool({ name: 'mcp-hidden', arguments: { prompt: 'x' } })).rejects.toThrow(/no tool "mcp-hidden"/);
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+
+  it('asks a client that can be asked to decide a hold, and records its decision with the client’s name', async () => {
+    const asked: string[] = [];
+    const client = await httpClient((message) => {
+      asked.push(message);
+      return { action: 'accept', content: { approved: true, reason: 'fine' } };
+    });
+    const result = (await client.callTool({ name: 'mcp-held', arguments: { prompt: 'charge it' } })) as CallToolResult;
+    expect(textOf(result)).toBe('the answer: charged 700');
+    expect(asked).toHaveLength(1);
+    expect(asked[0]).toContain('mcp_charge');
+    const status = await worker.client.getHandle(runIdOf(result)).status();
+    expect(status.decisions).toEqual([expect.objectContaining({ decision: 'approved', decidedBy: 'mcp:keel-test', reason: 'fine', toolName: 'mcp_charge' })]);
+  });
+
+  it('tells a client that cannot be asked that the run waits, and how to decide it; nothing runs before the decision', async () => {
+    const client = await httpClient();
+    const before = existsSync(join(testDir, 'charged.log')) ? readFileSync(join(testDir, 'charged.log'), 'utf8') : '';
+    const result = (await client.callTool({ name: 'mcp-held', arguments: { prompt: 'charge it' } })) as CallToolResult;
+    const runId = runIdOf(result);
+    expect(textOf(result)).toMatch(new RegExp(`run ${runId} waits for a decision: .*keel approve ${runId} `));
+    const waiting = (result.structuredContent as { waiting: { interruptId: string } }).waiting;
+    const handle = worker.client.getHandle(runId);
+    expect((await handle.status()).state).toBe('waiting');
+    await handle.deny(waiting.interruptId, { reason: 'not today' });
+    await handle.result();
+    const after = existsSync(join(testDir, 'charged.log')) ? readFileSync(join(testDir, 'charged.log'), 'utf8') : '';
+    expect(after).toBe(before);
+  });
+
+  it('aborts the run when the client cancels its call', async () => {
+    const client = await httpClient();
+    const controller = new AbortController();
+    const call = client.callTool({ name: 'mcp-slow', arguments: { prompt: 'take your time' } }, undefined, { signal: controller.signal });
+    // The run is started once it is listed; then the call is cancelled.
+    let runId: string | undefined;
+    for (let tries = 0; !runId && tries < 100; tries++) {
+      runId = (await worker.client.list({ agent: 'mcp-slow', state: 'running' }).catch(() => [])).find((run) => run.runId.startsWith('mcp-'))?.runId;
+      if (!runId) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(runId).toBeDefined();
+    controller.abort();
+    await expect(call).rejects.toThrow();
+    const handle = worker.client.getHandle(runId!);
+    await expect.poll(async () => (await handle.status()).state, { timeout: 15_000 }).toBe('cancelled');
+  });
+
+  it('refuses a call from a page of another origin before it reads the body', async () => {
+    const response = await fetch(`${ui.origin}/mcp`, {
+      method: 'POST',
+      headers: { origin: 'http://evil.example', 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {} }),
+    });
+    expect(response.status).toBe(403);
+  });
+
+  it('refuses to start with serve.agents naming an agent that is not defined', async () => {
+    await expect(startUiServer({ config: configFor({ agents: ['mcp-helper', 'nobody'] }), port: 0 })).rejects.toThrow(
+      /serve\.agents\[1\]: no agent "nobody" is defined; defined: .*mcp-helper/,
+    );
+  });
+
+  it('answers the example client of docs/mcp.md', async () => {
+    const example = spawnCommand(process.execPath, [
+      '--import',
+      'tsx',
+      join(ROOT, 'examples', 'mcp', 'ask-agent.ts'),
+      `${ui.origin}/mcp`,
+      'mcp-helper',
+      'what',
+      'is',
+      'it?',
+    ]);
+    expect(await example.exited).toBe(0);
+    expect(example.stdout()).toBe('the answer: life: 42\n');
+    expect(example.stderr()).toContain('… calling mcp_lookup');
+  });
+
+  it('serves the same tools over stdio (keel mcp)', async () => {
+    const { configPath } = writeTestConfig('mcp-stdio', {
+      taskQueue: worker.taskQueue,
+      server: { enabled: false },
+      modules: [join(ROOT, 'test', 'fixtures', 'mcp-agents.ts')],
+      serve: { agents: ['mcp-helper'] },
+    });
+    const client = new Client({ name: 'keel-stdio-test', version: '1.0.0' });
+    const env = Object.fromEntries(Object.entries(commandEnv()).filter((entry): entry is [string, string] => entry[1] !== undefined));
+    await client.connect(new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp', '--config', configPath], env, stderr: 'pipe' }));
+    clients.push(client);
+    expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(['mcp-helper']);
+    const result = (await client.callTool({ name: 'mcp-helper', arguments: { prompt: 'what is it?' } })) as CallToolResult;
+    expect(textOf(result)).toBe('the answer: life: 42');
+  });
+});
