@@ -19,7 +19,7 @@ import { Registry } from '../src/registry';
 import { startUiServer, type UiServer } from '../src/ui/server';
 import * as agents from './fixtures/mcp-agents';
 import { startTestWorker, type TestWorker } from './support/harness';
-import { BIN, ROOT, commandEnv, spawnCommand, writeTestConfig } from './support/processes';
+import { BIN, ROOT, commandEnv, killAfterEach, spawnCommand, spawnKeel, writeTestConfig } from './support/processes';
 
 const EXPOSED = ['mcp-helper', 'mcp-structured', 'mcp-held', 'mcp-slow', 'mcp-chat'];
 const testDir = mkdtempSync(join(tmpdir(), 'keel-mcp-server-'));
@@ -58,6 +58,18 @@ async function httpClient(elicit?: (message: string) => { action: 'accept' | 'de
   const client = new Client({ name: 'keel-test', version: '1.0.0' }, { capabilities: elicit ? { elicitation: { form: {} } } : {} });
   if (elicit) client.setRequestHandler(ElicitRequestSchema, (request) => elicit(request.params.message));
   await client.connect(new StreamableHTTPClientTransport(new URL(`${ui.origin}/mcp`)));
+  clients.push(client);
+  return client;
+}
+
+const track = killAfterEach(afterEach);
+const linesOf = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : []);
+
+/** An MCP client of `keel mcp` over stdio, for `configPath`. */
+async function stdioClient(configPath: string): Promise<Client> {
+  const client = new Client({ name: 'keel-stdio-test', version: '1.0.0' });
+  const env = Object.fromEntries(Object.entries(commandEnv()).filter((entry): entry is [string, string] => entry[1] !== undefined));
+  await client.connect(new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp', '--config', configPath], env, stderr: 'pipe' }));
   clients.push(client);
   return client;
 }
@@ -167,6 +179,23 @@ describe('keel agents as MCP tools', () => {
     expect(response.status).toBe(403);
   });
 
+  it('with a token, takes only calls that carry it', async () => {
+    const token = 'a-long-random-token-for-mcp';
+    const guarded = await startUiServer({ config: configFor({ agents: ['mcp-helper'] }), port: 0, token });
+    try {
+      const refused = new Client({ name: 'no-token', version: '1.0.0' });
+      await expect(refused.connect(new StreamableHTTPClientTransport(new URL(`${guarded.origin}/mcp`)))).rejects.toThrow(/401|needs its token/);
+      const client = new Client({ name: 'with-token', version: '1.0.0' });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`${guarded.origin}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+      );
+      clients.push(client);
+      expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(['mcp-helper']);
+    } finally {
+      await guarded.close();
+    }
+  });
+
   it('refuses to start with serve.agents naming an agent that is not defined', async () => {
     await expect(startUiServer({ config: configFor({ agents: ['mcp-helper', 'nobody'] }), port: 0 })).rejects.toThrow(
       /serve\.agents\[1\]: no agent "nobody" is defined; defined: .*mcp-helper/,
@@ -196,12 +225,44 @@ describe('keel agents as MCP tools', () => {
       modules: [join(ROOT, 'test', 'fixtures', 'mcp-agents.ts')],
       serve: { agents: ['mcp-helper'] },
     });
-    const client = new Client({ name: 'keel-stdio-test', version: '1.0.0' });
-    const env = Object.fromEntries(Object.entries(commandEnv()).filter((entry): entry is [string, string] => entry[1] !== undefined));
-    await client.connect(new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp', '--config', configPath], env, stderr: 'pipe' }));
-    clients.push(client);
+    const client = await stdioClient(configPath);
     expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(['mcp-helper']);
     const result = (await client.callTool({ name: 'mcp-helper', arguments: { prompt: 'what is it?' } })) as CallToolResult;
     expect(textOf(result)).toBe('the answer: life: 42');
+  });
+
+  it('answers a call whose worker was SIGKILLed mid-tool, without running a finished tool again', async () => {
+    // turn 1: record_fast and slow_work (4 s) at once; the worker running slow_work is killed; turn 2: "done"
+    const { dir, configPath } = writeTestConfig('mcp-crash', {
+      activities: { tool: { startToCloseTimeout: '1 minute', heartbeatTimeout: '2 seconds', retry: { initialInterval: '200ms' } } },
+      modules: [join(ROOT, 'test', 'fixtures', 'crash-agents.ts')],
+      models: [
+        {
+          name: 'scripted/crash',
+          script: [
+            {
+              toolRequests: [
+                { name: 'record_fast', input: {} },
+                { name: 'slow_work', input: { seconds: 4 } },
+              ],
+            },
+            { text: 'done' },
+          ],
+        },
+      ],
+      serve: { agents: ['crash'] },
+    });
+    const workers = [0, 1].map(() => track(spawnKeel(['worker', '--config', configPath], { env: { KEEL_TEST_DIR: dir } })));
+    await Promise.all(workers.map((process) => process.waitFor(/keel: worker \d+ on task queue/)));
+    const client = await stdioClient(configPath);
+    const call = client.callTool({ name: 'crash', arguments: { prompt: 'go' } }, undefined, { timeout: 120_000, resetTimeoutOnProgress: true });
+    await expect.poll(() => linesOf(join(dir, 'slow.log')).length, { timeout: 30_000 }).toBeGreaterThan(0);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const victimPid = linesOf(join(dir, 'slow.log'))[0]!.split(' ')[1];
+    workers.find((process) => String(process.child.pid) === victimPid)!.kill('SIGKILL');
+    const result = (await call) as CallToolResult;
+    expect(textOf(result)).toBe('done');
+    expect(linesOf(join(dir, 'fast.log')), 'record_fast finished before the kill and must not run again').toHaveLength(1);
+    expect(linesOf(join(dir, 'slow.log')).filter((line) => line.startsWith('end '))).toHaveLength(1);
   });
 });
