@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parseConfig } from '../src/config/load';
 import { Registry } from '../src/registry';
@@ -168,6 +168,70 @@ describe('keel agents as MCP tools', () => {
     await expect(call).rejects.toThrow();
     const handle = worker.client.getHandle(runId!);
     await expect.poll(async () => (await handle.status()).state, { timeout: 15_000 }).toBe('cancelled');
+  });
+
+  it('answers a call made as a task at once, with the run as the task, and its result when it ends', async () => {
+    const client = await httpClient();
+    const messages: Array<{ type: string; taskId?: string; status?: string; text?: string }> = [];
+    for await (const message of client.experimental.tasks.callToolStream({ name: 'mcp-helper', arguments: { prompt: 'what is it?' } }, CallToolResultSchema, {
+      task: { ttl: 60_000 },
+    })) {
+      if (message.type === 'taskCreated' || message.type === 'taskStatus')
+        messages.push({ type: message.type, taskId: message.task.taskId, status: message.task.status });
+      else if (message.type === 'result') messages.push({ type: 'result', text: textOf(message.result as CallToolResult) });
+      else messages.push({ type: message.type, text: String(message.error) });
+    }
+    const taskId = messages[0]?.taskId;
+    expect(messages[0]).toMatchObject({ type: 'taskCreated', status: 'working' });
+    expect(taskId).toMatch(/^mcp-/);
+    expect(messages.at(-1)).toEqual({ type: 'result', text: 'the answer: life: 42' });
+    expect((await worker.client.getHandle(taskId!).status()).state).toBe('completed');
+    expect((await client.experimental.tasks.listTasks()).tasks.map((task) => task.taskId)).toContain(taskId);
+  });
+
+  it('keeps a task that waits for a decision through a restart of the keel server: another server asks, and the run goes on', async () => {
+    const first = await httpClient();
+    const created = await first.request(
+      { method: 'tools/call', params: { name: 'mcp-held', arguments: { prompt: 'charge it' }, task: { ttl: 60_000 } } },
+      CreateTaskResultSchema,
+    );
+    const taskId = created.task.taskId;
+    await expect.poll(async () => (await first.experimental.tasks.getTask(taskId)).status, { timeout: 15_000 }).toBe('input_required');
+    await first.close();
+    // The keel server that created the task goes; a new one on another port answers for it.
+    const second = await startUiServer({ config: configFor({ agents: EXPOSED }), port: 0, token: undefined });
+    try {
+      const asked: string[] = [];
+      const client = new Client({ name: 'keel-test-later', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
+      client.setRequestHandler(ElicitRequestSchema, (request) => {
+        asked.push(request.params.message);
+        return { action: 'accept', content: { approved: true } };
+      });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${second.origin}/mcp`)));
+      clients.push(client);
+      const task = await client.experimental.tasks.getTask(taskId);
+      expect(task).toMatchObject({ status: 'input_required', statusMessage: expect.stringContaining('mcp_charge') });
+      const result = (await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema)) as CallToolResult;
+      expect(textOf(result)).toBe('the answer: charged 700');
+      expect(asked).toHaveLength(1);
+      const status = await worker.client.getHandle(taskId).status();
+      expect(status.decisions).toEqual([expect.objectContaining({ decision: 'approved', decidedBy: 'mcp:keel-test-later' })]);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('aborts the run when its task is cancelled, and shows no task for a run of an agent it does not expose', async () => {
+    const client = await httpClient();
+    const created = await client.request(
+      { method: 'tools/call', params: { name: 'mcp-slow', arguments: { prompt: 'take your time' }, task: { ttl: 60_000 } } },
+      CreateTaskResultSchema,
+    );
+    const cancelled = await client.experimental.tasks.cancelTask(created.task.taskId);
+    expect(cancelled.status).toBe('cancelled');
+    await expect.poll(async () => (await worker.client.getHandle(created.task.taskId).status()).state, { timeout: 15_000 }).toBe('cancelled');
+    const hidden = await worker.client.start('mcp-hidden', 'hello');
+    await expect(client.experimental.tasks.getTask(hidden.runId)).rejects.toThrow(/not found/i);
   });
 
   it('refuses a call from a page of another origin before it reads the body', async () => {

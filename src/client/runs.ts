@@ -78,7 +78,7 @@ function queryOf({ agent, state, startedAfter }: ListRunsOptions, indexed: boole
  * A listed run as keel sees it: its agent and lifecycle from its search attributes, else its
  * memo and Temporal's status (the same in `keel list`, the UI's runs list and its run view).
  */
-export function runListing(run: WorkflowExecutionInfo): RunListing {
+export function runListing(run: Omit<WorkflowExecutionInfo, 'raw'>): RunListing {
   const agentAttribute = run.typedSearchAttributes.get(KEEL_AGENT);
   const statusAttribute = RunLifecycleSchema.safeParse(run.typedSearchAttributes.get(KEEL_STATUS));
   const holds = z.array(MemoHoldSchema).safeParse(run.memo?.[HOLDS_MEMO_KEY]);

@@ -6,20 +6,25 @@
  * it runs, the run's events arrive as progress notifications when the client asked for them; a
  * cancelled request aborts the run. A hold asks the client (elicitation: approve or deny, with
  * the hold's question), records the decision with the client's name, and goes on; a client that
- * cannot be asked gets an answer saying the run waits and how to decide it. The run is durable
- * behind the call: a worker that dies mid-call costs the call nothing but time. Over stdio
- * (`keel mcp`) and over Streamable HTTP (`/mcp` of `keel ui`). Node side.
+ * cannot be asked gets an answer saying the run waits and how to decide it. With the client's
+ * opt-in a call is an MCP task, and the task is the run (RunTaskStore): read from Temporal, it
+ * outlives the connection and this server. The run is durable behind the call: a worker that
+ * dies mid-call costs the call nothing but time. Over stdio (`keel mcp`) and over Streamable HTTP
+ * (`/mcp` of `keel ui`). Node side.
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import type { CallToolResult, Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
+import type { CreateTaskOptions, TaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/index.js';
+import type { CallToolResult, CreateTaskResult, ElicitResult, Task, Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
 import type { KeelClient, RunHandle } from '../client/keel-client';
 import type { RunEvent } from '../client/run-events';
 import type { KeelConfig } from '../config/schema';
 import { KeelError, toKeelError } from '../core/errors';
-import type { Hold, RunResult } from '../core/run';
+import type { Hold, RunLifecycle, RunResult } from '../core/run';
+import { runListing } from '../client/runs';
+import type { RunListing } from '../client/runs';
 import { describeZodError } from '../core/schema-errors';
 import { missingPackage, requireModule } from '../node/require-ts';
 import type { Registry } from '../registry';
@@ -76,6 +81,8 @@ function toolOf(agent: ExposedAgent): McpTool {
     name: agent.name,
     description: agent.description || `the keel agent ${agent.name}`,
     inputSchema: { type: 'object', properties, required: agent.session === 'server' ? ['prompt', 'sessionId'] : ['prompt'], additionalProperties: false },
+    // A call may run as a task (answered at once, the run polled): the client chooses.
+    execution: { taskSupport: 'optional' },
     ...(agent.output ? { outputSchema: agent.output as McpTool['outputSchema'] } : {}),
   };
 }
@@ -149,6 +156,130 @@ function answerOf(runId: string, result: RunResult, agent: ExposedAgent): CallTo
   };
 }
 
+/** How a hold is asked about: its question, as one line. */
+const questionOf = (agent: string, runId: string, hold: Pick<Hold, 'question' | 'message' | 'toolName'>) =>
+  `${agent} (run ${runId}) asks: ${hold.question ?? hold.message ?? `may ${hold.toolName ?? 'the held call'} run?`}`;
+
+/** An elicitation's answer as a decision (undefined: the client would not say). */
+function decisionOf(answer: ElicitResult): { approved: boolean; reason?: string } | undefined {
+  if (answer.action !== 'accept') return answer.action === 'decline' ? { approved: false, reason: 'declined' } : undefined;
+  const content = answer.content ?? {};
+  return { approved: content.approved === true, ...(typeof content.reason === 'string' && content.reason ? { reason: content.reason } : {}) };
+}
+
+/** A task's status from the run's lifecycle. */
+const TASK_STATUS: Record<RunLifecycle, Task['status']> = {
+  running: 'working',
+  waiting: 'input_required',
+  completed: 'completed',
+  failed: 'failed',
+  cancelled: 'cancelled',
+  terminated: 'failed',
+  timed_out: 'failed',
+};
+
+/** How often a client is told to look at a task again. */
+const TASK_POLL_MS = 1000;
+
+/**
+ * MCP tasks that are keel runs: the task id is the run id, and every answer is read from
+ * Temporal, so a task outlives the connection and the keel server that created it. Only runs of
+ * the exposed agents are tasks here. A run that waits for a decision is `input_required`; the
+ * store then asks the client (through `ask`, queued for `tasks/result`) about each hold once
+ * per server.
+ */
+class RunTaskStore implements TaskStore {
+  /** Holds this server has asked about (by run and hold id). */
+  private readonly asked = new Set<string>();
+  /** Tasks this server was asked to cancel: cancelled from then on, while their runs wind down. */
+  private readonly cancelled = new Set<string>();
+
+  constructor(
+    private readonly client: KeelClient,
+    private readonly agents: ReadonlyMap<string, ExposedAgent>,
+    private readonly ask: ((runId: string, agent: ExposedAgent, hold: Hold) => void) | undefined,
+  ) {}
+
+  /** The run's listing, if it is a run of an exposed agent. */
+  private async listing(runId: string): Promise<{ run: RunListing; agent: ExposedAgent } | undefined> {
+    try {
+      const run = runListing(await this.client.getHandle(runId).describe());
+      const agent = run.agent === undefined ? undefined : this.agents.get(run.agent);
+      return agent ? { run, agent } : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private taskOf(run: RunListing, statusMessage?: string): Task {
+    const open = run.state === 'running' || run.state === 'waiting';
+    return {
+      taskId: run.runId,
+      status: open && this.cancelled.has(run.runId) ? 'cancelled' : TASK_STATUS[run.state],
+      // A run lives as long as Temporal keeps it (the namespace's retention once it ended).
+      ttl: null,
+      createdAt: run.startedAt,
+      lastUpdatedAt: run.endedAt ?? new Date().toISOString(),
+      pollInterval: TASK_POLL_MS,
+      ...(statusMessage ? { statusMessage } : {}),
+    };
+  }
+
+  async createTask(options: CreateTaskOptions): Promise<Task> {
+    const runId = options.context?.runId;
+    if (typeof runId !== 'string') throw new KeelError('INTERNAL', 'a task is created for a run that has started');
+    const found = await this.listing(runId);
+    if (!found) throw new KeelError('NOT_FOUND', `run ${runId} is not a run of an exposed agent`);
+    return this.taskOf(found.run);
+  }
+
+  async getTask(taskId: string): Promise<Task | null> {
+    const found = await this.listing(taskId);
+    if (!found) return null;
+    if (found.run.state !== 'waiting' || this.cancelled.has(taskId)) return this.taskOf(found.run);
+    const holds = await this.client
+      .getHandle(taskId)
+      .pendingHolds()
+      .catch(() => []);
+    for (const hold of holds) {
+      const key = `${taskId}/${hold.id}`;
+      if (this.ask && !this.asked.has(key)) {
+        this.asked.add(key);
+        this.ask(taskId, found.agent, hold);
+      }
+    }
+    return this.taskOf(found.run, holds[0] ? questionOf(found.agent.name, taskId, holds[0]) : undefined);
+  }
+
+  async storeTaskResult(): Promise<void> {
+    // The run keeps its result.
+  }
+
+  async getTaskResult(taskId: string): Promise<CallToolResult> {
+    const found = await this.listing(taskId);
+    if (!found) throw new KeelError('NOT_FOUND', `no task ${taskId}`);
+    try {
+      return answerOf(taskId, await this.client.getHandle(taskId).result(), found.agent);
+    } catch (error) {
+      const failure = toKeelError(error);
+      return toolError(`run ${taskId} of ${found.agent.name} ended ${found.run.state}: ${failure.status}: ${failure.message}`, taskId);
+    }
+  }
+
+  async updateTaskStatus(taskId: string, status: Task['status']): Promise<void> {
+    // Only a cancellation changes the run; the run itself says when it waits or ends.
+    if (status !== 'cancelled') return;
+    await this.client.getHandle(taskId).cancel();
+    this.cancelled.add(taskId);
+  }
+
+  async listTasks(): Promise<{ tasks: Task[] }> {
+    const runs = (await Promise.all([...this.agents.keys()].map((agent) => this.client.list({ agent, limit: 100 })))).flat();
+    runs.sort((a, b) => b.startedAt.localeCompare(a.startedAt));
+    return { tasks: runs.slice(0, 100).map((run) => this.taskOf(run)) };
+  }
+}
+
 /** An MCP server (the SDK's) whose tools are `agents`. */
 // eslint-disable-next-line @typescript-eslint/no-deprecated -- see below
 export function createMcpServer({ client, agents, uiOrigin, version }: McpServeOptions): Server {
@@ -156,11 +287,32 @@ export function createMcpServer({ client, agents, uiOrigin, version }: McpServeO
   // eslint-disable-next-line @typescript-eslint/no-deprecated
   const { Server } = sdk<typeof import('@modelcontextprotocol/sdk/server/index.js')>('server/index.js');
   const { CallToolRequestSchema, ListToolsRequestSchema, ErrorCode, McpError } = sdk<typeof import('@modelcontextprotocol/sdk/types.js')>('types.js');
-  const server = new Server({ name: 'keel', version }, { capabilities: { tools: {} } });
+  const { InMemoryTaskMessageQueue } = sdk<typeof import('@modelcontextprotocol/sdk/experimental/tasks/index.js')>('experimental/tasks/index.js');
   const byName = new Map(agents.map((agent) => [agent.name, agent]));
+  const decidedBy = () => `mcp:${server.getClientVersion()?.name ?? 'client'}`;
+  const canAsk = () => !!server.getClientCapabilities()?.elicitation;
+  // A task's hold is asked about through tasks/result (the SDK queues the question for it).
+  const askInTask = (runId: string, agent: ExposedAgent, hold: Hold) => {
+    if (!canAsk()) return;
+    void server
+      .elicitInput({ mode: 'form', message: questionOf(agent.name, runId, hold), requestedSchema: DECISION_FORM }, { relatedTask: { taskId: runId } })
+      .then(async (answer) => {
+        const decision = decisionOf(answer);
+        if (decision) await client.getHandle(runId).decide({ interruptId: hold.id, ...decision, decidedBy: decidedBy() });
+      })
+      .catch(() => undefined);
+  };
+  const server = new Server(
+    { name: 'keel', version },
+    {
+      capabilities: { tools: {}, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
+      taskStore: new RunTaskStore(client, byName, askInTask),
+      taskMessageQueue: new InMemoryTaskMessageQueue(),
+    },
+  );
 
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: agents.map(toolOf) }));
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult | CreateTaskResult> => {
     const agent = byName.get(request.params.name);
     if (!agent) throw new McpError(ErrorCode.InvalidParams, `no tool "${request.params.name}"; tools: ${[...byName.keys()].join(', ') || '(none)'}`);
     const parsed = ArgumentsSchema.safeParse(request.params.arguments ?? {});
@@ -169,7 +321,6 @@ export function createMcpServer({ client, agents, uiOrigin, version }: McpServeO
     if (agent.session === 'server' && sessionId === undefined) throw new McpError(ErrorCode.InvalidParams, `arguments of ${agent.name}: sessionId is required`);
     if (agent.session === 'client' && sessionId !== undefined)
       throw new McpError(ErrorCode.InvalidParams, `arguments of ${agent.name}: this agent keeps no session on the server; send no sessionId`);
-    const caller = server.getClientVersion()?.name ?? 'client';
     let runId: string;
     try {
       runId =
@@ -179,6 +330,8 @@ export function createMcpServer({ client, agents, uiOrigin, version }: McpServeO
     } catch (error) {
       return toolError(toKeelError(error).message);
     }
+    // With the client's opt-in, the call answers at once with a task: the run.
+    if (request.params.task && extra.taskStore) return { task: await extra.taskStore.createTask({ ttl: request.params.task.ttl ?? null, context: { runId } }) };
     return followRun({
       handle: client.getHandle(runId),
       agent,
@@ -188,22 +341,16 @@ export function createMcpServer({ client, agents, uiOrigin, version }: McpServeO
         if (progressToken === undefined) return;
         void extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress, message } }).catch(() => undefined);
       },
-      ask: server.getClientCapabilities()?.elicitation
-        ? async (hold) => {
-            const answer = await server.elicitInput(
-              {
-                mode: 'form',
-                message: `${agent.name} (run ${runId}) asks: ${hold.question ?? hold.message ?? `may ${hold.toolName ?? 'the held call'} run?`}`,
-                requestedSchema: DECISION_FORM,
-              },
-              { relatedRequestId: extra.requestId },
-            );
-            if (answer.action !== 'accept') return answer.action === 'decline' ? { approved: false, reason: 'declined' } : undefined;
-            const content = answer.content ?? {};
-            return { approved: content.approved === true, ...(typeof content.reason === 'string' && content.reason ? { reason: content.reason } : {}) };
-          }
+      ask: canAsk()
+        ? async (hold) =>
+            decisionOf(
+              await server.elicitInput(
+                { mode: 'form', message: questionOf(agent.name, runId, hold), requestedSchema: DECISION_FORM },
+                { relatedRequestId: extra.requestId },
+              ),
+            )
         : undefined,
-      decidedBy: `mcp:${caller}`,
+      decidedBy: decidedBy(),
       uiOrigin: uiOrigin?.(),
     });
   });
