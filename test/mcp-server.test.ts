@@ -178,7 +178,7 @@ describe('keel agents as MCP tools', () => {
     })) {
       if (message.type === 'taskCreated' || message.type === 'taskStatus')
         messages.push({ type: message.type, taskId: message.task.taskId, status: message.task.status });
-      else if (message.type === 'result') messages.push({ type: 'result', text: textOf(message.result as CallToolResult) });
+      else if (message.type === 'result') messages.push({ type: 'result', text: textOf(message.result) });
       else messages.push({ type: message.type, text: String(message.error) });
     }
     const taskId = messages[0]?.taskId;
@@ -211,7 +211,7 @@ describe('keel agents as MCP tools', () => {
       clients.push(client);
       const task = await client.experimental.tasks.getTask(taskId);
       expect(task).toMatchObject({ status: 'input_required', statusMessage: expect.stringContaining('mcp_charge') });
-      const result = (await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema)) as CallToolResult;
+      const result = await client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
       expect(textOf(result)).toBe('the answer: charged 700');
       expect(asked).toHaveLength(1);
       const status = await worker.client.getHandle(taskId).status();
