@@ -19,7 +19,7 @@ import { Registry } from '../src/registry';
 import { startUiServer, type UiServer } from '../src/ui/server';
 import * as agents from './fixtures/mcp-agents';
 import { startTestWorker, type TestWorker } from './support/harness';
-import { BIN, ROOT, commandEnv, killAfterEach, spawnCommand, spawnKeel, writeTestConfig } from './support/processes';
+import { BIN, ROOT, commandEnv, killAfterEach, runKeel, spawnCommand, spawnKeel, writeTestConfig } from './support/processes';
 
 const EXPOSED = ['mcp-helper', 'mcp-structured', 'mcp-held', 'mcp-slow', 'mcp-chat'];
 const testDir = mkdtempSync(join(tmpdir(), 'keel-mcp-server-'));
@@ -258,6 +258,61 @@ describe('keel agents as MCP tools', () => {
     } finally {
       await guarded.close();
     }
+  });
+
+  it('exposes every agent for keel dev on loopback, none off loopback, and goes on without /mcp when a module fails', async () => {
+    const all = await startUiServer({ config: configFor({ agents: [] }), port: 0, exposeAll: true });
+    await all.close();
+    expect(all.mcpAgents).toEqual(['mcp-chat', 'mcp-held', 'mcp-helper', 'mcp-hidden', 'mcp-slow', 'mcp-structured']);
+    const exposed = await startUiServer({ config: configFor({ agents: [] }), host: '0.0.0.0', port: 0, token: 'a-long-random-token-for-mcp', exposeAll: true });
+    await exposed.close();
+    expect(exposed.mcpAgents).toEqual([]);
+    const broken = parseConfig(
+      {
+        temporal: { address: inject('temporalAddress') },
+        taskQueue: worker.taskQueue,
+        server: { enabled: false },
+        modules: ['test/fixtures/no-such-module.ts'],
+      },
+      { baseDir: ROOT, env: {} },
+    );
+    const without = await startUiServer({ config: broken, port: 0, exposeAll: true });
+    await without.close();
+    expect(without.mcpAgents).toEqual([]);
+    expect(without.mcpProblem).toMatch(/modules\[0\]: cannot load .*no-such-module/);
+  });
+
+  it('says in one line how to install the MCP SDK when a project lacks it, for keel serve and keel mcp alike', async () => {
+    const { configPath } = writeTestConfig('mcp-no-sdk', {
+      server: { enabled: false },
+      modules: [join(ROOT, 'test', 'fixtures', 'mcp-agents.ts')],
+      serve: { agents: ['mcp-helper'] },
+    });
+    const env = { NODE_OPTIONS: `--require ${join(ROOT, 'test', 'fixtures', 'hide-package.cjs')}`, KEEL_TEST_HIDE_PACKAGE: '@modelcontextprotocol/sdk' };
+    for (const command of ['serve', 'mcp']) {
+      const { code, stdout, stderr } = await runKeel([command, '--config', configPath, ...(command === 'serve' ? ['--port', '0'] : [])], { env });
+      expect(code, stderr).toBe(1);
+      expect(stderr).toBe(
+        'keel: FAILED_PRECONDITION: serving MCP needs @modelcontextprotocol/sdk, which is not installed: npm install @modelcontextprotocol/sdk\n',
+      );
+      expect(stdout).toBe('');
+    }
+  });
+
+  it('keel serve says where MCP is and serves it', async () => {
+    const { configPath } = writeTestConfig('mcp-serve', {
+      taskQueue: worker.taskQueue,
+      server: { enabled: false },
+      modules: [join(ROOT, 'test', 'fixtures', 'mcp-agents.ts')],
+      serve: { agents: ['mcp-helper', 'mcp-structured'] },
+    });
+    const serve = track(spawnKeel(['serve', '--config', configPath, '--port', '0']));
+    await serve.waitFor(/keel: MCP at http:\/\/\S+ \(mcp-helper, mcp-structured\)/);
+    const line = serve.stderr();
+    const client = new Client({ name: 'keel-serve-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(/MCP at (\S+)/.exec(line)![1]!)));
+    clients.push(client);
+    expect((await client.listTools()).tools.map((tool) => tool.name).sort()).toEqual(['mcp-helper', 'mcp-structured']);
   });
 
   it('refuses to start with serve.agents naming an agent that is not defined', async () => {

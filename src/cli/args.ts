@@ -12,8 +12,9 @@ commands:
   worker                      run one worker (start several to scale out)
   dev                         server + one worker, for local work: a save of the config or of a
                               module (or a file it imports) restarts the worker
-  ui                          the web UI: inbox of holds, runs, live run view (--host, --port);
-                              with serve.agents, those agents as MCP tools at /mcp
+  serve                       keel's HTTP server: the web UI (inbox of holds, runs, live run view)
+                              and the agents serve.agents names as MCP tools at /mcp (--host, --port)
+  ui                          the same server, by its older name
   mcp                         the agents serve.agents names, as MCP tools over stdio (docs/mcp.md)
   codec-server                the Temporal Web UI's remote codec endpoint: decrypts runs sealed by
                               encryption for the UI's browser (--host, --port; default 127.0.0.1:8235)
@@ -72,9 +73,9 @@ options:
                               the run's status and result (default: <user>@<host>)
   --queue                     (approve, deny, decide) send the decision even when no worker polls;
                               it is recorded in the run's history and applied when a worker starts
-  --host <address>            (ui, codec-server) listen here (default 127.0.0.1; elsewhere needs
+  --host <address>            (serve, ui, codec-server) listen here (default 127.0.0.1; elsewhere needs
                               KEEL_UI_TOKEN or KEEL_CODEC_TOKEN)
-  --port <n>                  (ui, codec-server) listen on this port (default ui.port 8234,
+  --port <n>                  (serve, ui, codec-server) listen on this port (default ui.port 8234,
                               codecServer.port 8235; 0: a free one)
   --allow-empty               (worker, dev) start even when the config registers no agents,
                               tools or models

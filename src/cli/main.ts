@@ -55,6 +55,7 @@ async function command(argv: string[]): Promise<number> {
         return await later<typeof import('../ops/processes')>('../ops/processes').runWorker(config, { allowEmpty: options['allow-empty'] });
       case 'dev':
         return await later<typeof import('../dev/dev-loop')>('../dev/dev-loop').runDev(config, { allowEmpty: options['allow-empty'] });
+      case 'serve':
       case 'ui':
         return await later<typeof import('../ui/command')>('../ui/command').runUi(config, uiOptions(options));
       case 'mcp':

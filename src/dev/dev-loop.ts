@@ -298,20 +298,23 @@ export async function runDev(config: KeelConfig, options: WorkerRunOptions = {})
 
 /**
  * keel ui beside the dev loop (docs/ui.md), on `ui.port`, or on a free port when another
- * process holds that one. One that cannot start is said in one line; keel dev goes on without it.
+ * process holds that one; on loopback it serves every agent at /mcp unless `serve.agents` names
+ * some (docs/mcp.md). One that cannot start is said in one line; keel dev goes on without it.
  */
 async function startDevUi(config: KeelConfig, say: (line: string) => void): Promise<UiServer | undefined> {
   const { startUiServer } = requireModule<typeof import('../ui/server')>('../ui/server', __filename);
   try {
     let ui: UiServer;
     try {
-      ui = await startUiServer({ config });
+      ui = await startUiServer({ config, exposeAll: true });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
-      ui = await startUiServer({ config, port: 0 });
+      ui = await startUiServer({ config, port: 0, exposeAll: true });
       say(`keel dev: port ${config.ui.port} is taken; the UI listens on another`);
     }
     say(`keel: UI at ${ui.url} (inbox of holds, runs, live run view)`);
+    if (ui.mcpAgents.length) say(`keel: MCP at ${ui.origin}/mcp (${ui.mcpAgents.join(', ')})`);
+    if (ui.mcpProblem) say(`keel dev: no agents at /mcp: ${ui.mcpProblem}`);
     return ui;
   } catch (error) {
     say(`keel dev: no UI: ${(error as Error).message}`);

@@ -42,6 +42,11 @@ function sdk<T>(subpath: string): T {
   }
 }
 
+/** Refuses (FAILED_PRECONDITION, saying how to install it) when the MCP SDK is not installed. */
+export function assertMcpServable(): void {
+  sdk('server/index.js');
+}
+
 /** An agent as MCP shows it. */
 export interface ExposedAgent {
   name: string;

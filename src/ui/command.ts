@@ -13,7 +13,7 @@ import { startCodecServer } from './codec-server';
 import { startUiServer } from './server';
 import { KeelClient } from '../client/keel-client';
 import { keelVersion } from '../node/package-root';
-import { exposedAgents, serveMcpStdio } from '../protocols/mcp';
+import { assertMcpServable, exposedAgents, serveMcpStdio } from '../protocols/mcp';
 import { loadRegistry } from '../worker/load-registry';
 
 /** `--host` and `--port` of the command line, over the config's. */
@@ -52,6 +52,7 @@ export async function runUi(config: KeelConfig, options: ListenOptions = {}): Pr
   }
   const signalled = waitForSignal(); // before saying it is up: a signal sent on reading the line stops it cleanly
   process.stderr.write(`keel: UI at ${ui.url} (Temporal at ${config.temporal.address}, namespace ${config.temporal.namespace}; Ctrl-C to stop)\n`);
+  if (ui.mcpAgents.length) process.stderr.write(`keel: MCP at ${ui.origin}/mcp (${ui.mcpAgents.join(', ')})\n`);
   await signalled;
   await ui.close();
   return 0;
@@ -86,6 +87,7 @@ export async function runCodecServer(config: KeelConfig, options: ListenOptions 
  */
 export async function runMcp(config: KeelConfig): Promise<number> {
   const agents = exposedAgents(config, await loadRegistry({ ...config, mcpServers: [] }));
+  assertMcpServable();
   if (!agents.length) process.stderr.write('keel: serve.agents in temporal.yaml names no agent: the MCP server lists no tools\n');
   const client = await KeelClient.connect(config, { identity: `keel-mcp ${process.pid}` });
   try {

@@ -29,9 +29,9 @@ import { parseDecision } from '../core/holds';
 import { RunLifecycleSchema } from '../core/run';
 import { describeZodError } from '../core/schema-errors';
 import { SteerInputSchema, steerInputProblem } from '../core/steering';
-import { assertListenable, startGuardedServer, type GuardedServer } from '../node/http-guard';
+import { assertListenable, isLoopback, startGuardedServer, type GuardedServer } from '../node/http-guard';
 import { keelVersion } from '../node/package-root';
-import { exposedAgents, mcpHttpHandler } from '../protocols/mcp';
+import { assertMcpServable, exposedAgents, mcpHttpHandler, type ExposedAgent } from '../protocols/mcp';
 import { loadRegistry } from '../worker/load-registry';
 import { EventHub } from './event-hub';
 import { runView } from './run-view';
@@ -59,6 +59,8 @@ export interface UiServerOptions {
   user?: string;
   /** The built page (default dist/web). */
   webRoot?: string;
+  /** Serves every defined agent at /mcp when `serve.agents` names none and the server is on loopback (`keel dev`). */
+  exposeAll?: boolean;
 }
 
 export interface UiServer {
@@ -68,6 +70,10 @@ export interface UiServer {
   origin: string;
   /** Runs watched for open pages now (one watcher per run). */
   watched(): number;
+  /** The agents served as MCP tools at `${origin}/mcp` (none: no /mcp). */
+  mcpAgents: string[];
+  /** Why /mcp is off when `exposeAll` asked for it (an agent module that does not load). */
+  mcpProblem?: string;
   close(): Promise<void>;
 }
 
@@ -345,6 +351,7 @@ export async function startUiServer({
   token = process.env.KEEL_UI_TOKEN || undefined,
   user = defaultUser(),
   webRoot = WEB_ROOT,
+  exposeAll = false,
 }: UiServerOptions): Promise<UiServer> {
   const guarded = {
     name: 'keel ui',
@@ -359,7 +366,18 @@ export async function startUiServer({
   if (!existsSync(join(webRoot, 'index.html')))
     throw new KeelError('FAILED_PRECONDITION', `the UI's page is not built (${join(webRoot, 'index.html')} is missing): run npm run build:ui`);
   // The agents served at /mcp, as the config's modules define them (no MCP tool servers are connected for this).
-  const agents = config.serve.agents.length ? exposedAgents(config, await loadRegistry({ ...config, mcpServers: [] })) : [];
+  const serve = config.serve.agents.length ? config.serve : exposeAll && isLoopback(host) ? { agents: ['*'] } : undefined;
+  let agents: ExposedAgent[] = [];
+  let mcpProblem: string | undefined;
+  try {
+    if (serve) agents = exposedAgents({ serve }, await loadRegistry({ ...config, mcpServers: [] }));
+    if (agents.length) assertMcpServable();
+  } catch (error) {
+    agents = [];
+    // Named in serve.agents, an agent that cannot be served is the config's mistake; exposing all is best effort.
+    if (config.serve.agents.length) throw error;
+    mcpProblem = (error as Error).message;
+  }
   const client = await KeelClient.connect(config, { identity: `keel-ui ${process.pid}@${hostname()}` });
   const hub = new EventHub(client);
   const bound: { origin?: string } = {};
@@ -379,6 +397,8 @@ export async function startUiServer({
     url: token !== undefined ? `${origin}/?token=${encodeURIComponent(token)}` : origin,
     origin,
     watched: () => hub.watched,
+    mcpAgents: agents.map((agent) => agent.name),
+    ...(mcpProblem ? { mcpProblem } : {}),
     async close() {
       hub.close();
       await mcp?.close();
