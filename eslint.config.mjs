@@ -107,7 +107,7 @@ const LAYERS = [
   { names: ['models', 'tools', 'storage', 'telemetry', 'security', 'activities'] },
   { names: ['server', 'worker'], apart: true },
   { names: ['client'] }, // the typed client
-  { names: ['protocols'] }, // keel's agents over other agents' protocols (MCP)
+  { names: ['protocols'] }, // keel's agents over other agents' protocols (MCP, A2A)
   { names: ['ops', 'ui'], apart: true }, // keel server/worker, namespace setup, deploy check; keel ui
   { names: ['dev'] }, // keel dev, init
   { names: ['cli'] }, // the keel command line

@@ -279,24 +279,31 @@ describe('keel agents as MCP tools', () => {
     const without = await startUiServer({ config: broken, port: 0, exposeAll: true });
     await without.close();
     expect(without.mcpAgents).toEqual([]);
-    expect(without.mcpProblem).toMatch(/modules\[0\]: cannot load .*no-such-module/);
+    expect(without.serveProblem).toMatch(/modules\[0\]: cannot load .*no-such-module/);
   });
 
-  it('says in one line how to install the MCP SDK when a project lacks it, for keel serve and keel mcp alike', async () => {
+  it('says in one line how to install a missing SDK: keel serve serves over the protocols it can, keel mcp needs MCP’s', async () => {
     const { configPath } = writeTestConfig('mcp-no-sdk', {
+      taskQueue: worker.taskQueue,
       server: { enabled: false },
       modules: [join(ROOT, 'test', 'fixtures', 'mcp-agents.ts')],
       serve: { agents: ['mcp-helper'] },
     });
-    const env = { NODE_OPTIONS: `--require ${join(ROOT, 'test', 'fixtures', 'hide-package.cjs')}`, KEEL_TEST_HIDE_PACKAGE: '@modelcontextprotocol/sdk' };
-    for (const command of ['serve', 'mcp']) {
-      const { code, stdout, stderr } = await runKeel([command, '--config', configPath, ...(command === 'serve' ? ['--port', '0'] : [])], { env });
-      expect(code, stderr).toBe(1);
-      expect(stderr).toBe(
-        'keel: FAILED_PRECONDITION: serving MCP needs @modelcontextprotocol/sdk, which is not installed: npm install @modelcontextprotocol/sdk\n',
-      );
-      expect(stdout).toBe('');
-    }
+    const hide = (packages: string) => ({ NODE_OPTIONS: `--require ${join(ROOT, 'test', 'fixtures', 'hide-package.cjs')}`, KEEL_TEST_HIDE_PACKAGE: packages });
+    const mcpMissing = 'serving MCP needs @modelcontextprotocol/sdk, which is not installed: npm install @modelcontextprotocol/sdk';
+    const mcp = await runKeel(['mcp', '--config', configPath], { env: hide('@modelcontextprotocol/sdk') });
+    expect(mcp.code, mcp.stderr).toBe(1);
+    expect(mcp.stderr).toBe(`keel: FAILED_PRECONDITION: ${mcpMissing}\n`);
+    expect(mcp.stdout).toBe('');
+    const neither = await runKeel(['serve', '--config', configPath, '--port', '0'], { env: hide('@modelcontextprotocol/sdk,@a2a-js/sdk') });
+    expect(neither.code, neither.stderr).toBe(1);
+    expect(neither.stderr).toBe(
+      `keel: FAILED_PRECONDITION: serve.agents: ${mcpMissing}; serving A2A needs @a2a-js/sdk, which is not installed: npm install @a2a-js/sdk\n`,
+    );
+    const a2aOnly = track(spawnKeel(['serve', '--config', configPath, '--port', '0'], { env: hide('@modelcontextprotocol/sdk') }));
+    await a2aOnly.waitFor(/keel: A2A at http:\/\/\S+\/a2a\/<agent> \(mcp-helper\)/);
+    expect(a2aOnly.stderr()).toContain(`keel: ${mcpMissing}\n`);
+    expect(a2aOnly.stderr()).not.toContain('keel: MCP at');
   });
 
   it('keel serve says where MCP is and serves it', async () => {

@@ -13,7 +13,8 @@ commands:
   dev                         server + one worker, for local work: a save of the config or of a
                               module (or a file it imports) restarts the worker
   serve                       keel's HTTP server: the web UI (inbox of holds, runs, live run view)
-                              and the agents serve.agents names as MCP tools at /mcp (--host, --port)
+                              and the agents serve.agents names over MCP (/mcp) and A2A (/a2a/<agent>)
+                              (--host, --port)
   ui                          the same server, by its older name
   mcp                         the agents serve.agents names, as MCP tools over stdio (docs/mcp.md)
   codec-server                the Temporal Web UI's remote codec endpoint: decrypts runs sealed by

@@ -302,7 +302,7 @@ export async function runDev(config: KeelConfig, options: WorkerRunOptions = {})
  * some (docs/mcp.md). One that cannot start is said in one line; keel dev goes on without it.
  */
 async function startDevUi(config: KeelConfig, say: (line: string) => void): Promise<UiServer | undefined> {
-  const { startUiServer } = requireModule<typeof import('../ui/server')>('../ui/server', __filename);
+  const { servedLines, startUiServer } = requireModule<typeof import('../ui/server')>('../ui/server', __filename);
   try {
     let ui: UiServer;
     try {
@@ -313,8 +313,8 @@ async function startDevUi(config: KeelConfig, say: (line: string) => void): Prom
       say(`keel dev: port ${config.ui.port} is taken; the UI listens on another`);
     }
     say(`keel: UI at ${ui.url} (inbox of holds, runs, live run view)`);
-    if (ui.mcpAgents.length) say(`keel: MCP at ${ui.origin}/mcp (${ui.mcpAgents.join(', ')})`);
-    if (ui.mcpProblem) say(`keel dev: no agents at /mcp: ${ui.mcpProblem}`);
+    for (const line of servedLines(ui)) say(line);
+    if (ui.serveProblem) say(`keel dev: agents not served to other agents: ${ui.serveProblem}`);
     return ui;
   } catch (error) {
     say(`keel dev: no UI: ${(error as Error).message}`);

@@ -15,7 +15,7 @@
  *    as soon as that many bytes arrived; it is never buffered beyond the limit.
  * 5. Changes (any method but GET, HEAD, OPTIONS): a browser's `Origin` must be the server's own
  *    or one of its named origins (403); a server may also require a header of its own, which
- *    no cross-site form can send, on every path but the protocol endpoints it names (`/mcp`).
+ *    no cross-site form can send, on every path but the protocol endpoints it names (`/mcp`, `/a2a`).
  *
  * Node side.
  */
@@ -49,7 +49,7 @@ export interface GuardOptions {
   crossOrigin?: { origins: string[]; allowHeaders: string[] };
   /** A header every change must carry, which no cross-site form can set (`x-keel-ui`). */
   changeHeader?: string;
-  /** Paths whose changes need no `changeHeader` (protocol endpoints other programs call: `/mcp`); the Origin check still holds. */
+  /** Paths (and the paths below them) whose changes need no `changeHeader` (protocol endpoints other programs call: `/mcp`, `/a2a`); the Origin check still holds. */
   openPaths?: readonly string[];
   /** Takes the token once as `?token=` and keeps it in this HttpOnly, SameSite=Strict cookie (how a page signs in). */
   tokenCookie?: string;
@@ -151,7 +151,8 @@ function createGuard({
   // A change from another origin is refused before its body is read, so no such page makes the server take one in.
   guard.use(async (c, next) => {
     if (SAFE_METHODS.has(c.req.method)) return next();
-    if (changeHeader !== undefined && !c.req.header(changeHeader) && !openPaths.includes(c.req.path))
+    const open = openPaths.some((path) => c.req.path === path || c.req.path.startsWith(`${path}/`));
+    if (changeHeader !== undefined && !c.req.header(changeHeader) && !open)
       return refuse(c, name, 'PERMISSION_DENIED', `a change needs the ${changeHeader} header`, 403);
     const origin = c.req.header('origin');
     const host = c.req.header('host');

@@ -4,6 +4,7 @@
  * the AWS SDK), and for the modules a temporal.yaml lists. Node side.
  */
 import { createRequire } from 'node:module';
+import { KeelError } from '../core/errors';
 
 let registered = false;
 
@@ -32,4 +33,17 @@ export function missingPackage(error: unknown, packages: readonly string[]): str
   if ((error as NodeJS.ErrnoException | undefined)?.code !== 'MODULE_NOT_FOUND') return undefined;
   const message = (error as Error).message;
   return packages.find((name) => message.includes(`'${name}'`) || message.includes(`'${name}/`));
+}
+
+/**
+ * Loads `subpath` of an optional package keel uses for `purpose` (`serving MCP`; '' for its main
+ * module); a package the project has not installed is FAILED_PRECONDITION saying how to install it.
+ */
+export function requireOptional<T>(name: string, subpath: string, purpose: string): T {
+  try {
+    return requireModule<T>(subpath ? `${name}/${subpath}` : name, __filename);
+  } catch (error) {
+    if (!missingPackage(error, [name])) throw error;
+    throw new KeelError('FAILED_PRECONDITION', `${purpose} needs ${name}, which is not installed: npm install ${name}`);
+  }
 }

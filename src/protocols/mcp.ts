@@ -26,21 +26,11 @@ import type { Hold, RunLifecycle, RunResult } from '../core/run';
 import { runListing } from '../client/runs';
 import type { RunListing } from '../client/runs';
 import { describeZodError } from '../core/schema-errors';
-import { missingPackage, requireModule } from '../node/require-ts';
+import { requireOptional } from '../node/require-ts';
 import type { Registry } from '../registry';
 
-/** The SDK keel serves MCP with: an optional peer dependency, loaded when MCP is served. */
-const SDK = '@modelcontextprotocol/sdk';
-
-/** Loads a module of the SDK, saying how to install it when it is missing. */
-function sdk<T>(subpath: string): T {
-  try {
-    return requireModule<T>(`${SDK}/${subpath}`, __filename);
-  } catch (error) {
-    if (!missingPackage(error, [SDK])) throw error;
-    throw new KeelError('FAILED_PRECONDITION', `serving MCP needs ${SDK}, which is not installed: npm install ${SDK}`);
-  }
-}
+/** Loads a module of the MCP SDK (an optional peer dependency), saying how to install it when it is missing. */
+const sdk = <T>(subpath: string): T => requireOptional<T>('@modelcontextprotocol/sdk', subpath, 'serving MCP');
 
 /** Refuses (FAILED_PRECONDITION, saying how to install it) when the MCP SDK is not installed. */
 export function assertMcpServable(): void {

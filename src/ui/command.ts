@@ -10,7 +10,7 @@ import { waitForSignal } from '../node/signals';
 import { ServerError } from '../server/server-error';
 import { temporalRefusal, tlsMismatch } from '../worker/connect';
 import { startCodecServer } from './codec-server';
-import { startUiServer } from './server';
+import { servedLines, startUiServer } from './server';
 import { KeelClient } from '../client/keel-client';
 import { keelVersion } from '../node/package-root';
 import { assertMcpServable, exposedAgents, serveMcpStdio } from '../protocols/mcp';
@@ -52,7 +52,8 @@ export async function runUi(config: KeelConfig, options: ListenOptions = {}): Pr
   }
   const signalled = waitForSignal(); // before saying it is up: a signal sent on reading the line stops it cleanly
   process.stderr.write(`keel: UI at ${ui.url} (Temporal at ${config.temporal.address}, namespace ${config.temporal.namespace}; Ctrl-C to stop)\n`);
-  if (ui.mcpAgents.length) process.stderr.write(`keel: MCP at ${ui.origin}/mcp (${ui.mcpAgents.join(', ')})\n`);
+  for (const line of servedLines(ui)) process.stderr.write(`${line}\n`);
+  if (ui.serveProblem) process.stderr.write(`keel: ${ui.serveProblem}\n`);
   await signalled;
   await ui.close();
   return 0;

@@ -32,6 +32,7 @@ import { SteerInputSchema, steerInputProblem } from '../core/steering';
 import { assertListenable, isLoopback, startGuardedServer, type GuardedServer } from '../node/http-guard';
 import { keelVersion } from '../node/package-root';
 import { assertMcpServable, exposedAgents, mcpHttpHandler, type ExposedAgent } from '../protocols/mcp';
+import { a2aHttpHandler, assertA2AServable } from '../protocols/a2a';
 import { loadRegistry } from '../worker/load-registry';
 import { EventHub } from './event-hub';
 import { runView } from './run-view';
@@ -72,8 +73,10 @@ export interface UiServer {
   watched(): number;
   /** The agents served as MCP tools at `${origin}/mcp` (none: no /mcp). */
   mcpAgents: string[];
-  /** Why /mcp is off when `exposeAll` asked for it (an agent module that does not load). */
-  mcpProblem?: string;
+  /** The agents served over A2A at `${origin}/a2a/<agent>` (none: no /a2a). */
+  a2aAgents: string[];
+  /** Why agents are not served, or not over one protocol (an agent module that does not load, an SDK not installed). */
+  serveProblem?: string;
   close(): Promise<void>;
 }
 
@@ -138,6 +141,7 @@ function createUiApp({
   user,
   webRoot,
   mcp,
+  a2a,
 }: {
   client: KeelClient;
   config: KeelConfig;
@@ -145,10 +149,29 @@ function createUiApp({
   user: string;
   webRoot: string;
   mcp: ReturnType<typeof mcpHttpHandler> | undefined;
+  a2a: ReturnType<typeof a2aHttpHandler> | undefined;
 }): Hono {
   const app = new Hono();
-  // MCP clients are programs, not the page: the SDK's transport answers them (its own headers, no CSP).
+  // MCP and A2A clients are programs, not the page: the protocols' SDKs answer them (their own headers, no CSP).
   if (mcp) app.all('/mcp', (c) => mcp.handle(c.req.raw));
+  if (a2a) {
+    app.get('/a2a/:agent/.well-known/agent-card.json', (c) => {
+      const card = a2a.card(c.req.param('agent'));
+      return card ? c.json(card) : c.json({ error: { status: 'NOT_FOUND', message: `no A2A agent "${c.req.param('agent')}" here` } }, 404);
+    });
+    app.post('/a2a/:agent', (c) => a2a.handle(c.req.param('agent'), c.req.raw));
+  }
+  app.all('/a2a/*', (c) =>
+    c.json(
+      {
+        error: {
+          status: 'NOT_FOUND',
+          message: `no such A2A endpoint: ${c.req.method} ${c.req.path} (an agent's card is /a2a/<agent>/.well-known/agent-card.json)`,
+        },
+      },
+      404,
+    ),
+  );
   app.use(secureHeaders({ contentSecurityPolicy: { defaultSrc: ["'self'"], imgSrc: ["'self'", 'data:'], styleSrc: ["'self'", "'unsafe-inline'"] } }));
   const routes: UiRoutes = { client, config, hub, user, temporalUiUrl: temporalUiUrlOf(config), inbox: inboxListing(client) };
   readingRoutes(app, routes);
@@ -334,6 +357,14 @@ function agentNames(config: KeelConfig): string[] {
   return config.agents.map((agent) => agent.name).sort();
 }
 
+/** What the server serves to other agents, a line per protocol (`keel: MCP at <url> (<agents>)`). */
+export function servedLines({ origin, mcpAgents, a2aAgents }: Pick<UiServer, 'origin' | 'mcpAgents' | 'a2aAgents'>): string[] {
+  return [
+    ...(mcpAgents.length ? [`keel: MCP at ${origin}/mcp (${mcpAgents.join(', ')})`] : []),
+    ...(a2aAgents.length ? [`keel: A2A at ${origin}/a2a/<agent> (${a2aAgents.join(', ')})`] : []),
+  ];
+}
+
 /** The default name of whoever decides from this UI. */
 export function defaultUser(): string {
   try {
@@ -359,30 +390,43 @@ export async function startUiServer({
     tokenVariable: 'KEEL_UI_TOKEN',
     tokenCookie: TOKEN_COOKIE,
     changeHeader: 'x-keel-ui',
-    openPaths: ['/mcp'],
+    openPaths: ['/mcp', '/a2a'],
     maxBodyBytes: MAX_BODY_BYTES,
   };
   assertListenable({ ...guarded, host });
   if (!existsSync(join(webRoot, 'index.html')))
     throw new KeelError('FAILED_PRECONDITION', `the UI's page is not built (${join(webRoot, 'index.html')} is missing): run npm run build:ui`);
-  // The agents served at /mcp, as the config's modules define them (no MCP tool servers are connected for this).
+  // The agents served at /mcp and /a2a, as the config's modules define them (no MCP tool servers are connected for this).
   const serve = config.serve.agents.length ? config.serve : exposeAll && isLoopback(host) ? { agents: ['*'] } : undefined;
   let agents: ExposedAgent[] = [];
-  let mcpProblem: string | undefined;
+  const problems: string[] = [];
   try {
     if (serve) agents = exposedAgents({ serve }, await loadRegistry({ ...config, mcpServers: [] }));
-    if (agents.length) assertMcpServable();
   } catch (error) {
-    agents = [];
     // Named in serve.agents, an agent that cannot be served is the config's mistake; exposing all is best effort.
     if (config.serve.agents.length) throw error;
-    mcpProblem = (error as Error).message;
+    problems.push((error as Error).message);
   }
+  // Each protocol whose SDK the project installed; named agents with neither is a mistake said at once.
+  const servable = (check: () => void) => {
+    if (!agents.length) return false;
+    try {
+      check();
+      return true;
+    } catch (error) {
+      problems.push((error as Error).message);
+      return false;
+    }
+  };
+  const [overMcp, overA2A] = [servable(assertMcpServable), servable(assertA2AServable)];
+  if (config.serve.agents.length && !overMcp && !overA2A) throw new KeelError('FAILED_PRECONDITION', `serve.agents: ${problems.join('; ')}`);
   const client = await KeelClient.connect(config, { identity: `keel-ui ${process.pid}@${hostname()}` });
   const hub = new EventHub(client);
   const bound: { origin?: string } = {};
-  const mcp = agents.length ? mcpHttpHandler({ client, agents, version: keelVersion(), uiOrigin: () => bound.origin }) : undefined;
-  const app = createUiApp({ client, config, hub, user, webRoot, mcp });
+  const served = { client, agents, version: keelVersion() };
+  const mcp = overMcp ? mcpHttpHandler({ ...served, uiOrigin: () => bound.origin }) : undefined;
+  const a2a = overA2A ? a2aHttpHandler({ ...served, origin: () => bound.origin }) : undefined;
+  const app = createUiApp({ client, config, hub, user, webRoot, mcp, a2a });
   let server: GuardedServer;
   try {
     server = await startGuardedServer({ ...guarded, host, port, app });
@@ -397,8 +441,9 @@ export async function startUiServer({
     url: token !== undefined ? `${origin}/?token=${encodeURIComponent(token)}` : origin,
     origin,
     watched: () => hub.watched,
-    mcpAgents: agents.map((agent) => agent.name),
-    ...(mcpProblem ? { mcpProblem } : {}),
+    mcpAgents: mcp ? agents.map((agent) => agent.name) : [],
+    a2aAgents: a2a ? agents.map((agent) => agent.name) : [],
+    ...(problems.length ? { serveProblem: problems.join('; ') } : {}),
     async close() {
       hub.close();
       await mcp?.close();
