@@ -168,7 +168,10 @@ async function budgetOf(client: KeelClient, runId: string): Promise<BudgetView |
 /** Everything the run view shows of `runId`. */
 export async function runView(client: KeelClient, runId: string, temporalUiUrl: string | undefined, namespace: string): Promise<RunView> {
   const handle = client.getHandle(runId);
-  const [status, messages, description] = await Promise.all([handle.status(), handle.messages(0), handle.describe()]);
+  // One query at a time: two at once on a run that has just ended can leave one unanswered for the
+  // server's whole query timeout (30 s) when the worker is busy (seen with test/ui-server.test.ts under load).
+  const [status, description] = await Promise.all([handle.status(), handle.describe()]);
+  const messages = await handle.messages(0);
   const [children, budget] = await Promise.all([childrenOf(client, runId, status), budgetOf(client, runId).catch(() => undefined)]);
   return {
     runId,
