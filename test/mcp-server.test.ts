@@ -21,7 +21,7 @@ import * as agents from './fixtures/mcp-agents';
 import { startTestWorker, type TestWorker } from './support/harness';
 import { BIN, ROOT, commandEnv, killAfterEach, runKeel, spawnCommand, spawnKeel, writeTestConfig } from './support/processes';
 
-const EXPOSED = ['mcp-helper', 'mcp-structured', 'mcp-held', 'mcp-slow', 'mcp-chat'];
+const EXPOSED = ['mcp-helper', 'mcp-structured', 'mcp-held', 'mcp-held-plan', 'mcp-slow', 'mcp-chat'];
 const testDir = mkdtempSync(join(tmpdir(), 'keel-mcp-server-'));
 process.env.KEEL_TEST_DIR = testDir;
 
@@ -153,6 +153,18 @@ describe('keel agents as MCP tools', () => {
     expect(after).toBe(before);
   });
 
+  it('answers "waiting" as a tool error for an agent with an output schema, so the answer never breaks its schema', async () => {
+    const client = await httpClient();
+    const result = (await client.callTool({ name: 'mcp-held-plan', arguments: { prompt: 'plan and pay' } })) as CallToolResult;
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toBeUndefined();
+    const waiting = (result._meta as Record<string, { interruptId: string; toolName: string }>)['keel/waiting']!;
+    expect(waiting.toolName).toBe('mcp_charge');
+    const handle = worker.client.getHandle(runIdOf(result));
+    await handle.deny(waiting.interruptId);
+    await handle.result().catch(() => undefined);
+  });
+
   it('aborts the run when the client cancels its call', async () => {
     const client = await httpClient();
     const controller = new AbortController();
@@ -263,7 +275,7 @@ describe('keel agents as MCP tools', () => {
   it('exposes every agent for keel dev on loopback, none off loopback, and goes on without /mcp when a module fails', async () => {
     const all = await startUiServer({ config: configFor({ agents: [] }), port: 0, exposeAll: true });
     await all.close();
-    expect(all.mcpAgents).toEqual(['mcp-chat', 'mcp-held', 'mcp-helper', 'mcp-hidden', 'mcp-slow', 'mcp-structured']);
+    expect(all.mcpAgents).toEqual(['mcp-chat', 'mcp-held', 'mcp-held-plan', 'mcp-helper', 'mcp-hidden', 'mcp-slow', 'mcp-structured']);
     const exposed = await startUiServer({ config: configFor({ agents: [] }), host: '0.0.0.0', port: 0, token: 'a-long-random-token-for-mcp', exposeAll: true });
     await exposed.close();
     expect(exposed.mcpAgents).toEqual([]);

@@ -126,7 +126,8 @@ const DECISION_FORM = {
 };
 
 /** The answer of a call whose run waits for a decision the client cannot be asked for. */
-function waitingResult(runId: string, hold: Hold, uiOrigin: string | undefined): CallToolResult {
+function waitingResult(runId: string, hold: Hold, agent: ExposedAgent, uiOrigin: string | undefined): CallToolResult {
+  const waiting = { interruptId: hold.id, kind: hold.kind, ...(hold.toolName ? { toolName: hold.toolName } : {}) };
   const where = [uiOrigin ? `in keel's UI (${uiOrigin}/#/runs/${encodeURIComponent(runId)})` : undefined, `with \`keel approve ${runId} ${hold.id}\` (or deny)`]
     .filter(Boolean)
     .join(' or ');
@@ -137,8 +138,9 @@ function waitingResult(runId: string, hold: Hold, uiOrigin: string | undefined):
         text: `run ${runId} waits for a decision: ${hold.question ?? hold.message ?? `the held call of ${hold.toolName ?? hold.kind}`}. Decide it ${where}.`,
       },
     ],
-    structuredContent: { runId, waiting: { interruptId: hold.id, kind: hold.kind, ...(hold.toolName ? { toolName: hold.toolName } : {}) } },
-    _meta: { 'keel/runId': runId },
+    // A tool with an output schema answers in its shape or as an error (clients check it): waiting is then an error, its hold in _meta.
+    ...(agent.output ? { isError: true } : { structuredContent: { runId, waiting } }),
+    _meta: { 'keel/runId': runId, 'keel/waiting': waiting },
   };
 }
 
@@ -389,9 +391,9 @@ async function followRun({ handle, agent, signal, progress, ask, decidedBy, uiOr
           if (event.type !== 'hold' || asked.has(event.interrupt.id)) continue;
           asked.add(event.interrupt.id);
           const hold = event.interrupt;
-          if (!ask) return resolve(waitingResult(runId, hold, uiOrigin));
+          if (!ask) return resolve(waitingResult(runId, hold, agent, uiOrigin));
           const decision = await ask(hold).catch(() => undefined);
-          if (!decision) return resolve(waitingResult(runId, hold, uiOrigin));
+          if (!decision) return resolve(waitingResult(runId, hold, agent, uiOrigin));
           await handle.decide({ interruptId: hold.id, ...decision, decidedBy }).catch((error: unknown) => {
             progress(++steps, `the decision was not taken: ${toKeelError(error).message}`);
           });
@@ -408,7 +410,7 @@ async function followRun({ handle, agent, signal, progress, ask, decidedBy, uiOr
       waiting.then((early) => early ?? new Promise<never>(() => undefined)),
     ]);
     // The events end with the run's end: let the last of them be said before the answer (briefly: they are polled).
-    await Promise.race([waiting, new Promise((resolve) => setTimeout(resolve, EVENTS_DRAIN_MS))]);
+    await Promise.race([waiting, new Promise((resolve) => setTimeout(resolve, EVENTS_DRAIN_MS).unref())]);
     return outcome;
   } catch (error) {
     if (signal.aborted) return toolError(`the call was cancelled; run ${runId} was asked to stop`, runId);
