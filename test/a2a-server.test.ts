@@ -6,6 +6,8 @@
  * server; cancelling a task aborts its run; bad input is refused, saying what was wrong.
  */
 import { randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Role, TaskState, type Message, type Part, type Task } from '@a2a-js/sdk';
 import { ClientFactory, type Client } from '@a2a-js/sdk/client';
@@ -18,6 +20,16 @@ import { startTestWorker, type TestWorker } from './support/harness';
 import { ROOT, spawnCommand } from './support/processes';
 
 const EXPOSED = ['mcp-helper', 'mcp-structured', 'mcp-held', 'mcp-slow', 'mcp-chat'];
+const testDir = mkdtempSync(join(tmpdir(), 'keel-a2a-server-'));
+process.env.KEEL_TEST_DIR = testDir;
+
+/** How many times mcp_charge ran in run `runId`. */
+const chargesOf = (runId: string) =>
+  existsSync(join(testDir, 'charged.log'))
+    ? readFileSync(join(testDir, 'charged.log'), 'utf8')
+        .split('\n')
+        .filter((line) => line.startsWith(`${runId} `)).length
+    : 0;
 
 let worker: TestWorker;
 let ui: UiServer;
@@ -132,6 +144,20 @@ describe('keel agents over A2A', () => {
     expect(textsOf(done.artifacts[0]?.parts)).toEqual(['the answer: charged 700']);
     const status = await worker.client.getHandle(waiting.id).status();
     expect(status.decisions).toEqual([expect.objectContaining({ decision: 'approved', decidedBy: 'a2a:client', reason: 'ok' })]);
+    expect(chargesOf(waiting.id), 'the approved call runs once').toBe(1);
+  });
+
+  it('denies the held call with a data part that says so, and the call never runs; a decision meant elsewhere is refused', async () => {
+    const client = await agentClient('mcp-held');
+    const waiting = await send(client, userMessage([text('charge it')]));
+    // A hold this task does not have, and a task of another agent: refused, nothing decided.
+    await expect(send(client, userMessage([data({ approved: true, interruptId: 'i9' })], { taskId: waiting.id }))).rejects.toThrow(/unknown hold id "i9"/);
+    const other = await send(await agentClient('mcp-helper'), userMessage([text('what is it?')]));
+    await expect(send(client, userMessage([data({ approved: true })], { taskId: other.id }))).rejects.toThrow(/no task .* of agent mcp-held/);
+    expect((await worker.client.getHandle(waiting.id).status()).state).toBe('waiting');
+    const denied = await send(client, userMessage([data({ approved: false, reason: 'no' })], { taskId: waiting.id }));
+    expect(denied.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(chargesOf(waiting.id), 'a denied call never runs').toBe(0);
   });
 
   it('keeps a context as a session, and refuses a context for an agent that keeps none', async () => {
@@ -194,6 +220,26 @@ describe('keel agents over A2A', () => {
     expect(answer.id).toBe(7);
     expect(answer.result).toMatchObject({ kind: 'task', status: { state: 'completed' } });
     expect(answer.result.artifacts[0]?.parts[0]?.text).toBe('the answer: life: 42');
+  });
+
+  it('answers bad requests with the protocol’s own errors, saying what was wrong', async () => {
+    const rpc = (path: string, body: string, headers: Record<string, string> = {}) =>
+      fetch(`${ui.origin}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...headers }, body });
+    const hidden = await rpc('/a2a/mcp-hidden', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: {} }));
+    expect(hidden.status).toBe(404);
+    expect(await hidden.json()).toMatchObject({ error: { message: 'no A2A agent "mcp-hidden" here' } });
+    const malformed = await rpc('/a2a/mcp-helper', '{"jsonrpc": "2.0", ');
+    expect(await malformed.json()).toMatchObject({ error: { code: -32700, message: expect.stringContaining('not JSON') } });
+    const token = 'a-long-random-token-for-a2a';
+    const guarded = await startUiServer({ config: configFor(worker.taskQueue), port: 0, token });
+    try {
+      const card = await fetch(`${guarded.origin}/a2a/mcp-helper/.well-known/agent-card.json`);
+      expect(card.status).toBe(401);
+      const withToken = await fetch(`${guarded.origin}/a2a/mcp-helper/.well-known/agent-card.json`, { headers: { authorization: `Bearer ${token}` } });
+      expect(withToken.status).toBe(200);
+    } finally {
+      await guarded.close();
+    }
   });
 
   it('refuses a message from a page of another origin before it reads the body', async () => {
