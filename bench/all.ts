@@ -19,6 +19,7 @@ const BENCHES = [
   'many-waiting.ts',
   'cached-memory.ts',
   'thread-start.ts',
+  'protocols.ts',
   'profile.ts',
 ];
 

@@ -103,10 +103,7 @@ class RunTasks implements A2ARequestHandler {
 
   async sendMessage(params: Parameters<A2ARequestHandler['sendMessage']>[0], context: ServerCallContext): Promise<Task> {
     const runId = await this.begin(params.message, context);
-    if (!params.configuration?.returnImmediately) {
-      // Blocking: until the run ends or waits for a decision.
-      for await (const event of this.client.getHandle(runId).events()) if (event.type === 'hold' || event.type === 'end') break;
-    }
+    if (!params.configuration?.returnImmediately) await this.settled(runId);
     return this.task(runId);
   }
 
@@ -155,6 +152,22 @@ class RunTasks implements A2ARequestHandler {
   }
   deleteTaskPushNotificationConfig(): never {
     return this.createTaskPushNotificationConfig();
+  }
+
+  /** Until the run ends (its result, the moment Temporal has it) or waits for a decision (its events say so). */
+  private async settled(runId: string): Promise<void> {
+    const handle = this.client.getHandle(runId);
+    const stop = new AbortController();
+    const held = (async () => {
+      for await (const event of handle.events({ signal: stop.signal })) if (event.type === 'hold') return;
+      // Events that end without a hold: the result says the rest.
+      await new Promise<never>(() => undefined);
+    })();
+    try {
+      await Promise.race([handle.result({ signal: stop.signal }).catch(() => undefined), held]);
+    } finally {
+      stop.abort();
+    }
   }
 
   /** The context of a run: its session for a session agent, else the run itself. */

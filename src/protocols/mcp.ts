@@ -175,8 +175,13 @@ const TASK_STATUS: Record<RunLifecycle, Task['status']> = {
   timed_out: 'failed',
 };
 
-/** How often a client is told to look at a task again. */
-const TASK_POLL_MS = 1000;
+/** How often a client is told to look at a task again (answered from the server's last read of the run). */
+const TASK_POLL_MS = 100;
+/** How long a read of a task's run answers for it (its end is seen at once: the server waits for it). */
+const READ_FRESH_MS = 500;
+/** The most task reads kept, and runs whose end is waited for, by one server. */
+const MAX_READS = 1000;
+const MAX_WATCHED = 200;
 
 /**
  * MCP tasks that are keel runs: the task id is the run id, and every answer is read from
@@ -190,6 +195,10 @@ class RunTaskStore implements TaskStore {
   private readonly asked = new Set<string>();
   /** Tasks this server was asked to cancel: cancelled from then on, while their runs wind down. */
   private readonly cancelled = new Set<string>();
+  /** The latest read of each task's run, kept briefly: a client polling a task is answered from it. */
+  private readonly reads = new Map<string, { at: number; found: Promise<{ run: RunListing; agent: ExposedAgent } | undefined> }>();
+  /** Runs whose end this server waits for (Temporal's long poll), so their tasks turn terminal at once. */
+  private readonly watching = new Set<string>();
 
   constructor(
     private readonly client: KeelClient,
@@ -197,15 +206,37 @@ class RunTaskStore implements TaskStore {
     private readonly ask: ((runId: string, agent: ExposedAgent, hold: Hold) => void) | undefined,
   ) {}
 
-  /** The run's listing, if it is a run of an exposed agent. */
-  private async listing(runId: string): Promise<{ run: RunListing; agent: ExposedAgent } | undefined> {
-    try {
-      const run = runListing(await this.client.getHandle(runId).describe());
-      const agent = run.agent === undefined ? undefined : this.agents.get(run.agent);
-      return agent ? { run, agent } : undefined;
-    } catch {
-      return undefined;
-    }
+  /** The run's listing, if it is a run of an exposed agent: read again once the last read is READ_FRESH_MS old, or the run ended. */
+  private listing(runId: string): Promise<{ run: RunListing; agent: ExposedAgent } | undefined> {
+    const cached = this.reads.get(runId);
+    if (cached && Date.now() - cached.at < READ_FRESH_MS) return cached.found;
+    const found = this.client
+      .getHandle(runId)
+      .describe()
+      .then((description) => {
+        const run = runListing(description);
+        const agent = run.agent === undefined ? undefined : this.agents.get(run.agent);
+        if (agent && (run.state === 'running' || run.state === 'waiting')) this.watch(runId);
+        return agent ? { run, agent } : undefined;
+      })
+      .catch(() => undefined);
+    if (this.reads.size >= MAX_READS) this.reads.delete(this.reads.keys().next().value!);
+    this.reads.set(runId, { at: Date.now(), found });
+    return found;
+  }
+
+  /** Waits for the run's end (a few hundred at once at most); when it comes, its next read is fresh. */
+  private watch(runId: string): void {
+    if (this.watching.has(runId) || this.watching.size >= MAX_WATCHED) return;
+    this.watching.add(runId);
+    void this.client
+      .getHandle(runId)
+      .result()
+      .catch(() => undefined)
+      .finally(() => {
+        this.watching.delete(runId);
+        this.reads.delete(runId);
+      });
   }
 
   private taskOf(run: RunListing, statusMessage?: string): Task {
@@ -268,6 +299,7 @@ class RunTaskStore implements TaskStore {
     if (status !== 'cancelled') return;
     await this.client.getHandle(taskId).cancel();
     this.cancelled.add(taskId);
+    this.reads.delete(taskId);
   }
 
   async listTasks(): Promise<{ tasks: Task[] }> {
@@ -333,6 +365,7 @@ export function createMcpServer({ client, agents, uiOrigin, version }: McpServeO
       handle: client.getHandle(runId),
       agent,
       signal: extra.signal,
+      following: extra._meta?.progressToken !== undefined,
       progress: (progress, message) => {
         const progressToken = extra._meta?.progressToken;
         if (progressToken === undefined) return;
@@ -363,6 +396,8 @@ interface FollowOptions {
   agent: ExposedAgent;
   signal: AbortSignal;
   progress: (progress: number, message: string) => void;
+  /** The client asked for progress (its answer then waits, briefly, for the run's last events). */
+  following: boolean;
   /** Asks the client to decide a hold (undefined: it cannot be asked; undefined answer: it would not say). */
   ask: ((hold: Hold) => Promise<{ approved: boolean; reason?: string } | undefined>) | undefined;
   decidedBy: string;
@@ -370,7 +405,7 @@ interface FollowOptions {
 }
 
 /** Follows a run to its answer: progress from its events, holds asked about, the call cancelled → the run aborted. */
-async function followRun({ handle, agent, signal, progress, ask, decidedBy, uiOrigin }: FollowOptions): Promise<CallToolResult> {
+async function followRun({ handle, agent, signal, progress, following, ask, decidedBy, uiOrigin }: FollowOptions): Promise<CallToolResult> {
   const { runId } = handle;
   const stop = new AbortController();
   const aborted = () => {
@@ -409,8 +444,8 @@ async function followRun({ handle, agent, signal, progress, ask, decidedBy, uiOr
       handle.result({ signal: stop.signal }).then((result) => answerOf(runId, result, agent)),
       waiting.then((early) => early ?? new Promise<never>(() => undefined)),
     ]);
-    // The events end with the run's end: let the last of them be said before the answer (briefly: they are polled).
-    await Promise.race([waiting, new Promise((resolve) => setTimeout(resolve, EVENTS_DRAIN_MS).unref())]);
+    // The events end with the run's end: for a client that follows progress, let the last of them be said first (briefly: they are polled).
+    if (following) await Promise.race([waiting, new Promise((resolve) => setTimeout(resolve, EVENTS_DRAIN_MS).unref())]);
     return outcome;
   } catch (error) {
     if (signal.aborted) return toolError(`the call was cancelled; run ${runId} was asked to stop`, runId);
