@@ -176,7 +176,7 @@ const TASK_STATUS: Record<RunLifecycle, Task['status']> = {
 };
 
 /** How often a client is told to look at a task again (answered from the server's last read of the run). */
-const TASK_POLL_MS = 100;
+const TASK_POLL_MS = 50;
 /** How long a read of a task's run answers for it (its end is seen at once: the server waits for it). */
 const READ_FRESH_MS = 500;
 /** The most task reads kept, and runs whose end is waited for, by one server. */
@@ -199,6 +199,8 @@ class RunTaskStore implements TaskStore {
   private readonly reads = new Map<string, { at: number; found: Promise<{ run: RunListing; agent: ExposedAgent } | undefined> }>();
   /** Runs whose end this server waits for (Temporal's long poll), so their tasks turn terminal at once. */
   private readonly watching = new Set<string>();
+  /** The results of watched runs that completed (their tasks' answers, with no further read). */
+  private readonly results = new Map<string, RunResult>();
 
   constructor(
     private readonly client: KeelClient,
@@ -209,6 +211,9 @@ class RunTaskStore implements TaskStore {
   /** The run's listing, if it is a run of an exposed agent: read again once the last read is READ_FRESH_MS old, or the run ended. */
   private listing(runId: string): Promise<{ run: RunListing; agent: ExposedAgent } | undefined> {
     const cached = this.reads.get(runId);
+    // A watched run that completed: its last read, completed now.
+    if (cached && this.results.has(runId))
+      return cached.found.then((found) => found && { ...found, run: { ...found.run, state: 'completed', endedAt: found.run.endedAt ?? new Date().toISOString() } });
     if (cached && Date.now() - cached.at < READ_FRESH_MS) return cached.found;
     const found = this.client
       .getHandle(runId)
@@ -232,11 +237,15 @@ class RunTaskStore implements TaskStore {
     void this.client
       .getHandle(runId)
       .result()
-      .catch(() => undefined)
-      .finally(() => {
-        this.watching.delete(runId);
-        this.reads.delete(runId);
-      });
+      .then(
+        (result) => {
+          if (this.results.size >= MAX_READS) this.results.delete(this.results.keys().next().value!);
+          this.results.set(runId, result);
+        },
+        // Any other end is read afresh.
+        () => this.reads.delete(runId),
+      )
+      .finally(() => this.watching.delete(runId));
   }
 
   private taskOf(run: RunListing, statusMessage?: string): Task {
@@ -287,7 +296,7 @@ class RunTaskStore implements TaskStore {
     const found = await this.listing(taskId);
     if (!found) throw new KeelError('NOT_FOUND', `no task ${taskId}`);
     try {
-      return answerOf(taskId, await this.client.getHandle(taskId).result(), found.agent);
+      return answerOf(taskId, this.results.get(taskId) ?? (await this.client.getHandle(taskId).result()), found.agent);
     } catch (error) {
       const failure = toKeelError(error);
       return toolError(`run ${taskId} of ${found.agent.name} ended ${found.run.state}: ${failure.status}: ${failure.message}`, taskId);
