@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { KeelClient } from '../src/client/keel-client';
 import { loadConfig } from '../src/config/load';
-import { ROOT, killAfterEach, spawnKeel, writeTestConfig, type KeelProcess } from './support/processes';
+import { ROOT, killAfterEach, spawnKeel, writeTestConfig, type KeelProcess, CRASH_AGENT_CONFIG } from './support/processes';
 
 const track = killAfterEach(afterEach);
 
@@ -41,22 +41,7 @@ describe('worker crash', () => {
     // turn 1: record_fast and slow_work(4 s) at once; the worker running slow_work is killed
     // turn 2: the model answers "done"
     const { dir, configPath } = writeTestConfig('crash', {
-      activities: { tool: { startToCloseTimeout: '1 minute', heartbeatTimeout: '2 seconds', retry: { initialInterval: '200ms' } } },
-      modules: [join(ROOT, 'test', 'fixtures', 'crash-agents.ts')],
-      models: [
-        {
-          name: 'scripted/crash',
-          script: [
-            {
-              toolRequests: [
-                { name: 'record_fast', input: {} },
-                { name: 'slow_work', input: { seconds: 4 } },
-              ],
-            },
-            { text: 'done' },
-          ],
-        },
-      ],
+      ...CRASH_AGENT_CONFIG,
     });
     const workers = await twoWorkers(configPath, dir);
     const client = await KeelClient.connect(loadConfig({ path: configPath }));

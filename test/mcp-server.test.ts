@@ -19,7 +19,7 @@ import { Registry } from '../src/registry';
 import { startUiServer, type UiServer } from '../src/ui/server';
 import * as agents from './fixtures/mcp-agents';
 import { startTestWorker, type TestWorker } from './support/harness';
-import { BIN, ROOT, commandEnv, killAfterEach, runKeel, spawnCommand, spawnKeel, writeTestConfig } from './support/processes';
+import { BIN, ROOT, commandEnv, killAfterEach, runKeel, spawnCommand, spawnKeel, writeTestConfig, CRASH_AGENT_CONFIG } from './support/processes';
 
 const EXPOSED = ['mcp-helper', 'mcp-structured', 'mcp-held', 'mcp-held-plan', 'mcp-slow', 'mcp-chat'];
 const testDir = mkdtempSync(join(tmpdir(), 'keel-mcp-server-'));
@@ -383,22 +383,7 @@ describe('keel agents as MCP tools', () => {
   it('answers a call whose worker was SIGKILLed mid-tool, without running a finished tool again', async () => {
     // turn 1: record_fast and slow_work (4 s) at once; the worker running slow_work is killed; turn 2: "done"
     const { dir, configPath } = writeTestConfig('mcp-crash', {
-      activities: { tool: { startToCloseTimeout: '1 minute', heartbeatTimeout: '2 seconds', retry: { initialInterval: '200ms' } } },
-      modules: [join(ROOT, 'test', 'fixtures', 'crash-agents.ts')],
-      models: [
-        {
-          name: 'scripted/crash',
-          script: [
-            {
-              toolRequests: [
-                { name: 'record_fast', input: {} },
-                { name: 'slow_work', input: { seconds: 4 } },
-              ],
-            },
-            { text: 'done' },
-          ],
-        },
-      ],
+      ...CRASH_AGENT_CONFIG,
       serve: { agents: ['crash'] },
     });
     const workers = [0, 1].map(() => track(spawnKeel(['worker', '--config', configPath], { env: { KEEL_TEST_DIR: dir } })));

@@ -13,7 +13,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ROOT, killAfterEach, spawnKeel, writeTestConfig, type KeelProcess } from './support/processes';
+import { killAfterEach, spawnKeel, writeTestConfig, type KeelProcess, CRASH_AGENT_CONFIG } from './support/processes';
 
 const track = killAfterEach(afterEach);
 const clients: Client[] = [];
@@ -42,22 +42,7 @@ describe('keel serve behind the protocols', () => {
   it('keeps an MCP task and an A2A task through a worker SIGKILLed mid-tool and keel serve SIGKILLed', async () => {
     // Each run: turn 1 calls record_fast and slow_work (4 s) at once; turn 2 answers "done".
     const { dir, configPath } = writeTestConfig('serve-durable', {
-      activities: { tool: { startToCloseTimeout: '1 minute', heartbeatTimeout: '2 seconds', retry: { initialInterval: '200ms' } } },
-      modules: [join(ROOT, 'test', 'fixtures', 'crash-agents.ts')],
-      models: [
-        {
-          name: 'scripted/crash',
-          script: [
-            {
-              toolRequests: [
-                { name: 'record_fast', input: {} },
-                { name: 'slow_work', input: { seconds: 4 } },
-              ],
-            },
-            { text: 'done' },
-          ],
-        },
-      ],
+      ...CRASH_AGENT_CONFIG,
       serve: { agents: ['crash'] },
     });
     const startWorker = () => track(spawnKeel(['worker', '--config', configPath], { env: { KEEL_TEST_DIR: dir } }));

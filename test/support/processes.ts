@@ -128,3 +128,27 @@ export function writeTestConfig(
   writeFileSync(configPath, stringify(config));
   return { dir, configPath, taskQueue: config.taskQueue };
 }
+
+/**
+ * temporal.yaml fields for the crash fixture (test/fixtures/crash-agents.ts): agent `crash`, whose
+ * turn 1 calls record_fast and slow_work (4 s) at once and whose turn 2 answers "done"; tool calls
+ * heartbeat every 2 s, so a worker killed mid-call is noticed at once.
+ */
+export const CRASH_AGENT_CONFIG = {
+  activities: { tool: { startToCloseTimeout: '1 minute', heartbeatTimeout: '2 seconds', retry: { initialInterval: '200ms' } } },
+  modules: [join(ROOT, 'test', 'fixtures', 'crash-agents.ts')],
+  models: [
+    {
+      name: 'scripted/crash',
+      script: [
+        {
+          toolRequests: [
+            { name: 'record_fast', input: {} },
+            { name: 'slow_work', input: { seconds: 4 } },
+          ],
+        },
+        { text: 'done' },
+      ],
+    },
+  ],
+};
