@@ -222,6 +222,35 @@ describe('keel agents over A2A', () => {
     expect(answer.result.artifacts[0]?.parts[0]?.text).toBe('the answer: life: 42');
   });
 
+  it('streams to a v0.3 client’s message/stream, and answers its tasks/get', async () => {
+    const response = await fetch(`${ui.origin}/a2a/mcp-helper`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 8,
+        method: 'message/stream',
+        params: { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text: 'what is it?' }] } },
+      }),
+    });
+    expect(response.headers.get('content-type')).toBe('text/event-stream');
+    const events = (await response.text())
+      .split('\n\n')
+      .filter((chunk) => chunk.startsWith('data: '))
+      .map(
+        (chunk) => (JSON.parse(chunk.slice('data: '.length)) as { result: { kind: string; id?: string; taskId?: string; status?: { state: string } } }).result,
+      );
+    expect(events[0]?.kind).toBe('task');
+    expect(events.at(-1)).toMatchObject({ kind: 'status-update', status: { state: 'completed' } });
+    const taskId = events[0]!.id!;
+    const got = await fetch(`${ui.origin}/a2a/mcp-helper`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tasks/get', params: { id: taskId } }),
+    });
+    expect(((await got.json()) as { result: { id: string; status: { state: string } } }).result).toMatchObject({ id: taskId, status: { state: 'completed' } });
+  });
+
   it('answers bad requests with the protocol’s own errors, saying what was wrong', async () => {
     const rpc = (path: string, body: string, headers: Record<string, string> = {}) =>
       fetch(`${ui.origin}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...headers }, body });
