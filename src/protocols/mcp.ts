@@ -213,7 +213,9 @@ class RunTaskStore implements TaskStore {
     const cached = this.reads.get(runId);
     // A watched run that completed: its last read, completed now.
     if (cached && this.results.has(runId))
-      return cached.found.then((found) => found && { ...found, run: { ...found.run, state: 'completed', endedAt: found.run.endedAt ?? new Date().toISOString() } });
+      return cached.found.then(
+        (found) => found && { ...found, run: { ...found.run, state: 'completed', endedAt: found.run.endedAt ?? new Date().toISOString() } },
+      );
     if (cached && Date.now() - cached.at < READ_FRESH_MS) return cached.found;
     const found = this.client
       .getHandle(runId)
