@@ -199,6 +199,8 @@ class RunTaskStore implements TaskStore {
   private readonly reads = new Map<string, { at: number; found: Promise<{ run: RunListing; agent: ExposedAgent } | undefined> }>();
   /** Runs whose end this server waits for (Temporal's long poll), so their tasks turn terminal at once. */
   private readonly watching = new Set<string>();
+  /** The latest read of each waiting run's holds. */
+  private readonly holdReads = new Map<string, { at: number; holds: Promise<Hold[]> }>();
   /** The results of watched runs that completed (their tasks' answers, with no further read). */
   private readonly results = new Map<string, RunResult>();
 
@@ -276,10 +278,7 @@ class RunTaskStore implements TaskStore {
     const found = await this.listing(taskId);
     if (!found) return null;
     if (found.run.state !== 'waiting' || this.cancelled.has(taskId)) return this.taskOf(found.run);
-    const holds = await this.client
-      .getHandle(taskId)
-      .pendingHolds()
-      .catch(() => []);
+    const holds = await this.pendingHolds(taskId);
     for (const hold of holds) {
       const key = `${taskId}/${hold.id}`;
       if (this.ask && !this.asked.has(key)) {
@@ -288,6 +287,22 @@ class RunTaskStore implements TaskStore {
       }
     }
     return this.taskOf(found.run, holds[0] ? questionOf(found.agent.name, taskId, holds[0]) : undefined);
+  }
+
+  /**
+   * A waiting run's holds (a query), asked at most once per READ_FRESH_MS and never twice at once
+   * for one run: a client polling `tasks/get` beside a `tasks/result` shares the answer.
+   */
+  private pendingHolds(runId: string): Promise<Hold[]> {
+    const cached = this.holdReads.get(runId);
+    if (cached && Date.now() - cached.at < READ_FRESH_MS) return cached.holds;
+    const holds = this.client
+      .getHandle(runId)
+      .pendingHolds()
+      .catch(() => []);
+    if (this.holdReads.size >= MAX_READS) this.holdReads.delete(this.holdReads.keys().next().value!);
+    this.holdReads.set(runId, { at: Date.now(), holds });
+    return holds;
   }
 
   async storeTaskResult(): Promise<void> {
@@ -311,6 +326,7 @@ class RunTaskStore implements TaskStore {
     await this.client.getHandle(taskId).cancel();
     this.cancelled.add(taskId);
     this.reads.delete(taskId);
+    this.holdReads.delete(taskId);
   }
 
   async listTasks(): Promise<{ tasks: Task[] }> {
