@@ -158,15 +158,18 @@ class RunTasks implements A2ARequestHandler {
   private async settled(runId: string): Promise<void> {
     const handle = this.client.getHandle(runId);
     const stop = new AbortController();
-    const held = (async () => {
-      for await (const event of handle.events({ signal: stop.signal })) if (event.type === 'hold') return;
-      // Events that end without a hold: the result says the rest.
-      await new Promise<never>(() => undefined);
-    })();
+    const loop = (async () => {
+      for await (const event of handle.events({ signal: stop.signal })) if (event.type === 'hold') return true;
+      return false;
+    })().catch(() => false);
     try {
-      await Promise.race([handle.result({ signal: stop.signal }).catch(() => undefined), held]);
+      // Events that end without a hold: the result says the rest.
+      await Promise.race([handle.result({ signal: stop.signal }).catch(() => undefined), loop.then((held) => held || new Promise<never>(() => undefined))]);
     } finally {
       stop.abort();
+      // Its last query answered before the task is read: two queries at once on a run that has just
+      // ended can leave one unanswered for the server's whole query timeout (30 s) on a busy machine.
+      await loop;
     }
   }
 

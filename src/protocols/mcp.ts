@@ -399,11 +399,11 @@ export function createMcpServer({ client, agents, uiOrigin, version }: McpServeO
         void extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress, message } }).catch(() => undefined);
       },
       ask: canAsk()
-        ? async (hold) =>
+        ? async (hold, asking) =>
             decisionOf(
               await server.elicitInput(
                 { mode: 'form', message: questionOf(agent.name, runId, hold), requestedSchema: DECISION_FORM },
-                { relatedRequestId: extra.requestId },
+                { relatedRequestId: extra.requestId, signal: asking },
               ),
             )
         : undefined,
@@ -425,8 +425,8 @@ interface FollowOptions {
   progress: (progress: number, message: string) => void;
   /** The client asked for progress (its answer then waits, briefly, for the run's last events). */
   following: boolean;
-  /** Asks the client to decide a hold (undefined: it cannot be asked; undefined answer: it would not say). */
-  ask: ((hold: Hold) => Promise<{ approved: boolean; reason?: string } | undefined>) | undefined;
+  /** Asks the client to decide a hold, until `signal` (undefined: it cannot be asked; undefined answer: it would not say). */
+  ask: ((hold: Hold, signal: AbortSignal) => Promise<{ approved: boolean; reason?: string } | undefined>) | undefined;
   decidedBy: string;
   uiOrigin: string | undefined;
 }
@@ -444,8 +444,9 @@ async function followRun({ handle, agent, signal, progress, following, ask, deci
   const asked = new Set<string>();
   let steps = 0;
   // Holds end the wait early when the client cannot be asked; otherwise the result does.
+  let loop: Promise<void> = Promise.resolve();
   const waiting = new Promise<CallToolResult | undefined>((resolve) => {
-    void (async () => {
+    loop = (async () => {
       try {
         for await (const event of handle.events({ signal: stop.signal })) {
           const line = progressLine(event);
@@ -454,7 +455,7 @@ async function followRun({ handle, agent, signal, progress, following, ask, deci
           asked.add(event.interrupt.id);
           const hold = event.interrupt;
           if (!ask) return resolve(waitingResult(runId, hold, agent, uiOrigin));
-          const decision = await ask(hold).catch(() => undefined);
+          const decision = await ask(hold, stop.signal).catch(() => undefined);
           if (!decision) return resolve(waitingResult(runId, hold, agent, uiOrigin));
           await handle.decide({ interruptId: hold.id, ...decision, decidedBy }).catch((error: unknown) => {
             progress(++steps, `the decision was not taken: ${toKeelError(error).message}`);
@@ -481,6 +482,9 @@ async function followRun({ handle, agent, signal, progress, following, ask, deci
   } finally {
     stop.abort();
     signal.removeEventListener('abort', aborted);
+    // Its last query answered before the call's: two queries at once on a run that has just ended
+    // can leave one unanswered for the server's whole query timeout (30 s) on a busy machine.
+    await loop;
   }
 }
 
