@@ -21,7 +21,7 @@ import { parseDecision } from '../core/holds';
 import type { Hold, RunLifecycle } from '../core/run';
 import { sessionOfRun } from '../core/session';
 import { requireOptional } from '../node/require-ts';
-import type { ExposedAgent } from './mcp';
+import type { ExposedAgent } from './exposed-agents';
 
 /** Loads a module of the A2A SDK (an optional peer dependency), saying how to install it when it is missing. */
 const sdk = <T>(subpath: string): T => requireOptional<T>('@a2a-js/sdk', subpath, 'serving A2A');

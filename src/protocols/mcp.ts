@@ -20,14 +20,13 @@ import type { CreateTaskOptions, TaskStore } from '@modelcontextprotocol/sdk/exp
 import type { CallToolResult, CreateTaskResult, ElicitResult, Task, Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
 import type { KeelClient, RunHandle } from '../client/keel-client';
 import type { RunEvent } from '../client/run-events';
-import type { KeelConfig } from '../config/schema';
 import { KeelError, toKeelError } from '../core/errors';
 import type { Hold, RunLifecycle, RunResult } from '../core/run';
 import { runListing } from '../client/runs';
 import type { RunListing } from '../client/runs';
 import { describeZodError } from '../core/schema-errors';
 import { requireOptional } from '../node/require-ts';
-import type { Registry } from '../registry';
+import type { ExposedAgent } from './exposed-agents';
 
 /** Loads a module of the MCP SDK (an optional peer dependency), saying how to install it when it is missing. */
 const sdk = <T>(subpath: string): T => requireOptional<T>('@modelcontextprotocol/sdk', subpath, 'serving MCP');
@@ -35,34 +34,6 @@ const sdk = <T>(subpath: string): T => requireOptional<T>('@modelcontextprotocol
 /** Refuses (FAILED_PRECONDITION, saying how to install it) when the MCP SDK is not installed. */
 export function assertMcpServable(): void {
   sdk('server/index.js');
-}
-
-/** An agent as MCP shows it. */
-export interface ExposedAgent {
-  name: string;
-  description: string;
-  /** `server`: the tool takes a session id, and each call is a run of that session. */
-  session: 'client' | 'server';
-  /** JSON Schema of its structured answer, when it has one and it is an object. */
-  output?: Record<string, unknown>;
-}
-
-/**
- * The agents `serve.agents` names, as the registry defines them (`['*']`: all of them). An
- * agent named there that the registry lacks is a config error naming it.
- */
-export function exposedAgents(config: Pick<KeelConfig, 'serve'>, registry: Registry): ExposedAgent[] {
-  const names = config.serve.agents.includes('*') ? [...registry.agents.keys()].sort() : config.serve.agents;
-  return names.map((name, index) => {
-    const agent = registry.agents.get(name);
-    if (!agent) {
-      const known = [...registry.agents.keys()].sort().join(', ') || '(none)';
-      throw new KeelError('INVALID_ARGUMENT', `serve.agents[${index}]: no agent "${name}" is defined; defined: ${known}`);
-    }
-    // MCP's structured content is an object: an answer of another shape is given as text only.
-    const output = agent.output?.schema.type === 'object' ? agent.output.schema : undefined;
-    return { name, description: agent.description, session: agent.session, ...(output ? { output } : {}) };
-  });
 }
 
 /** A tool call's arguments. */

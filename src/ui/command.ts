@@ -13,8 +13,8 @@ import { startCodecServer } from './codec-server';
 import { servedLines, startUiServer } from './server';
 import { KeelClient } from '../client/keel-client';
 import { keelVersion } from '../node/package-root';
-import { assertMcpServable, exposedAgents, serveMcpStdio } from '../protocols/mcp';
-import { loadRegistry } from '../worker/load-registry';
+import { assertMcpServable, serveMcpStdio } from '../protocols/mcp';
+import { loadExposedAgents } from '../protocols/exposed-agents';
 
 /** `--host` and `--port` of the command line, over the config's. */
 type ListenOptions = { host?: string; port?: number };
@@ -87,7 +87,7 @@ export async function runCodecServer(config: KeelConfig, options: ListenOptions 
  * nothing there.
  */
 export async function runMcp(config: KeelConfig): Promise<number> {
-  const agents = exposedAgents(config, await loadRegistry({ ...config, mcpServers: [] }));
+  const agents = await loadExposedAgents(config);
   assertMcpServable();
   if (!agents.length) process.stderr.write('keel: serve.agents in temporal.yaml names no agent: the MCP server lists no tools\n');
   const client = await KeelClient.connect(config, { identity: `keel-mcp ${process.pid}` });

@@ -31,9 +31,9 @@ import { describeZodError } from '../core/schema-errors';
 import { SteerInputSchema, steerInputProblem } from '../core/steering';
 import { assertListenable, isLoopback, startGuardedServer, type GuardedServer } from '../node/http-guard';
 import { keelVersion } from '../node/package-root';
-import { assertMcpServable, exposedAgents, mcpHttpHandler, type ExposedAgent } from '../protocols/mcp';
+import { assertMcpServable, mcpHttpHandler } from '../protocols/mcp';
+import { loadExposedAgents, type ExposedAgent } from '../protocols/exposed-agents';
 import { a2aHttpHandler, assertA2AServable } from '../protocols/a2a';
-import { loadRegistry } from '../worker/load-registry';
 import { EventHub } from './event-hub';
 import { runView } from './run-view';
 
@@ -60,7 +60,7 @@ export interface UiServerOptions {
   user?: string;
   /** The built page (default dist/web). */
   webRoot?: string;
-  /** Serves every defined agent at /mcp when `serve.agents` names none and the server is on loopback (`keel dev`). */
+  /** Serves every defined agent at /mcp and /a2a when `serve.agents` names none and the server is on loopback (`keel dev`). */
   exposeAll?: boolean;
 }
 
@@ -396,12 +396,12 @@ export async function startUiServer({
   assertListenable({ ...guarded, host });
   if (!existsSync(join(webRoot, 'index.html')))
     throw new KeelError('FAILED_PRECONDITION', `the UI's page is not built (${join(webRoot, 'index.html')} is missing): run npm run build:ui`);
-  // The agents served at /mcp and /a2a, as the config's modules define them (no MCP tool servers are connected for this).
+  // The agents served at /mcp and /a2a.
   const serve = config.serve.agents.length ? config.serve : exposeAll && isLoopback(host) ? { agents: ['*'] } : undefined;
   let agents: ExposedAgent[] = [];
   const problems: string[] = [];
   try {
-    if (serve) agents = exposedAgents({ serve }, await loadRegistry({ ...config, mcpServers: [] }));
+    if (serve) agents = await loadExposedAgents(config, serve);
   } catch (error) {
     // Named in serve.agents, an agent that cannot be served is the config's mistake; exposing all is best effort.
     if (config.serve.agents.length) throw error;
