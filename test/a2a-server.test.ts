@@ -160,6 +160,21 @@ describe('keel agents over A2A', () => {
     expect(chargesOf(waiting.id), 'a denied call never runs').toBe(0);
   });
 
+  it('takes one of two decisions sent at once for the same hold, and the held call runs once', async () => {
+    const [first, second] = await Promise.all([agentClient('mcp-held'), agentClient('mcp-held')]);
+    const waiting = await send(first, userMessage([text('charge it')]));
+    const outcomes = await Promise.allSettled([
+      send(first, userMessage([data({ approved: true })], { taskId: waiting.id })),
+      send(second, userMessage([data({ approved: false, reason: 'racing' })], { taskId: waiting.id })),
+    ]);
+    expect(outcomes.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(1);
+    const refused = outcomes.find((outcome) => outcome.status === 'rejected');
+    expect(String(refused?.reason)).toMatch(/already decided|not waiting|no hold waiting/);
+    const status = await worker.client.getHandle(waiting.id).status();
+    expect(status.decisions).toHaveLength(1);
+    expect(chargesOf(waiting.id)).toBe(status.decisions![0]!.decision === 'approved' ? 1 : 0);
+  });
+
   it('keeps a context as a session, and refuses a context for an agent that keeps none', async () => {
     const chat = await agentClient('mcp-chat');
     const contextId = `a2a-${randomUUID()}`;
