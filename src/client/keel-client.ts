@@ -184,7 +184,7 @@ export class RunHandle<Output = unknown> {
    */
   async reportedStatus(): Promise<RunStatus> {
     try {
-      return await this.workflow.query(statusQuery);
+      return await queryAgainIfTimedOut(() => this.workflow.query(statusQuery));
     } catch (error) {
       throw runErrorOf(error);
     }
@@ -248,7 +248,7 @@ export class RunHandle<Output = unknown> {
   /** Messages from index `from` on. */
   async messages(from = 0): Promise<Message[]> {
     try {
-      return await this.workflow.query(messagesQuery, from);
+      return await queryAgainIfTimedOut(() => this.workflow.query(messagesQuery, from));
     } catch (error) {
       throw runErrorOf(error);
     }
@@ -513,6 +513,21 @@ function checkedOutputSpec(option: OutputOption): OutputSpec {
     throw new KeelError('INVALID_ARGUMENT', `output.schema: ${(error as Error).message}`, { path: 'output.schema' });
   }
   return spec;
+}
+
+/**
+ * A query, asked once more when Temporal timed it out before a worker took it: two queries at once
+ * on a run that has just ended can leave one unanswered for the server's whole query timeout on a
+ * busy worker, and asked again, alone, it is answered.
+ */
+async function queryAgainIfTimedOut<T>(query: () => Promise<T>): Promise<T> {
+  try {
+    return await query();
+  } catch (error) {
+    const said = `${(error as Error)?.message ?? ''} ${((error as Error)?.cause as Error | undefined)?.message ?? ''}`;
+    if (!(error instanceof ServiceError) || !/DEADLINE_EXCEEDED|query timed out/.test(said)) throw error;
+    return await query();
+  }
 }
 
 /** Options of `new KeelClient`. */
