@@ -78,6 +78,8 @@ export const ServeConfigSchema = z
   .object({
     /** The agents exposed as MCP tools, by name (`'*'`: every agent the config defines); none by default, so nothing is exposed by accident. */
     agents: z.array(z.string().min(1)).default([]),
+    /** Origins of web apps whose pages may use the chat endpoint (`/api/chat`) from another origin (CORS); none by default. */
+    origins: z.array(z.url()).default([]),
   })
   .strict();
 

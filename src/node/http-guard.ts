@@ -45,8 +45,8 @@ export interface GuardOptions {
   tokenVariable: string;
   /** The largest request body taken, in bytes. */
   maxBodyBytes: number;
-  /** Pages of other origins that may call it (answered by CORS, allowed to make changes), with the headers they send. */
-  crossOrigin?: { origins: string[]; allowHeaders: string[] };
+  /** Pages of other origins that may call it (answered by CORS, allowed to make changes), with the headers they send; only under `paths` when named. */
+  crossOrigin?: { origins: string[]; allowHeaders: string[]; paths?: readonly string[] };
   /** A header every change must carry, which no cross-site form can set (`x-keel-ui`). */
   changeHeader?: string;
   /** Paths (and the paths below them) whose changes need no `changeHeader` (protocol endpoints other programs call: `/mcp`, `/a2a`); the Origin check still holds. */
@@ -111,16 +111,19 @@ function createGuard({
         return refuse(c, name, 'PERMISSION_DENIED', `unexpected Host header "${host ?? ''}": this server answers only requests addressed to it`, 421);
       await next();
     });
-  const trusted = new Set(crossOrigin?.origins ?? []);
+  const origins = new Set(crossOrigin?.origins ?? []);
+  const under = (paths: readonly string[], path: string) => paths.some((open) => path === open || path.startsWith(`${open}/`));
+  // Another origin is trusted only on the paths it was named for.
+  const trusted = { has: (origin: string, path: string) => origins.has(origin) && (!crossOrigin?.paths || under(crossOrigin.paths, path)) };
   if (crossOrigin)
-    guard.use(
+    guard.use((c, next) =>
       cors({
-        origin: (origin) => (trusted.has(origin) ? origin : null),
+        origin: (origin) => (trusted.has(origin, c.req.path) ? origin : null),
         allowMethods: ['GET', 'POST', 'OPTIONS'],
         allowHeaders: crossOrigin.allowHeaders,
         credentials: true,
         maxAge: 600,
-      }),
+      })(c, next),
     );
   if (token !== undefined) {
     const matches = tokenMatcher(token);
@@ -151,12 +154,12 @@ function createGuard({
   // A change from another origin is refused before its body is read, so no such page makes the server take one in.
   guard.use(async (c, next) => {
     if (SAFE_METHODS.has(c.req.method)) return next();
-    const open = openPaths.some((path) => c.req.path === path || c.req.path.startsWith(`${path}/`));
+    const open = under(openPaths, c.req.path);
     if (changeHeader !== undefined && !c.req.header(changeHeader) && !open)
       return refuse(c, name, 'PERMISSION_DENIED', `a change needs the ${changeHeader} header`, 403);
     const origin = c.req.header('origin');
     const host = c.req.header('host');
-    if (origin !== undefined && origin !== `http://${host}` && origin !== `https://${host}` && !trusted.has(origin))
+    if (origin !== undefined && origin !== `http://${host}` && origin !== `https://${host}` && !trusted.has(origin, c.req.path))
       return refuse(c, name, 'PERMISSION_DENIED', `a change from origin ${origin} is refused`, 403);
     await next();
   });

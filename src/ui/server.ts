@@ -34,6 +34,7 @@ import { keelVersion } from '../node/package-root';
 import { assertMcpServable, mcpHttpHandler } from '../protocols/mcp';
 import { loadExposedAgents, type ExposedAgent } from '../protocols/exposed-agents';
 import { a2aHttpHandler, assertA2AServable } from '../protocols/a2a';
+import { assertChatServable, chatHttpHandler } from '../protocols/chat';
 import { EventHub } from './event-hub';
 import { runView } from './run-view';
 
@@ -75,6 +76,8 @@ export interface UiServer {
   mcpAgents: string[];
   /** The agents served over A2A at `${origin}/a2a/<agent>` (none: no /a2a). */
   a2aAgents: string[];
+  /** The agents served to web apps with the AI SDK's chat protocol at `${origin}/api/chat/<agent>` (session agents only). */
+  chatAgents: string[];
   /** Why agents are not served, or not over one protocol (an agent module that does not load, an SDK not installed). */
   serveProblem?: string;
   close(): Promise<void>;
@@ -142,6 +145,7 @@ function createUiApp({
   webRoot,
   mcp,
   a2a,
+  chat,
 }: {
   client: KeelClient;
   config: KeelConfig;
@@ -150,6 +154,7 @@ function createUiApp({
   webRoot: string;
   mcp: ReturnType<typeof mcpHttpHandler> | undefined;
   a2a: ReturnType<typeof a2aHttpHandler> | undefined;
+  chat: ReturnType<typeof chatHttpHandler> | undefined;
 }): Hono {
   const app = new Hono();
   // MCP and A2A clients are programs, not the page: the protocols' SDKs answer them (their own headers, no CSP).
@@ -172,6 +177,12 @@ function createUiApp({
       404,
     ),
   );
+  // The AI SDK's chat protocol, for pages of this origin and of the web apps serve.origins names (useChat sends no header of keel's).
+  if (chat) {
+    app.post('/api/chat/:agent', (c) => chat.send(c.req.param('agent'), c.req.raw, `chat:${c.req.param('agent')}`));
+    app.get('/api/chat/:agent/:chatId/stream', (c) => chat.resume(c.req.param('agent'), c.req.param('chatId'), c.req.raw));
+    app.get('/api/chat/:agent/:chatId', (c) => chat.history(c.req.param('agent'), c.req.param('chatId')));
+  }
   app.use(secureHeaders({ contentSecurityPolicy: { defaultSrc: ["'self'"], imgSrc: ["'self'", 'data:'], styleSrc: ["'self'", "'unsafe-inline'"] } }));
   const routes: UiRoutes = { client, config, hub, user, temporalUiUrl: temporalUiUrlOf(config), inbox: inboxListing(client) };
   readingRoutes(app, routes);
@@ -358,10 +369,11 @@ function agentNames(config: KeelConfig): string[] {
 }
 
 /** What the server serves to other agents, a line per protocol (`keel: MCP at <url> (<agents>)`). */
-export function servedLines({ origin, mcpAgents, a2aAgents }: Pick<UiServer, 'origin' | 'mcpAgents' | 'a2aAgents'>): string[] {
+export function servedLines({ origin, mcpAgents, a2aAgents, chatAgents }: Pick<UiServer, 'origin' | 'mcpAgents' | 'a2aAgents' | 'chatAgents'>): string[] {
   return [
     ...(mcpAgents.length ? [`keel: MCP at ${origin}/mcp (${mcpAgents.join(', ')})`] : []),
     ...(a2aAgents.length ? [`keel: A2A at ${origin}/a2a/<agent> (${a2aAgents.join(', ')})`] : []),
+    ...(chatAgents.length ? [`keel: AI SDK chat at ${origin}/api/chat/<agent> (${chatAgents.join(', ')})`] : []),
   ];
 }
 
@@ -390,14 +402,17 @@ export async function startUiServer({
     tokenVariable: 'KEEL_UI_TOKEN',
     tokenCookie: TOKEN_COOKIE,
     changeHeader: 'x-keel-ui',
-    openPaths: ['/mcp', '/a2a'],
+    openPaths: ['/mcp', '/a2a', '/api/chat'],
     maxBodyBytes: MAX_BODY_BYTES,
+    ...(config.serve.origins.length
+      ? { crossOrigin: { origins: config.serve.origins.map((url) => new URL(url).origin), allowHeaders: ['content-type'], paths: ['/api/chat'] } }
+      : {}),
   };
   assertListenable({ ...guarded, host });
   if (!existsSync(join(webRoot, 'index.html')))
     throw new KeelError('FAILED_PRECONDITION', `the UI's page is not built (${join(webRoot, 'index.html')} is missing): run npm run build:ui`);
   // The agents served at /mcp and /a2a.
-  const serve = config.serve.agents.length ? config.serve : exposeAll && isLoopback(host) ? { agents: ['*'] } : undefined;
+  const serve = config.serve.agents.length ? config.serve : exposeAll && isLoopback(host) ? { ...config.serve, agents: ['*'] } : undefined;
   let agents: ExposedAgent[] = [];
   const problems: string[] = [];
   try {
@@ -418,15 +433,16 @@ export async function startUiServer({
       return false;
     }
   };
-  const [overMcp, overA2A] = [servable(assertMcpServable), servable(assertA2AServable)];
-  if (config.serve.agents.length && !overMcp && !overA2A) throw new KeelError('FAILED_PRECONDITION', `serve.agents: ${problems.join('; ')}`);
+  const [overMcp, overA2A, overChat] = [servable(assertMcpServable), servable(assertA2AServable), servable(assertChatServable)];
+  if (config.serve.agents.length && !overMcp && !overA2A && !overChat) throw new KeelError('FAILED_PRECONDITION', `serve.agents: ${problems.join('; ')}`);
   const client = await KeelClient.connect(config, { identity: `keel-ui ${process.pid}@${hostname()}` });
   const hub = new EventHub(client);
   const bound: { origin?: string } = {};
   const served = { client, agents, version: keelVersion() };
   const mcp = overMcp ? mcpHttpHandler({ ...served, uiOrigin: () => bound.origin }) : undefined;
   const a2a = overA2A ? a2aHttpHandler({ ...served, origin: () => bound.origin }) : undefined;
-  const app = createUiApp({ client, config, hub, user, webRoot, mcp, a2a });
+  const chat = overChat ? chatHttpHandler(served) : undefined;
+  const app = createUiApp({ client, config, hub, user, webRoot, mcp, a2a, chat });
   let server: GuardedServer;
   try {
     server = await startGuardedServer({ ...guarded, host, port, app });
@@ -443,6 +459,7 @@ export async function startUiServer({
     watched: () => hub.watched,
     mcpAgents: mcp ? agents.map((agent) => agent.name) : [],
     a2aAgents: a2a ? agents.map((agent) => agent.name) : [],
+    chatAgents: chat ? agents.filter((agent) => agent.session === 'server').map((agent) => agent.name) : [],
     ...(problems.length ? { serveProblem: problems.join('; ') } : {}),
     async close() {
       hub.close();

@@ -1,0 +1,426 @@
+/**
+ * keel agents as the AI SDK's chat endpoint (docs/chat.md): a page using `useChat` from
+ * `@ai-sdk/react` (or the `Chat` class of `ai`) with `api: '/api/chat/<agent>'` talks to a
+ * durable keel agent. The chat id is a session of the agent (`session: 'server'`), each message
+ * the page sends is a turn (a run of the session), and the answer is the UI message stream the AI
+ * SDK reads (made with the AI SDK's own helpers), built from the run's events: its text as the
+ * model writes it, its tool calls and results, and its holds as tool approval requests.
+ *
+ * Nothing is kept here: the run is the record. The assistant message of a turn has the turn's
+ * run id as its id; a page that reconnects (`GET /api/chat/<agent>/<chatId>/stream`, the AI SDK's
+ * resume) is sent that message again from its start, which the AI SDK replaces in place, and then
+ * the rest as it comes, so a reload shows the text with no gap and no repeat. An approval the
+ * page answers comes back as the page's next request (the assistant message with the tool part
+ * `approval-responded`) and decides the hold; the answer goes on from where the page was. A turn
+ * runs on with no page open. Node side.
+ */
+import type { UIMessageChunk } from 'ai';
+import { z } from 'zod';
+import type { KeelClient, RunHandle } from '../client/keel-client';
+import type { RunEvent } from '../client/run-events';
+import { KeelError, toKeelError } from '../core/errors';
+import { messageText, type Message } from '../core/messages';
+import type { Hold, RunLifecycle } from '../core/run';
+import { describeZodError } from '../core/schema-errors';
+import { sessionOfRun, type Snapshot } from '../core/session';
+import { requireOptional } from '../node/require-ts';
+import type { ExposedAgent } from './exposed-agents';
+
+/** Loads the AI SDK (an optional peer dependency), saying how to install it when it is missing. */
+const aiSdk = (): typeof import('ai') => requireOptional<typeof import('ai')>('ai', '', 'serving the AI SDK chat protocol');
+
+/** Refuses (FAILED_PRECONDITION, saying how to install it) when the AI SDK is not installed. */
+export function assertChatServable(): void {
+  aiSdk();
+}
+
+/** A part of a UI message, as the page sends it: what keel reads of it. */
+const UiPartSchema = z
+  .object({
+    type: z.string().min(1),
+    text: z.string().optional(),
+    toolCallId: z.string().optional(),
+    state: z.string().optional(),
+    approval: z.object({ id: z.string().min(1), approved: z.boolean().optional(), reason: z.string().optional() }).optional(),
+  })
+  .loose();
+
+const UiMessageSchema = z.object({ id: z.string(), role: z.enum(['user', 'assistant', 'system']), parts: z.array(UiPartSchema) }).loose();
+
+/** The body `useChat` sends: the chat's id, its messages, and why it sends them. */
+export const ChatRequestSchema = z
+  .object({
+    id: z.string().min(1),
+    messages: z.array(UiMessageSchema).min(1),
+    trigger: z.enum(['submit-message', 'regenerate-message']).default('submit-message'),
+    messageId: z.string().optional(),
+  })
+  .loose();
+export type ChatRequest = z.infer<typeof ChatRequestSchema>;
+type UiMessage = z.infer<typeof UiMessageSchema>;
+
+/** A UI message as the history endpoint gives it (what `useChat`'s `messages` takes). */
+export interface ChatMessage {
+  id: string;
+  role: 'user' | 'assistant';
+  parts: Array<Record<string, unknown>>;
+}
+
+/** A refusal: the status, and one line saying what was wrong. */
+class ChatRefusal extends KeelError {}
+
+const refuse = (status: 'INVALID_ARGUMENT' | 'NOT_FOUND' | 'FAILED_PRECONDITION', message: string): never => {
+  throw new ChatRefusal(status, message);
+};
+
+/** The id a tool call has in the page: its ref in the model's message, else its place there. */
+const toolCallIdOf = (name: string, ref: string | undefined, index: number, part: number): string => ref ?? `${name}-${index}-${part}`;
+
+/**
+ * Turns a run's events into the chunks of its turn's assistant message. Messages below `from`
+ * (the history before the turn, or what the page already shows) make no chunks; text is taken
+ * from the model's message once it lands, less what was streamed of it, so none is said twice.
+ */
+export class TurnChunks {
+  private stepOpen = false;
+  private text: { id: string; shown: string } | undefined;
+  private texts = 0;
+  /** The page's tool call ids, by tool name and ref (a hold names its call by these). */
+  private readonly calls = new Map<string, string>();
+
+  constructor(
+    private readonly from: number,
+    /** Tool calls the page denied: their results are said as denied. */
+    private readonly denied: ReadonlySet<string> = new Set(),
+  ) {}
+
+  /** The chunks `event` makes. */
+  take(event: RunEvent): UIMessageChunk[] {
+    if (event.type === 'text') return event.final ? [] : this.streamed(event.delta);
+    if (event.type === 'message') return event.index < this.from ? [] : this.message(event.index, event.message);
+    return [];
+  }
+
+  /** The chunks that ask the page about `holds`, the run's holds now. */
+  holds(holds: readonly Hold[]): UIMessageChunk[] {
+    return holds.map((hold): UIMessageChunk => {
+      const toolCallId = hold.toolName && !hold.path?.length ? this.calls.get(`${hold.toolName}/${hold.ref ?? ''}`) : undefined;
+      if (toolCallId) return { type: 'tool-approval-request', approvalId: hold.id, toolCallId };
+      return { type: 'data-hold', id: hold.id, data: { ...hold } };
+    });
+  }
+
+  /** The chunks that close the message: the open step, and why it ended. */
+  end(state: RunLifecycle | 'waiting', failure?: string): UIMessageChunk[] {
+    const closing = [...this.closeText(), ...this.closeStep()];
+    if (failure !== undefined) return [...closing, { type: 'error', errorText: failure }];
+    const finishReason = state === 'completed' ? 'stop' : state === 'waiting' ? 'tool-calls' : 'other';
+    return [...closing, { type: 'finish', finishReason }];
+  }
+
+  private openStep(): UIMessageChunk[] {
+    if (this.stepOpen) return [];
+    this.stepOpen = true;
+    return [{ type: 'start-step' }];
+  }
+
+  private closeStep(): UIMessageChunk[] {
+    if (!this.stepOpen) return [];
+    this.stepOpen = false;
+    return [{ type: 'finish-step' }];
+  }
+
+  private closeText(): UIMessageChunk[] {
+    if (!this.text) return [];
+    const { id } = this.text;
+    this.text = undefined;
+    return [{ type: 'text-end', id }];
+  }
+
+  private streamed(delta: string): UIMessageChunk[] {
+    if (!delta) return [];
+    const chunks = this.openStep();
+    if (!this.text) {
+      this.text = { id: `text-${this.texts++}`, shown: '' };
+      chunks.push({ type: 'text-start', id: this.text.id });
+    }
+    this.text.shown += delta;
+    chunks.push({ type: 'text-delta', id: this.text.id, delta });
+    return chunks;
+  }
+
+  private message(index: number, message: Message): UIMessageChunk[] {
+    if (message.role === 'model') {
+      const text = messageText(message);
+      const shown = this.text?.shown ?? '';
+      // A retried call may have streamed text its answer does not keep: the answer's rest goes on from what the page has.
+      const chunks = [...this.streamed(text.startsWith(shown) ? text.slice(shown.length) : ''), ...this.closeText()];
+      message.content.forEach((part, place) => {
+        if (!('toolRequest' in part)) return;
+        const { name, ref, input } = part.toolRequest;
+        const toolCallId = toolCallIdOf(name, ref, index, place);
+        this.calls.set(`${name}/${ref ?? ''}`, toolCallId);
+        chunks.push(...this.openStep(), { type: 'tool-input-available', toolCallId, toolName: name, input: input ?? {} });
+      });
+      if (!message.content.some((part) => 'toolRequest' in part)) chunks.push(...this.closeStep());
+      return chunks;
+    }
+    if (message.role === 'tool') {
+      const chunks: UIMessageChunk[] = [];
+      for (const part of message.content) {
+        if (!('toolResponse' in part)) continue;
+        const { name, ref, output } = part.toolResponse;
+        const toolCallId = this.calls.get(`${name}/${ref ?? ''}`) ?? toolCallIdOf(name, ref, index, 0);
+        chunks.push(
+          this.denied.has(toolCallId) ? { type: 'tool-output-denied', toolCallId } : { type: 'tool-output-available', toolCallId, output: output ?? null },
+        );
+      }
+      return [...chunks, ...this.closeStep()];
+    }
+    return [];
+  }
+}
+
+/** The messages of a run before its turn: the session's history (system prompts aside) and the message the turn was sent. */
+function turnStart(messages: readonly Message[], historyLength: number): number {
+  let kept = 0;
+  for (let index = 0; index < messages.length; index++) {
+    if (messages[index]!.role === 'system') continue;
+    if (kept++ === historyLength) return index + 1;
+  }
+  return messages.length;
+}
+
+/** What serving chat needs. */
+export interface ChatServeOptions {
+  client: KeelClient;
+  agents: readonly ExposedAgent[];
+}
+
+/** Serves the AI SDK's chat protocol for the exposed agents. */
+export function chatHttpHandler({ client, agents }: ChatServeOptions): {
+  send: (agent: string, request: Request, decidedBy: string) => Promise<Response>;
+  resume: (agent: string, chatId: string, request: Request) => Promise<Response>;
+  history: (agent: string, chatId: string) => Promise<Response>;
+} {
+  const byName = new Map(agents.map((agent) => [agent.name, agent]));
+  const { createUIMessageStream, createUIMessageStreamResponse } = aiSdk();
+
+  const failure = (error: unknown): Response => {
+    const keel = toKeelError(error);
+    const http = ({ INVALID_ARGUMENT: 400, NOT_FOUND: 404, FAILED_PRECONDITION: 409, ALREADY_EXISTS: 409, PERMISSION_DENIED: 403 } as Record<string, number>)[
+      keel.status
+    ];
+    return Response.json({ error: { status: keel.status, message: keel.message } }, { status: http ?? 500 });
+  };
+
+  /** The agent a chat is with: exposed, and keeping its conversation (a chat id is one of its sessions). */
+  const chatAgent = (name: string): ExposedAgent => {
+    const agent = byName.get(name);
+    if (!agent) return refuse('NOT_FOUND', `no chat agent "${name}" here (serve.agents names the agents served)`);
+    if (agent.session !== 'server')
+      return refuse(
+        'FAILED_PRECONDITION',
+        `agent "${name}" keeps no conversation between runs (session: 'client'); a chat is a session: give it session: 'server'`,
+      );
+    return agent;
+  };
+
+  /** Where the turn `snapshot` records begins in its run's messages: after the history it started from and the message it was sent. */
+  const turnOf = async (agent: string, chatId: string, snapshot: Snapshot): Promise<number> => {
+    const running = snapshot.status === 'pending' || snapshot.status === 'aborting';
+    // A turn under way records the history it started from; a settled one, where it left it, so its start is where the one before left it.
+    const history = running ? snapshot.messageCount : snapshot.parentId ? (await client.session(agent, chatId).snapshot(snapshot.parentId)).messageCount : 0;
+    return turnStart(await client.getHandle(snapshot.runId).messages(), history);
+  };
+
+  /** The UI message stream of a run's turn from message `from` on, until it ends or waits for a decision. */
+  const stream = (runId: string, from: number, { signal, denied }: { signal: AbortSignal; denied?: ReadonlySet<string> }): Response => {
+    const handle: RunHandle = client.getHandle(runId);
+    const chunks = new TurnChunks(from, denied);
+    return createUIMessageStreamResponse({
+      keepAliveMs: 15_000,
+      stream: createUIMessageStream({
+        onError: (error) => toKeelError(error).message,
+        execute: async ({ writer }) => {
+          writer.write({ type: 'start', messageId: runId });
+          const stop = new AbortController();
+          const quit = () => stop.abort();
+          signal.addEventListener('abort', quit);
+          try {
+            for await (const event of handle.events({ signal: stop.signal })) {
+              for (const chunk of chunks.take(event)) writer.write(chunk);
+              if (event.type === 'hold') {
+                // Every hold the run waits on now, then the message ends: the page answers, and its answer goes on with the run.
+                const { interrupts } = await handle.status();
+                for (const chunk of [...chunks.holds(interrupts), ...chunks.end('waiting')]) writer.write(chunk);
+                return;
+              }
+              if (event.type === 'end') {
+                const failed = event.state === 'completed' ? undefined : await failureOf(handle, event.state);
+                for (const chunk of chunks.end(event.state, failed)) writer.write(chunk);
+                return;
+              }
+            }
+          } finally {
+            signal.removeEventListener('abort', quit);
+            stop.abort();
+          }
+        },
+      }),
+    });
+  };
+
+  /** The pending holds an assistant message from the page answers: each tool part it approved or denied. */
+  const answers = (message: UiMessage) =>
+    message.parts.flatMap((part) =>
+      part.state === 'approval-responded' && part.approval?.approved !== undefined && part.toolCallId
+        ? [{ interruptId: part.approval.id, approved: part.approval.approved, toolCallId: part.toolCallId, reason: part.approval.reason }]
+        : [],
+    );
+
+  return {
+    async send(agentName, request, decidedBy) {
+      try {
+        const agent = chatAgent(agentName);
+        if (!(request.headers.get('content-type') ?? '').startsWith('application/json')) refuse('INVALID_ARGUMENT', 'send the chat as application/json');
+        let body: unknown;
+        try {
+          body = await request.json();
+        } catch (error) {
+          return refuse('INVALID_ARGUMENT', `the body is not JSON: ${(error as Error).message}`);
+        }
+        const parsed = ChatRequestSchema.safeParse(body);
+        if (!parsed.success) return refuse('INVALID_ARGUMENT', `malformed chat request: ${describeZodError(parsed.error)}`);
+        const chat = parsed.data;
+        if (chat.trigger === 'regenerate-message')
+          refuse('INVALID_ARGUMENT', 'a keel chat keeps every turn it ran: send a new message instead of regenerating one');
+        const last = chat.messages.at(-1)!;
+        if (last.role === 'assistant') return await approve(agent, chat.id, last, decidedBy, request.signal);
+        if (last.role !== 'user')
+          return refuse('INVALID_ARGUMENT', `messages[${chat.messages.length - 1}]: the last message is a ${last.role} message; send a user message`);
+        const text = last.parts.flatMap((part) => (part.type === 'text' && part.text ? [part.text] : [])).join('\n');
+        if (!text.trim()) return refuse('INVALID_ARGUMENT', `messages[${chat.messages.length - 1}]: the user message has no text part`);
+        // The page's message id makes the send idempotent: a page that sends the same message again gets the same turn.
+        const session = client.session(agent.name, chat.id);
+        const turn = await session.send(text, { detach: true, requestId: `chat-${last.id}` });
+        return stream(turn.runId, await turnOf(agent.name, chat.id, await session.snapshot(turn.snapshotId)), { signal: request.signal });
+      } catch (error) {
+        return failure(error);
+      }
+    },
+
+    async resume(agentName, chatId, request) {
+      try {
+        const agent = chatAgent(agentName);
+        const latest = await client.session(agent.name, chatId).snapshot();
+        if (latest.status !== 'pending' && latest.status !== 'aborting') return new Response(null, { status: 204 });
+        // The whole message of the turn again: the AI SDK replaces what it showed with it.
+        return stream(latest.runId, await turnOf(agent.name, chatId, latest), { signal: request.signal });
+      } catch (error) {
+        return failure(chatNotFound(error, agentName, chatId));
+      }
+    },
+
+    async history(agentName, chatId) {
+      try {
+        const agent = chatAgent(agentName);
+        const latest = await client.session(agent.name, chatId).snapshot();
+        const messages = await client.getHandle(latest.runId).messages();
+        const running = latest.status === 'pending' || latest.status === 'aborting';
+        // A turn under way is the stream's to show: its history ends with the message it was sent.
+        const shown = running ? messages.slice(0, turnStart(messages, latest.messageCount)) : messages;
+        return Response.json({ chatId, messages: chatMessages(shown), ...(running ? { streaming: latest.runId } : {}) });
+      } catch (error) {
+        return failure(chatNotFound(error, agentName, chatId));
+      }
+    },
+  };
+
+  /** Decides the holds the page answered, then streams the rest of the turn from what the page has. */
+  async function approve(agent: ExposedAgent, chatId: string, message: UiMessage, decidedBy: string, signal: AbortSignal): Promise<Response> {
+    const runId = message.id;
+    if (sessionOfRun(runId, agent.name)?.sessionId !== chatId)
+      return refuse('INVALID_ARGUMENT', `the last message is an assistant message (${runId}) that is not a turn of chat ${chatId}; send a user message`);
+    const given = answers(message);
+    if (!given.length)
+      return refuse('INVALID_ARGUMENT', `the assistant message ${runId} answers no approval: send a user message, or approve or deny a tool call`);
+    const handle = client.getHandle(runId);
+    const status = await handle.status();
+    const pending = new Set(status.interrupts.map((hold) => hold.id));
+    const denied = new Set<string>();
+    for (const answer of given) {
+      if (!pending.has(answer.interruptId)) continue; // decided already (the page sent it twice, or another decider was first)
+      try {
+        await handle.decide(
+          { interruptId: answer.interruptId, approved: answer.approved, ...(answer.reason ? { reason: answer.reason } : {}), decidedBy },
+          { timeoutMs: 15_000 },
+        );
+      } catch (error) {
+        // Another decision was taken first (the same page twice, or another decider): the run's answer shows which.
+        if (toKeelError(error).status === 'FAILED_PRECONDITION' && toKeelError(error).message.includes('already decided')) continue;
+        throw error;
+      }
+      if (!answer.approved) denied.add(answer.toolCallId);
+    }
+    // The page has every message the run had when it asked: the rest goes on from there.
+    return stream(runId, status.messageCount, { signal, denied });
+  }
+}
+
+/** A session that does not exist is an unknown chat. */
+function chatNotFound(error: unknown, agent: string, chatId: string): unknown {
+  const keel = toKeelError(error);
+  return keel.status === 'NOT_FOUND' && !(error instanceof ChatRefusal) ? new KeelError('NOT_FOUND', `no chat "${chatId}" with agent "${agent}"`) : error;
+}
+
+/** Why a run that did not complete ended, in one line. */
+async function failureOf(handle: RunHandle, state: RunLifecycle): Promise<string> {
+  try {
+    await handle.result();
+    return `the run ended ${state}`;
+  } catch (error) {
+    return toKeelError(error).message;
+  }
+}
+
+/** A conversation as UI messages: a user message each, and each answer (the model's messages and its tools' results) one assistant message. */
+export function chatMessages(messages: readonly Message[]): ChatMessage[] {
+  const shown: ChatMessage[] = [];
+  let answer: ChatMessage | undefined;
+  const results = new Map<string, Record<string, unknown>>();
+  messages.forEach((message, index) => {
+    if (message.role === 'system') return;
+    if (message.role === 'user') {
+      answer = undefined;
+      const text = messageText(message);
+      if (text) shown.push({ id: `m${index}`, role: 'user', parts: [{ type: 'text', text }] });
+      return;
+    }
+    if (!answer) shown.push((answer = { id: `m${index}`, role: 'assistant', parts: [] }));
+    if (message.role === 'model') {
+      answer.parts.push({ type: 'step-start' });
+      const text = messageText(message);
+      if (text) answer.parts.push({ type: 'text', text, state: 'done' });
+      message.content.forEach((part, place) => {
+        if (!('toolRequest' in part)) return;
+        const { name, ref, input } = part.toolRequest;
+        const tool: Record<string, unknown> = {
+          type: `tool-${name}`,
+          toolCallId: toolCallIdOf(name, ref, index, place),
+          state: 'input-available',
+          input: input ?? {},
+        };
+        results.set(`${name}/${ref ?? ''}`, tool);
+        answer!.parts.push(tool);
+      });
+    } else if (message.role === 'tool') {
+      for (const part of message.content) {
+        if (!('toolResponse' in part)) continue;
+        const tool = results.get(`${part.toolResponse.name}/${part.toolResponse.ref ?? ''}`);
+        if (tool) Object.assign(tool, { state: 'output-available', output: part.toolResponse.output ?? null });
+      }
+    }
+  });
+  return shown;
+}
