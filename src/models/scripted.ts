@@ -104,19 +104,18 @@ function toResponse(reply: z.output<typeof ScriptedReplySchema>): ModelResponse 
 function abortableSleep(ms: number, context: ModelContext): Promise<void> {
   return new Promise((resolve, reject) => {
     const beat = setInterval(() => context.heartbeat(), Math.min(1000, ms));
+    // Removed once slept: a streamed reply sleeps once per piece on the call's one signal.
+    const abort = () => {
+      clearTimeout(timer);
+      clearInterval(beat);
+      reject(new KeelError('CANCELLED', 'model call cancelled'));
+    };
     const timer = setTimeout(() => {
       clearInterval(beat);
+      context.signal.removeEventListener('abort', abort);
       resolve();
     }, ms);
-    context.signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        clearInterval(beat);
-        reject(new KeelError('CANCELLED', 'model call cancelled'));
-      },
-      { once: true },
-    );
+    context.signal.addEventListener('abort', abort, { once: true });
   });
 }
 

@@ -433,7 +433,9 @@ export async function startUiServer({
       return false;
     }
   };
-  const [overMcp, overA2A, overChat] = [servable(assertMcpServable), servable(assertA2AServable), servable(assertChatServable)];
+  // A chat is a session: the chat endpoint serves the exposed agents that keep one.
+  const chatAgents = agents.filter((agent) => agent.session === 'server');
+  const [overMcp, overA2A, overChat] = [servable(assertMcpServable), servable(assertA2AServable), chatAgents.length > 0 && servable(assertChatServable)];
   if (config.serve.agents.length && !overMcp && !overA2A && !overChat) throw new KeelError('FAILED_PRECONDITION', `serve.agents: ${problems.join('; ')}`);
   const client = await KeelClient.connect(config, { identity: `keel-ui ${process.pid}@${hostname()}` });
   const hub = new EventHub(client);
@@ -459,7 +461,7 @@ export async function startUiServer({
     watched: () => hub.watched,
     mcpAgents: mcp ? agents.map((agent) => agent.name) : [],
     a2aAgents: a2a ? agents.map((agent) => agent.name) : [],
-    chatAgents: chat ? agents.filter((agent) => agent.session === 'server').map((agent) => agent.name) : [],
+    chatAgents: chat ? chatAgents.map((agent) => agent.name) : [],
     ...(problems.length ? { serveProblem: problems.join('; ') } : {}),
     async close() {
       hub.close();
