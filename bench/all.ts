@@ -20,6 +20,7 @@ const BENCHES = [
   'cached-memory.ts',
   'thread-start.ts',
   'protocols.ts',
+  'chat.ts',
   'profile.ts',
 ];
 

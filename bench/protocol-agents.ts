@@ -1,7 +1,8 @@
 /**
  * The agents bench/protocols.ts serves over MCP and A2A and starts directly: `bench-3turn`, a
  * scripted agent of three turns (two tool calls, then the answer), and `bench-held`, which waits
- * for approval of its one tool call (an open task). Not a test.
+ * for approval of its one tool call (an open task); `bench-chat` (bench/chat.ts) keeps a session and
+ * streams its answer. Not a test.
  */
 import { z } from 'zod';
 import { defineAgent, defineTool } from '../src/define';
@@ -20,3 +21,10 @@ export const threeTurns = scriptedModel({
 
 export const bench3turn = defineAgent({ name: 'bench-3turn', description: 'Three turns.', model: threeTurns.name, tools: [step] });
 export const benchHeld = defineAgent({ name: 'bench-held', description: 'Waits for approval.', model: threeTurns.name, tools: [step], use: [toolApproval()] });
+
+/** Streams its answer in 20 pieces, 100 ms apart: the chat's first text, and a turn long enough to reattach to. */
+export const streamer = scriptedModel({
+  name: 'scripted/bench-chat',
+  script: () => ({ stream: Array.from({ length: 20 }, (_, index) => `piece ${index} `), chunkDelayMs: 100 }),
+});
+export const benchChat = defineAgent({ name: 'bench-chat', description: 'Streams its answers.', model: streamer.name, session: 'server' });

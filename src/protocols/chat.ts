@@ -202,8 +202,12 @@ export function chatHttpHandler({ client, agents }: ChatServeOptions): {
   send: (agent: string, request: Request, decidedBy: string) => Promise<Response>;
   resume: (agent: string, chatId: string, request: Request) => Promise<Response>;
   history: (agent: string, chatId: string) => Promise<Response>;
+  /** Ends every stream still open, once each has let go of the client. */
+  close: () => Promise<void>;
 } {
   const byName = new Map(agents.map((agent) => [agent.name, agent]));
+  // The streams open now: each one's stop, and its end.
+  const open = new Map<AbortController, Promise<void>>();
   const { createUIMessageStream, createUIMessageStreamResponse } = aiSdk();
 
   const failure = (error: unknown): Response => {
@@ -247,6 +251,8 @@ export function chatHttpHandler({ client, agents }: ChatServeOptions): {
           const stop = new AbortController();
           const quit = () => stop.abort();
           signal.addEventListener('abort', quit);
+          let ended!: () => void;
+          open.set(stop, new Promise<void>((resolve) => (ended = resolve)));
           try {
             for await (const event of handle.events({ signal: stop.signal })) {
               for (const chunk of chunks.take(event)) writer.write(chunk);
@@ -265,6 +271,8 @@ export function chatHttpHandler({ client, agents }: ChatServeOptions): {
           } finally {
             signal.removeEventListener('abort', quit);
             stop.abort();
+            open.delete(stop);
+            ended();
           }
         },
       }),
@@ -334,6 +342,12 @@ export function chatHttpHandler({ client, agents }: ChatServeOptions): {
       } catch (error) {
         return failure(chatNotFound(error, agentName, chatId));
       }
+    },
+
+    async close() {
+      const ends = [...open.values()];
+      for (const stop of open.keys()) stop.abort();
+      await Promise.all(ends);
     },
   };
 

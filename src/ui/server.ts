@@ -466,6 +466,7 @@ export async function startUiServer({
     async close() {
       hub.close();
       await mcp?.close();
+      await chat?.close();
       await server.close();
       await client.close();
     },
