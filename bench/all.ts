@@ -21,6 +21,7 @@ const BENCHES = [
   'thread-start.ts',
   'protocols.ts',
   'chat.ts',
+  'notify.ts',
   'profile.ts',
 ];
 

@@ -25,6 +25,8 @@ export type { SendOptions } from './client/session-handle';
 export type { InvokeOutput, Snapshot } from './core/session';
 export type { Hold, RunResult, RunStatus } from './core/run';
 export type { Decision } from './core/holds';
+export { verifyNoticeSignature } from './activities/deliver-notice';
+export type { HoldNotice, HoldNoticeType } from './core/hold-notices';
 
 export { KeelError } from './core/errors';
 export type { KeelErrorDetails } from './core/errors';

@@ -7,6 +7,8 @@
  * application outcomes non-retryable, infrastructure failures (InfrastructureError: Temporal
  * could not be reached) retryable by the activity's retry policy.
  */
+import { NOTICE_WORKFLOW } from '../core/hold-notices';
+import { deliverHoldNotice, notifyWebhooks, type NoticeScope } from './deliver-notice';
 import { asActivity, type ActivityDependencies, type WorkerScope } from './worker-scope';
 import { hasSearchAttributes, resolveAgent } from './resolve-agent';
 import { callModel } from './call-model';
@@ -28,9 +30,9 @@ export type { ActivityDependencies } from './worker-scope';
  * not forge) when it was not scheduled by a keel run: a standalone activity started by a client,
  * for one.
  */
-function assertCalledByRun(activity: string): void {
+function assertCalledByRun(activity: string, workflows: readonly string[] = [GENERATE_WORKFLOW, SESSION_WORKFLOW]): void {
   const { workflowType, workflowExecution } = Context.current().info;
-  if (!workflowExecution?.workflowId || (workflowType !== GENERATE_WORKFLOW && workflowType !== SESSION_WORKFLOW)) {
+  if (!workflowExecution?.workflowId || !workflowType || !workflows.includes(workflowType)) {
     throw new KeelError(
       'PERMISSION_DENIED',
       `activity ${activity} runs only for keel's own runs (it was scheduled by ${workflowType ? `workflow type "${workflowType}"` : 'no workflow'})`,
@@ -50,6 +52,8 @@ export function createActivities({
   let keys = signingKeys;
   const proofKeys = (): SigningKeys =>
     (keys ??= loadSigningKeys({ security: config.security ?? { signingKeyFile: '.keel/signing-key' }, baseDir: config.baseDir ?? process.cwd() }));
+  // Webhooks whose secret is missing refuse the worker now, not at the first hold.
+  const notices: NoticeScope = { webhooks: notifyWebhooks(config.notify ?? []), serve: config.serve, keys: proofKeys };
   let searchAttributes: Promise<boolean> | undefined;
   const scope: WorkerScope = {
     registry,
@@ -82,6 +86,11 @@ export function createActivities({
     callModel: (input) => callModel(scope, input),
     callTool: (input) => callTool(scope, input),
     validateToolOutput: (input) => validateToolOutput(scope, input),
+    deliverHoldNotice: (input) =>
+      activity(async () => {
+        assertCalledByRun('deliverHoldNotice', [GENERATE_WORKFLOW, NOTICE_WORKFLOW]);
+        await deliverHoldNotice(notices, input);
+      }),
     // Each feature's own activities, under their doors' names.
     ...Object.fromEntries(FEATURE_ACTIVITIES.map(({ name, call }) => [name, (input: unknown) => activity(() => call(input, { client }))])),
   };

@@ -131,6 +131,7 @@ export function resolveAgent(scope: WorkerScope, { agent: name, refusedBefore }:
       ...(agent.output ? { output: agent.output } : {}),
       searchAttributes: await scope.searchAttributes(),
       ...(inlineLimit !== undefined ? { inlinePayloadLimit: inlineLimit } : {}),
+      ...(config.notify?.length ? { notify: config.notify.length } : {}),
       ...modelQueuesOf(registry, Context.current().info.taskQueue),
       ...localCallsOf(registry, agent, tools),
     };

@@ -2,6 +2,7 @@
  * The activity interface the workflow proxies. Type-only for workflow code
  * (`proxyActivities<KeelActivities>` keeps the boundary typed without importing I/O).
  */
+import type { DeliverNoticeInput } from '../core/hold-notices';
 import type { ModelResponse } from '../core/messages';
 import type { AgentSpec, CallModelInput, CallToolInput, ResolveAgentInput, ToolCallResult, ValidateToolOutputInput } from '../core/run';
 import type { SignProofsInput, VerifyProofsInput } from '../core/proofs';
@@ -10,6 +11,8 @@ import type { SignProofsInput, VerifyProofsInput } from '../core/proofs';
 export interface KeelActivities {
   /** Local activity: the agent's spec as registered on this worker. */
   resolveAgent(input: ResolveAgentInput): Promise<AgentSpec>;
+  /** Posts one hold notice to one webhook of `notify:` (docs/notify.md); throws, to be retried, when the webhook does not take it. */
+  deliverHoldNotice(input: DeliverNoticeInput): Promise<void>;
   /** One model call; reads the request back from the run by key. */
   callModel(input: CallModelInput): Promise<ModelResponse>;
   /** One tool call; validates input and output against the tool's schemas; answers the output and what the tool reported it spent. */

@@ -18,7 +18,8 @@ import { NotRegisteredError, notRegisteredFailure } from './not-registered';
 /** What the activities need. */
 export interface ActivityDependencies {
   registry: Registry;
-  config: Pick<KeelConfig, 'activities'> & Partial<Pick<KeelConfig, 'externalStorage' | 'security' | 'baseDir'>> & { worker?: Partial<KeelConfig['worker']> };
+  config: Pick<KeelConfig, 'activities'> &
+    Partial<Pick<KeelConfig, 'externalStorage' | 'security' | 'baseDir' | 'notify' | 'serve'>> & { worker?: Partial<KeelConfig['worker']> };
   /** The keys proofs are signed with; loaded from the config (KEEL_SIGNING_KEY or its key file) when absent. */
   signingKeys?: SigningKeys;
   /** Client used to read model requests back from their run. */

@@ -80,8 +80,25 @@ export const ServeConfigSchema = z
     agents: z.array(z.string().min(1)).default([]),
     /** Origins of web apps whose pages may use the chat endpoint (`/api/chat`) from another origin (CORS); none by default. */
     origins: z.array(z.url()).default([]),
+    /** The address people reach keel serve at: decision links in webhooks point there (absent: webhooks carry no links). */
+    publicUrl: z.url().optional(),
+    /** How long a decision link may be used (docs/notify.md). */
+    linkTtl: DurationSchema.default('1 day'),
   })
   .strict();
+
+/** One webhook told of holds (docs/notify.md). */
+export const NotifyTargetSchema = z
+  .object({
+    /** Where each event is POSTed. */
+    url: z.url(),
+    /** The environment variable holding the secret each body is signed with (HMAC-SHA256); a worker refuses to start while it is unset. */
+    secret: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'the name of an environment variable (the secret itself stays in the environment)'),
+    /** `keel`: keel's JSON event; `slack`: a Slack message (blocks with the question, the input, Approve and Deny links). */
+    format: z.enum(['keel', 'slack']).default('keel'),
+  })
+  .strict();
+export type NotifyTarget = z.infer<typeof NotifyTargetSchema>;
 
 /** `keel codec-server`: the Temporal Web UI's remote codec endpoint (src/ui/codec-server.ts). */
 export const CodecServerConfigSchema = z
@@ -367,6 +384,8 @@ export const KeelConfigSchema = z
     server: ServerConfigSchema.prefault({}),
     ui: UiConfigSchema.prefault({}),
     serve: ServeConfigSchema.prefault({}),
+    /** Webhooks told when a hold is raised, decided or expires; none by default (docs/notify.md). */
+    notify: z.array(NotifyTargetSchema).default([]),
     codecServer: CodecServerConfigSchema.prefault({}),
     worker: WorkerConfigSchema.prefault({}),
     externalStorage: ExternalStorageConfigSchema.prefault({}),

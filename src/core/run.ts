@@ -387,6 +387,8 @@ export const AgentSpecSchema = z.object({
    * resolved by a worker from before keel said).
    */
   inlinePayloadLimit: z.number().int().positive().optional(),
+  /** How many webhooks the worker that resolved the agent tells of holds (`notify:`, docs/notify.md). Absent: none. */
+  notify: z.number().int().positive().optional(),
   /**
    * The task queue of each rate-limited model's calls (a model with `rateLimit`), by model name:
    * the run schedules that model's calls there, where Temporal applies the limit. Absent: every

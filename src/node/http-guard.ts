@@ -51,6 +51,8 @@ export interface GuardOptions {
   changeHeader?: string;
   /** Paths (and the paths below them) whose changes need no `changeHeader` (protocol endpoints other programs call: `/mcp`, `/a2a`); the Origin check still holds. */
   openPaths?: readonly string[];
+  /** Paths (and below) whose requests carry a credential of their own (a signed decision link): no token needed there. */
+  tokenFreePaths?: readonly string[];
   /** Takes the token once as `?token=` and keeps it in this HttpOnly, SameSite=Strict cookie (how a page signs in). */
   tokenCookie?: string;
 }
@@ -99,6 +101,7 @@ function createGuard({
   crossOrigin,
   changeHeader,
   openPaths = [],
+  tokenFreePaths = [],
   tokenCookie,
   allowedHosts,
 }: GuardOptions & { allowedHosts: () => ReadonlySet<string> }): Hono {
@@ -129,6 +132,7 @@ function createGuard({
     const matches = tokenMatcher(token);
     guard.use(async (c, next) => {
       if (c.req.method === 'OPTIONS' && crossOrigin) return next(); // a preflight carries no credentials
+      if (under(tokenFreePaths, c.req.path)) return next();
       if (tokenCookie) {
         const given = c.req.query('token');
         if (given !== undefined && matches(given)) {

@@ -35,6 +35,7 @@ import { assertMcpServable, mcpHttpHandler } from '../protocols/mcp';
 import { loadExposedAgents, type ExposedAgent } from '../protocols/exposed-agents';
 import { a2aHttpHandler, assertA2AServable } from '../protocols/a2a';
 import { assertChatServable, chatHttpHandler } from '../protocols/chat';
+import { DECIDE_PATH, decisionLinkRoutes } from './decide-page';
 import { EventHub } from './event-hub';
 import { runView } from './run-view';
 
@@ -188,6 +189,7 @@ function createUiApp({
   readingRoutes(app, routes);
   app.get('/api/runs/:runId/events', (c) => runEventStream(c, hub, c.req.param('runId')));
   changingRoutes(app, routes);
+  decisionLinkRoutes(app, { client, config });
   app.all('/api/*', (c) => c.json({ error: { status: 'NOT_FOUND', message: `no such endpoint: ${c.req.method} ${c.req.path}` } }, 404));
 
   const root = relative(process.cwd(), webRoot) || '.';
@@ -402,7 +404,9 @@ export async function startUiServer({
     tokenVariable: 'KEEL_UI_TOKEN',
     tokenCookie: TOKEN_COOKIE,
     changeHeader: 'x-keel-ui',
-    openPaths: ['/mcp', '/a2a', '/api/chat'],
+    openPaths: ['/mcp', '/a2a', '/api/chat', DECIDE_PATH],
+    // A decision link is its own credential (signed, expiring, for one hold): whoever got it needs no UI token.
+    tokenFreePaths: [DECIDE_PATH],
     maxBodyBytes: MAX_BODY_BYTES,
     ...(config.serve.origins.length
       ? { crossOrigin: { origins: config.serve.origins.map((url) => new URL(url).origin), allowHeaders: ['content-type'], paths: ['/api/chat'] } }

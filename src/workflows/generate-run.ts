@@ -17,6 +17,7 @@ import { featureRuns, type FeatureRun } from '../features/feature';
 import type { MiddlewareStage } from '../middleware/stages';
 import { RESOLVE_AGENT_OPTIONS, asKeelError } from './activity-errors';
 import { HoldBoard } from './hold-board';
+import { HoldNotices } from './hold-notices';
 import { logRunAttributes } from './log-attributes';
 import { restoreRunState } from './continue-run';
 import { newRunState, type RunState } from './run-state';
@@ -47,6 +48,8 @@ export class GenerateRun {
   /** The run's middleware stages, once the loop has set them up. */
   stages: MiddlewareStage[] = [];
   readonly board: HoldBoard;
+  /** The webhooks' notices of the run's holds. */
+  private readonly notices: HoldNotices;
   readonly steering: Steering;
   /** Tools run in the workflow: they have no schema on the worker to check a stand-in output against. */
   readonly localTools = new Set<string>();
@@ -72,7 +75,13 @@ export class GenerateRun {
       forgetChild: (runId) => this.board.forgetChild(runId),
     });
     const parsed = (this.parsed = RunInputSchema.safeParse(rawInput));
-    this.board = new HoldBoard({ run, input: parsed.success ? parsed.data : undefined, validateOutput: this.checkOutput });
+    this.notices = new HoldNotices(() => this.agent);
+    this.board = new HoldBoard({
+      run,
+      input: parsed.success ? parsed.data : undefined,
+      validateOutput: this.checkOutput,
+      notice: (notice) => this.notices.send(notice),
+    });
     this.steering = new Steering(run);
   }
 
@@ -120,6 +129,7 @@ export class GenerateRun {
   async windDown(): Promise<void> {
     this.board.close();
     await this.features.settle();
+    await this.notices.flush();
     await condition(allHandlersFinished);
   }
 
@@ -128,7 +138,10 @@ export class GenerateRun {
     const continuing = error instanceof ContinueAsNew;
     if (!continuing) this.steering.close('has ended');
     // What the features must still say is said however the run ends (a cancellation included).
-    await CancellationScope.nonCancellable(() => this.features.settle());
+    await CancellationScope.nonCancellable(async () => {
+      await this.features.settle();
+      await this.notices.flush();
+    });
     const thrown = settleFailure(this.state, error, { inlinePayloadLimit: this.agent?.inlinePayloadLimit });
     if (!continuing) runEnded(this.agent?.name, this.state.status.state);
     return thrown;

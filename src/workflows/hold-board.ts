@@ -5,6 +5,7 @@
  * of that middleware's holds and whether a stand-in output answers the call or goes to the
  * stage to decide. Runs in the workflow: deterministic, no I/O.
  */
+import type { HoldNotice } from '../core/hold-notices';
 import { holdRaised, holdSettled } from '../core/workflow-metrics';
 import { ApplicationFailure, condition, log, setHandler, workflowInfo } from '@temporalio/workflow';
 import { KeelError } from '../core/errors';
@@ -48,6 +49,8 @@ export interface HoldBoardOptions {
   input: RunInput | undefined;
   /** Checks a stand-in output against the tool's output schema; returns it parsed (may throw). */
   validateOutput: (toolName: string, output: unknown) => Promise<unknown>;
+  /** Told when one of the run's own holds is raised, decided or expires (hold notices: src/workflows/hold-notices.ts). */
+  notice?: (notice: Omit<HoldNotice, 'runId' | 'agent'>) => void;
 }
 
 /** Pending holds of one run and the handlers that decide them. */
@@ -179,6 +182,7 @@ export class HoldBoard {
     this.entries.set(id, entry);
     this.changed();
     holdRaised(hold.kind);
+    this.options.notice?.({ type: 'hold.raised', at: record.since!, hold: record });
     const raisedAt = Date.now();
     try {
       const settled = () => entry.resumption !== undefined || this.stoppedBy !== undefined;
@@ -192,6 +196,13 @@ export class HoldBoard {
       if (entry.resumption === undefined && this.stoppedBy !== undefined) throw this.stoppedBy;
       if (!settledInTime) entry.resumption = this.timedOut(entry);
       holdSettled(hold.kind, settledInTime ? 'decided' : 'timed_out', Date.now() - raisedAt);
+      const decision = [...this.records].reverse().find((taken) => taken.interruptId === id);
+      this.options.notice?.({
+        type: settledInTime ? 'hold.decided' : 'hold.expired',
+        at: new Date().toISOString(),
+        hold: record,
+        ...(decision ? { decision } : {}),
+      });
       return entry.resumption!;
     } finally {
       this.entries.delete(id);

@@ -4,3 +4,4 @@
  */
 export { generateWorkflow } from './generate';
 export { sessionWorkflow } from './session';
+export { keelHoldNotice } from './hold-notices';
