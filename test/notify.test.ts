@@ -11,7 +11,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { verifyNoticeSignature } from '../src/activities/deliver-notice';
 import { parseConfig } from '../src/config/load';
 import type { HoldNotice } from '../src/core/hold-notices';
@@ -21,7 +21,8 @@ import { signingKeysOf } from '../src/security/signing-keys';
 import { startUiServer, type UiServer } from '../src/ui/server';
 import * as agents from './fixtures/notify-agents';
 import { startTestWorker, type TestWorker } from './support/harness';
-import { ROOT, runKeel, writeTestConfig } from './support/processes';
+import { freePort } from './support/free-port';
+import { killAfterEach, ROOT, runKeel, spawnCommand, writeTestConfig } from './support/processes';
 
 const SECRET = 'whsec-notify-test-0123456789';
 const SIGNING_KEY = 'notify-test-signing-key-0123456789';
@@ -272,5 +273,40 @@ describe('notify config', () => {
       'keel: notify[0].secret: the environment variable KEEL_UNSET_HOOK_SECRET is not set (it holds the secret the notices to http://127.0.0.1:9/hook are signed with)',
     ]);
     expect(Date.now() - started).toBeLessThan(15_000);
+  });
+});
+
+describe('examples/notify/receiver.ts', () => {
+  const track = killAfterEach(afterEach);
+
+  it('verifies each notice, prints its links, and refuses a forged one', async () => {
+    const port = await freePort();
+    const receiver = track(
+      spawnCommand(process.execPath, ['--import', 'tsx', join(ROOT, 'examples', 'notify', 'receiver.ts'), String(port)], {
+        label: 'examples/notify/receiver.ts',
+        env: { KEEL_HOOK_SECRET: SECRET },
+      }),
+    );
+    await receiver.waitFor(/receiving keel notices at/);
+    const own = await startTestWorker(new Registry().addModuleExports(agents), {
+      notify: [{ url: `http://127.0.0.1:${port}/`, secret: 'KEEL_TEST_HOOK_SECRET' }],
+      serve: { publicUrl: ui.origin },
+    });
+    try {
+      const { runId } = await own.client.start('notify-held', 'invoice acme');
+      await receiver.waitFor(new RegExp(`hold.raised notify-held ${runId.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} i1 send_invoice`));
+      await receiver.waitFor(/approve: http:\/\/127\.0\.0\.1:\d+\/decide\//);
+      const forged = await fetch(`http://127.0.0.1:${port}/`, {
+        method: 'POST',
+        headers: { 'x-keel-signature': `t=${Math.floor(Date.now() / 1000)},v1=${'0'.repeat(64)}` },
+        body: '{}',
+      });
+      expect(forged.status).toBe(401);
+      await receiver.waitFor(/refused: a notice whose signature does not verify/);
+      await own.client.getHandle(runId).decide({ interruptId: 'i1', approved: false, decidedBy: 'ops' });
+      await receiver.waitFor(/hold.decided notify-held .* i1 send_invoice: denied by ops/);
+    } finally {
+      await own.stop();
+    }
   });
 });
