@@ -121,6 +121,8 @@ export interface Agent<Output = unknown> {
   readonly output?: OutputSpec;
   /** Which of its calls run as local activities (docs/local-calls.md); absent: as each model and tool says. */
   readonly local?: AgentLocalCalls;
+  /** Who may decide its holds, by tool name (`'*'`: any hold): `group:<name>` or `user:<subject>` of a verified identity (docs/auth.md). */
+  readonly approvers?: Approvers;
   /** Type-level only (never set): the type of `result.output`, so a client given the agent types it. */
   readonly '~output'?: Output;
 }
@@ -142,6 +144,14 @@ export interface AgentLocalCalls {
   tools?: boolean | ReadonlyArray<string>;
 }
 
+/**
+ * Approver rules: for each tool name (or `'*'`, every hold of the agent), who may decide its
+ * holds: `group:<name>` (a group of the verified identity's `groups` claim) or `user:<subject>`.
+ * A decision for such a hold is taken only with a proof, signed by a keel server with auth on,
+ * of an identity a rule names (docs/auth.md).
+ */
+export type Approvers = Readonly<Record<string, ReadonlyArray<string>>>;
+
 /** Who keeps an agent's conversation between runs. */
 export type AgentSessionMode = 'client' | 'server';
 
@@ -160,6 +170,8 @@ export interface AgentOptions<Schema extends z.ZodType = z.ZodType> {
   output?: AgentOutputOption<Schema>;
   /** Which calls run as local activities (docs/local-calls.md). */
   local?: AgentLocalCalls;
+  /** Who may decide its holds, by tool name (docs/auth.md). */
+  approvers?: Approvers;
 }
 
 /** Declares an agent; with `output`, its runs answer one value of that schema (`result.output`). */
@@ -175,6 +187,7 @@ export function defineAgent<Schema extends z.ZodType = z.ZodType>({
   session = 'client',
   output,
   local,
+  approvers,
 }: AgentOptions<Schema>): Agent<z.output<Schema>> {
   const spec = output === undefined ? undefined : outputSpecFrom(`defineAgent(${JSON.stringify(name)})`, output);
   if (local) checkLocalCalls(`defineAgent(${JSON.stringify(name)})`, local, tools);
@@ -191,7 +204,20 @@ export function defineAgent<Schema extends z.ZodType = z.ZodType>({
     session,
     ...(spec ? { output: spec } : {}),
     ...(local ? { local } : {}),
+    ...(approvers ? { approvers: approverRules(`defineAgent(${JSON.stringify(name)})`, approvers) } : {}),
   };
+}
+
+/** Approver rules, each naming `group:<name>` or `user:<subject>`. */
+function approverRules(where: string, approvers: Approvers): Approvers {
+  for (const [tool, who] of Object.entries(approvers)) {
+    const bad = who.find((entry) => !/^(group|user):.+$/.test(entry));
+    if (bad !== undefined || who.length === 0)
+      throw new TypeError(
+        `${where}: approvers.${tool}: ${bad === undefined ? 'name at least one approver' : `"${bad}" is neither group:<name> nor user:<subject>`}`,
+      );
+  }
+  return approvers;
 }
 
 /** An agent's `local` names only tools it has. */

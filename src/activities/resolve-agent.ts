@@ -129,6 +129,7 @@ export function resolveAgent(scope: WorkerScope, { agent: name, refusedBefore }:
         .sort((a, b) => a.name.localeCompare(b.name)),
       session: agent.session,
       ...(agent.output ? { output: agent.output } : {}),
+      ...(agent.approvers ? { approvers: Object.fromEntries(Object.entries(agent.approvers).map(([tool, who]) => [tool, [...who]])) } : {}),
       searchAttributes: await scope.searchAttributes(),
       ...(inlineLimit !== undefined ? { inlinePayloadLimit: inlineLimit } : {}),
       ...(config.notify?.length ? { notify: config.notify.length } : {}),

@@ -87,6 +87,41 @@ export const ServeConfigSchema = z
   })
   .strict();
 
+/**
+ * Who is asking (docs/auth.md): keel serve verifies an OIDC bearer token against the issuer's
+ * keys, or takes the user a trusted proxy names; decisions are then recorded as that identity,
+ * and the holds an agent's `approvers` bind are decided only by identities they name.
+ */
+export const AuthConfigSchema = z.union([
+  z
+    .object({
+      /** The token issuer (`iss`), checked. */
+      issuer: z.string().min(1),
+      /** The audience (`aud`) tokens must be for, checked. */
+      audience: z.string().min(1),
+      /** The issuer's keys: a JWKS URL (https://.../jwks.json), or a JWKS file relative to the config file. */
+      jwks: z.string().min(1),
+      /** The claim listing the identity's groups. */
+      groupsClaim: z.string().min(1).default('groups'),
+    })
+    .strict(),
+  z
+    .object({
+      trustedProxy: z
+        .object({
+          /** The header the proxy names the user in. */
+          header: z.string().min(1),
+          /** The header it lists the user's groups in (comma separated), if any. */
+          groupsHeader: z.string().min(1).optional(),
+          /** The proxy's addresses: a request from any other is refused. */
+          from: z.array(z.string().min(1)).min(1),
+        })
+        .strict(),
+    })
+    .strict(),
+]);
+export type AuthConfig = z.infer<typeof AuthConfigSchema>;
+
 /** One webhook told of holds (docs/notify.md). */
 export const NotifyTargetSchema = z
   .object({
@@ -272,6 +307,8 @@ export const AgentConfigSchema = z
     session: z.enum(['client', 'server']).default('client'),
     /** The structured answer: a JSON Schema, or `{ schema, retries?, name? }` (docs/structured-output.md). */
     output: OutputOptionSchema.optional(),
+    /** Who may decide its holds, by tool name ('*': any): `group:<name>` or `user:<subject>` of a verified identity (docs/auth.md). */
+    approvers: z.record(z.string().min(1), z.array(z.string().regex(/^(group|user):.+$/, 'group:<name> or user:<subject>')).min(1)).optional(),
     /** Which calls run as local activities (docs/local-calls.md): `models` all or none, `tools` all, none or a list. */
     local: z
       .object({ models: z.boolean().optional(), tools: z.union([z.boolean(), z.array(z.string().min(1))]).optional() })
@@ -384,6 +421,8 @@ export const KeelConfigSchema = z
     server: ServerConfigSchema.prefault({}),
     ui: UiConfigSchema.prefault({}),
     serve: ServeConfigSchema.prefault({}),
+    /** How keel serve knows who asks (docs/auth.md); absent: it does not (loopback, or KEEL_UI_TOKEN). */
+    auth: AuthConfigSchema.optional(),
     /** Webhooks told when a hold is raised, decided or expires; none by default (docs/notify.md). */
     notify: z.array(NotifyTargetSchema).default([]),
     codecServer: CodecServerConfigSchema.prefault({}),

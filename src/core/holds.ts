@@ -86,6 +86,10 @@ const HOLD_TARGET = {
   decidedBy: z.string().min(1).max(200).optional(),
   /** Set by a run that forwards a decision to the sub-agent run holding the call: its own run id. */
   forwardedFrom: z.string().min(1).optional(),
+  /** The verified decider's groups, as the keel server that verified them signed them (docs/auth.md). */
+  decidedByGroups: z.array(z.string()).max(200).optional(),
+  /** A keel server's proof of who decided (`decidedBy`, `decidedByGroups`), for a hold only some may decide. */
+  decidedByProof: z.string().min(1).optional(),
 };
 
 /** A decision on a pending hold, as the `resume` update or signal carries it. */
@@ -270,6 +274,8 @@ export const DecisionRecordSchema = z.object({
   payload: z.unknown().optional(),
   /** For a hold answered by a decision sent for another hold (a shared decision): that hold's id. */
   sharedWith: z.string().optional(),
+  /** True when a keel server's proof vouched for `decidedBy` (a hold bound by approver rules). */
+  verified: z.boolean().optional(),
 });
 export type DecisionRecord = z.infer<typeof DecisionRecordSchema>;
 

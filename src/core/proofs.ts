@@ -32,7 +32,17 @@ export const HoldSubjectSchema = z.object({
 });
 /** What a task's proof covers: its id. */
 export const TaskSubjectSchema = z.object({ kind: z.literal('task'), taskId: z.string() });
-export const ProofSubjectSchema = z.discriminatedUnion('kind', [HoldSubjectSchema, TaskSubjectSchema]);
+/** What a decider's proof covers (signed by a keel server that verified who decides): the run, the hold, who, their groups, and what they decided. */
+export const DeciderSubjectSchema = z.object({
+  kind: z.literal('decider'),
+  runId: z.string(),
+  interruptId: z.string(),
+  decidedBy: z.string(),
+  groups: z.array(z.string()),
+  decision: z.string(),
+});
+export type DeciderSubject = z.infer<typeof DeciderSubjectSchema>;
+export const ProofSubjectSchema = z.discriminatedUnion('kind', [HoldSubjectSchema, TaskSubjectSchema, DeciderSubjectSchema]);
 export type ProofSubject = z.infer<typeof ProofSubjectSchema>;
 
 /** Input of the `signProofs` activity. */

@@ -387,6 +387,8 @@ export const AgentSpecSchema = z.object({
    * resolved by a worker from before keel said).
    */
   inlinePayloadLimit: z.number().int().positive().optional(),
+  /** Who may decide the agent's holds, by tool name ('*': any hold): `group:<name>` or `user:<subject>` (docs/auth.md). Absent: anyone who can reach the run. */
+  approvers: z.record(z.string(), z.array(z.string())).optional(),
   /** How many webhooks the worker that resolved the agent tells of holds (`notify:`, docs/notify.md). Absent: none. */
   notify: z.number().int().positive().optional(),
   /**

@@ -51,6 +51,12 @@ export interface GuardOptions {
   changeHeader?: string;
   /** Paths (and the paths below them) whose changes need no `changeHeader` (protocol endpoints other programs call: `/mcp`, `/a2a`); the Origin check still holds. */
   openPaths?: readonly string[];
+  /**
+   * The server verifies who asks itself (`auth:`, an OIDC token or a trusted proxy's user): it may
+   * listen off loopback without a token, and the Host check (against DNS rebinding, which can
+   * forge neither) is left out, so a reverse proxy may name the public host.
+   */
+  identified?: boolean;
   /** Paths (and below) whose requests carry a credential of their own (a signed decision link): no token needed there. */
   tokenFreePaths?: readonly string[];
   /** Takes the token once as `?token=` and keeps it in this HttpOnly, SameSite=Strict cookie (how a page signs in). */
@@ -102,12 +108,13 @@ function createGuard({
   changeHeader,
   openPaths = [],
   tokenFreePaths = [],
+  identified = false,
   tokenCookie,
   allowedHosts,
 }: GuardOptions & { allowedHosts: () => ReadonlySet<string> }): Hono {
   const guard = new Hono();
   // With a token, a rebound page lacks it anyway (the cookie is SameSite=Strict and the Bearer header is never sent for it).
-  if (token === undefined)
+  if (token === undefined && !identified)
     guard.use(async (c, next) => {
       const host = c.req.header('host');
       if (!host || !allowedHosts().has(host.toLowerCase()))
@@ -184,13 +191,19 @@ const MIN_TOKEN_LENGTH = 16;
  * than 16 characters; a server that does other work before it listens (connecting to Temporal)
  * calls it first, so the mistake is said at once.
  */
-export function assertListenable({ name, host, token, tokenVariable }: Pick<GuardOptions, 'name' | 'token' | 'tokenVariable'> & { host: string }): void {
+export function assertListenable({
+  name,
+  host,
+  token,
+  tokenVariable,
+  identified = false,
+}: Pick<GuardOptions, 'name' | 'token' | 'tokenVariable' | 'identified'> & { host: string }): void {
   if (token !== undefined && token.length < MIN_TOKEN_LENGTH)
     throw new KeelError(
       'FAILED_PRECONDITION',
       `${name}: ${tokenVariable} is ${token.length} characters; use a long random string (at least ${MIN_TOKEN_LENGTH})`,
     );
-  if (!isLoopback(host) && token === undefined)
+  if (!isLoopback(host) && token === undefined && !identified)
     throw new KeelError(
       'FAILED_PRECONDITION',
       `${name} listens on ${host}, which is not loopback: set ${tokenVariable} (a long random string) so only those given it can reach it, or listen on 127.0.0.1`,

@@ -19,6 +19,7 @@ import { z } from 'zod';
 import type { KeelClient, RunHandle } from '../client/keel-client';
 import type { RunEvent } from '../client/run-events';
 import { KeelError, toKeelError } from '../core/errors';
+import type { Decision } from '../core/holds';
 import { messageText, type Message } from '../core/messages';
 import type { Hold, RunLifecycle } from '../core/run';
 import { describeZodError } from '../core/schema-errors';
@@ -191,6 +192,9 @@ function turnStart(messages: readonly Message[], historyLength: number): number 
   return messages.length;
 }
 
+/** Who decides what the page answers: the decision as the server records it (the verified identity with its proof, or the chat's name). */
+export type Decider = (runId: string, decision: Decision) => Decision;
+
 /** What serving chat needs. */
 export interface ChatServeOptions {
   client: KeelClient;
@@ -199,7 +203,7 @@ export interface ChatServeOptions {
 
 /** Serves the AI SDK's chat protocol for the exposed agents. */
 export function chatHttpHandler({ client, agents }: ChatServeOptions): {
-  send: (agent: string, request: Request, decidedBy: string) => Promise<Response>;
+  send: (agent: string, request: Request, decider: Decider) => Promise<Response>;
   resume: (agent: string, chatId: string, request: Request) => Promise<Response>;
   history: (agent: string, chatId: string) => Promise<Response>;
   /** Ends every stream still open, once each has let go of the client. */
@@ -288,7 +292,7 @@ export function chatHttpHandler({ client, agents }: ChatServeOptions): {
     );
 
   return {
-    async send(agentName, request, decidedBy) {
+    async send(agentName, request, decider) {
       try {
         const agent = chatAgent(agentName);
         if (!(request.headers.get('content-type') ?? '').startsWith('application/json')) refuse('INVALID_ARGUMENT', 'send the chat as application/json');
@@ -304,7 +308,7 @@ export function chatHttpHandler({ client, agents }: ChatServeOptions): {
         if (chat.trigger === 'regenerate-message')
           refuse('INVALID_ARGUMENT', 'a keel chat keeps every turn it ran: send a new message instead of regenerating one');
         const last = chat.messages.at(-1)!;
-        if (last.role === 'assistant') return await approve(agent, chat.id, last, decidedBy, request.signal);
+        if (last.role === 'assistant') return await approve(agent, chat.id, last, decider, request.signal);
         if (last.role !== 'user')
           return refuse('INVALID_ARGUMENT', `messages[${chat.messages.length - 1}]: the last message is a ${last.role} message; send a user message`);
         const text = last.parts.flatMap((part) => (part.type === 'text' && part.text ? [part.text] : [])).join('\n');
@@ -352,7 +356,7 @@ export function chatHttpHandler({ client, agents }: ChatServeOptions): {
   };
 
   /** Decides the holds the page answered, then streams the rest of the turn from what the page has. */
-  async function approve(agent: ExposedAgent, chatId: string, message: UiMessage, decidedBy: string, signal: AbortSignal): Promise<Response> {
+  async function approve(agent: ExposedAgent, chatId: string, message: UiMessage, decider: Decider, signal: AbortSignal): Promise<Response> {
     const runId = message.id;
     if (sessionOfRun(runId, agent.name)?.sessionId !== chatId)
       return refuse('INVALID_ARGUMENT', `the last message is an assistant message (${runId}) that is not a turn of chat ${chatId}; send a user message`);
@@ -367,7 +371,7 @@ export function chatHttpHandler({ client, agents }: ChatServeOptions): {
       if (!pending.has(answer.interruptId)) continue; // decided already (the page sent it twice, or another decider was first)
       try {
         await handle.decide(
-          { interruptId: answer.interruptId, approved: answer.approved, ...(answer.reason ? { reason: answer.reason } : {}), decidedBy },
+          decider(runId, { interruptId: answer.interruptId, approved: answer.approved, ...(answer.reason ? { reason: answer.reason } : {}) }),
           { timeoutMs: 15_000 },
         );
       } catch (error) {

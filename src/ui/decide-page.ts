@@ -2,13 +2,14 @@
  * `/decide/<token>`: where a decision link of a webhook's notice lands (docs/notify.md). Opening
  * it (GET) shows the held call and asks to confirm, and decides nothing, so a link unfurled by a
  * chat app or prefetched by a mail scanner is harmless; the confirmation (a POST from that page)
- * decides, recorded as `decidedBy: link`. Each request checks the link (keel signed it, it has not
+ * decides, recorded as `decidedBy: link` (or, with auth on, as the verified identity). Each request checks the link (keel signed it, it has not
  * expired) and that its hold still waits with the input the link was made for: a decided hold or
  * a call restarted with edited input voids it. The link is its own credential: these paths need
  * no UI token, and the guard's Origin check still holds for the confirmation. Node side.
  */
 import type { Context, Hono } from 'hono';
 import type { KeelClient } from '../client/keel-client';
+import type { Decider } from '../protocols/chat';
 import type { KeelConfig } from '../config/schema';
 import { KeelError, toKeelError } from '../core/errors';
 import type { Hold } from '../core/run';
@@ -56,7 +57,10 @@ async function heldFor(client: KeelClient, keys: SigningKeys, token: string): Pr
 }
 
 /** Serves decision links on `app`; the signing key is read on the first link. */
-export function decisionLinkRoutes(app: Hono, { client, config }: { client: KeelClient; config: KeelConfig }): void {
+export function decisionLinkRoutes(
+  app: Hono,
+  { client, config, decider }: { client: KeelClient; config: KeelConfig; decider: (request: Request, fallback: string) => Decider },
+): void {
   let keys: SigningKeys | undefined;
   const signingKeys = () => (keys ??= loadSigningKeys(config));
   const refused = (c: Context, error: unknown) => {
@@ -92,7 +96,7 @@ export function decisionLinkRoutes(app: Hono, { client, config }: { client: Keel
       const approved = link.action === 'approve';
       await client
         .getHandle(link.runId)
-        .decide({ interruptId: link.holdId, approved, ...(reason ? { reason } : {}), decidedBy: 'link' }, { timeoutMs: 15_000 });
+        .decide(decider(c.req.raw, 'link')(link.runId, { interruptId: link.holdId, approved, ...(reason ? { reason } : {}) }), { timeoutMs: 15_000 });
       return page(
         c,
         approved ? 'Approved' : 'Denied',

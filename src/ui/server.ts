@@ -37,6 +37,10 @@ import { a2aHttpHandler, assertA2AServable } from '../protocols/a2a';
 import { assertChatServable, chatHttpHandler } from '../protocols/chat';
 import { DECIDE_PATH, decisionLinkRoutes } from './decide-page';
 import { EventHub } from './event-hub';
+import { getConnInfo } from '@hono/node-server/conninfo';
+import { authenticator, vouched, type Authenticate, type Identity } from '../security/identity';
+import { loadSigningKeys, type SigningKeys } from '../security/signing-keys';
+import type { Decider } from '../protocols/chat';
 import { runView } from './run-view';
 
 /** Where the built page is: dist/web of the package (from src/ui or dist/ui alike). */
@@ -127,12 +131,38 @@ async function jsonBody(c: Context): Promise<{ ok: true; value: unknown } | { ok
   }
 }
 
+/**
+ * Who asks (docs/auth.md): with auth on, each request's verified identity; and who a decision is
+ * recorded as: that identity, vouched for with a proof the run checks, or else the route's name.
+ */
+interface Who {
+  authenticate: Authenticate | undefined;
+  identities: WeakMap<Request, Identity>;
+  decider: (request: Request, fallback: string) => Decider;
+}
+
+/** The identities of requests, and the decisions made from them, for `config`. */
+function whoAsks(config: KeelConfig): Who {
+  const authenticate = config.auth ? authenticator(config.auth, config.baseDir) : undefined;
+  const identities = new WeakMap<Request, Identity>();
+  let keys: SigningKeys | undefined;
+  return {
+    authenticate,
+    identities,
+    decider: (request, fallback) => (runId, decision) => {
+      const identity = identities.get(request);
+      return identity ? vouched((keys ??= loadSigningKeys(config)), identity, runId, decision) : { ...decision, decidedBy: decision.decidedBy ?? fallback };
+    },
+  };
+}
+
 /** What the API's routes work with. */
 interface UiRoutes {
   client: KeelClient;
   config: KeelConfig;
   hub: EventHub;
   user: string;
+  who: Who;
   temporalUiUrl: string | undefined;
   inbox: InboxListing;
 }
@@ -147,6 +177,7 @@ function createUiApp({
   mcp,
   a2a,
   chat,
+  who,
 }: {
   client: KeelClient;
   config: KeelConfig;
@@ -156,8 +187,22 @@ function createUiApp({
   mcp: ReturnType<typeof mcpHttpHandler> | undefined;
   a2a: ReturnType<typeof a2aHttpHandler> | undefined;
   chat: ReturnType<typeof chatHttpHandler> | undefined;
+  who: Who;
 }): Hono {
   const app = new Hono();
+  // With auth on, everything but the page's own files answers only a verified identity.
+  if (who.authenticate) {
+    const authenticate = who.authenticate;
+    app.use(async (c, next) => {
+      if (!/^\/(api|mcp|a2a|decide)(\/|$)/.test(c.req.path)) return next();
+      try {
+        who.identities.set(c.req.raw, await authenticate(c.req.raw, getConnInfo(c).remote.address));
+      } catch (error) {
+        return c.json({ error: { status: 'UNAUTHENTICATED', message: (error as Error).message } }, 401);
+      }
+      return next();
+    });
+  }
   // MCP and A2A clients are programs, not the page: the protocols' SDKs answer them (their own headers, no CSP).
   if (mcp) app.all('/mcp', (c) => mcp.handle(c.req.raw));
   if (a2a) {
@@ -180,16 +225,16 @@ function createUiApp({
   );
   // The AI SDK's chat protocol, for pages of this origin and of the web apps serve.origins names (useChat sends no header of keel's).
   if (chat) {
-    app.post('/api/chat/:agent', (c) => chat.send(c.req.param('agent'), c.req.raw, `chat:${c.req.param('agent')}`));
+    app.post('/api/chat/:agent', (c) => chat.send(c.req.param('agent'), c.req.raw, who.decider(c.req.raw, `chat:${c.req.param('agent')}`)));
     app.get('/api/chat/:agent/:chatId/stream', (c) => chat.resume(c.req.param('agent'), c.req.param('chatId'), c.req.raw));
     app.get('/api/chat/:agent/:chatId', (c) => chat.history(c.req.param('agent'), c.req.param('chatId')));
   }
   app.use(secureHeaders({ contentSecurityPolicy: { defaultSrc: ["'self'"], imgSrc: ["'self'", 'data:'], styleSrc: ["'self'", "'unsafe-inline'"] } }));
-  const routes: UiRoutes = { client, config, hub, user, temporalUiUrl: temporalUiUrlOf(config), inbox: inboxListing(client) };
+  const routes: UiRoutes = { client, config, hub, user, who, temporalUiUrl: temporalUiUrlOf(config), inbox: inboxListing(client) };
   readingRoutes(app, routes);
   app.get('/api/runs/:runId/events', (c) => runEventStream(c, hub, c.req.param('runId')));
   changingRoutes(app, routes);
-  decisionLinkRoutes(app, { client, config });
+  decisionLinkRoutes(app, { client, config, decider: who.decider });
   app.all('/api/*', (c) => c.json({ error: { status: 'NOT_FOUND', message: `no such endpoint: ${c.req.method} ${c.req.path}` } }, 404));
 
   const root = relative(process.cwd(), webRoot) || '.';
@@ -229,14 +274,15 @@ function inboxListing(client: KeelClient): InboxListing {
 }
 
 /** The routes that read: the page's info, the inbox, the runs, one run, a run's holds in full. */
-function readingRoutes(app: Hono, { client, config, user, temporalUiUrl, inbox }: UiRoutes): void {
+function readingRoutes(app: Hono, { client, config, user, who, temporalUiUrl, inbox }: UiRoutes): void {
   const namespace = config.temporal.namespace;
   app.get('/api/info', (c) =>
     c.json({
       namespace,
       taskQueue: config.taskQueue,
       address: config.temporal.address,
-      user,
+      // Verified: the page shows who decides, and lets no other name be typed.
+      ...(who.identities.has(c.req.raw) ? { user: who.identities.get(c.req.raw)!.subject, verified: true } : { user }),
       temporalUiUrl: temporalUiUrl ?? null,
       agents: agentNames(config),
     }),
@@ -311,7 +357,7 @@ function runEventStream(c: Context, hub: EventHub, runId: string) {
 }
 
 /** The routes that change something: start a run (or a session's turn), decide a hold, steer, abort. */
-function changingRoutes(app: Hono, { client, user, inbox }: UiRoutes): void {
+function changingRoutes(app: Hono, { client, user, who, inbox }: UiRoutes): void {
   app.post('/api/runs', async (c) => {
     const body = await jsonBody(c);
     if (!body.ok) return bad(c, body.message);
@@ -332,13 +378,18 @@ function changingRoutes(app: Hono, { client, user, inbox }: UiRoutes): void {
     // Only a run sends a decision on as forwarded, and names itself: a person never claims it.
     if ('forwardedFrom' in decision || 'decidedBy' in decision)
       return bad(c, 'forwardedFrom and decidedBy are set by keel (decidedBy from user), not sent from the page');
-    const who = named === undefined ? { success: true as const, data: user } : UserSchema.safeParse(named);
-    if (!who.success) return bad(c, 'user: a name of 1 to 80 characters');
-    const parsed = parseDecision({ ...decision, decidedBy: who.data });
+    const verified = who.identities.get(c.req.raw);
+    if (verified && named !== undefined) return bad(c, `decisions are recorded as your verified identity (${verified.subject}): send no user`);
+    const name = named === undefined ? { success: true as const, data: user } : UserSchema.safeParse(named);
+    if (!name.success) return bad(c, 'user: a name of 1 to 80 characters');
+    if ('decidedByProof' in decision || 'decidedByGroups' in decision)
+      return bad(c, 'decidedByProof and decidedByGroups are set by keel, not sent from the page');
+    const parsed = parseDecision(decision);
     if (!parsed.success) return bad(c, parsed.error);
+    const runId = c.req.param('runId');
     inbox.stale();
     try {
-      return c.json(await client.getHandle(c.req.param('runId')).decide(parsed.data, { timeoutMs: 15_000 }));
+      return c.json(await client.getHandle(runId).decide(who.decider(c.req.raw, name.data)(runId, parsed.data), { timeoutMs: 15_000 }));
     } catch (error) {
       return failure(c, error);
     } finally {
@@ -407,6 +458,7 @@ export async function startUiServer({
     openPaths: ['/mcp', '/a2a', '/api/chat', DECIDE_PATH],
     // A decision link is its own credential (signed, expiring, for one hold): whoever got it needs no UI token.
     tokenFreePaths: [DECIDE_PATH],
+    identified: config.auth !== undefined,
     maxBodyBytes: MAX_BODY_BYTES,
     ...(config.serve.origins.length
       ? { crossOrigin: { origins: config.serve.origins.map((url) => new URL(url).origin), allowHeaders: ['content-type'], paths: ['/api/chat'] } }
@@ -441,6 +493,8 @@ export async function startUiServer({
   const chatAgents = agents.filter((agent) => agent.session === 'server');
   const [overMcp, overA2A, overChat] = [servable(assertMcpServable), servable(assertA2AServable), chatAgents.length > 0 && servable(assertChatServable)];
   if (config.serve.agents.length && !overMcp && !overA2A && !overChat) throw new KeelError('FAILED_PRECONDITION', `serve.agents: ${problems.join('; ')}`);
+  // A JWKS file that does not load is said before anything connects.
+  const who = whoAsks(config);
   const client = await KeelClient.connect(config, { identity: `keel-ui ${process.pid}@${hostname()}` });
   const hub = new EventHub(client);
   const bound: { origin?: string } = {};
@@ -448,7 +502,7 @@ export async function startUiServer({
   const mcp = overMcp ? mcpHttpHandler({ ...served, uiOrigin: () => bound.origin }) : undefined;
   const a2a = overA2A ? a2aHttpHandler({ ...served, origin: () => bound.origin }) : undefined;
   const chat = overChat ? chatHttpHandler(served) : undefined;
-  const app = createUiApp({ client, config, hub, user, webRoot, mcp, a2a, chat });
+  const app = createUiApp({ client, config, hub, user, webRoot, mcp, a2a, chat, who });
   let server: GuardedServer;
   try {
     server = await startGuardedServer({ ...guarded, host, port, app });

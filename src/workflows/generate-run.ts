@@ -18,6 +18,7 @@ import type { MiddlewareStage } from '../middleware/stages';
 import { RESOLVE_AGENT_OPTIONS, asKeelError } from './activity-errors';
 import { HoldBoard } from './hold-board';
 import { HoldNotices } from './hold-notices';
+import { verify } from './proofs';
 import { logRunAttributes } from './log-attributes';
 import { restoreRunState } from './continue-run';
 import { newRunState, type RunState } from './run-state';
@@ -81,6 +82,8 @@ export class GenerateRun {
       input: parsed.success ? parsed.data : undefined,
       validateOutput: this.checkOutput,
       notice: (notice) => this.notices.send(notice),
+      approvers: () => this.agent?.approvers,
+      verifyDecider: async (subject, proof) => (await verify([{ subject, proof }]))[0] === true,
     });
     this.steering = new Steering(run);
   }

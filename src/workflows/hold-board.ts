@@ -6,6 +6,8 @@
  * stage to decide. Runs in the workflow: deterministic, no I/O.
  */
 import type { HoldNotice } from '../core/hold-notices';
+import { approversOf, deciderSubject, mayDecide, type ApproverRules } from '../core/approvers';
+import type { DeciderSubject } from '../core/proofs';
 import { holdRaised, holdSettled } from '../core/workflow-metrics';
 import { ApplicationFailure, condition, log, setHandler, workflowInfo } from '@temporalio/workflow';
 import { KeelError } from '../core/errors';
@@ -49,6 +51,10 @@ export interface HoldBoardOptions {
   input: RunInput | undefined;
   /** Checks a stand-in output against the tool's output schema; returns it parsed (may throw). */
   validateOutput: (toolName: string, output: unknown) => Promise<unknown>;
+  /** The agent's approver rules (docs/auth.md), once its agent is resolved. */
+  approvers?: () => ApproverRules | undefined;
+  /** Whether a keel server's proof of who decides verifies (an activity: the key is the workers'). */
+  verifyDecider?: (subject: DeciderSubject, proof: string) => Promise<boolean>;
   /** Told when one of the run's own holds is raised, decided or expires (hold notices: src/workflows/hold-notices.ts). */
   notice?: (notice: Omit<HoldNotice, 'runId' | 'agent'>) => void;
 }
@@ -275,6 +281,14 @@ export class HoldBoard {
     }
     const mismatch = holdMismatch(decision, entry.record);
     if (mismatch) throw ApplicationFailure.create({ type: 'FAILED_PRECONDITION', nonRetryable: true, message: mismatch });
+    const rule = this.ruleOf(entry.record);
+    // Thrown as is: the update's validator runs this too, and a validator changes nothing (a signal's refusal is shown by its handler).
+    if (rule && !decision.decidedByProof)
+      throw ApplicationFailure.create({
+        type: 'PERMISSION_DENIED',
+        nonRetryable: true,
+        message: `hold ${interruptId} (${entry.record.toolName ?? entry.record.kind}) may be decided only by ${rule.join(', ')}: send the decision through keel serve with auth on, which vouches for who decides; this one names no verified decider`,
+      });
     return { decision, resumption: taken(entry.hold, entry.record, decision, declared) };
   }
 
@@ -292,6 +306,36 @@ export class HoldBoard {
         message: `respond for hold ${interruptId}: ${failure.message}`,
       });
     }
+  }
+
+  /** Who may decide `hold` (its agent's approver rules); undefined: anyone who can reach the run. */
+  private ruleOf(hold: Hold): string[] | undefined {
+    return approversOf(this.options.approvers?.(), hold.toolName);
+  }
+
+  /** A decision refused for who sent it: PERMISSION_DENIED, and shown in the run's status. */
+  private refusal(decision: Decision, message: string): ApplicationFailure {
+    this.options.run.status.refusedDecision = { interruptId: decision.interruptId, reason: message };
+    return ApplicationFailure.create({ type: 'PERMISSION_DENIED', nonRetryable: true, message });
+  }
+
+  /** For a hold bound by approver rules: the decider's proof verifies, and the rule names them. Throws the refusal otherwise. */
+  private async checkDecider(decision: Decision, hold: Hold): Promise<boolean> {
+    const rule = this.ruleOf(hold);
+    if (!rule) return false;
+    const proof = decision.decidedByProof;
+    const verified = proof !== undefined && (await this.options.verifyDecider?.(deciderSubject(workflowInfo().workflowId, decision), proof));
+    if (!verified)
+      throw this.refusal(
+        decision,
+        `the proof of who decides hold ${decision.interruptId} does not verify (made up, changed, or signed with another key): decision refused`,
+      );
+    if (!mayDecide(rule, { decidedBy: decision.decidedBy, groups: decision.decidedByGroups }))
+      throw this.refusal(
+        decision,
+        `hold ${decision.interruptId} (${hold.toolName ?? hold.kind}) may be decided only by ${rule.join(', ')}; ${decision.decidedBy ?? 'the decider'} (groups: ${decision.decidedByGroups?.join(', ') || 'none'}) is not one of them`,
+      );
+    return true;
   }
 
   /** An id of this run's own that it has not raised (again) yet, and no decision kept for it. */
@@ -352,7 +396,12 @@ export class HoldBoard {
       ({ decision, resumption: value } = this.check(decision, { declared }));
     }
     if (SubAgentHolds.isNested(decision.interruptId)) return this.forward(decision, value, route);
-    const entry = this.entries.get(decision.interruptId)!;
+    let entry = this.entries.get(decision.interruptId)!;
+    const verified = await this.checkDecider(decision, entry.record);
+    if (verified) {
+      ({ decision, resumption: value } = this.check(decision, { declared })); // decided meanwhile by another handler?
+      entry = this.entries.get(decision.interruptId)!;
+    }
     if (value && 'output' in value) {
       value = { output: await this.checkedOutput(entry.record.toolName ?? '', decision.interruptId, value.output) };
       this.check(decision, { declared }); // decided meanwhile by another handler?
@@ -366,7 +415,10 @@ export class HoldBoard {
       const shared = target === entry || !('input' in decision) ? decision : { ...decision, input: undefined };
       target.resumption = target === entry ? value! : taken(target.hold, target.record, shared, declared);
       this.decided.add(target.record.id);
-      records.push(decisionRecord(target.record, shared, route, target === entry ? {} : { sharedWith: entry.record.id }));
+      records.push({
+        ...decisionRecord(target.record, shared, route, target === entry ? {} : { sharedWith: entry.record.id }),
+        ...(verified ? { verified: true } : {}),
+      });
     }
     this.recordDecisions(records);
     return { interruptId: decision.interruptId, decided: targets.map((target) => target.record.id) };

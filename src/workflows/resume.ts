@@ -7,6 +7,7 @@
  * responses built from it are marked `source: 'pending'`.
  * Runs in the workflow: deterministic, no I/O.
  */
+import { approversOf, type ApproverRules } from '../core/approvers';
 import { KeelError } from '../core/errors';
 import { INTERRUPT_METADATA, TOOL_STAGE } from '../core/interrupts';
 import {
@@ -35,6 +36,8 @@ export interface ResumeOptions {
   validateOutput: (toolName: string, output: unknown) => Promise<unknown>;
   /** The conversation, ending with the interrupted model message. */
   messages: Message[];
+  /** The agent's approver rules (docs/auth.md): a held call they bind is not decided by a resume. */
+  approvers?: ApproverRules | undefined;
 }
 
 /** How a resume ended: the conversation to go on with, or the model message held again. */
@@ -156,7 +159,16 @@ function resolved(modelMessage: Message): Message {
 }
 
 /** Answers the held requests of the interrupted run that `messages` end with (iteration 0). */
-export async function resumeHeldCalls(context: ToolTurnContext, { resume, stages, validateOutput, messages }: ResumeOptions): Promise<ResumedTurn> {
+export async function resumeHeldCalls(context: ToolTurnContext, { resume, stages, validateOutput, messages, approvers }: ResumeOptions): Promise<ResumedTurn> {
+  // A resume carries no proof of who decided: a call the agent's approver rules bind waits for a verified decider instead.
+  for (const part of [...resume.restart.map((restart) => restart.toolRequest.name), ...resume.respond.map((respond) => respond.toolResponse.name)]) {
+    const rule = approversOf(approvers, part);
+    if (rule)
+      throw new KeelError(
+        'PERMISSION_DENIED',
+        `a held ${part} call may be decided only by ${rule.join(', ')}, and a resume names no verified decider: let the run wait for the decision (interruptMode 'wait') and decide it through keel serve with auth on`,
+      );
+  }
   const last = messages[messages.length - 1];
   const requests = last?.role === 'model' ? toolRequestParts(last) : [];
   if (!last || requests.length === 0) throw new KeelError('FAILED_PRECONDITION', 'resume needs messages that end with a model message asking for tools');

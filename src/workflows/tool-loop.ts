@@ -145,7 +145,13 @@ export class ToolLoop {
   /** Iteration 0 of a resume: the held calls, restarted or answered by their decisions, then iteration 1. */
   private async resume(resume: RunResume, messages: Message[]): Promise<GenerateOutcome> {
     const { run, setup } = this.parts;
-    const resumed = await resumeHeldCalls(this.turn, { resume, stages: setup.stages, validateOutput: run.checkOutput, messages });
+    const resumed = await resumeHeldCalls(this.turn, {
+      resume,
+      stages: setup.stages,
+      validateOutput: run.checkOutput,
+      messages,
+      approvers: this.parts.agent.approvers,
+    });
     if ('interrupted' in resumed) return this.interrupted({ message: resumed.interrupted, finishReason: 'interrupted', usage: {} }, messages.slice(0, -1));
     run.state.messages = resumed.messages;
     return this.generate({ iteration: 1, messages: resumed.messages });

@@ -16,6 +16,8 @@ export interface Info {
   taskQueue: string;
   address: string;
   user: string;
+  /** Set when keel serve verified who you are (auth on): decisions are recorded as `user`, which cannot be typed. */
+  verified?: boolean;
   temporalUiUrl: string | null;
   agents: string[];
 }
@@ -41,7 +43,16 @@ export const get = async <T>(path: string): Promise<T> => answer<T>(await fetch(
 export const post = async <T>(path: string, body: unknown): Promise<T> =>
   answer<T>(await fetch(path, { method: 'POST', headers: { 'content-type': 'application/json', 'x-keel-ui': '1' }, body: JSON.stringify(body) }));
 
+let verifiedUser = false;
+
+/** The server verified who uses the page (`Info.verified`): decisions send no typed name. */
+export function markVerified(verified: boolean | undefined): void {
+  verifiedUser = verified === true;
+}
+
 /** The name the person typed in "deciding as" (kept in this browser); none: the server records its default, `info.user`. */
 export function typedUserName(): string | undefined {
+  // Verified by keel serve: the server records who you are, and takes no typed name.
+  if (verifiedUser) return undefined;
   return localStorage.getItem('keel.user') || undefined;
 }

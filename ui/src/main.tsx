@@ -2,7 +2,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { LocationProvider, Route, Router, useRoute } from 'preact-iso';
-import { get, typedUserName, type Info } from './api';
+import { get, markVerified, typedUserName, type Info } from './api';
 import { Inbox } from './inbox';
 import { RunView } from './run-view';
 import { Runs, StartRun } from './runs';
@@ -16,6 +16,12 @@ function RunPage({ info }: { info: Info | undefined }) {
 /** "deciding as": the name typed here, else (shown as the placeholder) the server's default; a decision records the one shown. */
 function Who({ info }: { info: Info | undefined }) {
   const [name, setName] = useState(typedUserName() ?? '');
+  if (info?.verified)
+    return (
+      <span class="who" title="keel serve verified who you are: decisions you make here are recorded as you">
+        deciding as <strong data-testid="user-name">{info.user}</strong> (verified)
+      </span>
+    );
   return (
     <label class="who" title="decisions you make here are recorded with this name">
       deciding as{' '}
@@ -35,7 +41,17 @@ function Who({ info }: { info: Info | undefined }) {
 
 function App() {
   const [info, setInfo] = useState<Info>();
-  useEffect(() => void get<Info>('/api/info').then(setInfo, () => undefined), []);
+  useEffect(
+    () =>
+      void get<Info>('/api/info').then(
+        (loaded) => {
+          markVerified(loaded.verified);
+          setInfo(loaded);
+        },
+        () => undefined,
+      ),
+    [],
+  );
   return (
     <LocationProvider>
       <nav>
