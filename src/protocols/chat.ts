@@ -78,9 +78,16 @@ const refuse = (status: 'INVALID_ARGUMENT' | 'NOT_FOUND' | 'FAILED_PRECONDITION'
 const toolCallIdOf = (name: string, ref: string | undefined, index: number, part: number): string => ref ?? `${name}-${index}-${part}`;
 
 /**
- * Turns a run's events into the chunks of its turn's assistant message. Messages below `from`
- * (the history before the turn, or what the page already shows) make no chunks; text is taken
- * from the model's message once it lands, less what was streamed of it, so none is said twice.
+ * Where a turn's assistant message starts in its run's messages: after `history` messages of the
+ * session (system prompts aside) and the one the turn was sent; or at message index `from` (the
+ * messages before it the page already shows).
+ */
+export type TurnStart = { history: number } | { from: number };
+
+/**
+ * Turns a run's events into the chunks of its turn's assistant message. Messages before the
+ * turn's start make no chunks; text is taken from the model's message once it lands, less what
+ * was streamed of it, so none is said twice.
  */
 export class TurnChunks {
   private stepOpen = false;
@@ -89,8 +96,11 @@ export class TurnChunks {
   /** The page's tool call ids, by tool name and ref (a hold names its call by these). */
   private readonly calls = new Map<string, string>();
 
+  /** Messages of the run seen so far that are not system prompts. */
+  private kept = 0;
+
   constructor(
-    private readonly from: number,
+    private readonly start: TurnStart,
     /** Tool calls the page denied: their results are said as denied. */
     private readonly denied: ReadonlySet<string> = new Set(),
   ) {}
@@ -98,8 +108,11 @@ export class TurnChunks {
   /** The chunks `event` makes. */
   take(event: RunEvent): UIMessageChunk[] {
     if (event.type === 'text') return event.final ? [] : this.streamed(event.delta);
-    if (event.type === 'message') return event.index < this.from ? [] : this.message(event.index, event.message);
-    return [];
+    if (event.type !== 'message') return [];
+    // Counted as they come (in order from the first): the turn starts after the history and its own message.
+    const position = event.message.role === 'system' ? -1 : this.kept++;
+    const shown = 'from' in this.start ? event.index >= this.start.from : position > this.start.history;
+    return shown ? this.message(event.index, event.message) : [];
   }
 
   /** The chunks that ask the page about `holds`, the run's holds now. */
@@ -234,18 +247,17 @@ export function chatHttpHandler({ client, agents }: ChatServeOptions): {
     return agent;
   };
 
-  /** Where the turn `snapshot` records begins in its run's messages: after the history it started from and the message it was sent. */
-  const turnOf = async (agent: string, chatId: string, snapshot: Snapshot): Promise<number> => {
-    const running = snapshot.status === 'pending' || snapshot.status === 'aborting';
+  /** How many messages of the session's history the turn `snapshot` records started from. */
+  const historyOf = async (agent: string, chatId: string, snapshot: Snapshot): Promise<number> => {
     // A turn under way records the history it started from; a settled one, where it left it, so its start is where the one before left it.
-    const history = running ? snapshot.messageCount : snapshot.parentId ? (await client.session(agent, chatId).snapshot(snapshot.parentId)).messageCount : 0;
-    return turnStart(await client.getHandle(snapshot.runId).messages(), history);
+    if (snapshot.status === 'pending' || snapshot.status === 'aborting') return snapshot.messageCount;
+    return snapshot.parentId ? (await client.session(agent, chatId).snapshot(snapshot.parentId)).messageCount : 0;
   };
 
   /** The UI message stream of a run's turn from message `from` on, until it ends or waits for a decision. */
-  const stream = (runId: string, from: number, { signal, denied }: { signal: AbortSignal; denied?: ReadonlySet<string> }): Response => {
+  const stream = (runId: string, start: TurnStart, { signal, denied }: { signal: AbortSignal; denied?: ReadonlySet<string> }): Response => {
     const handle: RunHandle = client.getHandle(runId);
-    const chunks = new TurnChunks(from, denied);
+    const chunks = new TurnChunks(start, denied);
     return createUIMessageStreamResponse({
       keepAliveMs: 15_000,
       stream: createUIMessageStream({
@@ -316,7 +328,7 @@ export function chatHttpHandler({ client, agents }: ChatServeOptions): {
         // The page's message id makes the send idempotent: a page that sends the same message again gets the same turn.
         const session = client.session(agent.name, chat.id);
         const turn = await session.send(text, { detach: true, requestId: `chat-${last.id}` });
-        return stream(turn.runId, await turnOf(agent.name, chat.id, await session.snapshot(turn.snapshotId)), { signal: request.signal });
+        return stream(turn.runId, { history: await historyOf(agent.name, chat.id, await session.snapshot(turn.snapshotId)) }, { signal: request.signal });
       } catch (error) {
         return failure(error);
       }
@@ -328,7 +340,7 @@ export function chatHttpHandler({ client, agents }: ChatServeOptions): {
         const latest = await client.session(agent.name, chatId).snapshot();
         if (latest.status !== 'pending' && latest.status !== 'aborting') return new Response(null, { status: 204 });
         // The whole message of the turn again: the AI SDK replaces what it showed with it.
-        return stream(latest.runId, await turnOf(agent.name, chatId, latest), { signal: request.signal });
+        return stream(latest.runId, { history: await historyOf(agent.name, chatId, latest) }, { signal: request.signal });
       } catch (error) {
         return failure(chatNotFound(error, agentName, chatId));
       }
@@ -338,8 +350,8 @@ export function chatHttpHandler({ client, agents }: ChatServeOptions): {
       try {
         const agent = chatAgent(agentName);
         const latest = await client.session(agent.name, chatId).snapshot();
-        const messages = await client.getHandle(latest.runId).messages();
         const running = latest.status === 'pending' || latest.status === 'aborting';
+        const messages = running ? await startedTurn(latest.runId, latest.messageCount) : await client.getHandle(latest.runId).messages();
         // A turn under way is the stream's to show: its history ends with the message it was sent.
         const shown = running ? messages.slice(0, turnStart(messages, latest.messageCount)) : messages;
         return Response.json({ chatId, messages: chatMessages(shown), ...(running ? { streaming: latest.runId } : {}) });
@@ -355,6 +367,19 @@ export function chatHttpHandler({ client, agents }: ChatServeOptions): {
     },
   };
 
+  /**
+   * The messages of a turn's run once they hold the history it started from and its own message:
+   * a run that has just started answers with none until its first task has run (at most 5 s).
+   */
+  async function startedTurn(runId: string, history: number): Promise<Message[]> {
+    const deadline = Date.now() + 5000;
+    for (;;) {
+      const messages = await client.getHandle(runId).messages();
+      if (messages.filter((message) => message.role !== 'system').length > history || Date.now() > deadline) return messages;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
   /** Decides the holds the page answered, then streams the rest of the turn from what the page has. */
   async function approve(agent: ExposedAgent, chatId: string, message: UiMessage, decider: Decider, signal: AbortSignal): Promise<Response> {
     const runId = message.id;
@@ -364,7 +389,7 @@ export function chatHttpHandler({ client, agents }: ChatServeOptions): {
     if (!given.length)
       return refuse('INVALID_ARGUMENT', `the assistant message ${runId} answers no approval: send a user message, or approve or deny a tool call`);
     const handle = client.getHandle(runId);
-    const status = await handle.status();
+    const [status, messages] = await Promise.all([handle.status(), handle.messages()]);
     const pending = new Set(status.interrupts.map((hold) => hold.id));
     const denied = new Set<string>();
     for (const answer of given) {
@@ -381,8 +406,18 @@ export function chatHttpHandler({ client, agents }: ChatServeOptions): {
       }
       if (!answer.approved) denied.add(answer.toolCallId);
     }
-    // The page has every message the run had when it asked: the rest goes on from there.
-    return stream(runId, status.messageCount, { signal, denied });
+    // The page has the turn up to the model message that asked for the calls it answered: the rest goes on from there
+    // (read from the run's messages, not its count now, which a decision sent at the same moment may have moved on).
+    // The latest such message: a ref ("call-1") may name a call of an earlier turn too.
+    const asks = (message: Message, index: number) =>
+      message.role === 'model' &&
+      message.content.some(
+        (part, place) =>
+          'toolRequest' in part && given.some((answer) => answer.toolCallId === toolCallIdOf(part.toolRequest.name, part.toolRequest.ref, index, place)),
+      );
+    let asked = messages.length - 1;
+    while (asked >= 0 && !asks(messages[asked]!, asked)) asked--;
+    return stream(runId, { from: asked >= 0 ? asked + 1 : status.messageCount }, { signal, denied });
   }
 }
 
