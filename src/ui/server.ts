@@ -461,7 +461,13 @@ export async function startUiServer({
     identified: config.auth !== undefined,
     maxBodyBytes: MAX_BODY_BYTES,
     ...(config.serve.origins.length
-      ? { crossOrigin: { origins: config.serve.origins.map((url) => new URL(url).origin), allowHeaders: ['content-type', 'authorization'], paths: ['/api/chat'] } }
+      ? {
+          crossOrigin: {
+            origins: config.serve.origins.map((url) => new URL(url).origin),
+            allowHeaders: ['content-type', 'authorization'],
+            paths: ['/api/chat'],
+          },
+        }
       : {}),
   };
   assertListenable({ ...guarded, host });
