@@ -6,6 +6,11 @@
  */
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { existsSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Decision } from '../src/core/holds';
+import { vouched } from '../src/security/identity';
+import { loadSigningKeys } from '../src/security/signing-keys';
 import { join } from 'node:path';
 import { KeelClient } from '../src/client/keel-client';
 import { defineConfig } from '../src/config/load';
@@ -24,7 +29,16 @@ async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const server = await startDevServer({ binary: findTemporalBinary(defineConfig({})), port: await freePort(), headless: true });
   const middlewareModules = SCENARIO_MIDDLEWARE_MODULES;
-  const config = defineConfig({ temporal: { address: server.address }, taskQueue: 'record-histories', middlewareModules });
+  // A webhook for the runs' hold notices (docs/notify.md): it takes every one.
+  const receiver = createServer((request, response) => request.resume().on('end', () => response.writeHead(204).end()));
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  process.env.KEEL_RECORD_HOOK_SECRET ??= 'record-histories-hook-secret';
+  const config = defineConfig({
+    temporal: { address: server.address },
+    taskQueue: 'record-histories',
+    middlewareModules,
+    notify: [{ url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/`, secret: 'KEEL_RECORD_HOOK_SECRET' }],
+  });
   const connection = await connectWorker(config);
   const temporal = await connectClient(config);
   const registry = await loadRegistry({ modules: [], models: [], agents: [], baseDir: config.baseDir, middlewareModules }, scenarioRegistry());
@@ -83,10 +97,15 @@ async function main(): Promise<void> {
         }
       }
       if (scenario.decisions) {
+        // Made by a verified identity: each decision carries the proof keel serve would sign (the workers' key is the recorder's).
+        const vouchedBy = scenario.vouchedBy;
+        const decisions = vouchedBy
+          ? scenario.decisions.map((decision) => vouched(loadSigningKeys(config), vouchedBy, handle.runId, decision as Decision))
+          : scenario.decisions;
         await answerHolds(
           handle,
           handle.result().catch(() => undefined),
-          scenario.decisions,
+          decisions,
         );
       }
       let outcome = await handle.result().then(
@@ -112,6 +131,7 @@ async function main(): Promise<void> {
     await connection.close();
     await temporal.connection.close();
     await server.stop();
+    receiver.close();
   }
 }
 

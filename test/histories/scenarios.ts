@@ -53,6 +53,8 @@ export interface Scenario {
   sessionMessages?: string[];
   /** Decisions for the run's holds, in order (sent through the resume update, without the id). */
   decisions?: Array<Record<string, unknown>>;
+  /** Each decision made by this verified identity, with a keel server's proof of it (docs/auth.md); decisions then name their interruptId. */
+  vouchedBy?: { subject: string; groups: string[] };
   /** Once the run ended: reset it to its first workflow task and record the new run (decisions re-applied by the server). */
   resetToStart?: boolean;
   /** `return`: the run ends `interrupted` with its (signed) holds. */
@@ -72,6 +74,15 @@ export const SCENARIOS: Scenario[] = [
   { name: 'local-calls', agent: 'replay-local', prompt: 'add and echo' },
   { name: 'local-retry-fallback', agent: 'replay-local-resilient', prompt: 'survive' },
   { name: 'tool-usage', agent: 'replay-tool-usage', prompt: 'spend' },
+  // A hold bound by approver rules, approved by a verified identity (its proof checked by an activity), with
+  // the hold's notices POSTed to the recorder's webhook from activities of the run (docs/auth.md, docs/notify.md).
+  {
+    name: 'approvers-and-notices',
+    agent: 'replay-approvers',
+    prompt: 'guarded',
+    decisions: [{ interruptId: 'i1', approved: true }],
+    vouchedBy: { subject: 'alice', groups: ['admins'] },
+  },
   { name: 'tool-failure', agent: 'replay-failure', prompt: 'fail please' },
   { name: 'max-turns', agent: 'replay-max-turns', prompt: 'loop', maxTurns: 1 },
   { name: 'cancelled', agent: 'replay-cancel', prompt: 'hang', cancelAtTurn: 1 },
@@ -388,6 +399,7 @@ export function scenarioRegistry(): Registry {
       local: { models: true, tools: true },
     }),
     defineAgent({ name: 'replay-soft', model: soft.name, tools: [fail, add], use: [softToolErrors()] }),
+    defineAgent({ name: 'replay-approvers', model: signed.name, tools: [dangerous], use: [toolApproval()], approvers: { dangerous: ['group:admins'] } }),
     defineAgent({ name: 'replay-parallel', model: parallel.name, system: 'Use tools.', tools: [add, echo] }),
     defineAgent({ name: 'replay-local', model: parallel.name, system: 'Use tools.', tools: [add, echo], local: { models: true, tools: true } }),
     defineAgent({ name: 'replay-failure', model: failure.name, tools: [fail, echo] }),
