@@ -9,6 +9,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
+import { DefaultChatTransport, readUIMessageStream, type UIMessage } from 'ai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parseConfig } from '../src/config/load';
 import type { KeelConfigInput } from '../src/config/schema';
@@ -41,7 +42,14 @@ const token = (subject: string, groups: string[], { audience = 'keel', expires =
 const serve = (auth: KeelConfigInput['auth']) =>
   startUiServer({
     config: parseConfig(
-      { temporal: { address: inject('temporalAddress') }, taskQueue: worker.taskQueue, server: { enabled: false }, auth },
+      {
+        temporal: { address: inject('temporalAddress') },
+        taskQueue: worker.taskQueue,
+        server: { enabled: false },
+        auth,
+        modules: [join(__dirname, 'fixtures', 'auth-agents.ts')],
+        serve: { agents: ['travel-chat'] },
+      },
       { baseDir: testDir, env: {} },
     ),
     port: 0,
@@ -209,5 +217,46 @@ describe('a trusted proxy', () => {
       await proxied.close();
       await elsewhere.close();
     }
+  });
+});
+
+describe('a chat with auth on', () => {
+  /** Sends a chat message as `bearer`, then answers the hold it asks about; the answer's response. */
+  async function approveInChat(bearer: string) {
+    const chatId = `chat-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+    const transport = new DefaultChatTransport({ api: `${ui.origin}/api/chat/travel-chat`, headers: { authorization: `Bearer ${bearer}` } });
+    const messages: UIMessage[] = [{ id: `u-${chatId}`, role: 'user', parts: [{ type: 'text', text: 'book me a train' }] }];
+    let held: UIMessage | undefined;
+    for await (const snapshot of readUIMessageStream({
+      stream: await transport.sendMessages({ chatId, messages, trigger: 'submit-message', messageId: undefined, abortSignal: undefined }),
+    }))
+      held = snapshot;
+    const answered = {
+      ...held!,
+      parts: held!.parts.map((part) =>
+        part.type === 'tool-book_train' && part.state === 'approval-requested'
+          ? { ...part, state: 'approval-responded', approval: { id: part.approval.id, approved: true } }
+          : part,
+      ),
+    } as UIMessage;
+    const response = await fetch(`${ui.origin}/api/chat/travel-chat`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${bearer}` },
+      body: JSON.stringify({ id: chatId, messages: [...messages, answered] }),
+    });
+    return { runId: held!.id, response };
+  }
+
+  it('records the page’s verified user; one outside the rule is refused and nothing runs', async () => {
+    const bob = await approveInChat(await token('bob', ['sales']));
+    expect(bob.response.status).toBe(403);
+    expect(await messageOf(bob.response)).toContain('bob (groups: sales) is not one of them');
+    expect(trains(bob.runId)).toBe(0);
+
+    const alice = await approveInChat(await token('alice', ['travel-admins']));
+    expect(alice.response.status).toBe(200);
+    await alice.response.text();
+    await expect.poll(() => trains(alice.runId), { timeout: 15_000 }).toBe(1);
+    expect((await worker.client.getHandle(alice.runId).status()).decisions).toEqual([expect.objectContaining({ decidedBy: 'alice', verified: true })]);
   });
 });
