@@ -8,7 +8,7 @@
  * `keel-agents/testing`. Node side.
  */
 export { defineAgent, defineModel, defineTool } from './define';
-export type { Agent, AgentOptions, Model, ModelContext, Tool, ToolContext, ToolOptions } from './define';
+export type { Agent, AgentOptions, Approvers, Model, ModelContext, Tool, ToolContext, ToolOptions } from './define';
 export { Registry } from './registry';
 
 export { ConfigError, defineConfig, loadConfig } from './config/load';

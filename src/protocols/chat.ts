@@ -214,30 +214,108 @@ export interface ChatServeOptions {
   agents: readonly ExposedAgent[];
 }
 
-/** Serves the AI SDK's chat protocol for the exposed agents. */
-export function chatHttpHandler({ client, agents }: ChatServeOptions): {
-  send: (agent: string, request: Request, decider: Decider) => Promise<Response>;
-  resume: (agent: string, chatId: string, request: Request) => Promise<Response>;
-  history: (agent: string, chatId: string) => Promise<Response>;
-  /** Ends every stream still open, once each has let go of the client. */
-  close: () => Promise<void>;
-} {
-  const byName = new Map(agents.map((agent) => [agent.name, agent]));
-  // The streams open now: each one's stop, and its end.
-  const open = new Map<AbortController, Promise<void>>();
-  const { createUIMessageStream, createUIMessageStreamResponse } = aiSdk();
+/** The answer for a failure: its status as HTTP status, and its one line. */
+function failure(error: unknown): Response {
+  const keel = toKeelError(error);
+  const http = ({ INVALID_ARGUMENT: 400, NOT_FOUND: 404, FAILED_PRECONDITION: 409, ALREADY_EXISTS: 409, PERMISSION_DENIED: 403 } as Record<string, number>)[
+    keel.status
+  ];
+  return Response.json({ error: { status: keel.status, message: keel.message } }, { status: http ?? 500 });
+}
 
-  const failure = (error: unknown): Response => {
-    const keel = toKeelError(error);
-    const http = ({ INVALID_ARGUMENT: 400, NOT_FOUND: 404, FAILED_PRECONDITION: 409, ALREADY_EXISTS: 409, PERMISSION_DENIED: 403 } as Record<string, number>)[
-      keel.status
-    ];
-    return Response.json({ error: { status: keel.status, message: keel.message } }, { status: http ?? 500 });
-  };
+/** The pending holds an assistant message from the page answers: each tool part it approved or denied. */
+function answersOf(message: UiMessage) {
+  return message.parts.flatMap((part) =>
+    part.state === 'approval-responded' && part.approval?.approved !== undefined && part.toolCallId
+      ? [{ interruptId: part.approval.id, approved: part.approval.approved, toolCallId: part.toolCallId, reason: part.approval.reason }]
+      : [],
+  );
+}
+
+/** The index of the latest model message of `messages` that asked for one of `toolCallIds` (-1: none). */
+function askedFor(messages: readonly Message[], toolCallIds: readonly string[]): number {
+  // The latest: a ref ("call-1") may name a call of an earlier turn too.
+  for (let index = messages.length - 1; index >= 0; index--) {
+    const message = messages[index]!;
+    const asks = message.content.some(
+      (part, place) => 'toolRequest' in part && toolCallIds.includes(toolCallIdOf(part.toolRequest.name, part.toolRequest.ref, index, place)),
+    );
+    if (message.role === 'model' && asks) return index;
+  }
+  return -1;
+}
+
+/** Serves the AI SDK's chat protocol for the exposed agents: the routes' answers (`send`, `resume`, `history`) and `close`. */
+export class ChatEndpoint {
+  private readonly byName: ReadonlyMap<string, ExposedAgent>;
+  /** The streams open now: each one's stop, and its end. */
+  private readonly open = new Map<AbortController, Promise<void>>();
+  private readonly ai = aiSdk();
+  private readonly client: KeelClient;
+
+  constructor({ client, agents }: ChatServeOptions) {
+    this.client = client;
+    this.byName = new Map(agents.map((agent) => [agent.name, agent]));
+  }
+
+  /** `POST /api/chat/<agent>`: a user message starts a turn; an assistant message answers its approvals. Either streams the answer. */
+  async send(agentName: string, request: Request, decider: Decider): Promise<Response> {
+    try {
+      const agent = this.chatAgent(agentName);
+      const chat = await chatRequest(request);
+      const last = chat.messages.at(-1)!;
+      if (last.role === 'assistant') return await this.approve(agent, chat.id, last, decider, request.signal);
+      if (last.role !== 'user')
+        return refuse('INVALID_ARGUMENT', `messages[${chat.messages.length - 1}]: the last message is a ${last.role} message; send a user message`);
+      const text = last.parts.flatMap((part) => (part.type === 'text' && part.text ? [part.text] : [])).join('\n');
+      if (!text.trim()) return refuse('INVALID_ARGUMENT', `messages[${chat.messages.length - 1}]: the user message has no text part`);
+      // The page's message id makes the send idempotent: a page that sends the same message again gets the same turn.
+      const session = this.client.session(agent.name, chat.id);
+      const turn = await session.send(text, { detach: true, requestId: `chat-${last.id}` });
+      const history = await this.historyOf(agent.name, chat.id, await session.snapshot(turn.snapshotId));
+      return this.stream(turn.runId, { history }, { signal: request.signal });
+    } catch (error) {
+      return failure(error);
+    }
+  }
+
+  /** `GET /api/chat/<agent>/<chatId>/stream`: the whole message of the turn under way again (the AI SDK replaces what it showed), then the rest; 204 when none is. */
+  async resume(agentName: string, chatId: string, request: Request): Promise<Response> {
+    try {
+      const agent = this.chatAgent(agentName);
+      const latest = await this.client.session(agent.name, chatId).snapshot();
+      if (latest.status !== 'pending' && latest.status !== 'aborting') return new Response(null, { status: 204 });
+      return this.stream(latest.runId, { history: await this.historyOf(agent.name, chatId, latest) }, { signal: request.signal });
+    } catch (error) {
+      return failure(chatNotFound(error, agentName, chatId));
+    }
+  }
+
+  /** `GET /api/chat/<agent>/<chatId>`: the chat's messages, and the run of the turn under way, if one is. */
+  async history(agentName: string, chatId: string): Promise<Response> {
+    try {
+      const agent = this.chatAgent(agentName);
+      const latest = await this.client.session(agent.name, chatId).snapshot();
+      const running = latest.status === 'pending' || latest.status === 'aborting';
+      const messages = running ? await this.startedTurn(latest.runId, latest.messageCount) : await this.client.getHandle(latest.runId).messages();
+      // A turn under way is the stream's to show: its history ends with the message it was sent.
+      const shown = running ? messages.slice(0, turnStart(messages, latest.messageCount)) : messages;
+      return Response.json({ chatId, messages: chatMessages(shown), ...(running ? { streaming: latest.runId } : {}) });
+    } catch (error) {
+      return failure(chatNotFound(error, agentName, chatId));
+    }
+  }
+
+  /** Ends every stream still open, once each has let go of the client. */
+  async close(): Promise<void> {
+    const ends = [...this.open.values()];
+    for (const stop of this.open.keys()) stop.abort();
+    await Promise.all(ends);
+  }
 
   /** The agent a chat is with: exposed, and keeping its conversation (a chat id is one of its sessions). */
-  const chatAgent = (name: string): ExposedAgent => {
-    const agent = byName.get(name);
+  private chatAgent(name: string): ExposedAgent {
+    const agent = this.byName.get(name);
     if (!agent) return refuse('NOT_FOUND', `no chat agent "${name}" here (serve.agents names the agents served)`);
     if (agent.session !== 'server')
       return refuse(
@@ -245,160 +323,89 @@ export function chatHttpHandler({ client, agents }: ChatServeOptions): {
         `agent "${name}" keeps no conversation between runs (session: 'client'); a chat is a session: give it session: 'server'`,
       );
     return agent;
-  };
+  }
 
   /** How many messages of the session's history the turn `snapshot` records started from. */
-  const historyOf = async (agent: string, chatId: string, snapshot: Snapshot): Promise<number> => {
+  private async historyOf(agent: string, chatId: string, snapshot: Snapshot): Promise<number> {
     // A turn under way records the history it started from; a settled one, where it left it, so its start is where the one before left it.
     if (snapshot.status === 'pending' || snapshot.status === 'aborting') return snapshot.messageCount;
-    return snapshot.parentId ? (await client.session(agent, chatId).snapshot(snapshot.parentId)).messageCount : 0;
-  };
-
-  /** The UI message stream of a run's turn from message `from` on, until it ends or waits for a decision. */
-  const stream = (runId: string, start: TurnStart, { signal, denied }: { signal: AbortSignal; denied?: ReadonlySet<string> }): Response => {
-    const handle: RunHandle = client.getHandle(runId);
-    const chunks = new TurnChunks(start, denied);
-    return createUIMessageStreamResponse({
-      keepAliveMs: 15_000,
-      stream: createUIMessageStream({
-        onError: (error) => toKeelError(error).message,
-        execute: async ({ writer }) => {
-          writer.write({ type: 'start', messageId: runId });
-          const stop = new AbortController();
-          const quit = () => stop.abort();
-          signal.addEventListener('abort', quit);
-          let ended!: () => void;
-          open.set(stop, new Promise<void>((resolve) => (ended = resolve)));
-          try {
-            for await (const event of handle.events({ signal: stop.signal })) {
-              for (const chunk of chunks.take(event)) writer.write(chunk);
-              if (event.type === 'hold') {
-                // Every hold the run waits on now, then the message ends: the page answers, and its answer goes on with the run.
-                const { interrupts } = await handle.status();
-                for (const chunk of [...chunks.holds(interrupts), ...chunks.end('waiting')]) writer.write(chunk);
-                return;
-              }
-              if (event.type === 'end') {
-                const failed = event.state === 'completed' ? undefined : await failureOf(handle, event.state);
-                for (const chunk of chunks.end(event.state, failed)) writer.write(chunk);
-                return;
-              }
-            }
-          } finally {
-            signal.removeEventListener('abort', quit);
-            stop.abort();
-            open.delete(stop);
-            ended();
-          }
-        },
-      }),
-    });
-  };
-
-  /** The pending holds an assistant message from the page answers: each tool part it approved or denied. */
-  const answers = (message: UiMessage) =>
-    message.parts.flatMap((part) =>
-      part.state === 'approval-responded' && part.approval?.approved !== undefined && part.toolCallId
-        ? [{ interruptId: part.approval.id, approved: part.approval.approved, toolCallId: part.toolCallId, reason: part.approval.reason }]
-        : [],
-    );
-
-  return {
-    async send(agentName, request, decider) {
-      try {
-        const agent = chatAgent(agentName);
-        if (!(request.headers.get('content-type') ?? '').startsWith('application/json')) refuse('INVALID_ARGUMENT', 'send the chat as application/json');
-        let body: unknown;
-        try {
-          body = await request.json();
-        } catch (error) {
-          return refuse('INVALID_ARGUMENT', `the body is not JSON: ${(error as Error).message}`);
-        }
-        const parsed = ChatRequestSchema.safeParse(body);
-        if (!parsed.success) return refuse('INVALID_ARGUMENT', `malformed chat request: ${describeZodError(parsed.error)}`);
-        const chat = parsed.data;
-        if (chat.trigger === 'regenerate-message')
-          refuse('INVALID_ARGUMENT', 'a keel chat keeps every turn it ran: send a new message instead of regenerating one');
-        const last = chat.messages.at(-1)!;
-        if (last.role === 'assistant') return await approve(agent, chat.id, last, decider, request.signal);
-        if (last.role !== 'user')
-          return refuse('INVALID_ARGUMENT', `messages[${chat.messages.length - 1}]: the last message is a ${last.role} message; send a user message`);
-        const text = last.parts.flatMap((part) => (part.type === 'text' && part.text ? [part.text] : [])).join('\n');
-        if (!text.trim()) return refuse('INVALID_ARGUMENT', `messages[${chat.messages.length - 1}]: the user message has no text part`);
-        // The page's message id makes the send idempotent: a page that sends the same message again gets the same turn.
-        const session = client.session(agent.name, chat.id);
-        const turn = await session.send(text, { detach: true, requestId: `chat-${last.id}` });
-        return stream(turn.runId, { history: await historyOf(agent.name, chat.id, await session.snapshot(turn.snapshotId)) }, { signal: request.signal });
-      } catch (error) {
-        return failure(error);
-      }
-    },
-
-    async resume(agentName, chatId, request) {
-      try {
-        const agent = chatAgent(agentName);
-        const latest = await client.session(agent.name, chatId).snapshot();
-        if (latest.status !== 'pending' && latest.status !== 'aborting') return new Response(null, { status: 204 });
-        // The whole message of the turn again: the AI SDK replaces what it showed with it.
-        return stream(latest.runId, { history: await historyOf(agent.name, chatId, latest) }, { signal: request.signal });
-      } catch (error) {
-        return failure(chatNotFound(error, agentName, chatId));
-      }
-    },
-
-    async history(agentName, chatId) {
-      try {
-        const agent = chatAgent(agentName);
-        const latest = await client.session(agent.name, chatId).snapshot();
-        const running = latest.status === 'pending' || latest.status === 'aborting';
-        const messages = running ? await startedTurn(latest.runId, latest.messageCount) : await client.getHandle(latest.runId).messages();
-        // A turn under way is the stream's to show: its history ends with the message it was sent.
-        const shown = running ? messages.slice(0, turnStart(messages, latest.messageCount)) : messages;
-        return Response.json({ chatId, messages: chatMessages(shown), ...(running ? { streaming: latest.runId } : {}) });
-      } catch (error) {
-        return failure(chatNotFound(error, agentName, chatId));
-      }
-    },
-
-    async close() {
-      const ends = [...open.values()];
-      for (const stop of open.keys()) stop.abort();
-      await Promise.all(ends);
-    },
-  };
+    return snapshot.parentId ? (await this.client.session(agent, chatId).snapshot(snapshot.parentId)).messageCount : 0;
+  }
 
   /**
    * The messages of a turn's run once they hold the history it started from and its own message:
    * a run that has just started answers with none until its first task has run (at most 5 s).
    */
-  async function startedTurn(runId: string, history: number): Promise<Message[]> {
+  private async startedTurn(runId: string, history: number): Promise<Message[]> {
     const deadline = Date.now() + 5000;
     for (;;) {
-      const messages = await client.getHandle(runId).messages();
+      const messages = await this.client.getHandle(runId).messages();
       if (messages.filter((message) => message.role !== 'system').length > history || Date.now() > deadline) return messages;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
 
+  /** The UI message stream of a run's turn from `start` on, until it ends or waits for a decision. */
+  private stream(runId: string, start: TurnStart, { signal, denied }: { signal: AbortSignal; denied?: ReadonlySet<string> }): Response {
+    const { createUIMessageStream, createUIMessageStreamResponse } = this.ai;
+    return createUIMessageStreamResponse({
+      keepAliveMs: 15_000,
+      stream: createUIMessageStream({
+        onError: (error) => toKeelError(error).message,
+        execute: ({ writer }) => this.follow(runId, new TurnChunks(start, denied), signal, (chunk) => writer.write(chunk)),
+      }),
+    });
+  }
+
+  /** Writes the chunks of `runId`'s events until its turn ends or waits, or the page goes (`signal`), or the endpoint closes. */
+  private async follow(runId: string, chunks: TurnChunks, signal: AbortSignal, write: (chunk: UIMessageChunk) => void): Promise<void> {
+    const handle: RunHandle = this.client.getHandle(runId);
+    write({ type: 'start', messageId: runId });
+    const stop = new AbortController();
+    const quit = () => stop.abort();
+    signal.addEventListener('abort', quit);
+    let ended!: () => void;
+    this.open.set(stop, new Promise<void>((resolve) => (ended = resolve)));
+    try {
+      for await (const event of handle.events({ signal: stop.signal })) {
+        chunks.take(event).forEach(write);
+        if (event.type === 'hold') {
+          // Every hold the run waits on now, then the message ends: the page answers, and its answer goes on with the run.
+          const { interrupts } = await handle.status();
+          [...chunks.holds(interrupts), ...chunks.end('waiting')].forEach(write);
+          return;
+        }
+        if (event.type === 'end') {
+          const failed = event.state === 'completed' ? undefined : await failureOf(handle, event.state);
+          chunks.end(event.state, failed).forEach(write);
+          return;
+        }
+      }
+    } finally {
+      signal.removeEventListener('abort', quit);
+      stop.abort();
+      this.open.delete(stop);
+      ended();
+    }
+  }
+
   /** Decides the holds the page answered, then streams the rest of the turn from what the page has. */
-  async function approve(agent: ExposedAgent, chatId: string, message: UiMessage, decider: Decider, signal: AbortSignal): Promise<Response> {
+  private async approve(agent: ExposedAgent, chatId: string, message: UiMessage, decider: Decider, signal: AbortSignal): Promise<Response> {
     const runId = message.id;
     if (sessionOfRun(runId, agent.name)?.sessionId !== chatId)
       return refuse('INVALID_ARGUMENT', `the last message is an assistant message (${runId}) that is not a turn of chat ${chatId}; send a user message`);
-    const given = answers(message);
+    const given = answersOf(message);
     if (!given.length)
       return refuse('INVALID_ARGUMENT', `the assistant message ${runId} answers no approval: send a user message, or approve or deny a tool call`);
-    const handle = client.getHandle(runId);
+    const handle = this.client.getHandle(runId);
     const [status, messages] = await Promise.all([handle.status(), handle.messages()]);
     const pending = new Set(status.interrupts.map((hold) => hold.id));
     const denied = new Set<string>();
     for (const answer of given) {
       if (!pending.has(answer.interruptId)) continue; // decided already (the page sent it twice, or another decider was first)
       try {
-        await handle.decide(
-          decider(runId, { interruptId: answer.interruptId, approved: answer.approved, ...(answer.reason ? { reason: answer.reason } : {}) }),
-          { timeoutMs: 15_000 },
-        );
+        const decision = decider(runId, { interruptId: answer.interruptId, approved: answer.approved, ...(answer.reason ? { reason: answer.reason } : {}) });
+        await handle.decide(decision, { timeoutMs: 15_000 });
       } catch (error) {
         // Another decision was taken first (the same page twice, or another decider): the run's answer shows which.
         if (toKeelError(error).status === 'FAILED_PRECONDITION' && toKeelError(error).message.includes('already decided')) continue;
@@ -408,17 +415,28 @@ export function chatHttpHandler({ client, agents }: ChatServeOptions): {
     }
     // The page has the turn up to the model message that asked for the calls it answered: the rest goes on from there
     // (read from the run's messages, not its count now, which a decision sent at the same moment may have moved on).
-    // The latest such message: a ref ("call-1") may name a call of an earlier turn too.
-    const asks = (message: Message, index: number) =>
-      message.role === 'model' &&
-      message.content.some(
-        (part, place) =>
-          'toolRequest' in part && given.some((answer) => answer.toolCallId === toolCallIdOf(part.toolRequest.name, part.toolRequest.ref, index, place)),
-      );
-    let asked = messages.length - 1;
-    while (asked >= 0 && !asks(messages[asked]!, asked)) asked--;
-    return stream(runId, { from: asked >= 0 ? asked + 1 : status.messageCount }, { signal, denied });
+    const asked = askedFor(
+      messages,
+      given.map((answer) => answer.toolCallId),
+    );
+    return this.stream(runId, { from: asked >= 0 ? asked + 1 : status.messageCount }, { signal, denied });
   }
+}
+
+/** The chat a request sends, checked: JSON of the AI SDK's shape, and a message to send (a regenerate is refused). */
+async function chatRequest(request: Request): Promise<ChatRequest> {
+  if (!(request.headers.get('content-type') ?? '').startsWith('application/json')) refuse('INVALID_ARGUMENT', 'send the chat as application/json');
+  let body: unknown;
+  try {
+    body = await request.json();
+  } catch (error) {
+    return refuse('INVALID_ARGUMENT', `the body is not JSON: ${(error as Error).message}`);
+  }
+  const parsed = ChatRequestSchema.safeParse(body);
+  if (!parsed.success) return refuse('INVALID_ARGUMENT', `malformed chat request: ${describeZodError(parsed.error)}`);
+  if (parsed.data.trigger === 'regenerate-message')
+    refuse('INVALID_ARGUMENT', 'a keel chat keeps every turn it ran: send a new message instead of regenerating one');
+  return parsed.data;
 }
 
 /** A session that does not exist is an unknown chat. */

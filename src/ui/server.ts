@@ -34,7 +34,7 @@ import { keelVersion } from '../node/package-root';
 import { assertMcpServable, mcpHttpHandler } from '../protocols/mcp';
 import { loadExposedAgents, type ExposedAgent } from '../protocols/exposed-agents';
 import { a2aHttpHandler, assertA2AServable } from '../protocols/a2a';
-import { assertChatServable, chatHttpHandler } from '../protocols/chat';
+import { assertChatServable, ChatEndpoint } from '../protocols/chat';
 import { DECIDE_PATH, decisionLinkRoutes } from './decide-page';
 import { EventHub } from './event-hub';
 import { getConnInfo } from '@hono/node-server/conninfo';
@@ -186,7 +186,7 @@ function createUiApp({
   webRoot: string;
   mcp: ReturnType<typeof mcpHttpHandler> | undefined;
   a2a: ReturnType<typeof a2aHttpHandler> | undefined;
-  chat: ReturnType<typeof chatHttpHandler> | undefined;
+  chat: ChatEndpoint | undefined;
   who: Who;
 }): Hono {
   const app = new Hono();
@@ -507,7 +507,7 @@ export async function startUiServer({
   const served = { client, agents, version: keelVersion() };
   const mcp = overMcp ? mcpHttpHandler({ ...served, uiOrigin: () => bound.origin }) : undefined;
   const a2a = overA2A ? a2aHttpHandler({ ...served, origin: () => bound.origin }) : undefined;
-  const chat = overChat ? chatHttpHandler(served) : undefined;
+  const chat = overChat ? new ChatEndpoint(served) : undefined;
   const app = createUiApp({ client, config, hub, user, webRoot, mcp, a2a, chat, who });
   let server: GuardedServer;
   try {
