@@ -6,9 +6,12 @@
  * and signal), a made-up proof, an expired token, a token for another audience, a typed name.
  */
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
+import { chromium } from 'playwright-core';
 import { DefaultChatTransport, readUIMessageStream, type UIMessage } from 'ai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parseConfig } from '../src/config/load';
@@ -17,9 +20,11 @@ import { Registry } from '../src/registry';
 import { startUiServer, type UiServer } from '../src/ui/server';
 import * as agents from './fixtures/auth-agents';
 import { startTestWorker, type TestWorker } from './support/harness';
+import { spawnCommand } from './support/processes';
 import { temporalCli } from './support/temporal-cli';
 
 const ISSUER = 'https://idp.keel.test';
+const CHROMIUM = process.env.KEEL_CHROMIUM ?? '/usr/bin/chromium';
 const testDir = mkdtempSync(join(tmpdir(), 'keel-auth-'));
 process.env.KEEL_TEST_DIR = testDir;
 process.env.KEEL_SIGNING_KEY = 'auth-test-signing-key-0123456789';
@@ -210,6 +215,16 @@ describe('a trusted proxy', () => {
       expect(response.status).toBe(200);
       await worker.client.getHandle(runId).result();
       expect((await worker.client.getHandle(runId).status()).decisions).toEqual([expect.objectContaining({ decidedBy: 'carol', verified: true })]);
+      // keel's own page behind the proxy: it shows the verified name, with nothing to type.
+      const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+      try {
+        const page = await browser.newPage({ extraHTTPHeaders: headers });
+        await page.goto(proxied.origin);
+        await expect.poll(() => page.locator('.who').textContent(), { timeout: 15_000 }).toBe('deciding as carol (verified)');
+        expect(await page.locator('.who input').count()).toBe(0);
+      } finally {
+        await browser.close();
+      }
       const refused = await fetch(`${elsewhere.origin}/api/info`, { headers });
       expect(refused.status).toBe(401);
       expect(await messageOf(refused)).toMatch(/^requests must come through the trusted proxy \(auth\.trustedProxy\.from\); this one came from 127\.0\.0\.1$/);
@@ -258,5 +273,41 @@ describe('a chat with auth on', () => {
     await alice.response.text();
     await expect.poll(() => trains(alice.runId), { timeout: 15_000 }).toBe(1);
     expect((await worker.client.getHandle(alice.runId).status()).decisions).toEqual([expect.objectContaining({ decidedBy: 'alice', verified: true })]);
+  });
+});
+
+describe('examples/auth/dev-issuer.ts, and a JWKS at a URL', () => {
+  it('mints tokens keel serve takes, with the issuer’s keys served over HTTP', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'keel-dev-issuer-'));
+    const minter = spawnCommand(process.execPath, ['--import', 'tsx', join(__dirname, '..', 'examples', 'auth', 'dev-issuer.ts'), dir], {
+      label: 'dev-issuer',
+    });
+    expect(await minter.exited, minter.stderr()).toBe(0);
+    const tokens = Object.fromEntries(
+      minter
+        .stdout()
+        .trim()
+        .split('\n')
+        .map((line) => line.split(' ') as [string, string]),
+    );
+    const jwks = readFileSync(join(dir, 'jwks.json'), 'utf8');
+    const issuerServer = createServer((_request, response) => response.writeHead(200, { 'content-type': 'application/json' }).end(jwks));
+    await new Promise<void>((resolve) => issuerServer.listen(0, '127.0.0.1', resolve));
+    const byUrl = await serve({
+      issuer: 'https://issuer.keel.local',
+      audience: 'keel',
+      jwks: `http://127.0.0.1:${(issuerServer.address() as AddressInfo).port}/jwks.json`,
+    });
+    try {
+      const runId = await heldTravel();
+      const refused = await decide(runId, tokens.bob, { interruptId: 'i1', approved: true }, byUrl.origin);
+      expect(refused.status).toBe(403);
+      expect((await decide(runId, tokens.alice, { interruptId: 'i1', approved: true }, byUrl.origin)).status).toBe(200);
+      await worker.client.getHandle(runId).result();
+      expect(trains(runId)).toBe(1);
+    } finally {
+      await byUrl.close();
+      issuerServer.close();
+    }
   });
 });
