@@ -406,8 +406,15 @@ export class HoldBoard {
       value = { output: await this.checkedOutput(entry.record.toolName ?? '', decision.interruptId, value.output) };
       this.check(decision, { declared }); // decided meanwhile by another handler?
     }
+    // A shared decision takes another hold only when whoever decided may decide that one too (its approver rules).
+    const mayTake = (other: Entry) => {
+      const rule = this.ruleOf(other.record);
+      return !rule || (verified && mayDecide(rule, { decidedBy: decision.decidedBy, groups: decision.decidedByGroups }));
+    };
     const targets = entry.hold.sharedDecision
-      ? [...this.entries.values()].filter((other) => other.record.raisedBy === entry.record.raisedBy && !other.resumption)
+      ? [...this.entries.values()].filter(
+          (other) => other === entry || (other.record.raisedBy === entry.record.raisedBy && !other.resumption && mayTake(other)),
+        )
       : [entry];
     const records: DecisionRecord[] = [];
     for (const target of targets) {
