@@ -62,6 +62,13 @@ export interface Tool<Input extends z.ZodType = z.ZodType, Output extends z.ZodT
    * run would repeat badly). docs/local-calls.md says what differs.
    */
   readonly local?: boolean;
+  /**
+   * `once`: a side effect nothing on the other side can deduplicate (a charge, an email). When
+   * an attempt of a call was lost mid-flight (its worker died after it started, and no completion
+   * was recorded), the call is not run again blindly: the run holds it and asks a person whether
+   * it happened (docs/holds.md, "Side effects that happen once"). Never a local activity.
+   */
+  readonly effects?: 'once';
 }
 
 /** Options of `defineTool`. */
@@ -77,6 +84,10 @@ export function defineTool<Input extends z.ZodType, Output extends z.ZodType = z
   checkSchema(options.input, `tool "${name}".input`, `${where}: input must be a zod schema, e.g. z.object({})`);
   if (options.output !== undefined) checkSchema(options.output, `tool "${name}".output`, `${where}: output must be a zod schema when given`);
   if (typeof options.run !== 'function') throw new TypeError(`${where}: run must be a function`);
+  if (options.effects !== undefined && options.effects !== 'once') throw new TypeError(`${where}: effects must be 'once' when given`);
+  // A local activity lost with its worker starts again at its first attempt: nothing would say an attempt was lost.
+  if (options.effects === 'once' && options.local)
+    throw new TypeError(`${where}: a tool with effects: 'once' cannot be local (a lost local attempt is run again unseen)`);
   return { kind: 'tool', ...options };
 }
 

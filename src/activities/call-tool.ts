@@ -32,6 +32,24 @@ function idempotencyKeyOf(info: ActivityInfo, refusedBefore?: RefusedBefore): st
   return `${workflowId}/${info.workflowExecution?.runId ?? 'standalone'}/${activityId}`;
 }
 
+/**
+ * The hold of a call whose earlier attempt was lost (a tool with `effects: 'once'`): the question,
+ * and what was lost. Answered with `{ respond: <its output> }` (it happened), `{ restart: {
+ * reconcile: 'run-again' } }` (it did not: run it again) or `{ restart: { reconcile: 'stop' } }`.
+ */
+function reconciliation(toolName: string, input: unknown, idempotencyKey: string, attempt: number): Record<string, unknown> {
+  return {
+    question: `did ${toolName} happen? Its attempt ${attempt - 1} was lost mid-flight (no completion recorded). If it happened, answer with its output; if not, run it again; or stop the run`,
+    keelReconcile: {
+      toolName,
+      input,
+      idempotencyKey,
+      lostAttempt: attempt - 1,
+      choices: ['respond: <its output>', "restart: { reconcile: 'run-again' }", "restart: { reconcile: 'stop' }"],
+    },
+  };
+}
+
 /** One tool call (the `callTool` activity): input and output checked against the tool's schemas, what it reported spent counted. */
 export function callTool(scope: WorkerScope, { toolName, input, resumed, refusedBefore }: CallToolInput): Promise<ToolCallResult> {
   const { activity, registry, config, limit } = scope;
@@ -54,6 +72,9 @@ export function callTool(scope: WorkerScope, { toolName, input, resumed, refused
     }
     const { info } = context;
     const runId = info.workflowExecution?.workflowId ?? 'standalone';
+    // An earlier attempt of this call started and was lost (its worker died, it timed out): whether its effect happened is a person's to say.
+    if (tool.effects === 'once' && info.attempt > 1)
+      throw new InterruptRequest(reconciliation(toolName, parsedInput.data, idempotencyKeyOf(info, refusedBefore), info.attempt));
     let output: unknown;
     let reported: Usage | undefined;
     // The first report keel could not count: it fails the call, even if the tool caught it and went on.

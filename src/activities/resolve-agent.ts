@@ -67,7 +67,9 @@ function localCallsOf(registry: Registry, agent: Agent, tools: ToolDefinition[])
   const choice = agent.local?.tools;
   const local = tools
     .map((tool) => tool.name)
-    .filter((name) => (choice === undefined ? byName.get(name)?.local === true : typeof choice === 'boolean' ? choice : choice.includes(name)));
+    .filter((name) => (choice === undefined ? byName.get(name)?.local === true : typeof choice === 'boolean' ? choice : choice.includes(name)))
+    // A call that must happen once stays a regular activity, whose lost attempts Temporal records.
+    .filter((name) => (byName.get(name) ?? registry.tools.get(name))?.effects !== 'once');
   return { ...(models.length ? { localModels: models.sort() } : {}), ...(local.length ? { localTools: local.sort() } : {}) };
 }
 

@@ -4,7 +4,8 @@
  * tool that answers with `toolFail` an error the model sees; any other failure is the tool's own (`ToolFailure`), which the tool-error policy may
  * answer to the model. Runs in the workflow: deterministic, no I/O.
  */
-import { undeclaredHold } from '../core/holds';
+import { z } from 'zod';
+import { defineHold, undeclaredHold } from '../core/holds';
 import { ApplicationFailure, isCancellation, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import { KeelError, RunStoppedError, ownToolFailure, toKeelError } from '../core/errors';
 import { ToolCallResultSchema, type AgentSpec } from '../core/run';
@@ -34,6 +35,18 @@ export interface ToolRunnerOptions {
 /** A tool's own question: any data, and the tool gets the decision's payload as sent. */
 const TOOL_HOLD = undeclaredHold(TOOL_STAGE);
 
+/**
+ * A call of a tool with `effects: 'once'` whose earlier attempt was lost: did it happen? A stand-in
+ * output (`respond`) says it did and answers the call; a restart runs it again or stops the run.
+ * No approve or deny: neither says which.
+ */
+const RECONCILE_HOLD = defineHold({
+  kind: 'reconcile',
+  question: (data, { toolName }) => (typeof data.question === 'string' ? data.question : `did ${toolName} happen?`),
+  data: z.record(z.string(), z.unknown()),
+  decision: z.object({ reconcile: z.enum(['run-again', 'stop']).describe('run-again: it did not happen, run it again; stop: stop the run') }).strict(),
+});
+
 /** The innermost stage of the wrapTool chain. */
 export function toolRunner({ agent, contributed, stage, run, onUsage }: ToolRunnerOptions): ToolRunner {
   const activity = activityOptions(agent.activities.tool);
@@ -54,6 +67,10 @@ export function toolRunner({ agent, contributed, stage, run, onUsage }: ToolRunn
         throw ownToolFailure(toKeelError(error), name);
       }
     }
+    // The answer to a lost attempt's question (a tool with effects: 'once'): stop, or run it again as a new call.
+    const reconciled = (resumed as { reconcile?: unknown } | undefined)?.reconcile;
+    if (reconciled === 'stop') throw new RunStoppedError({ status: 'ABORTED', message: `stopped: nobody could say whether tool "${name}" happened` });
+    if (reconciled === 'run-again') resumed = undefined;
     let answer: unknown;
     try {
       const { callTool } = localTools.includes(name)
@@ -73,7 +90,8 @@ export function toolRunner({ agent, contributed, stage, run, onUsage }: ToolRunn
     } catch (error) {
       const cause = activityCause(error);
       if (cause instanceof ApplicationFailure && cause.type === TOOL_INTERRUPT_FAILURE) {
-        throw new ToolInterrupt({ data: holdData(cause.details?.[0] ?? {}), raisedBy: TOOL_STAGE, stage, hold: TOOL_HOLD });
+        const data = holdData(cause.details?.[0] ?? {});
+        throw new ToolInterrupt({ data, raisedBy: TOOL_STAGE, stage, hold: 'keelReconcile' in data ? RECONCILE_HOLD : TOOL_HOLD });
       }
       if (cause instanceof ApplicationFailure && cause.type === TOOL_FAIL_FAILURE) throw toolFail(cause.message);
       const failure = asKeelError(error, `tool "${name}"`);
