@@ -10,7 +10,9 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { ConfigError } from '../config/load';
 import type { KeelConfig, NotifyTarget } from '../config/schema';
 import { durationMs } from '../core/duration';
-import type { DeliverNoticeInput, HoldNotice } from '../core/hold-notices';
+import { DeliverNoticeInputSchema, type DeliverNoticeInput, type HoldNotice } from '../core/hold-notices';
+import { KeelError } from '../core/errors';
+import { describeZodError } from '../core/schema-errors';
 import { inputFingerprint, signDecisionLink, type LinkAction } from '../security/decision-links';
 import type { SigningKeys } from '../security/signing-keys';
 import { InfrastructureError } from './infrastructure-error';
@@ -114,7 +116,11 @@ function slackMessage(notice: HoldNotice, links: Record<LinkAction, string> | un
 }
 
 /** Posts one notice to one webhook; throws (retried) when it does not take it. */
-export async function deliverHoldNotice(scope: NoticeScope, { id, notice, target }: DeliverNoticeInput): Promise<void> {
+export async function deliverHoldNotice(scope: NoticeScope, input: DeliverNoticeInput): Promise<void> {
+  // Checked as it crosses into the worker: a delivery workflow can be started by anyone with the `temporal` CLI.
+  const parsed = DeliverNoticeInputSchema.safeParse(input);
+  if (!parsed.success) throw new KeelError('INVALID_ARGUMENT', `a hold notice keel does not send: ${describeZodError(parsed.error)}`);
+  const { id, notice, target } = parsed.data;
   const webhook = scope.webhooks[target];
   // The worker's notify: list changed since the run was resolved: nothing to send to.
   if (!webhook) return;

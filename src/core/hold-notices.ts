@@ -29,9 +29,12 @@ export const HoldNoticeSchema = z.object({
 });
 export type HoldNotice = z.infer<typeof HoldNoticeSchema>;
 
-/** The input of a notice's delivery workflow: the notice, its id, and how many webhooks it goes to. */
-export const NoticeDeliveryInputSchema = z.object({ id: z.string(), notice: HoldNoticeSchema, targets: z.number().int().min(1) });
-export type NoticeDeliveryInput = z.infer<typeof NoticeDeliveryInputSchema>;
+/** The input of a notice's delivery (in the run, or its own workflow): the notice, its id, and how many webhooks it goes to. */
+export interface NoticeDeliveryInput {
+  id: string;
+  notice: HoldNotice;
+  targets: number;
+}
 
 /** The input of the `deliverHoldNotice` activity: one notice to the webhook at index `target` of `notify:`. */
 export const DeliverNoticeInputSchema = z.object({ id: z.string(), notice: HoldNoticeSchema, target: z.number().int().min(0) });

@@ -35,6 +35,22 @@ export function isStatusName(value: unknown): value is StatusName {
   return typeof value === 'string' && (STATUS_NAMES as readonly string[]).includes(value);
 }
 
+/** What keel's HTTP servers answer each status with (anything else: 500). */
+const HTTP_OF: Readonly<Record<string, number>> = {
+  INVALID_ARGUMENT: 400,
+  UNAUTHENTICATED: 401,
+  PERMISSION_DENIED: 403,
+  NOT_FOUND: 404,
+  FAILED_PRECONDITION: 409,
+  ALREADY_EXISTS: 409,
+  UNAVAILABLE: 503,
+};
+
+/** The HTTP code keel's servers answer a failure of `status` with. */
+export function httpStatusOf(status: string): number {
+  return HTTP_OF[status] ?? 500;
+}
+
 /**
  * Maps an HTTP status code to a status name: the exact code when one name owns it,
  * 400 → INVALID_ARGUMENT, 409 → ABORTED, any other 5xx → INTERNAL, anything else UNKNOWN.

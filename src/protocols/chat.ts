@@ -23,6 +23,7 @@ import type { Decision } from '../core/holds';
 import { messageText, type Message } from '../core/messages';
 import type { Hold, RunLifecycle } from '../core/run';
 import { describeZodError } from '../core/schema-errors';
+import { httpStatusOf } from '../core/status';
 import { sessionOfRun, type Snapshot } from '../core/session';
 import { requireOptional } from '../node/require-ts';
 import type { ExposedAgent } from './exposed-agents';
@@ -217,10 +218,7 @@ export interface ChatServeOptions {
 /** The answer for a failure: its status as HTTP status, and its one line. */
 function failure(error: unknown): Response {
   const keel = toKeelError(error);
-  const http = ({ INVALID_ARGUMENT: 400, NOT_FOUND: 404, FAILED_PRECONDITION: 409, ALREADY_EXISTS: 409, PERMISSION_DENIED: 403 } as Record<string, number>)[
-    keel.status
-  ];
-  return Response.json({ error: { status: keel.status, message: keel.message } }, { status: http ?? 500 });
+  return Response.json({ error: { status: keel.status, message: keel.message } }, { status: httpStatusOf(keel.status) });
 }
 
 /** The pending holds an assistant message from the page answers: each tool part it approved or denied. */

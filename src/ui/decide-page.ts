@@ -10,11 +10,10 @@
 import type { Context, Hono } from 'hono';
 import type { KeelClient } from '../client/keel-client';
 import type { Decider } from '../protocols/chat';
-import type { KeelConfig } from '../config/schema';
 import { KeelError, toKeelError } from '../core/errors';
 import type { Hold } from '../core/run';
 import { inputFingerprint, readDecisionLink, type DecisionLink } from '../security/decision-links';
-import { loadSigningKeys, type SigningKeys } from '../security/signing-keys';
+import type { SigningKeys } from '../security/signing-keys';
 
 /** The path decision links open. */
 export const DECIDE_PATH = '/decide';
@@ -56,13 +55,11 @@ async function heldFor(client: KeelClient, keys: SigningKeys, token: string): Pr
   return { link, hold };
 }
 
-/** Serves decision links on `app`; the signing key is read on the first link. */
+/** Serves decision links on `app`, checked with the workers' signing keys (`keys`, read on the first link). */
 export function decisionLinkRoutes(
   app: Hono,
-  { client, config, decider }: { client: KeelClient; config: KeelConfig; decider: (request: Request, fallback: string) => Decider },
+  { client, keys: signingKeys, decider }: { client: KeelClient; keys: () => SigningKeys; decider: (request: Request, fallback: string) => Decider },
 ): void {
-  let keys: SigningKeys | undefined;
-  const signingKeys = () => (keys ??= loadSigningKeys(config));
   const refused = (c: Context, error: unknown) => {
     const failure = toKeelError(error);
     const status = failure.status === 'PERMISSION_DENIED' ? 403 : failure.status === 'FAILED_PRECONDITION' ? 410 : 500;

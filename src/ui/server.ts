@@ -28,6 +28,7 @@ import { KeelError } from '../core/errors';
 import { parseDecision } from '../core/holds';
 import { RunLifecycleSchema } from '../core/run';
 import { describeZodError } from '../core/schema-errors';
+import { httpStatusOf } from '../core/status';
 import { SteerInputSchema, steerInputProblem } from '../core/steering';
 import { assertListenable, isLoopback, startGuardedServer, type GuardedServer } from '../node/http-guard';
 import { keelVersion } from '../node/package-root';
@@ -104,10 +105,7 @@ const UserSchema = z.string().trim().min(1).max(80);
 function failure(c: Context, error: unknown) {
   const keel = KeelError.isInstance(error) ? error : undefined;
   const status = keel?.status ?? 'UNKNOWN';
-  const http = (
-    { INVALID_ARGUMENT: 400, NOT_FOUND: 404, FAILED_PRECONDITION: 409, ALREADY_EXISTS: 409, PERMISSION_DENIED: 403, UNAVAILABLE: 503 } as Record<string, number>
-  )[status];
-  return c.json({ error: { status, message: error instanceof Error ? error.message : String(error) } }, (http ?? 500) as 400);
+  return c.json({ error: { status, message: error instanceof Error ? error.message : String(error) } }, httpStatusOf(status) as 400);
 }
 
 const bad = (c: Context, message: string) => c.json({ error: { status: 'INVALID_ARGUMENT', message } }, 400);
@@ -136,6 +134,8 @@ async function jsonBody(c: Context): Promise<{ ok: true; value: unknown } | { ok
  * recorded as: that identity, vouched for with a proof the run checks, or else the route's name.
  */
 interface Who {
+  /** The workers' signing keys (decision links, decider proofs), read once, on first use. */
+  keys: () => SigningKeys;
   authenticate: Authenticate | undefined;
   identities: WeakMap<Request, Identity>;
   decider: (request: Request, fallback: string) => Decider;
@@ -145,13 +145,15 @@ interface Who {
 function whoAsks(config: KeelConfig): Who {
   const authenticate = config.auth ? authenticator(config.auth, config.baseDir) : undefined;
   const identities = new WeakMap<Request, Identity>();
-  let keys: SigningKeys | undefined;
+  let loaded: SigningKeys | undefined;
+  const keys = () => (loaded ??= loadSigningKeys(config));
   return {
+    keys,
     authenticate,
     identities,
     decider: (request, fallback) => (runId, decision) => {
       const identity = identities.get(request);
-      return identity ? vouched((keys ??= loadSigningKeys(config)), identity, runId, decision) : { ...decision, decidedBy: decision.decidedBy ?? fallback };
+      return identity ? vouched(keys(), identity, runId, decision) : { ...decision, decidedBy: decision.decidedBy ?? fallback };
     },
   };
 }
@@ -234,7 +236,7 @@ function createUiApp({
   readingRoutes(app, routes);
   app.get('/api/runs/:runId/events', (c) => runEventStream(c, hub, c.req.param('runId')));
   changingRoutes(app, routes);
-  decisionLinkRoutes(app, { client, config, decider: who.decider });
+  decisionLinkRoutes(app, { client, keys: who.keys, decider: who.decider });
   app.all('/api/*', (c) => c.json({ error: { status: 'NOT_FOUND', message: `no such endpoint: ${c.req.method} ${c.req.path}` } }, 404));
 
   const root = relative(process.cwd(), webRoot) || '.';
