@@ -23,6 +23,7 @@ import * as agents from './fixtures/notify-agents';
 import { startTestWorker, type TestWorker } from './support/harness';
 import { freePort } from './support/free-port';
 import { killAfterEach, ROOT, runKeel, spawnCommand, writeTestConfig } from './support/processes';
+import { temporalCli } from './support/temporal-cli';
 
 const SECRET = 'whsec-notify-test-0123456789';
 const SIGNING_KEY = 'notify-test-signing-key-0123456789';
@@ -166,6 +167,34 @@ describe('notices', () => {
     await expect
       .poll(() => noticesOf(runId).find(({ notice }) => notice.type === 'hold.decided')?.notice.decision?.decidedBy, { timeout: 10_000 })
       .toBe('link');
+  });
+
+  it('two confirmations of a link at once (a double click, two people): one decides, the other is refused, the call runs once', async () => {
+    const { runId, links } = await heldRun();
+    const answers = await Promise.all([confirm(links.approve), confirm(links.approve), confirm(links.deny)]);
+    expect(answers.map((answer) => answer.status).sort()).toEqual([200, 410, 410]);
+    await worker.client.getHandle(runId).result();
+    expect((await worker.client.getHandle(runId).status()).decisions).toHaveLength(1);
+    expect(invoices(runId)).toBeLessThanOrEqual(1);
+  });
+
+  it('a delivery workflow started with the temporal CLI with a made-up notice posts nothing', async () => {
+    const before = keelHook.received.length + slackHook.received.length;
+    const forged = await temporalCli([
+      'workflow',
+      'execute',
+      '--type',
+      'keelHoldNotice',
+      '--task-queue',
+      worker.taskQueue,
+      '--workflow-id',
+      `forged-notice-${Date.now()}`,
+      '--input',
+      JSON.stringify({ id: 'forged', notice: { type: 'hold.raised', runId: 'nobody' }, targets: 2 }),
+    ]);
+    expect(forged.code).not.toBe(0);
+    expect(`${forged.stdout}${forged.stderr}`).toContain('a hold notice keel does not send');
+    expect(keelHook.received.length + slackHook.received.length).toBe(before);
   });
 
   it('a deny link denies, with the reason given on its page', async () => {
