@@ -15,6 +15,7 @@ export { ConfigError, defineConfig, loadConfig } from './config/load';
 export type { KeelConfig, KeelConfigInput } from './config/schema';
 
 export { KeelClient, RunHandle, runErrorOf } from './client/keel-client';
+export type { ForkOptions, ForkStarted } from './client/fork';
 export type { StartRunOptions, TypedRunResult } from './client/keel-client';
 export type { InFlight } from './client/run-events';
 export type { ToolAttempt } from './client/tool-attempts';

@@ -35,6 +35,11 @@ commands:
                               --agent <agent>-<n>: a sub-agent run below it; --id <id>: sent again
                               with the same id, it is added once; keel steer <agent> <text>
                               --session <id>: the session's run in flight)
+  fork <runId> --at <turn>    a new run whose conversation is the run's up to that turn; no tool
+                              call before it runs again (--message <text>: the user's message
+                              there; --tool-result <callId>=<json>, repeatable: a recorded result
+                              changed; --agent, --model: go on with others; --id; --json prints
+                              { runId, source, turn, usage })
   holds                       every hold waiting for a decision, with the command that decides it
   tasks <runId>               background tasks of a run (JSON)
   demo                        start what is needed and run the demo agent end to end

@@ -26,6 +26,10 @@ export const OPTIONS = {
   interrupt: { type: 'boolean', default: false },
   as: { type: 'string' },
   agent: { type: 'string' },
+  at: { type: 'string' },
+  message: { type: 'string' },
+  'tool-result': { type: 'string', multiple: true },
+  model: { type: 'string' },
   status: { type: 'string' },
   limit: { type: 'string' },
   host: { type: 'string' },
@@ -48,6 +52,7 @@ export const NUMBER_OPTIONS = {
   limit: { min: 1, max: Number.MAX_SAFE_INTEGER, means: 'a whole number of runs, 1 or more' },
   'per-agent': { min: 1, max: Number.MAX_SAFE_INTEGER, means: 'a whole number of runs, 1 or more' },
   port: { min: 0, max: 65535, means: 'a port number from 0 to 65535' },
+  at: { min: 0, max: Number.MAX_SAFE_INTEGER, means: 'a turn of the run, 0 or more' },
 } as const;
 
 /** A number option's value, checked against what it takes (a bad one is a UsageError naming the option); undefined when not given. */

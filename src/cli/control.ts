@@ -1,12 +1,12 @@
 /**
- * The commands that act on a run under way: `keel abort`, `keel approve`, `keel deny`, `keel
- * decide` (a pending hold's decision) and `keel steer`. Node side.
+ * The commands that act on a run: `keel abort`, `keel approve`, `keel deny`, `keel decide` (a
+ * pending hold's decision), `keel steer` and `keel fork`. Node side.
  */
 import { hostname, userInfo } from 'node:os';
 import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
 import type { Decision } from '../core/holds';
-import { EXIT, UsageError, print, refuse, reportFailure, type CliOptions } from './common';
+import { EXIT, UsageError, numberOption, print, refuse, reportFailure, type CliOptions } from './common';
 import { runErrorOf, withClient, withClientRefusing } from './client';
 
 export async function commandAbort(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
@@ -136,5 +136,44 @@ export async function commandSteer(config: KeelConfig, positionals: string[], op
       if (failure.status === 'INVALID_ARGUMENT') return reportFailure(options.json, `keel steer: ${failure.message}`, failure.toJSON(), EXIT.usage);
       return refuse(options, 'steer', failure);
     }
+  });
+}
+
+/** `--tool-result <callId>=<json>`, each: the results a fork changes, by call id. */
+function toolResultsOf(given: readonly string[]): Record<string, unknown> {
+  const results: Record<string, unknown> = {};
+  for (const entry of given) {
+    const equals = entry.indexOf('=');
+    if (equals <= 0) throw new UsageError(`--tool-result: <callId>=<json> (a call id such as 2.0, as keel fork names them), not "${entry}"`);
+    const id = entry.slice(0, equals);
+    try {
+      results[id] = JSON.parse(entry.slice(equals + 1));
+    } catch (error) {
+      throw new UsageError(`--tool-result ${id}: the result is not JSON (${(error as Error).message}): ${entry.slice(equals + 1)}`);
+    }
+  }
+  return results;
+}
+
+/** `keel fork <runId> --at <turn>`: a new run from the run's conversation up to that turn (docs/fork.md). */
+export async function commandFork(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
+  const [source, ...rest] = positionals;
+  if (!source || rest.length) throw new UsageError('keel fork needs one run id: keel fork <runId> --at <turn> [--message <text>] [--tool-result <callId>=<json>]');
+  const at = numberOption(options, 'at');
+  if (at === undefined) throw new UsageError('keel fork needs the turn to fork at: --at <turn> (0: before its first model call)');
+  const toolResults = toolResultsOf(options['tool-result'] ?? []);
+  return withClientRefusing(config, options, 'fork', async (client) => {
+    const started = await client.getHandle(source).fork({
+      at,
+      toolResults,
+      ...(options.message !== undefined ? { message: options.message } : {}),
+      ...(options.agent !== undefined ? { agent: options.agent } : {}),
+      ...(options.model !== undefined ? { model: options.model } : {}),
+      ...(options.id !== undefined ? { runId: options.id } : {}),
+    });
+    const { runId, turn, usage } = started;
+    const spent = Object.keys(usage).length ? `; the conversation up to there spent ${JSON.stringify(usage)} (counted in ${source}, not again)` : '';
+    print(options.json, { runId, source, turn, usage }, `forked ${source} at turn ${turn}: run ${runId}${spent}\nfollow it with: npx keel watch ${runId}`);
+    return EXIT.ok;
   });
 }

@@ -11,7 +11,7 @@ import { EXIT, UsageError, later, reportFailure } from './common';
 import { USAGE, parse, uiOptions } from './args';
 import { commandRun, commandWatch } from './run';
 import { commandHolds, commandList, commandStatus, commandTasks } from './inspect';
-import { commandAbort, commandDecide, commandSteer } from './control';
+import { commandAbort, commandDecide, commandFork, commandSteer } from './control';
 import { commandDeploy, commandHistory, commandNamespace, commandStorage } from './operate';
 import { commandInit, commandSetup, printVersion } from './project';
 
@@ -78,6 +78,8 @@ async function command(argv: string[]): Promise<number> {
         return await commandDecide(config, command, positionals, options);
       case 'steer':
         return await commandSteer(config, positionals, options);
+      case 'fork':
+        return await commandFork(config, positionals, options);
       case 'tasks':
         return await commandTasks(config, positionals, options);
       case 'holds':

@@ -2,12 +2,11 @@
  * The typed client: start a run, get its handle, read its status and result, cancel it.
  * Node side; uses the same message constants as the workflow.
  */
-import { versioningMemo, type RunVersioning } from '../core/versioning';
+import type { RunVersioning } from '../core/versioning';
 import { decodePayload } from './decode-payload';
 import {
   Client,
   ServiceError,
-  WorkflowExecutionAlreadyStartedError,
   WorkflowFailedError,
   WorkflowNotFoundError,
   type WorkflowExecutionDescription,
@@ -15,7 +14,6 @@ import {
 import type { TypedSearchAttributes } from '@temporalio/common';
 import { randomUUID } from 'node:crypto';
 import { KeelError } from '../core/errors';
-import { inSpan } from '../telemetry/spans';
 import { inspectTask } from '../node/inspect-task';
 import { SessionHandle } from './session-handle';
 import { assertInputFits } from './input-limit';
@@ -28,6 +26,8 @@ import { unknownSteerError } from './unknown-update';
 import { retryingUpdate } from '../node/update-retry';
 import { taskQueuePollers } from '../node/task-queue-pollers';
 import { listRuns, type ListRunsOptions, type RunListing } from './runs';
+import { startGenerate } from './start-run';
+import { forkRun, type ForkOptions, type ForkStarted } from './fork';
 
 export { runErrorOf };
 import { promptExcerpt, type Message, type StreamedText } from '../core/messages';
@@ -89,6 +89,8 @@ export interface RunHandleOptions {
   client: Client;
   /** The run id (the workflow id). */
   runId: string;
+  /** How runs of each agent move between builds (`deployment.agents`): what a fork of this run starts with. */
+  versioning?: Readonly<Record<string, RunVersioning>>;
 }
 
 /** Options of `RunHandle.decide`. */
@@ -160,9 +162,22 @@ export class RunHandle<Output = unknown> {
   /** The run id (the workflow id). */
   readonly runId: string;
 
-  constructor({ client, runId }: RunHandleOptions) {
+  private readonly versioning: Readonly<Record<string, RunVersioning>>;
+
+  constructor({ client, runId, versioning = {} }: RunHandleOptions) {
     this.client = client;
     this.runId = runId;
+    this.versioning = versioning;
+  }
+
+  /**
+   * Starts a new run whose conversation is this run's up to turn `at` (docs/fork.md): no tool
+   * call before it runs again; `message` and `toolResults` edit it there, `agent` and `model`
+   * go on with others. Checked by a worker first: bad input starts nothing (INVALID_ARGUMENT).
+   */
+  async fork(options: ForkOptions): Promise<ForkStarted & { handle: RunHandle }> {
+    const started = await forkRun(this.client, this.runId, options, this.versioning);
+    return { ...started, handle: new RunHandle({ client: this.client, runId: started.runId, versioning: this.versioning }) };
   }
 
   private get workflow() {
@@ -615,29 +630,8 @@ export class KeelClient {
     assertInputFits(this.temporal, input, `the input of run ${runId} (agent "${agent}")`);
     // What `describe`, `list` and the Web UI show of the run: its agent and how its prompt starts.
     const excerpt = promptExcerpt(messages);
-    try {
-      // The root of the run's trace when tracing is on: Temporal's spans for the start, the workflow and its activities go under it.
-      await inSpan(`keel.run ${agent}`, { 'keel.run_id': runId, 'keel.agent': agent }, () =>
-        this.temporal.workflow.start(GENERATE_WORKFLOW, {
-          taskQueue: taskQueue ?? this.taskQueue,
-          workflowId: runId,
-          args: [input],
-          // keelVersioning: how the run moves between builds, when its agent has a choice in `deployment.agents`.
-          memo: { agent, prompt: excerpt, ...versioningMemo(this.versioning[agent]) },
-          staticSummary: `${agent}: ${excerpt}`,
-        }),
-      );
-    } catch (error) {
-      if (error instanceof WorkflowExecutionAlreadyStartedError)
-        throw new KeelError('ALREADY_EXISTS', `a run with id "${runId}" is already open; choose another id`);
-      // The gRPC failure's cause says what to do (an unknown namespace, a refused input).
-      const cause = error instanceof ServiceError && error.cause ? `: ${error.cause.message}` : '';
-      throw new KeelError(
-        KeelError.isInstance(error) ? error.status : 'UNAVAILABLE',
-        `could not start run "${runId}" of agent "${agent}": ${(error as Error).message}${cause}`,
-      );
-    }
-    return new RunHandle<Output>({ client: this.temporal, runId });
+    await startGenerate(this.temporal, { runId, agent, taskQueue: taskQueue ?? this.taskQueue, args: [input], excerpt, versioning: this.versioning[agent] });
+    return new RunHandle<Output>({ client: this.temporal, runId, versioning: this.versioning });
   }
 
   /** Starts a run and waits for its result (typed by the agent's output schema when given its definition). */
@@ -647,7 +641,7 @@ export class KeelClient {
 
   /** A handle on an existing run. */
   getHandle(runId: string): RunHandle {
-    return new RunHandle({ client: this.temporal, runId });
+    return new RunHandle({ client: this.temporal, runId, versioning: this.versioning });
   }
 
   /** A session of a server-managed agent (session: 'server'). */

@@ -209,3 +209,17 @@ export function toolResponseWire(response: ToolResponse): { text: string; media:
   if (extra.length) text = [text, ...extra].join('\n');
   return { text, media };
 }
+
+/** Messages per chunk of a carried conversation. */
+const CHUNK_MESSAGES = 32;
+
+/**
+ * A carried conversation in chunks of 32 messages by position, each its own payload: the
+ * conversation only grows at the end, so every chunk but the last is the same payload in the
+ * next run of the chain, and a content-addressed store (keel's file driver) keeps it once; a fork sends its conversation the same way (src/client/fork.ts).
+ */
+export function messageChunks(messages: readonly Message[]): Message[][] {
+  const chunks: Message[][] = [];
+  for (let start = 0; start < messages.length; start += CHUNK_MESSAGES) chunks.push(messages.slice(start, start + CHUNK_MESSAGES));
+  return chunks;
+}

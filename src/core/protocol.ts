@@ -4,6 +4,7 @@
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { Decision, DecisionAccepted } from './holds';
+import type { ForkPoint } from './fork';
 import type { Message } from './messages';
 import type { Usage } from './usage';
 import type { SteerInput, SteerRecord } from './steering';
@@ -16,6 +17,9 @@ export const statusQuery = defineQuery<RunStatus>('status');
 
 /** The run's messages from index `from` on (for progress display). */
 export const messagesQuery = defineQuery<Message[], [number]>('messages');
+
+/** The run's turns, and what its conversation had spent by the end of turn `turn` (docs/fork.md). */
+export const forkPointQuery = defineQuery<ForkPoint, [number]>('forkPoint');
 
 /**
  * One page of the JSON text of a model request an in-flight `callModel` activity must send,

@@ -12,6 +12,7 @@ import { StatusNameSchema } from './status';
 import { DecisionRecordSchema, takesApproval } from './holds';
 import { SteerRecordSchema } from './steering';
 import { OutputSpecSchema } from './output';
+import { ForkOriginSchema } from './fork';
 
 /** A middleware named by its registered name and a JSON config. */
 export const MiddlewareRefSchema = z.object({
@@ -76,6 +77,10 @@ export const RunInputSchema = z
      * `messages`), artifacts and custom data; the result carries the state after the run.
      */
     state: ClientStateSchema.optional(),
+    /** For a fork (docs/fork.md): the run and turn it goes on from, and what the conversation had spent there. */
+    fork: ForkOriginSchema.optional(),
+    /** The model the run calls, over its agent's own (a model the workers registered). */
+    model: z.string().min(1).optional(),
     /** Set by a session workflow: the session this run is one of, and what it spent before. */
     session: z.object({ id: z.string(), usage: UsageSchema }).optional(),
     /**
@@ -323,6 +328,8 @@ export const RunStatusSchema = z.object({
   decisions: z.array(DecisionRecordSchema).optional(),
   /** After a `workflow reset`: the decisions the server re-applied, and what became of them. */
   reappliedDecisions: z.array(ReappliedDecisionSchema).optional(),
+  /** For a fork: the run and turn it goes on from, and what the conversation had spent there (not in `usage`). */
+  fork: ForkOriginSchema.optional(),
   /**
    * For a run that keeps its tree's budget ledger (it has a Budget): what the whole tree spent,
    * as the ledger counts it (this run's model calls, and every call the runs below it told it of,

@@ -2,15 +2,17 @@
  * keel's search attributes: `KeelAgent` (the agent's name) and `KeelStatus` (running,
  * waiting, completed, failed, cancelled), kept current by each run so that
  * `temporal workflow list --query "KeelAgent='x' AND KeelStatus='waiting'"` finds the runs
- * waiting for a person. Pure: safe on both sides.
+ * waiting for a person, and `KeelForkOf` (a fork's source run). Pure: safe on both sides.
  */
 import { defineSearchAttributeKey } from '@temporalio/common';
 
 export const KEEL_AGENT = defineSearchAttributeKey('KeelAgent', 'KEYWORD');
 export const KEEL_STATUS = defineSearchAttributeKey('KeelStatus', 'KEYWORD');
+/** A fork's source run (docs/fork.md): `KeelForkOf='<runId>'` lists the forks of a run. */
+export const KEEL_FORK_OF = defineSearchAttributeKey('KeelForkOf', 'KEYWORD');
 
 /** Names of keel's search attributes (all of type Keyword). */
-export const KEEL_SEARCH_ATTRIBUTES = [KEEL_AGENT.name, KEEL_STATUS.name] as const;
+export const KEEL_SEARCH_ATTRIBUTES = [KEEL_AGENT.name, KEEL_STATUS.name, KEEL_FORK_OF.name] as const;
 
 /** The command that registers them on a cluster. */
 export function registerCommand(namespace: string): string {

@@ -55,17 +55,3 @@ export function continuedInput(
   const { resume: _resume, state: _state, artifacts: _artifacts, ...rest } = input;
   return { ...rest, artifacts: [], messages, continued: { iteration, state: carriedState(run), middleware, runs: (input.continued?.runs ?? 0) + 1 } };
 }
-
-/** Messages per chunk of a carried conversation. */
-const CHUNK_MESSAGES = 32;
-
-/**
- * A carried conversation in chunks of 32 messages by position, each its own payload: the
- * conversation only grows at the end, so every chunk but the last is the same payload in the
- * next run of the chain, and a content-addressed store (keel's file driver) keeps it once.
- */
-export function messageChunks(messages: readonly Message[]): Message[][] {
-  const chunks: Message[][] = [];
-  for (let start = 0; start < messages.length; start += CHUNK_MESSAGES) chunks.push(messages.slice(start, start + CHUNK_MESSAGES));
-  return chunks;
-}

@@ -65,8 +65,9 @@ export class GenerateRun {
     // Sealed with a key this worker lacks: the task fails and waits for a worker that has it.
     requireOpened(startInput, 'the run input');
     carriedMessages.forEach((chunk) => requireOpened(chunk, 'the conversation carried into this run'));
-    // The next run of a chain gets its conversation as separate chunks (see continue-run.ts).
-    const rawInput = carriedMessages.length && startInput?.continued ? { ...startInput, messages: carriedMessages.flat() } : startInput;
+    // The next run of a chain, and a fork, get their conversation as separate chunks (see continue-run.ts).
+    const chunked = carriedMessages.length && (startInput?.continued || startInput?.fork);
+    const rawInput = chunked ? { ...startInput, messages: carriedMessages.flat() } : startInput;
     const run = (this.state = newRunState(workflowInfo().workflowId, typeof rawInput?.agent === 'string' ? rawInput.agent : ''));
     logRunAttributes(run);
     answerQueries(run);
@@ -112,6 +113,12 @@ export class GenerateRun {
     } catch (error) {
       throw asKeelError(error, `resolving agent "${input.agent}"`);
     }
+    if (input.model) {
+      if (!(agent.models ?? []).includes(input.model)) {
+        throw new KeelError('INVALID_ARGUMENT', `model "${input.model}" is not registered; registered models: ${(agent.models ?? []).join(', ') || '(none)'}`);
+      }
+      agent = { ...agent, model: input.model };
+    }
     this.agent = agent;
     if (input.state && agent.session === 'server') {
       throw new KeelError('INVALID_ARGUMENT', `agent "${agent.name}" keeps its conversation on the server (session: 'server'): send a session id, not state`);
@@ -122,7 +129,10 @@ export class GenerateRun {
     if (input.continued) {
       restoreRunState(state, input.continued.state);
       this.board.restoreDecisions(state.status.decisions ?? []);
-    } else runStarted(agent.name);
+    } else {
+      if (input.fork) Object.assign(state.status, { fork: input.fork, turn: input.fork.turn });
+      runStarted(agent.name);
+    }
     // Listable by agent and state, when the namespace has keel's search attributes.
     if (agent.searchAttributes) startIndexing(state);
     return { input, agent };

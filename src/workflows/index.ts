@@ -5,3 +5,4 @@
 export { generateWorkflow } from './generate';
 export { sessionWorkflow } from './session';
 export { keelHoldNotice } from './hold-notices';
+export { keelForkCheck } from './fork-check';

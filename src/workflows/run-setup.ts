@@ -85,7 +85,9 @@ export async function setUpRun({ agent, input, run, callModel, features, holdMod
   }
   const systemText = [agent.system, ...stages.map((stage) => stage.hooks.systemPrompt)].filter((text): text is string => !!text).join('\n\n');
   // A client-managed conversation's history comes first (without a system prompt of its own).
-  const conversation = [...(input.state?.messages ?? []).filter((message) => message.role !== 'system'), ...input.messages];
+  // A fork's conversation goes on under the agent's system prompt as it is now (its source's first message is its own).
+  const given = input.fork && input.messages[0]?.role === 'system' ? input.messages.slice(1) : input.messages;
+  const conversation = [...(input.state?.messages ?? []).filter((message) => message.role !== 'system'), ...given];
   const messages: Message[] =
     conversation[0]?.role === 'system' || !systemText ? conversation : [{ role: 'system', content: [{ text: systemText }] }, ...conversation];
   run.messages = messages;

@@ -13,13 +13,15 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import { KEEL_AGENT, KEEL_STATUS } from '../core/search-attributes';
+import { KEEL_AGENT, KEEL_FORK_OF, KEEL_STATUS } from '../core/search-attributes';
+import { conversationTurns, type ForkPoint } from '../core/fork';
+import { addUsage } from '../core/usage';
 import { KeelError, RunStoppedError, ToolFailure, fromApplicationFailure, toApplicationFailure, toKeelError } from '../core/errors';
 import { ToolInterrupt } from '../core/interrupts';
 import { artifactText } from '../core/artifacts';
 import { cutText, messageText, promptExcerpt } from '../core/messages';
 import { HOLDS_MEMO_KEY, KEPT_REFUSED_SIGNALS, memoHolds, type Hold, type RunResult } from '../core/run';
-import { MODEL_REQUEST_PAGE_CHARS, messagesQuery, modelRequestQuery, statusQuery } from '../core/protocol';
+import { MODEL_REQUEST_PAGE_CHARS, forkPointQuery, messagesQuery, modelRequestQuery, statusQuery } from '../core/protocol';
 import type { RunState } from './run-state';
 import { fittingStop } from './payload-fit';
 
@@ -40,6 +42,9 @@ export function answerQueries(run: RunState): void {
     { description: 'The run: state (running, waiting, completed, failed, cancelled), turn, usage, pending holds, tasks, artifacts.' },
   );
   setHandler(messagesQuery, (from: number) => run.messages.slice(Math.max(0, from)), { description: "The run's conversation from index `from` on." });
+  setHandler(forkPointQuery, (turn: number) => forkPoint(run, turn), {
+    description: "The run's turns, and what its conversation had spent by the end of turn `turn` (docs/fork.md).",
+  });
   // Internal: not part of the protocol (docs/protocol.md); the model activity reads its request with it.
   const modelRequestPage = (key: string, page = 0) => {
     const request = run.modelRequests[key];
@@ -53,6 +58,20 @@ export function answerQueries(run: RunState): void {
   setHandler(modelRequestQuery, modelRequestPage, {
     description: 'Internal to keel (its model activity reads a request by reference); not part of the protocol.',
   });
+}
+
+/** What a fork of the run at `turn` carries (its usage there, when this run saw that turn end; its source answers for turns before a fork's own). */
+function forkPoint(run: RunState, turn: number): ForkPoint {
+  const fork = run.status.fork;
+  const own = turn - (fork?.turn ?? 0);
+  const turnUsage = run.turnUsage ?? [];
+  const spent = own < 0 || !Number.isInteger(own) ? undefined : own < turnUsage.length ? turnUsage[own] : own === turnUsage.length ? run.status.usage : undefined;
+  return {
+    agent: run.status.agent,
+    turns: conversationTurns(run.messages),
+    ...(spent ? { usage: addUsage(fork?.usage ?? {}, spent, 'the usage a fork carries') } : {}),
+    ...(fork ? { fork } : {}),
+  };
 }
 
 /** Records a signal the run refused and why (the latest KEPT_REFUSED_SIGNALS), for `status` to show. */
@@ -131,6 +150,7 @@ export function startIndexing(run: RunState): void {
   upsertSearchAttributes([
     { key: KEEL_AGENT, value: run.status.agent },
     { key: KEEL_STATUS, value: run.status.state },
+    ...(run.status.fork ? [{ key: KEEL_FORK_OF, value: run.status.fork.source }] : []),
   ]);
 }
 

@@ -8,7 +8,7 @@ import { runContinuedAsNew, runEnded } from '../core/workflow-metrics';
 import { KeelError } from '../core/errors';
 import { INTERRUPT_METADATA, type ToolInterrupt } from '../core/interrupts';
 import { MODEL_CALL_HOLD } from '../core/holds';
-import { assignToolRefs, messageText, toolRequestParts, type Message, type ModelRequest, type ModelResponse, type ToolRequestPart } from '../core/messages';
+import { assignToolRefs, messageChunks, messageText, toolRequestParts, type Message, type ModelRequest, type ModelResponse, type ToolRequestPart } from '../core/messages';
 import { checkAnswer, outputRetryMessage, outputValidator, retriesSoFar, type OutputSpec } from '../core/output';
 import type { AgentSpec, RunInput, RunResult, RunResume } from '../core/run';
 import { composeStage, composeToolChain } from '../middleware/compose';
@@ -16,7 +16,7 @@ import type { GenerateOutcome, GenerateParams, ModelCallParams, Next } from '../
 import { modelCaller } from './call-model';
 import { toolRunner } from './call-tool';
 import { resumeHeldCalls } from './resume';
-import { continuedInput, messageChunks, shouldContinueAsNew } from './continue-run';
+import { continuedInput, shouldContinueAsNew } from './continue-run';
 import { settleCompleted } from './run-status';
 import type { RunState } from './run-state';
 import { signHolds, trustedForResume } from './proofs';
@@ -125,7 +125,7 @@ export class ToolLoop {
       coversToolError: (toolName) => hooks.some((hook) => hook.coversToolError?.(toolName)),
     };
     this.generate = composeStage(hooks, 'wrapGenerate', (params) => this.iterate(params));
-    this.firstIteration = input.continued?.iteration ?? 0;
+    this.firstIteration = input.continued?.iteration ?? input.fork?.turn ?? 0;
   }
 
   /** One iteration: the model call, then the turn's tool calls, then the next iteration. */
@@ -133,6 +133,8 @@ export class ToolLoop {
     const { run, input } = this.parts;
     if (input.resume && iteration === 0) return this.resume(input.resume, messages);
     if (iteration > this.firstIteration && shouldContinueAsNew(input.continueAsNewAt)) await this.continueAsNew(iteration, messages);
+    // What the conversation had spent as this turn began: what a fork at the turn before carries.
+    (run.state.turnUsage ??= []).push(run.state.status.usage);
     run.state.status.turn += 1;
     const called = await this.callModel(iteration, messages);
     const response = { ...called.response, message: assignToolRefs({ ...called.response.message, role: 'model' }) };

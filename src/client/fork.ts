@@ -1,0 +1,115 @@
+/**
+ * Forking a run (docs/fork.md): a new run whose conversation is the source's up to a turn,
+ * with the edits asked for, checked by a worker before anything starts. The conversation goes
+ * in 32-message chunks, as a run that continues as new carries it, so a content-addressed store
+ * keeps each chunk the source's chain stored once. Node side.
+ */
+import { WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { randomUUID } from 'node:crypto';
+import { KeelError } from '../core/errors';
+import { FORK_CHECK_WORKFLOW, FORK_MEMO_KEY, applyForkEdits, forkCut, type ForkCheckInput, type ForkEdits, type ForkOrigin, type ForkPoint } from '../core/fork';
+import { messageChunks, promptExcerpt, type Message } from '../core/messages';
+import { forkPointQuery, messagesQuery } from '../core/protocol';
+import type { RunInputOptions } from '../core/run';
+import type { Usage } from '../core/usage';
+import type { RunVersioning } from '../core/versioning';
+import { runErrorOf } from '../node/run-errors';
+
+import { startGenerate } from './start-run';
+
+/** Options of `RunHandle.fork`. */
+export interface ForkOptions extends ForkEdits {
+  /** The turn of the source the fork goes on after (0: before its first model call). */
+  at: number;
+  /** The agent the fork runs (default: the source's). */
+  agent?: string;
+  /** The model the fork calls, over its agent's. */
+  model?: string;
+  /** The fork's run id (default `fork-<uuid>`). */
+  runId?: string;
+  /** The task queue the fork runs on (default: the source's). */
+  taskQueue?: string;
+}
+
+/** What a fork started. */
+export interface ForkStarted {
+  runId: string;
+  source: string;
+  turn: number;
+  /** What the conversation had spent up to the fork point, as the source counted it (the fork's own usage does not include it). */
+  usage: Usage;
+}
+
+/** The source's answer to the fork point query, its conversation, and its task queue. */
+async function readSource(temporal: Client, source: string, turn: number): Promise<{ point: ForkPoint; messages: Message[]; taskQueue: string }> {
+  const handle = temporal.workflow.getHandle(source);
+  try {
+    const { taskQueue } = await handle.describe();
+    const point = await handle.query(forkPointQuery, turn);
+    const messages = await handle.query(messagesQuery, 0);
+    return { point, messages, taskQueue };
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) throw new KeelError('NOT_FOUND', `no run "${source}" exists`);
+    throw runErrorOf(error);
+  }
+}
+
+/** What the conversation had spent by the end of `turn`: the run's answer, else the answer of the run it was forked from (a turn before its own). */
+async function usageAt(temporal: Client, point: ForkPoint, turn: number): Promise<Usage> {
+  let current = point;
+  for (let hops = 0; current.usage === undefined && current.fork && turn <= current.fork.turn && hops < 100; hops++) {
+    const next = await temporal.workflow
+      .getHandle(current.fork.source)
+      .query(forkPointQuery, turn)
+      .catch(() => undefined);
+    // The source is gone (past its retention): what the fork carried at its own turn is the best known.
+    if (!next) return turn === current.fork.turn ? current.fork.usage : {};
+    current = next;
+  }
+  return current.usage ?? {};
+}
+
+/** Runs the fork check on a worker of the task queue; its refusal is a KeelError saying what was wrong. */
+async function check(temporal: Client, taskQueue: string, input: ForkCheckInput): Promise<void> {
+  try {
+    await temporal.workflow.execute(FORK_CHECK_WORKFLOW, {
+      taskQueue,
+      workflowId: `keel-fork-check-${randomUUID()}`,
+      args: [input],
+      workflowExecutionTimeout: '1 minute',
+    });
+  } catch (error) {
+    const failure = error instanceof WorkflowFailedError ? runErrorOf(error) : undefined;
+    if (failure) throw failure;
+    throw new KeelError('UNAVAILABLE', `could not check the fork on task queue "${taskQueue}": ${(error as Error).message}`);
+  }
+}
+
+/** Forks run `source` at a turn: checks it all, then starts the fork; bad input starts nothing. */
+export async function forkRun(
+  temporal: Client,
+  source: string,
+  { at, message, toolResults, agent, model, runId = `fork-${randomUUID()}`, taskQueue }: ForkOptions,
+  versioning: Readonly<Record<string, RunVersioning>> = {},
+): Promise<ForkStarted> {
+  if (!Number.isInteger(at) || at < 0) throw new KeelError('INVALID_ARGUMENT', `the turn to fork at is a whole number from 0 (got ${at})`);
+  const read = await readSource(temporal, source, at);
+  const kept = forkCut(read.messages, at, source);
+  const edited = applyForkEdits(kept, { ...(message !== undefined ? { message } : {}), ...(toolResults ? { toolResults } : {}) }, { runId: source, turn: at });
+  const forkAgent = agent ?? read.point.agent;
+  const queue = taskQueue ?? read.taskQueue;
+  await check(temporal, queue, { agent: forkAgent, ...(model !== undefined ? { model } : {}), toolResults: edited.changed });
+  const usage = await usageAt(temporal, read.point, at);
+  const fork: ForkOrigin = { source, turn: at, usage };
+  const input: RunInputOptions = { agent: forkAgent, messages: [], fork, ...(model !== undefined ? { model } : {}) };
+  await startGenerate(temporal, {
+    runId,
+    agent: forkAgent,
+    taskQueue: queue,
+    args: [input, ...messageChunks(edited.messages)],
+    excerpt: promptExcerpt(edited.messages),
+    versioning: versioning[forkAgent],
+    memo: { [FORK_MEMO_KEY]: { source, turn: at } },
+  });
+  return { runId, source, turn: at, usage };
+}

@@ -1,0 +1,181 @@
+/**
+ * Forks (docs/fork.md), with real `keel worker` processes and the `stepper` fixture, whose every
+ * `step` call leaves a line in steps.log. Planned turns of the source run: 1 step 1, 2 step 2,
+ * 3 step 3, 4 the answer. A fork at turn 2 runs step 3 and answers, and never step 1 or 2 again.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KeelClient, type RunHandle } from '../src/client/keel-client';
+import { loadConfig } from '../src/config/load';
+import { FORK_MEMO_KEY } from '../src/core/fork';
+import { forkPointQuery } from '../src/core/protocol';
+import { ROOT, runKeel, spawnKeel, writeTestConfig, type KeelProcess } from './support/processes';
+
+const { dir, configPath, taskQueue } = writeTestConfig('fork', { modules: [join(ROOT, 'test', 'fixtures', 'fork-agents.ts')] });
+let worker: KeelProcess;
+let client: KeelClient;
+
+beforeAll(async () => {
+  worker = spawnKeel(['worker', '--config', configPath], { env: { KEEL_TEST_DIR: dir } });
+  await worker.waitFor(/keel: worker \d+ on task queue/);
+  client = await KeelClient.connect(loadConfig({ path: configPath }));
+});
+afterAll(async () => {
+  await client?.close();
+  worker?.kill('SIGTERM');
+  await worker?.exited;
+});
+
+/** The `step` calls run `runId` made, by step number. */
+const calls = (runId: string): number[] =>
+  (existsSync(join(dir, 'steps.log')) ? readFileSync(join(dir, 'steps.log'), 'utf8').trim().split('\n') : [])
+    .filter((line) => line.startsWith(`call ${runId} `))
+    .map((line) => Number(line.split(' ')[2]));
+
+/** The generate runs of the test's task queue (a refused fork must add none). */
+const generateRuns = async (): Promise<number> => {
+  let count = 0;
+  for await (const _ of client.temporal.workflow.list({ query: `TaskQueue = '${taskQueue}' AND WorkflowType = 'generateWorkflow'` })) count++;
+  return count;
+};
+
+describe('RunHandle.fork', () => {
+  let source: RunHandle;
+  let fork: RunHandle;
+
+  it('goes on from turn 2 of a 4-turn run: no tool of turns 1-2 runs again, the edit shows, the usage carried is said', async () => {
+    source = await client.start('stepper', 'take your steps');
+    expect((await source.result()).text).toBe('done [step 1, step 2, step 3] after "take your steps"');
+    expect(calls(source.runId)).toEqual([1, 2, 3]);
+
+    const started = await source.fork({ at: 2, toolResults: { '2.0': { n: 2, note: 'step 2, edited' } } });
+    fork = started.handle;
+    // Two model calls before the fork point, 10 + 2 tokens each: said, and not in the fork's own usage.
+    expect(started).toMatchObject({ source: source.runId, turn: 2, usage: { inputTokens: 20, outputTokens: 4 } });
+    const result = await fork.result();
+    expect(result.text).toBe('done [step 1, step 2, edited, step 3] after "take your steps"');
+    expect(calls(fork.runId)).toEqual([3]);
+    expect(result.turns).toBe(4);
+    expect(result.usage).toMatchObject({ inputTokens: 20, outputTokens: 4 });
+    const status = await fork.status();
+    expect(status.fork).toEqual({ source: source.runId, turn: 2, usage: { inputTokens: 20, outputTokens: 4 } });
+    // The lineage without a worker: the memo, and the search attribute KeelForkOf.
+    const described = await client.temporal.workflow.getHandle(fork.runId).describe();
+    expect(described.memo?.[FORK_MEMO_KEY]).toEqual({ source: source.runId, turn: 2 });
+    await expect
+      .poll(async () => {
+        const found: string[] = [];
+        for await (const run of client.temporal.workflow.list({ query: `KeelForkOf = '${source.runId}'` })) found.push(run.workflowId);
+        return found;
+      })
+      .toEqual([fork.runId]);
+  });
+
+  it('forks a fork, at a turn of its own and at one before it (whose usage its source tells)', async () => {
+    const atOwn = await fork.fork({ at: 3, message: 'now stop' });
+    expect(atOwn.usage).toEqual({ inputTokens: 30, outputTokens: 6 });
+    // Turn 3's results are kept and a user message added: the model answers at once, no step runs.
+    expect((await atOwn.handle.result()).text).toBe('done [step 1, step 2, edited, step 3] after "now stop"');
+    expect(calls(atOwn.runId)).toEqual([]);
+
+    const before = await fork.fork({ at: 1 });
+    expect(before.usage).toEqual({ inputTokens: 10, outputTokens: 2 });
+    expect((await before.handle.result()).text).toBe('done [step 1, step 2, step 3] after "take your steps"');
+    expect(calls(before.runId)).toEqual([2, 3]);
+  });
+
+  it('keeps the holds decided before the fork point decided: only a call of its own turns asks', async () => {
+    const guarded = await client.start('guarded-stepper', 'take your steps');
+    for (const id of ['i1', 'i2', 'i3']) {
+      await expect.poll(async () => (await guarded.status()).interrupts.map((hold) => hold.id), { timeout: 20_000 }).toEqual([id]);
+      await guarded.approve(id);
+    }
+    expect((await guarded.result()).text).toBe('done [step 1, step 2, step 3] after "take your steps"');
+    const forked = await guarded.fork({ at: 2 });
+    await expect.poll(async () => (await forked.handle.status()).interrupts.map((hold) => hold.input), { timeout: 20_000 }).toEqual([{ n: 3 }]);
+    expect(calls(forked.runId)).toEqual([]);
+    await forked.handle.approve((await forked.handle.pendingHolds())[0]!.id);
+    expect((await forked.handle.result()).text).toBe('done [step 1, step 2, step 3] after "take your steps"');
+    expect(calls(forked.runId)).toEqual([3]);
+  });
+
+  it('forks at turn 0 with another message, and goes on with another agent or model', async () => {
+    const again = await source.fork({ at: 0, message: 'steps 1' });
+    expect((await again.handle.result()).text).toBe('done [step 1] after "steps 1"');
+    const terse = await source.fork({ at: 4, message: 'and now?', agent: 'terse' });
+    expect((await terse.handle.result()).text).toBe('other model: and now?');
+    const model = await source.fork({ at: 4, message: 'what model?', model: 'scripted/stepper-other' });
+    expect((await model.handle.result()).text).toBe('other model: what model?');
+  });
+
+  it('forks a run whose history continued as new, and a sub-agent run', async () => {
+    const long = await client.start('stepper', 'steps 5', { continueAsNewAt: { historyEvents: 20 } });
+    expect((await long.result()).text).toBe('done [step 1, step 2, step 3, step 4, step 5] after "steps 5"');
+    const runs = [];
+    for await (const run of client.temporal.workflow.list({ query: `WorkflowId = '${long.runId}'` })) runs.push(run.status.name);
+    expect(runs.filter((name) => name === 'CONTINUED_AS_NEW').length).toBeGreaterThan(0);
+    const late = await long.fork({ at: 4 });
+    expect(late.usage).toEqual({ inputTokens: 40, outputTokens: 8 });
+    expect((await late.handle.result()).text).toBe('done [step 1, step 2, step 3, step 4, step 5] after "steps 5"');
+    expect(calls(late.runId)).toEqual([5]);
+
+    const parent = await client.start('delegator', 'delegate it');
+    expect((await parent.result()).text).toBe('delegated');
+    const child = client.getHandle(`${parent.runId}/stepper-1`);
+    expect(calls(child.runId)).toEqual([1, 2]);
+    const forked = await child.fork({ at: 1 });
+    expect((await forked.handle.result()).text).toBe('done [step 1, step 2] after "steps 2"');
+    expect(calls(forked.runId)).toEqual([2]);
+  });
+
+  it('refuses bad input in one line, saying what was wrong, and starts nothing', async () => {
+    const before = await generateRuns();
+    const refused = async (options: Parameters<RunHandle['fork']>[0]) => {
+      const began = Date.now();
+      const error = await source.fork(options).then(
+        () => undefined,
+        (thrown: unknown) => thrown as Error,
+      );
+      return { message: error?.message ?? '(no error)', ms: Date.now() - began };
+    };
+    const pastEnd = await refused({ at: 9 });
+    expect(pastEnd.message).toBe(`run ${source.runId} has 4 turns: fork at a turn from 0 to 4 (got 9)`);
+    expect(pastEnd.ms).toBeLessThan(1000);
+    expect((await refused({ at: 4 })).message).toMatch(/turn 4 of run .* is its answer: give a message/);
+    expect((await refused({ at: 2, toolResults: { '3.0': { n: 3, note: 'x' } } })).message).toMatch(
+      /^--tool-result 3\.0: no finished tool call "3\.0" before turn 3 of run .*; calls there: 1\.0 \(step\), 2\.0 \(step\)$/,
+    );
+    const schema = await refused({ at: 2, toolResults: { '1.0': { n: 'one' } } });
+    expect(schema.message).toMatch(/^--tool-result 1\.0: .*output for tool "step" fails its schema: n: /);
+    expect((await refused({ at: 2, agent: 'nobody' })).message).toMatch(/agent "nobody" is not registered on this worker; registered agents: delegator, guarded-stepper, stepper, terse/);
+    expect((await refused({ at: 2, model: 'scripted/nowhere' })).message).toMatch(/--model scripted\/nowhere: the workers have no model "scripted\/nowhere"; they have: /);
+    expect((await refused({ at: 2, message: '   ' })).message).toBe('--message: the user message is empty');
+    await expect(client.getHandle('no-such-run').fork({ at: 1 })).rejects.toThrow('no run "no-such-run" exists');
+    expect(await generateRuns()).toBe(before);
+  });
+
+  it('keel fork prints { runId, source, turn } with --json, and says what is wrong in one line', async () => {
+    const forked = await runKeel(['fork', source.runId, '--at', '3', '--message', 'from the command line', '--json', '--config', configPath]);
+    expect(forked.code).toBe(0);
+    const printed = JSON.parse(forked.stdout) as { runId: string; source: string; turn: number };
+    expect(printed).toMatchObject({ source: source.runId, turn: 3, usage: { inputTokens: 30, outputTokens: 6 } });
+    expect((await client.getHandle(printed.runId).result()).text).toBe('done [step 1, step 2, step 3] after "from the command line"');
+
+    const badJson = await runKeel(['fork', source.runId, '--at', '2', '--tool-result', '1.0={nope', '--config', configPath]);
+    expect(badJson.code).toBe(2);
+    expect(badJson.stderr.trim().split('\n')).toHaveLength(1);
+    expect(badJson.stderr).toMatch(/--tool-result 1\.0: the result is not JSON/);
+    const noTurn = await runKeel(['fork', source.runId, '--config', configPath]);
+    expect(noTurn.code).toBe(2);
+    expect(noTurn.stderr).toMatch(/needs the turn to fork at: --at <turn>/);
+    const past = await runKeel(['fork', source.runId, '--at', '7', '--config', configPath]);
+    expect(past.code).toBe(1);
+    expect(past.stderr.trim()).toBe(`keel fork: run ${source.runId} has 4 turns: fork at a turn from 0 to 4 (got 7)`);
+  });
+
+  it('answers the fork point query for a turn from its own record', async () => {
+    const point = await client.temporal.workflow.getHandle(source.runId).query(forkPointQuery, 3);
+    expect(point).toEqual({ agent: 'stepper', turns: 4, usage: { inputTokens: 30, outputTokens: 6 } });
+  });
+});
