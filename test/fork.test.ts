@@ -148,8 +148,12 @@ describe('RunHandle.fork', () => {
     );
     const schema = await refused({ at: 2, toolResults: { '1.0': { n: 'one' } } });
     expect(schema.message).toMatch(/^--tool-result 1\.0: .*output for tool "step" fails its schema: n: /);
-    expect((await refused({ at: 2, agent: 'nobody' })).message).toMatch(/agent "nobody" is not registered on this worker; registered agents: delegator, guarded-stepper, stepper, terse/);
-    expect((await refused({ at: 2, model: 'scripted/nowhere' })).message).toMatch(/--model scripted\/nowhere: the workers have no model "scripted\/nowhere"; they have: /);
+    expect((await refused({ at: 2, agent: 'nobody' })).message).toMatch(
+      /agent "nobody" is not registered on this worker; registered agents: delegator, guarded-stepper, stepper, terse/,
+    );
+    expect((await refused({ at: 2, model: 'scripted/nowhere' })).message).toMatch(
+      /--model scripted\/nowhere: the workers have no model "scripted\/nowhere"; they have: /,
+    );
     expect((await refused({ at: 2, message: '   ' })).message).toBe('--message: the user message is empty');
     await expect(client.getHandle('no-such-run').fork({ at: 1 })).rejects.toThrow('no run "no-such-run" exists');
     expect(await generateRuns()).toBe(before);

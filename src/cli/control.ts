@@ -158,7 +158,8 @@ function toolResultsOf(given: readonly string[]): Record<string, unknown> {
 /** `keel fork <runId> --at <turn>`: a new run from the run's conversation up to that turn (docs/fork.md). */
 export async function commandFork(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
   const [source, ...rest] = positionals;
-  if (!source || rest.length) throw new UsageError('keel fork needs one run id: keel fork <runId> --at <turn> [--message <text>] [--tool-result <callId>=<json>]');
+  if (!source || rest.length)
+    throw new UsageError('keel fork needs one run id: keel fork <runId> --at <turn> [--message <text>] [--tool-result <callId>=<json>]');
   const at = numberOption(options, 'at');
   if (at === undefined) throw new UsageError('keel fork needs the turn to fork at: --at <turn> (0: before its first model call)');
   const toolResults = toolResultsOf(options['tool-result'] ?? []);

@@ -7,7 +7,16 @@
 import { WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import { KeelError } from '../core/errors';
-import { FORK_CHECK_WORKFLOW, FORK_MEMO_KEY, applyForkEdits, forkCut, type ForkCheckInput, type ForkEdits, type ForkOrigin, type ForkPoint } from '../core/fork';
+import {
+  FORK_CHECK_WORKFLOW,
+  FORK_MEMO_KEY,
+  applyForkEdits,
+  forkCut,
+  type ForkCheckInput,
+  type ForkEdits,
+  type ForkOrigin,
+  type ForkPoint,
+} from '../core/fork';
 import { messageChunks, promptExcerpt, type Message } from '../core/messages';
 import { forkPointQuery, messagesQuery } from '../core/protocol';
 import type { RunInputOptions } from '../core/run';

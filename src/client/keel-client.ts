@@ -4,13 +4,7 @@
  */
 import type { RunVersioning } from '../core/versioning';
 import { decodePayload } from './decode-payload';
-import {
-  Client,
-  ServiceError,
-  WorkflowFailedError,
-  WorkflowNotFoundError,
-  type WorkflowExecutionDescription,
-} from '@temporalio/client';
+import { Client, ServiceError, WorkflowFailedError, WorkflowNotFoundError, type WorkflowExecutionDescription } from '@temporalio/client';
 import type { TypedSearchAttributes } from '@temporalio/common';
 import { randomUUID } from 'node:crypto';
 import { KeelError } from '../core/errors';

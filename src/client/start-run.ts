@@ -40,7 +40,8 @@ export async function startGenerate(temporal: Client, { runId, agent, taskQueue,
       }),
     );
   } catch (error) {
-    if (error instanceof WorkflowExecutionAlreadyStartedError) throw new KeelError('ALREADY_EXISTS', `a run with id "${runId}" is already open; choose another id`);
+    if (error instanceof WorkflowExecutionAlreadyStartedError)
+      throw new KeelError('ALREADY_EXISTS', `a run with id "${runId}" is already open; choose another id`);
     // The gRPC failure's cause says what to do (an unknown namespace, a refused input).
     const cause = error instanceof ServiceError && error.cause ? `: ${error.cause.message}` : '';
     throw new KeelError(

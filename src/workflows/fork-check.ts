@@ -30,7 +30,10 @@ export async function keelForkCheck({ agent: name, model, toolResults }: ForkChe
       throw new KeelError('INVALID_ARGUMENT', asKeelError(error, `resolving agent "${name}"`).message);
     });
     if (model !== undefined && !(agent.models ?? []).includes(model)) {
-      throw new KeelError('INVALID_ARGUMENT', `--model ${model}: the workers have no model "${model}"; they have: ${(agent.models ?? []).join(', ') || '(none)'}`);
+      throw new KeelError(
+        'INVALID_ARGUMENT',
+        `--model ${model}: the workers have no model "${model}"; they have: ${(agent.models ?? []).join(', ') || '(none)'}`,
+      );
     }
     for (const { id, toolName, output } of toolResults) {
       await validateToolOutput({ toolName, output }).catch((error: unknown) => {

@@ -65,7 +65,8 @@ function forkPoint(run: RunState, turn: number): ForkPoint {
   const fork = run.status.fork;
   const own = turn - (fork?.turn ?? 0);
   const turnUsage = run.turnUsage ?? [];
-  const spent = own < 0 || !Number.isInteger(own) ? undefined : own < turnUsage.length ? turnUsage[own] : own === turnUsage.length ? run.status.usage : undefined;
+  const spent =
+    own < 0 || !Number.isInteger(own) ? undefined : own < turnUsage.length ? turnUsage[own] : own === turnUsage.length ? run.status.usage : undefined;
   return {
     agent: run.status.agent,
     turns: conversationTurns(run.messages),

@@ -8,7 +8,16 @@ import { runContinuedAsNew, runEnded } from '../core/workflow-metrics';
 import { KeelError } from '../core/errors';
 import { INTERRUPT_METADATA, type ToolInterrupt } from '../core/interrupts';
 import { MODEL_CALL_HOLD } from '../core/holds';
-import { assignToolRefs, messageChunks, messageText, toolRequestParts, type Message, type ModelRequest, type ModelResponse, type ToolRequestPart } from '../core/messages';
+import {
+  assignToolRefs,
+  messageChunks,
+  messageText,
+  toolRequestParts,
+  type Message,
+  type ModelRequest,
+  type ModelResponse,
+  type ToolRequestPart,
+} from '../core/messages';
 import { checkAnswer, outputRetryMessage, outputValidator, retriesSoFar, type OutputSpec } from '../core/output';
 import type { AgentSpec, RunInput, RunResult, RunResume } from '../core/run';
 import { composeStage, composeToolChain } from '../middleware/compose';
