@@ -178,6 +178,15 @@ describe('RunHandle.fork', () => {
     expect(past.stderr.trim()).toBe(`keel fork: run ${source.runId} has 4 turns: fork at a turn from 0 to 4 (got 7)`);
   });
 
+  it('examples/fork.ts forks and compares, as docs/fork.md shows', async () => {
+    const { forkAndCompare } = await import('../examples/fork');
+    const lines = await forkAndCompare(client, source.runId, 1, 'just one step');
+    expect(lines[0]).toBe(`run ${source.runId}: done [step 1, step 2, step 3] after "take your steps"`);
+    expect(lines[1]).toMatch(
+      /^fork fork-.* \(at turn 1, carrying \{"inputTokens":10,"outputTokens":2\}\): done \[step 1, step 2, step 3\] after "just one step"$/,
+    );
+  });
+
   it('answers the fork point query for a turn from its own record', async () => {
     const point = await client.temporal.workflow.getHandle(source.runId).query(forkPointQuery, 3);
     expect(point).toEqual({ agent: 'stepper', turns: 4, usage: { inputTokens: 30, outputTokens: 6 } });

@@ -50,7 +50,11 @@ beforeAll(async () => {
   // Heartbeats (which carry the streamed text) reach the server at most this often.
   const written = writeTestConfig('ui', {
     worker: { maxHeartbeatThrottleInterval: '200 milliseconds' },
-    modules: [join(ROOT, 'test', 'fixtures', 'ui-agents.ts'), join(ROOT, 'test', 'fixtures', 'spending-agents.ts')],
+    modules: [
+      join(ROOT, 'test', 'fixtures', 'ui-agents.ts'),
+      join(ROOT, 'test', 'fixtures', 'spending-agents.ts'),
+      join(ROOT, 'test', 'fixtures', 'fork-agents.ts'),
+    ],
     // A hold of a middleware's own (kind spending: approve, deny, or a new limit).
     middlewareModules: [join(ROOT, 'examples', 'spending-gate.ts')],
     models: [
@@ -262,6 +266,31 @@ describe('keel ui in chromium', () => {
     // The run has ended: no box to steer it.
     expect(await page.getByTestId('steer').count()).toBe(0);
     await shot('9-steered');
+  });
+
+  it('forks a run from a turn of its page, with a message, opens the fork, and shows the lineage both ways', async () => {
+    const source = await client.start('stepper', 'take your steps');
+    expect((await source.result()).text).toBe('done [step 1, step 2, step 3] after "take your steps"');
+    await page.goto(`${url}/runs/${encodeURIComponent(source.runId)}`);
+    // The answer (turn 4) goes on only with a message: the worker's refusal is shown, nothing starts.
+    await page.getByTestId('fork-4').click();
+    await page.getByTestId('fork-form-4').getByRole('button', { name: 'Fork' }).click();
+    await expect.poll(() => page.getByTestId('fork-form-4').locator('.error').textContent(), { timeout: 15_000 }).toMatch(/is its answer: give a message/);
+    await page.getByTestId('fork-2').click();
+    const form = page.getByTestId('fork-form-2');
+    await form.locator('textarea').fill('only one more step');
+    await form.getByRole('button', { name: 'Fork' }).click();
+    await expect
+      .poll(async () => ((await form.locator('.error').count()) ? await form.locator('.error').textContent() : new URL(page.url()).pathname), {
+        timeout: 20_000,
+      })
+      .toMatch(/^\/runs\/fork-/);
+    const forkId = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!);
+    expect((await client.getHandle(forkId).result()).text).toBe('done [step 1, step 2, step 3] after "only one more step"');
+    await expect.poll(() => page.getByTestId('forked-from').textContent(), { timeout: 15_000 }).toBe(`forked from ${source.runId} at turn 2`);
+    await page.goto(`${url}/runs/${encodeURIComponent(source.runId)}`);
+    await expect.poll(() => page.getByTestId('forks').textContent(), { timeout: 20_000 }).toContain(forkId);
+    await shot('10-forked');
   });
 
   it('shows a completed structured-output run’s answer object in its Output block', async () => {

@@ -4,7 +4,7 @@
  * in 32-message chunks, as a run that continues as new carries it, so a content-addressed store
  * keeps each chunk the source's chain stored once. Node side.
  */
-import { WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { TimeoutFailure, WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import { KeelError } from '../core/errors';
 import {
@@ -78,6 +78,9 @@ async function usageAt(temporal: Client, point: ForkPoint, turn: number): Promis
   return current.usage ?? {};
 }
 
+/** How long the fork check may take (a worker that lacks the agent refuses it within seconds). */
+const CHECK_SECONDS = 30;
+
 /** Runs the fork check on a worker of the task queue; its refusal is a KeelError saying what was wrong. */
 async function check(temporal: Client, taskQueue: string, input: ForkCheckInput): Promise<void> {
   try {
@@ -85,11 +88,16 @@ async function check(temporal: Client, taskQueue: string, input: ForkCheckInput)
       taskQueue,
       workflowId: `keel-fork-check-${randomUUID()}`,
       args: [input],
-      workflowExecutionTimeout: '1 minute',
+      workflowExecutionTimeout: `${CHECK_SECONDS} seconds`,
     });
   } catch (error) {
-    const failure = error instanceof WorkflowFailedError ? runErrorOf(error) : undefined;
-    if (failure) throw failure;
+    if (error instanceof WorkflowFailedError && error.cause instanceof TimeoutFailure) {
+      throw new KeelError(
+        'UNAVAILABLE',
+        `no worker of task queue "${taskQueue}" checked the fork within ${CHECK_SECONDS} s: start one (of this keel version or later: older workers lack the check); nothing was started`,
+      );
+    }
+    if (error instanceof WorkflowFailedError) throw runErrorOf(error);
     throw new KeelError('UNAVAILABLE', `could not check the fork on task queue "${taskQueue}": ${(error as Error).message}`);
   }
 }

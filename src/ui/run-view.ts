@@ -11,6 +11,7 @@ import type { KeelClient } from '../client/keel-client';
 import type { Message } from '../core/messages';
 import type { RunLifecycle, RunStatus } from '../core/run';
 import { GENERATE_WORKFLOW } from '../core/protocol';
+import { KEEL_FORK_OF } from '../core/search-attributes';
 
 /** A run below this one. */
 export interface ChildRun {
@@ -44,10 +45,26 @@ export interface RunView {
   messages: Message[];
   children: ChildRun[];
   files: WrittenFile[];
+  /** Runs forked from this one (by the search attribute KeelForkOf; empty without it), at most 100. */
+  forks: string[];
   /** The run's page in the Temporal Web UI, when it is known. */
   temporalUrl?: string;
   startedAt?: string;
   endedAt?: string;
+}
+
+/** The runs forked from `runId`, newest first (none when the namespace lacks KeelForkOf). */
+async function forksOf(client: KeelClient, runId: string): Promise<string[]> {
+  const forks = new Set<string>();
+  try {
+    for await (const run of listExecutions(client.temporal, { query: `${KEEL_FORK_OF.name}='${runId.replace(/'/g, "\\'")}'`, pageSize: 100 })) {
+      forks.add(run.workflowId);
+      if (forks.size >= 100) break;
+    }
+  } catch {
+    // Not listable here (no search attribute): the view shows none.
+  }
+  return [...forks];
 }
 
 /** The runs Temporal lists as children of `runId` (sub-agents and tasks), at most 200. */
@@ -172,7 +189,11 @@ export async function runView(client: KeelClient, runId: string, temporalUiUrl: 
   // server's whole query timeout (30 s) when the worker is busy (seen with test/ui-server.test.ts under load).
   const [status, description] = await Promise.all([handle.status(), handle.describe()]);
   const messages = await handle.messages(0);
-  const [children, budget] = await Promise.all([childrenOf(client, runId, status), budgetOf(client, runId).catch(() => undefined)]);
+  const [children, budget, forks] = await Promise.all([
+    childrenOf(client, runId, status),
+    budgetOf(client, runId).catch(() => undefined),
+    forksOf(client, runId),
+  ]);
   return {
     runId,
     status,
@@ -180,6 +201,7 @@ export async function runView(client: KeelClient, runId: string, temporalUiUrl: 
     messages,
     children,
     files: writtenFiles(messages),
+    forks,
     ...(temporalUiUrl
       ? { temporalUrl: `${temporalUiUrl.replace(/\/$/, '')}/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(runId)}` }
       : {}),

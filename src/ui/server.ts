@@ -98,6 +98,15 @@ const StartSchema = z
   })
   .strict();
 
+/** A fork from the run view: the turn, and the edits (docs/fork.md). */
+const ForkSchema = z
+  .object({
+    at: z.number().int().min(0),
+    message: z.string().optional(),
+    toolResults: z.record(z.string(), z.unknown()).optional(),
+  })
+  .strict();
+
 /** Who the page says decides: a short name, recorded as given (the name "deciding as" shows). */
 const UserSchema = z.string().trim().min(1).max(80);
 
@@ -358,7 +367,7 @@ function runEventStream(c: Context, hub: EventHub, runId: string) {
   });
 }
 
-/** The routes that change something: start a run (or a session's turn), decide a hold, steer, abort. */
+/** The routes that change something: start a run (or a session's turn), decide a hold, steer, fork, abort. */
 function changingRoutes(app: Hono, { client, user, who, inbox }: UiRoutes): void {
   app.post('/api/runs', async (c) => {
     const body = await jsonBody(c);
@@ -408,6 +417,21 @@ function changingRoutes(app: Hono, { client, user, who, inbox }: UiRoutes): void
     if (problem) return bad(c, problem);
     const { text, interrupt } = SteerInputSchema.parse(body.value);
     return answer(c, () => client.getHandle(c.req.param('runId')).steer(text, { ...(interrupt ? { interrupt } : {}) }));
+  });
+
+  // "Fork from here": a new run from the run's conversation up to a turn, checked by a worker first (nothing starts on bad input).
+  app.post('/api/runs/:runId/fork', async (c) => {
+    const body = await jsonBody(c);
+    if (!body.ok) return bad(c, body.message);
+    const parsed = ForkSchema.safeParse(body.value);
+    if (!parsed.success) return bad(c, `a fork needs { at, message?, toolResults? }: ${describeZodError(parsed.error)}`);
+    const { at, message, toolResults } = parsed.data;
+    return answer(c, async () => {
+      const { handle: _handle, ...started } = await client
+        .getHandle(c.req.param('runId'))
+        .fork({ at, ...(message !== undefined ? { message } : {}), ...(toolResults ? { toolResults } : {}) });
+      return started;
+    });
   });
 
   app.post('/api/runs/:runId/abort', (c) =>

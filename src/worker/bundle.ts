@@ -15,8 +15,8 @@ const CODE_DIR = resolve(__dirname, '..');
 const CODE_EXTENSION = __filename.endsWith('.ts') ? '.ts' : '.js';
 /** The workflow entry point. */
 export const WORKFLOWS_PATH = join(CODE_DIR, 'workflows', `index${CODE_EXTENSION}`);
-/** The workflow types a keel worker registers: what src/workflows/index.ts exports. */
-export const WORKFLOW_TYPES: readonly string[] = ['generateWorkflow', 'sessionWorkflow'];
+/** The workflow types a keel worker registers: what src/workflows/index.ts exports (bundle.test.ts holds them equal). */
+export const WORKFLOW_TYPES: readonly string[] = ['generateWorkflow', 'sessionWorkflow', 'keelHoldNotice', 'keelForkCheck'];
 /** The workflow interceptor module every bundle has: logs name the run's agent and turn. */
 const LOG_ATTRIBUTES_PATH = join(CODE_DIR, 'workflows', `log-attributes${CODE_EXTENSION}`);
 /** The workflow's payload converter: the default one, tolerant of payloads it cannot decode (a signal then is refused, not fatal). */
@@ -111,7 +111,8 @@ export async function workflowBundlePath({
       `import { registerExportedMiddleware } from ${source(CATALOG_PATH)};`,
       ...middlewareModules.map((module, index) => `import * as middleware${index} from ${JSON.stringify(module)};`),
       ...middlewareModules.map((_module, index) => `registerExportedMiddleware(middleware${index});`),
-      `export { ${WORKFLOW_TYPES.join(', ')} } from ${source(WORKFLOWS_PATH)};`,
+      // Every workflow of the entry (a list here once left out the ones added after it).
+      `export * from ${source(WORKFLOWS_PATH)};`,
     ];
     writeFileSync(workflowsPath, `${lines.join('\n')}\n`);
   }

@@ -8,6 +8,7 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { SteerBox } from './steer-box';
+import { ForkBox } from './fork-box';
 import { ApiError, get, post, type Info, type Message, type Part, type RunEvent, type RunView as View } from './api';
 import { json } from './format';
 import { HoldCard } from './hold';
@@ -35,6 +36,21 @@ function PartView({ part }: { part: Part }) {
       </details>
     );
   return <pre class="other">{json(part)}</pre>;
+}
+
+/**
+ * Each message with the turn it belongs to (turn N: from the model's reply N on), and whether a
+ * fork may go on after it: the last message of a turn (before the next model reply, or the
+ * conversation's end), and the prompt before turn 1 (turn 0).
+ */
+function conversationWithTurns(messages: readonly Message[]): Array<{ message: Message; turn: number; endsTurn: boolean }> {
+  let turn = 0;
+  const marked = messages.map((message) => ({ message, turn: message.role === 'model' ? ++turn : turn, endsTurn: false }));
+  marked.forEach((entry, index) => {
+    const next = marked[index + 1];
+    entry.endsTurn = entry.message.role !== 'system' && (next === undefined || next.message.role === 'model');
+  });
+  return marked;
 }
 
 function MessageView({ message }: { message: Message }) {
@@ -162,6 +178,11 @@ export function RunView({ runId, info }: { runId: string; info: Info | undefined
           {status.state}
         </span>
         <span>turn {status.turn}</span>
+        {status.fork ? (
+          <span data-testid="forked-from">
+            forked from <a href={`/runs/${encodeURIComponent(status.fork.source)}`}>{status.fork.source}</a> at turn {status.fork.turn}
+          </span>
+        ) : null}
         <span data-testid="usage">
           tokens {status.usage.inputTokens ?? 0} in / {status.usage.outputTokens ?? 0} out
           {status.treeUsage ? ` (tree: ${status.treeUsage.inputTokens ?? 0} / ${status.treeUsage.outputTokens ?? 0})` : ''}
@@ -193,8 +214,11 @@ export function RunView({ runId, info }: { runId: string; info: Info | undefined
       ) : null}
       <div class="layout">
         <div class="chat" data-testid="chat">
-          {view.messages.map((message, index) => (
-            <MessageView key={index} message={message} />
+          {conversationWithTurns(view.messages).map(({ message, turn, endsTurn }, index) => (
+            <div key={index}>
+              <MessageView message={message} />
+              {endsTurn ? <ForkBox runId={runId} turn={turn} /> : null}
+            </div>
           ))}
           {streamed ? (
             <div class="message model streaming" data-testid="streaming">
@@ -235,6 +259,13 @@ export function RunView({ runId, info }: { runId: string; info: Info | undefined
               </pre>
             </>
           ) : null}
+          <Listed title="Forks" testId="forks" items={view.forks}>
+            {(fork) => (
+              <li key={fork}>
+                <a href={`/runs/${encodeURIComponent(fork)}`}>{fork}</a>
+              </li>
+            )}
+          </Listed>
           <Listed title="Runs below" testId="children" className="children" items={view.children}>
             {(child) => (
               <li key={child.runId}>
