@@ -4,7 +4,7 @@
  * in 32-message chunks, as a run that continues as new carries it, so a content-addressed store
  * keeps each chunk the source's chain stored once. Node side.
  */
-import { TimeoutFailure, WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { QueryNotRegisteredError, TimeoutFailure, WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import { KeelError } from '../core/errors';
 import {
@@ -18,7 +18,7 @@ import {
   type ForkPoint,
 } from '../core/fork';
 import { messageChunks, promptExcerpt, type Message } from '../core/messages';
-import { forkPointQuery, messagesQuery } from '../core/protocol';
+import { forkPointQuery } from '../core/protocol';
 import type { RunInputOptions } from '../core/run';
 import type { Usage } from '../core/usage';
 import type { RunVersioning } from '../core/versioning';
@@ -49,16 +49,20 @@ export interface ForkStarted {
   usage: Usage;
 }
 
-/** The source's answer to the fork point query, its conversation, and its task queue. */
-async function readSource(temporal: Client, source: string, turn: number): Promise<{ point: ForkPoint; messages: Message[]; taskQueue: string }> {
+/** The source's answer to the fork point query with the conversation a fork at `turn` keeps (one query: a finished run is replayed to answer it), and its task queue. */
+async function readSource(temporal: Client, source: string, turn: number): Promise<{ point: ForkPoint; kept: Message[]; taskQueue: string }> {
   const handle = temporal.workflow.getHandle(source);
   try {
     const { taskQueue } = await handle.describe();
-    const point = await handle.query(forkPointQuery, turn);
-    const messages = await handle.query(messagesQuery, 0);
-    return { point, messages, taskQueue };
+    const point = await handle.query(forkPointQuery, turn, true);
+    return { point, kept: point.conversation ?? [], taskQueue };
   } catch (error) {
     if (error instanceof WorkflowNotFoundError) throw new KeelError('NOT_FOUND', `no run "${source}" exists`);
+    // The run's refusal (a turn past its end, a turn still held): what a fork at a bad turn is told.
+    if (error instanceof Error && /fork at a turn from|has not finished its tool calls/.test(error.message))
+      throw new KeelError('INVALID_ARGUMENT', error.message);
+    if (error instanceof QueryNotRegisteredError && /forkPoint/.test(error.message))
+      throw new KeelError('FAILED_PRECONDITION', `run ${source} was started by a keel without forks: it cannot be forked`);
     throw runErrorOf(error);
   }
 }
@@ -111,8 +115,11 @@ export async function forkRun(
 ): Promise<ForkStarted> {
   if (!Number.isInteger(at) || at < 0) throw new KeelError('INVALID_ARGUMENT', `the turn to fork at is a whole number from 0 (got ${at})`);
   const read = await readSource(temporal, source, at);
-  const kept = forkCut(read.messages, at, source);
-  const edited = applyForkEdits(kept, { ...(message !== undefined ? { message } : {}), ...(toolResults ? { toolResults } : {}) }, { runId: source, turn: at });
+  const edited = applyForkEdits(
+    read.kept,
+    { ...(message !== undefined ? { message } : {}), ...(toolResults ? { toolResults } : {}) },
+    { runId: source, turn: at },
+  );
   const forkAgent = agent ?? read.point.agent;
   const queue = taskQueue ?? read.taskQueue;
   await check(temporal, queue, { agent: forkAgent, ...(model !== undefined ? { model } : {}), toolResults: edited.changed });

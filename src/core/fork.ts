@@ -36,6 +36,8 @@ export interface ForkPoint {
   usage?: z.infer<typeof UsageSchema>;
   /** The fork this run is (its source answers for turns before its own). */
   fork?: ForkOrigin;
+  /** When asked for: the conversation a fork at the turn keeps (`forkCut`). */
+  conversation?: Message[];
 }
 
 /** The edits of a fork at its turn. */

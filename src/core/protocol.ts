@@ -18,8 +18,12 @@ export const statusQuery = defineQuery<RunStatus>('status');
 /** The run's messages from index `from` on (for progress display). */
 export const messagesQuery = defineQuery<Message[], [number]>('messages');
 
-/** The run's turns, and what its conversation had spent by the end of turn `turn` (docs/fork.md). */
-export const forkPointQuery = defineQuery<ForkPoint, [number]>('forkPoint');
+/**
+ * The run's turns, and what its conversation had spent by the end of turn `turn`; with
+ * `conversation`, also the conversation a fork at that turn keeps (refused, naming the turns
+ * there are, for a turn past the end). docs/fork.md.
+ */
+export const forkPointQuery = defineQuery<ForkPoint, [number, boolean?]>('forkPoint');
 
 /**
  * One page of the JSON text of a model request an in-flight `callModel` activity must send,

@@ -14,7 +14,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { KEEL_AGENT, KEEL_FORK_OF, KEEL_STATUS } from '../core/search-attributes';
-import { conversationTurns, type ForkPoint } from '../core/fork';
+import { conversationTurns, forkCut, type ForkPoint } from '../core/fork';
 import { addUsage } from '../core/usage';
 import { KeelError, RunStoppedError, ToolFailure, fromApplicationFailure, toApplicationFailure, toKeelError } from '../core/errors';
 import { ToolInterrupt } from '../core/interrupts';
@@ -42,8 +42,8 @@ export function answerQueries(run: RunState): void {
     { description: 'The run: state (running, waiting, completed, failed, cancelled), turn, usage, pending holds, tasks, artifacts.' },
   );
   setHandler(messagesQuery, (from: number) => run.messages.slice(Math.max(0, from)), { description: "The run's conversation from index `from` on." });
-  setHandler(forkPointQuery, (turn: number) => forkPoint(run, turn), {
-    description: "The run's turns, and what its conversation had spent by the end of turn `turn` (docs/fork.md).",
+  setHandler(forkPointQuery, (turn: number, conversation?: boolean) => forkPoint(run, turn, conversation === true), {
+    description: "The run's turns, and what its conversation had spent by the end of turn `turn`; with `conversation`, what a fork there keeps (docs/fork.md).",
   });
   // Internal: not part of the protocol (docs/protocol.md); the model activity reads its request with it.
   const modelRequestPage = (key: string, page = 0) => {
@@ -61,7 +61,7 @@ export function answerQueries(run: RunState): void {
 }
 
 /** What a fork of the run at `turn` carries (its usage there, when this run saw that turn end; its source answers for turns before a fork's own). */
-function forkPoint(run: RunState, turn: number): ForkPoint {
+function forkPoint(run: RunState, turn: number, withConversation: boolean): ForkPoint {
   const fork = run.status.fork;
   const own = turn - (fork?.turn ?? 0);
   const turnUsage = run.turnUsage ?? [];
@@ -72,6 +72,7 @@ function forkPoint(run: RunState, turn: number): ForkPoint {
     turns: conversationTurns(run.messages),
     ...(spent ? { usage: addUsage(fork?.usage ?? {}, spent, 'the usage a fork carries') } : {}),
     ...(fork ? { fork } : {}),
+    ...(withConversation ? { conversation: forkCut(run.messages, turn, run.runId) } : {}),
   };
 }
 
