@@ -62,7 +62,7 @@ describe('RunHandle.fork', () => {
     expect(status.fork).toEqual({ source: source.runId, turn: 2, usage: { inputTokens: 20, outputTokens: 4 } });
     // The lineage without a worker: the memo, and the search attribute KeelForkOf.
     const described = await client.temporal.workflow.getHandle(fork.runId).describe();
-    expect(described.memo?.[FORK_MEMO_KEY]).toEqual({ source: source.runId, turn: 2 });
+    expect(described.memo?.[FORK_MEMO_KEY]).toEqual({ source: source.runId, turn: 2, usage: { inputTokens: 20, outputTokens: 4 } });
     await expect
       .poll(async () => {
         const found: string[] = [];

@@ -5,6 +5,7 @@
  * `run` sees it, the answer with its output schema before it leaves. Node side.
  */
 import type { Client } from '@temporalio/client';
+import type { Registry } from '../registry';
 import type { z } from 'zod';
 import { throughDoor, type ActivityDoor } from '../middleware/activity-door';
 import { withHeartbeat } from './heartbeat';
@@ -13,6 +14,8 @@ import { withHeartbeat } from './heartbeat';
 export interface FeatureActivityDependencies {
   /** The worker's Temporal client (to reach other runs: a task's state, a session's turn). */
   client: Client;
+  /** What the worker registered (a judge's model). */
+  registry?: Registry;
 }
 
 /** One activity of a feature, as its Node half implements it: what the worker registers under `name`. */

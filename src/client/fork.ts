@@ -4,14 +4,15 @@
  * in 32-message chunks, as a run that continues as new carries it, so a content-addressed store
  * keeps each chunk the source's chain stored once. Node side.
  */
-import { QueryNotRegisteredError, TimeoutFailure, WorkflowFailedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { QueryNotRegisteredError, TimeoutFailure, WorkflowFailedError, WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import { KeelError } from '../core/errors';
 import {
   FORK_CHECK_WORKFLOW,
   FORK_MEMO_KEY,
+  ForkOriginSchema,
+  conversationTurns,
   applyForkEdits,
-  forkCut,
   type ForkCheckInput,
   type ForkEdits,
   type ForkOrigin,
@@ -19,8 +20,8 @@ import {
 } from '../core/fork';
 import { messageChunks, promptExcerpt, type Message } from '../core/messages';
 import { forkPointQuery } from '../core/protocol';
-import type { RunInputOptions } from '../core/run';
-import type { Usage } from '../core/usage';
+import { RunResultSchema, type RunInputOptions } from '../core/run';
+import { addUsage, type Usage } from '../core/usage';
 import type { RunVersioning } from '../core/versioning';
 import { runErrorOf } from '../node/run-errors';
 
@@ -49,11 +50,34 @@ export interface ForkStarted {
   usage: Usage;
 }
 
+/**
+ * A fork at the end of a completed run, read from its result and memo with no worker: a query
+ * of a finished run replays its history, which for a long conversation takes seconds. Undefined
+ * (ask the run) for another turn, or a run whose memo does not name its agent (a sub-agent's).
+ */
+async function finishedRunPoint(
+  handle: WorkflowHandle,
+  memo: Record<string, unknown> | undefined,
+  turn: number,
+): Promise<{ point: ForkPoint; kept: Message[] } | undefined> {
+  const agent = memo?.agent;
+  if (typeof agent !== 'string') return undefined;
+  const result = RunResultSchema.parse(await handle.result());
+  const turns = conversationTurns(result.messages);
+  if (turn !== turns) return undefined;
+  const origin = ForkOriginSchema.safeParse(memo?.[FORK_MEMO_KEY]);
+  const fork = origin.success ? origin.data : undefined;
+  const usage = addUsage(fork?.usage ?? {}, result.usage, 'the usage a fork carries');
+  return { point: { agent, turns, usage, ...(fork ? { fork } : {}) }, kept: result.messages };
+}
+
 /** The source's answer to the fork point query with the conversation a fork at `turn` keeps (one query: a finished run is replayed to answer it), and its task queue. */
 async function readSource(temporal: Client, source: string, turn: number): Promise<{ point: ForkPoint; kept: Message[]; taskQueue: string }> {
   const handle = temporal.workflow.getHandle(source);
   try {
-    const { taskQueue } = await handle.describe();
+    const { taskQueue, status, memo } = await handle.describe();
+    const ended = status.name === 'COMPLETED' ? await finishedRunPoint(handle, memo, turn) : undefined;
+    if (ended) return { ...ended, taskQueue };
     const point = await handle.query(forkPointQuery, turn, true);
     return { point, kept: point.conversation ?? [], taskQueue };
   } catch (error) {
@@ -61,7 +85,7 @@ async function readSource(temporal: Client, source: string, turn: number): Promi
     // The run's refusal (a turn past its end, a turn still held): what a fork at a bad turn is told.
     if (error instanceof Error && /fork at a turn from|has not finished its tool calls/.test(error.message))
       throw new KeelError('INVALID_ARGUMENT', error.message);
-    if (error instanceof QueryNotRegisteredError && /forkPoint/.test(error.message))
+    if (error instanceof QueryNotRegisteredError && error.message.includes('forkPoint'))
       throw new KeelError('FAILED_PRECONDITION', `run ${source} was started by a keel without forks: it cannot be forked`);
     throw runErrorOf(error);
   }
@@ -133,7 +157,7 @@ export async function forkRun(
     args: [input, ...messageChunks(edited.messages)],
     excerpt: promptExcerpt(edited.messages),
     versioning: versioning[forkAgent],
-    memo: { [FORK_MEMO_KEY]: { source, turn: at } },
+    memo: { [FORK_MEMO_KEY]: fork },
   });
   return { runId, source, turn: at, usage };
 }

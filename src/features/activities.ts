@@ -9,12 +9,14 @@ import { budgetActivities } from './budget/activities/tree-budget';
 import { contextCompressionActivities } from './context-compression/activities/tokens';
 import { filesystemActivities } from './filesystem/activities/files';
 import { skillsActivities } from './skills/activities/skills';
+import { evalActivities } from './eval/activities/judge';
 
 /** Every built-in feature's activities. */
 export const FEATURE_ACTIVITIES: readonly ActivityImplementation[] = [
   ...agentsActivities,
   ...budgetActivities,
   ...contextCompressionActivities,
+  ...evalActivities,
   ...filesystemActivities,
   ...skillsActivities,
 ];

@@ -23,6 +23,7 @@ import { toolApproval } from '../middleware/tool-approval';
 import type { MiddlewareDefinition } from '../middleware/types';
 import { middlewareNames } from '../middleware/stages';
 import { builtin, type Feature } from './feature';
+import { recordedTools } from './eval/recorded-tools';
 
 /** The built-ins, each middleware with the reference's name (stable ones under genkit-middleware/, experimental under genkit-middleware-exp/). */
 export const FEATURES: readonly Feature[] = [
@@ -54,7 +55,10 @@ export const BUILTIN_MIDDLEWARE: Readonly<Record<string, MiddlewareDefinition>> 
  * is once per workflow thread, before any run; runs only read it. A run that registered a
  * middleware would register it for every run of its thread.
  */
-const registered: Record<string, MiddlewareDefinition> = { ...BUILTIN_MIDDLEWARE };
+const registered: Record<string, MiddlewareDefinition> = {
+  ...BUILTIN_MIDDLEWARE,
+  [recordedTools.definition.name]: recordedTools.definition as unknown as MiddlewareDefinition,
+};
 
 /**
  * Registers a middleware (a `defineMiddleware` factory, or its definition) under its name.
