@@ -50,6 +50,11 @@ commands:
                               (what dev, server and the testing kit do when there is none)
   history export <runId>      the run's Temporal history as JSON (--out <file>; default stdout),
                               for replayHistories of keel-agents/testing
+  eval <suite>                run an eval suite (YAML or a TypeScript module): its cases (recorded
+                              runs, runs on the server, or written by hand) against the agents as
+                              they are now, tools answered from the record, scored; a table (--json:
+                              the report; --junit <file>: JUnit XML; --id <suiteId>); exit 1 when a
+                              variant is below the suite's threshold
   namespace setup             register temporal.namespace on a cluster when missing (--retention
                               <duration>, default 3 days) and keel's search attributes in it;
                               says what already existed
@@ -71,6 +76,8 @@ options:
                               (or { schema, retries }): printed as JSON, in --json's "output"
   --reason <text>             (deny) why
   --out <file>                (history export) write the history to this file
+  --junit <file>              (eval) write the report as JUnit XML for CI
+  --at <turn>                 (fork) the turn of the run the fork goes on after
   --min-age <duration>        (storage gc) keep unreferenced payloads younger than this
   --dry-run                   (storage gc) report what would be deleted, delete nothing
   --per-agent <n>             (deploy check) most runs replayed per agent (default 10)

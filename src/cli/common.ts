@@ -30,6 +30,7 @@ export const OPTIONS = {
   message: { type: 'string' },
   'tool-result': { type: 'string', multiple: true },
   model: { type: 'string' },
+  junit: { type: 'string' },
   status: { type: 'string' },
   limit: { type: 'string' },
   host: { type: 'string' },

@@ -12,7 +12,7 @@ import { USAGE, parse, uiOptions } from './args';
 import { commandRun, commandWatch } from './run';
 import { commandHolds, commandList, commandStatus, commandTasks } from './inspect';
 import { commandAbort, commandDecide, commandFork, commandSteer } from './control';
-import { commandDeploy, commandHistory, commandNamespace, commandStorage } from './operate';
+import { commandDeploy, commandEval, commandHistory, commandNamespace, commandStorage } from './operate';
 import { commandInit, commandSetup, printVersion } from './project';
 
 /** Runs the CLI; resolves to the exit code. Spans buffered for an OTLP exporter are sent before it resolves. */
@@ -88,6 +88,8 @@ async function command(argv: string[]): Promise<number> {
         return await commandHistory(config, positionals, options);
       case 'storage':
         return await commandStorage(config, positionals, options);
+      case 'eval':
+        return await commandEval(config, positionals, options);
       case 'deploy':
         return await commandDeploy(config, positionals, options);
       case 'namespace':

@@ -104,3 +104,24 @@ export async function commandNamespace(config: KeelConfig, positionals: string[]
     json: options.json,
   });
 }
+
+/** `keel eval <suite>`: the suite's cases against the agents as they are now (docs/eval.md); exit 1 when a variant is below the threshold. */
+export async function commandEval(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
+  const [suitePath, ...rest] = positionals;
+  if (!suitePath || rest.length)
+    throw new UsageError('keel eval needs one suite file: keel eval <suite.yaml|suite.ts> [--json] [--junit <file>] [--id <suiteId>]');
+  if (!existsSync(suitePath)) throw new UsageError(`keel eval: no suite file ${suitePath}`);
+  const { runSuite, reportTable, reportJunit, SuiteError } = later<typeof import('../ops/eval-suite')>('../ops/eval-suite');
+  return withClient(config, async (client) => {
+    let report;
+    try {
+      report = await runSuite(client, suitePath, options.id !== undefined ? { suiteId: options.id } : {});
+    } catch (error) {
+      if (error instanceof SuiteError) throw new UsageError(`keel eval: ${error.message}`);
+      return refuse(options, 'eval', runErrorOf(error));
+    }
+    if (options.junit !== undefined) writeFileSync(options.junit, reportJunit(report));
+    print(options.json, report, reportTable(report));
+    return report.ok ? EXIT.ok : EXIT.failed;
+  });
+}

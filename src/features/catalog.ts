@@ -57,7 +57,7 @@ export const BUILTIN_MIDDLEWARE: Readonly<Record<string, MiddlewareDefinition>> 
  */
 const registered: Record<string, MiddlewareDefinition> = {
   ...BUILTIN_MIDDLEWARE,
-  [recordedTools.definition.name]: recordedTools.definition as unknown as MiddlewareDefinition,
+  [recordedTools.definition.name]: recordedTools.definition,
 };
 
 /**

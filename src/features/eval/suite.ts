@@ -63,7 +63,7 @@ export const SuiteCaseSchema = z
   })
   .strict()
   .refine((entry) => [entry.history, entry.query, entry.prompt].filter((given) => given !== undefined).length === 1, {
-    message: 'a case has exactly one of history, query or prompt',
+    error: 'a case has exactly one of history, query or prompt',
   });
 
 /** A suite file (YAML, or a TypeScript module's default export). */
@@ -91,7 +91,7 @@ export const SuiteFileSchema = z
   })
   .strict()
   .refine((suite) => new Set(suite.variants.map((variant) => variant.name)).size === suite.variants.length, {
-    message: 'variant names must differ',
+    error: 'variant names must differ',
     path: ['variants'],
   });
 export type SuiteFile = z.output<typeof SuiteFileSchema>;
