@@ -24,6 +24,7 @@ import { answerHolds } from '../test/support/answer-holds';
 import { freePort } from '../test/support/free-port';
 import { resetToFirstTask } from '../test/support/history';
 import type { RunResult } from '../src/core/run';
+import { EVAL_SUITE_WORKFLOW, type EvalSuiteInput, type SuiteReport } from '../src/features/eval/suite';
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
@@ -65,8 +66,41 @@ async function main(): Promise<void> {
         console.log(`${scenario.name}: ${scenario.sessionMessages.length} runs (${history.events?.length} events) -> ${file}`);
         continue;
       }
+      if (scenario.evalCase) {
+        const input: EvalSuiteInput = {
+          name: scenario.name,
+          threshold: 1,
+          missing: 'fail',
+          safe: [],
+          stubs: {},
+          concurrency: 2,
+          variants: [{ name: 'current' }, { name: 'judge-model', model: 'scripted/replay-judge' }],
+          cases: [
+            {
+              name: scenario.prompt,
+              agent: scenario.agent,
+              messages: [{ role: 'user', content: [{ text: scenario.prompt }] }],
+              records: scenario.evalCase.records,
+              scorers: scenario.evalCase.scorers as EvalSuiteInput['cases'][number]['scorers'],
+              source: 'by hand',
+            },
+          ],
+        };
+        const suite = await temporal.workflow.start(EVAL_SUITE_WORKFLOW, { taskQueue: config.taskQueue, workflowId: `replay-${scenario.name}`, args: [input] });
+        const report = (await suite.result()) as SuiteReport;
+        const history = await suite.fetchHistory();
+        writeFileSync(file, `${historyToJSON(history)}\n`);
+        console.log(
+          `${scenario.name}: ${report.variants.map((variant) => `${variant.name} ${variant.passed}/${variant.total}`).join(', ')} (${history.events?.length} events) -> ${file}`,
+        );
+        continue;
+      }
       let handle;
-      if (scenario.resumeApproved) {
+      if (scenario.forkAt) {
+        const source = await client.start(scenario.agent, scenario.prompt, { runId: `replay-${scenario.name}-source` });
+        await source.result();
+        ({ handle } = await source.fork({ at: scenario.forkAt.turn, ...scenario.forkAt, runId: `replay-${scenario.name}` }));
+      } else if (scenario.resumeApproved) {
         const first = await client.run(scenario.agent, scenario.prompt, {
           runId: `replay-${scenario.name}-first`,
           maxTurns: scenario.maxTurns,

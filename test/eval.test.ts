@@ -203,6 +203,16 @@ describe('keel eval', () => {
     expect(done.ok).toBe(true);
   });
 
+  it('runs examples/eval/fare-scout.yaml against the demo agents, as docs/eval.md shows', async () => {
+    const demo = writeTestConfig('eval-example', { modules: [join(ROOT, 'examples', 'agents.ts')] });
+    const worker = track(spawnKeel(['worker', '--config', demo.configPath], { env: { KEEL_TEST_DIR: demo.dir } }));
+    await worker.waitFor(/keel: worker \d+ on task queue/);
+    const ran = await runKeel(['eval', join(ROOT, 'examples', 'eval', 'fare-scout.yaml'), '--config', demo.configPath]);
+    expect(ran.stderr).toBe('');
+    expect(ran.stdout).toMatch(/^euros to dollars\s+PASS$/m);
+    expect(ran.code).toBe(0);
+  });
+
   it('refuses a bad suite in one line, exit 2, running nothing', async () => {
     const unknownField = await runKeel(['eval', writeSuite('bad.yaml', { ...suite(), extra: 1 }), '--config', configPath]);
     expect(unknownField.code).toBe(2);

@@ -65,11 +65,31 @@ export interface Scenario {
   resumeApproved?: boolean;
   /** Uses middleware of SCENARIO_MIDDLEWARE_MODULES: replayed with a bundle that has them. */
   testMiddleware?: boolean;
+  /** Run first (unrecorded), then forked at this turn with these edits: the fork is recorded (docs/fork.md). */
+  forkAt?: { turn: number; message?: string; toolResults?: Record<string, unknown> };
+  /** Not a run: an eval suite of this one case (a prompt with its recorded tool answers) under two variants; the suite workflow is recorded (docs/eval.md). */
+  evalCase?: { records: Array<{ name: string; input: unknown; output: unknown }>; scorers: Array<Record<string, unknown>> };
 }
 
 /** The scenarios, in recording order. */
 export const SCENARIOS: Scenario[] = [
   { name: 'parallel-tools', agent: 'replay-parallel', prompt: 'add and echo' },
+  // A fork at turn 1 with turn 1's first tool result changed: turn 1's calls never run again.
+  { name: 'forked', agent: 'replay-parallel', prompt: 'add and echo', forkAt: { turn: 1, toolResults: { '1.0': { sum: 4 } } } },
+  // An eval suite: one case by hand, under the agent's model and another; a judge scores it.
+  {
+    name: 'eval-suite',
+    agent: 'replay-parallel',
+    prompt: 'add and echo',
+    evalCase: {
+      records: [
+        { name: 'add', input: { a: 1, b: 2 }, output: { sum: 3 } },
+        { name: 'echo', input: { v: 'x' }, output: { v: 'x' } },
+        { name: 'echo', input: { v: 'y' }, output: { v: 'y' } },
+      ],
+      scorers: [{ contains: 'three' }, { tool: 'add' }, { judge: { model: 'scripted/replay-judge', rubric: 'It adds.' } }],
+    },
+  },
   // The same runs with every model and tool call a local activity (docs/local-calls.md).
   { name: 'local-calls', agent: 'replay-local', prompt: 'add and echo' },
   { name: 'local-retry-fallback', agent: 'replay-local-resilient', prompt: 'survive' },
@@ -161,6 +181,7 @@ export function scenarioRegistry(): Registry {
     name: 'scripted/replay-structured',
     script: [toolCallReply({ name: 'echo', input: { v: 'Oslo' } }), objectReply({ city: 'Oslo', celsius: 'cold' }), objectReply({ city: 'Oslo', celsius: 4 })],
   });
+  const judge = scriptedModel({ name: 'scripted/replay-judge', script: () => objectReply({ pass: true, reason: 'it adds' }) });
   const parallel = scriptedModel({
     name: 'scripted/replay-parallel',
     script: [
@@ -343,6 +364,7 @@ export function scenarioRegistry(): Registry {
     fail,
     hang,
     parallel,
+    judge,
     failure,
     maxTurns,
     cancel,
