@@ -3,7 +3,8 @@
  * keel's own data converter, history sizes, and the 20 KiB tool. Not a test.
  */
 import type { Client } from '@temporalio/client';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { KEEL_STATUS } from '../src/core/search-attributes';
 import { GENERATE_WORKFLOW } from '../src/core/protocol';
 import { temporal } from '@temporalio/proto';
@@ -104,4 +105,12 @@ export function rssOf(pid: number): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Bytes of every file under `directory` (a payload store). */
+export function storedBytes(directory: string): number {
+  let total = 0;
+  for (const entry of readdirSync(directory, { withFileTypes: true, recursive: true }))
+    if (entry.isFile()) total += statSync(join(entry.parentPath, entry.name)).size;
+  return total;
 }

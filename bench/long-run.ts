@@ -6,23 +6,16 @@
  *
  * Run: npx tsx bench/long-run.ts   (env: BENCH_LONG_TURNS)
  */
-import { mkdtempSync, readdirSync, statSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defineAgent } from '../src/define';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
-import { chunkTool, historyBytes, startBenchServer, startBenchWorker } from './harness';
+import { chunkTool, storedBytes, historyBytes, startBenchServer, startBenchWorker } from './harness';
 import { result } from './report';
 
 const TURNS = Number(process.env.BENCH_LONG_TURNS ?? 1000);
-
-function storedBytes(directory: string): number {
-  let total = 0;
-  for (const entry of readdirSync(directory, { withFileTypes: true, recursive: true }))
-    if (entry.isFile()) total += statSync(join(entry.parentPath, entry.name)).size;
-  return total;
-}
 
 async function main(): Promise<void> {
   const server = await startBenchServer();

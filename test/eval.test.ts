@@ -54,6 +54,15 @@ beforeAll(async () => {
   await stopWorker(worker);
 }, 120_000);
 
+/** A case written by hand, its tool answered by the record. */
+const byHand = {
+  name: 'by hand',
+  prompt: 'where is order 3?',
+  agent: 'triage',
+  tools: [{ name: 'lookup_order', input: { id: 3 }, output: { id: 3, status: 'lost' } }],
+  scorers: [{ contains: 'order 3 is lost' }],
+};
+
 describe('keel eval', () => {
   const suite = () => ({
     name: 'triage',
@@ -76,13 +85,7 @@ describe('keel eval', () => {
       ...suite(),
       cases: [
         ...suite().cases,
-        {
-          name: 'by hand',
-          prompt: 'where is order 3?',
-          agent: 'triage',
-          tools: [{ name: 'lookup_order', input: { id: 3 }, output: { id: 3, status: 'lost' } }],
-          scorers: [{ contains: 'order 3 is lost' }],
-        },
+        byHand,
       ],
     });
     const junit = join(dir, 'report.xml');
@@ -91,9 +94,9 @@ describe('keel eval', () => {
       ok: boolean;
       cases: Array<{ case: string; passed: boolean; scores: Array<{ scorer: string; passed: boolean; reason: string }>; error?: string }>;
     };
-    const byHand = report.cases.find((entry) => entry.case === 'by hand')!;
+    const handWritten = report.cases.find((entry) => entry.case === 'by hand')!;
     // The case by hand has no recorded answer: sameAsRecorded fails it, saying so.
-    expect(byHand.scores).toContainEqual({ scorer: 'sameAsRecorded', passed: false, reason: 'the case has no recorded answer' });
+    expect(handWritten.scores).toContainEqual({ scorer: 'sameAsRecorded', passed: false, reason: 'the case has no recorded answer' });
     expect(report.cases.filter((entry) => entry.case !== 'by hand').map((entry) => [entry.case, entry.passed])).toEqual([
       ['where', true],
       ['refund', true],
@@ -116,13 +119,7 @@ describe('keel eval', () => {
       scorers: [],
       cases: [
         ...suite().cases,
-        {
-          name: 'by hand',
-          prompt: 'where is order 3?',
-          agent: 'triage',
-          tools: [{ name: 'lookup_order', input: { id: 3 }, output: { id: 3, status: 'lost' } }],
-          scorers: [{ contains: 'order 3 is lost' }],
-        },
+        byHand,
       ],
     });
     const table = await runKeel(['eval', passing, '--config', configPath]);
