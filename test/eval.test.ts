@@ -83,10 +83,7 @@ describe('keel eval', () => {
     const before = sideEffects();
     const path = writeSuite('suite.yaml', {
       ...suite(),
-      cases: [
-        ...suite().cases,
-        byHand,
-      ],
+      cases: [...suite().cases, byHand],
     });
     const junit = join(dir, 'report.xml');
     const ran = await runKeel(['eval', path, '--json', '--junit', junit, '--config', configPath]);
@@ -117,10 +114,7 @@ describe('keel eval', () => {
     const passing = writeSuite('passing.yaml', {
       ...suite(),
       scorers: [],
-      cases: [
-        ...suite().cases,
-        byHand,
-      ],
+      cases: [...suite().cases, byHand],
     });
     const table = await runKeel(['eval', passing, '--config', configPath]);
     expect(table.stderr).toBe('');
