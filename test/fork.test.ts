@@ -87,6 +87,14 @@ describe('RunHandle.fork', () => {
 
   it('keeps the holds decided before the fork point decided: only a call of its own turns asks', async () => {
     const guarded = await client.start('guarded-stepper', 'take your steps');
+    // Turn 1's call waits for a decision: a fork there is refused (its call would have no result), a fork at 0 is not.
+    await expect.poll(async () => (await guarded.status()).interrupts.map((hold) => hold.id), { timeout: 20_000 }).toEqual(['i1']);
+    await expect(guarded.fork({ at: 1 })).rejects.toThrow(
+      `turn 1 of run ${guarded.runId} has not finished its tool calls (1.0 step): fork at turn 0, or once they are decided`,
+    );
+    const before = await guarded.fork({ at: 0, message: 'steps 1' });
+    await expect.poll(async () => (await before.handle.status()).interrupts.length, { timeout: 20_000 }).toBe(1);
+    await before.handle.cancel();
     for (const id of ['i1', 'i2', 'i3']) {
       await expect.poll(async () => (await guarded.status()).interrupts.map((hold) => hold.id), { timeout: 20_000 }).toEqual([id]);
       await guarded.approve(id);
@@ -165,6 +173,9 @@ describe('RunHandle.fork', () => {
     const printed = JSON.parse(forked.stdout) as { runId: string; source: string; turn: number };
     expect(printed).toMatchObject({ source: source.runId, turn: 3, usage: { inputTokens: 30, outputTokens: 6 } });
     expect((await client.getHandle(printed.runId).result()).text).toBe('done [step 1, step 2, step 3] after "from the command line"');
+    // keel status shows the lineage.
+    const status = await runKeel(['status', printed.runId, '--config', configPath]);
+    expect((JSON.parse(status.stdout) as { fork?: unknown }).fork).toEqual({ source: source.runId, turn: 3, usage: { inputTokens: 30, outputTokens: 6 } });
 
     const badJson = await runKeel(['fork', source.runId, '--at', '2', '--tool-result', '1.0={nope', '--config', configPath]);
     expect(badJson.code).toBe(2);

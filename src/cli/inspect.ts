@@ -2,6 +2,7 @@
  * The commands that read runs: `keel status`, `keel list`, `keel tasks`, `keel holds`. Node side.
  */
 import type { KeelConfig } from '../config/schema';
+import { FORK_MEMO_KEY, ForkOriginSchema, type ForkOrigin } from '../core/fork';
 import { KeelError } from '../core/errors';
 import type { HoldView } from '../client/holds';
 import { HOLDS_MEMO_KEY, MemoHoldSchema, RunLifecycleSchema, type MemoHold, type RunResult, type RunStatus } from '../core/run';
@@ -43,6 +44,13 @@ export async function commandList(config: KeelConfig, positionals: string[], opt
     print(options.json, { runs }, runs.map(line).join('\n') || '(no runs)');
     return EXIT.ok;
   });
+}
+
+/** The fork a run is, as its status says or its memo recorded. */
+function forkOf(status: RunStatus | undefined, memo: Record<string, unknown> | undefined): ForkOrigin | undefined {
+  if (status?.fork) return status.fork;
+  const recorded = ForkOriginSchema.safeParse(memo?.[FORK_MEMO_KEY]);
+  return recorded.success ? recorded.data : undefined;
 }
 
 export async function commandStatus(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
@@ -96,6 +104,8 @@ export async function commandStatus(config: KeelConfig, positionals: string[], o
       ...((result?.decisions ?? status?.decisions)?.length ? { decisions: result?.decisions ?? status?.decisions } : {}),
       // The steering messages the run took (or has pending), in order.
       ...(status?.steering?.length ? { steering: status.steering } : {}),
+      // A fork's lineage: its source and turn, from the run or (no worker needed) its memo.
+      ...(forkOf(status, description.memo) ? { fork: forkOf(status, description.memo) } : {}),
     });
     return EXIT.ok;
   });
