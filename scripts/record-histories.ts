@@ -24,7 +24,7 @@ import { answerHolds } from '../test/support/answer-holds';
 import { freePort } from '../test/support/free-port';
 import { resetToFirstTask } from '../test/support/history';
 import type { RunResult } from '../src/core/run';
-import { EVAL_SUITE_WORKFLOW, type EvalSuiteInput, type SuiteReport } from '../src/features/eval/suite';
+import { EVAL_SUITE_WORKFLOW, type EvalSuiteInput, type SuiteReport } from '../src/features/catalog';
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });

@@ -36,6 +36,7 @@ const writeSuite = (name: string, suite: unknown) => {
 };
 
 let where: string;
+let refundId: string;
 beforeAll(async () => {
   client = await KeelClient.connect(loadConfig({ path: configPath }));
   const worker = await startWorker();
@@ -43,6 +44,7 @@ beforeAll(async () => {
   expect((await whereRun.result()).text).toBe('order 7 is shipped');
   expect((await refundRun.result()).text).toBe('refunded order 9');
   where = whereRun.runId;
+  refundId = refundRun.runId;
   mkdirSync(join(dir, 'cases'));
   for (const [name, runId] of [
     ['where', whereRun.runId],
@@ -148,6 +150,9 @@ describe('keel eval', () => {
       ['terse', 0, 3, false],
     ]);
     expect(variants.ok).toBe(false);
+    // A later suite's query never takes a case's run for a recorded one: only the two runs recorded live are listed.
+    const queried = await runSuite(client, writeSuite('by-agent.yaml', { scorers: [{ sameAsRecorded: true }], cases: [{ name: 'triage', query: "KeelAgent = 'triage'" }] }));
+    expect(queried.cases.map((entry) => entry.source).sort()).toEqual([where, refundId].sort());
 
     const lacking = { agent: 'triage', scorers: [{ contains: 'order 5' }], cases: [{ name: 'unrecorded', prompt: 'where is order 5?' }] };
     const failed = await runSuite(client, writeSuite('fail.yaml', lacking));

@@ -94,3 +94,16 @@ export function registeredHoldKind(raisedBy: string, kind: string, catalog: Read
   const definition = catalog[raisedBy];
   return definition ? holdKindOf(holdKinds(definition), kind) : undefined;
 }
+
+/** Eval suites (docs/eval.md): the suite workflow the worker registers, and the shapes `keel eval` (src/ops/eval-suite.ts) reads and reports. */
+export { keelEvalSuite } from './eval/suite-workflow';
+export {
+  EVAL_MEMO_KEY,
+  EVAL_SUITE_WORKFLOW,
+  SuiteFileSchema,
+  type EvalCase,
+  type EvalSuiteInput,
+  type SuiteFile,
+  type SuiteReport,
+  type ToolRecord,
+} from './eval/suite';

@@ -21,6 +21,7 @@ import { historyFromJSON } from '../node/history-json';
 import { requireModule } from '../node/require-ts';
 import { runErrorOf } from '../node/run-errors';
 import {
+  EVAL_MEMO_KEY,
   EVAL_SUITE_WORKFLOW,
   SuiteFileSchema,
   type EvalCase,
@@ -28,7 +29,7 @@ import {
   type SuiteFile,
   type SuiteReport,
   type ToolRecord,
-} from '../features/eval/suite';
+} from '../features/catalog';
 
 /** A suite file that cannot be used: said in one line, naming the file and what is wrong. */
 export class SuiteError extends Error {}
@@ -97,7 +98,8 @@ async function queriedRuns(client: KeelClient, query: string, limit: number): Pr
   const runs: Array<{ runId: string; agent?: string; result: RunResult }> = [];
   const listed = client.temporal.workflow.list({ query: `WorkflowType = '${GENERATE_WORKFLOW}' AND ExecutionStatus = 'Completed' AND (${query})` });
   for await (const run of listed) {
-    if (runs.some((seen) => seen.runId === run.workflowId)) continue;
+    // A run an eval suite made (a case's) is not a recorded run; an id listed again is a chain's earlier execution.
+    if (run.memo?.[EVAL_MEMO_KEY] !== undefined || runs.some((seen) => seen.runId === run.workflowId)) continue;
     const result = RunResultSchema.parse(await client.temporal.workflow.getHandle(run.workflowId).result());
     runs.push({ runId: run.workflowId, ...(typeof run.memo?.agent === 'string' ? { agent: run.memo.agent } : {}), result });
     if (runs.length >= limit) break;

@@ -6,4 +6,4 @@ export { generateWorkflow } from './generate';
 export { sessionWorkflow } from './session';
 export { keelHoldNotice } from './hold-notices';
 export { keelForkCheck } from './fork-check';
-export { keelEvalSuite } from '../features/eval/suite-workflow';
+export { keelEvalSuite } from '../features/catalog';

@@ -14,7 +14,7 @@ import { featureActivityCaller } from '../../workflows/feature-activity';
 import { sessionVersioningOptions } from '../../workflows/versioning';
 import { recordedTools } from './recorded-tools';
 import { judgeDoor, score, toolCalls } from './scorers';
-import { EvalSuiteInputSchema, type CaseReport, type EvalCase, type EvalSuiteInput, type SuiteReport, type Variant } from './suite';
+import { EVAL_MEMO_KEY, EvalSuiteInputSchema, type CaseReport, type EvalCase, type EvalSuiteInput, type SuiteReport, type Variant } from './suite';
 
 /** One case under one variant: its run, then its scores. */
 async function runCase(suite: EvalSuiteInput, evalCase: EvalCase, variant: Variant, caseNumber: number): Promise<CaseReport> {
@@ -34,6 +34,8 @@ async function runCase(suite: EvalSuiteInput, evalCase: EvalCase, variant: Varia
       args: [input],
       ...(variant.taskQueue ? { taskQueue: variant.taskQueue } : {}),
       staticSummary: `eval ${suite.name}: ${evalCase.name} (${variant.name})`,
+      // Marks it as a case's run: a later suite's query never takes it for a recorded run.
+      memo: { [EVAL_MEMO_KEY]: workflowInfo().workflowId },
     });
   } catch (error) {
     const cause = error instanceof ChildWorkflowFailure && error.cause ? error.cause.message : (error as Error).message;

@@ -172,5 +172,8 @@ export interface SuiteReport {
   ok: boolean;
 }
 
+/** The memo key of a case's run: the suite it belongs to. */
+export const EVAL_MEMO_KEY = 'keelEval';
+
 /** Workflow type name of a suite. */
 export const EVAL_SUITE_WORKFLOW = 'keelEvalSuite';
