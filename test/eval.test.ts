@@ -151,7 +151,10 @@ describe('keel eval', () => {
     ]);
     expect(variants.ok).toBe(false);
     // A later suite's query never takes a case's run for a recorded one: only the two runs recorded live are listed.
-    const queried = await runSuite(client, writeSuite('by-agent.yaml', { scorers: [{ sameAsRecorded: true }], cases: [{ name: 'triage', query: "KeelAgent = 'triage'" }] }));
+    const queried = await runSuite(
+      client,
+      writeSuite('by-agent.yaml', { scorers: [{ sameAsRecorded: true }], cases: [{ name: 'triage', query: "KeelAgent = 'triage'" }] }),
+    );
     expect(queried.cases.map((entry) => entry.source).sort()).toEqual([where, refundId].sort());
 
     const lacking = { agent: 'triage', scorers: [{ contains: 'order 5' }], cases: [{ name: 'unrecorded', prompt: 'where is order 5?' }] };
