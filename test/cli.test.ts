@@ -370,7 +370,7 @@ describe.concurrent('middleware in temporal.yaml', () => {
     const { code, stderr } = await runKeel(['worker', '--config', path]);
     expect(code).toBe(2);
     expect(stderr).toContain(
-      'agents[0].use[0].name: unknown middleware "retyr"; known: agents, artifacts, budget, contextCompression, fallback, filesystem, retry, skills, softToolErrors, toolApproval',
+      'agents[0].use[0].name: unknown middleware "retyr"; known: agents, artifacts, budget, contextCompression, fallback, filesystem, recordedTools, retry, skills, softToolErrors, toolApproval',
     );
   });
 

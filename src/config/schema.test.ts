@@ -79,6 +79,8 @@ describe('config namespace', () => {
       'KeelAgent=Keyword',
       '--search-attribute',
       'KeelStatus=Keyword',
+      '--search-attribute',
+      'KeelForkOf=Keyword',
       '--dynamic-config-value',
       'system.enableActivityEagerExecution=true',
       '--dynamic-config-value',
