@@ -5,12 +5,13 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { KeelClient, type RunHandle } from '../src/client/keel-client';
 import { loadConfig } from '../src/config/load';
 import { FORK_MEMO_KEY } from '../src/core/fork';
 import { forkPointQuery } from '../src/core/protocol';
 import { ROOT, runKeel, spawnKeel, writeTestConfig, type KeelProcess } from './support/processes';
+import { temporalCli } from './support/temporal-cli';
 
 const { dir, configPath, taskQueue } = writeTestConfig('fork', { modules: [join(ROOT, 'test', 'fixtures', 'fork-agents.ts')] });
 let worker: KeelProcess;
@@ -201,5 +202,65 @@ describe('RunHandle.fork', () => {
   it('answers the fork point query for a turn from its own record', async () => {
     const point = await client.temporal.workflow.getHandle(source.runId).query(forkPointQuery, 3);
     expect(point).toEqual({ agent: 'stepper', turns: 4, usage: { inputTokens: 30, outputTokens: 6 } });
+  });
+});
+
+describe('a fork on a namespace set up before forks (KeelAgent and KeelStatus, no KeelForkOf)', () => {
+  it('runs, keeps its run listable by agent, and records its lineage in its status and memo only', async () => {
+    const namespace = `fork-old-${Date.now()}`;
+    expect((await temporalCli(['operator', 'namespace', 'create', '--namespace', namespace])).code).toBe(0);
+    await expect
+      .poll(
+        async () =>
+          (
+            await temporalCli([
+              'operator',
+              'search-attribute',
+              'create',
+              '--namespace',
+              namespace,
+              '--name',
+              'KeelAgent',
+              '--type',
+              'Keyword',
+              '--name',
+              'KeelStatus',
+              '--type',
+              'Keyword',
+            ])
+          ).code,
+        { timeout: 20_000, interval: 500 },
+      )
+      .toBe(0);
+    const old = writeTestConfig('fork-old', {
+      temporal: { address: inject('temporalAddress'), namespace },
+      modules: [join(ROOT, 'test', 'fixtures', 'fork-agents.ts')],
+    });
+    const oldWorker = spawnKeel(['worker', '--config', old.configPath], { env: { KEEL_TEST_DIR: old.dir } });
+    try {
+      await oldWorker.waitFor(/keel: worker \d+ on task queue/);
+      const oldClient = await KeelClient.connect(loadConfig({ path: old.configPath }));
+      try {
+        const source = await oldClient.start('stepper', 'steps 2');
+        await source.result();
+        const { handle } = await source.fork({ at: 1 });
+        expect((await handle.result()).text).toBe('done [step 1, step 2] after "steps 2"');
+        expect((await handle.status()).fork).toMatchObject({ source: source.runId, turn: 1 });
+        const listed = async (query: string) => {
+          const found: string[] = [];
+          for await (const run of oldClient.temporal.workflow.list({ query })) found.push(run.workflowId);
+          return found.sort();
+        };
+        await expect.poll(() => listed(`KeelAgent = 'stepper' AND KeelStatus = 'completed'`), { timeout: 20_000 }).toEqual([source.runId, handle.runId].sort());
+        expect(oldWorker.stderr()).toMatch(
+          /the search attributes KeelForkOf are not registered in namespace "fork-old-\d+", so forks cannot be listed by their source/,
+        );
+      } finally {
+        await oldClient.close();
+      }
+    } finally {
+      oldWorker.kill('SIGTERM');
+      await oldWorker.exited;
+    }
   });
 });

@@ -54,7 +54,7 @@ export function createActivities({
     (keys ??= loadSigningKeys({ security: config.security ?? { signingKeyFile: '.keel/signing-key' }, baseDir: config.baseDir ?? process.cwd() }));
   // Webhooks whose secret is missing refuse the worker now, not at the first hold.
   const notices: NoticeScope = { webhooks: notifyWebhooks(config.notify ?? []), serve: config.serve, keys: proofKeys };
-  let searchAttributes: Promise<boolean> | undefined;
+  let searchAttributes: Promise<{ indexed: boolean; forks: boolean }> | undefined;
   const scope: WorkerScope = {
     registry,
     config,

@@ -16,7 +16,7 @@ import type { Registry } from '../registry';
 import { NotRegisteredError } from './not-registered';
 import { temporal } from '@temporalio/proto';
 import { log } from '@temporalio/activity';
-import { KEEL_SEARCH_ATTRIBUTES, registerCommand } from '../core/search-attributes';
+import { KEEL_AGENT, KEEL_FORK_OF, KEEL_SEARCH_ATTRIBUTES, KEEL_STATUS, registerCommand } from '../core/search-attributes';
 
 /** JSON schema of a zod schema, as the model sees it. */
 export function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
@@ -35,23 +35,31 @@ function describeTool(tool: Tool): ToolDefinition {
 }
 
 /**
- * True when the client's namespace has keel's search attributes (as Keyword). When it has not,
- * says once how to register them; runs then work without them. A lookup that fails (no
- * permission for the operator service) counts as absent.
+ * Which of keel's search attributes the client's namespace has (as Keyword): `indexed` when it
+ * has KeelAgent and KeelStatus (runs keep them current), `forks` when it also has KeelForkOf (a
+ * fork records its source there; a namespace set up before forks lacks it, and a run never
+ * upserts an attribute the namespace lacks: Temporal would fail its task). When any is missing,
+ * says once how to register them. A lookup that fails (no permission for the operator service)
+ * counts as absent.
  */
-export async function hasSearchAttributes(client: Client): Promise<boolean> {
+export async function hasSearchAttributes(client: Client): Promise<{ indexed: boolean; forks: boolean }> {
   const namespace = client.options.namespace;
+  let registered = (_name: string) => false;
   try {
     const { customAttributes } = await client.connection.operatorService.listSearchAttributes({ namespace });
     const Keyword = temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
-    if (KEEL_SEARCH_ATTRIBUTES.every((name) => customAttributes?.[name] === Keyword)) return true;
+    registered = (name) => customAttributes?.[name] === Keyword;
   } catch {
     // Fall through: treated as not registered.
   }
-  log.warn(
-    `keel: the search attributes ${KEEL_SEARCH_ATTRIBUTES.join(', ')} are not registered in namespace "${namespace}", so runs cannot be listed by agent or status; register them with: npx keel namespace setup (this worker's config), or ${registerCommand(namespace)}`,
-  );
-  return false;
+  const found = { indexed: registered(KEEL_AGENT.name) && registered(KEEL_STATUS.name), forks: false };
+  found.forks = found.indexed && registered(KEEL_FORK_OF.name);
+  if (!KEEL_SEARCH_ATTRIBUTES.every(registered)) {
+    log.warn(
+      `keel: the search attributes ${KEEL_SEARCH_ATTRIBUTES.filter((name) => !registered(name)).join(', ')} are not registered in namespace "${namespace}", so ${found.indexed ? 'forks cannot be listed by their source' : 'runs cannot be listed by agent or status'}; register them with: npx keel namespace setup (this worker's config), or ${registerCommand(namespace)}`,
+    );
+  }
+  return found;
 }
 
 /**
@@ -77,6 +85,12 @@ function localCallsOf(registry: Registry, agent: Agent, tools: ToolDefinition[])
 function modelQueuesOf(registry: Registry, taskQueue: string): { modelQueues?: Record<string, string> } {
   const limited = [...registry.models.values()].filter((model) => model.rateLimit).map((model) => model.name);
   return limited.length ? { modelQueues: Object.fromEntries(limited.sort().map((name) => [name, modelTaskQueue(taskQueue, name)])) } : {};
+}
+
+/** What the spec says of the namespace's search attributes: `searchAttributes` (KeelAgent and KeelStatus), and `forkAttribute` (KeelForkOf too). */
+async function indexing(scope: WorkerScope): Promise<Pick<AgentSpec, 'searchAttributes' | 'forkAttribute'>> {
+  const { indexed, forks } = await scope.searchAttributes();
+  return { searchAttributes: indexed, ...(forks ? { forkAttribute: true } : {}) };
 }
 
 /** The agent's spec as registered on this worker (the `resolveAgent` activity). */
@@ -132,7 +146,7 @@ export function resolveAgent(scope: WorkerScope, { agent: name, refusedBefore }:
       session: agent.session,
       ...(agent.output ? { output: agent.output } : {}),
       ...(agent.approvers ? { approvers: Object.fromEntries(Object.entries(agent.approvers).map(([tool, who]) => [tool, [...who]])) } : {}),
-      searchAttributes: await scope.searchAttributes(),
+      ...(await indexing(scope)),
       ...(inlineLimit !== undefined ? { inlinePayloadLimit: inlineLimit } : {}),
       ...(config.notify?.length ? { notify: config.notify.length } : {}),
       ...modelQueuesOf(registry, Context.current().info.taskQueue),

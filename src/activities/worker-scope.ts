@@ -41,7 +41,7 @@ export interface WorkerScope {
   /** Runs one activity's work (see `asActivity`), carrying what refusals of the call recorded. */
   activity: <T>(work: () => Promise<T>, refusedBefore?: RefusedBefore) => Promise<T>;
   /** Whether the namespace has keel's search attributes: asked once per worker, on the first run. */
-  searchAttributes: () => Promise<boolean>;
+  searchAttributes: () => Promise<{ indexed: boolean; forks: boolean }>;
 }
 
 const INTERRUPT_REQUEST = '__keelInterruptRequest';

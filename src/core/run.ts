@@ -386,6 +386,8 @@ export const AgentSpecSchema = z.object({
   output: OutputSpecSchema.optional(),
   /** True when the namespace has keel's search attributes (KeelAgent, KeelStatus): the run keeps them current. */
   searchAttributes: z.boolean().optional(),
+  /** True when the namespace also has KeelForkOf: a fork records its source there (docs/fork.md). */
+  forkAttribute: z.boolean().optional(),
   /**
    * Set when the worker that resolved the agent keeps every payload inline (External Storage
    * off, `externalStorage.driver: none`): the most bytes one payload may hold. The run then

@@ -147,12 +147,12 @@ function memoizeHolds(run: RunState, pending: readonly Hold[]): void {
  * Starts keeping the run's search attributes (when the namespace has them): the agent, and
  * the state from now on.
  */
-export function startIndexing(run: RunState): void {
+export function startIndexing(run: RunState, { forks }: { forks: boolean }): void {
   run.indexed = { state: run.status.state };
   upsertSearchAttributes([
     { key: KEEL_AGENT, value: run.status.agent },
     { key: KEEL_STATUS, value: run.status.state },
-    ...(run.status.fork ? [{ key: KEEL_FORK_OF, value: run.status.fork.source }] : []),
+    ...(forks && run.status.fork ? [{ key: KEEL_FORK_OF, value: run.status.fork.source }] : []),
   ]);
 }
 

@@ -74,6 +74,7 @@ describe('keel namespace setup', () => {
       searchAttributes: [
         { name: 'KeelAgent', type: 'Keyword', created: true },
         { name: 'KeelStatus', type: 'Keyword', created: true },
+        { name: 'KeelForkOf', type: 'Keyword', created: true },
       ],
     });
     // The operator's own client sees them.
@@ -84,6 +85,7 @@ describe('keel namespace setup', () => {
     expect(listed.code, listed.stderr).toBe(0);
     expect(listed.stdout).toMatch(/"KeelAgent":\s*"INDEXED_VALUE_TYPE_KEYWORD"/);
     expect(listed.stdout).toMatch(/"KeelStatus":\s*"INDEXED_VALUE_TYPE_KEYWORD"/);
+    expect(listed.stdout).toMatch(/"KeelForkOf":\s*"INDEXED_VALUE_TYPE_KEYWORD"/);
 
     const again = await runKeel(['namespace', 'setup', '--retention', '5 days', '--config', config]);
     expect(again.code, again.stderr).toBe(0);
@@ -91,6 +93,7 @@ describe('keel namespace setup', () => {
       `keel namespace setup: namespace "keel-setup" at ${cluster.address}: already registered, retention 2 days (kept: --retention 5 days applies to a namespace this command registers; to change it: temporal operator namespace update --namespace keel-setup --retention <duration>)`,
       'keel namespace setup: search attribute KeelAgent (Keyword): already registered',
       'keel namespace setup: search attribute KeelStatus (Keyword): already registered',
+      'keel namespace setup: search attribute KeelForkOf (Keyword): already registered',
     ]);
   });
 
