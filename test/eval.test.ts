@@ -157,6 +157,13 @@ describe('keel eval', () => {
     );
     expect(queried.cases.map((entry) => entry.source).sort()).toEqual([where, refundId].sort());
 
+    // A judge no worker has fails its case, saying why; the suite goes on and reports.
+    const unknownJudge = await runSuite(
+      client,
+      writeSuite('judge.yaml', { agent: 'triage', cases: [{ ...byHand, scorers: [{ judge: { model: 'scripted/nobody', rubric: 'anything' } }] }] }),
+    );
+    expect(unknownJudge.cases[0]).toMatchObject({ passed: false, scores: [{ scorer: 'judge scripted/nobody', passed: false }] });
+    expect(unknownJudge.cases[0]!.scores[0]!.reason).toMatch(/judge model "scripted\/nobody" is not registered on this worker/);
     const lacking = { agent: 'triage', scorers: [{ contains: 'order 5' }], cases: [{ name: 'unrecorded', prompt: 'where is order 5?' }] };
     const failed = await runSuite(client, writeSuite('fail.yaml', lacking));
     expect(failed.cases[0]!.error).toBe('tool "lookup_order" was called with {"id":5}, which the recorded run lacks (missing: fail)');
@@ -217,6 +224,14 @@ describe('keel eval', () => {
     expect(unknownField.code).toBe(2);
     expect(unknownField.stderr.trim().split('\n')).toHaveLength(1);
     expect(unknownField.stderr).toMatch(/bad\.yaml: .*extra/);
+    const badRegex = await runKeel([
+      'eval',
+      writeSuite('regex.yaml', { agent: 'triage', cases: [{ prompt: 'hi', scorers: [{ matches: '(' }] }] }),
+      '--config',
+      configPath,
+    ]);
+    expect(badRegex.code).toBe(2);
+    expect(badRegex.stderr).toMatch(/regex\.yaml: cases\[0\]\.scorers\[0\]\.matches: not a regular expression JavaScript reads/);
     const noScorers = await runKeel(['eval', writeSuite('none.yaml', { agent: 'triage', cases: [{ prompt: 'hi' }] }), '--config', configPath]);
     expect(noScorers.code).toBe(2);
     expect(noScorers.stderr).toMatch(/case "hi" has no scorers/);

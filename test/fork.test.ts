@@ -109,6 +109,25 @@ describe('RunHandle.fork', () => {
     expect(calls(forked.runId)).toEqual([3]);
   });
 
+  it("keeps the source run's own middleware, and refuses the end of a run that returned with a held call", async () => {
+    // A run given its own ToolApproval (not the agent's): the fork's step still asks.
+    const approved = await client.start('stepper', 'steps 2', { use: [{ name: 'toolApproval', config: {} }] });
+    for (const id of ['i1', 'i2']) {
+      await expect.poll(async () => (await approved.status()).interrupts.map((hold) => hold.id), { timeout: 20_000 }).toEqual([id]);
+      await approved.approve(id);
+    }
+    await approved.result();
+    const forked = await approved.fork({ at: 1 });
+    await expect.poll(async () => (await forked.handle.status()).interrupts.map((hold) => hold.toolName), { timeout: 20_000 }).toEqual(['step']);
+    expect(calls(forked.runId)).toEqual([]);
+    await forked.handle.cancel();
+
+    // interruptMode 'return': the run completes with its held call and no result for it.
+    const returned = await client.start('guarded-stepper', 'steps 1', { interruptMode: 'return' });
+    expect((await returned.result()).finishReason).toBe('interrupted');
+    await expect(returned.fork({ at: 1, message: 'go on' })).rejects.toThrow(/turn 1 of run .* has not finished its tool calls \(1\.0 step\)/);
+  });
+
   it('forks at turn 0 with another message, and goes on with another agent or model', async () => {
     const again = await source.fork({ at: 0, message: 'steps 1' });
     expect((await again.handle.result()).text).toBe('done [step 1] after "steps 1"');

@@ -12,6 +12,7 @@ import {
   FORK_MEMO_KEY,
   ForkOriginSchema,
   conversationTurns,
+  forkCut,
   applyForkEdits,
   type ForkCheckInput,
   type ForkEdits,
@@ -20,6 +21,7 @@ import {
 } from '../core/fork';
 import { messageChunks, promptExcerpt, type Message } from '../core/messages';
 import { forkPointQuery } from '../core/protocol';
+import { decodePayload } from './decode-payload';
 import { RunResultSchema, type RunInputOptions } from '../core/run';
 import { addUsage, type Usage } from '../core/usage';
 import type { RunVersioning } from '../core/versioning';
@@ -68,27 +70,50 @@ async function finishedRunPoint(
   const origin = ForkOriginSchema.safeParse(memo?.[FORK_MEMO_KEY]);
   const fork = origin.success ? origin.data : undefined;
   const usage = addUsage(fork?.usage ?? {}, result.usage, 'the usage a fork carries');
-  return { point: { agent, turns, usage, ...(fork ? { fork } : {}) }, kept: result.messages };
+  return { point: { agent, turns, usage, ...(fork ? { fork } : {}) }, kept: forkCut(result.messages, turn, handle.workflowId) };
 }
 
 /** The source's answer to the fork point query with the conversation a fork at `turn` keeps (one query: a finished run is replayed to answer it), and its task queue. */
-async function readSource(temporal: Client, source: string, turn: number): Promise<{ point: ForkPoint; kept: Message[]; taskQueue: string }> {
+async function readSource(
+  temporal: Client,
+  source: string,
+  turn: number,
+): Promise<{ point: ForkPoint; kept: Message[]; taskQueue: string; inherited: Partial<RunInputOptions> }> {
   const handle = temporal.workflow.getHandle(source);
   try {
-    const { taskQueue, status, memo } = await handle.describe();
+    const { taskQueue, status, memo, runId } = await handle.describe();
+    const inherited = await runOptionsOf(temporal, source, runId);
     const ended = status.name === 'COMPLETED' ? await finishedRunPoint(handle, memo, turn) : undefined;
-    if (ended) return { ...ended, taskQueue };
+    if (ended) return { ...ended, taskQueue, inherited };
     const point = await handle.query(forkPointQuery, turn, true);
-    return { point, kept: point.conversation ?? [], taskQueue };
+    return { point, kept: point.conversation ?? [], taskQueue, inherited };
   } catch (error) {
     if (error instanceof WorkflowNotFoundError) throw new KeelError('NOT_FOUND', `no run "${source}" exists`);
+    if (KeelError.isInstance(error)) throw error;
     // The run's refusal (a turn past its end, a turn still held): what a fork at a bad turn is told.
     if (error instanceof Error && /fork at a turn from|has not finished its tool calls/.test(error.message))
       throw new KeelError('INVALID_ARGUMENT', error.message);
     if (error instanceof QueryNotRegisteredError && error.message.includes('forkPoint'))
-      throw new KeelError('FAILED_PRECONDITION', `run ${source} was started by a keel without forks: it cannot be forked`);
+      throw new KeelError(
+        'FAILED_PRECONDITION',
+        `run ${source} does not answer the fork point query: it is not a generate run (a session: fork one of its runs), or its task queue's workers predate forks`,
+      );
     throw runErrorOf(error);
   }
+}
+
+/** What the source's run was started with that a fork keeps (its own middleware, output schema, model, limits and hold policy), read from its start event. */
+async function runOptionsOf(temporal: Client, workflowId: string, runId: string): Promise<Partial<RunInputOptions>> {
+  const { history } = await temporal.workflowService.getWorkflowExecutionHistory({
+    namespace: temporal.options.namespace,
+    execution: { workflowId, runId },
+    maximumPageSize: 1,
+  });
+  const input = await decodePayload<Partial<RunInputOptions>>(temporal, history?.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]);
+  const kept = (['use', 'output', 'model', 'maxTurns', 'interruptMode', 'interruptTimeout', 'onInterruptTimeout', 'continueAsNewAt'] as const).filter(
+    (key) => input?.[key] !== undefined,
+  );
+  return Object.fromEntries(kept.map((key) => [key, input![key]]));
 }
 
 /** What the conversation had spent by the end of `turn`: the run's answer, else the answer of the run it was forked from (a turn before its own). */
@@ -146,10 +171,11 @@ export async function forkRun(
   );
   const forkAgent = agent ?? read.point.agent;
   const queue = taskQueue ?? read.taskQueue;
-  await check(temporal, queue, { agent: forkAgent, ...(model !== undefined ? { model } : {}), toolResults: edited.changed });
+  const forkModel = model ?? read.inherited.model;
+  await check(temporal, queue, { agent: forkAgent, ...(forkModel !== undefined ? { model: forkModel } : {}), toolResults: edited.changed });
   const usage = await usageAt(temporal, read.point, at);
   const fork: ForkOrigin = { source, turn: at, usage };
-  const input: RunInputOptions = { agent: forkAgent, messages: [], fork, ...(model !== undefined ? { model } : {}) };
+  const input: RunInputOptions = { ...read.inherited, agent: forkAgent, messages: [], fork, ...(model !== undefined ? { model } : {}) };
   await startGenerate(temporal, {
     runId,
     agent: forkAgent,

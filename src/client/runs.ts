@@ -9,7 +9,7 @@ import { listExecutions } from '../node/list-executions';
 import { ServiceError, type Client, type WorkflowExecutionInfo } from '@temporalio/client';
 import { z } from 'zod';
 import { HOLDS_MEMO_KEY, MemoHoldSchema, RunLifecycleSchema, type RunLifecycle } from '../core/run';
-import { KEEL_AGENT, KEEL_STATUS } from '../core/search-attributes';
+import { KEEL_AGENT, KEEL_STATUS, queryString } from '../core/search-attributes';
 import { runLabel } from '../core/run-label';
 import { GENERATE_WORKFLOW } from '../core/protocol';
 
@@ -66,7 +66,7 @@ const BY_TEMPORAL: Record<string, RunLifecycle> = {
 function queryOf({ agent, state, startedAfter }: ListRunsOptions, indexed: boolean): string {
   const clauses = [`WorkflowType='${GENERATE_WORKFLOW}'`];
   if (startedAfter !== undefined) clauses.push(`StartTime >= '${startedAfter.toISOString()}'`);
-  if (indexed && agent !== undefined) clauses.push(`${KEEL_AGENT.name}='${agent.replace(/'/g, "\\'")}'`);
+  if (indexed && agent !== undefined) clauses.push(`${KEEL_AGENT.name}=${queryString(agent)}`);
   if (state === 'waiting' || state === 'running') {
     clauses.push(`ExecutionStatus='Running'`);
     if (indexed) clauses.push(`${KEEL_STATUS.name}='${state}'`);

@@ -138,6 +138,9 @@ export function applyForkEdits(
     holder.content[call.result.part] = { ...part, toolResponse: { ...part.toolResponse, output } };
     changed.push({ id, toolName: call.toolName, output });
   }
+  if (!messages.some((entry) => entry.role !== 'system') && message === undefined) {
+    throw new KeelError('INVALID_ARGUMENT', `run ${where.runId} has no conversation to go on from yet: give a message (--message)`);
+  }
   if (message !== undefined) {
     if (!message.trim()) throw new KeelError('INVALID_ARGUMENT', '--message: the user message is empty');
     const user: Message = { role: 'user', content: [{ text: message }] };

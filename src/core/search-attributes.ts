@@ -18,3 +18,8 @@ export const KEEL_SEARCH_ATTRIBUTES = [KEEL_AGENT.name, KEEL_STATUS.name, KEEL_F
 export function registerCommand(namespace: string): string {
   return `temporal operator search-attribute create --namespace ${namespace} ${KEEL_SEARCH_ATTRIBUTES.map((name) => `--name ${name} --type Keyword`).join(' ')}`;
 }
+
+/** `value` as a string literal of a visibility query: quoted, its backslashes and quotes escaped (a run id or agent name can hold either). */
+export function queryString(value: string): string {
+  return `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+}

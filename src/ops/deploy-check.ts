@@ -10,7 +10,7 @@ import type { temporal } from '@temporalio/proto';
 import { DefaultLogger, Runtime, Worker, makeTelemetryFilterString } from '@temporalio/worker';
 import { resolve } from 'node:path';
 import type { KeelConfig } from '../config/schema';
-import { KEEL_AGENT } from '../core/search-attributes';
+import { KEEL_AGENT, queryString } from '../core/search-attributes';
 import { listExecutions } from '../node/list-executions';
 import { keelDataConverter } from '../storage/data-converter';
 import { workflowBundlePath } from '../worker/bundle';
@@ -80,7 +80,7 @@ export async function checkDeploy(
   { perAgent = 10, scan = 500, agent, bundlePath }: DeployCheckOptions = {},
 ): Promise<DeployCheckReport> {
   const types = WORKFLOW_TYPES.map((type) => `'${type}'`).join(', ');
-  const query = `WorkflowType IN (${types}) AND TaskQueue = '${config.taskQueue.replace(/'/g, "\\'")}'${agent ? ` AND ${KEEL_AGENT.name} = '${agent.replace(/'/g, "\\'")}'` : ''}`;
+  const query = `WorkflowType IN (${types}) AND TaskQueue = ${queryString(config.taskQueue)}${agent ? ` AND ${KEEL_AGENT.name} = ${queryString(agent)}` : ''}`;
   const chosen: Array<{ workflowId: string; runId: string; agent: string }> = [];
   const checked: Record<string, number> = {};
   let seen = 0;

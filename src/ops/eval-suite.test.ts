@@ -52,6 +52,7 @@ describe('eval suite files', () => {
         { role: 'tool', content: [{ toolResponse: { name: 'echo', ref: '0', output: { v: 'y' } } }] },
         { role: 'model', content: [{ text: 'done' }] },
       ],
+      turns: 3,
     } as unknown as RunResult;
     expect(recordedCase(result)).toEqual({
       messages: [{ role: 'user', content: [{ text: 'add and echo' }] }],

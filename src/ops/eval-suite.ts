@@ -12,7 +12,7 @@ import { parse as parseYaml } from 'yaml';
 import type { KeelClient } from '../client/keel-client';
 import { decodePayload } from '../client/decode-payload';
 import { KeelError } from '../core/errors';
-import { conversationCalls } from '../core/fork';
+import { FORK_MEMO_KEY, ForkOriginSchema, conversationCalls, conversationTurns } from '../core/fork';
 import type { Message } from '../core/messages';
 import { GENERATE_WORKFLOW } from '../core/protocol';
 import { RunResultSchema, type RunResult } from '../core/run';
@@ -51,8 +51,11 @@ export function loadSuite(path: string): SuiteFile {
 }
 
 /** A recorded run's case parts: its prompt (the conversation before the first model reply), its tool calls with their results, its answer. */
-export function recordedCase(result: RunResult): Pick<EvalCase, 'messages' | 'records' | 'recordedText'> {
-  const firstReply = result.messages.findIndex((message) => message.role === 'model');
+export function recordedCase(result: RunResult, forkTurn = 0): Pick<EvalCase, 'messages' | 'records' | 'recordedText'> {
+  // The run's own first reply: after the turns its conversation began with (a session's history, a fork's source).
+  const before = Math.max(0, conversationTurns(result.messages) - result.turns + forkTurn);
+  let seen = 0;
+  const firstReply = result.messages.findIndex((message) => message.role === 'model' && ++seen === before + 1);
   const messages = (firstReply === -1 ? result.messages : result.messages.slice(0, firstReply)).filter((message) => message.role !== 'system');
   const records: ToolRecord[] = [];
   const calls = conversationCalls(result.messages);
@@ -74,7 +77,7 @@ function requestOf(messages: readonly Message[], id: string): { input: unknown }
 }
 
 /** A `keel history export` file's run: its agent and result (a run that did not complete is refused). */
-async function historyRun(client: KeelClient, file: string): Promise<{ agent: string; result: RunResult }> {
+async function historyRun(client: KeelClient, file: string): Promise<{ agent: string; result: RunResult; forkTurn: number }> {
   let events;
   try {
     events = historyFromJSON(JSON.parse(readFileSync(file, 'utf8'))).events ?? [];
@@ -87,21 +90,35 @@ async function historyRun(client: KeelClient, file: string): Promise<{ agent: st
   const completed = events.at(-1)?.workflowExecutionCompletedEventAttributes;
   if (!completed) throw new SuiteError(`${file}: the run did not complete; a case needs a completed run`);
   const input = await decodePayload<{ agent?: string }>(client.temporal, started.input?.payloads?.[0]);
+  const fork = ForkOriginSchema.safeParse(await decodePayload(client.temporal, started.memo?.fields?.[FORK_MEMO_KEY]));
   const result = RunResultSchema.safeParse(await decodePayload(client.temporal, completed.result?.payloads?.[0]));
   if (!result.success || !input?.agent)
     throw new SuiteError(`${file}: its input or result cannot be read with this config (a key or a payload store it lacks)`);
-  return { agent: input.agent, result: result.data };
+  return { agent: input.agent, result: result.data, forkTurn: fork.success ? fork.data.turn : 0 };
 }
 
 /** The completed runs a query lists (newest first, at most `limit`), with their agents. */
-async function queriedRuns(client: KeelClient, query: string, limit: number): Promise<Array<{ runId: string; agent?: string; result: RunResult }>> {
-  const runs: Array<{ runId: string; agent?: string; result: RunResult }> = [];
+async function queriedRuns(
+  client: KeelClient,
+  query: string,
+  limit: number,
+): Promise<Array<{ runId: string; agent?: string; result: RunResult; forkTurn: number }>> {
+  const runs: Array<{ runId: string; agent?: string; result: RunResult; forkTurn: number }> = [];
   const listed = client.temporal.workflow.list({ query: `WorkflowType = '${GENERATE_WORKFLOW}' AND ExecutionStatus = 'Completed' AND (${query})` });
   for await (const run of listed) {
-    // A run an eval suite made (a case's) is not a recorded run; an id listed again is a chain's earlier execution.
+    // A run an eval suite made (a case's) is not a recorded run; an id listed again is a chain's earlier execution. The
+    // suite's query is the user's text: what it lists is checked here too (a completed keel run).
+    if (run.type !== GENERATE_WORKFLOW || run.status.name !== 'COMPLETED') continue;
     if (run.memo?.[EVAL_MEMO_KEY] !== undefined || runs.some((seen) => seen.runId === run.workflowId)) continue;
-    const result = RunResultSchema.parse(await client.temporal.workflow.getHandle(run.workflowId).result());
-    runs.push({ runId: run.workflowId, ...(typeof run.memo?.agent === 'string' ? { agent: run.memo.agent } : {}), result });
+    const result = RunResultSchema.safeParse(await client.temporal.workflow.getHandle(run.workflowId).result());
+    if (!result.success) continue;
+    const fork = ForkOriginSchema.safeParse(run.memo?.[FORK_MEMO_KEY]);
+    runs.push({
+      runId: run.workflowId,
+      ...(typeof run.memo?.agent === 'string' ? { agent: run.memo.agent } : {}),
+      result: result.data,
+      forkTurn: fork.success ? fork.data.turn : 0,
+    });
     if (runs.length >= limit) break;
   }
   return runs;
@@ -120,15 +137,18 @@ export async function resolveCases(client: KeelClient, suite: SuiteFile, suitePa
     const where = `cases[${index}]`;
     if (entry.history !== undefined) {
       const file = resolve(base, entry.history);
-      const { agent, result } = await historyRun(client, file);
-      add({ name: entry.name ?? basename(file, '.json'), agent: suite.agent ?? agent, source: entry.history, ...recordedCase(result) }, entry.scorers);
+      const { agent, result, forkTurn } = await historyRun(client, file);
+      add(
+        { name: entry.name ?? basename(file, '.json'), agent: suite.agent ?? agent, source: entry.history, ...recordedCase(result, forkTurn) },
+        entry.scorers,
+      );
     } else if (entry.query !== undefined) {
       const runs = await queriedRuns(client, entry.query, entry.limit ?? 100);
       if (runs.length === 0) throw new SuiteError(`${suitePath}: ${where}: the query lists no completed keel run: ${entry.query}`);
       for (const run of runs) {
         const agent = suite.agent ?? run.agent;
         if (!agent) throw new SuiteError(`${suitePath}: ${where}: run ${run.runId} does not say its agent; give the suite an agent`);
-        add({ name: `${entry.name ?? 'run'} ${run.runId}`, agent, source: run.runId, ...recordedCase(run.result) }, entry.scorers);
+        add({ name: `${entry.name ?? 'run'} ${run.runId}`, agent, source: run.runId, ...recordedCase(run.result, run.forkTurn) }, entry.scorers);
       }
     } else {
       const agent = entry.agent ?? suite.agent;

@@ -11,7 +11,7 @@ import type { KeelClient } from '../client/keel-client';
 import type { Message } from '../core/messages';
 import type { RunLifecycle, RunStatus } from '../core/run';
 import { GENERATE_WORKFLOW } from '../core/protocol';
-import { KEEL_FORK_OF } from '../core/search-attributes';
+import { KEEL_FORK_OF, queryString } from '../core/search-attributes';
 
 /** A run below this one. */
 export interface ChildRun {
@@ -57,7 +57,7 @@ export interface RunView {
 async function forksOf(client: KeelClient, runId: string): Promise<string[]> {
   const forks = new Set<string>();
   try {
-    for await (const run of listExecutions(client.temporal, { query: `${KEEL_FORK_OF.name}='${runId.replace(/'/g, "\\'")}'`, pageSize: 100 })) {
+    for await (const run of listExecutions(client.temporal, { query: `${KEEL_FORK_OF.name}=${queryString(runId)}`, pageSize: 100 })) {
       forks.add(run.workflowId);
       if (forks.size >= 100) break;
     }
@@ -71,7 +71,7 @@ async function forksOf(client: KeelClient, runId: string): Promise<string[]> {
 async function childrenOf(client: KeelClient, runId: string, status: RunStatus): Promise<ChildRun[]> {
   const tasks = new Map(status.tasks.map((task) => [task.runId, task]));
   const children: ChildRun[] = [];
-  const query = `WorkflowType='${GENERATE_WORKFLOW}' AND ParentWorkflowId='${runId.replace(/'/g, "\\'")}'`;
+  const query = `WorkflowType='${GENERATE_WORKFLOW}' AND ParentWorkflowId=${queryString(runId)}`;
   try {
     for await (const run of listExecutions(client.temporal, { query, pageSize: 200 })) {
       // An execution that continued as new is followed by the next of the same id.

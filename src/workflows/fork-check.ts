@@ -35,7 +35,9 @@ export async function keelForkCheck({ agent: name, model, toolResults }: ForkChe
         `--model ${model}: the workers have no model "${model}"; they have: ${(agent.models ?? []).join(', ') || '(none)'}`,
       );
     }
-    for (const { id, toolName, output } of toolResults) {
+    // A tool a middleware contributes has no schema on the worker (the run takes its output as given, GenerateRun.checkOutput).
+    const registered = new Set(agent.tools.map((tool) => tool.name));
+    for (const { id, toolName, output } of toolResults.filter((result) => registered.has(result.toolName))) {
       await validateToolOutput({ toolName, output }).catch((error: unknown) => {
         throw new KeelError('INVALID_ARGUMENT', `--tool-result ${id}: ${asKeelError(error, `checking the result for tool "${toolName}"`).message}`);
       });

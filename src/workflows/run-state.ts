@@ -52,9 +52,11 @@ export interface RunState {
   memoHolds?: string;
   /** Every steering message the chain accepted, by update id, and where it stands (steering.ts: a steer sent again is not added again). */
   steerIds?: Record<string, SteerState>;
+  /** Model replies in the conversation the run started with (a session's history, a fork's source): its own turns come after them. */
+  turnBase?: number;
   /**
    * What the run had spent (its `status.usage`) as each of its turns began: entry i for the
-   * turn after `fork.turn + i` (what a fork at that turn carries; forkPointQuery).
+   * turn after `turnBase + i` (what a fork at that turn carries; forkPointQuery).
    */
   turnUsage?: Usage[];
   /** Set while the run keeps its search attributes (KeelAgent, KeelStatus): the state last upserted. */

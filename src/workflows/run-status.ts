@@ -63,7 +63,8 @@ export function answerQueries(run: RunState): void {
 /** What a fork of the run at `turn` carries (its usage there, when this run saw that turn end; its source answers for turns before a fork's own). */
 function forkPoint(run: RunState, turn: number, withConversation: boolean): ForkPoint {
   const fork = run.status.fork;
-  const own = turn - (fork?.turn ?? 0);
+  // A run that started (or continued) before runs kept their turns' usage cannot tell it.
+  const own = run.turnBase === undefined ? -1 : turn - run.turnBase;
   const turnUsage = run.turnUsage ?? [];
   const spent =
     own < 0 || !Number.isInteger(own) ? undefined : own < turnUsage.length ? turnUsage[own] : own === turnUsage.length ? run.status.usage : undefined;

@@ -6,6 +6,7 @@
  */
 import { runContinuedAsNew, runEnded } from '../core/workflow-metrics';
 import { KeelError } from '../core/errors';
+import { conversationTurns } from '../core/fork';
 import { INTERRUPT_METADATA, type ToolInterrupt } from '../core/interrupts';
 import { MODEL_CALL_HOLD } from '../core/holds';
 import {
@@ -110,6 +111,8 @@ export class ToolLoop {
     });
     run.stages = setup.stages;
     for (const name of setup.contributed.keys()) run.localTools.add(name);
+    // The turns the conversation had when this run began (a chain's next run keeps its first run's).
+    if (!input.continued) run.state.turnBase = conversationTurns(setup.messages);
     return new ToolLoop({ run, input, agent, setup, output, callModel });
   }
 
@@ -134,7 +137,7 @@ export class ToolLoop {
       coversToolError: (toolName) => hooks.some((hook) => hook.coversToolError?.(toolName)),
     };
     this.generate = composeStage(hooks, 'wrapGenerate', (params) => this.iterate(params));
-    this.firstIteration = input.continued?.iteration ?? input.fork?.turn ?? 0;
+    this.firstIteration = input.continued?.iteration ?? 0;
   }
 
   /** One iteration: the model call, then the turn's tool calls, then the next iteration. */

@@ -6,14 +6,14 @@
  * case instead of waiting). Each finished run is scored here; the report tallies each variant
  * against the threshold. Runs in the workflow: deterministic, no I/O.
  */
-import { ApplicationFailure, ChildWorkflowFailure, executeChild, setWorkflowOptions, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, ChildWorkflowFailure, executeChild, isCancellation, setWorkflowOptions, workflowInfo } from '@temporalio/workflow';
 import { GENERATE_WORKFLOW } from '../../core/protocol';
 import type { RunInputOptions, RunResult } from '../../core/run';
 import { describeZodError } from '../../core/schema-errors';
 import { featureActivityCaller } from '../../workflows/feature-activity';
 import { sessionVersioningOptions } from '../../workflows/versioning';
 import { recordedTools } from './recorded-tools';
-import { judgeDoor, score, toolCalls } from './scorers';
+import { judgeDoor, score, scorerLabel, toolCalls } from './scorers';
 import { EVAL_MEMO_KEY, EvalSuiteInputSchema, type CaseReport, type EvalCase, type EvalSuiteInput, type SuiteReport, type Variant } from './suite';
 
 /** One case under one variant: its run, then its scores. */
@@ -53,7 +53,15 @@ async function runCase(suite: EvalSuiteInput, evalCase: EvalCase, variant: Varia
   }
   const activity = featureActivityCaller();
   const scores = [];
-  for (const scorer of [...evalCase.scorers]) scores.push(await score(scorer, { result, evalCase, judge: (judged) => activity(judgeDoor, judged) }));
+  for (const scorer of evalCase.scorers) {
+    try {
+      scores.push(await score(scorer, { result, evalCase, judge: (judged) => activity(judgeDoor, judged) }));
+    } catch (error) {
+      // A scorer that cannot decide (a judge model no worker has, a judge that never answered) fails its case, not the suite.
+      if (isCancellation(error)) throw error;
+      scores.push({ scorer: scorerLabel(scorer), passed: false, reason: (error as Error).message });
+    }
+  }
   return { ...base, passed: scores.every((entry) => entry.passed), text: result.text, scores, toolCalls: toolCalls(result.messages).length };
 }
 

@@ -19,7 +19,21 @@ export const ScorerSchema = z.union([
   z.object({ contains: z.string() }).strict(),
   z.object({ notContains: z.string() }).strict(),
   z.object({ equals: z.string() }).strict(),
-  z.object({ matches: z.string() }).strict(),
+  z
+    .object({
+      matches: z.string().refine(
+        (pattern) => {
+          try {
+            new RegExp(pattern);
+            return true;
+          } catch {
+            return false;
+          }
+        },
+        { error: 'not a regular expression JavaScript reads' },
+      ),
+    })
+    .strict(),
   /** The answer is the recorded run's answer, word for word. */
   z.object({ sameAsRecorded: z.literal(true) }).strict(),
   /** The run called this tool (with an input that has these fields, when given). */
