@@ -10,6 +10,7 @@ import { KeelError } from '../core/errors';
 import {
   FORK_CHECK_WORKFLOW,
   FORK_MEMO_KEY,
+  carriedUsage,
   ForkOriginSchema,
   conversationTurns,
   forkCut,
@@ -23,7 +24,7 @@ import { messageChunks, promptExcerpt, type Message } from '../core/messages';
 import { forkPointQuery } from '../core/protocol';
 import { decodePayload } from './decode-payload';
 import { RunResultSchema, type RunInputOptions } from '../core/run';
-import { addUsage, type Usage } from '../core/usage';
+import type { Usage } from '../core/usage';
 import type { RunVersioning } from '../core/versioning';
 import { runErrorOf } from '../node/run-errors';
 
@@ -69,7 +70,7 @@ async function finishedRunPoint(
   if (turn !== turns) return undefined;
   const origin = ForkOriginSchema.safeParse(memo?.[FORK_MEMO_KEY]);
   const fork = origin.success ? origin.data : undefined;
-  const usage = addUsage(fork?.usage ?? {}, result.usage, 'the usage a fork carries');
+  const usage = carriedUsage(fork, result.usage);
   return { point: { agent, turns, usage, ...(fork ? { fork } : {}) }, kept: forkCut(result.messages, turn, handle.workflowId) };
 }
 
@@ -86,13 +87,11 @@ async function readSource(
     const ended = status.name === 'COMPLETED' ? await finishedRunPoint(handle, memo, turn) : undefined;
     if (ended) return { ...ended, taskQueue, inherited };
     const point = await handle.query(forkPointQuery, turn, true);
+    if (point.refusal !== undefined) throw new KeelError('INVALID_ARGUMENT', point.refusal);
     return { point, kept: point.conversation ?? [], taskQueue, inherited };
   } catch (error) {
     if (error instanceof WorkflowNotFoundError) throw new KeelError('NOT_FOUND', `no run "${source}" exists`);
     if (KeelError.isInstance(error)) throw error;
-    // The run's refusal (a turn past its end, a turn still held): what a fork at a bad turn is told.
-    if (error instanceof Error && /fork at a turn from|has not finished its tool calls/.test(error.message))
-      throw new KeelError('INVALID_ARGUMENT', error.message);
     if (error instanceof QueryNotRegisteredError && error.message.includes('forkPoint'))
       throw new KeelError(
         'FAILED_PRECONDITION',
@@ -119,13 +118,13 @@ async function runOptionsOf(temporal: Client, workflowId: string, runId: string)
 /** What the conversation had spent by the end of `turn`: the run's answer, else the answer of the run it was forked from (a turn before its own). */
 async function usageAt(temporal: Client, point: ForkPoint, turn: number): Promise<Usage> {
   let current = point;
-  for (let hops = 0; current.usage === undefined && current.fork && turn <= current.fork.turn && hops < 100; hops++) {
+  for (let hops = 0; current.usage === undefined && current.fork && turn < current.fork.turn && hops < 100; hops++) {
     const next = await temporal.workflow
       .getHandle(current.fork.source)
       .query(forkPointQuery, turn)
       .catch(() => undefined);
-    // The source is gone (past its retention): what the fork carried at its own turn is the best known.
-    if (!next) return turn === current.fork.turn ? current.fork.usage : {};
+    // The source is gone (past its retention): unknown.
+    if (!next) return {};
     current = next;
   }
   return current.usage ?? {};

@@ -8,7 +8,7 @@
 import { z } from 'zod';
 import { KeelError } from './errors';
 import type { Message, Part } from './messages';
-import { UsageSchema } from './usage';
+import { UsageSchema, addUsage, type Usage } from './usage';
 
 /** What a fork records of where it came from (its input's `fork`, its status's `fork`, its memo). */
 export const ForkOriginSchema = z
@@ -36,8 +36,15 @@ export interface ForkPoint {
   usage?: z.infer<typeof UsageSchema>;
   /** The fork this run is (its source answers for turns before its own). */
   fork?: ForkOrigin;
-  /** When asked for: the conversation a fork at the turn keeps (`forkCut`). */
+  /** When asked for: the conversation a fork at the turn keeps (`forkCut`)... */
   conversation?: Message[];
+  /** ...or why a fork there is refused (a turn past the end, a turn still held), in one line. */
+  refusal?: string;
+}
+
+/** What the conversation had spent by a fork point: what the run's own fork carried, and the run's own spending there. */
+export function carriedUsage(fork: ForkOrigin | undefined, spent: Usage): Usage {
+  return addUsage(fork?.usage ?? {}, spent, 'the usage a fork carries');
 }
 
 /** The edits of a fork at its turn. */
@@ -48,13 +55,14 @@ export interface ForkEdits {
   toolResults?: Record<string, unknown>;
 }
 
-/** A tool call of a conversation: its id (`<turn>.<ref>`), tool, and where its result is. */
+/** A tool call of a conversation: its id (`<turn>.<ref>`), tool and input, and where its result is. */
 export interface ForkCall {
   id: string;
   toolName: string;
+  input: unknown;
   turn: number;
-  /** Index of the tool message holding its result, and of the part (absent while it has none). */
-  result?: { message: number; part: number };
+  /** Index of the tool message holding its result, and of the part, and the output there (absent while it has none). */
+  result?: { message: number; part: number; output: unknown };
 }
 
 /** Model replies in a conversation: its turns. */
@@ -73,7 +81,7 @@ export function conversationCalls(messages: readonly Message[]): Map<string, For
       open = new Map();
       for (const part of message.content) {
         if (!('toolRequest' in part) || part.toolRequest.ref === undefined) continue;
-        const call: ForkCall = { id: `${turn}.${part.toolRequest.ref}`, toolName: part.toolRequest.name, turn };
+        const call: ForkCall = { id: `${turn}.${part.toolRequest.ref}`, toolName: part.toolRequest.name, input: part.toolRequest.input, turn };
         calls.set(call.id, call);
         open.set(part.toolRequest.ref, call);
       }
@@ -81,7 +89,7 @@ export function conversationCalls(messages: readonly Message[]): Map<string, For
       message.content.forEach((part, partIndex) => {
         if (!('toolResponse' in part) || part.toolResponse.ref === undefined) return;
         const call = open.get(part.toolResponse.ref);
-        if (call && call.toolName === part.toolResponse.name) call.result = { message: index, part: partIndex };
+        if (call && call.toolName === part.toolResponse.name) call.result = { message: index, part: partIndex, output: part.toolResponse.output };
       });
     }
   });

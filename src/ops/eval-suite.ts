@@ -13,7 +13,6 @@ import type { KeelClient } from '../client/keel-client';
 import { decodePayload } from '../client/decode-payload';
 import { KeelError } from '../core/errors';
 import { FORK_MEMO_KEY, ForkOriginSchema, conversationCalls, conversationTurns } from '../core/fork';
-import type { Message } from '../core/messages';
 import { GENERATE_WORKFLOW } from '../core/protocol';
 import { RunResultSchema, type RunResult } from '../core/run';
 import { describeZodError } from '../core/schema-errors';
@@ -57,23 +56,10 @@ export function recordedCase(result: RunResult, forkTurn = 0): Pick<EvalCase, 'm
   let seen = 0;
   const firstReply = result.messages.findIndex((message) => message.role === 'model' && ++seen === before + 1);
   const messages = (firstReply === -1 ? result.messages : result.messages.slice(0, firstReply)).filter((message) => message.role !== 'system');
-  const records: ToolRecord[] = [];
-  const calls = conversationCalls(result.messages);
-  for (const call of calls.values()) {
-    if (!call.result) continue;
-    const holder = result.messages[call.result.message]!.content[call.result.part]!;
-    const request = requestOf(result.messages, call.id);
-    if ('toolResponse' in holder && request) records.push({ name: call.toolName, input: request.input, output: holder.toolResponse.output });
-  }
+  const records: ToolRecord[] = [...conversationCalls(result.messages).values()].flatMap((call) =>
+    call.result ? [{ name: call.toolName, input: call.input, output: call.result.output }] : [],
+  );
   return { messages, records, recordedText: result.text };
-}
-
-/** The tool request of call `<turn>.<ref>`. */
-function requestOf(messages: readonly Message[], id: string): { input: unknown } | undefined {
-  const [turn, ref] = [Number(id.slice(0, id.indexOf('.'))), id.slice(id.indexOf('.') + 1)];
-  const reply = messages.filter((message) => message.role === 'model')[turn - 1];
-  for (const part of reply?.content ?? []) if ('toolRequest' in part && part.toolRequest.ref === ref) return { input: part.toolRequest.input };
-  return undefined;
 }
 
 /** A `keel history export` file's run: its agent and result (a run that did not complete is refused). */

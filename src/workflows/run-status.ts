@@ -14,8 +14,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { KEEL_AGENT, KEEL_FORK_OF, KEEL_STATUS } from '../core/search-attributes';
-import { conversationTurns, forkCut, type ForkPoint } from '../core/fork';
-import { addUsage } from '../core/usage';
+import { carriedUsage, conversationTurns, forkCut, type ForkPoint } from '../core/fork';
 import { KeelError, RunStoppedError, ToolFailure, fromApplicationFailure, toApplicationFailure, toKeelError } from '../core/errors';
 import { ToolInterrupt } from '../core/interrupts';
 import { artifactText } from '../core/artifacts';
@@ -71,10 +70,20 @@ function forkPoint(run: RunState, turn: number, withConversation: boolean): Fork
   return {
     agent: run.status.agent,
     turns: conversationTurns(run.messages),
-    ...(spent ? { usage: addUsage(fork?.usage ?? {}, spent, 'the usage a fork carries') } : {}),
+    ...(spent ? { usage: carriedUsage(fork, spent) } : {}),
     ...(fork ? { fork } : {}),
-    ...(withConversation ? { conversation: forkCut(run.messages, turn, run.runId) } : {}),
+    ...(withConversation ? cutAt(run, turn) : {}),
   };
+}
+
+/** The conversation a fork at `turn` keeps, or why it is refused: answered, so the client need not read an error's text. */
+function cutAt(run: RunState, turn: number): Pick<ForkPoint, 'conversation' | 'refusal'> {
+  try {
+    return { conversation: forkCut(run.messages, turn, run.runId) };
+  } catch (error) {
+    if (KeelError.isInstance(error)) return { refusal: error.message };
+    throw error;
+  }
 }
 
 /** Records a signal the run refused and why (the latest KEPT_REFUSED_SIGNALS), for `status` to show. */

@@ -10,6 +10,7 @@ import { checkAnswer, outputValidator } from '../../core/output';
 import type { RunResult } from '../../core/run';
 import { defineActivity } from '../../middleware/activity-door';
 import { canonicalJson } from './recorded-tools';
+import { conversationCalls } from '../../core/fork';
 import type { EvalCase, ScoreResult, Scorer } from './suite';
 
 /** The judge's activity: the model reads the rubric, the prompt and the answer, and answers `{ pass, reason }`. */
@@ -31,13 +32,8 @@ export function scorerLabel(scorer: Scorer): string {
 }
 
 /** The tool calls of a conversation: name and input. */
-export function toolCalls(messages: readonly Message[]): Array<{ name: string; input: unknown }> {
-  return messages.flatMap((message) =>
-    message.role === 'model'
-      ? message.content.flatMap((part) => ('toolRequest' in part ? [{ name: part.toolRequest.name, input: part.toolRequest.input }] : []))
-      : [],
-  );
-}
+export const toolCalls = (messages: readonly Message[]): Array<{ name: string; input: unknown }> =>
+  [...conversationCalls(messages).values()].map((call) => ({ name: call.toolName, input: call.input }));
 
 /** True when `input` has every field of `fields` with the same value (as JSON). */
 function hasFields(input: unknown, fields: Record<string, unknown>): boolean {
