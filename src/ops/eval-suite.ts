@@ -89,25 +89,23 @@ async function queriedRuns(
   query: string,
   limit: number,
 ): Promise<Array<{ runId: string; agent?: string; result: RunResult; forkTurn: number }>> {
-  const runs: Array<{ runId: string; agent?: string; result: RunResult; forkTurn: number }> = [];
-  const listed = client.temporal.workflow.list({ query: `WorkflowType = '${GENERATE_WORKFLOW}' AND ExecutionStatus = 'Completed' AND (${query})` });
-  for await (const run of listed) {
+  const listed = new Map<string, { agent?: string; forkTurn: number }>();
+  for await (const run of client.temporal.workflow.list({ query: `WorkflowType = '${GENERATE_WORKFLOW}' AND ExecutionStatus = 'Completed' AND (${query})` })) {
     // A run an eval suite made (a case's) is not a recorded run; an id listed again is a chain's earlier execution. The
     // suite's query is the user's text: what it lists is checked here too (a completed keel run).
-    if (run.type !== GENERATE_WORKFLOW || run.status.name !== 'COMPLETED') continue;
-    if (run.memo?.[EVAL_MEMO_KEY] !== undefined || runs.some((seen) => seen.runId === run.workflowId)) continue;
-    const result = RunResultSchema.safeParse(await client.temporal.workflow.getHandle(run.workflowId).result());
-    if (!result.success) continue;
+    if (run.type !== GENERATE_WORKFLOW || run.status.name !== 'COMPLETED' || run.memo?.[EVAL_MEMO_KEY] !== undefined || listed.has(run.workflowId)) continue;
     const fork = ForkOriginSchema.safeParse(run.memo?.[FORK_MEMO_KEY]);
-    runs.push({
-      runId: run.workflowId,
-      ...(typeof run.memo?.agent === 'string' ? { agent: run.memo.agent } : {}),
-      result: result.data,
-      forkTurn: fork.success ? fork.data.turn : 0,
-    });
-    if (runs.length >= limit) break;
+    listed.set(run.workflowId, { ...(typeof run.memo?.agent === 'string' ? { agent: run.memo.agent } : {}), forkTurn: fork.success ? fork.data.turn : 0 });
+    if (listed.size >= limit) break;
   }
-  return runs;
+  // Their results, read at once (each may be a stored payload).
+  const runs = await Promise.all(
+    [...listed].map(async ([runId, run]) => {
+      const result = RunResultSchema.safeParse(await client.temporal.workflow.getHandle(runId).result());
+      return result.success ? [{ runId, ...run, result: result.data }] : [];
+    }),
+  );
+  return runs.flat();
 }
 
 /** The suite's cases as the workflow runs them: each recorded run read, each hand-written case checked. */
