@@ -218,10 +218,72 @@ describe('RunHandle.fork', () => {
     );
   });
 
+  it('takes a forged fork input sent with the temporal CLI as a claim: its carried usage counts against no Budget', async () => {
+    // What a fork carries is said, never counted: a made-up carried usage far over the run's own Budget stops nothing.
+    const runId = `forged-fork-${Date.now()}`;
+    const input = {
+      agent: 'stepper',
+      messages: [{ role: 'user', content: [{ text: 'steps 1' }] }],
+      use: [{ name: 'budget', config: { limit: { inputTokens: 100 } } }],
+      fork: { source: 'no-such-run', turn: 0, usage: { inputTokens: 999_999 } },
+    };
+    const started = await temporalCli([
+      'workflow',
+      'start',
+      '--type',
+      'generateWorkflow',
+      '--task-queue',
+      taskQueue!,
+      '--workflow-id',
+      runId,
+      '--input',
+      JSON.stringify(input),
+    ]);
+    expect(started.code, started.stderr).toBe(0);
+    const result = await client.getHandle(runId).result();
+    expect(result.text).toBe('done [step 1] after "steps 1"');
+    expect(result.usage).toEqual({ inputTokens: 20, outputTokens: 4 });
+    expect((await client.getHandle(runId).status()).fork).toEqual(input.fork);
+  });
+
+  it('starts one run when two forks race for the same id; its tools run once', async () => {
+    const runId = `raced-fork-${Date.now()}`;
+    const outcomes = await Promise.allSettled([source.fork({ at: 2, runId }), source.fork({ at: 2, runId })]);
+    expect(outcomes.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(1);
+    const refused = outcomes.find((outcome) => outcome.status === 'rejected');
+    expect(String(refused?.reason)).toMatch(new RegExp(`a run with id "${runId}" is already open`));
+    await client.getHandle(runId).result();
+    expect(calls(runId)).toEqual([3]);
+  });
+
   it('answers the fork point query for a turn from its own record', async () => {
     const point = await client.temporal.workflow.getHandle(source.runId).query(forkPointQuery, 3);
     expect(point).toEqual({ agent: 'stepper', turns: 4, usage: { inputTokens: 30, outputTokens: 6 } });
   });
+});
+
+describe('a fork when its task queue has no worker (it was SIGKILLed)', () => {
+  it('starts nothing, and says no worker checked it', async () => {
+    const alone = writeTestConfig('fork-alone', { modules: [join(ROOT, 'test', 'fixtures', 'fork-agents.ts')] });
+    const lone = spawnKeel(['worker', '--config', alone.configPath], { env: { KEEL_TEST_DIR: alone.dir } });
+    await lone.waitFor(/keel: worker \d+ on task queue/);
+    const aloneClient = await KeelClient.connect(loadConfig({ path: alone.configPath }));
+    try {
+      const source = await aloneClient.start('stepper', 'steps 1');
+      await source.result();
+      lone.kill('SIGKILL');
+      await lone.exited;
+      // The end of a completed run is read without a worker; the check needs one, and none comes.
+      await expect(source.fork({ at: 2, message: 'again' })).rejects.toThrow(
+        `no worker of task queue "${alone.taskQueue}" checked the fork within 30 s: start one (of this keel version or later: older workers lack the check); nothing was started`,
+      );
+      let runs = 0;
+      for await (const _ of aloneClient.temporal.workflow.list({ query: `TaskQueue = '${alone.taskQueue}' AND WorkflowType = 'generateWorkflow'` })) runs++;
+      expect(runs).toBe(1);
+    } finally {
+      await aloneClient.close();
+    }
+  }, 60_000);
 });
 
 describe('a fork on a namespace set up before forks (KeelAgent and KeelStatus, no KeelForkOf)', () => {
