@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import type { ModelRequest, ModelResponse } from './core/messages';
 import type { Usage } from './core/usage';
+import type { Principal } from './core/principal';
 import { OutputSpecSchema, outputValidator, type JsonSchemaObject, type OutputSpec } from './core/output';
 import type { MiddlewareRefInput } from './core/run';
 import type { ModelPrice } from './core/cost';
@@ -37,6 +38,14 @@ export interface ToolContext {
   interrupt: (data?: Record<string, unknown>) => never;
   /** On a restart of this call's own interrupt: the decision's payload (`true` for a bare restart). */
   resumed?: unknown;
+  /**
+   * Whom the run belongs to (docs/tenants.md): its tenant and owner, as its client set them (keel
+   * serve: from the verified identity). Act for them, with their own credentials, not for
+   * whoever runs the worker. Empty for a run started without them.
+   */
+  principal: Principal;
+  /** In a session's turn: who sent it, when its client said (a session may be shared). */
+  sentBy?: Principal;
   /**
    * Reports what this call spent (a paid API's `cost` in USD, tokens of a model it called):
    * added to the run's usage, its tree's and its session's, and counted by Budget like a model

@@ -18,6 +18,7 @@ export { KeelClient, RunHandle, runErrorOf } from './client/keel-client';
 export type { ForkOptions, ForkStarted } from './client/fork';
 export type { StartRunOptions, TypedRunResult } from './client/keel-client';
 export type { InFlight } from './client/run-events';
+export type { Principal } from './core/principal';
 export type { ToolAttempt } from './client/tool-attempts';
 export type { TaskView } from './core/tasks';
 export type { HoldView } from './client/holds';

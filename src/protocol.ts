@@ -25,3 +25,4 @@ export { DecisionSchema, DecisionRecordSchema } from './core/holds';
 export { InvokeOutputSchema, SnapshotSchema, SessionStateSchema, sessionWorkflowId } from './core/session';
 export { ArtifactSchema } from './core/artifacts';
 export { SteerInputSchema, SteerRecordSchema, STEER_METADATA_KEY } from './core/steering';
+export { PRINCIPAL_MEMO_KEY, PrincipalSchema, type Principal } from './core/principal';

@@ -334,7 +334,7 @@ describe('a fork on a namespace set up before forks (KeelAgent and KeelStatus, n
         };
         await expect.poll(() => listed(`KeelAgent = 'stepper' AND KeelStatus = 'completed'`), { timeout: 20_000 }).toEqual([source.runId, handle.runId].sort());
         expect(oldWorker.stderr()).toMatch(
-          /the search attributes KeelForkOf are not registered in namespace "fork-old-\d+", so forks cannot be listed by their source/,
+          /the search attributes KeelForkOf, KeelTenant, KeelOwner are not registered in namespace "fork-old-\d+", so forks by their source and runs by tenant or owner cannot be listed/,
         );
       } finally {
         await oldClient.close();

@@ -51,7 +51,7 @@ function reconciliation(toolName: string, input: unknown, idempotencyKey: string
 }
 
 /** One tool call (the `callTool` activity): input and output checked against the tool's schemas, what it reported spent counted. */
-export function callTool(scope: WorkerScope, { toolName, input, resumed, refusedBefore }: CallToolInput): Promise<ToolCallResult> {
+export function callTool(scope: WorkerScope, { toolName, input, resumed, refusedBefore, principal, sentBy }: CallToolInput): Promise<ToolCallResult> {
   const { activity, registry, config, limit } = scope;
   return activity(async () => {
     const context = Context.current();
@@ -98,6 +98,8 @@ export function callTool(scope: WorkerScope, { toolName, input, resumed, refused
           throw new InterruptRequest(data);
         },
         ...(resumed !== undefined ? { resumed } : {}),
+        principal: principal ?? {},
+        ...(sentBy ? { sentBy } : {}),
       };
       const attributes = { 'keel.run_id': runId, 'keel.tool': toolName, 'gen_ai.tool.name': toolName, 'keel.attempt': info.attempt };
       const startedAt = performance.now();

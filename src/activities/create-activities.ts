@@ -9,7 +9,7 @@
  */
 import { NOTICE_WORKFLOW } from '../core/hold-notices';
 import { deliverHoldNotice, notifyWebhooks, type NoticeScope } from './deliver-notice';
-import { asActivity, type ActivityDependencies, type WorkerScope } from './worker-scope';
+import { asActivity, type ActivityDependencies, type IndexedAttributes, type WorkerScope } from './worker-scope';
 import { hasSearchAttributes, resolveAgent } from './resolve-agent';
 import { callModel } from './call-model';
 import { callTool, validateToolOutput } from './call-tool';
@@ -54,7 +54,7 @@ export function createActivities({
     (keys ??= loadSigningKeys({ security: config.security ?? { signingKeyFile: '.keel/signing-key' }, baseDir: config.baseDir ?? process.cwd() }));
   // Webhooks whose secret is missing refuse the worker now, not at the first hold.
   const notices: NoticeScope = { webhooks: notifyWebhooks(config.notify ?? []), serve: config.serve, keys: proofKeys };
-  let searchAttributes: Promise<{ indexed: boolean; forks: boolean }> | undefined;
+  let searchAttributes: Promise<IndexedAttributes> | undefined;
   const scope: WorkerScope = {
     registry,
     config,

@@ -3,7 +3,7 @@
  * as the model sees them, middleware, activity timeouts, which calls are local). Recorded in
  * history, so a changed definition never breaks a run under way. Node side.
  */
-import type { WorkerScope } from './worker-scope';
+import type { IndexedAttributes, WorkerScope } from './worker-scope';
 import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import { z } from 'zod';
@@ -16,7 +16,7 @@ import type { Registry } from '../registry';
 import { NotRegisteredError } from './not-registered';
 import { temporal } from '@temporalio/proto';
 import { log } from '@temporalio/activity';
-import { KEEL_AGENT, KEEL_FORK_OF, KEEL_SEARCH_ATTRIBUTES, KEEL_STATUS, registerCommand } from '../core/search-attributes';
+import { KEEL_AGENT, KEEL_FORK_OF, KEEL_OWNER, KEEL_SEARCH_ATTRIBUTES, KEEL_STATUS, KEEL_TENANT, registerCommand } from '../core/search-attributes';
 
 /** JSON schema of a zod schema, as the model sees it. */
 export function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
@@ -42,7 +42,7 @@ function describeTool(tool: Tool): ToolDefinition {
  * says once how to register them. A lookup that fails (no permission for the operator service)
  * counts as absent.
  */
-export async function hasSearchAttributes(client: Client): Promise<{ indexed: boolean; forks: boolean }> {
+export async function hasSearchAttributes(client: Client): Promise<IndexedAttributes> {
   const namespace = client.options.namespace;
   let registered = (_name: string) => false;
   try {
@@ -52,11 +52,18 @@ export async function hasSearchAttributes(client: Client): Promise<{ indexed: bo
   } catch {
     // Fall through: treated as not registered.
   }
-  const found = { indexed: registered(KEEL_AGENT.name) && registered(KEEL_STATUS.name), forks: false };
-  found.forks = found.indexed && registered(KEEL_FORK_OF.name);
+  const indexed = registered(KEEL_AGENT.name) && registered(KEEL_STATUS.name);
+  const found = {
+    indexed,
+    forks: indexed && registered(KEEL_FORK_OF.name),
+    principals: indexed && registered(KEEL_TENANT.name) && registered(KEEL_OWNER.name),
+  };
   if (!KEEL_SEARCH_ATTRIBUTES.every(registered)) {
+    const lost = indexed
+      ? [...(found.forks ? [] : ['forks by their source']), ...(found.principals ? [] : ['runs by tenant or owner'])].join(' and ')
+      : 'runs by agent or status';
     log.warn(
-      `keel: the search attributes ${KEEL_SEARCH_ATTRIBUTES.filter((name) => !registered(name)).join(', ')} are not registered in namespace "${namespace}", so ${found.indexed ? 'forks cannot be listed by their source' : 'runs cannot be listed by agent or status'}; register them with: npx keel namespace setup (this worker's config), or ${registerCommand(namespace)}`,
+      `keel: the search attributes ${KEEL_SEARCH_ATTRIBUTES.filter((name) => !registered(name)).join(', ')} are not registered in namespace "${namespace}", so ${lost} cannot be listed; register them with: npx keel namespace setup (this worker's config), or ${registerCommand(namespace)}`,
     );
   }
   return found;
@@ -87,10 +94,13 @@ function modelQueuesOf(registry: Registry, taskQueue: string): { modelQueues?: R
   return limited.length ? { modelQueues: Object.fromEntries(limited.sort().map((name) => [name, modelTaskQueue(taskQueue, name)])) } : {};
 }
 
-/** What the spec says of the namespace's search attributes: `searchAttributes` (KeelAgent and KeelStatus), and `forkAttribute` (KeelForkOf too). */
-async function indexing(scope: WorkerScope): Promise<Pick<AgentSpec, 'searchAttributes' | 'forkAttribute'>> {
-  const { indexed, forks } = await scope.searchAttributes();
-  return { searchAttributes: indexed, ...(forks ? { forkAttribute: true } : {}) };
+/**
+ * What the spec says of the namespace's search attributes: `searchAttributes` (KeelAgent and
+ * KeelStatus), `forkAttribute` (KeelForkOf too), `principalAttributes` (KeelTenant and KeelOwner too).
+ */
+async function indexing(scope: WorkerScope): Promise<Pick<AgentSpec, 'searchAttributes' | 'forkAttribute' | 'principalAttributes'>> {
+  const { indexed, forks, principals } = await scope.searchAttributes();
+  return { searchAttributes: indexed, ...(forks ? { forkAttribute: true } : {}), ...(principals ? { principalAttributes: true } : {}) };
 }
 
 /** The agent's spec as registered on this worker (the `resolveAgent` activity). */

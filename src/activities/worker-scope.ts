@@ -28,6 +28,13 @@ export interface ActivityDependencies {
   modelRequestTimeout?: Duration;
 }
 
+/** Which of keel's search attributes a namespace has, by what a run does with them. */
+export interface IndexedAttributes {
+  indexed: boolean;
+  forks: boolean;
+  principals: boolean;
+}
+
 /** What the activities of one worker share. */
 export interface WorkerScope {
   registry: Registry;
@@ -41,7 +48,7 @@ export interface WorkerScope {
   /** Runs one activity's work (see `asActivity`), carrying what refusals of the call recorded. */
   activity: <T>(work: () => Promise<T>, refusedBefore?: RefusedBefore) => Promise<T>;
   /** Whether the namespace has keel's search attributes: asked once per worker, on the first run. */
-  searchAttributes: () => Promise<{ indexed: boolean; forks: boolean }>;
+  searchAttributes: () => Promise<IndexedAttributes>;
 }
 
 const INTERRUPT_REQUEST = '__keelInterruptRequest';

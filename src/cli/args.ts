@@ -23,7 +23,8 @@ commands:
                               --id <runId> or --id-prefix <prefix> to name it)
   watch <runId>               follow a run's events as keel run prints them, until it ends
   list                        the namespace's runs, newest first (--agent <name>, --status <state>,
-                              --limit <n>; state: waiting, running, completed, failed, ...)
+                              --tenant <t>, --owner <subject>, --limit <n>; state: waiting,
+                              running, completed, failed, ...)
   status <runId>              the run's state, turn, usage and pending holds (JSON)
   abort <runId>               cancel a run
   approve <runId> <id>        approve a pending hold

@@ -32,6 +32,8 @@ export const OPTIONS = {
   model: { type: 'string' },
   junit: { type: 'string' },
   status: { type: 'string' },
+  tenant: { type: 'string' },
+  owner: { type: 'string' },
   limit: { type: 'string' },
   host: { type: 'string' },
   port: { type: 'string' },

@@ -1,6 +1,7 @@
 /**
  * The commands that read runs: `keel status`, `keel list`, `keel tasks`, `keel holds`. Node side.
  */
+import { principalOfMemo, type Principal } from '../core/principal';
 import type { KeelConfig } from '../config/schema';
 import { FORK_MEMO_KEY, ForkOriginSchema, type ForkOrigin } from '../core/fork';
 import { KeelError } from '../core/errors';
@@ -28,7 +29,8 @@ function recordedStatus(description: { memo?: Record<string, unknown>; searchAtt
 
 /** `keel list`: the namespace's runs, newest first, by agent and state. */
 export async function commandList(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
-  if (positionals.length) throw new UsageError(`keel list takes no arguments (filter with --agent, --status, --limit); got ${positionals.join(' ')}`);
+  if (positionals.length)
+    throw new UsageError(`keel list takes no arguments (filter with --agent, --status, --tenant, --owner, --limit); got ${positionals.join(' ')}`);
   const state = options.status === undefined ? undefined : RunLifecycleSchema.safeParse(options.status);
   if (state && !state.success)
     throw new UsageError(`keel list --status: "${options.status}" is not a run state; one of ${RunLifecycleSchema.options.join(', ')}`);
@@ -37,13 +39,22 @@ export async function commandList(config: KeelConfig, positionals: string[], opt
     const runs = await client.list({
       ...(options.agent !== undefined ? { agent: options.agent } : {}),
       ...(state?.success ? { state: state.data } : {}),
+      ...(options.tenant !== undefined ? { tenant: options.tenant } : {}),
+      ...(options.owner !== undefined ? { owner: options.owner } : {}),
       limit,
     });
+    const whose = (run: (typeof runs)[number]) => (run.tenant || run.owner ? `  ${run.owner ?? ''}${run.tenant ? `@${run.tenant}` : ''}` : '');
     const line = (run: (typeof runs)[number]) =>
-      `${run.runId}  ${run.state}${run.holds ? ` (${run.holds} hold${run.holds > 1 ? 's' : ''})` : ''}  ${run.agent ?? '?'}  ${run.startedAt}${run.prompt ? `  ${run.prompt}` : ''}`;
+      `${run.runId}  ${run.state}${run.holds ? ` (${run.holds} hold${run.holds > 1 ? 's' : ''})` : ''}  ${run.agent ?? '?'}${whose(run)}  ${run.startedAt}${run.prompt ? `  ${run.prompt}` : ''}`;
     print(options.json, { runs }, runs.map(line).join('\n') || '(no runs)');
     return EXIT.ok;
   });
+}
+
+/** `{ principal }` when the memo records whom the run belongs to. */
+function principalField(memo: Record<string, unknown> | undefined): { principal?: Principal } {
+  const principal = principalOfMemo(memo);
+  return principal.tenant || principal.owner ? { principal } : {};
 }
 
 /** The fork a run is, as its status says or its memo recorded. */
@@ -104,6 +115,8 @@ export async function commandStatus(config: KeelConfig, positionals: string[], o
       ...((result?.decisions ?? status?.decisions)?.length ? { decisions: result?.decisions ?? status?.decisions } : {}),
       // The steering messages the run took (or has pending), in order.
       ...(status?.steering?.length ? { steering: status.steering } : {}),
+      // Whom the run belongs to (docs/tenants.md), from its memo.
+      ...principalField(description.memo),
       // A fork's lineage: its source and turn, from the run or (no worker needed) its memo.
       ...(forkOf(status, description.memo) ? { fork: forkOf(status, description.memo) } : {}),
     });

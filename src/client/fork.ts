@@ -29,6 +29,7 @@ import type { RunVersioning } from '../core/versioning';
 import { runErrorOf } from '../node/run-errors';
 
 import { startGenerate } from './start-run';
+import { principalMemo, principalOfMemo, type Principal } from '../core/principal';
 
 /** Options of `RunHandle.fork`. */
 export interface ForkOptions extends ForkEdits {
@@ -79,16 +80,18 @@ async function readSource(
   temporal: Client,
   source: string,
   turn: number,
-): Promise<{ point: ForkPoint; kept: Message[]; taskQueue: string; inherited: Partial<RunInputOptions> }> {
+): Promise<{ point: ForkPoint; kept: Message[]; taskQueue: string; inherited: Partial<RunInputOptions>; principal: Principal }> {
   const handle = temporal.workflow.getHandle(source);
   try {
     const { taskQueue, status, memo, runId } = await handle.describe();
     const inherited = await runOptionsOf(temporal, source, runId);
+    // A fork belongs to whom its source belongs (docs/tenants.md).
+    const principal = principalOfMemo(memo);
     const ended = status.name === 'COMPLETED' ? await finishedRunPoint(handle, memo, turn) : undefined;
-    if (ended) return { ...ended, taskQueue, inherited };
+    if (ended) return { ...ended, taskQueue, inherited, principal };
     const point = await handle.query(forkPointQuery, turn, true);
     if (point.refusal !== undefined) throw new KeelError('INVALID_ARGUMENT', point.refusal);
-    return { point, kept: point.conversation ?? [], taskQueue, inherited };
+    return { point, kept: point.conversation ?? [], taskQueue, inherited, principal };
   } catch (error) {
     if (error instanceof WorkflowNotFoundError) throw new KeelError('NOT_FOUND', `no run "${source}" exists`);
     if (KeelError.isInstance(error)) throw error;
@@ -182,7 +185,7 @@ export async function forkRun(
     args: [input, ...messageChunks(edited.messages)],
     excerpt: promptExcerpt(edited.messages),
     versioning: versioning[forkAgent],
-    memo: { [FORK_MEMO_KEY]: fork },
+    memo: { [FORK_MEMO_KEY]: fork, ...principalMemo(read.principal) },
   });
   return { runId, source, turn: at, usage };
 }

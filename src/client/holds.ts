@@ -7,7 +7,8 @@
  * person deciding needs (the question, the call's input, what the user asked, what the agent was
  * doing, its agent) comes from that one listing: the memo carries it. Node side.
  */
-import { listExecutions } from '../node/list-executions';
+import { listExecutions, type ListScope } from '../node/list-executions';
+import { principalOfMemo, type Principal } from '../core/principal';
 import { ServiceError, type Client } from '@temporalio/client';
 import { HOLDS_MEMO_KEY, MemoHoldSchema, memoHolds, type MemoHold } from '../core/run';
 import { decideCommands } from './decide-commands';
@@ -26,6 +27,8 @@ export interface HoldView extends MemoHold {
   agent?: string;
   /** What the user asked: the prompt `runId` was started with, when keel's client started it (else, for its own hold, what the run was asked). */
   prompt?: string;
+  /** Whom `runId` belongs to (docs/tenants.md), when it was started for someone. */
+  principal?: Principal;
   /** The command that approves it (for a hold whose decision takes `{ approved }`). */
   approve?: string;
   /** The command that denies it (likewise). */
@@ -51,19 +54,19 @@ interface WaitingRun {
 }
 
 /** Lists the open keel runs that may hold something, with their memo. */
-async function* waitingRuns(client: Client): AsyncGenerator<WaitingRun> {
+async function* waitingRuns(client: Client, scope: ListScope | undefined): AsyncGenerator<WaitingRun> {
   const base = `WorkflowType='${GENERATE_WORKFLOW}' AND ExecutionStatus='Running'`;
   let query = `${base} AND ${KEEL_STATUS.name}='waiting'`;
   try {
     // Without keel's search attributes the query is refused: then every open run is looked at.
-    const first = listExecutions(client, { query, pageSize: 1000 });
+    const first = listExecutions(client, { query, pageSize: 1000, scope });
     for await (const run of first) yield { runId: run.workflowId, ...(run.memo ? { memo: run.memo } : {}), ...agentOf(run) };
     return;
   } catch (error) {
     if (!(error instanceof ServiceError) || !/KeelStatus|search attribute/i.test(error.message)) throw error;
     query = base;
   }
-  for await (const run of listExecutions(client, { query, pageSize: 1000 }))
+  for await (const run of listExecutions(client, { query, pageSize: 1000, scope }))
     yield { runId: run.workflowId, ...(run.memo ? { memo: run.memo } : {}), ...agentOf(run) };
 }
 
@@ -90,20 +93,22 @@ function holdView(run: WaitingRun, hold: MemoHold): HoldView {
   const own = !hold.path?.length;
   const agent = hold.agent ?? (own ? run.agent : undefined);
   const prompt = typeof run.memo?.prompt === 'string' ? run.memo.prompt : own ? hold.asked : undefined;
+  const principal = principalOfMemo(run.memo);
   return {
     runId: run.runId,
     label: own ? runLabel(run.runId) : hold.id.split('/').slice(0, -1).join('/'),
     ...hold,
     ...(agent !== undefined ? { agent } : {}),
     ...(prompt !== undefined ? { prompt } : {}),
+    ...(principal.tenant || principal.owner ? { principal } : {}),
     ...decideCommands(run.runId, hold.id, hold.approvable),
   };
 }
 
 /** Every pending hold in the client's namespace, once each, oldest first (holds from before `since` last), with the commands that decide it. */
-export async function listHolds(client: Client): Promise<HoldView[]> {
+export async function listHolds(client: Client, scope?: ListScope): Promise<HoldView[]> {
   const found: Array<{ run: WaitingRun; holds: MemoHold[] }> = [];
-  for await (const run of waitingRuns(client)) {
+  for await (const run of waitingRuns(client, scope)) {
     const holds = await holdsOf(client, run.runId, run.memo ?? {});
     if (holds.length) found.push({ run, holds });
   }

@@ -38,6 +38,7 @@ import { describeZodError } from '../core/schema-errors';
 import { connectClient } from '../worker/connect';
 import { GENERATE_WORKFLOW, messagesQuery, resumeSignal, resumeUpdate, statusQuery, steerUpdate } from '../core/protocol';
 import type { SteerRecord } from '../core/steering';
+import { checkedPrincipal, principalMemo, type Principal } from '../core/principal';
 
 /** Options of `KeelClient.start`. */
 export interface StartRunOptions {
@@ -70,6 +71,10 @@ export interface StartRunOptions {
    * (docs/structured-output.md). The result's `output` holds it.
    */
   output?: OutputOption;
+  /** Whose run it is: the tenant it belongs to (docs/tenants.md); runs it starts belong to it too. */
+  tenant?: string;
+  /** Whose run it is: who started it (a verified subject; docs/tenants.md). */
+  owner?: string;
 }
 
 /** A run's result with its structured answer typed (`unknown` when the run was started by agent name). */
@@ -602,6 +607,8 @@ export class KeelClient {
       state,
       continueAsNewAt,
       output,
+      tenant,
+      owner,
     }: StartRunOptions = {},
   ): Promise<RunHandle<Output>> {
     const agent = typeof agentOrName === 'string' ? agentOrName : agentOrName.name;
@@ -624,7 +631,16 @@ export class KeelClient {
     assertInputFits(this.temporal, input, `the input of run ${runId} (agent "${agent}")`);
     // What `describe`, `list` and the Web UI show of the run: its agent and how its prompt starts.
     const excerpt = promptExcerpt(messages);
-    await startGenerate(this.temporal, { runId, agent, taskQueue: taskQueue ?? this.taskQueue, args: [input], excerpt, versioning: this.versioning[agent] });
+    const principal = checkedPrincipal({ tenant, owner });
+    await startGenerate(this.temporal, {
+      runId,
+      agent,
+      taskQueue: taskQueue ?? this.taskQueue,
+      args: [input],
+      excerpt,
+      versioning: this.versioning[agent],
+      memo: principalMemo(principal),
+    });
     return new RunHandle<Output>({ client: this.temporal, runId, versioning: this.versioning });
   }
 
@@ -638,9 +654,19 @@ export class KeelClient {
     return new RunHandle({ client: this.temporal, runId, versioning: this.versioning });
   }
 
-  /** A session of a server-managed agent (session: 'server'). */
-  session(agent: string, sessionId: string): SessionHandle {
-    return new SessionHandle({ client: this.temporal, agent, sessionId, taskQueue: this.taskQueue, versioning: this.versioning[agent] });
+  /**
+   * A session of a server-managed agent (session: 'server'). `tenant` and `owner` say who sends
+   * through this handle: a session it starts belongs to them, and each turn records its sender.
+   */
+  session(agent: string, sessionId: string, principal: Principal = {}): SessionHandle {
+    return new SessionHandle({
+      client: this.temporal,
+      agent,
+      sessionId,
+      taskQueue: this.taskQueue,
+      versioning: this.versioning[agent],
+      principal: checkedPrincipal(principal),
+    });
   }
 
   /**

@@ -5,11 +5,12 @@
  * Temporal's execution status say, which cannot tell `waiting` from `running` without the memo's
  * holds). Reads Temporal only: no worker needed. Node side.
  */
-import { listExecutions } from '../node/list-executions';
+import { listExecutions, type ListScope } from '../node/list-executions';
 import { ServiceError, type Client, type WorkflowExecutionInfo } from '@temporalio/client';
 import { z } from 'zod';
 import { HOLDS_MEMO_KEY, MemoHoldSchema, RunLifecycleSchema, type RunLifecycle } from '../core/run';
-import { KEEL_AGENT, KEEL_STATUS, queryString } from '../core/search-attributes';
+import { KEEL_AGENT, KEEL_OWNER, KEEL_STATUS, KEEL_TENANT, queryString } from '../core/search-attributes';
+import { principalOfMemo } from '../core/principal';
 import { runLabel } from '../core/run-label';
 import { GENERATE_WORKFLOW } from '../core/protocol';
 
@@ -32,12 +33,18 @@ export interface RunListing {
    * too, is counted on the sub-agent's row only.
    */
   holds?: number;
+  /** Whom it belongs to (docs/tenants.md), when it was started for someone. */
+  tenant?: string;
+  owner?: string;
 }
 
 /** What to list. */
 export interface ListRunsOptions {
   agent?: string;
   state?: RunLifecycle;
+  /** Only the runs of this tenant, or started by this owner (docs/tenants.md). */
+  tenant?: string;
+  owner?: string;
   /** At most this many (default 50). */
   limit?: number;
   /** Only runs started at or after this time. */
@@ -63,10 +70,12 @@ const BY_TEMPORAL: Record<string, RunLifecycle> = {
 };
 
 /** The visibility query for `options`, with or without keel's search attributes. */
-function queryOf({ agent, state, startedAfter }: ListRunsOptions, indexed: boolean): string {
+function queryOf({ agent, state, startedAfter, tenant, owner }: ListRunsOptions, indexed: boolean): string {
   const clauses = [`WorkflowType='${GENERATE_WORKFLOW}'`];
   if (startedAfter !== undefined) clauses.push(`StartTime >= '${startedAfter.toISOString()}'`);
   if (indexed && agent !== undefined) clauses.push(`${KEEL_AGENT.name}=${queryString(agent)}`);
+  if (indexed && tenant !== undefined) clauses.push(`${KEEL_TENANT.name}=${queryString(tenant)}`);
+  if (indexed && owner !== undefined) clauses.push(`${KEEL_OWNER.name}=${queryString(owner)}`);
   if (state === 'waiting' || state === 'running') {
     clauses.push(`ExecutionStatus='Running'`);
     if (indexed) clauses.push(`${KEEL_STATUS.name}='${state}'`);
@@ -94,7 +103,10 @@ export function runListing(run: Omit<WorkflowExecutionInfo, 'raw'>): RunListing 
           ? 'waiting'
           : 'running'
       : (BY_TEMPORAL[run.status.name] ?? 'failed');
-  const agent = agentAttribute ?? (typeof run.memo?.agent === 'string' ? run.memo.agent : undefined);
+  // A session's turn is a run of the session's agent (`session/<agent>/<id>/run-<n>`), indexed or not yet.
+  const sessionAgent = parentId?.startsWith('session/') && run.workflowId.startsWith(`${parentId}/run-`) ? parentId.split('/')[1] : undefined;
+  const agent = agentAttribute ?? (typeof run.memo?.agent === 'string' ? run.memo.agent : sessionAgent);
+  const { tenant, owner } = principalOfMemo(run.memo);
   return {
     runId: run.workflowId,
     label: runLabel(run.workflowId, parentId),
@@ -105,19 +117,23 @@ export function runListing(run: Omit<WorkflowExecutionInfo, 'raw'>): RunListing 
     ...(run.closeTime ? { endedAt: run.closeTime.toISOString() } : {}),
     ...(typeof run.memo?.prompt === 'string' ? { prompt: run.memo.prompt } : {}),
     ...(state === 'waiting' && own ? { holds: own } : {}),
+    ...(tenant !== undefined ? { tenant } : {}),
+    ...(owner !== undefined ? { owner } : {}),
   };
 }
 
-/** The namespace's generate runs matching `options`, newest first (as Temporal lists them). */
-export async function listRuns(client: Client, options: ListRunsOptions = {}): Promise<RunListing[]> {
+/** The namespace's generate runs matching `options`, newest first (as Temporal lists them); with `scope`, only those it admits. */
+export async function listRuns(client: Client, options: ListRunsOptions = {}, scope?: ListScope): Promise<RunListing[]> {
   const limit = options.limit ?? 50;
   const collect = async (indexed: boolean) => {
     const found: RunListing[] = [];
-    for await (const run of listExecutions(client, { query: queryOf(options, indexed), pageSize: Math.min(limit, 100) })) {
+    for await (const run of listExecutions(client, { query: queryOf(options, indexed), pageSize: Math.min(limit, 100), scope })) {
       // A run that continued as new goes on in a later execution of the same id, listed on its own.
       if (run.status.name === 'CONTINUED_AS_NEW') continue;
       const shown = runListing(run);
       if (!indexed && options.agent !== undefined && shown.agent !== options.agent) continue;
+      if (!indexed && ((options.tenant !== undefined && shown.tenant !== options.tenant) || (options.owner !== undefined && shown.owner !== options.owner)))
+        continue;
       if (!indexed && (options.state === 'waiting' || options.state === 'running') && shown.state !== options.state) continue;
       found.push(shown);
       if (found.length >= limit) break;
@@ -128,7 +144,7 @@ export async function listRuns(client: Client, options: ListRunsOptions = {}): P
     return await collect(true);
   } catch (error) {
     // Without keel's search attributes the query is refused: then filter what Temporal lists.
-    if (!(error instanceof ServiceError) || !/KeelStatus|KeelAgent|search attribute/i.test(error.message)) throw error;
+    if (!(error instanceof ServiceError) || !/KeelStatus|KeelAgent|KeelTenant|KeelOwner|search attribute/i.test(error.message)) throw error;
     return collect(false);
   }
 }

@@ -12,6 +12,7 @@ import { sessionWorkflowId, type InvokeOutput, type Snapshot } from '../core/ses
 import { sessionIdProblem } from '../core/session';
 import { SESSION_WORKFLOW, abortSessionUpdate, currentRunQuery, invokeUpdate, snapshotQuery, steerUpdate, waitForSnapshotUpdate } from '../core/protocol';
 import { versioningMemo, type RunVersioning } from '../core/versioning';
+import { PRINCIPAL_MEMO_KEY, principalMemo, type Principal } from '../core/principal';
 import { assertInputFits } from './input-limit';
 import { runErrorOf } from '../node/run-errors';
 import { unknownSteerError } from './unknown-update';
@@ -26,6 +27,8 @@ export interface SessionHandleOptions {
   taskQueue: string;
   /** How the session's runs move between builds (`deployment.agents`); absent: the worker's default. */
   versioning?: RunVersioning | undefined;
+  /** Who sends through this handle (docs/tenants.md): a session it starts belongs to them, and each turn records them. */
+  principal?: Principal;
 }
 
 /** Options of `SessionHandle.send`. */
@@ -36,6 +39,12 @@ export interface SendOptions {
   snapshotId?: string;
   /** Makes the send idempotent: sent again with the same id, it gets the first answer instead of starting a second run. */
   requestId?: string;
+  /**
+   * Sends only to a session that belongs to exactly this principal (or starts one of this
+   * handle's): what an access check found, held even if another starts the session meanwhile.
+   * Refused NOT_FOUND otherwise (docs/tenants.md).
+   */
+  ifBelongsTo?: Principal;
 }
 
 /** One session of a server-managed agent. */
@@ -45,10 +54,11 @@ export class SessionHandle {
   readonly sessionId: string;
   private readonly taskQueue: string;
   private readonly versioning: RunVersioning | undefined;
+  private readonly principal: Principal;
   /** The session's workflow id. */
   readonly workflowId: string;
 
-  constructor({ client, agent, sessionId, taskQueue, versioning }: SessionHandleOptions) {
+  constructor({ client, agent, sessionId, taskQueue, versioning, principal = {} }: SessionHandleOptions) {
     const problem = sessionIdProblem(sessionId);
     if (problem) throw new KeelError('INVALID_ARGUMENT', problem);
     this.client = client;
@@ -56,26 +66,38 @@ export class SessionHandle {
     this.sessionId = sessionId;
     this.taskQueue = taskQueue;
     this.versioning = versioning;
+    this.principal = principal;
     this.workflowId = sessionWorkflowId(agent, sessionId);
   }
 
   /** Sends a prompt or messages, which run as one generate run of the session. Starts the session if it is new. */
-  async send(prompt: string | Message[], { detach = false, snapshotId, requestId }: SendOptions = {}): Promise<InvokeOutput> {
+  async send(prompt: string | Message[], { detach = false, snapshotId, requestId, ifBelongsTo }: SendOptions = {}): Promise<InvokeOutput> {
     const messages: Message[] = typeof prompt === 'string' ? [{ role: 'user', content: [{ text: prompt }] }] : prompt;
     assertInputFits(this.client, messages, `the messages sent to session "${this.sessionId}"`);
     // One update id for every attempt of this send: the server takes it at most once.
     const updateId = requestId ?? randomUUID();
+    const sender = principalMemo(this.principal)[PRINCIPAL_MEMO_KEY];
+    const memo = { ...versioningMemo(this.versioning), ...principalMemo(this.principal) };
     // An operation is used once: each attempt gets its own.
     const attempt = () =>
       this.client.workflow.executeUpdateWithStart(invokeUpdate, {
-        args: [{ messages, detach, ...(snapshotId ? { snapshotId } : {}), ...(requestId ? { requestId } : {}) }],
+        args: [
+          {
+            messages,
+            detach,
+            ...(snapshotId ? { snapshotId } : {}),
+            ...(requestId ? { requestId } : {}),
+            ...(sender ? { sentBy: sender } : {}),
+            ...(ifBelongsTo ? { ifBelongsTo } : {}),
+          },
+        ],
         updateId,
         startWorkflowOperation: new WithStartWorkflowOperation(SESSION_WORKFLOW, {
           workflowId: this.workflowId,
           taskQueue: this.taskQueue,
           args: [{ agent: this.agent, sessionId: this.sessionId }],
           workflowIdConflictPolicy: 'USE_EXISTING',
-          ...(this.versioning ? { memo: versioningMemo(this.versioning) } : {}),
+          ...(Object.keys(memo).length ? { memo } : {}),
         }),
       });
     try {

@@ -9,6 +9,9 @@ import { GENERATE_WORKFLOW } from '../core/protocol';
 import type { RunInputOptions } from '../core/run';
 import { versioningMemo, type RunVersioning } from '../core/versioning';
 import { inSpan } from '../telemetry/spans';
+import { TypedSearchAttributes } from '@temporalio/common';
+import { principalOfMemo } from '../core/principal';
+import { KEEL_AGENT, KEEL_OWNER, KEEL_TENANT } from '../core/search-attributes';
 import type { Message } from '../core/messages';
 
 /** What `startGenerate` starts. */
@@ -25,11 +28,30 @@ export interface StartGenerateOptions {
   memo?: Record<string, unknown>;
 }
 
+/** Clients whose namespace refused keel's principal attributes at a start. */
+const unindexed = new WeakSet<Client>();
+
+/** Whether a start records whom the run belongs to in its search attributes (a run's workflow does too, once it first runs). */
+function indexes(temporal: Client, memo: Record<string, unknown>): boolean {
+  const { tenant, owner } = principalOfMemo(memo);
+  return (tenant !== undefined || owner !== undefined) && !unindexed.has(temporal);
+}
+
+/** KeelAgent, KeelTenant and KeelOwner at start, so that a scoped listing finds the run before its first workflow task (docs/tenants.md). */
+function startAttributes(agent: string, memo: Record<string, unknown>): TypedSearchAttributes {
+  const { tenant, owner } = principalOfMemo(memo);
+  return new TypedSearchAttributes([
+    { key: KEEL_AGENT, value: agent },
+    ...(tenant !== undefined ? [{ key: KEEL_TENANT, value: tenant }] : []),
+    ...(owner !== undefined ? [{ key: KEEL_OWNER, value: owner }] : []),
+  ]);
+}
+
 /** Starts the run; an open run with the id is ALREADY_EXISTS, any other refusal UNAVAILABLE (or its own status) with the server's reason. */
 export async function startGenerate(temporal: Client, { runId, agent, taskQueue, args, excerpt, versioning, memo = {} }: StartGenerateOptions): Promise<void> {
   try {
     // The root of the run's trace when tracing is on: Temporal's spans for the start, the workflow and its activities go under it.
-    await inSpan(`keel.run ${agent}`, { 'keel.run_id': runId, 'keel.agent': agent }, () =>
+    const start = (indexed: boolean) =>
       temporal.workflow.start(GENERATE_WORKFLOW, {
         taskQueue,
         workflowId: runId,
@@ -37,8 +59,19 @@ export async function startGenerate(temporal: Client, { runId, agent, taskQueue,
         // keelVersioning: how the run moves between builds, when its agent has a choice in `deployment.agents`.
         memo: { agent, prompt: excerpt, ...versioningMemo(versioning), ...memo },
         staticSummary: `${agent}: ${excerpt}`,
-      }),
-    );
+        ...(indexed ? { typedSearchAttributes: startAttributes(agent, memo) } : {}),
+      });
+    await inSpan(`keel.run ${agent}`, { 'keel.run_id': runId, 'keel.agent': agent }, async () => {
+      if (!indexes(temporal, memo)) return start(false);
+      try {
+        return await start(true);
+      } catch (error) {
+        // A namespace without KeelTenant and KeelOwner: the run is listed by its memo alone (this client stops asking).
+        if (!/KeelTenant|KeelOwner|search attribute/i.test(`${(error as Error).message} ${(error as { cause?: Error }).cause?.message ?? ''}`)) throw error;
+        unindexed.add(temporal);
+        return start(false);
+      }
+    });
   } catch (error) {
     if (error instanceof WorkflowExecutionAlreadyStartedError)
       throw new KeelError('ALREADY_EXISTS', `a run with id "${runId}" is already open; choose another id`);

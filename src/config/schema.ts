@@ -103,6 +103,8 @@ export const AuthConfigSchema = z.union([
       jwks: z.string().min(1),
       /** The claim listing the identity's groups. */
       groupsClaim: z.string().min(1).default('groups'),
+      /** The claim naming the identity's tenant (docs/tenants.md); a token without it has no tenant. */
+      tenantClaim: z.string().min(1).default('tenant'),
     })
     .strict(),
   z
@@ -115,12 +117,39 @@ export const AuthConfigSchema = z.union([
           groupsHeader: z.string().min(1).optional(),
           /** The proxy's addresses: a request from any other is refused. */
           from: z.array(z.string().min(1)).min(1),
+          /** The header it names the user's tenant in, if any (docs/tenants.md). */
+          tenantHeader: z.string().min(1).optional(),
         })
         .strict(),
     })
     .strict(),
 ]);
 export type AuthConfig = z.infer<typeof AuthConfigSchema>;
+
+/**
+ * Who may do what to a run (docs/tenants.md): each action lists who: `owner` (who started it),
+ * `tenant` (anyone of its tenant), `tenant:<group>` (anyone of its tenant in that group),
+ * `group:<name>` (anyone in that group, of any tenant), `user:<subject>`, or `*` (anyone verified).
+ */
+const AccessRuleSchema = z
+  .array(z.string().regex(/^(owner|tenant|\*|tenant:.+|group:.+|user:.+)$/, 'owner, tenant, tenant:<group>, group:<name>, user:<subject> or *'))
+  .min(1);
+const DEFAULT_ACCESS = ['owner', 'tenant:admins'];
+export const AccessConfigSchema = z
+  .object({
+    /** List it, read it, follow its events, read a chat's history. */
+    read: AccessRuleSchema.default(() => [...DEFAULT_ACCESS]),
+    /** Send it more: a steering message, a chat's or session's next turn. */
+    steer: AccessRuleSchema.default(() => [...DEFAULT_ACCESS]),
+    /** Cancel it. */
+    abort: AccessRuleSchema.default(() => [...DEFAULT_ACCESS]),
+    /** Start a new run from one of its turns. */
+    fork: AccessRuleSchema.default(() => [...DEFAULT_ACCESS]),
+    /** Decide its holds (an agent's `approvers` then bind who, among these, may decide a hold). */
+    decide: AccessRuleSchema.default(() => [...DEFAULT_ACCESS]),
+  })
+  .strict();
+export type AccessConfig = z.infer<typeof AccessConfigSchema>;
 
 /** One webhook told of holds (docs/notify.md). */
 export const NotifyTargetSchema = z
@@ -423,6 +452,8 @@ export const KeelConfigSchema = z
     serve: ServeConfigSchema.prefault({}),
     /** How keel serve knows who asks (docs/auth.md); absent: it does not (loopback, or KEEL_UI_TOKEN). */
     auth: AuthConfigSchema.optional(),
+    /** With `auth:` on, who may read, steer, abort, fork and decide each run (docs/tenants.md). */
+    access: AccessConfigSchema.prefault({}),
     /** Webhooks told when a hold is raised, decided or expires; none by default (docs/notify.md). */
     notify: z.array(NotifyTargetSchema).default([]),
     codecServer: CodecServerConfigSchema.prefault({}),

@@ -4,6 +4,7 @@
  * JSON-plain. Pure: safe in workflow code.
  */
 import { z } from 'zod';
+import { PrincipalSchema } from './principal';
 import { FinishReasonSchema, MessageSchema, cutText, PartSchema, ToolDefinitionSchema, ToolRequestPartSchema, ToolResponsePartSchema } from './messages';
 import { UsageSchema } from './usage';
 import { ArtifactSchema } from './artifacts';
@@ -82,7 +83,7 @@ export const RunInputSchema = z
     /** The model the run calls, over its agent's own (a model the workers registered). */
     model: z.string().min(1).optional(),
     /** Set by a session workflow: the session this run is one of, and what it spent before. */
-    session: z.object({ id: z.string(), usage: UsageSchema }).optional(),
+    session: z.object({ id: z.string(), usage: UsageSchema, sentBy: PrincipalSchema.optional() }).optional(),
     /**
      * The run this run's holds are reported to, and the key they are shown under there, when it
      * is not the Temporal parent (a session run a run delegated).
@@ -388,6 +389,8 @@ export const AgentSpecSchema = z.object({
   searchAttributes: z.boolean().optional(),
   /** True when the namespace also has KeelForkOf: a fork records its source there (docs/fork.md). */
   forkAttribute: z.boolean().optional(),
+  /** True when the namespace also has KeelTenant and KeelOwner: a run records whom it belongs to there (docs/tenants.md). */
+  principalAttributes: z.boolean().optional(),
   /**
    * Set when the worker that resolved the agent keeps every payload inline (External Storage
    * off, `externalStorage.driver: none`): the most bytes one payload may hold. The run then
@@ -464,6 +467,9 @@ export const CallToolInputSchema = z.object({
   /** For a restart of the tool's own interrupt: the decision's payload. */
   resumed: z.unknown().optional(),
   refusedBefore: RefusedBeforeSchema.optional(),
+  /** Whom the run belongs to, and who sent its session turn (docs/tenants.md); absent: no one said. */
+  principal: PrincipalSchema.optional(),
+  sentBy: PrincipalSchema.optional(),
 });
 
 /** Marks a `ToolCallResult`, so a run tells it from a bare output (an older worker's answer). */

@@ -5,6 +5,7 @@
  * Pure: safe in workflow code.
  */
 import { z } from 'zod';
+import { PrincipalSchema } from './principal';
 import { ArtifactSchema } from './artifacts';
 import { MessageSchema } from './messages';
 import { UsageSchema } from './usage';
@@ -33,6 +34,8 @@ export const SnapshotSchema = z.object({
   updatedAt: z.string(),
   /** How many messages of the session's history the run left (its resume point). */
   messageCount: z.number().int(),
+  /** Who sent the turn, when a client said (docs/tenants.md). */
+  sentBy: PrincipalSchema.optional(),
 });
 export type Snapshot = z.infer<typeof SnapshotSchema>;
 
@@ -57,6 +60,14 @@ export const InvokeInputSchema = z.object({
   requestId: z.string().optional(),
   /** The run this run's holds are reported to (a delegating run), and their key there, so they are decided at its root. */
   reportTo: z.object({ runId: z.string(), key: z.string() }).optional(),
+  /** Who sends this turn (docs/tenants.md): recorded in its snapshot, and its run's middleware sees it. */
+  sentBy: PrincipalSchema.optional(),
+  /**
+   * Taken only when the session belongs to exactly this principal (its memo's), else refused as a
+   * session that does not exist: an access check made before sending holds even if the session
+   * was started by someone else in between (docs/tenants.md).
+   */
+  ifBelongsTo: PrincipalSchema.optional(),
 });
 export type InvokeInput = z.input<typeof InvokeInputSchema>;
 
@@ -134,6 +145,8 @@ export const InvokeSessionInputSchema = z.object({
   invoke: InvokeInputSchema,
   /** Makes the run idempotent across retries of the activity. */
   updateId: z.string(),
+  /** Whom the sending run belongs to: a session it starts belongs to them too (docs/tenants.md). */
+  principal: PrincipalSchema.optional(),
 });
 export type InvokeSessionInput = z.input<typeof InvokeSessionInputSchema>;
 

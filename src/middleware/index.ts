@@ -6,6 +6,7 @@
  */
 export { defineMiddleware } from './define-middleware';
 export type { MiddlewareFactory } from './define-middleware';
+export type { Principal } from '../core/principal';
 export { registerMiddleware } from '../features/catalog';
 export { replaceFinalMessage } from './outcome';
 export { retry, RetryConfigSchema, DEFAULT_RETRY_STATUSES } from './retry';

@@ -7,6 +7,7 @@
  * outermost. Hooks run inside the workflow: they must be deterministic and reach the outside
  * world only through the capabilities of `MiddlewareContext`.
  */
+import type { Principal } from '../core/principal';
 import type { z } from 'zod';
 import type { HoldKind } from '../core/holds';
 import type { Message, ModelRequest, ModelResponse, ToolDefinition, ToolRequest } from '../core/messages';
@@ -154,8 +155,17 @@ export interface MiddlewareContext<Carried = unknown, Decision = unknown> {
   usage: () => Usage;
   /** The messages the run started with. */
   inputMessages: readonly Message[];
-  /** For a run of a server-managed agent's session: its id, and what the session spent before this run. */
-  session: { id: string; usage: Usage } | undefined;
+  /**
+   * For a run of a server-managed agent's session: its id, what the session spent before this
+   * run, and who sent this turn when the client said (docs/tenants.md).
+   */
+  session: { id: string; usage: Usage; sentBy?: Principal } | undefined;
+  /**
+   * Whom the run belongs to (docs/tenants.md): its tenant and owner as its client set them (with
+   * `auth:` on, keel serve sets them from the verified identity), handed down to sub-agents,
+   * tasks and a session's turns. Empty for a run started without them.
+   */
+  principal: Principal;
   /** True when the run resumes an interrupted one: its first iteration only answers the held calls. */
   resuming: boolean;
   /**

@@ -8,9 +8,65 @@ import { ServiceError, type Client, type WorkflowExecutionInfo } from '@temporal
 import { executionInfoFromRaw } from '@temporalio/client/lib/helpers';
 import { extstoreInboundOptions, visit, walkListWorkflowExecutionsResponse } from '@temporalio/common/lib/internal-non-workflow';
 import type { temporal } from '@temporalio/proto';
+import { KeelError } from '../core/errors';
 
-/** The runs `query` lists, as `workflow.list()` gives them; a run whose memo this process cannot read comes without it. */
-export async function* listExecutions(client: Client, { query, pageSize }: { query?: string; pageSize?: number } = {}): AsyncGenerator<WorkflowExecutionInfo> {
+/** How a listing is kept to what one may read: a visibility clause to AND in, and the check each listed run passes too. */
+export interface ListScope {
+  /** A clause of the visibility query (absent: the rules let this identity read any run); `false`: it may read none. */
+  clause: string | false | undefined;
+  /** Whether a listed run (by its memo) may be shown: the guarantee, whatever the clause let through. */
+  admits(memo: Record<string, unknown> | undefined): boolean;
+}
+
+/** Options of `listExecutions`. */
+export interface ListExecutionsOptions {
+  query?: string;
+  pageSize?: number;
+  /** Lists only the runs an identity may read (security/access.ts): its clause ANDed to `query`, and each run checked by its memo. */
+  scope?: ListScope | undefined;
+}
+
+/**
+ * The runs `query` lists, as `workflow.list()` gives them; a run whose memo this process cannot
+ * read comes without it. With a `scope`, only the runs it admits: its clause is ANDed to the
+ * query (a namespace without KeelTenant and KeelOwner lists without it), and every run is
+ * checked by its memo whatever the query let through.
+ */
+export async function* listExecutions(client: Client, { query, pageSize, scope }: ListExecutionsOptions = {}): AsyncGenerator<WorkflowExecutionInfo> {
+  if (scope?.clause === false) return;
+  if (query !== undefined && scope) assertBalanced(query);
+  const scoped = scope?.clause ? (query !== undefined ? `(${query}) AND (${scope.clause})` : scope.clause) : query;
+  try {
+    yield* listed(client, scoped, pageSize, scope);
+  } catch (error) {
+    // Without keel's principal attributes the clause is refused before any run is listed: then each run's memo alone decides.
+    if (scoped === query || !(error instanceof ServiceError) || !/KeelTenant|KeelOwner/.test(`${error.message} ${error.cause?.message ?? ''}`)) throw error;
+    yield* listed(client, query, pageSize, scope);
+  }
+}
+
+/** A caller's query that could close keel's parentheses or quotes around it (`x') OR (y`) is refused, not combined. */
+function assertBalanced(query: string): void {
+  let depth = 0;
+  let quote: string | undefined;
+  for (let index = 0; index < query.length; index++) {
+    const char = query[index]!;
+    if (quote) {
+      if (char === '\\') index++;
+      else if (char === quote) quote = undefined;
+    } else if (char === "'" || char === '"' || char === '`') quote = char;
+    else if (char === '(') depth++;
+    else if (char === ')' && --depth < 0) break;
+  }
+  if (depth !== 0 || quote) throw new KeelError('INVALID_ARGUMENT', `the visibility query has unbalanced ${quote ? 'quotes' : 'parentheses'}: ${query}`);
+}
+
+async function* listed(
+  client: Client,
+  query: string | undefined,
+  pageSize: number | undefined,
+  scope: ListScope | undefined,
+): AsyncGenerator<WorkflowExecutionInfo> {
   const converter = client.options.loadedDataConverter;
   const namespace = client.options.namespace;
   let nextPageToken: Uint8Array = Buffer.alloc(0);
@@ -36,6 +92,7 @@ export async function* listExecutions(client: Client, { query, pageSize }: { que
         raw.memo = null;
         info = await executionInfoFromRaw(raw, converter, raw, namespace);
       }
+      if (scope && !scope.admits(info.memo)) continue;
       yield info;
     }
     if (!response.nextPageToken?.length) return;

@@ -13,7 +13,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { AgentCard, Message, Part, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
-import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
+import type { A2ARequestHandler, ServerCallContext, User } from '@a2a-js/sdk/server';
 import type { KeelClient } from '../client/keel-client';
 import { runListing, type RunListing } from '../client/runs';
 import { KeelError, toKeelError } from '../core/errors';
@@ -21,6 +21,9 @@ import { parseDecision } from '../core/holds';
 import type { Hold, RunLifecycle } from '../core/run';
 import { sessionOfRun } from '../core/session';
 import { requireOptional } from '../node/require-ts';
+import { principalOfMemo } from '../core/principal';
+import { listRuns } from '../client/runs';
+import { OPEN_ACCESS, type Access, type AccessAction } from '../security/access';
 import type { ExposedAgent } from './exposed-agents';
 
 /** Loads a module of the A2A SDK (an optional peer dependency), saying how to install it when it is missing. */
@@ -82,6 +85,22 @@ export function agentCardJson(agent: ExposedAgent, endpoint: string, version: st
   };
 }
 
+/** Who asks, as the A2A SDK hands it to each call: keel's access for the verified identity (none verified: the one local user). */
+class VerifiedUser implements User {
+  constructor(readonly access: Access) {}
+  get isAuthenticated(): boolean {
+    return this.access.principal.owner !== undefined;
+  }
+  get userName(): string {
+    return this.access.principal.owner ?? 'client';
+  }
+}
+
+/** The access of the call's user (a context keel did not make answers as the one local user). */
+function accessIn(context: ServerCallContext | undefined): Access {
+  return context?.user instanceof VerifiedUser ? context.user.access : OPEN_ACCESS;
+}
+
 /** An agent's A2A request handler: every task is a run of the agent. */
 class RunTasks implements A2ARequestHandler {
   private readonly root = sdk<Root>('');
@@ -104,39 +123,45 @@ class RunTasks implements A2ARequestHandler {
   async sendMessage(params: Parameters<A2ARequestHandler['sendMessage']>[0], context: ServerCallContext): Promise<Task> {
     const runId = await this.begin(params.message, context);
     if (!params.configuration?.returnImmediately) await this.settled(runId);
-    return this.task(runId);
+    return this.task(runId, accessIn(context));
   }
 
   async *sendMessageStream(params: Parameters<A2ARequestHandler['sendMessageStream']>[0], context: ServerCallContext): AsyncGenerator<StreamResponse> {
     const runId = await this.begin(params.message, context);
-    yield { payload: { $case: 'task', value: await this.task(runId) } };
-    yield* this.follow(runId);
+    yield { payload: { $case: 'task', value: await this.task(runId, accessIn(context)) } };
+    yield* this.follow(runId, accessIn(context));
   }
 
-  async *resubscribe(params: Parameters<A2ARequestHandler['resubscribe']>[0]): AsyncGenerator<StreamResponse> {
-    const task = await this.task(params.id);
+  async *resubscribe(params: Parameters<A2ARequestHandler['resubscribe']>[0], context: ServerCallContext): AsyncGenerator<StreamResponse> {
+    const task = await this.task(params.id, accessIn(context));
     yield { payload: { $case: 'task', value: task } };
-    if (task.status?.state === this.root.TaskState.TASK_STATE_WORKING) yield* this.follow(params.id);
+    if (task.status?.state === this.root.TaskState.TASK_STATE_WORKING) yield* this.follow(params.id, accessIn(context));
   }
 
-  async getTask(params: Parameters<A2ARequestHandler['getTask']>[0]): Promise<Task> {
-    return this.task(params.id);
+  async getTask(params: Parameters<A2ARequestHandler['getTask']>[0], context: ServerCallContext): Promise<Task> {
+    return this.task(params.id, accessIn(context));
   }
 
-  async cancelTask(params: Parameters<A2ARequestHandler['cancelTask']>[0]): Promise<Task> {
-    const run = await this.listing(params.id);
+  async cancelTask(params: Parameters<A2ARequestHandler['cancelTask']>[0], context: ServerCallContext): Promise<Task> {
+    const access = accessIn(context);
+    const run = await this.listing(params.id, access, 'abort');
     if (run.state !== 'running' && run.state !== 'waiting') throw new this.errors.TaskNotCancelableError(`task ${params.id} has ended (${run.state})`);
     await this.client.getHandle(params.id).cancel();
-    const task = await this.task(params.id);
+    const task = await this.task(params.id, access);
     // The run winds down on its worker: the task is cancelled from now on.
     return { ...task, status: { state: this.root.TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() } };
   }
 
-  async listTasks(params: Parameters<A2ARequestHandler['listTasks']>[0]): Promise<Awaited<ReturnType<A2ARequestHandler['listTasks']>>> {
+  async listTasks(
+    params: Parameters<A2ARequestHandler['listTasks']>[0],
+    context: ServerCallContext,
+  ): Promise<Awaited<ReturnType<A2ARequestHandler['listTasks']>>> {
     const pageSize = Math.min(params.pageSize || 50, 100);
-    const runs = await this.client.list({ agent: this.agent.name, limit: pageSize });
+    const access = accessIn(context);
+    // The A2A request's own tenant (a path or metadata field the client sets) is not who asks: the verified identity's scope is.
+    const runs = await listRuns(this.client.temporal, { agent: this.agent.name, limit: pageSize }, access.readScope());
     const tasks = await Promise.all(
-      runs.filter((run) => !params.contextId || this.contextOf(run.runId) === params.contextId).map((run) => this.task(run.runId)),
+      runs.filter((run) => !params.contextId || this.contextOf(run.runId) === params.contextId).map((run) => this.task(run.runId, access)),
     );
     return { tasks, nextPageToken: '', pageSize, totalSize: tasks.length };
   }
@@ -178,11 +203,12 @@ class RunTasks implements A2ARequestHandler {
     return this.agent.session === 'server' ? (sessionOfRun(runId, this.agent.name)?.sessionId ?? runId) : runId;
   }
 
-  /** The run of a task, if it is a run of this agent. */
-  private async listing(runId: string): Promise<RunListing> {
+  /** The run of a task, if it is a run of this agent that `access` may do `action` to (else, as for no run, TaskNotFoundError). */
+  private async listing(runId: string, access: Access, action: AccessAction = 'read'): Promise<RunListing> {
     let run: RunListing | undefined;
     try {
-      run = runListing(await this.client.getHandle(runId).describe());
+      const description = await this.client.getHandle(runId).describe();
+      run = access.may(action, principalOfMemo(description.memo)) ? runListing(description) : undefined;
     } catch {
       run = undefined;
     }
@@ -197,14 +223,21 @@ class RunTasks implements A2ARequestHandler {
     const data = message.parts.find((part) => part.content?.$case === 'data')?.content?.value as unknown;
     if (message.taskId) return this.answer(message.taskId, data, context);
     if (!text) throw new this.errors.RequestMalformedError('the message has no text part: send the prompt as text');
+    const access = accessIn(context);
     try {
-      if (this.agent.session === 'server')
-        return (await this.client.session(this.agent.name, message.contextId || randomUUID()).send(text, { detach: true })).runId;
+      if (this.agent.session === 'server') {
+        // Another's context answers as one that does not exist; a new one belongs to who sends.
+        const contextId = message.contextId || randomUUID();
+        const ifBelongsTo = await access.session(this.client.temporal, this.agent.name, contextId, 'steer');
+        return (await this.client.session(this.agent.name, contextId, access.principal).send(text, { detach: true, ...(ifBelongsTo ? { ifBelongsTo } : {}) }))
+          .runId;
+      }
       if (message.contextId)
         throw new this.errors.RequestMalformedError(
           `agent ${this.agent.name} keeps no conversation between tasks: send no contextId (each task is its own context)`,
         );
-      return (await this.client.start(this.agent.name, text, { idPrefix: 'a2a' })).runId;
+      // Whose run it is comes from the verified identity, never from the message or its metadata.
+      return (await this.client.start(this.agent.name, text, { idPrefix: 'a2a', ...access.principal })).runId;
     } catch (error) {
       if (!KeelError.isInstance(error)) throw error;
       throw new this.errors.RequestMalformedError(error.message);
@@ -213,7 +246,7 @@ class RunTasks implements A2ARequestHandler {
 
   /** Decides the hold a waiting task asks about, with the message's data part. */
   private async answer(taskId: string, data: unknown, context: ServerCallContext): Promise<string> {
-    const run = await this.listing(taskId);
+    const run = await this.listing(taskId, accessIn(context), 'decide');
     if (run.state !== 'waiting')
       throw new this.errors.RequestMalformedError(`task ${taskId} is ${run.state}, not waiting for input: send a new message without taskId`);
     const handle = this.client.getHandle(taskId);
@@ -258,8 +291,8 @@ class RunTasks implements A2ARequestHandler {
   }
 
   /** The task of a run, as it stands now. */
-  private async task(runId: string): Promise<Task> {
-    const run = await this.listing(runId);
+  private async task(runId: string, access: Access): Promise<Task> {
+    const run = await this.listing(runId, access);
     const handle = this.client.getHandle(runId);
     const state = stateOf(this.root, run.state);
     const base = { id: runId, contextId: this.contextOf(runId), history: [], metadata: { 'keel/runId': runId } };
@@ -284,7 +317,7 @@ class RunTasks implements A2ARequestHandler {
   }
 
   /** A run's events as task updates, until it ends or waits for input. */
-  private async *follow(runId: string): AsyncGenerator<StreamResponse> {
+  private async *follow(runId: string, access: Access): AsyncGenerator<StreamResponse> {
     const { TaskState } = this.root;
     const contextId = this.contextOf(runId);
     const update = (state: TaskState, message: Message | undefined): StreamResponse => ({
@@ -299,7 +332,7 @@ class RunTasks implements A2ARequestHandler {
         yield update(TaskState.TASK_STATE_INPUT_REQUIRED, this.holdMessage(runId, event.interrupt));
         return;
       } else if (event.type === 'end') {
-        const task = await this.task(runId);
+        const task = await this.task(runId, access);
         for (const artifact of task.artifacts)
           yield { payload: { $case: 'artifactUpdate', value: { taskId: runId, contextId, artifact, append: false, lastChunk: true, metadata: undefined } } };
         yield update(task.status?.state ?? TaskState.TASK_STATE_COMPLETED, task.status?.message);
@@ -312,7 +345,7 @@ class RunTasks implements A2ARequestHandler {
 /** Serves A2A for the exposed agents: their cards, and one JSON-RPC endpoint each. */
 export function a2aHttpHandler({ client, agents, version, origin }: A2AServeOptions): {
   card: (agent: string) => Record<string, unknown> | undefined;
-  handle: (agent: string, request: Request) => Promise<Response>;
+  handle: (agent: string, request: Request, access?: Access) => Promise<Response>;
 } {
   const server = sdk<typeof import('@a2a-js/sdk/server')>('server');
   const legacy = sdk<typeof import('@a2a-js/sdk/compat/v0_3/server')>('compat/v0_3/server');
@@ -331,7 +364,7 @@ export function a2aHttpHandler({ client, agents, version, origin }: A2AServeOpti
   );
   return {
     card: cardJson,
-    async handle(agent, request) {
+    async handle(agent, request, access = OPEN_ACCESS) {
       const handler = handlers.get(agent);
       if (!handler) return Response.json({ jsonrpc: '2.0', id: null, error: { code: -32601, message: `no A2A agent "${agent}" here` } }, { status: 404 });
       let body: unknown;
@@ -343,7 +376,7 @@ export function a2aHttpHandler({ client, agents, version, origin }: A2AServeOpti
       const requestedVersion = request.headers.get(A2A_VERSION_HEADER) ?? undefined;
       // A client that names no version speaks v0.3 (`message/send`), as the SDK's own servers take it.
       const transport = !requestedVersion || requestedVersion === '0.3' ? handler.legacy : handler.current;
-      const context = new server.ServerCallContext({ ...(requestedVersion ? { requestedVersion } : {}) });
+      const context = new server.ServerCallContext({ ...(requestedVersion ? { requestedVersion } : {}), user: new VerifiedUser(access) });
       const answer = await transport.handle(body as Record<string, unknown>, context);
       if (!(Symbol.asyncIterator in answer)) return Response.json(answer);
       const encoder = new TextEncoder();

@@ -25,6 +25,7 @@ import type { Hold, RunLifecycle } from '../core/run';
 import { describeZodError } from '../core/schema-errors';
 import { httpStatusOf } from '../core/status';
 import { sessionOfRun, type Snapshot } from '../core/session';
+import { noSuchSession, OPEN_ACCESS, type Access } from '../security/access';
 import { requireOptional } from '../node/require-ts';
 import type { ExposedAgent } from './exposed-agents';
 
@@ -257,30 +258,35 @@ export class ChatEndpoint {
   }
 
   /** `POST /api/chat/<agent>`: a user message starts a turn; an assistant message answers its approvals. Either streams the answer. */
-  async send(agentName: string, request: Request, decider: Decider): Promise<Response> {
+  async send(agentName: string, request: Request, decider: Decider, access: Access = OPEN_ACCESS): Promise<Response> {
+    let chatId: string | undefined;
     try {
       const agent = this.chatAgent(agentName);
       const chat = await chatRequest(request);
+      chatId = chat.id;
       const last = chat.messages.at(-1)!;
-      if (last.role === 'assistant') return await this.approve(agent, chat.id, last, decider, request.signal);
+      if (last.role === 'assistant') return await this.approve(agent, chat.id, last, { decider, access, signal: request.signal });
       if (last.role !== 'user')
         return refuse('INVALID_ARGUMENT', `messages[${chat.messages.length - 1}]: the last message is a ${last.role} message; send a user message`);
       const text = last.parts.flatMap((part) => (part.type === 'text' && part.text ? [part.text] : [])).join('\n');
       if (!text.trim()) return refuse('INVALID_ARGUMENT', `messages[${chat.messages.length - 1}]: the user message has no text part`);
       // The page's message id makes the send idempotent: a page that sends the same message again gets the same turn.
-      const session = this.client.session(agent.name, chat.id);
-      const turn = await session.send(text, { detach: true, requestId: `chat-${last.id}` });
+      // Whose chat it is comes from the verified identity: a chat of another's answers as one that does not exist.
+      const ifBelongsTo = await access.session(this.client.temporal, agent.name, chat.id, 'steer');
+      const session = this.client.session(agent.name, chat.id, access.principal);
+      const turn = await session.send(text, { detach: true, requestId: `chat-${last.id}`, ...(ifBelongsTo ? { ifBelongsTo } : {}) });
       const history = await this.historyOf(agent.name, chat.id, await session.snapshot(turn.snapshotId));
       return this.stream(turn.runId, { history }, { signal: request.signal });
     } catch (error) {
-      return failure(error);
+      return failure(chatId === undefined ? error : chatNotFound(error, agentName, chatId));
     }
   }
 
   /** `GET /api/chat/<agent>/<chatId>/stream`: the whole message of the turn under way again (the AI SDK replaces what it showed), then the rest; 204 when none is. */
-  async resume(agentName: string, chatId: string, request: Request): Promise<Response> {
+  async resume(agentName: string, chatId: string, request: Request, access: Access = OPEN_ACCESS): Promise<Response> {
     try {
       const agent = this.chatAgent(agentName);
+      await access.session(this.client.temporal, agent.name, chatId, 'read');
       const latest = await this.client.session(agent.name, chatId).snapshot();
       if (latest.status !== 'pending' && latest.status !== 'aborting') return new Response(null, { status: 204 });
       return this.stream(latest.runId, { history: await this.historyOf(agent.name, chatId, latest) }, { signal: request.signal });
@@ -290,9 +296,10 @@ export class ChatEndpoint {
   }
 
   /** `GET /api/chat/<agent>/<chatId>`: the chat's messages, and the run of the turn under way, if one is. */
-  async history(agentName: string, chatId: string): Promise<Response> {
+  async history(agentName: string, chatId: string, access: Access = OPEN_ACCESS): Promise<Response> {
     try {
       const agent = this.chatAgent(agentName);
+      await access.session(this.client.temporal, agent.name, chatId, 'read');
       const latest = await this.client.session(agent.name, chatId).snapshot();
       const running = latest.status === 'pending' || latest.status === 'aborting';
       const messages = running ? await this.startedTurn(latest.runId, latest.messageCount) : await this.client.getHandle(latest.runId).messages();
@@ -388,10 +395,19 @@ export class ChatEndpoint {
   }
 
   /** Decides the holds the page answered, then streams the rest of the turn from what the page has. */
-  private async approve(agent: ExposedAgent, chatId: string, message: UiMessage, decider: Decider, signal: AbortSignal): Promise<Response> {
+  private async approve(
+    agent: ExposedAgent,
+    chatId: string,
+    message: UiMessage,
+    { decider, access, signal }: { decider: Decider; access: Access; signal: AbortSignal },
+  ): Promise<Response> {
     const runId = message.id;
     if (sessionOfRun(runId, agent.name)?.sessionId !== chatId)
       return refuse('INVALID_ARGUMENT', `the last message is an assistant message (${runId}) that is not a turn of chat ${chatId}; send a user message`);
+    // A turn of another's chat is decided by no one who may not decide it; it answers as a chat that does not exist.
+    await access.check(this.client.temporal, runId, 'decide').catch((error: unknown) => {
+      throw toKeelError(error).status === 'NOT_FOUND' ? noSuchSession(agent.name, chatId) : error;
+    });
     const given = answersOf(message);
     if (!given.length)
       return refuse('INVALID_ARGUMENT', `the assistant message ${runId} answers no approval: send a user message, or approve or deny a tool call`);

@@ -23,7 +23,9 @@ import type { RunEvent } from '../client/run-events';
 import { KeelError, toKeelError } from '../core/errors';
 import type { Hold, RunLifecycle, RunResult } from '../core/run';
 import { runListing } from '../client/runs';
-import type { RunListing } from '../client/runs';
+import { listRuns, type RunListing } from '../client/runs';
+import { principalOfMemo, samePrincipal, type Principal } from '../core/principal';
+import { OPEN_ACCESS, type Access } from '../security/access';
 import { describeZodError } from '../core/schema-errors';
 import { requireOptional } from '../node/require-ts';
 import type { ExposedAgent } from './exposed-agents';
@@ -61,6 +63,8 @@ export interface McpServeOptions {
   uiOrigin?: () => string | undefined;
   /** keel's version, as the server tells clients. */
   version: string;
+  /** What the identity this server answers may do (docs/tenants.md; default: everything, no `auth:`). */
+  access?: Access;
 }
 
 /** A result that says what went wrong, as a tool error the model (or person) reading it sees. */
@@ -179,6 +183,7 @@ class RunTaskStore implements TaskStore {
     private readonly client: KeelClient,
     private readonly agents: ReadonlyMap<string, ExposedAgent>,
     private readonly ask: ((runId: string, agent: ExposedAgent, hold: Hold) => void) | undefined,
+    private readonly access: Access,
   ) {}
 
   /** The run's listing, if it is a run of an exposed agent: read again once the last read is READ_FRESH_MS old, or the run ended. */
@@ -194,6 +199,8 @@ class RunTaskStore implements TaskStore {
       .getHandle(runId)
       .describe()
       .then((description) => {
+        // A run this identity may not read is no task of its own: it answers as one that does not exist.
+        if (!this.access.may('read', principalOfMemo(description.memo))) return undefined;
         const run = runListing(description);
         const agent = run.agent === undefined ? undefined : this.agents.get(run.agent);
         if (agent && (run.state === 'running' || run.state === 'waiting')) this.watch(runId);
@@ -294,6 +301,7 @@ class RunTaskStore implements TaskStore {
   async updateTaskStatus(taskId: string, status: Task['status']): Promise<void> {
     // Only a cancellation changes the run; the run itself says when it waits or ends.
     if (status !== 'cancelled') return;
+    await this.access.check(this.client.temporal, taskId, 'abort');
     await this.client.getHandle(taskId).cancel();
     this.cancelled.add(taskId);
     this.reads.delete(taskId);
@@ -301,7 +309,8 @@ class RunTaskStore implements TaskStore {
   }
 
   async listTasks(): Promise<{ tasks: Task[] }> {
-    const runs = (await Promise.all([...this.agents.keys()].map((agent) => this.client.list({ agent, limit: 100 })))).flat();
+    const scope = this.access.readScope();
+    const runs = (await Promise.all([...this.agents.keys()].map((agent) => listRuns(this.client.temporal, { agent, limit: 100 }, scope)))).flat();
     runs.sort((a, b) => b.startedAt.localeCompare(a.startedAt));
     return { tasks: runs.slice(0, 100).map((run) => this.taskOf(run)) };
   }
@@ -309,7 +318,7 @@ class RunTaskStore implements TaskStore {
 
 /** An MCP server (the SDK's) whose tools are `agents`. */
 // eslint-disable-next-line @typescript-eslint/no-deprecated -- see below
-export function createMcpServer({ client, agents, uiOrigin, version }: McpServeOptions): Server {
+export function createMcpServer({ client, agents, uiOrigin, version, access = OPEN_ACCESS }: McpServeOptions): Server {
   // The SDK's low-level server: its high-level McpServer takes tool schemas as zod, keel's are JSON Schema already.
   // eslint-disable-next-line @typescript-eslint/no-deprecated
   const { Server } = sdk<typeof import('@modelcontextprotocol/sdk/server/index.js')>('server/index.js');
@@ -325,7 +334,9 @@ export function createMcpServer({ client, agents, uiOrigin, version }: McpServeO
       .elicitInput({ mode: 'form', message: questionOf(agent.name, runId, hold), requestedSchema: DECISION_FORM }, { relatedTask: { taskId: runId } })
       .then(async (answer) => {
         const decision = decisionOf(answer);
-        if (decision) await client.getHandle(runId).decide({ interruptId: hold.id, ...decision, decidedBy: decidedBy() });
+        if (!decision) return;
+        await access.check(client.temporal, runId, 'decide');
+        await client.getHandle(runId).decide({ interruptId: hold.id, ...decision, decidedBy: decidedBy() });
       })
       .catch(() => undefined);
   };
@@ -333,7 +344,7 @@ export function createMcpServer({ client, agents, uiOrigin, version }: McpServeO
     { name: 'keel', version },
     {
       capabilities: { tools: {}, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
-      taskStore: new RunTaskStore(client, byName, askInTask),
+      taskStore: new RunTaskStore(client, byName, askInTask, access),
       taskMessageQueue: new InMemoryTaskMessageQueue(),
     },
   );
@@ -349,11 +360,16 @@ export function createMcpServer({ client, agents, uiOrigin, version }: McpServeO
     if (agent.session === 'client' && sessionId !== undefined)
       throw new McpError(ErrorCode.InvalidParams, `arguments of ${agent.name}: this agent keeps no session on the server; send no sessionId`);
     let runId: string;
+    // Whom the run belongs to: the caller, or the session's owner it may steer.
+    let belongsTo: Principal = access.principal;
     try {
-      runId =
-        sessionId === undefined
-          ? (await client.start(agent.name, prompt, { idPrefix: 'mcp' })).runId
-          : (await client.session(agent.name, sessionId).send(prompt, { detach: true })).runId;
+      // Whose run it is comes from the verified identity, never from the arguments.
+      if (sessionId === undefined) runId = (await client.start(agent.name, prompt, { idPrefix: 'mcp', ...access.principal })).runId;
+      else {
+        const ifBelongsTo = await access.session(client.temporal, agent.name, sessionId, 'steer');
+        if (ifBelongsTo) belongsTo = ifBelongsTo;
+        runId = (await client.session(agent.name, sessionId, access.principal).send(prompt, { detach: true, ...(ifBelongsTo ? { ifBelongsTo } : {}) })).runId;
+      }
     } catch (error) {
       return toolError(toKeelError(error).message);
     }
@@ -369,15 +385,16 @@ export function createMcpServer({ client, agents, uiOrigin, version }: McpServeO
         if (progressToken === undefined) return;
         void extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress, message } }).catch(() => undefined);
       },
-      ask: canAsk()
-        ? async (hold, asking) =>
-            decisionOf(
-              await server.elicitInput(
-                { mode: 'form', message: questionOf(agent.name, runId, hold), requestedSchema: DECISION_FORM },
-                { relatedRequestId: extra.requestId, signal: asking },
-              ),
-            )
-        : undefined,
+      ask:
+        canAsk() && access.may('decide', belongsTo)
+          ? async (hold, asking) =>
+              decisionOf(
+                await server.elicitInput(
+                  { mode: 'form', message: questionOf(agent.name, runId, hold), requestedSchema: DECISION_FORM },
+                  { relatedRequestId: extra.requestId, signal: asking },
+                ),
+              )
+          : undefined,
       decidedBy: decidedBy(),
       uiOrigin: uiOrigin?.(),
     });
@@ -463,20 +480,24 @@ async function followRun({ handle, agent, signal, progress, following, ask, deci
 const MAX_SESSIONS = 1000;
 
 /** Serves MCP over Streamable HTTP: one SDK transport and server per MCP session, by its `mcp-session-id`. */
-export function mcpHttpHandler(options: McpServeOptions): { handle: (request: Request) => Promise<Response>; close: () => Promise<void> } {
+export function mcpHttpHandler(options: McpServeOptions): {
+  handle: (request: Request, access?: Access) => Promise<Response>;
+  close: () => Promise<void>;
+} {
   const { WebStandardStreamableHTTPServerTransport: Transport } =
     sdk<typeof import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js')>('server/webStandardStreamableHttp.js');
-  const sessions = new Map<string, WebStandardStreamableHTTPServerTransport>();
+  // Each MCP session answers the identity that opened it: another's request with its id finds no session.
+  const sessions = new Map<string, { transport: WebStandardStreamableHTTPServerTransport; access: Access }>();
   const forget = async (id: string) => {
-    const transport = sessions.get(id);
+    const session = sessions.get(id);
     sessions.delete(id);
-    await transport?.close();
+    await session?.transport.close();
   };
   return {
-    async handle(request) {
+    async handle(request, access = OPEN_ACCESS) {
       const id = request.headers.get('mcp-session-id');
       const known = id ? sessions.get(id) : undefined;
-      if (known) return known.handleRequest(request);
+      if (known && samePrincipal(known.access.principal, access.principal)) return known.transport.handleRequest(request);
       if (id)
         return Response.json(
           { jsonrpc: '2.0', error: { code: -32001, message: `no MCP session "${id}" here (it ended, or this server restarted): initialize again` }, id: null },
@@ -486,11 +507,11 @@ export function mcpHttpHandler(options: McpServeOptions): { handle: (request: Re
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: (sessionId) => {
           if (sessions.size >= MAX_SESSIONS) void forget(sessions.keys().next().value!);
-          sessions.set(sessionId, transport);
+          sessions.set(sessionId, { transport, access });
         },
         onsessionclosed: (sessionId) => void forget(sessionId),
       });
-      await createMcpServer(options).connect(transport);
+      await createMcpServer({ ...options, access }).connect(transport);
       return transport.handleRequest(request);
     },
     async close() {

@@ -19,6 +19,8 @@ import type { SigningKeys } from './signing-keys';
 export interface Identity {
   subject: string;
   groups: string[];
+  /** The identity's tenant (`auth.tenantClaim`, `trustedProxy.tenantHeader`), when it has one. */
+  tenant?: string;
 }
 
 /** Verifies who sends `request` (its peer's address given); UNAUTHENTICATED saying why in one line. */
@@ -29,7 +31,7 @@ const unauthenticated = (message: string) => new KeelError('UNAUTHENTICATED', me
 /** The authenticator `auth` describes; a JWKS file that cannot be read is a ConfigError now. */
 export function authenticator(auth: AuthConfig, baseDir: string): Authenticate {
   if ('trustedProxy' in auth) {
-    const { header, groupsHeader, from } = auth.trustedProxy;
+    const { header, groupsHeader, tenantHeader, from } = auth.trustedProxy;
     return (request, peer) => {
       const address = peer?.replace(/^::ffff:/, '');
       if (!address || !from.includes(address))
@@ -44,10 +46,11 @@ export function authenticator(auth: AuthConfig, baseDir: string): Authenticate {
             .map((group) => group.trim())
             .filter(Boolean)
         : [];
-      return Promise.resolve({ subject, groups });
+      const tenant = tenantHeader ? request.headers.get(tenantHeader)?.trim() : undefined;
+      return Promise.resolve({ subject, groups, ...(tenant ? { tenant } : {}) });
     };
   }
-  const { issuer, audience, jwks, groupsClaim } = auth;
+  const { issuer, audience, jwks, groupsClaim, tenantClaim } = auth;
   let keys: JWTVerifyGetKey;
   if (/^https?:\/\//.test(jwks)) keys = createRemoteJWKSet(new URL(jwks));
   else {
@@ -78,7 +81,8 @@ export function authenticator(auth: AuthConfig, baseDir: string): Authenticate {
     if (typeof payload.sub !== 'string' || !payload.sub) throw unauthenticated('the token names no subject (sub)');
     const claimed = payload[groupsClaim];
     const groups = Array.isArray(claimed) ? claimed.filter((group): group is string => typeof group === 'string') : [];
-    return { subject: payload.sub, groups };
+    const tenant = payload[tenantClaim];
+    return { subject: payload.sub, groups, ...(typeof tenant === 'string' && tenant ? { tenant } : {}) };
   };
 }
 

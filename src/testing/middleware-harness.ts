@@ -58,6 +58,8 @@ export interface MiddlewareHarnessOptions extends FakeCapabilityOptions {
   inputMessages?: Message[];
   /** `context.session`: a turn of a server-managed agent's session (its id, what it spent before). */
   session?: MiddlewareContext['session'];
+  /** `context.principal`: whom the run belongs to (default: no one). */
+  principal?: MiddlewareContext['principal'];
   /**
    * Decisions of a run that resumes an interrupted one, addressed to this middleware's holds:
    * `context.resumedHolds()` gets them parsed by the kind's decision schema, as the runtime
@@ -239,6 +241,7 @@ export async function testMiddleware(
     usage: fakes.usage,
     inputMessages,
     session: options.session,
+    principal: options.principal ?? {},
     resuming: options.resuming ?? (options.resumedHolds?.length ?? 0) > 0,
     resumedHolds: () => readResumedHolds(),
     carried: () => options.carried,

@@ -14,6 +14,7 @@ import { KeelError, toKeelError } from '../core/errors';
 import type { Hold } from '../core/run';
 import { inputFingerprint, readDecisionLink, type DecisionLink } from '../security/decision-links';
 import type { SigningKeys } from '../security/signing-keys';
+import type { Access } from '../security/access';
 
 /** The path decision links open. */
 export const DECIDE_PATH = '/decide';
@@ -31,10 +32,12 @@ function page(c: Context, title: string, body: string, status = 200) {
 }
 
 /** The hold a link decides, checked: signed by keel, not expired, still waiting, with the same input. */
-async function heldFor(client: KeelClient, keys: SigningKeys, token: string): Promise<{ link: DecisionLink; hold: Hold }> {
+async function heldFor(client: KeelClient, keys: SigningKeys, token: string, access: Access): Promise<{ link: DecisionLink; hold: Hold }> {
   const link = await readDecisionLink(keys, token);
   let holds: Hold[];
   try {
+    // A link made for another's run decides nothing for whoever may not decide that run (with auth on), and says no more than a missing run.
+    await access.check(client.temporal, link.runId, 'decide');
     holds = await client.getHandle(link.runId).pendingHolds();
   } catch (error) {
     const failure = toKeelError(error);
@@ -58,17 +61,22 @@ async function heldFor(client: KeelClient, keys: SigningKeys, token: string): Pr
 /** Serves decision links on `app`, checked with the workers' signing keys (`keys`, read on the first link). */
 export function decisionLinkRoutes(
   app: Hono,
-  { client, keys: signingKeys, decider }: { client: KeelClient; keys: () => SigningKeys; decider: (request: Request, fallback: string) => Decider },
+  {
+    client,
+    keys: signingKeys,
+    decider,
+    access,
+  }: { client: KeelClient; keys: () => SigningKeys; decider: (request: Request, fallback: string) => Decider; access: (request: Request) => Access },
 ): void {
   const refused = (c: Context, error: unknown) => {
     const failure = toKeelError(error);
-    const status = failure.status === 'PERMISSION_DENIED' ? 403 : failure.status === 'FAILED_PRECONDITION' ? 410 : 500;
+    const status = failure.status === 'PERMISSION_DENIED' ? 403 : failure.status === 'FAILED_PRECONDITION' ? 410 : failure.status === 'NOT_FOUND' ? 404 : 500;
     return page(c, 'This link cannot decide', `<p>${escape(failure.message)}</p>`, status);
   };
 
   app.get(`${DECIDE_PATH}/:token`, async (c) => {
     try {
-      const { link, hold } = await heldFor(client, signingKeys(), c.req.param('token'));
+      const { link, hold } = await heldFor(client, signingKeys(), c.req.param('token'), access(c.req.raw));
       const verb = link.action === 'approve' ? 'Approve' : 'Deny';
       const question = hold.question ?? `may ${hold.toolName ?? 'the held call'} run?`;
       return page(
@@ -86,7 +94,7 @@ export function decisionLinkRoutes(
 
   app.post(`${DECIDE_PATH}/:token`, async (c) => {
     try {
-      const { link } = await heldFor(client, signingKeys(), c.req.param('token'));
+      const { link } = await heldFor(client, signingKeys(), c.req.param('token'), access(c.req.raw));
       const form: Record<string, unknown> = await c.req.parseBody().catch(() => ({}));
       const given = form.reason;
       const reason = typeof given === 'string' && given.trim() ? given.trim().slice(0, 500) : undefined;

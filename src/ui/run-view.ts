@@ -4,7 +4,7 @@
  * its raw history. Read through Temporal only (queries, describe, visibility). Node side.
  */
 import { decodePayload } from '../client/decode-payload';
-import { listExecutions } from '../node/list-executions';
+import { listExecutions, type ListScope } from '../node/list-executions';
 import { runListing } from '../client/runs';
 import type { temporal } from '@temporalio/proto';
 import type { KeelClient } from '../client/keel-client';
@@ -54,10 +54,10 @@ export interface RunView {
 }
 
 /** The runs forked from `runId`, newest first (none when the namespace lacks KeelForkOf). */
-async function forksOf(client: KeelClient, runId: string): Promise<string[]> {
+async function forksOf(client: KeelClient, runId: string, scope: ListScope | undefined): Promise<string[]> {
   const forks = new Set<string>();
   try {
-    for await (const run of listExecutions(client.temporal, { query: `${KEEL_FORK_OF.name}=${queryString(runId)}`, pageSize: 100 })) {
+    for await (const run of listExecutions(client.temporal, { query: `${KEEL_FORK_OF.name}=${queryString(runId)}`, pageSize: 100, scope })) {
       forks.add(run.workflowId);
       if (forks.size >= 100) break;
     }
@@ -68,12 +68,12 @@ async function forksOf(client: KeelClient, runId: string): Promise<string[]> {
 }
 
 /** The runs Temporal lists as children of `runId` (sub-agents and tasks), at most 200. */
-async function childrenOf(client: KeelClient, runId: string, status: RunStatus): Promise<ChildRun[]> {
+async function childrenOf(client: KeelClient, runId: string, status: RunStatus, scope: ListScope | undefined): Promise<ChildRun[]> {
   const tasks = new Map(status.tasks.map((task) => [task.runId, task]));
   const children: ChildRun[] = [];
   const query = `WorkflowType='${GENERATE_WORKFLOW}' AND ParentWorkflowId=${queryString(runId)}`;
   try {
-    for await (const run of listExecutions(client.temporal, { query, pageSize: 200 })) {
+    for await (const run of listExecutions(client.temporal, { query, pageSize: 200, scope })) {
       // An execution that continued as new is followed by the next of the same id.
       if (run.status.name === 'CONTINUED_AS_NEW') continue;
       // Its lifecycle as the runs list and `keel status` say it (a sub-agent waiting on a hold is `waiting`).
@@ -182,17 +182,21 @@ async function budgetOf(client: KeelClient, runId: string): Promise<BudgetView |
   return budget;
 }
 
-/** Everything the run view shows of `runId`. */
-export async function runView(client: KeelClient, runId: string, temporalUiUrl: string | undefined, namespace: string): Promise<RunView> {
+/** Everything the run view shows of `runId` (its children and forks: those `scope` admits). */
+export async function runView(
+  client: KeelClient,
+  runId: string,
+  { temporalUiUrl, namespace, scope }: { temporalUiUrl: string | undefined; namespace: string; scope?: ListScope | undefined },
+): Promise<RunView> {
   const handle = client.getHandle(runId);
   // One query at a time: two at once on a run that has just ended can leave one unanswered for the
   // server's whole query timeout (30 s) when the worker is busy (seen with test/ui-server.test.ts under load).
   const [status, description] = await Promise.all([handle.status(), handle.describe()]);
   const messages = await handle.messages(0);
   const [children, budget, forks] = await Promise.all([
-    childrenOf(client, runId, status),
+    childrenOf(client, runId, status, scope),
     budgetOf(client, runId).catch(() => undefined),
-    forksOf(client, runId),
+    forksOf(client, runId, scope),
   ]);
   return {
     runId,

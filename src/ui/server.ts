@@ -43,6 +43,8 @@ import { authenticator, vouched, type Authenticate, type Identity } from '../sec
 import { loadSigningKeys, type SigningKeys } from '../security/signing-keys';
 import type { Decider } from '../protocols/chat';
 import { runView } from './run-view';
+import { accessOf, type Access, type AccessAction } from '../security/access';
+import { listRuns } from '../client/runs';
 
 /** Where the built page is: dist/web of the package (from src/ui or dist/ui alike). */
 export const WEB_ROOT = resolve(__dirname, '..', '..', 'dist', 'web');
@@ -148,6 +150,8 @@ interface Who {
   authenticate: Authenticate | undefined;
   identities: WeakMap<Request, Identity>;
   decider: (request: Request, fallback: string) => Decider;
+  /** What the request's identity may do (docs/tenants.md): every route checks it before it reads or changes a run. */
+  access: (request: Request) => Access;
 }
 
 /** The identities of requests, and the decisions made from them, for `config`. */
@@ -160,6 +164,7 @@ function whoAsks(config: KeelConfig): Who {
     keys,
     authenticate,
     identities,
+    access: (request) => accessOf(config, identities.get(request)),
     decider: (request, fallback) => (runId, decision) => {
       const identity = identities.get(request);
       return identity ? vouched(keys(), identity, runId, decision) : { ...decision, decidedBy: decision.decidedBy ?? fallback };
@@ -215,13 +220,13 @@ function createUiApp({
     });
   }
   // MCP and A2A clients are programs, not the page: the protocols' SDKs answer them (their own headers, no CSP).
-  if (mcp) app.all('/mcp', (c) => mcp.handle(c.req.raw));
+  if (mcp) app.all('/mcp', (c) => mcp.handle(c.req.raw, who.access(c.req.raw)));
   if (a2a) {
     app.get('/a2a/:agent/.well-known/agent-card.json', (c) => {
       const card = a2a.card(c.req.param('agent'));
       return card ? c.json(card) : c.json({ error: { status: 'NOT_FOUND', message: `no A2A agent "${c.req.param('agent')}" here` } }, 404);
     });
-    app.post('/a2a/:agent', (c) => a2a.handle(c.req.param('agent'), c.req.raw));
+    app.post('/a2a/:agent', (c) => a2a.handle(c.req.param('agent'), c.req.raw, who.access(c.req.raw)));
   }
   app.all('/a2a/*', (c) =>
     c.json(
@@ -236,16 +241,25 @@ function createUiApp({
   );
   // The AI SDK's chat protocol, for pages of this origin and of the web apps serve.origins names (useChat sends no header of keel's).
   if (chat) {
-    app.post('/api/chat/:agent', (c) => chat.send(c.req.param('agent'), c.req.raw, who.decider(c.req.raw, `chat:${c.req.param('agent')}`)));
-    app.get('/api/chat/:agent/:chatId/stream', (c) => chat.resume(c.req.param('agent'), c.req.param('chatId'), c.req.raw));
-    app.get('/api/chat/:agent/:chatId', (c) => chat.history(c.req.param('agent'), c.req.param('chatId')));
+    app.post('/api/chat/:agent', (c) =>
+      chat.send(c.req.param('agent'), c.req.raw, who.decider(c.req.raw, `chat:${c.req.param('agent')}`), who.access(c.req.raw)),
+    );
+    app.get('/api/chat/:agent/:chatId/stream', (c) => chat.resume(c.req.param('agent'), c.req.param('chatId'), c.req.raw, who.access(c.req.raw)));
+    app.get('/api/chat/:agent/:chatId', (c) => chat.history(c.req.param('agent'), c.req.param('chatId'), who.access(c.req.raw)));
   }
   app.use(secureHeaders({ contentSecurityPolicy: { defaultSrc: ["'self'"], imgSrc: ["'self'", 'data:'], styleSrc: ["'self'", "'unsafe-inline'"] } }));
   const routes: UiRoutes = { client, config, hub, user, who, temporalUiUrl: temporalUiUrlOf(config), inbox: inboxListing(client) };
   readingRoutes(app, routes);
-  app.get('/api/runs/:runId/events', (c) => runEventStream(c, hub, c.req.param('runId')));
+  app.get('/api/runs/:runId/events', async (c) => {
+    try {
+      await who.access(c.req.raw).check(client.temporal, c.req.param('runId'), 'read');
+    } catch (error) {
+      return failure(c, error);
+    }
+    return runEventStream(c, hub, c.req.param('runId'));
+  });
   changingRoutes(app, routes);
-  decisionLinkRoutes(app, { client, keys: who.keys, decider: who.decider });
+  decisionLinkRoutes(app, { client, keys: who.keys, decider: who.decider, access: who.access });
   app.all('/api/*', (c) => c.json({ error: { status: 'NOT_FOUND', message: `no such endpoint: ${c.req.method} ${c.req.path}` } }, 404));
 
   const root = relative(process.cwd(), webRoot) || '.';
@@ -299,7 +313,13 @@ function readingRoutes(app: Hono, { client, config, user, who, temporalUiUrl, in
     }),
   );
 
-  app.get('/api/inbox', (c) => answer(c, async () => ({ holds: await inbox.holds() })));
+  // One listing for every inbox; each sees the holds of the runs it may read.
+  app.get('/api/inbox', (c) =>
+    answer(c, async () => {
+      const access = who.access(c.req.raw);
+      return { holds: (await inbox.holds()).filter((hold) => access.may('read', hold.principal ?? {})) };
+    }),
+  );
 
   app.get('/api/runs', async (c) => {
     const state = c.req.query('status');
@@ -312,26 +332,34 @@ function readingRoutes(app: Hono, { client, config, user, who, temporalUiUrl, in
     const startedAfter = since ? new Date(since) : undefined;
     if (startedAfter && Number.isNaN(startedAfter.getTime())) return bad(c, `since: an ISO 8601 time, not "${since}"`);
     return answer(c, async () => {
-      const runs = await client.list({
+      const options = {
         ...(agent ? { agent } : {}),
         ...(parsedState?.success ? { state: parsedState.data } : {}),
         ...(startedAfter ? { startedAfter } : {}),
         limit,
-      });
+      };
+      const runs = await listRuns(client.temporal, options, who.access(c.req.raw).readScope());
       // Waiting runs first, then newest first.
       runs.sort((a, b) => Number(b.state === 'waiting') - Number(a.state === 'waiting') || b.startedAt.localeCompare(a.startedAt));
       return { runs };
     });
   });
 
-  app.get('/api/runs/:runId', (c) => answer(c, () => runView(client, c.req.param('runId'), temporalUiUrl, namespace)));
+  app.get('/api/runs/:runId', (c) =>
+    answer(c, async () => {
+      const access = who.access(c.req.raw);
+      await access.check(client.temporal, c.req.param('runId'), 'read');
+      return runView(client, c.req.param('runId'), { temporalUiUrl, namespace, scope: access.readScope() });
+    }),
+  );
 
   // A run's pending holds in full (input, data, decision schema): what the inbox's forms are made from.
   // The status query needs a worker: one that does not answer in time leaves the card with the inbox's summary.
   app.get('/api/runs/:runId/holds', (c) =>
-    answer(c, async () => ({
-      holds: await client.temporal.withDeadline(Date.now() + HOLDS_QUERY_MS, () => client.getHandle(c.req.param('runId')).pendingHolds()),
-    })),
+    answer(c, async () => {
+      await who.access(c.req.raw).check(client.temporal, c.req.param('runId'), 'read');
+      return { holds: await client.temporal.withDeadline(Date.now() + HOLDS_QUERY_MS, () => client.getHandle(c.req.param('runId')).pendingHolds()) };
+    }),
   );
 }
 
@@ -369,6 +397,7 @@ function runEventStream(c: Context, hub: EventHub, runId: string) {
 
 /** The routes that change something: start a run (or a session's turn), decide a hold, steer, fork, abort. */
 function changingRoutes(app: Hono, { client, user, who, inbox }: UiRoutes): void {
+  const check = (c: Context, action: AccessAction) => who.access(c.req.raw).check(client.temporal, c.req.param('runId')!, action);
   app.post('/api/runs', async (c) => {
     const body = await jsonBody(c);
     if (!body.ok) return bad(c, body.message);
@@ -376,8 +405,11 @@ function changingRoutes(app: Hono, { client, user, who, inbox }: UiRoutes): void
     if (!parsed.success) return bad(c, `a run needs { agent, prompt, sessionId? }: ${describeZodError(parsed.error)}`);
     const { agent, prompt, sessionId } = parsed.data;
     return answer(c, async () => {
-      if (sessionId === undefined) return { runId: (await client.start(agent, prompt, { idPrefix: 'ui' })).runId };
-      const turn = await client.session(agent, sessionId).send(prompt, { detach: true });
+      const access = who.access(c.req.raw);
+      // Whose run it is comes from the verified identity, never from the body.
+      if (sessionId === undefined) return { runId: (await client.start(agent, prompt, { idPrefix: 'ui', ...access.principal })).runId };
+      const ifBelongsTo = await access.session(client.temporal, agent, sessionId, 'steer');
+      const turn = await client.session(agent, sessionId, access.principal).send(prompt, { detach: true, ...(ifBelongsTo ? { ifBelongsTo } : {}) });
       return { runId: turn.runId, sessionId };
     });
   });
@@ -400,6 +432,7 @@ function changingRoutes(app: Hono, { client, user, who, inbox }: UiRoutes): void
     const runId = c.req.param('runId');
     inbox.stale();
     try {
+      await check(c, 'decide');
       return c.json(await client.getHandle(runId).decide(who.decider(c.req.raw, name.data)(runId, parsed.data), { timeoutMs: 15_000 }));
     } catch (error) {
       return failure(c, error);
@@ -416,7 +449,10 @@ function changingRoutes(app: Hono, { client, user, who, inbox }: UiRoutes): void
     const problem = steerInputProblem(body.value);
     if (problem) return bad(c, problem);
     const { text, interrupt } = SteerInputSchema.parse(body.value);
-    return answer(c, () => client.getHandle(c.req.param('runId')).steer(text, { ...(interrupt ? { interrupt } : {}) }));
+    return answer(c, async () => {
+      await check(c, 'steer');
+      return client.getHandle(c.req.param('runId')).steer(text, { ...(interrupt ? { interrupt } : {}) });
+    });
   });
 
   // "Fork from here": a new run from the run's conversation up to a turn, checked by a worker first (nothing starts on bad input).
@@ -427,6 +463,7 @@ function changingRoutes(app: Hono, { client, user, who, inbox }: UiRoutes): void
     if (!parsed.success) return bad(c, `a fork needs { at, message?, toolResults? }: ${describeZodError(parsed.error)}`);
     const { at, message, toolResults } = parsed.data;
     return answer(c, async () => {
+      await check(c, 'fork');
       const { handle: _handle, ...started } = await client
         .getHandle(c.req.param('runId'))
         .fork({ at, ...(message !== undefined ? { message } : {}), ...(toolResults ? { toolResults } : {}) });
@@ -436,6 +473,7 @@ function changingRoutes(app: Hono, { client, user, who, inbox }: UiRoutes): void
 
   app.post('/api/runs/:runId/abort', (c) =>
     answer(c, async () => {
+      await check(c, 'abort');
       await client.getHandle(c.req.param('runId')).cancel();
       return { aborted: true };
     }),

@@ -4,6 +4,7 @@
  * tool that answers with `toolFail` an error the model sees; any other failure is the tool's own (`ToolFailure`), which the tool-error policy may
  * answer to the model. Runs in the workflow: deterministic, no I/O.
  */
+import type { Principal } from '../core/principal';
 import { z } from 'zod';
 import { defineHold, undeclaredHold } from '../core/holds';
 import { ApplicationFailure, isCancellation, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
@@ -18,6 +19,12 @@ import { activityCause, activityOptions, asKeelError, localActivityOptions, unti
 import type { RunState } from './run-state';
 import { addUsage, type Usage } from '../core/usage';
 
+/** Whom a run belongs to and who sent its turn, as its tools' context says them. */
+export interface ToolCaller {
+  principal: Principal;
+  sentBy?: Principal;
+}
+
 /** Options of `toolRunner`. */
 export interface ToolRunnerOptions {
   /** The tool activity's options, and which tools are called as local activities. */
@@ -30,6 +37,8 @@ export interface ToolRunnerOptions {
   run: Pick<RunState, 'status'>;
   /** Counts what a tool reported it spent beyond the run's usage (into its tree's ledger), as a model call's usage is. */
   onUsage?: (usage: Usage) => void;
+  /** Whom the run belongs to and who sent its turn (docs/tenants.md): a tool's context says them. */
+  caller?: ToolCaller;
 }
 
 /** A tool's own question: any data, and the tool gets the decision's payload as sent. */
@@ -48,7 +57,11 @@ const RECONCILE_HOLD = defineHold({
 });
 
 /** The innermost stage of the wrapTool chain. */
-export function toolRunner({ agent, contributed, stage, run, onUsage }: ToolRunnerOptions): ToolRunner {
+export function toolRunner({ agent, contributed, stage, run, onUsage, caller = { principal: {} } }: ToolRunnerOptions): ToolRunner {
+  const callerFields = {
+    ...(caller.principal.tenant || caller.principal.owner ? { principal: caller.principal } : {}),
+    ...(caller.sentBy ? { sentBy: caller.sentBy } : {}),
+  };
   const activity = activityOptions(agent.activities.tool);
   const localOptions = localActivityOptions(agent.activities.tool);
   const localTools = agent.localTools ?? [];
@@ -83,6 +96,7 @@ export function toolRunner({ agent, contributed, stage, run, onUsage }: ToolRunn
           ref: call.request.ref,
           agent: run.status.agent,
           turn: run.status.turn,
+          ...callerFields,
           ...(resumed !== undefined ? { resumed } : {}),
           ...(refusedBefore ? { refusedBefore } : {}),
         }),

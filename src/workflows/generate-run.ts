@@ -134,7 +134,7 @@ export class GenerateRun {
       runStarted(agent.name);
     }
     // Listable by agent and state, when the namespace has keel's search attributes.
-    if (agent.searchAttributes) startIndexing(state, { forks: agent.forkAttribute === true });
+    if (agent.searchAttributes) startIndexing(state, { forks: agent.forkAttribute === true, principals: agent.principalAttributes === true });
     return { input, agent };
   }
 

@@ -11,7 +11,7 @@ import { ParentClosePolicy, proxyActivities, setWorkflowOptions, startChild, wor
 import type { KeelActivities } from '../activities/types';
 import { NOTICE_WORKFLOW, type HoldNotice, type NoticeDeliveryInput } from '../core/hold-notices';
 import type { AgentSpec } from '../core/run';
-import { inheritedVersioning, sessionVersioningOptions } from './versioning';
+import { inheritedMemo, sessionVersioningOptions } from './versioning';
 
 /** A webhook gets a notice within a day, or never: retried with backoff up to every 10 minutes, each POST given 30 s. */
 const { deliverHoldNotice } = proxyActivities<KeelActivities>({
@@ -67,7 +67,7 @@ export class HoldNotices {
           args: [input],
           parentClosePolicy: ParentClosePolicy.ABANDON,
           staticSummary: `${input.notice.type} ${input.notice.hold.id} of ${input.notice.runId}`,
-          ...inheritedVersioning(),
+          ...inheritedMemo(),
         }).catch(() => undefined),
       ),
     );

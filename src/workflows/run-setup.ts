@@ -3,6 +3,8 @@
  * capabilities they get), the tools the model may call (the agent's plus those middleware
  * contribute, names unique), and the system prompt. Runs in the workflow: no I/O.
  */
+import { workflowInfo } from '@temporalio/workflow';
+import { principalOfMemo } from '../core/principal';
 import { artifactStore } from '../core/artifacts';
 import { KeelError } from '../core/errors';
 import type { Message, ModelRequest, ModelResponse, ToolDefinition } from '../core/messages';
@@ -57,6 +59,7 @@ export async function setUpRun({ agent, input, run, callModel, features, holdMod
       inputMessages: input.messages,
       carried: (key) => input.continued?.middleware[key],
       session: input.session,
+      principal: principalOfMemo(workflowInfo().memo),
       resuming: input.resume !== undefined,
       // A middleware whose holds share one decision reads the holds of every instance of its name.
       resumedHolds: (index) => {

@@ -13,7 +13,8 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import { KEEL_AGENT, KEEL_FORK_OF, KEEL_STATUS } from '../core/search-attributes';
+import { KEEL_AGENT, KEEL_FORK_OF, KEEL_OWNER, KEEL_STATUS, KEEL_TENANT } from '../core/search-attributes';
+import { principalOfMemo } from '../core/principal';
 import { carriedUsage, conversationTurns, forkCut, type ForkPoint } from '../core/fork';
 import { KeelError, RunStoppedError, ToolFailure, fromApplicationFailure, toApplicationFailure, toKeelError } from '../core/errors';
 import { ToolInterrupt } from '../core/interrupts';
@@ -157,12 +158,15 @@ function memoizeHolds(run: RunState, pending: readonly Hold[]): void {
  * Starts keeping the run's search attributes (when the namespace has them): the agent, and
  * the state from now on.
  */
-export function startIndexing(run: RunState, { forks }: { forks: boolean }): void {
+export function startIndexing(run: RunState, { forks, principals }: { forks: boolean; principals: boolean }): void {
   run.indexed = { state: run.status.state };
+  const { tenant, owner } = principals ? principalOfMemo(workflowInfo().memo) : {};
   upsertSearchAttributes([
     { key: KEEL_AGENT, value: run.status.agent },
     { key: KEEL_STATUS, value: run.status.state },
     ...(forks && run.status.fork ? [{ key: KEEL_FORK_OF, value: run.status.fork.source }] : []),
+    ...(tenant ? [{ key: KEEL_TENANT, value: tenant }] : []),
+    ...(owner ? [{ key: KEEL_OWNER, value: owner }] : []),
   ]);
 }
 

@@ -6,7 +6,7 @@
  */
 import { childSummary } from './child-summary';
 import { ApplicationFailure, CancellationScope, isCancellation, startChild } from '@temporalio/workflow';
-import { inheritedVersioning } from './versioning';
+import { inheritedMemo } from './versioning';
 import { fromApplicationFailure, toKeelError, type KeelError } from '../core/errors';
 import type { Artifact } from '../core/artifacts';
 import { messageText, type Message } from '../core/messages';
@@ -66,14 +66,14 @@ export async function startSessionRun(
     agent: session.agent,
     messages,
     artifacts: base.artifacts,
-    session: { id: session.sessionId, usage: base.usage },
+    session: { id: session.sessionId, usage: base.usage, ...(snapshot.sentBy ? { sentBy: snapshot.sentBy } : {}) },
     use,
     ...(reportTo ? { reportTo } : {}),
   };
   let child;
   try {
     child = await scope.run(() =>
-      startChild(GENERATE_WORKFLOW, { workflowId: runId, args: [input], ...childSummary(session.agent, messages), ...inheritedVersioning() }),
+      startChild(GENERATE_WORKFLOW, { workflowId: runId, args: [input], ...childSummary(session.agent, messages), ...inheritedMemo() }),
     );
   } catch (error) {
     return { ended: Promise.resolve(finish(runEnding(error))) };

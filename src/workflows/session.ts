@@ -46,6 +46,7 @@ import {
 } from './session-state';
 import { abortSessionRun, settleSessionRun, startSessionRun, type SessionRunEnd } from './session-run';
 import { continueOnCurrentBuild, sessionVersioningOptions } from './versioning';
+import { principalOfMemo, samePrincipal } from '../core/principal';
 
 // A regular activity, not a local one: a worker that lacks the agent (a rolling deploy) refuses it retryably, and another takes it.
 const { resolveAgent } = proxyActivities<KeelActivities>(RESOLVE_AGENT_OPTIONS);
@@ -144,6 +145,9 @@ function validateInvocation(session: Session, raw: InvokeInput): void {
   if (request.fromRunId && !session.snapshots.some((snapshot) => snapshot.runId === request.fromRunId)) {
     throw refusal('NOT_FOUND', `no snapshot of run "${request.fromRunId}" in session "${sessionId}" of agent "${agent}"`);
   }
+  // A sender checked against whom the session belonged; if it was started by another in between, it is not theirs to find.
+  if (request.ifBelongsTo && !samePrincipal(request.ifBelongsTo, principalOfMemo(workflowInfo().memo)))
+    throw refusal('NOT_FOUND', `session "${sessionId}" of agent "${agent}" does not exist`);
 }
 
 /**
@@ -228,6 +232,7 @@ function beginRun(session: Session, request: Invocation): { snapshot: Snapshot; 
     createdAt: now,
     updatedAt: now,
     messageCount: base.messages.length,
+    ...(request.sentBy ? { sentBy: request.sentBy } : {}),
   };
   return { snapshot, base };
 }

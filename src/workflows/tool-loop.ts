@@ -4,6 +4,8 @@
  * on a step of its own (a resume, continue-as-new, an answer, a tool turn, holds returned). It
  * knows no middleware by name. Runs in the workflow: deterministic, no I/O.
  */
+import { workflowInfo } from '@temporalio/workflow';
+import { principalOfMemo } from '../core/principal';
 import { runContinuedAsNew, runEnded } from '../core/workflow-metrics';
 import { KeelError } from '../core/errors';
 import { conversationTurns } from '../core/fork';
@@ -128,6 +130,7 @@ export class ToolLoop {
       stage: hooks.length,
       run: run.state,
       onUsage: run.features.counted,
+      caller: { principal: principalOfMemo(workflowInfo().memo), ...(input.session?.sentBy ? { sentBy: input.session.sentBy } : {}) },
     });
     this.turn = {
       chain: composeToolChain(hooks, runTool),

@@ -11,6 +11,7 @@
  */
 import type { WorkflowDefinitionOptions } from '@temporalio/common';
 import { makeContinueAsNewFunc, workflowInfo, type Workflow } from '@temporalio/workflow';
+import { principalMemo, principalOfMemo } from '../core/principal';
 import { versioningMemo, versioningOfMemo } from '../core/versioning';
 
 /**
@@ -44,9 +45,13 @@ export function sessionVersioningOptions(): WorkflowDefinitionOptions {
   return onVersionedWorker() ? { versioningBehavior: 'AUTO_UPGRADE' } : {};
 }
 
-/** The memo a child run gets so it moves between builds the way this run does. */
-export function inheritedVersioning(): { memo?: Record<string, string> } {
-  const memo = versioningMemo(versioningOfMemo(workflowInfo().memo));
+/**
+ * The memo a run this run starts gets: it moves between builds the way this run does, and
+ * belongs to whom this run belongs (its principal: docs/tenants.md).
+ */
+export function inheritedMemo(): { memo?: Record<string, unknown> } {
+  const own = workflowInfo().memo;
+  const memo = { ...versioningMemo(versioningOfMemo(own)), ...principalMemo(principalOfMemo(own)) };
   return Object.keys(memo).length ? { memo } : {};
 }
 

@@ -13,8 +13,10 @@ import {
   getExternalWorkflowHandle,
   isCancellation,
   proxyActivities,
+  workflowInfo,
 } from '@temporalio/workflow';
-import { inheritedVersioning } from '../../workflows/versioning';
+import { inheritedMemo } from '../../workflows/versioning';
+import { principalOfMemo } from '../../core/principal';
 import { KeelError, fromApplicationFailure, toKeelError } from '../../core/errors';
 import { addUsage, type Usage } from '../../core/usage';
 import type { MiddlewareRef, RunInputOptions, RunResult } from '../../core/run';
@@ -73,7 +75,7 @@ export function agentRunner({ run, inherited, forgetChild }: RunServices): (opti
         workflowId: runId,
         args: [input],
         ...childSummary(agent, options.messages),
-        ...inheritedVersioning(),
+        ...inheritedMemo(),
       });
     } catch (error) {
       if (runCancelled(error)) throw error;
@@ -121,7 +123,14 @@ export function sessionInvoker({
         reportTo: { runId: run.runId, key: `${agent}-${run.children}` },
         ...(fromRunId ? { fromRunId } : {}),
       };
-      const output = await invokeSession({ agent, sessionId: session, invoke, updateId: requestId });
+      const principal = principalOfMemo(workflowInfo().memo);
+      const output = await invokeSession({
+        agent,
+        sessionId: session,
+        invoke,
+        updateId: requestId,
+        ...(principal.tenant || principal.owner ? { principal } : {}),
+      });
       if (detach) run.tasks = [...run.tasks, taskRecord({ agent, runId: output.runId, name })];
       else {
         // Counted now: a later check of this task id must not count it again.

@@ -7,7 +7,7 @@
  */
 import { childSummary } from '../../workflows/child-summary';
 import { getExternalWorkflowHandle, ParentClosePolicy, proxyActivities, startChild } from '@temporalio/workflow';
-import { inheritedVersioning } from '../../workflows/versioning';
+import { inheritedMemo } from '../../workflows/versioning';
 import { addUsage } from '../../core/usage';
 import { isSettled, taskRecord, type TaskReport } from '../../core/tasks';
 import type { AgentsActivities, TaskControl } from './capabilities';
@@ -50,7 +50,7 @@ export function taskControl({ run, inherited, forgetChild }: RunServices): TaskC
         args: [input],
         parentClosePolicy: ParentClosePolicy.ABANDON,
         ...childSummary(options.agent, options.messages),
-        ...inheritedVersioning(),
+        ...inheritedMemo(),
       });
       const record = taskRecord({ agent: options.agent, runId, name: options.name });
       run.tasks = [...run.tasks, record];

@@ -8,6 +8,7 @@ import { Context } from '@temporalio/activity';
 import { ServiceError, WithStartWorkflowOperation, isGrpcServiceError, type Client } from '@temporalio/client';
 import { sessionWorkflowId, type InvokeOutput, type InvokeSessionInput } from '../../../core/session';
 import { KeelError } from '../../../core/errors';
+import { principalMemo } from '../../../core/principal';
 import { runErrorOf } from '../../../node/run-errors';
 import { SESSION_WORKFLOW, invokeUpdate } from '../../../core/protocol';
 import { retryingUpdate } from '../../../node/update-retry';
@@ -15,7 +16,8 @@ import { withHeartbeat } from '../../../activities/heartbeat';
 import { InfrastructureError } from '../../../activities/infrastructure-error';
 
 /** The `invokeSession` activity. */
-export async function invokeSession(client: Client, { agent, sessionId, invoke, updateId }: InvokeSessionInput): Promise<InvokeOutput> {
+export async function invokeSession(client: Client, { agent, sessionId, invoke, updateId, principal }: InvokeSessionInput): Promise<InvokeOutput> {
+  const memo = principalMemo(principal);
   return withHeartbeat(async () => {
     try {
       // The server's transient refusals are retried as every client retries them; what still fails is the activity's to retry.
@@ -29,6 +31,7 @@ export async function invokeSession(client: Client, { agent, sessionId, invoke, 
               taskQueue: Context.current().info.taskQueue,
               args: [{ agent, sessionId }],
               workflowIdConflictPolicy: 'USE_EXISTING',
+              ...(Object.keys(memo).length ? { memo } : {}),
             }),
           }),
         { what: `the turn sent to session "${sessionId}" of agent "${agent}"` },
