@@ -20,7 +20,7 @@ import { Registry } from '../src/registry';
 import { startUiServer, type UiServer } from '../src/ui/server';
 import * as agents from './fixtures/auth-agents';
 import { startTestWorker, type TestWorker } from './support/harness';
-import { spawnCommand } from './support/processes';
+import { devIssuerTokens } from './support/dev-issuer';
 import { temporalCli } from './support/temporal-cli';
 
 const ISSUER = 'https://idp.keel.test';
@@ -281,17 +281,7 @@ describe('a chat with auth on', () => {
 describe('examples/auth/dev-issuer.ts, and a JWKS at a URL', () => {
   it('mints tokens keel serve takes, with the issuer’s keys served over HTTP', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'keel-dev-issuer-'));
-    const minter = spawnCommand(process.execPath, ['--import', 'tsx', join(__dirname, '..', 'examples', 'auth', 'dev-issuer.ts'), dir], {
-      label: 'dev-issuer',
-    });
-    expect(await minter.exited, minter.stderr()).toBe(0);
-    const tokens = Object.fromEntries(
-      minter
-        .stdout()
-        .trim()
-        .split('\n')
-        .map((line) => line.split(' ') as [string, string]),
-    );
+    const tokens = await devIssuerTokens(dir);
     const jwks = readFileSync(join(dir, 'jwks.json'), 'utf8');
     const issuerServer = createServer((_request, response) => response.writeHead(200, { 'content-type': 'application/json' }).end(jwks));
     await new Promise<void>((resolve) => issuerServer.listen(0, '127.0.0.1', resolve));
