@@ -6,6 +6,7 @@
  * (the worker restarted with another system prompt) it fails, naming the case; a scripted judge
  * scores a rubric; two variants are reported side by side; a worker killed mid-suite loses no case.
  */
+import { PRINCIPAL_MEMO_KEY } from '../src/core/principal';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -40,7 +41,10 @@ let refundId: string;
 beforeAll(async () => {
   client = await KeelClient.connect(loadConfig({ path: configPath }));
   const worker = await startWorker();
-  const [whereRun, refundRun] = await Promise.all([client.start('triage', 'where is order 7?'), client.start('triage', 'please refund order 9')]);
+  const [whereRun, refundRun] = await Promise.all([
+    client.start('triage', 'where is order 7?', { tenant: 'acme', owner: 'alice' }),
+    client.start('triage', 'please refund order 9'),
+  ]);
   expect((await whereRun.result()).text).toBe('order 7 is shipped');
   expect((await refundRun.result()).text).toBe('refunded order 9');
   where = whereRun.runId;
@@ -91,8 +95,15 @@ describe('keel eval', () => {
     const ran = await runKeel(['eval', path, '--json', '--junit', junit, '--config', configPath]);
     const report = JSON.parse(ran.stdout) as {
       ok: boolean;
-      cases: Array<{ case: string; passed: boolean; scores: Array<{ scorer: string; passed: boolean; reason: string }>; error?: string }>;
+      cases: Array<{ case: string; runId: string; passed: boolean; scores: Array<{ scorer: string; passed: boolean; reason: string }>; error?: string }>;
     };
+    // A case of alice's recorded run (by its history file or by a query) belongs to her too (docs/tenants.md); one of an unowned run to no one.
+    for (const name of ['where', `from the server ${where}`, 'refund']) {
+      const caseRun = report.cases.find((entry) => entry.case === name)!.runId;
+      expect((await client.getHandle(caseRun).describe()).memo?.[PRINCIPAL_MEMO_KEY], name).toEqual(
+        name === 'refund' ? undefined : { tenant: 'acme', owner: 'alice' },
+      );
+    }
     const handWritten = report.cases.find((entry) => entry.case === 'by hand')!;
     // The case by hand has no recorded answer: sameAsRecorded fails it, saying so.
     expect(handWritten.scores).toContainEqual({ scorer: 'sameAsRecorded', passed: false, reason: 'the case has no recorded answer' });

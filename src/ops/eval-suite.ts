@@ -4,6 +4,7 @@
  * prompt, tool answers and answer, from a `keel history export` file or from runs on the server),
  * runs the suite as a workflow, and reports: a table, JSON, JUnit XML. Node side.
  */
+import { PRINCIPAL_MEMO_KEY, principalOfMemo, type Principal } from '../core/principal';
 import { readFileSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -63,7 +64,7 @@ export function recordedCase(result: RunResult, forkTurn = 0): Pick<EvalCase, 'm
 }
 
 /** A `keel history export` file's run: its agent and result (a run that did not complete is refused). */
-async function historyRun(client: KeelClient, file: string): Promise<{ agent: string; result: RunResult; forkTurn: number }> {
+async function historyRun(client: KeelClient, file: string): Promise<{ agent: string; result: RunResult; forkTurn: number; principal: Principal }> {
   let events;
   try {
     events = historyFromJSON(JSON.parse(readFileSync(file, 'utf8'))).events ?? [];
@@ -77,25 +78,33 @@ async function historyRun(client: KeelClient, file: string): Promise<{ agent: st
   if (!completed) throw new SuiteError(`${file}: the run did not complete; a case needs a completed run`);
   const input = await decodePayload<{ agent?: string }>(client.temporal, started.input?.payloads?.[0]);
   const fork = ForkOriginSchema.safeParse(await decodePayload(client.temporal, started.memo?.fields?.[FORK_MEMO_KEY]));
+  const principal = principalOfMemo({ [PRINCIPAL_MEMO_KEY]: await decodePayload(client.temporal, started.memo?.fields?.[PRINCIPAL_MEMO_KEY]) });
   const result = RunResultSchema.safeParse(await decodePayload(client.temporal, completed.result?.payloads?.[0]));
   if (!result.success || !input?.agent)
     throw new SuiteError(`${file}: its input or result cannot be read with this config (a key or a payload store it lacks)`);
-  return { agent: input.agent, result: result.data, forkTurn: fork.success ? fork.data.turn : 0 };
+  return { agent: input.agent, result: result.data, forkTurn: fork.success ? fork.data.turn : 0, principal };
 }
+
+/** `{ principal }` for a case whose recorded run belonged to someone. */
+const ownedBy = (principal: Principal): { principal?: Principal } => (principal.tenant || principal.owner ? { principal } : {});
 
 /** The completed runs a query lists (newest first, at most `limit`), with their agents. */
 async function queriedRuns(
   client: KeelClient,
   query: string,
   limit: number,
-): Promise<Array<{ runId: string; agent?: string; result: RunResult; forkTurn: number }>> {
-  const listed = new Map<string, { agent?: string; forkTurn: number }>();
+): Promise<Array<{ runId: string; agent?: string; result: RunResult; forkTurn: number; principal: Principal }>> {
+  const listed = new Map<string, { agent?: string; forkTurn: number; principal: Principal }>();
   for await (const run of client.temporal.workflow.list({ query: `WorkflowType = '${GENERATE_WORKFLOW}' AND ExecutionStatus = 'Completed' AND (${query})` })) {
     // A run an eval suite made (a case's) is not a recorded run; an id listed again is a chain's earlier execution. The
     // suite's query is the user's text: what it lists is checked here too (a completed keel run).
     if (run.type !== GENERATE_WORKFLOW || run.status.name !== 'COMPLETED' || run.memo?.[EVAL_MEMO_KEY] !== undefined || listed.has(run.workflowId)) continue;
     const fork = ForkOriginSchema.safeParse(run.memo?.[FORK_MEMO_KEY]);
-    listed.set(run.workflowId, { ...(typeof run.memo?.agent === 'string' ? { agent: run.memo.agent } : {}), forkTurn: fork.success ? fork.data.turn : 0 });
+    listed.set(run.workflowId, {
+      ...(typeof run.memo?.agent === 'string' ? { agent: run.memo.agent } : {}),
+      forkTurn: fork.success ? fork.data.turn : 0,
+      principal: principalOfMemo(run.memo),
+    });
     if (listed.size >= limit) break;
   }
   // Their results, read at once (each may be a stored payload).
@@ -121,9 +130,15 @@ export async function resolveCases(client: KeelClient, suite: SuiteFile, suitePa
     const where = `cases[${index}]`;
     if (entry.history !== undefined) {
       const file = resolve(base, entry.history);
-      const { agent, result, forkTurn } = await historyRun(client, file);
+      const { agent, result, forkTurn, principal } = await historyRun(client, file);
       add(
-        { name: entry.name ?? basename(file, '.json'), agent: suite.agent ?? agent, source: entry.history, ...recordedCase(result, forkTurn) },
+        {
+          name: entry.name ?? basename(file, '.json'),
+          agent: suite.agent ?? agent,
+          source: entry.history,
+          ...recordedCase(result, forkTurn),
+          ...ownedBy(principal),
+        },
         entry.scorers,
       );
     } else if (entry.query !== undefined) {
@@ -132,7 +147,10 @@ export async function resolveCases(client: KeelClient, suite: SuiteFile, suitePa
       for (const run of runs) {
         const agent = suite.agent ?? run.agent;
         if (!agent) throw new SuiteError(`${suitePath}: ${where}: run ${run.runId} does not say its agent; give the suite an agent`);
-        add({ name: `${entry.name ?? 'run'} ${run.runId}`, agent, source: run.runId, ...recordedCase(run.result, run.forkTurn) }, entry.scorers);
+        add(
+          { name: `${entry.name ?? 'run'} ${run.runId}`, agent, source: run.runId, ...recordedCase(run.result, run.forkTurn), ...ownedBy(run.principal) },
+          entry.scorers,
+        );
       }
     } else {
       const agent = entry.agent ?? suite.agent;

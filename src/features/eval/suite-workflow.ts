@@ -6,6 +6,7 @@
  * case instead of waiting). Each finished run is scored here; the report tallies each variant
  * against the threshold. Runs in the workflow: deterministic, no I/O.
  */
+import { principalMemo } from '../../core/principal';
 import { ApplicationFailure, ChildWorkflowFailure, executeChild, isCancellation, setWorkflowOptions, workflowInfo } from '@temporalio/workflow';
 import { GENERATE_WORKFLOW } from '../../core/protocol';
 import type { RunInputOptions, RunResult } from '../../core/run';
@@ -35,7 +36,8 @@ async function runCase(suite: EvalSuiteInput, evalCase: EvalCase, variant: Varia
       ...(variant.taskQueue ? { taskQueue: variant.taskQueue } : {}),
       staticSummary: `eval ${suite.name}: ${evalCase.name} (${variant.name})`,
       // Marks it as a case's run: a later suite's query never takes it for a recorded run.
-      memo: { [EVAL_MEMO_KEY]: workflowInfo().workflowId },
+      // and belongs to whom the recorded run belonged.
+      memo: { [EVAL_MEMO_KEY]: workflowInfo().workflowId, ...principalMemo(evalCase.principal) },
     });
   } catch (error) {
     const cause = error instanceof ChildWorkflowFailure && error.cause ? error.cause.message : (error as Error).message;

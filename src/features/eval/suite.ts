@@ -4,6 +4,7 @@
  * case's prompt and recorded tool answers), and what it reports. zod schemas, each an error
  * naming the field. Pure: safe in workflow code.
  */
+import { PrincipalSchema } from '../../core/principal';
 import { z } from 'zod';
 import { MessageSchema } from '../../core/messages';
 
@@ -124,6 +125,8 @@ export const EvalCaseSchema = z
     scorers: z.array(ScorerSchema),
     /** Where the case came from (a file, a run id), for the report. */
     source: z.string(),
+    /** Whom the recorded run belonged to: the case's run belongs to them too (docs/tenants.md). */
+    principal: PrincipalSchema.optional(),
   })
   .strict();
 export type EvalCase = z.infer<typeof EvalCaseSchema>;
