@@ -1,7 +1,7 @@
 /**
  * The commands that read runs: `keel status`, `keel list`, `keel tasks`, `keel holds`. Node side.
  */
-import { principalOfMemo, type Principal } from '../core/principal';
+import { principalField, principalOfMemo } from '../core/principal';
 import type { KeelConfig } from '../config/schema';
 import { FORK_MEMO_KEY, ForkOriginSchema, type ForkOrigin } from '../core/fork';
 import { KeelError } from '../core/errors';
@@ -49,12 +49,6 @@ export async function commandList(config: KeelConfig, positionals: string[], opt
     print(options.json, { runs }, runs.map(line).join('\n') || '(no runs)');
     return EXIT.ok;
   });
-}
-
-/** `{ principal }` when the memo records whom the run belongs to. */
-function principalField(memo: Record<string, unknown> | undefined): { principal?: Principal } {
-  const principal = principalOfMemo(memo);
-  return principal.tenant || principal.owner ? { principal } : {};
 }
 
 /** The fork a run is, as its status says or its memo recorded. */
@@ -116,7 +110,7 @@ export async function commandStatus(config: KeelConfig, positionals: string[], o
       // The steering messages the run took (or has pending), in order.
       ...(status?.steering?.length ? { steering: status.steering } : {}),
       // Whom the run belongs to (docs/tenants.md), from its memo.
-      ...principalField(description.memo),
+      ...principalField(principalOfMemo(description.memo)),
       // A fork's lineage: its source and turn, from the run or (no worker needed) its memo.
       ...(forkOf(status, description.memo) ? { fork: forkOf(status, description.memo) } : {}),
     });

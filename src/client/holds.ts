@@ -8,7 +8,7 @@
  * doing, its agent) comes from that one listing: the memo carries it. Node side.
  */
 import { listExecutions, type ListScope } from '../node/list-executions';
-import { principalOfMemo, type Principal } from '../core/principal';
+import { principalField, principalOfMemo, type Principal } from '../core/principal';
 import { ServiceError, type Client } from '@temporalio/client';
 import { HOLDS_MEMO_KEY, MemoHoldSchema, memoHolds, type MemoHold } from '../core/run';
 import { decideCommands } from './decide-commands';
@@ -93,14 +93,13 @@ function holdView(run: WaitingRun, hold: MemoHold): HoldView {
   const own = !hold.path?.length;
   const agent = hold.agent ?? (own ? run.agent : undefined);
   const prompt = typeof run.memo?.prompt === 'string' ? run.memo.prompt : own ? hold.asked : undefined;
-  const principal = principalOfMemo(run.memo);
   return {
     runId: run.runId,
     label: own ? runLabel(run.runId) : hold.id.split('/').slice(0, -1).join('/'),
     ...hold,
     ...(agent !== undefined ? { agent } : {}),
     ...(prompt !== undefined ? { prompt } : {}),
-    ...(principal.tenant || principal.owner ? { principal } : {}),
+    ...principalField(principalOfMemo(run.memo)),
     ...decideCommands(run.runId, hold.id, hold.approvable),
   };
 }

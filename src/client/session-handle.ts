@@ -12,7 +12,7 @@ import { sessionWorkflowId, type InvokeOutput, type Snapshot } from '../core/ses
 import { sessionIdProblem } from '../core/session';
 import { SESSION_WORKFLOW, abortSessionUpdate, currentRunQuery, invokeUpdate, snapshotQuery, steerUpdate, waitForSnapshotUpdate } from '../core/protocol';
 import { versioningMemo, type RunVersioning } from '../core/versioning';
-import { PRINCIPAL_MEMO_KEY, principalMemo, type Principal } from '../core/principal';
+import { principalField, principalMemo, type Principal } from '../core/principal';
 import { assertInputFits } from './input-limit';
 import { runErrorOf } from '../node/run-errors';
 import { unknownSteerError } from './unknown-update';
@@ -76,7 +76,7 @@ export class SessionHandle {
     assertInputFits(this.client, messages, `the messages sent to session "${this.sessionId}"`);
     // One update id for every attempt of this send: the server takes it at most once.
     const updateId = requestId ?? randomUUID();
-    const sender = principalMemo(this.principal)[PRINCIPAL_MEMO_KEY];
+    const { principal: sender } = principalField(this.principal);
     const memo = { ...versioningMemo(this.versioning), ...principalMemo(this.principal) };
     // An operation is used once: each attempt gets its own.
     const attempt = () =>

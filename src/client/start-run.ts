@@ -31,15 +31,14 @@ export interface StartGenerateOptions {
 /** Clients whose namespace refused keel's principal attributes at a start. */
 const unindexed = new WeakSet<Client>();
 
-/** Whether a start records whom the run belongs to in its search attributes (a run's workflow does too, once it first runs). */
-function indexes(temporal: Client, memo: Record<string, unknown>): boolean {
+/**
+ * KeelAgent, KeelTenant and KeelOwner at start, for a run that belongs to someone, so that a
+ * scoped listing finds it before its first workflow task (its workflow upserts them too); none
+ * when it belongs to no one or the client's namespace lacks them (docs/tenants.md).
+ */
+function startAttributes(temporal: Client, agent: string, memo: Record<string, unknown>): TypedSearchAttributes | undefined {
   const { tenant, owner } = principalOfMemo(memo);
-  return (tenant !== undefined || owner !== undefined) && !unindexed.has(temporal);
-}
-
-/** KeelAgent, KeelTenant and KeelOwner at start, so that a scoped listing finds the run before its first workflow task (docs/tenants.md). */
-function startAttributes(agent: string, memo: Record<string, unknown>): TypedSearchAttributes {
-  const { tenant, owner } = principalOfMemo(memo);
+  if ((tenant === undefined && owner === undefined) || unindexed.has(temporal)) return undefined;
   return new TypedSearchAttributes([
     { key: KEEL_AGENT, value: agent },
     ...(tenant !== undefined ? [{ key: KEEL_TENANT, value: tenant }] : []),
@@ -51,6 +50,7 @@ function startAttributes(agent: string, memo: Record<string, unknown>): TypedSea
 export async function startGenerate(temporal: Client, { runId, agent, taskQueue, args, excerpt, versioning, memo = {} }: StartGenerateOptions): Promise<void> {
   try {
     // The root of the run's trace when tracing is on: Temporal's spans for the start, the workflow and its activities go under it.
+    const attributes = startAttributes(temporal, agent, memo);
     const start = (indexed: boolean) =>
       temporal.workflow.start(GENERATE_WORKFLOW, {
         taskQueue,
@@ -59,10 +59,10 @@ export async function startGenerate(temporal: Client, { runId, agent, taskQueue,
         // keelVersioning: how the run moves between builds, when its agent has a choice in `deployment.agents`.
         memo: { agent, prompt: excerpt, ...versioningMemo(versioning), ...memo },
         staticSummary: `${agent}: ${excerpt}`,
-        ...(indexed ? { typedSearchAttributes: startAttributes(agent, memo) } : {}),
+        ...(indexed && attributes ? { typedSearchAttributes: attributes } : {}),
       });
     await inSpan(`keel.run ${agent}`, { 'keel.run_id': runId, 'keel.agent': agent }, async () => {
-      if (!indexes(temporal, memo)) return start(false);
+      if (!attributes) return start(false);
       try {
         return await start(true);
       } catch (error) {

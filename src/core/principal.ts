@@ -29,10 +29,15 @@ export function principalOfMemo(memo: Record<string, unknown> | undefined): Prin
   return parsed.success ? parsed.data : {};
 }
 
+/** `{ principal }` when it names someone (a tenant or an owner), else nothing: how a record carries it. */
+export function principalField(principal: Principal | undefined): { principal?: Principal } {
+  return principal?.tenant || principal?.owner ? { principal } : {};
+}
+
 /** The memo entry recording `principal` (none when it names no one). */
 export function principalMemo(principal: Principal | undefined): Record<string, Principal> {
-  const kept: Principal = { ...(principal?.tenant ? { tenant: principal.tenant } : {}), ...(principal?.owner ? { owner: principal.owner } : {}) };
-  return kept.tenant || kept.owner ? { [PRINCIPAL_MEMO_KEY]: kept } : {};
+  const { principal: named } = principalField(principal);
+  return named ? { [PRINCIPAL_MEMO_KEY]: named } : {};
 }
 
 /** `given` as a principal (undefined fields dropped); INVALID_ARGUMENT, naming the field, when a name is empty or over 256 characters. */

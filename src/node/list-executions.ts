@@ -8,7 +8,6 @@ import { ServiceError, type Client, type WorkflowExecutionInfo } from '@temporal
 import { executionInfoFromRaw } from '@temporalio/client/lib/helpers';
 import { extstoreInboundOptions, visit, walkListWorkflowExecutionsResponse } from '@temporalio/common/lib/internal-non-workflow';
 import type { temporal } from '@temporalio/proto';
-import { KeelError } from '../core/errors';
 
 /** How a listing is kept to what one may read: a visibility clause to AND in, and the check each listed run passes too. */
 export interface ListScope {
@@ -34,7 +33,6 @@ export interface ListExecutionsOptions {
  */
 export async function* listExecutions(client: Client, { query, pageSize, scope }: ListExecutionsOptions = {}): AsyncGenerator<WorkflowExecutionInfo> {
   if (scope?.clause === false) return;
-  if (query !== undefined && scope) assertBalanced(query);
   const scoped = scope?.clause ? (query !== undefined ? `(${query}) AND (${scope.clause})` : scope.clause) : query;
   try {
     yield* listed(client, scoped, pageSize, scope);
@@ -43,22 +41,6 @@ export async function* listExecutions(client: Client, { query, pageSize, scope }
     if (scoped === query || !(error instanceof ServiceError) || !/KeelTenant|KeelOwner/.test(`${error.message} ${error.cause?.message ?? ''}`)) throw error;
     yield* listed(client, query, pageSize, scope);
   }
-}
-
-/** A caller's query that could close keel's parentheses or quotes around it (`x') OR (y`) is refused, not combined. */
-function assertBalanced(query: string): void {
-  let depth = 0;
-  let quote: string | undefined;
-  for (let index = 0; index < query.length; index++) {
-    const char = query[index]!;
-    if (quote) {
-      if (char === '\\') index++;
-      else if (char === quote) quote = undefined;
-    } else if (char === "'" || char === '"' || char === '`') quote = char;
-    else if (char === '(') depth++;
-    else if (char === ')' && --depth < 0) break;
-  }
-  if (depth !== 0 || quote) throw new KeelError('INVALID_ARGUMENT', `the visibility query has unbalanced ${quote ? 'quotes' : 'parentheses'}: ${query}`);
 }
 
 async function* listed(

@@ -4,7 +4,7 @@
  * prompt, tool answers and answer, from a `keel history export` file or from runs on the server),
  * runs the suite as a workflow, and reports: a table, JSON, JUnit XML. Node side.
  */
-import { PRINCIPAL_MEMO_KEY, principalOfMemo, type Principal } from '../core/principal';
+import { PRINCIPAL_MEMO_KEY, principalField, principalOfMemo, type Principal } from '../core/principal';
 import { readFileSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -85,9 +85,6 @@ async function historyRun(client: KeelClient, file: string): Promise<{ agent: st
   return { agent: input.agent, result: result.data, forkTurn: fork.success ? fork.data.turn : 0, principal };
 }
 
-/** `{ principal }` for a case whose recorded run belonged to someone. */
-const ownedBy = (principal: Principal): { principal?: Principal } => (principal.tenant || principal.owner ? { principal } : {});
-
 /** The completed runs a query lists (newest first, at most `limit`), with their agents. */
 async function queriedRuns(
   client: KeelClient,
@@ -137,7 +134,7 @@ export async function resolveCases(client: KeelClient, suite: SuiteFile, suitePa
           agent: suite.agent ?? agent,
           source: entry.history,
           ...recordedCase(result, forkTurn),
-          ...ownedBy(principal),
+          ...principalField(principal),
         },
         entry.scorers,
       );
@@ -148,7 +145,13 @@ export async function resolveCases(client: KeelClient, suite: SuiteFile, suitePa
         const agent = suite.agent ?? run.agent;
         if (!agent) throw new SuiteError(`${suitePath}: ${where}: run ${run.runId} does not say its agent; give the suite an agent`);
         add(
-          { name: `${entry.name ?? 'run'} ${run.runId}`, agent, source: run.runId, ...recordedCase(run.result, run.forkTurn), ...ownedBy(run.principal) },
+          {
+            name: `${entry.name ?? 'run'} ${run.runId}`,
+            agent,
+            source: run.runId,
+            ...recordedCase(run.result, run.forkTurn),
+            ...principalField(run.principal),
+          },
           entry.scorers,
         );
       }

@@ -25,8 +25,8 @@ export interface Access {
   readonly principal: Principal;
   /** Whether this identity may do `action` to a run of `principal`. */
   may(action: AccessAction, principal: Principal): boolean;
-  /** The run's principal, when this identity may do `action` to it; NOT_FOUND (`no run "<id>" exists`) when it may not, or the run does not exist. */
-  check(client: Client, runId: string, action: AccessAction): Promise<Principal>;
+  /** Resolves when this identity may do `action` to the run; NOT_FOUND (`no run "<id>" exists`) when it may not, or (with `auth:`) the run does not exist. */
+  check(client: Client, runId: string, action: AccessAction): Promise<void>;
   /** How to list only the runs this identity may read. */
   readScope(): ListScope | undefined;
   /**
@@ -75,13 +75,11 @@ function readClause(rules: readonly string[], identity: Identity): string | fals
   return disjuncts.size ? [...disjuncts].join(' OR ') : false;
 }
 
-/** The one local user's access: everything (no `auth:`). */
+/** The one local user's access: everything, asking Temporal nothing (no `auth:`). */
 export const OPEN_ACCESS: Access = {
   principal: {},
   may: () => true,
-  async check(client, runId) {
-    return principalOf(client, runId);
-  },
+  check: async () => undefined,
   readScope: () => undefined,
   session: async () => undefined,
 };
@@ -110,9 +108,7 @@ export function accessOf(config: Pick<KeelConfig, 'auth' | 'access'>, identity: 
     principal: { ...(identity.tenant ? { tenant: identity.tenant } : {}), owner: identity.subject },
     may,
     async check(client, runId, action) {
-      const principal = await principalOf(client, runId);
-      if (!may(action, principal)) throw noSuchRun(runId);
-      return principal;
+      if (!may(action, await principalOf(client, runId))) throw noSuchRun(runId);
     },
     readScope: () => ({ clause: readClause(rules.read, identity), admits: (memo) => may('read', principalOfMemo(memo)) }),
     async session(client, agent, sessionId, action) {

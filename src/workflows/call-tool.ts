@@ -4,7 +4,7 @@
  * tool that answers with `toolFail` an error the model sees; any other failure is the tool's own (`ToolFailure`), which the tool-error policy may
  * answer to the model. Runs in the workflow: deterministic, no I/O.
  */
-import type { Principal } from '../core/principal';
+import { principalField, type Principal } from '../core/principal';
 import { z } from 'zod';
 import { defineHold, undeclaredHold } from '../core/holds';
 import { ApplicationFailure, isCancellation, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
@@ -59,7 +59,7 @@ const RECONCILE_HOLD = defineHold({
 /** The innermost stage of the wrapTool chain. */
 export function toolRunner({ agent, contributed, stage, run, onUsage, caller = { principal: {} } }: ToolRunnerOptions): ToolRunner {
   const callerFields = {
-    ...(caller.principal.tenant || caller.principal.owner ? { principal: caller.principal } : {}),
+    ...principalField(caller.principal),
     ...(caller.sentBy ? { sentBy: caller.sentBy } : {}),
   };
   const activity = activityOptions(agent.activities.tool);

@@ -16,7 +16,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { inheritedMemo } from '../../workflows/versioning';
-import { principalOfMemo } from '../../core/principal';
+import { principalField, principalOfMemo } from '../../core/principal';
 import { KeelError, fromApplicationFailure, toKeelError } from '../../core/errors';
 import { addUsage, type Usage } from '../../core/usage';
 import type { MiddlewareRef, RunInputOptions, RunResult } from '../../core/run';
@@ -123,13 +123,12 @@ export function sessionInvoker({
         reportTo: { runId: run.runId, key: `${agent}-${run.children}` },
         ...(fromRunId ? { fromRunId } : {}),
       };
-      const principal = principalOfMemo(workflowInfo().memo);
       const output = await invokeSession({
         agent,
         sessionId: session,
         invoke,
         updateId: requestId,
-        ...(principal.tenant || principal.owner ? { principal } : {}),
+        ...principalField(principalOfMemo(workflowInfo().memo)),
       });
       if (detach) run.tasks = [...run.tasks, taskRecord({ agent, runId: output.runId, name })];
       else {
