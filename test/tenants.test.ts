@@ -30,6 +30,7 @@ import { sessionWorkflowId } from '../src/core/session';
 import * as agents from './fixtures/auth-agents';
 import { startTestWorker, type TestWorker } from './support/harness';
 import { devIssuerTokens } from './support/dev-issuer';
+import { temporalCli } from './support/temporal-cli';
 
 const ISSUER = 'https://idp.keel.test';
 const testDir = mkdtempSync(join(tmpdir(), 'keel-tenants-'));
@@ -300,6 +301,63 @@ describe("bob cannot reach alice's chat", () => {
     const described = await worker.client.temporal.workflow.getHandle(sessionWorkflowId('travel-chat', sessionId)).describe();
     expect(described.memo?.[PRINCIPAL_MEMO_KEY]).toEqual({ tenant: 'A', owner: 'alice' });
     await worker.client.session('travel-chat', sessionId).abort();
+  });
+});
+
+describe('the guarantees under a race, a forged update and a missing worker', () => {
+  it('alice and bob racing to open one new chat id: one of them owns it, the other is refused and adds no turn', async () => {
+    for (let round = 0; round < 4; round++) {
+      const chatId = `contested-${randomUUID()}`;
+      const [first, second] = await Promise.all([
+        chat('alice', '', chatMessage(chatId, 'book me a train')),
+        chat('bob', '', chatMessage(chatId, 'book me a train')),
+      ]);
+      await Promise.all([first.text(), second.text()]);
+      const statuses = [first.status, second.status].sort();
+      expect(statuses, `round ${round}`).toEqual([200, 404]);
+      const winner = first.status === 200 ? { tenant: 'A', owner: 'alice' } : { tenant: 'B', owner: 'bob' };
+      const session = worker.client.temporal.workflow.getHandle(sessionWorkflowId('travel-chat', chatId));
+      expect((await session.describe()).memo?.[PRINCIPAL_MEMO_KEY], `round ${round}`).toEqual(winner);
+      const latest = await worker.client.session('travel-chat', chatId).snapshot();
+      expect(latest.sentBy, 'the one turn is the owner’s').toEqual(winner);
+      expect(latest.runId.endsWith('/run-1'), 'the loser’s turn was never run').toBe(true);
+      await worker.client.session('travel-chat', chatId).abort();
+    }
+  });
+
+  it('a turn sent straight to Temporal (the temporal CLI) claiming the session is bob’s is refused by the session itself', async () => {
+    const chatId = `forged-${randomUUID()}`;
+    await worker.client.session('travel-chat', chatId, { tenant: 'A', owner: 'alice' }).send('book me a train', { detach: true });
+    const forged = JSON.stringify({
+      messages: [{ role: 'user', content: [{ text: 'mine now' }] }],
+      detach: true,
+      sentBy: { tenant: 'B', owner: 'bob' },
+      ifBelongsTo: { tenant: 'B', owner: 'bob' },
+    });
+    const workflowId = sessionWorkflowId('travel-chat', chatId);
+    const update = await temporalCli(['workflow', 'update', 'execute', '--workflow-id', workflowId, '--name', 'invoke', '--input', forged]);
+    expect(update.code).not.toBe(0);
+    // The CLI prints the refusal with its quotes escaped.
+    expect(update.stderr.replaceAll('\\"', '"')).toContain(`session "${chatId}" of agent "travel-chat" does not exist (type: NOT_FOUND`);
+    expect((await worker.client.session('travel-chat', chatId).snapshot()).runId.endsWith('/run-1')).toBe(true);
+    await worker.client.session('travel-chat', chatId).abort();
+  });
+
+  it('with no worker polling the run’s task queue, the check still refuses bob and alice still lists her run (it reads the memo only)', async () => {
+    const { runId } = await worker.client.start('travel', 'book me a train', { tenant: 'A', owner: 'alice', taskQueue: `nobody-polls-${randomUUID()}` });
+    await expect.poll(() => listed('alice'), { timeout: 10_000 }).toContain(runId);
+    expect(await listed('bob')).not.toContain(runId);
+    for (const [path, body] of [
+      [`/api/runs/${runId}/holds`, undefined],
+      [`/api/runs/${runId}/abort`, {}],
+      [`/api/runs/${runId}/steer`, { text: 'go to Paris' }],
+    ] as const) {
+      const response = await api('bob', path, body);
+      expect(response.status, path).toBe(404);
+      expect((await errorOf(response)).message, path).toBe(`no run "${runId}" exists`);
+    }
+    expect((await worker.client.getHandle(runId).describe()).status.name, 'bob’s abort did nothing').toBe('RUNNING');
+    await worker.client.temporal.workflow.getHandle(runId).terminate('test over');
   });
 });
 
