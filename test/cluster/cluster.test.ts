@@ -75,6 +75,8 @@ describe('keel namespace setup', () => {
         { name: 'KeelAgent', type: 'Keyword', created: true },
         { name: 'KeelStatus', type: 'Keyword', created: true },
         { name: 'KeelForkOf', type: 'Keyword', created: true },
+        { name: 'KeelTenant', type: 'Keyword', created: true },
+        { name: 'KeelOwner', type: 'Keyword', created: true },
       ],
     });
     // The operator's own client sees them.
@@ -86,6 +88,8 @@ describe('keel namespace setup', () => {
     expect(listed.stdout).toMatch(/"KeelAgent":\s*"INDEXED_VALUE_TYPE_KEYWORD"/);
     expect(listed.stdout).toMatch(/"KeelStatus":\s*"INDEXED_VALUE_TYPE_KEYWORD"/);
     expect(listed.stdout).toMatch(/"KeelForkOf":\s*"INDEXED_VALUE_TYPE_KEYWORD"/);
+    expect(listed.stdout).toMatch(/"KeelTenant":\s*"INDEXED_VALUE_TYPE_KEYWORD"/);
+    expect(listed.stdout).toMatch(/"KeelOwner":\s*"INDEXED_VALUE_TYPE_KEYWORD"/);
 
     const again = await runKeel(['namespace', 'setup', '--retention', '5 days', '--config', config]);
     expect(again.code, again.stderr).toBe(0);
@@ -94,6 +98,8 @@ describe('keel namespace setup', () => {
       'keel namespace setup: search attribute KeelAgent (Keyword): already registered',
       'keel namespace setup: search attribute KeelStatus (Keyword): already registered',
       'keel namespace setup: search attribute KeelForkOf (Keyword): already registered',
+      'keel namespace setup: search attribute KeelTenant (Keyword): already registered',
+      'keel namespace setup: search attribute KeelOwner (Keyword): already registered',
     ]);
   });
 
