@@ -100,9 +100,11 @@ describe('keel eval', () => {
     // A case of alice's recorded run (by its history file or by a query) belongs to her too (docs/tenants.md); one of an unowned run to no one.
     for (const name of ['where', `from the server ${where}`, 'refund']) {
       const caseRun = report.cases.find((entry) => entry.case === name)!.runId;
-      expect((await client.getHandle(caseRun).describe()).memo?.[PRINCIPAL_MEMO_KEY], name).toEqual(
-        name === 'refund' ? undefined : { tenant: 'acme', owner: 'alice' },
-      );
+      const described = await client.getHandle(caseRun).describe();
+      expect(described.memo?.[PRINCIPAL_MEMO_KEY], name).toEqual(name === 'refund' ? undefined : { tenant: 'acme', owner: 'alice' });
+      // Each case goes at the eval priority, last; a case of acme's run within acme's fair share (docs/tenants.md, "Fair shares").
+      expect(described.priority?.priorityKey, name).toBe(5);
+      expect(described.priority?.fairnessKey || undefined, name).toBe(name === 'refund' ? undefined : 'acme');
     }
     const handWritten = report.cases.find((entry) => entry.case === 'by hand')!;
     // The case by hand has no recorded answer: sameAsRecorded fails it, saying so.

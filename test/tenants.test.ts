@@ -116,6 +116,8 @@ describe('a run belongs to who started it', () => {
     const runId = await alicesHeldRun();
     const description = await worker.client.getHandle(runId).describe();
     expect(description.memo?.[PRINCIPAL_MEMO_KEY]).toEqual({ tenant: 'A', owner: 'alice' });
+    // Her verified tenant is the run's fair share on Temporal too (docs/tenants.md, "Fair shares").
+    expect(description.priority).toMatchObject({ priorityKey: 3, fairnessKey: 'A' });
     await expect.poll(async () => (await worker.client.getHandle(runId).describe()).typedSearchAttributes.get(KEEL_TENANT), { timeout: 10_000 }).toBe('A');
     expect((await worker.client.getHandle(runId).describe()).typedSearchAttributes.get(KEEL_OWNER)).toBe('alice');
     // A body that names a tenant or owner is refused: who a run belongs to is not the caller's to say.

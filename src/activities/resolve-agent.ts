@@ -10,6 +10,7 @@ import { z } from 'zod';
 import type { ToolDefinition } from '../core/messages';
 import type { AgentSpec, ResolveAgentInput } from '../core/run';
 import { modelTaskQueue } from '../core/rate-limit';
+import { DEFAULT_FAIRNESS } from '../core/fairness';
 import { toInputJsonSchema } from '../core/zod-schema';
 import type { Agent, Tool } from '../define';
 import type { Registry } from '../registry';
@@ -160,6 +161,7 @@ export function resolveAgent(scope: WorkerScope, { agent: name, refusedBefore }:
       ...(inlineLimit !== undefined ? { inlinePayloadLimit: inlineLimit } : {}),
       ...(config.notify?.length ? { notify: config.notify.length } : {}),
       ...modelQueuesOf(registry, Context.current().info.taskQueue),
+      backgroundPriority: (config.fairness ?? DEFAULT_FAIRNESS).priority.background,
       ...localCallsOf(registry, agent, tools),
     };
   }, refusedBefore);

@@ -15,6 +15,7 @@ export async function commandDeploy(config: KeelConfig, positionals: string[], o
     throw new UsageError('keel deploy needs check: keel deploy check [--per-agent <n>] [--agent <name>] [--json]');
   const perAgent = numberOption(options, 'per-agent');
   const { checkDeploy, installCheckRuntime } = later<typeof import('../ops/deploy-check')>('../ops/deploy-check');
+  const { describeLimit } = later<typeof import('../ops/fairness-limits')>('../ops/fairness-limits');
   installCheckRuntime();
   return withClient(config, async (client) => {
     const report = await checkDeploy(client.temporal, config, {
@@ -34,11 +35,15 @@ export async function commandDeploy(config: KeelConfig, positionals: string[], o
           `✗ run ${failure.runId} (agent ${failure.agent}, Temporal run ${failure.temporalRunId}) does not replay${at}: ${failure.message.split('\n')[0]}\n`,
         );
       }
+      for (const { model, taskQueue, perTenant, was } of report.limitsOff ?? [])
+        process.stdout.write(
+          `✗ model ${model} (task queue ${taskQueue}): the server's per-tenant limit is ${describeLimit(was)}, the config's ${describeLimit(perTenant)}; run keel namespace setup to write it\n`,
+        );
       process.stdout.write(
         `keel deploy check: ${total - report.failures.length} of ${total} runs replay against this build (${agents})${report.failures.length ? `; ${report.failures.length} would fail` : ''}\n`,
       );
     }
-    return report.failures.length ? EXIT.failed : EXIT.ok;
+    return report.failures.length || report.limitsOff ? EXIT.failed : EXIT.ok;
   });
 }
 

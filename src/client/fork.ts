@@ -4,6 +4,7 @@
  * in 32-message chunks, as a run that continues as new carries it, so a content-addressed store
  * keeps each chunk the source's chain stored once. Node side.
  */
+import { DEFAULT_FAIRNESS, priorityOf, type FairnessConfig } from '../core/fairness';
 import { QueryNotRegisteredError, TimeoutFailure, WorkflowFailedError, WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import { KeelError } from '../core/errors';
@@ -162,7 +163,7 @@ export async function forkRun(
   temporal: Client,
   source: string,
   { at, message, toolResults, agent, model, runId = `fork-${randomUUID()}`, taskQueue }: ForkOptions,
-  versioning: Readonly<Record<string, RunVersioning>> = {},
+  { versioning = {}, fairness = DEFAULT_FAIRNESS }: { versioning?: Readonly<Record<string, RunVersioning>>; fairness?: FairnessConfig } = {},
 ): Promise<ForkStarted> {
   if (!Number.isInteger(at) || at < 0) throw new KeelError('INVALID_ARGUMENT', `the turn to fork at is a whole number from 0 (got ${at})`);
   const read = await readSource(temporal, source, at);
@@ -186,6 +187,7 @@ export async function forkRun(
     excerpt: promptExcerpt(edited.messages),
     versioning: versioning[forkAgent],
     memo: { [FORK_MEMO_KEY]: fork, ...principalMemo(read.principal) },
+    priority: priorityOf(fairness, 'fork', read.principal.tenant),
   });
   return { runId, source, turn: at, usage };
 }

@@ -2,6 +2,7 @@
  * The typed client: start a run, get its handle, read its status and result, cancel it.
  * Node side; uses the same message constants as the workflow.
  */
+import { DEFAULT_FAIRNESS, priorityOf, type FairnessConfig } from '../core/fairness';
 import type { RunVersioning } from '../core/versioning';
 import { decodePayload } from './decode-payload';
 import { Client, ServiceError, WorkflowFailedError, WorkflowNotFoundError, type WorkflowExecutionDescription } from '@temporalio/client';
@@ -90,6 +91,8 @@ export interface RunHandleOptions {
   runId: string;
   /** How runs of each agent move between builds (`deployment.agents`): what a fork of this run starts with. */
   versioning?: Readonly<Record<string, RunVersioning>>;
+  /** The config's `fairness`: the priority a fork of this run starts with (the defaults when absent). */
+  fairness?: FairnessConfig;
 }
 
 /** Options of `RunHandle.decide`. */
@@ -162,11 +165,13 @@ export class RunHandle<Output = unknown> {
   readonly runId: string;
 
   private readonly versioning: Readonly<Record<string, RunVersioning>>;
+  private readonly fairness: FairnessConfig;
 
-  constructor({ client, runId, versioning = {} }: RunHandleOptions) {
+  constructor({ client, runId, versioning = {}, fairness = DEFAULT_FAIRNESS }: RunHandleOptions) {
     this.client = client;
     this.runId = runId;
     this.versioning = versioning;
+    this.fairness = fairness;
   }
 
   /**
@@ -175,8 +180,8 @@ export class RunHandle<Output = unknown> {
    * go on with others. Checked by a worker first: bad input starts nothing (INVALID_ARGUMENT).
    */
   async fork(options: ForkOptions): Promise<ForkStarted & { handle: RunHandle }> {
-    const started = await forkRun(this.client, this.runId, options, this.versioning);
-    return { ...started, handle: new RunHandle({ client: this.client, runId: started.runId, versioning: this.versioning }) };
+    const started = await forkRun(this.client, this.runId, options, { versioning: this.versioning, fairness: this.fairness });
+    return { ...started, handle: new RunHandle({ client: this.client, runId: started.runId, versioning: this.versioning, fairness: this.fairness }) };
   }
 
   private get workflow() {
@@ -552,6 +557,8 @@ export interface KeelClientOptions {
   taskQueue: string;
   /** Per agent, how its runs move between builds (the config's `deployment.agents`); absent agents take the workers' default. */
   versioning?: Readonly<Record<string, RunVersioning>>;
+  /** The priority of each kind of work and each tenant's weight (the config's `fairness`); the defaults when absent. */
+  fairness?: FairnessConfig;
 }
 
 /** Typed access to keel runs. */
@@ -561,11 +568,14 @@ export class KeelClient {
   /** Task queue runs are started on. */
   readonly taskQueue: string;
   private readonly versioning: Readonly<Record<string, RunVersioning>>;
+  /** The priority of each kind of work and each tenant's weight it starts runs with (docs/tenants.md, "Fair shares"). */
+  readonly fairness: FairnessConfig;
 
-  constructor({ temporal, taskQueue, versioning = {} }: KeelClientOptions) {
+  constructor({ temporal, taskQueue, versioning = {}, fairness = DEFAULT_FAIRNESS }: KeelClientOptions) {
     this.temporal = temporal;
     this.taskQueue = taskQueue;
     this.versioning = versioning;
+    this.fairness = fairness;
   }
 
   /** The namespace's runs, newest first, by agent and lifecycle (`keel list`); read from Temporal, no worker needed. */
@@ -582,6 +592,7 @@ export class KeelClient {
     return new KeelClient({
       temporal: await connectClient(config, identity !== undefined ? { identity } : {}),
       taskQueue: config.taskQueue,
+      fairness: config.fairness,
       ...(config.deployment ? { versioning: config.deployment.agents } : {}),
     });
   }
@@ -640,8 +651,9 @@ export class KeelClient {
       excerpt,
       versioning: this.versioning[agent],
       memo: principalMemo(principal),
+      priority: priorityOf(this.fairness, 'run', principal.tenant),
     });
-    return new RunHandle<Output>({ client: this.temporal, runId, versioning: this.versioning });
+    return new RunHandle<Output>({ client: this.temporal, runId, versioning: this.versioning, fairness: this.fairness });
   }
 
   /** Starts a run and waits for its result (typed by the agent's output schema when given its definition). */
@@ -651,7 +663,7 @@ export class KeelClient {
 
   /** A handle on an existing run. */
   getHandle(runId: string): RunHandle {
-    return new RunHandle({ client: this.temporal, runId, versioning: this.versioning });
+    return new RunHandle({ client: this.temporal, runId, versioning: this.versioning, fairness: this.fairness });
   }
 
   /**
@@ -666,6 +678,7 @@ export class KeelClient {
       taskQueue: this.taskQueue,
       versioning: this.versioning[agent],
       principal: checkedPrincipal(principal),
+      fairness: this.fairness,
     });
   }
 

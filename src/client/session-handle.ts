@@ -3,6 +3,7 @@
  * `invoke` update, with update-with-start so the first starts the session; each runs as one generate run), read its
  * snapshots, wait for one to settle, abort the run in flight. Node side.
  */
+import { DEFAULT_FAIRNESS, priorityOf, type FairnessConfig } from '../core/fairness';
 import { WithStartWorkflowOperation, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import type { SteerRecord } from '../core/steering';
@@ -29,6 +30,8 @@ export interface SessionHandleOptions {
   versioning?: RunVersioning | undefined;
   /** Who sends through this handle (docs/tenants.md): a session it starts belongs to them, and each turn records them. */
   principal?: Principal;
+  /** The config's `fairness`: a session it starts takes the interactive priority (the defaults when absent). */
+  fairness?: FairnessConfig;
 }
 
 /** Options of `SessionHandle.send`. */
@@ -55,10 +58,11 @@ export class SessionHandle {
   private readonly taskQueue: string;
   private readonly versioning: RunVersioning | undefined;
   private readonly principal: Principal;
+  private readonly fairness: FairnessConfig;
   /** The session's workflow id. */
   readonly workflowId: string;
 
-  constructor({ client, agent, sessionId, taskQueue, versioning, principal = {} }: SessionHandleOptions) {
+  constructor({ client, agent, sessionId, taskQueue, versioning, principal = {}, fairness = DEFAULT_FAIRNESS }: SessionHandleOptions) {
     const problem = sessionIdProblem(sessionId);
     if (problem) throw new KeelError('INVALID_ARGUMENT', problem);
     this.client = client;
@@ -67,6 +71,7 @@ export class SessionHandle {
     this.taskQueue = taskQueue;
     this.versioning = versioning;
     this.principal = principal;
+    this.fairness = fairness;
     this.workflowId = sessionWorkflowId(agent, sessionId);
   }
 
@@ -97,6 +102,8 @@ export class SessionHandle {
           taskQueue: this.taskQueue,
           args: [{ agent: this.agent, sessionId: this.sessionId }],
           workflowIdConflictPolicy: 'USE_EXISTING',
+          // A person waits on each turn: the session and the runs of its turns go before other work.
+          priority: priorityOf(this.fairness, 'interactive', this.principal.tenant),
           ...(Object.keys(memo).length ? { memo } : {}),
         }),
       });

@@ -9,7 +9,7 @@ import { GENERATE_WORKFLOW } from '../core/protocol';
 import type { RunInputOptions } from '../core/run';
 import { versioningMemo, type RunVersioning } from '../core/versioning';
 import { inSpan } from '../telemetry/spans';
-import { TypedSearchAttributes } from '@temporalio/common';
+import { TypedSearchAttributes, type Priority } from '@temporalio/common';
 import { principalOfMemo } from '../core/principal';
 import { KEEL_AGENT, KEEL_OWNER, KEEL_TENANT } from '../core/search-attributes';
 import type { Message } from '../core/messages';
@@ -26,6 +26,8 @@ export interface StartGenerateOptions {
   versioning?: RunVersioning;
   /** More memo entries (a fork's origin). */
   memo?: Record<string, unknown>;
+  /** Its Temporal priority (src/core/fairness.ts), handed down to all it starts. */
+  priority?: Priority;
 }
 
 /** Clients whose namespace refused keel's principal attributes at a start. */
@@ -47,7 +49,10 @@ function startAttributes(temporal: Client, agent: string, memo: Record<string, u
 }
 
 /** Starts the run; an open run with the id is ALREADY_EXISTS, any other refusal UNAVAILABLE (or its own status) with the server's reason. */
-export async function startGenerate(temporal: Client, { runId, agent, taskQueue, args, excerpt, versioning, memo = {} }: StartGenerateOptions): Promise<void> {
+export async function startGenerate(
+  temporal: Client,
+  { runId, agent, taskQueue, args, excerpt, versioning, memo = {}, priority }: StartGenerateOptions,
+): Promise<void> {
   try {
     // The root of the run's trace when tracing is on: Temporal's spans for the start, the workflow and its activities go under it.
     const attributes = startAttributes(temporal, agent, memo);
@@ -59,6 +64,7 @@ export async function startGenerate(temporal: Client, { runId, agent, taskQueue,
         // keelVersioning: how the run moves between builds, when its agent has a choice in `deployment.agents`.
         memo: { agent, prompt: excerpt, ...versioningMemo(versioning), ...memo },
         staticSummary: `${agent}: ${excerpt}`,
+        ...(priority ? { priority } : {}),
         ...(indexed && attributes ? { typedSearchAttributes: attributes } : {}),
       });
     await inSpan(`keel.run ${agent}`, { 'keel.run_id': runId, 'keel.agent': agent }, async () => {

@@ -74,7 +74,7 @@ describe('config namespace', () => {
       '9001',
       '--db-filename',
       '/srv/keel/data/t.db',
-      // keel's search attributes; eager activity execution and one task queue partition, as every embedded server starts.
+      // keel's search attributes; eager activity execution, one task queue partition and fairness, as every embedded server starts.
       '--search-attribute',
       'KeelAgent=Keyword',
       '--search-attribute',
@@ -91,6 +91,8 @@ describe('config namespace', () => {
       'matching.numTaskqueueReadPartitions=1',
       '--dynamic-config-value',
       'matching.numTaskqueueWritePartitions=1',
+      '--dynamic-config-value',
+      'matching.enableFairness=true',
     ]);
   });
 });

@@ -8,6 +8,7 @@ import { ScriptedReplySchema } from '../core/scripted-reply';
 import { OutputOptionSchema } from '../core/output';
 import { ModelPriceSchema } from '../core/cost';
 import { ModelRateLimitSchema } from '../core/rate-limit';
+import { FairnessConfigSchema } from '../core/fairness';
 
 /** Fields every model entry may have: its price (for `usage.cost`) and its rate limit across workers. */
 const ModelLimitFields = {
@@ -454,6 +455,8 @@ export const KeelConfigSchema = z
     auth: AuthConfigSchema.optional(),
     /** With `auth:` on, who may read, steer, abort, fork and decide each run (docs/tenants.md). */
     access: AccessConfigSchema.prefault({}),
+    /** The Temporal priority of each kind of work and each tenant's weight (docs/tenants.md, "Fair shares"). */
+    fairness: FairnessConfigSchema.prefault({}),
     /** Webhooks told when a hold is raised, decided or expires; none by default (docs/notify.md). */
     notify: z.array(NotifyTargetSchema).default([]),
     codecServer: CodecServerConfigSchema.prefault({}),

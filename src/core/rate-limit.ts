@@ -12,10 +12,15 @@ export const ModelRateLimitSchema = z
     requestsPerSecond: z.number().positive('must be more than 0').optional(),
     /** Most calls in flight at once on each worker (a worker's cap: with N workers, N × this in all). */
     concurrency: z.number().int().min(1).optional(),
+    /**
+     * Most calls started per second for each tenant, across every worker: the queue's fairness
+     * key rate limit, scaled by the tenant's weight (written by `keel namespace setup`).
+     */
+    perTenant: z.number().positive('must be more than 0').optional(),
   })
   .strict()
-  .refine((limit) => limit.requestsPerSecond !== undefined || limit.concurrency !== undefined, {
-    error: 'set requestsPerSecond, concurrency, or both',
+  .refine((limit) => limit.requestsPerSecond !== undefined || limit.concurrency !== undefined || limit.perTenant !== undefined, {
+    error: 'set requestsPerSecond, concurrency, perTenant, or more than one',
   });
 export type ModelRateLimit = z.infer<typeof ModelRateLimitSchema>;
 

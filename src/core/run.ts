@@ -410,6 +410,12 @@ export const AgentSpecSchema = z.object({
    */
   modelQueues: z.record(z.string(), z.string()).optional(),
   /**
+   * The Temporal priority key of the background tasks the run starts (the worker's
+   * `fairness.priority.background`, docs/tenants.md). Absent (resolved by a worker from before
+   * keel set priorities): a task goes with its parent's.
+   */
+  backgroundPriority: z.number().int().min(1).max(5).optional(),
+  /**
    * Models whose calls this run makes as local activities, and tools it runs as local activities
    * (docs/local-calls.md), as the worker that resolved the agent decided. Absent: every call is a
    * regular activity (and every run resolved before keel had local calls stays so on replay).

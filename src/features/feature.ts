@@ -7,7 +7,7 @@
  */
 import type { z } from 'zod';
 import type { HoldKind } from '../core/holds';
-import type { MiddlewareRef } from '../core/run';
+import type { AgentSpec, MiddlewareRef } from '../core/run';
 import type { Usage } from '../core/usage';
 import type { MiddlewareFactory } from '../middleware/define-middleware';
 import type { MiddlewareDefinition } from '../middleware/types';
@@ -21,6 +21,8 @@ export interface RunServices {
   inherited: () => MiddlewareRef[];
   /** Forgets the holds of a run this one started once it has settled. */
   forgetChild: (runId: string) => void;
+  /** The agent's spec, once resolved (undefined before). */
+  spec: () => AgentSpec | undefined;
 }
 
 /** A feature's part of one run. */

@@ -3,7 +3,8 @@
  * server (open and closed, a bounded number per agent), against the workflow code in hand
  * (keel's loop plus the config's middleware modules, bundled as `keel worker` bundles them).
  * A run whose history the new code would not replay is reported with its run id and the
- * first event it diverges at. Node side.
+ * first event it diverges at. It also says where a rate-limited model's queue has another
+ * per-tenant limit than the config (docs/tenants.md). Node side.
  */
 import type { Client } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
@@ -14,6 +15,7 @@ import { KEEL_AGENT, queryString } from '../core/search-attributes';
 import { listExecutions } from '../node/list-executions';
 import { keelDataConverter } from '../storage/data-converter';
 import { workflowBundlePath } from '../worker/bundle';
+import { readFairnessLimits, type FairnessLimit } from './fairness-limits';
 
 /** Options of `checkDeploy`. */
 export interface DeployCheckOptions {
@@ -42,6 +44,8 @@ export interface DeployCheckReport {
   /** Runs replayed, per agent. */
   checked: Record<string, number>;
   failures: DeployCheckFailure[];
+  /** Rate-limited models whose queue's per-tenant limit is not the config's (`keel namespace setup` writes it); absent when all agree. */
+  limitsOff?: FairnessLimit[];
 }
 
 const WORKFLOW_TYPES = ['generateWorkflow', 'sessionWorkflow'];
@@ -111,5 +115,6 @@ export async function checkDeploy(
       });
     }
   }
-  return { checked, failures };
+  const limitsOff = (await readFairnessLimits(client.connection, config)).filter(({ perTenant, was }) => perTenant !== was);
+  return { checked, failures, ...(limitsOff.length ? { limitsOff } : {}) };
 }

@@ -4,6 +4,7 @@
  * prompt, tool answers and answer, from a `keel history export` file or from runs on the server),
  * runs the suite as a workflow, and reports: a table, JSON, JUnit XML. Node side.
  */
+import { priorityOf } from '../core/fairness';
 import { PRINCIPAL_MEMO_KEY, principalField, principalOfMemo, type Principal } from '../core/principal';
 import { readFileSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
@@ -121,7 +122,9 @@ export async function resolveCases(client: KeelClient, suite: SuiteFile, suitePa
   const add = (entry: Omit<EvalCase, 'scorers'>, own: EvalCase['scorers']) => {
     const scorers = [...suite.scorers, ...own];
     if (scorers.length === 0) throw new SuiteError(`${suitePath}: case "${entry.name}" has no scorers (give the suite or the case some)`);
-    cases.push({ ...entry, scorers });
+    // A case of a tenant's run shares that tenant's fair share; every case goes at the eval priority (the suite's).
+    const tenant = entry.principal?.tenant;
+    cases.push({ ...entry, scorers, ...(tenant !== undefined ? { priority: priorityOf(client.fairness, 'eval', tenant) } : {}) });
   };
   for (const [index, entry] of suite.cases.entries()) {
     const where = `cases[${index}]`;
@@ -210,6 +213,7 @@ export async function runSuite(
       workflowId: suiteId,
       args: [input],
       workflowIdConflictPolicy: 'USE_EXISTING',
+      priority: priorityOf(client.fairness, 'eval', undefined),
     });
     return await handle.result();
   } catch (error) {

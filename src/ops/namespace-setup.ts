@@ -2,8 +2,10 @@
  * `keel namespace setup`: readies a Temporal cluster's namespace for keel, through the
  * frontend's workflow and operator APIs with the config's connection (address, TLS, API key).
  * It registers `temporal.namespace` when missing (with a retention), then keel's search
- * attributes (`KEEL_SEARCH_ATTRIBUTES`, the list the dev server is started with). Idempotent:
- * what already exists is reported as such, never changed. Node side.
+ * attributes (`KEEL_SEARCH_ATTRIBUTES`, the list the dev server is started with), then the
+ * per-tenant limits of the rate-limited models' queues (./fairness-limits.ts). Idempotent: a
+ * namespace or attribute that exists is reported as such, never changed; a queue's limit is made
+ * what the config says. Node side.
  */
 import { Connection, isGrpcServiceError } from '@temporalio/client';
 import { msToTs, tsToMs } from '@temporalio/common/lib/time';
@@ -14,6 +16,7 @@ import type { KeelConfig } from '../config/schema';
 import { KeelError } from '../core/errors';
 import { KEEL_SEARCH_ATTRIBUTES } from '../core/search-attributes';
 import { STATUS_NAMES } from '../core/status';
+import { describeLimit, writeFairnessLimits, type FairnessLimit } from './fairness-limits';
 import { acceptsConnections } from '../node/ports';
 import { connectionOptions, tlsMismatch } from '../worker/connect';
 import { tlsRefusal } from '../worker/tls-refusal';
@@ -29,6 +32,8 @@ export interface NamespaceSetupReport {
   /** `retention`: the namespace's; `retentionNotApplied`: a retention asked for that an existing namespace was left without. */
   namespace: { name: string; created: boolean; retention: string; retentionNotApplied?: string };
   searchAttributes: Array<{ name: string; type: 'Keyword'; created: boolean }>;
+  /** Each rate-limited model's per-tenant limit on its queue (absent: the config has no rate-limited model). */
+  fairnessLimits?: FairnessLimit[];
 }
 
 /** Options of `setUpNamespace`. */
@@ -223,6 +228,10 @@ export async function runNamespaceSetup(config: KeelConfig, { retention: asked, 
       retentionMs: durationMs(retention)!,
       retentionAsked: asked !== undefined,
     });
+    const limits = await writeFairnessLimits(connection, config).catch((error: unknown) => {
+      throw asKeelError(error, `writing the per-tenant limits of the rate-limited models' queues in namespace "${config.temporal.namespace}"`);
+    });
+    if (limits.length) report.fairnessLimits = limits;
     if (json) process.stdout.write(`${JSON.stringify(report)}\n`);
     else process.stdout.write(`${reportLines(report).join('\n')}\n`);
     return 0;
@@ -232,7 +241,7 @@ export async function runNamespaceSetup(config: KeelConfig, { retention: asked, 
 }
 
 /** The report for a person, one line per thing set up. */
-export function reportLines({ address, namespace, searchAttributes }: NamespaceSetupReport): string[] {
+export function reportLines({ address, namespace, searchAttributes, fairnessLimits = [] }: NamespaceSetupReport): string[] {
   return [
     `keel namespace setup: namespace "${namespace.name}" at ${address}: ${namespace.created ? 'registered' : 'already registered'}, retention ${namespace.retention}${
       namespace.retentionNotApplied
@@ -241,6 +250,10 @@ export function reportLines({ address, namespace, searchAttributes }: NamespaceS
     }`,
     ...searchAttributes.map(
       ({ name, type, created }) => `keel namespace setup: search attribute ${name} (${type}): ${created ? 'registered' : 'already registered'}`,
+    ),
+    ...fairnessLimits.map(
+      ({ model, taskQueue, perTenant, was }) =>
+        `keel namespace setup: model ${model} (task queue ${taskQueue}): per-tenant limit ${describeLimit(perTenant)}${perTenant === was ? ', already set' : `, set (was ${describeLimit(was)})`}`,
     ),
   ];
 }

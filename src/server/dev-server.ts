@@ -138,13 +138,16 @@ export async function isServerReachable(address: string, timeoutMs = 2000): Prom
  * task that schedules an activity gets it back in its completion when the worker has a free
  * slot, skipping a dispatch round trip), and one task queue partition (with the default four,
  * a task and the poll that should take it can land on different partitions and wait to be
- * forwarded: tens of milliseconds per task on an idle server). Production clusters choose
- * their own; see docs/production.md, "Connecting to a cluster".
+ * forwarded: tens of milliseconds per task on an idle server), and fairness (a backlogged queue
+ * hands out tasks by each run's priority key, then in proportion to each tenant's weight:
+ * docs/tenants.md, "Fair shares"). Production clusters choose their own; see
+ * docs/production.md, "Connecting to a cluster".
  */
 export const DEV_SERVER_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
   'system.enableActivityEagerExecution': true,
   'matching.numTaskqueueReadPartitions': 1,
   'matching.numTaskqueueWritePartitions': 1,
+  'matching.enableFairness': true,
 };
 
 /** The command-line arguments of `temporal server start-dev` for these options. */

@@ -170,7 +170,7 @@ export async function createTestEnv(options: TestEnvOptions = {}): Promise<TestE
       worker.shutdown();
       await running;
     });
-    const client = new KeelClient({ temporal, taskQueue });
+    const client = new KeelClient({ temporal, taskQueue, fairness: config.fairness });
     return testEnv({ client, config, registry, address, holdTimeoutMs: options.holdTimeoutMs ?? 10_000, close: closeAll });
   } catch (error) {
     await closeAll();

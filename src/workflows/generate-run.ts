@@ -75,6 +75,7 @@ export class GenerateRun {
       run,
       inherited: () => this.stages.flatMap((stage) => stage.hooks.forChildRuns?.() ?? []),
       forgetChild: (runId) => this.board.forgetChild(runId),
+      spec: () => this.agent,
     });
     const parsed = (this.parsed = RunInputSchema.safeParse(rawInput));
     this.notices = new HoldNotices(() => this.agent);

@@ -61,7 +61,7 @@ export async function startTestWorker(registry: Registry, overrides: KeelConfigI
   const bundlePath = config.middlewareModules.length ? undefined : inject('bundlePath');
   const worker = await createKeelWorker({ config, registry, connection, client: temporal, bundlePath });
   const running = worker.run();
-  const client = new KeelClient({ temporal, taskQueue: config.taskQueue });
+  const client = new KeelClient({ temporal, taskQueue: config.taskQueue, fairness: config.fairness });
   return {
     client,
     config,

@@ -29,7 +29,7 @@ const { inspectTasks } = proxyActivities<AgentsActivities>({
 const WAIT_MARGIN_MS = 60_000;
 
 /** The background tasks of `run`: started as child runs that outlive it, read through activities. */
-export function taskControl({ run, inherited, forgetChild }: RunServices): TaskControl {
+export function taskControl({ run, inherited, forgetChild, spec }: RunServices): TaskControl {
   const reachable: TaskControl['reachable'] = async (claims) => {
     const own = new Set(run.tasks.map((record) => record.taskId));
     // Each (id, proof) is checked once per run: a proof does not stop being valid.
@@ -49,6 +49,8 @@ export function taskControl({ run, inherited, forgetChild }: RunServices): TaskC
         workflowId: runId,
         args: [input],
         parentClosePolicy: ParentClosePolicy.ABANDON,
+        // Background work goes after what a person waits on; its tenant (fairness key and weight) it inherits.
+        ...(spec()?.backgroundPriority !== undefined ? { priority: { priorityKey: spec()!.backgroundPriority } } : {}),
         ...childSummary(options.agent, options.messages),
         ...inheritedMemo(),
       });

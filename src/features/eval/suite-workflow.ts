@@ -34,6 +34,7 @@ async function runCase(suite: EvalSuiteInput, evalCase: EvalCase, variant: Varia
       workflowId: runId,
       args: [input],
       ...(variant.taskQueue ? { taskQueue: variant.taskQueue } : {}),
+      ...(evalCase.priority ? { priority: evalCase.priority } : {}),
       staticSummary: `eval ${suite.name}: ${evalCase.name} (${variant.name})`,
       // Marks it as a case's run: a later suite's query never takes it for a recorded run.
       // and belongs to whom the recorded run belonged.

@@ -127,6 +127,11 @@ export const EvalCaseSchema = z
     source: z.string(),
     /** Whom the recorded run belonged to: the case's run belongs to them too (docs/tenants.md). */
     principal: PrincipalSchema.optional(),
+    /** Its run's Temporal priority: the suite's, with its tenant's fairness key and weight (docs/tenants.md). */
+    priority: z
+      .object({ priorityKey: z.number().int().min(1).max(5), fairnessKey: z.string().max(64).optional(), fairnessWeight: z.number().optional() })
+      .strict()
+      .optional(),
   })
   .strict();
 export type EvalCase = z.infer<typeof EvalCaseSchema>;

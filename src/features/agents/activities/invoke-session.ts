@@ -31,6 +31,8 @@ export async function invokeSession(client: Client, { agent, sessionId, invoke, 
               taskQueue: Context.current().info.taskQueue,
               args: [{ agent, sessionId }],
               workflowIdConflictPolicy: 'USE_EXISTING',
+              // A session an agent starts goes with the caller's priority and tenant's share, as a child workflow would.
+              ...(Context.current().info.priority ? { priority: Context.current().info.priority } : {}),
               ...(Object.keys(memo).length ? { memo } : {}),
             }),
           }),
