@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Message } from '../core/messages';
+import { messageText, type Message } from '../core/messages';
 import type { RunStatus } from '../core/run';
 import { runEvents, type InFlight, type RunEvent, type RunEventSource } from './run-events';
 
@@ -43,5 +43,79 @@ describe('runEvents', () => {
       attempt: 1,
       worker: '7@host',
     });
+  });
+});
+
+/** A run read poll by poll: each poll's streaming call (describe) and the messages the run holds then; it ends after the last. */
+function polledHandle(polls: Array<{ text?: { text: string; model?: string; callIndex?: number; attempt?: number }; messages: Message[] }>): RunEventSource {
+  let poll = -1;
+  const at = () => polls[Math.min(poll, polls.length - 1)]!;
+  let end!: () => void;
+  const ended = new Promise<void>((resolve) => (end = resolve));
+  const status = () => ({ state: 'running', messageCount: at().messages.length, tasks: [], interrupts: [] }) as unknown as RunStatus;
+  return {
+    result: () => ended,
+    inFlight: async () => {
+      poll++;
+      if (poll === polls.length) end();
+      const text = poll < polls.length ? at().text : undefined;
+      return { tools: [], history: `r/${poll}`, ...(text ? { text: { model: 'm', callIndex: 0, attempt: 1, sequence: poll, ...text } } : {}) };
+    },
+    reportedStatus: async () => status(),
+    status: async () => ({ ...status(), state: 'completed' }),
+    messages: async (from = 0) => at().messages.slice(from),
+    tasks: async () => [],
+  };
+}
+
+const said = async (handle: RunEventSource) => {
+  const events: RunEvent[] = [];
+  for await (const event of runEvents(handle, { intervalMs: 1 })) events.push(event);
+  return events.flatMap((event) =>
+    event.type === 'text'
+      ? [`${event.final ? 'rest' : 'text'} ${event.delta}`]
+      : event.type === 'message'
+        ? [`${event.message.role} ${messageText(event.message)}`]
+        : [],
+  );
+};
+const user = (text: string): Message => ({ role: 'user', content: [{ text }] });
+const model = (text: string): Message => ({ role: 'model', content: [{ text }] });
+
+describe('streamed text', () => {
+  it("a session's history read after the turn's call began streaming leaves its text be: nothing twice, nothing lost", async () => {
+    // The CI failure: the turn's first words came with the first read of the history, whose model message reset what was shown.
+    const history = [user('hello'), model('w1.1 w1.2'), user('again')];
+    const events = await said(
+      polledHandle([
+        { text: { text: 'w2.1', callIndex: 1 }, messages: history },
+        { text: { text: 'w2.1 w2.2', callIndex: 1 }, messages: history },
+        { messages: [...history, model('w2.1 w2.2 w2.3')] },
+      ]),
+    );
+    expect(events).toEqual(['text w2.1', 'user hello', 'model w1.1 w1.2', 'user again', 'text  w2.2', 'rest  w2.3', 'model w2.1 w2.2 w2.3']);
+  });
+
+  it("a call that starts before the one before it is read answered comes after that answer's rest", async () => {
+    const ask = [user('go')];
+    const events = await said(
+      polledHandle([
+        { text: { text: 'first', callIndex: 0 }, messages: ask },
+        { text: { text: 'sec', callIndex: 1 }, messages: [...ask, model('first one'), user('next')] },
+        { messages: [...ask, model('first one'), user('next'), model('second')] },
+      ]),
+    );
+    expect(events).toEqual(['text first', 'user go', 'rest  one', 'model first one', 'user next', 'text sec', 'rest ond', 'model second']);
+  });
+
+  it('a call whose answer is read with the answer before it is said once, by its answer', async () => {
+    const ask = [user('go')];
+    const events = await said(
+      polledHandle([
+        { text: { text: 'first', callIndex: 0 }, messages: ask },
+        { text: { text: 'sec', callIndex: 1 }, messages: [...ask, model('first one'), model('second')] },
+      ]),
+    );
+    expect(events).toEqual(['text first', 'user go', 'rest  one', 'model first one', 'rest second', 'model second']);
   });
 });

@@ -7,7 +7,8 @@
  * sent only when describe shows the history moved, and while nothing moves (a run waiting for a
  * decision) the polls slow down to one describe per `maxIntervalMs`. Text is never shown twice:
  * a retried model call streams again from its start, and only what goes beyond what was
- * already shown comes out. Node side.
+ * already shown comes out; a model message the stream is no part of (a session's history, read
+ * after the turn's call began) leaves its text be. Node side.
  */
 import { messageText, STREAM_DETAILS, type Message, type StreamedText } from '../core/messages';
 import type { Hold, RunLifecycle, RunStatus } from '../core/run';
@@ -74,6 +75,66 @@ export interface RunEventsOptions {
 /** What tells one attempt of a tool call from any other: its execution, activity, attempt and worker. */
 const attemptKey = (tool: ToolAttempt): string => `${tool.temporalRunId}/${tool.activityId}/${tool.attempt}/${tool.worker}`;
 
+type TextEvent = Extract<RunEvent, { type: 'text' }>;
+const callOf = (streamed: StreamedText) => `${streamed.model}#${streamed.callIndex}`;
+
+/**
+ * What has been shown of the model calls' text. A poll reads the call streaming now, then the
+ * messages: text of the call shown goes out at once; text of a new call while the one shown has
+ * not answered waits until after the messages read with it, which hold that answer (its rest goes
+ * out first), and is dropped if they hold the new call's own answer too.
+ */
+class ShownText {
+  /** The call shown (`<model>#<callIndex>`) until its answer lands, and its text shown so far. */
+  private call: string | undefined;
+  private text = '';
+  /** An attempt of the call shown after its first streamed: its answer need not keep what was shown. */
+  private retried = false;
+  /** A new call's text read before the messages that answer the call shown. */
+  private waiting: StreamedText | undefined;
+
+  /** What `streamed` (the call streaming now) shows, before this poll's messages. */
+  beat(streamed: StreamedText | undefined): TextEvent | undefined {
+    if (!streamed) return undefined;
+    if (callOf(streamed) === this.call) return this.more(streamed);
+    if (this.text) return void (this.waiting = streamed);
+    this.begin(streamed);
+    return this.more(streamed);
+  }
+
+  /** The rest of a model message's text, if it answers the call shown or the one waiting (a session's history answers neither). */
+  answer(text: string): TextEvent | undefined {
+    if (!text.startsWith(this.text) && !this.retried) return undefined;
+    const rest = text.length > this.text.length ? { type: 'text' as const, delta: text.slice(this.text.length), final: true } : undefined;
+    // The call shown answered, and the one waiting (if any) is next; a second answer is the waiting call's own.
+    if (this.call === undefined) this.waiting = undefined;
+    this.begin(undefined);
+    return rest;
+  }
+
+  /** What the new call that waited for this poll's messages shows: nothing if they held its answer. */
+  after(): TextEvent | undefined {
+    const next = this.waiting;
+    if (!next) return undefined;
+    this.waiting = undefined;
+    this.begin(next);
+    return this.more(next);
+  }
+
+  private begin(streamed: StreamedText | undefined): void {
+    [this.call, this.text, this.retried] = [streamed && callOf(streamed), '', false];
+  }
+
+  private more(streamed: StreamedText): TextEvent | undefined {
+    if (streamed.attempt > 1) this.retried = true;
+    if (streamed.text.length <= this.text.length) return undefined;
+    const delta = streamed.text.slice(this.text.length);
+    this.text = streamed.text;
+    const { model, callIndex, attempt, sequence } = streamed;
+    return { type: 'text', delta, final: false, model, callIndex, attempt, sequence };
+  }
+}
+
 /** The events of `handle`'s run until it ends. */
 export async function* runEvents(handle: RunEventSource, { intervalMs = 150, maxIntervalMs = 1000, signal }: RunEventsOptions = {}): AsyncGenerator<RunEvent> {
   let ended: RunLifecycle | undefined;
@@ -89,8 +150,7 @@ export async function* runEvents(handle: RunEventSource, { intervalMs = 150, max
   const taskStatus = new Map<string, string>();
   let tasksCheckedAt = 0;
   let seen = 0;
-  // Text shown of the model call under way (since the last model message).
-  let shown = '';
+  const shown = new ShownText();
   // The history the last status was read at, and that status: the same history, the same state.
   let statusAt: { history: string; status: RunStatus } | undefined;
   let wait = intervalMs;
@@ -100,19 +160,10 @@ export async function* runEvents(handle: RunEventSource, { intervalMs = 150, max
     let moved = false;
     if (!finishing) {
       inFlight = await handle.inFlight().catch(() => undefined);
-      const streamed = inFlight?.text;
-      if (streamed && streamed.text.length > shown.length) {
+      const text = shown.beat(inFlight?.text);
+      if (text) {
         moved = true;
-        yield {
-          type: 'text',
-          delta: streamed.text.slice(shown.length),
-          final: false,
-          model: streamed.model,
-          callIndex: streamed.callIndex,
-          attempt: streamed.attempt,
-          sequence: streamed.sequence,
-        };
-        shown = streamed.text;
+        yield text;
       }
     }
     // While it runs, the run's own report; Temporal's word on how it ended (terminated, timed out) only at the end.
@@ -139,11 +190,8 @@ export async function* runEvents(handle: RunEventSource, { intervalMs = 150, max
       for (const message of messages) {
         const index = seen++;
         if (message.role === 'tool') yield* attempts(message.content.flatMap((part) => ('toolResponse' in part ? [part.toolResponse] : [])));
-        if (message.role === 'model') {
-          const text = messageText(message);
-          if (text.length > shown.length) yield { type: 'text', delta: text.slice(shown.length), final: true };
-          shown = '';
-        }
+        const rest = message.role === 'model' ? shown.answer(messageText(message)) : undefined;
+        if (rest) yield rest;
         yield { type: 'message', index, message };
         for (const part of message.content) {
           if ('toolRequest' in part)
@@ -165,6 +213,11 @@ export async function* runEvents(handle: RunEventSource, { intervalMs = 150, max
     }
     // The rest after the messages, so a call's line follows the model's request for it.
     yield* attempts();
+    const next = shown.after();
+    if (next) {
+      moved = true;
+      yield next;
+    }
     if (status && status.tasks.length && (finishing || Date.now() - tasksCheckedAt >= TASKS_INTERVAL_MS)) {
       tasksCheckedAt = Date.now();
       for (const task of await handle.tasks().catch(() => [] as TaskView[])) {

@@ -7,6 +7,7 @@
  */
 import type { KeelClient } from '../client/keel-client';
 import type { RunEvent } from '../client/run-events';
+import { messageText } from '../core/messages';
 
 /** Receives a run's events; `undefined` means the watch ended (the run ended or failed to be followed). */
 export type RunListener = (event: RunEvent | undefined) => void;
@@ -59,7 +60,8 @@ export class EventHub {
     try {
       for await (const event of this.client.getHandle(runId).events({ intervalMs: this.intervalMs, signal })) {
         if (event.type === 'text') watcher.streamed = event.final ? '' : watcher.streamed + event.delta;
-        else if (event.type === 'message' && event.message.role === 'model') watcher.streamed = '';
+        // The answer of the call streaming ends its text; a model message of a session's history read meanwhile does not.
+        else if (event.type === 'message' && event.message.role === 'model' && messageText(event.message).startsWith(watcher.streamed)) watcher.streamed = '';
         for (const listener of watcher.listeners) listener(event);
         if (signal.aborted) return;
       }
