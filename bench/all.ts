@@ -22,6 +22,7 @@ const BENCHES = [
   'protocols.ts',
   'chat.ts',
   'notify.ts',
+  'tenants.ts',
   'profile.ts',
 ];
 

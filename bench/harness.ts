@@ -43,14 +43,15 @@ export async function startBenchWorker(server: DevServer, registry: Registry, ov
   const worker = await createKeelWorker({ config, registry, connection, client: temporalClient });
   const running = worker.run();
   return {
-    client: new KeelClient({ temporal: temporalClient, taskQueue: config.taskQueue }),
+    client: new KeelClient({ temporal: temporalClient, taskQueue: config.taskQueue, fairness: config.fairness }),
     temporalClient,
-    async stop(): Promise<void> {
+    /** Stops the worker and its connections, and the server unless `{ server: false }`. */
+    async stop({ server: withServer = true }: { server?: boolean } = {}): Promise<void> {
       worker.shutdown();
       await running;
       await connection.close();
       await temporalClient.connection.close();
-      await server.stop();
+      if (withServer) await server.stop();
     },
   };
 }
