@@ -24,6 +24,7 @@ import { answerHolds } from '../test/support/answer-holds';
 import { freePort } from '../test/support/free-port';
 import { resetToFirstTask } from '../test/support/history';
 import type { RunResult } from '../src/core/run';
+import { spendLedgerId } from '../src/features/budget/spend-door';
 import { EVAL_SUITE_WORKFLOW, type EvalSuiteInput, type SuiteReport } from '../src/features/catalog';
 
 async function main(): Promise<void> {
@@ -116,6 +117,7 @@ async function main(): Promise<void> {
           runId: `replay-${scenario.name}`,
           maxTurns: scenario.maxTurns,
           ...(scenario.interruptMode ? { interruptMode: scenario.interruptMode } : {}),
+          ...(scenario.tenant ? { tenant: scenario.tenant } : {}),
         });
       }
       if (scenario.cancelAtTurn !== undefined) {
@@ -154,7 +156,8 @@ async function main(): Promise<void> {
           .result()
           .then((result: RunResult) => `completed: ${result.text}`)}`;
       }
-      const history = await temporal.workflow.getHandle(handle.runId, runId).fetchHistory();
+      const recorded = scenario.ledger && scenario.tenant ? temporal.workflow.getHandle(spendLedgerId('tenant', scenario.tenant)) : undefined;
+      const history = await (recorded ?? temporal.workflow.getHandle(handle.runId, runId)).fetchHistory();
       writeFileSync(file, `${historyToJSON(history)}\n`);
       console.log(`${scenario.name}: ${outcome} (${history.events?.length} events) -> ${file}`);
     }

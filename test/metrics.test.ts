@@ -6,6 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KeelClient } from '../src/client/keel-client';
+import { loadConfig } from '../src/config/load';
 import { freePort } from './support/free-port';
 import { ROOT, runKeel, spawnKeel, writeTestConfig, type KeelProcess } from './support/processes';
 import { temporalCli } from './support/temporal-cli';
@@ -22,8 +24,8 @@ beforeAll(async () => {
     // A call for an agent no worker has is refused for good after this long.
     worker: { notRegisteredRetryFor: '2 seconds' },
     server: { enabled: false },
-    metrics: { prometheus: `127.0.0.1:${port}` },
-    modules: [join(ROOT, 'test', 'fixtures', 'secret-agents.ts')],
+    metrics: { prometheus: `127.0.0.1:${port}`, tenants: ['acme-metrics'] },
+    modules: [join(ROOT, 'test', 'fixtures', 'secret-agents.ts'), join(ROOT, 'test', 'fixtures', 'spend-agents.ts')],
     models: [
       { name: 'scripted/priced', script: [{ text: 'hello', usage: { inputTokens: 1000, outputTokens: 500 } }], price: { inputPerMTok: 3, outputPerMTok: 15 } },
     ],
@@ -129,6 +131,25 @@ describe('metrics.prometheus', () => {
     const text = await fetch(metricsUrl).then((response) => response.text());
     expect(text).not.toContain('invented-');
     expect(text).not.toContain('xxxxxxxx');
+  });
+
+  it("counts a tenant's spend under its name only when metrics.tenants lists it; any other tenant is `other`", async () => {
+    const stranger = `stranger-${randomUUID()}`;
+    const client = await KeelClient.connect(loadConfig({ path: configPath }));
+    try {
+      await client.run('roomy_spender', 'go', { tenant: 'acme-metrics' });
+      await client.run('roomy_spender', 'go', { tenant: stranger });
+    } finally {
+      await client.close();
+    }
+    // Three calls of 6 input and 4 output tokens each, per run.
+    await expect
+      .poll(async () => sum(await scrape(), 'keel_tenant_tokens_total', { tenant: 'other', kind: 'input' }), { timeout: 30_000, interval: 500 })
+      .toBe(18);
+    const samples = await scrape();
+    expect(sum(samples, 'keel_tenant_tokens_total', { tenant: 'acme-metrics', kind: 'input' })).toBe(18);
+    expect(sum(samples, 'keel_tenant_tokens_total', { tenant: 'acme-metrics', kind: 'output' })).toBe(12);
+    expect(await fetch(metricsUrl).then((response) => response.text())).not.toContain('stranger-');
   });
 
   it('refuses an address that is not host:port', async () => {

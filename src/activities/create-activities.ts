@@ -92,6 +92,6 @@ export function createActivities({
         await deliverHoldNotice(notices, input);
       }),
     // Each feature's own activities, under their doors' names.
-    ...Object.fromEntries(FEATURE_ACTIVITIES.map(({ name, call }) => [name, (input: unknown) => activity(() => call(input, { client, registry }))])),
+    ...Object.fromEntries(FEATURE_ACTIVITIES.map(({ name, call }) => [name, (input: unknown) => activity(() => call(input, { client, registry, config }))])),
   };
 }

@@ -6,6 +6,7 @@
  */
 import type { Client } from '@temporalio/client';
 import type { Registry } from '../registry';
+import type { ActivityDependencies } from './worker-scope';
 import type { z } from 'zod';
 import { throughDoor, type ActivityDoor } from '../middleware/activity-door';
 import { withHeartbeat } from './heartbeat';
@@ -16,6 +17,8 @@ export interface FeatureActivityDependencies {
   client: Client;
   /** What the worker registered (a judge's model). */
   registry?: Registry;
+  /** The worker's config, as its activities have it (the tenants metrics name). */
+  config?: ActivityDependencies['config'];
 }
 
 /** One activity of a feature, as its Node half implements it: what the worker registers under `name`. */

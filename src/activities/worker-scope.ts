@@ -19,7 +19,9 @@ import { NotRegisteredError, notRegisteredFailure } from './not-registered';
 export interface ActivityDependencies {
   registry: Registry;
   config: Pick<KeelConfig, 'activities'> &
-    Partial<Pick<KeelConfig, 'externalStorage' | 'security' | 'baseDir' | 'notify' | 'serve' | 'fairness'>> & { worker?: Partial<KeelConfig['worker']> };
+    Partial<Pick<KeelConfig, 'externalStorage' | 'security' | 'baseDir' | 'notify' | 'serve' | 'fairness' | 'metrics'>> & {
+      worker?: Partial<KeelConfig['worker']>;
+    };
   /** The keys proofs are signed with; loaded from the config (KEEL_SIGNING_KEY or its key file) when absent. */
   signingKeys?: SigningKeys;
   /** Client used to read model requests back from their run. */

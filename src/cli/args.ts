@@ -26,6 +26,8 @@ commands:
                               --tenant <t>, --owner <subject>, --limit <n>; state: waiting,
                               running, completed, failed, ...)
   status <runId>              the run's state, turn, usage and pending holds (JSON)
+  cost --tenant <t>           what a tenant's runs spent, window by window, newest first (--owner
+                              <subject>: an owner's; counted by Budgets of scope tenant or owner)
   abort <runId>               cancel a run
   approve <runId> <id>        approve a pending hold
   deny <runId> <id>           deny a pending hold (--reason <text>)

@@ -11,6 +11,10 @@ import { KEEL_STATUS } from '../core/search-attributes';
 import { z } from 'zod';
 import { EXIT, UsageError, numberOption, print, refuse, type CliOptions } from './common';
 import { runErrorOf, tryStatus, warnWithoutWorkers, withClient, withClientRefusing } from './client';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { spendLedgerId, spendQuery, type SpendReport, type WindowSpend } from '../features/budget/spend-door';
+import type { keelSpendLedger } from '../features/budget/spend-ledger';
+import { usageLine } from './run';
 
 /**
  * What an open run last recorded in Temporal itself, for when no worker answers its query: its
@@ -116,6 +120,48 @@ export async function commandStatus(config: KeelConfig, positionals: string[], o
     });
     return EXIT.ok;
   });
+}
+
+/** `keel cost --tenant <t>` (or `--owner <subject>`): what the spend ledger of a tenant or owner counted, window by window, newest first. */
+export async function commandCost(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {
+  if (positionals.length)
+    throw new UsageError(`keel cost takes no arguments (got "${positionals[0]}"): name whose spend with --tenant <t> or --owner <subject>`);
+  if ((options.tenant === undefined) === (options.owner === undefined)) throw new UsageError('keel cost needs one of --tenant <t> or --owner <subject>');
+  const scope = options.tenant !== undefined ? 'tenant' : 'owner';
+  const name = (options.tenant ?? options.owner)!;
+  return withClientRefusing(config, options, 'cost', async (client) => {
+    const handle = client.temporal.workflow.getHandle<typeof keelSpendLedger>(spendLedgerId(scope, name));
+    let report: SpendReport;
+    try {
+      // A ledger answers while open (a worker answers the query); a closed one's result is its last report.
+      const { status } = await handle.describe();
+      report = status.name === 'RUNNING' ? await client.temporal.withDeadline(Date.now() + 10_000, () => handle.query(spendQuery)) : await handle.result();
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) report = { scope, name, windows: [], charges: 0, repeats: 0 };
+      else throw new KeelError('UNAVAILABLE', `the spend ledger of ${scope} ${name} did not answer (is a worker running?): ${(error as Error).message}`);
+    }
+    const line = (window: WindowSpend) =>
+      `${new Date(window.start).toISOString()}  ${durationText(window.size)}  ${usageLine(window.usage) || 'nothing spent'}`;
+    print(
+      options.json,
+      report,
+      report.windows.length
+        ? report.windows.map(line).join('\n')
+        : `no spend counted for ${scope} ${name} (only runs with a Budget of scope ${scope} are counted)`,
+    );
+    return EXIT.ok;
+  });
+}
+
+/** A window's size for a person: days, hours, minutes or seconds. */
+function durationText(ms: number): string {
+  for (const [unit, size] of [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['m', 60_000],
+  ] as const)
+    if (ms % size === 0) return `${ms / size}${unit}`;
+  return `${ms / 1000}s`;
 }
 
 export async function commandTasks(config: KeelConfig, positionals: string[], options: CliOptions): Promise<number> {

@@ -10,7 +10,7 @@ import { DEV_WORKER_ENV } from '../dev/dev-protocol';
 import { EXIT, UsageError, later, reportFailure } from './common';
 import { USAGE, parse, uiOptions } from './args';
 import { commandRun, commandWatch } from './run';
-import { commandHolds, commandList, commandStatus, commandTasks } from './inspect';
+import { commandCost, commandHolds, commandList, commandStatus, commandTasks } from './inspect';
 import { commandAbort, commandDecide, commandFork, commandSteer } from './control';
 import { commandDeploy, commandEval, commandHistory, commandNamespace, commandStorage } from './operate';
 import { commandInit, commandSetup, printVersion } from './project';
@@ -70,6 +70,8 @@ async function command(argv: string[]): Promise<number> {
         return await commandWatch(config, positionals, options);
       case 'list':
         return await commandList(config, positionals, options);
+      case 'cost':
+        return await commandCost(config, positionals, options);
       case 'abort':
         return await commandAbort(config, positionals, options);
       case 'approve':

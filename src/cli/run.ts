@@ -20,7 +20,7 @@ import { runErrorOf, tryStatus, warnWithoutWorkers, withClient } from './client'
  * What a run used, for a person: tokens in and out, and its cost in USD when its models have a
  * price (or its tools reported one). Empty when the run used nothing it counts.
  */
-function usageLine(usage: Usage): string {
+export function usageLine(usage: Usage): string {
   const parts: string[] = [];
   if (usage.inputTokens !== undefined || usage.outputTokens !== undefined)
     parts.push(`${(usage.inputTokens ?? 0).toLocaleString('en-US')} input + ${(usage.outputTokens ?? 0).toLocaleString('en-US')} output tokens`);

@@ -419,6 +419,8 @@ export const MetricsConfigSchema = z
   .object({
     /** `host:port` of a Prometheus endpoint on each worker (/metrics); off when absent. Else OTEL_* variables may send them over OTLP. */
     prometheus: z.string().min(1).optional(),
+    /** Tenants whose spend the metrics name (keel_tenant_*); every other tenant's is counted as `other`, so a series is never a caller's text. */
+    tenants: z.array(z.string().min(1)).max(100).default([]),
   })
   .strict();
 

@@ -6,6 +6,7 @@
 import type { ActivityImplementation } from '../activities/feature-activity';
 import { agentsActivities } from './agents/activities/tasks';
 import { budgetActivities } from './budget/activities/tree-budget';
+import { spendActivities } from './budget/activities/spend';
 import { contextCompressionActivities } from './context-compression/activities/tokens';
 import { filesystemActivities } from './filesystem/activities/files';
 import { skillsActivities } from './skills/activities/skills';
@@ -15,6 +16,7 @@ import { evalActivities } from './eval/activities/judge';
 export const FEATURE_ACTIVITIES: readonly ActivityImplementation[] = [
   ...agentsActivities,
   ...budgetActivities,
+  ...spendActivities,
   ...contextCompressionActivities,
   ...evalActivities,
   ...filesystemActivities,

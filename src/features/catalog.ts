@@ -95,6 +95,9 @@ export function registeredHoldKind(raisedBy: string, kind: string, catalog: Read
   return definition ? holdKindOf(holdKinds(definition), kind) : undefined;
 }
 
+/** Spend ledgers of tenants and owners (Budget scope tenant, owner; docs/tenants.md): the ledger workflow the worker registers. */
+export { keelSpendLedger } from './budget/spend-ledger';
+
 /** Eval suites (docs/eval.md): the suite workflow the worker registers, and the shapes `keel eval` (src/ops/eval-suite.ts) reads and reports. */
 export { keelEvalSuite } from './eval/suite-workflow';
 export {

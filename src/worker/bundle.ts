@@ -16,7 +16,7 @@ const CODE_EXTENSION = __filename.endsWith('.ts') ? '.ts' : '.js';
 /** The workflow entry point. */
 export const WORKFLOWS_PATH = join(CODE_DIR, 'workflows', `index${CODE_EXTENSION}`);
 /** The workflow types a keel worker registers: what src/workflows/index.ts exports (bundle.test.ts holds them equal). */
-export const WORKFLOW_TYPES: readonly string[] = ['generateWorkflow', 'sessionWorkflow', 'keelHoldNotice', 'keelForkCheck', 'keelEvalSuite'];
+export const WORKFLOW_TYPES: readonly string[] = ['generateWorkflow', 'sessionWorkflow', 'keelHoldNotice', 'keelForkCheck', 'keelEvalSuite', 'keelSpendLedger'];
 /** The workflow interceptor module every bundle has: logs name the run's agent and turn. */
 const LOG_ATTRIBUTES_PATH = join(CODE_DIR, 'workflows', `log-attributes${CODE_EXTENSION}`);
 /** The workflow's payload converter: the default one, tolerant of payloads it cannot decode (a signal then is refused, not fatal). */

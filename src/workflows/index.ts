@@ -7,3 +7,4 @@ export { sessionWorkflow } from './session';
 export { keelHoldNotice } from './hold-notices';
 export { keelForkCheck } from './fork-check';
 export { keelEvalSuite } from '../features/catalog';
+export { keelSpendLedger } from '../features/catalog';

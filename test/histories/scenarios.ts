@@ -69,6 +69,10 @@ export interface Scenario {
   forkAt?: { turn: number; message?: string; toolResults?: Record<string, unknown> };
   /** Not a run: an eval suite of this one case (a prompt with its recorded tool answers) under two variants; the suite workflow is recorded (docs/eval.md). */
   evalCase?: { records: Array<{ name: string; input: unknown; output: unknown }>; scorers: Array<Record<string, unknown>> };
+  /** The run belongs to this tenant (docs/tenants.md). */
+  tenant?: string;
+  /** The tenant's spend ledger is recorded, once the run ended, instead of the run (docs/tenants.md, "Spend per tenant"). */
+  ledger?: boolean;
 }
 
 /** The scenarios, in recording order. */
@@ -94,6 +98,9 @@ export const SCENARIOS: Scenario[] = [
   { name: 'local-calls', agent: 'replay-local', prompt: 'add and echo' },
   { name: 'local-retry-fallback', agent: 'replay-local-resilient', prompt: 'survive' },
   { name: 'tool-usage', agent: 'replay-tool-usage', prompt: 'spend' },
+  // The same spend counted in its tenant's ledger (local chargeSpend calls), stopped at its third call; then the ledger itself.
+  { name: 'tenant-budget', agent: 'replay-tenant-budget', prompt: 'spend', tenant: 'replay-tenant' },
+  { name: 'spend-ledger', agent: 'replay-tenant-budget', prompt: 'spend', tenant: 'replay-ledger', ledger: true },
   // A hold bound by approver rules, approved by a verified identity (its proof checked by an activity), with
   // the hold's notices POSTed to the recorder's webhook from activities of the run (docs/auth.md, docs/notify.md).
   {
@@ -432,6 +439,7 @@ export function scenarioRegistry(): Registry {
     spending,
     paidLookup,
     defineAgent({ name: 'replay-tool-usage', model: spending.name, tools: [paidLookup], use: [budget({ limit: { cost: 1 } })] }),
+    defineAgent({ name: 'replay-tenant-budget', model: spending.name, tools: [paidLookup], use: [budget({ limit: { cost: 1 }, scope: 'tenant' })] }),
   );
 }
 

@@ -21,6 +21,8 @@ import { defineMiddleware } from '../../middleware/define-middleware';
 import { replaceFinalMessage } from '../../middleware/outcome';
 import type { MiddlewareContext } from '../../middleware/types';
 import { treeLedger, type TreeLedger } from './ledger-door';
+import { spendLedgers, windowStart, type SpendLedgers, type SpendScope } from './spend-door';
+import { DurationSchema, durationMs } from '../../core/duration';
 
 /** Metadata key of the spent record on a run's final message (the reference's, for portability). */
 export const BUDGET_METADATA_KEY = 'genkit-middleware-exp/budget';
@@ -54,14 +56,26 @@ export const BudgetConfigSchema = z
       .object({ runId: z.string().min(1), stage: z.number().int().min(0) })
       .strict()
       .optional(),
-    /** What the limit counts: this run (default) or the agent session. */
-    scope: z.enum(['run', 'session']).default('run'),
+    /**
+     * What the limit counts: this run (default), the agent session, or every run of the run's
+     * tenant or owner in a window (`window`), through their spend ledger (docs/tenants.md).
+     */
+    scope: z.enum(['run', 'session', 'tenant', 'owner']).default('run'),
+    /** For scope tenant or owner: the window the limit is per (default a day: UTC days). */
+    window: DurationSchema.optional(),
     /** Hold the next tool calls for approval instead of stopping the run. */
     interrupt: z.boolean().default(false),
   })
   .strict()
   .superRefine((config, issues) => {
     if (Object.keys(flatten(config.limit)).length === 0) issues.addIssue({ code: 'custom', path: ['limit'], message: 'set at least one field of limit' });
+    const shared = config.scope === 'tenant' || config.scope === 'owner';
+    if (config.window !== undefined && !shared)
+      issues.addIssue({ code: 'custom', path: ['window'], message: `a window is for scope tenant or owner; scope ${config.scope} has none` });
+    if (config.window !== undefined && (durationMs(config.window) ?? 0) < 1000)
+      issues.addIssue({ code: 'custom', path: ['window'], message: 'must be at least 1 second' });
+    if (shared && (config.ledger || config.spent))
+      issues.addIssue({ code: 'custom', path: ['scope'], message: `a ${config.scope} budget counts in its ledger: it takes no spent or ledger` });
     if (config.scope === 'session' && config.interrupt) {
       issues.addIssue({
         code: 'custom',
@@ -169,10 +183,26 @@ interface BudgetState {
   baseline: Record<string, number>;
   /** For a handed-down Budget: what the ledger last answered, and this run's usage then (the count goes on from there if the ledger is gone). */
   answered: { spent: Record<string, number>; at: Record<string, number> };
+  /**
+   * For scope tenant or owner: the ledger, whose window it counts, what the window had spent at
+   * the last check, and (approved past the limit) what it had spent then, in which window.
+   */
+  shared: { ledgers: SpendLedgers; scope: SpendScope; name: string; size: number; spent: Record<string, number>; renewal?: Renewal } | undefined;
 }
 
+/** A tenant or owner budget approved past its limit: counted from what its window had spent then. */
+const RenewalSchema = z.object({ start: z.number(), spent: z.record(z.string(), z.number()) });
+type Renewal = z.infer<typeof RenewalSchema>;
+
+/** A window's default: a day. */
+const DAY_MS = 24 * 60 * 60 * 1000;
+
 /** What carries over to the next run of a long run's chain. */
-const BudgetCarrySchema = z.object({ carried: z.record(z.string(), z.number()), baseline: z.record(z.string(), z.number()) });
+const BudgetCarrySchema = z.object({
+  carried: z.record(z.string(), z.number()),
+  baseline: z.record(z.string(), z.number()),
+  renewal: RenewalSchema.optional(),
+});
 
 /** A Budget's state at the start of a run: from what a parent handed down, the session, the interrupted run, or the previous run of the chain. */
 function budgetState(config: z.output<typeof BudgetConfigSchema>, context: MiddlewareContext<z.output<typeof BudgetCarrySchema>>): BudgetState {
@@ -199,7 +229,24 @@ function budgetState(config: z.output<typeof BudgetConfigSchema>, context: Middl
     carried: restored?.carried ?? carried,
     baseline: restored?.baseline ?? {},
     answered: { spent: handedDown, at: {} },
+    shared: sharedOf(config, context, restored?.renewal),
   };
+}
+
+/** A tenant or owner budget's ledger: the run's principal names it; a run of no one has none to count in. */
+function sharedOf(config: z.output<typeof BudgetConfigSchema>, context: MiddlewareContext, renewal: Renewal | undefined): BudgetState['shared'] {
+  const { scope } = config;
+  if (scope !== 'tenant' && scope !== 'owner') return undefined;
+  const name = context.principal[scope];
+  if (!name)
+    throw new KeelError(
+      'FAILED_PRECONDITION',
+      `budget: scope ${scope} counts the spend of the run's ${scope}, and this run belongs to no ${scope} (start it with { ${scope} }, or through keel serve with auth on)`,
+    );
+  const size = config.window !== undefined ? durationMs(config.window)! : DAY_MS;
+  const ledgers = context.capability(spendLedgers);
+  ledgers.join(scope, name, size);
+  return { ledgers, scope, name, size, spent: {}, ...(renewal ? { renewal } : {}) };
 }
 
 /** What the budget's calls count from: the tree's (a ledger-keeping Budget) or this run's usage. */
@@ -207,12 +254,23 @@ const counted = (state: BudgetState) => flatten(state.tree && !state.member ? st
 
 /** What the budget has spent, per capped field. */
 function spentOf(state: BudgetState): Record<string, number> {
+  if (state.shared) {
+    const since = subtract(state.shared.spent, state.shared.renewal?.spent ?? {});
+    return Object.fromEntries(Object.entries(since).map(([key, value]) => [key, Math.max(0, value)]));
+  }
   if (state.member) return add(state.answered.spent, subtract(flatten(state.context.usage()), state.answered.at));
   return add(state.carried, subtract(counted(state), state.baseline));
 }
 
 /** A handed-down Budget asks the tree's ledger again (before each model call). */
 async function refresh(state: BudgetState): Promise<void> {
+  const { shared } = state;
+  if (shared) {
+    shared.spent = flatten(await shared.ledgers.spent(shared.scope, shared.name, shared.size));
+    // An approval holds for the window it was given in.
+    if (shared.renewal && shared.renewal.start !== windowStart(Date.now(), shared.size)) delete shared.renewal;
+    return;
+  }
   if (!state.member) return;
   const answer = await state.tree!.ask(state.member.runId, state.member.stage);
   if (answer) state.answered = { spent: add(answer.spent, flatten(answer.untold)), at: flatten(state.context.usage()) };
@@ -250,6 +308,13 @@ async function check(state: BudgetState, renewAll: () => void): Promise<void> {
   await refresh(state);
   const over = overLimit(state);
   if (!over) return;
+  if (state.shared) {
+    // A tenant's (owner's) window over its limit: the run's next model call waits for a decision, or it stops.
+    if (!config.interrupt || !context.holdModelCall) throw budgetExceeded(`the ${state.shared.scope} ${state.shared.name} ${over} in its window`);
+    const decision = BudgetDecisionSchema.parse(await context.holdModelCall(holdData(state, `the ${state.shared.scope} ${over} in its window`)));
+    if (!decision.approved) throw refused(decision.reason);
+    return renewAll();
+  }
   // A run's own turn that crossed the limit has had its tool calls held (the reference's rule);
   // a tree's runs below can cross it while this run's tools run: then the next call holds.
   if (!config.interrupt || member || !tree?.toldFromBelow() || !context.holdModelCall) throw budgetExceeded(over);
@@ -272,10 +337,11 @@ export const budget = defineMiddleware({
     const state = budgetState(config, context);
     const { tree, member } = state;
     if (member) tree!.join(member.runId);
-    if (tree && !member) tree.serve(context.stageIndex, () => spentOf(state));
+    if (tree && !member && !state.shared) tree.serve(context.stageIndex, () => spentOf(state));
     const renewals = context.shared<Renewals>(() => ({ renewers: [] }));
     if (config.interrupt) {
       renewals.renewers.push(() => {
+        if (state.shared) state.shared.renewal = { start: windowStart(Date.now(), state.shared.size), spent: state.shared.spent };
         state.carried = {};
         state.baseline = counted(state);
       });
@@ -284,10 +350,13 @@ export const budget = defineMiddleware({
     const renewAll = () => renewals.renewers.forEach((renew) => renew());
 
     return {
-      carry: () => ({ carried: state.carried, baseline: state.baseline }),
+      carry: () => ({ carried: state.carried, baseline: state.baseline, ...(state.shared?.renewal ? { renewal: state.shared.renewal } : {}) }),
       // A sub-agent counts against this limit too: it asks the tree's ledger before each model
       // call (and starts with what the tree has spent, its count should the ledger be gone).
       forChildRuns: (): MiddlewareRef[] => {
+        // A run below counts in the same tenant's (owner's) ledger: it belongs to the same one.
+        if (state.shared)
+          return [{ name: 'budget', config: { limit: config.limit, scope: config.scope, ...(config.window ? { window: config.window } : {}) } }];
         const ledger = member ?? (tree ? { runId: tree.runId, stage: context.stageIndex } : undefined);
         return [{ name: 'budget', config: { limit: config.limit, spent: spentUsage(state), ...(ledger ? { ledger } : {}) } }];
       },
@@ -307,7 +376,8 @@ export const budget = defineMiddleware({
       ...(config.interrupt
         ? {
             async wrapTool(params, next) {
-              if (params.released) return next(params);
+              // A tenant or owner budget holds model calls only (the others' spend crosses its limit while this run's tools run).
+              if (params.released || state.shared) return next(params);
               if (params.resumed !== undefined) {
                 if (!params.resumed.approved) throw refused(params.resumed.reason);
                 renewAll();
