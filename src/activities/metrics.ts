@@ -15,19 +15,24 @@ export function outcomeOf(error: unknown): string {
   return 'INTERNAL';
 }
 
-/** One model call: count, latency, tokens and cost (in millionths of a dollar, counters being whole numbers). */
-export function recordModelCall(meter: MetricMeter, model: string, outcome: string, ms: number, usage: Usage | undefined): void {
-  meter.createCounter('keel_model_calls', 'calls', 'Model calls (activity attempts), by model and outcome.').add(1, { model, outcome });
-  meter.createHistogram('keel_model_call_latency', 'int', 'ms', 'Time of one model call, by model.').record(Math.round(ms), { model, outcome });
-  if (!usage) return;
-  const tokens = meter.createCounter('keel_model_tokens', 'tokens', 'Tokens of model calls, by model and kind (input, output, cached_input, thoughts).');
+/** The tokens `usage` counts, by the kind label the metrics give them (input, output, cached_input, thoughts); none of a kind with none. */
+export function tokenKinds(usage: Usage): Array<[string, number]> {
   const kinds: Array<[string, number | undefined]> = [
     ['input', usage.inputTokens],
     ['output', usage.outputTokens],
     ['cached_input', usage.cachedContentTokens],
     ['thoughts', usage.thoughtsTokens],
   ];
-  for (const [kind, count] of kinds) if (count) tokens.add(Math.round(count), { model, kind });
+  return kinds.flatMap(([kind, count]) => (count ? [[kind, Math.round(count)] as [string, number]] : []));
+}
+
+/** One model call: count, latency, tokens and cost (in millionths of a dollar, counters being whole numbers). */
+export function recordModelCall(meter: MetricMeter, model: string, outcome: string, ms: number, usage: Usage | undefined): void {
+  meter.createCounter('keel_model_calls', 'calls', 'Model calls (activity attempts), by model and outcome.').add(1, { model, outcome });
+  meter.createHistogram('keel_model_call_latency', 'int', 'ms', 'Time of one model call, by model.').record(Math.round(ms), { model, outcome });
+  if (!usage) return;
+  const tokens = meter.createCounter('keel_model_tokens', 'tokens', 'Tokens of model calls, by model and kind (input, output, cached_input, thoughts).');
+  for (const [kind, count] of tokenKinds(usage)) tokens.add(count, { model, kind });
   if (usage.cost)
     meter
       .createCounter('keel_model_cost_micro_usd', 'micro_usd', 'Cost of model calls in millionths of a US dollar, by model.')

@@ -15,6 +15,7 @@ import { runErrorOf } from '../../../node/run-errors';
 import { retryingUpdate } from '../../../node/update-retry';
 import { InfrastructureError } from '../../../activities/infrastructure-error';
 import { implementActivity } from '../../../activities/feature-activity';
+import { tokenKinds } from '../../../activities/metrics';
 import { SPEND_LEDGER_WORKFLOW, chargeSpendDoor, chargeSpendUpdate, spendLedgerId, type SpendAnswer, type SpendCharge } from '../spend-door';
 
 /** The metric label of `tenant`: its name when the config lists it, else `other`. */
@@ -23,13 +24,7 @@ export const tenantLabel = (tenant: string, listed: readonly string[]): string =
 /** A counted charge of a tenant, in the metrics: tokens by kind, and cost. */
 function recordSpend(meter: MetricMeter, tenant: string, usage: Usage): void {
   const tokens = meter.createCounter('keel_tenant_tokens', 'tokens', 'Tokens spent by the runs of a tenant (Budget scope tenant), by tenant and kind.');
-  const kinds: Array<[string, number | undefined]> = [
-    ['input', usage.inputTokens],
-    ['output', usage.outputTokens],
-    ['cached_input', usage.cachedContentTokens],
-    ['thoughts', usage.thoughtsTokens],
-  ];
-  for (const [kind, count] of kinds) if (count) tokens.add(Math.round(count), { tenant, kind });
+  for (const [kind, count] of tokenKinds(usage)) tokens.add(count, { tenant, kind });
   if (usage.cost)
     meter
       .createCounter('keel_tenant_cost_micro_usd', 'micro_usd', 'Cost spent by the runs of a tenant, in millionths of a US dollar.')
