@@ -12,7 +12,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { KeelClient, runErrorOf } from '../src/client/keel-client';
 import { loadConfig } from '../src/config/load';
 import { budget } from '../src/features/budget/budget';
-import { spendLedgerId, type SpendReport } from '../src/features/budget/spend-door';
+import { chargeSpendUpdate, spendLedgerId, type SpendReport } from '../src/features/budget/spend-door';
+import { retryingUpdate } from '../src/node/update-retry';
 import { Registry } from '../src/registry';
 import * as spendAgents from './fixtures/spend-agents';
 import { startTestWorker, type TestWorker } from './support/harness';
@@ -138,6 +139,27 @@ describe('spend per tenant', () => {
     const report = await cost('tenant', tenant);
     expect(report.windows[0]!.usage.totalTokens).toBe(38);
     expect(report).toMatchObject({ charges: 5, repeats: 2 });
+  });
+});
+
+describe('a long-lived ledger', () => {
+  it('goes on as new past 1,000 events, keeping every total and still knowing a call sent again', async () => {
+    const tenant = tenantOf('long');
+    await worker.client.run('roomy_spender', 'go', { tenant });
+    const ledger = worker.client.temporal.workflow.getHandle(spendLedgerId('tenant', tenant));
+    const first = (await ledger.describe()).runId;
+    const day = 24 * 60 * 60 * 1000;
+    const send = (n: number) =>
+      ledger.executeUpdate(chargeSpendUpdate, {
+        args: [{ scope: 'tenant', name: tenant, at: Date.now(), windows: [day], run: 'bulk', charges: [{ n, at: Date.now(), usage: { totalTokens: 1 } }] }],
+      });
+    for (let n = 1; n <= 400; n++) await retryingUpdate(() => send(n), { what: `charge ${n}` });
+    expect((await ledger.describe()).runId, 'the ledger went on as new').not.toBe(first);
+    // Sent again after the ledger went on as new: still known, not counted.
+    expect((await retryingUpdate(() => send(400), { what: 'charge 400 again' })).counted).toEqual({});
+    const report = await cost('tenant', tenant);
+    expect(report.windows[0]!.usage.totalTokens).toBe(430);
+    expect(report).toMatchObject({ charges: 403, repeats: 1 });
   });
 });
 

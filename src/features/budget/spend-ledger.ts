@@ -3,7 +3,8 @@
  * charges come in an update: checked (the one usage validator, and they must be this ledger's),
  * each call counted once (one sent again is not counted), added to each window it names, and
  * answered with those windows' totals. It keeps each size's last 31 windows, goes on as new
- * when Temporal suggests it (carrying its totals and the charges it may still be sent again),
+ * past 1,000 events or when Temporal suggests it (carrying its totals and the calls it may still
+ * be sent again),
  * and closes once idle past every window it kept (the next charge starts it again). Runs in the
  * workflow: no I/O.
  */
@@ -27,6 +28,8 @@ import {
 
 /** Windows of each size kept (a day's: a month). */
 const WINDOWS_KEPT = 31;
+/** Events of history past which the ledger goes on as new (each send adds about three). */
+const MAX_EVENTS = 1000;
 /** How long a charge may be sent again after it counted (its activity's schedule-to-close, with room). */
 const REPEATS_FOR_MS = 60 * 60 * 1000;
 
@@ -67,6 +70,11 @@ export async function keelSpendLedger(raw: SpendLedgerInput): Promise<SpendRepor
     return window;
   };
 
+  // Declared before the handlers: an update buffered for a new run (a ledger gone on as new) is handled as they are set.
+  const source = (charge: SpendCharge, n: number) => ({
+    from: `call #${n} of run ${cutText(charge.run, 100)}, charged to the spend ledger of ${scope} ${name}`,
+  });
+
   setHandler(spendQuery, report);
   setHandler(
     chargeSpendUpdate,
@@ -88,10 +96,6 @@ export async function keelSpendLedger(raw: SpendLedgerInput): Promise<SpendRepor
       },
     },
   );
-
-  const source = (charge: SpendCharge, n: number) => ({
-    from: `call #${n} of run ${cutText(charge.run, 100)}, charged to the spend ledger of ${scope} ${name}`,
-  });
 
   function check(charge: SpendCharge): void {
     const parsed = SpendChargeSchema.safeParse(charge);
@@ -132,11 +136,13 @@ export async function keelSpendLedger(raw: SpendLedgerInput): Promise<SpendRepor
 
   // Open while a window it keeps is open, or a charge came within the last hour.
   const idleAfter = () => Math.max(REPEATS_FOR_MS, ...state.windows.map((window) => window.start + window.size - touched));
+  // Goes on as new early: a worker that takes the ledger over (its last one died) replays it whole before each answer.
+  const due = () => workflowInfo().continueAsNewSuggested || workflowInfo().historyLength >= MAX_EVENTS;
   for (;;) {
-    const idle = !(await condition(() => workflowInfo().continueAsNewSuggested, idleAfter()));
+    const idle = !(await condition(due, idleAfter()));
     await condition(allHandlersFinished);
     if (idle && Date.now() - touched >= idleAfter()) return report();
-    if (!workflowInfo().continueAsNewSuggested) continue;
+    if (!due()) continue;
     // What may still be sent again goes with the totals.
     const last = Object.fromEntries(Object.entries(state.last).filter(([, charge]) => Date.now() - charge.at < REPEATS_FOR_MS));
     await continueAsNew<typeof keelSpendLedger>({ scope, name, state: { ...state, last } });
