@@ -23,6 +23,7 @@ const BENCHES = [
   'chat.ts',
   'notify.ts',
   'tenants.ts',
+  'ledger.ts',
   'profile.ts',
 ];
 
