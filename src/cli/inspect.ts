@@ -9,11 +9,10 @@ import type { HoldView } from '../client/holds';
 import { HOLDS_MEMO_KEY, MemoHoldSchema, RunLifecycleSchema, type MemoHold, type RunResult, type RunStatus } from '../core/run';
 import { KEEL_STATUS } from '../core/search-attributes';
 import { z } from 'zod';
-import { EXIT, UsageError, numberOption, print, refuse, type CliOptions } from './common';
+import { EXIT, UsageError, later, numberOption, print, refuse, type CliOptions } from './common';
 import { runErrorOf, tryStatus, warnWithoutWorkers, withClient, withClientRefusing } from './client';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { spendLedgerId, spendQuery, type SpendReport, type WindowSpend } from '../features/budget/spend-door';
-import type { keelSpendLedger } from '../features/budget/spend-ledger';
+import type { keelSpendLedger, SpendReport, WindowSpend } from '../features/catalog';
 import { usageLine } from './run';
 
 /**
@@ -129,6 +128,8 @@ export async function commandCost(config: KeelConfig, positionals: string[], opt
   if ((options.tenant === undefined) === (options.owner === undefined)) throw new UsageError('keel cost needs one of --tenant <t> or --owner <subject>');
   const scope = options.tenant !== undefined ? 'tenant' : 'owner';
   const name = (options.tenant ?? options.owner)!;
+  // Loaded for this command only: the catalog holds every feature's workflow half.
+  const { spendLedgerId, spendQuery } = later<typeof import('../features/catalog')>('../features/catalog');
   return withClientRefusing(config, options, 'cost', async (client) => {
     const handle = client.temporal.workflow.getHandle<typeof keelSpendLedger>(spendLedgerId(scope, name));
     let report: SpendReport;

@@ -95,8 +95,9 @@ export function registeredHoldKind(raisedBy: string, kind: string, catalog: Read
   return definition ? holdKindOf(holdKinds(definition), kind) : undefined;
 }
 
-/** Spend ledgers of tenants and owners (Budget scope tenant, owner; docs/tenants.md): the ledger workflow the worker registers. */
+/** Spend ledgers of tenants and owners (Budget scope tenant, owner; docs/tenants.md): the ledger workflow the worker registers, and how `keel cost` reads one. */
 export { keelSpendLedger } from './budget/spend-ledger';
+export { spendLedgerId, spendQuery, type SpendReport, type WindowSpend } from './budget/spend-door';
 
 /** Eval suites (docs/eval.md): the suite workflow the worker registers, and the shapes `keel eval` (src/ops/eval-suite.ts) reads and reports. */
 export { keelEvalSuite } from './eval/suite-workflow';
