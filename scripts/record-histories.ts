@@ -136,7 +136,9 @@ async function main(): Promise<void> {
         // Made by a verified identity: each decision carries the proof keel serve would sign (the workers' key is the recorder's).
         const vouchedBy = scenario.vouchedBy;
         const decisions = vouchedBy
-          ? scenario.decisions.map((decision) => vouched(loadSigningKeys(config), vouchedBy, handle.runId, decision as Decision))
+          ? scenario.decisions.map((decision, index) =>
+              vouched(loadSigningKeys(config), Array.isArray(vouchedBy) ? vouchedBy[index]! : vouchedBy, handle.runId, decision as Decision),
+            )
           : scenario.decisions;
         await answerHolds(
           handle,

@@ -10,6 +10,8 @@ import type { Principal } from './core/principal';
 import { OutputSpecSchema, outputValidator, type JsonSchemaObject, type OutputSpec } from './core/output';
 import type { MiddlewareRefInput } from './core/run';
 import type { ModelPrice } from './core/cost';
+import { ApproverRulesSchema, type ApproverRuleInput } from './core/approvers';
+import { describeZodError } from './core/schema-errors';
 import type { ModelRateLimit } from './core/rate-limit';
 import { zod3Refusal, zodSchemaKind } from './core/zod-schema';
 import { installedZodVersion } from './node/zod-version';
@@ -166,11 +168,12 @@ export interface AgentLocalCalls {
 
 /**
  * Approver rules: for each tool name (or `'*'`, every hold of the agent), who may decide its
- * holds: `group:<name>` (a group of the verified identity's `groups` claim) or `user:<subject>`.
+ * holds: `group:<name>` (a group of the verified identity's `groups` claim) or `user:<subject>`,
+ * or `{ approvers, quorum?, escalateAfter?, escalateTo?, notRequester?, distinctGroups? }`.
  * A decision for such a hold is taken only with a proof, signed by a keel server with auth on,
  * of an identity a rule names (docs/auth.md).
  */
-export type Approvers = Readonly<Record<string, ReadonlyArray<string>>>;
+export type Approvers = Readonly<Record<string, ApproverRuleInput>>;
 
 /** Who keeps an agent's conversation between runs. */
 export type AgentSessionMode = 'client' | 'server';
@@ -228,15 +231,10 @@ export function defineAgent<Schema extends z.ZodType = z.ZodType>({
   };
 }
 
-/** Approver rules, each naming `group:<name>` or `user:<subject>`. */
+/** Approver rules as temporal.yaml takes them (one schema for both). */
 function approverRules(where: string, approvers: Approvers): Approvers {
-  for (const [tool, who] of Object.entries(approvers)) {
-    const bad = who.find((entry) => !/^(group|user):.+$/.test(entry));
-    if (bad !== undefined || who.length === 0)
-      throw new TypeError(
-        `${where}: approvers.${tool}: ${bad === undefined ? 'name at least one approver' : `"${bad}" is neither group:<name> nor user:<subject>`}`,
-      );
-  }
+  const parsed = ApproverRulesSchema.safeParse(approvers);
+  if (!parsed.success) throw new TypeError(`${where}: ${describeZodError(parsed.error, 'approvers')}`);
   return approvers;
 }
 

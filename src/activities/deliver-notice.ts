@@ -6,6 +6,7 @@
  * links when `serve.publicUrl` says where keel serve is. A webhook that does not answer 2xx within
  * 10 s fails the attempt, which Temporal retries (the delivery workflow's policy). Node side.
  */
+import { votesText } from '../core/approvers';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { ConfigError } from '../config/load';
 import type { KeelConfig, NotifyTarget } from '../config/schema';
@@ -72,9 +73,12 @@ export interface NoticeScope {
   keys: () => SigningKeys;
 }
 
-/** The Approve and Deny links of a raised hold, when keel serve's public address is known. */
+/** The notices that ask someone to decide (raised; escalated to more people; a vote that left it waiting). */
+const ASKING = new Set<HoldNotice['type']>(['hold.raised', 'hold.escalated', 'hold.voted']);
+
+/** The Approve and Deny links of a hold that waits, when keel serve's public address is known. */
 async function linksOf({ serve, keys }: NoticeScope, notice: HoldNotice): Promise<Record<LinkAction, string> | undefined> {
-  if (notice.type !== 'hold.raised' || !serve?.publicUrl) return undefined;
+  if (!ASKING.has(notice.type) || !serve?.publicUrl) return undefined;
   const ttlMs = durationMs(serve.linkTtl) ?? 86_400_000;
   const base = serve.publicUrl.replace(/\/+$/, '');
   const link = async (action: LinkAction) =>
@@ -82,19 +86,31 @@ async function linksOf({ serve, keys }: NoticeScope, notice: HoldNotice): Promis
   return { approve: await link('approve'), deny: await link('deny') };
 }
 
-/** A notice as a Slack message: the question, the input, and Approve and Deny link buttons. */
-function slackMessage(notice: HoldNotice, links: Record<LinkAction, string> | undefined): Record<string, unknown> {
-  const { hold, decision } = notice;
+/** The first line of a notice as Slack shows it. */
+function headlineOf({ type, agent, hold, decision }: HoldNotice): string {
   const question = hold.question ?? `may ${hold.toolName ?? 'the held call'} run?`;
-  const headline =
-    notice.type === 'hold.raised'
-      ? `*${notice.agent}* waits: ${question}`
-      : `*${notice.agent}*: ${question} ${notice.type === 'hold.expired' ? 'expired' : `${decision?.decision ?? 'decided'}${decision?.decidedBy ? ` by ${decision.decidedBy}` : ''}`}`;
+  if (type === 'hold.raised') return `*${agent}* waits: ${question}`;
+  if (type === 'hold.escalated') return `*${agent}* still waits, escalated to ${hold.votes?.escalatedTo?.join(', ') ?? 'more approvers'}: ${question}`;
+  if (type === 'hold.voted') {
+    const last = hold.votes?.cast.at(-1);
+    return `*${agent}*: ${question} ${last ? `${last.by} ${last.approved ? 'approved' : 'denied'}` : 'a vote'}, waiting for more`;
+  }
+  if (type === 'hold.expired') return `*${agent}*: ${question} expired${decision?.reason ? ` (${decision.reason})` : ''}`;
+  const by = decision?.votes?.length ? decision.votes.map((vote) => vote.by).join(', ') : decision?.decidedBy;
+  return `*${agent}*: ${question} ${decision?.decision ?? 'decided'}${by ? ` by ${by}` : ''}`;
+}
+
+/** A notice as a Slack message: the question, the input, the votes, and Approve and Deny link buttons. */
+function slackMessage(notice: HoldNotice, links: Record<LinkAction, string> | undefined): Record<string, unknown> {
+  const { hold } = notice;
+  const headline = headlineOf(notice);
+  const votes = hold.votes ? votesText(hold.votes) : undefined;
   const input = JSON.stringify(hold.input ?? {}, null, 2);
   return {
     text: headline.replace(/\*/g, ''),
     blocks: [
       { type: 'section', text: { type: 'mrkdwn', text: headline } },
+      ...(votes ? [{ type: 'context', elements: [{ type: 'mrkdwn', text: votes }] }] : []),
       {
         type: 'section',
         text: { type: 'mrkdwn', text: `\`${hold.toolName ?? hold.kind}\` \`\`\`${input.length > 2800 ? `${input.slice(0, 2800)}…` : input}\`\`\`` },

@@ -3,6 +3,7 @@
  * as the model sees them, middleware, activity timeouts, which calls are local). Recorded in
  * history, so a changed definition never breaks a run under way. Node side.
  */
+import { ApproverRulesSchema } from '../core/approvers';
 import type { IndexedAttributes, WorkerScope } from './worker-scope';
 import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
@@ -156,7 +157,7 @@ export function resolveAgent(scope: WorkerScope, { agent: name, refusedBefore }:
         .sort((a, b) => a.name.localeCompare(b.name)),
       session: agent.session,
       ...(agent.output ? { output: agent.output } : {}),
-      ...(agent.approvers ? { approvers: Object.fromEntries(Object.entries(agent.approvers).map(([tool, who]) => [tool, [...who]])) } : {}),
+      ...(agent.approvers ? { approvers: ApproverRulesSchema.parse(agent.approvers) } : {}),
       ...(await indexing(scope)),
       ...(inlineLimit !== undefined ? { inlinePayloadLimit: inlineLimit } : {}),
       ...(config.notify?.length ? { notify: config.notify.length } : {}),

@@ -1,6 +1,7 @@
 /**
  * The commands that read runs: `keel status`, `keel list`, `keel tasks`, `keel holds`. Node side.
  */
+import { votesText } from '../core/approvers';
 import { principalField, principalOfMemo } from '../core/principal';
 import type { KeelConfig } from '../config/schema';
 import { FORK_MEMO_KEY, ForkOriginSchema, type ForkOrigin } from '../core/fork';
@@ -193,6 +194,7 @@ function describeHold(hold: HoldView): string[] {
     ...(hold.prompt ? [`    user asked: ${hold.prompt}`] : []),
     `    run: ${!own && hold.asked ? `${holder} was asked: ${hold.asked}` : holder}`,
     ...(hold.modelText ? [`    model: ${hold.modelText}`] : []),
+    ...(hold.votes ? [`    votes: ${votesText(hold.votes)}`] : []),
     ...[hold.approve, hold.deny, hold.decide].filter((line) => line !== undefined).map((line) => `    ${line}`),
   ];
 }

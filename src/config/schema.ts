@@ -3,6 +3,7 @@
  */
 import { z } from 'zod';
 import { DurationSchema } from '../core/duration';
+import { ApproverRulesSchema } from '../core/approvers';
 import { ActivitySpecSchema, MiddlewareRefSchema } from '../core/run';
 import { ScriptedReplySchema } from '../core/scripted-reply';
 import { OutputOptionSchema } from '../core/output';
@@ -337,8 +338,8 @@ export const AgentConfigSchema = z
     session: z.enum(['client', 'server']).default('client'),
     /** The structured answer: a JSON Schema, or `{ schema, retries?, name? }` (docs/structured-output.md). */
     output: OutputOptionSchema.optional(),
-    /** Who may decide its holds, by tool name ('*': any): `group:<name>` or `user:<subject>` of a verified identity (docs/auth.md). */
-    approvers: z.record(z.string().min(1), z.array(z.string().regex(/^(group|user):.+$/, 'group:<name> or user:<subject>')).min(1)).optional(),
+    /** Who may decide its holds, by tool name ('*': any): `group:<name>` or `user:<subject>` of a verified identity, or a rule with a quorum or an escalation (docs/auth.md). */
+    approvers: ApproverRulesSchema.optional(),
     /** Which calls run as local activities (docs/local-calls.md): `models` all or none, `tools` all, none or a list. */
     local: z
       .object({ models: z.boolean().optional(), tools: z.union([z.boolean(), z.array(z.string().min(1))]).optional() })

@@ -13,7 +13,11 @@ import { HoldSchema } from './run';
 export const NOTICE_WORKFLOW = 'keelHoldNotice';
 
 /** What happened to a hold. */
-export const HoldNoticeTypeSchema = z.enum(['hold.raised', 'hold.decided', 'hold.expired']);
+/**
+ * What happened to a hold: raised, decided, expired; for a hold put to a vote (docs/auth.md) also
+ * each vote that did not decide it (`hold.voted`) and its escalation (`hold.escalated`).
+ */
+export const HoldNoticeTypeSchema = z.enum(['hold.raised', 'hold.decided', 'hold.expired', 'hold.voted', 'hold.escalated']);
 export type HoldNoticeType = z.infer<typeof HoldNoticeTypeSchema>;
 
 /** One notice, as the run gives it (the webhook's body adds its id, and links for a raised hold). */

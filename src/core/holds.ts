@@ -231,11 +231,45 @@ export function decisionJsonSchema(hold: HoldKind): Record<string, unknown> {
 
 export { takesApproval } from './takes-approval';
 
+/** One vote on a hold that counts votes, as the run recorded it from a verified decider. */
+export const VoteSchema = z.object({
+  by: z.string(),
+  groups: z.array(z.string()),
+  approved: z.boolean(),
+  reason: z.string().optional(),
+  /** When it was taken (the run's clock, ISO 8601). */
+  at: z.string(),
+  /** Cast by one the hold escalated to (`escalateTo`): it decides alone. */
+  escalated: z.boolean().optional(),
+});
+export type Vote = z.infer<typeof VoteSchema>;
+
+/** A hold's votes as its status and memo show them: who voted, how many approvals it needs, who may still vote, when it escalates. */
+export const HoldVotesSchema = z.object({
+  quorum: z.number().int(),
+  cast: z.array(VoteSchema),
+  /** The rule's entries that may still vote (`group:<name>`, `user:<subject>`). */
+  mayVote: z.array(z.string()),
+  /** Approvals counted toward the quorum so far. */
+  approvals: z.number().int(),
+  /** When it escalates to `escalateTo` (ISO 8601), while it has not yet. */
+  escalateAt: z.string().optional(),
+  /** Set once it has escalated: whom it was put to. */
+  escalatedTo: z.array(z.string()).optional(),
+  /** The run's owner and the turn's sender may not vote. */
+  notRequester: z.boolean().optional(),
+  /** When it expires undecided (the run's `interruptTimeout`), if it does. */
+  expiresAt: z.string().optional(),
+});
+export type HoldVotes = z.infer<typeof HoldVotesSchema>;
+
 /** The reply of the `resume` update. */
 export const DecisionAcceptedSchema = z.object({
   interruptId: z.string(),
   /** Every hold this decision answered (a shared decision answers all holds of its middleware). */
   decided: z.array(z.string()),
+  /** For a hold put to a vote (docs/auth.md) that this vote did not decide: its votes now. */
+  votes: HoldVotesSchema.optional(),
 });
 export type DecisionAccepted = z.infer<typeof DecisionAcceptedSchema>;
 
@@ -276,6 +310,8 @@ export const DecisionRecordSchema = z.object({
   sharedWith: z.string().optional(),
   /** True when a keel server's proof vouched for `decidedBy` (a hold bound by approver rules). */
   verified: z.boolean().optional(),
+  /** For a hold put to a vote: every vote it took, each from a verified decider. */
+  votes: z.array(VoteSchema).optional(),
 });
 export type DecisionRecord = z.infer<typeof DecisionRecordSchema>;
 

@@ -10,7 +10,8 @@ import { UsageSchema } from './usage';
 import { ArtifactSchema } from './artifacts';
 import { DurationSchema } from './duration';
 import { StatusNameSchema } from './status';
-import { DecisionRecordSchema, takesApproval } from './holds';
+import { DecisionRecordSchema, HoldVotesSchema, takesApproval } from './holds';
+import { ApproverRulesSchema } from './approvers';
 import { SteerRecordSchema } from './steering';
 import { OutputSpecSchema } from './output';
 import { ForkOriginSchema } from './fork';
@@ -168,6 +169,8 @@ export const HoldSchema = z.object({
   asked: z.string().optional(),
   /** The model's latest text in that run before the call (cut to 200 characters): what the agent was doing. */
   modelText: z.string().optional(),
+  /** For a hold its approver rule puts to a vote (a quorum, an escalation, docs/auth.md): who voted, who still may, when it escalates. */
+  votes: HoldVotesSchema.optional(),
 });
 export type Hold = z.infer<typeof HoldSchema>;
 
@@ -188,6 +191,7 @@ export const MemoHoldSchema = HoldSchema.pick({
   turn: true,
   asked: true,
   modelText: true,
+  votes: true,
 }).extend({
   /** True when its decision takes `{ approved }` (approve and deny decide it); absent in memos from before it. */
   approvable: z.boolean().optional(),
@@ -201,7 +205,7 @@ const MEMO_TEXT_CHARS = 200;
 
 /** The memo entry of pending holds. */
 export function memoHolds(interrupts: readonly Hold[]): MemoHold[] {
-  return interrupts.map(({ id, kind, question, toolName, input, ref, path, message, decision, since, agent, turn, asked, modelText }) => {
+  return interrupts.map(({ id, kind, question, toolName, input, ref, path, message, decision, since, agent, turn, asked, modelText, votes }) => {
     const line = question ?? message;
     const inputJson = input === undefined ? undefined : JSON.stringify(input);
     return {
@@ -218,6 +222,7 @@ export function memoHolds(interrupts: readonly Hold[]): MemoHold[] {
       ...(turn !== undefined ? { turn } : {}),
       ...(asked !== undefined ? { asked } : {}),
       ...(modelText !== undefined ? { modelText } : {}),
+      ...(votes !== undefined ? { votes } : {}),
     };
   });
 }
@@ -400,7 +405,7 @@ export const AgentSpecSchema = z.object({
    */
   inlinePayloadLimit: z.number().int().positive().optional(),
   /** Who may decide the agent's holds, by tool name ('*': any hold): `group:<name>` or `user:<subject>` (docs/auth.md). Absent: anyone who can reach the run. */
-  approvers: z.record(z.string(), z.array(z.string())).optional(),
+  approvers: ApproverRulesSchema.optional(),
   /** How many webhooks the worker that resolved the agent tells of holds (`notify:`, docs/notify.md). Absent: none. */
   notify: z.number().int().positive().optional(),
   /**

@@ -99,9 +99,18 @@ export function decisionLinkRoutes(
       const given = form.reason;
       const reason = typeof given === 'string' && given.trim() ? given.trim().slice(0, 500) : undefined;
       const approved = link.action === 'approve';
-      await client
+      const accepted = await client
         .getHandle(link.runId)
         .decide(decider(c.req.raw, 'link')(link.runId, { interruptId: link.holdId, approved, ...(reason ? { reason } : {}) }), { timeoutMs: 15_000 });
+      // A hold put to a vote that this vote did not decide: say where the vote stands.
+      if (!accepted.decided.length && accepted.votes) {
+        const { approvals, quorum, mayVote } = accepted.votes;
+        return page(
+          c,
+          'Your vote is counted',
+          `<p>Hold <code>${escape(link.holdId)}</code> of run <code>${escape(link.runId)}</code> has ${approvals} of ${quorum} approvals and waits for more: ${escape(mayVote.join(', ') || 'no one else')} may still vote.</p>`,
+        );
+      }
       return page(
         c,
         approved ? 'Approved' : 'Denied',

@@ -6,7 +6,10 @@
  * stage to decide. Runs in the workflow: deterministic, no I/O.
  */
 import type { HoldNotice } from '../core/hold-notices';
-import { approversOf, deciderSubject, mayDecide, type ApproverRules } from '../core/approvers';
+import { approversOf, countsVotes, deciderSubject, mayDecide, type ApproverRule, type ApproverRules } from '../core/approvers';
+import { durationMs } from '../core/duration';
+import { principalOfMemo } from '../core/principal';
+import { HoldVotesBox } from './hold-votes';
 import type { DeciderSubject } from '../core/proofs';
 import { holdRaised, holdSettled } from '../core/workflow-metrics';
 import { ApplicationFailure, condition, log, setHandler, workflowInfo } from '@temporalio/workflow';
@@ -41,6 +44,8 @@ interface Entry {
   hold: HoldKind;
   /** Set once decided: what the held call gets. */
   resumption?: Resumption;
+  /** For a hold its approver rule puts to a vote: the votes. */
+  votes?: HoldVotesBox;
 }
 
 /** Options of the board. */
@@ -185,18 +190,27 @@ export class HoldBoard {
       ...holdContext(this.options.run),
     };
     const entry: Entry = { record, hold };
+    const raisedAt = Date.now();
+    const timeout = this.options.input?.interruptTimeout;
+    const rule = this.ruleOf(record);
+    if (rule && countsVotes(rule)) {
+      entry.votes = new HoldVotesBox(rule, this.requesters(), { raisedAt, timeoutMs: timeout !== undefined ? durationMs(timeout) : undefined });
+      record.votes = entry.votes.view();
+    }
     this.entries.set(id, entry);
     this.changed();
     holdRaised(hold.kind);
     this.options.notice?.({ type: 'hold.raised', at: record.since!, hold: record });
-    const raisedAt = Date.now();
     try {
       const settled = () => entry.resumption !== undefined || this.stoppedBy !== undefined;
       let settledInTime: boolean;
+      // A hold put to a vote may escalate first: then it waits what is left of its timeout.
+      const escalateMs = entry.votes?.escalateMs;
+      if (escalateMs !== undefined && !(await condition(settled, escalateMs))) this.escalate(entry);
       // A wait with no deadline records no timer (the Web UI showed one as a wait of "9 years, 11
       // months"); the run's current details say what it waits for.
-      const timeout = this.options.input?.interruptTimeout;
-      if (timeout !== undefined) settledInTime = await condition(settled, timeout);
+      if (timeout !== undefined)
+        settledInTime = await condition(settled, escalateMs === undefined ? timeout : Math.max(1, durationMs(timeout)! - (Date.now() - raisedAt)));
       else settledInTime = (await condition(settled), true);
       // eslint-disable-next-line @typescript-eslint/only-throw-error -- rethrows, as caught, what stopped the run
       if (entry.resumption === undefined && this.stoppedBy !== undefined) throw this.stoppedBy;
@@ -216,10 +230,25 @@ export class HoldBoard {
     }
   }
 
+  /** No decision came in time: the hold is put to whom its rule escalates to as well, and says so (status, a notice). */
+  private escalate(entry: Entry): void {
+    entry.votes!.escalate();
+    entry.record.votes = entry.votes!.view();
+    this.changed();
+    this.options.notice?.({ type: 'hold.escalated', at: new Date().toISOString(), hold: entry.record });
+  }
+
+  /** Whom a hold's `notRequester` rule keeps from voting: the run's owner and the sender of the turn. */
+  private requesters(): { owner?: string; sentBy?: string } {
+    const owner = principalOfMemo(workflowInfo().memo).owner;
+    const sentBy = this.options.input?.session?.sentBy?.owner;
+    return { ...(owner ? { owner } : {}), ...(sentBy ? { sentBy } : {}) };
+  }
+
   /** A hold nobody decided in time: a denial (recorded as the timeout's), or the run failing DEADLINE_EXCEEDED. */
   private timedOut(entry: Entry): Resumption {
     const { id, toolName } = entry.record;
-    const waited = String(this.options.input?.interruptTimeout);
+    const waited = `${String(this.options.input?.interruptTimeout)}${entry.votes ? ` (${entry.votes.summary()})` : ''}`;
     const fail = (why = '') => new KeelError('DEADLINE_EXCEEDED', `hold ${id} on tool "${toolName}" got no decision within ${waited}${why}`);
     if (this.options.input?.onInterruptTimeout === 'fail') throw fail();
     const denial = { approved: false, reason: `no decision within ${waited}` };
@@ -227,7 +256,9 @@ export class HoldBoard {
     // A kind whose decisions cannot say no (no `{ approved: false }`): the run cannot go on without one.
     if (!taken.success) throw fail(`, and a ${entry.hold.kind} hold cannot be denied (${taken.error})`);
     this.decided.add(id);
-    this.recordDecisions([decisionRecord(entry.record, { ...denial, decidedBy: 'keel (timeout)' }, 'timeout')]);
+    this.recordDecisions([
+      { ...decisionRecord(entry.record, { ...denial, decidedBy: 'keel (timeout)' }, 'timeout'), ...(entry.votes ? { votes: entry.votes.votes() } : {}) },
+    ]);
     return taken.value;
   }
 
@@ -287,8 +318,10 @@ export class HoldBoard {
       throw ApplicationFailure.create({
         type: 'PERMISSION_DENIED',
         nonRetryable: true,
-        message: `hold ${interruptId} (${entry.record.toolName ?? entry.record.kind}) may be decided only by ${rule.join(', ')}: send the decision through keel serve with auth on, which vouches for who decides; this one names no verified decider`,
+        message: `hold ${interruptId} (${entry.record.toolName ?? entry.record.kind}) may be decided only by ${(entry.votes?.deciders() ?? rule.approvers).join(', ')}: send the decision through keel serve with auth on, which vouches for who decides; this one names no verified decider`,
       });
+    const refused = entry.votes?.refusal(decision, interruptId);
+    if (refused) throw ApplicationFailure.create({ type: refused.type, nonRetryable: true, message: refused.message });
     return { decision, resumption: taken(entry.hold, entry.record, decision, declared) };
   }
 
@@ -309,7 +342,7 @@ export class HoldBoard {
   }
 
   /** Who may decide `hold` (its agent's approver rules); undefined: anyone who can reach the run. */
-  private ruleOf(hold: Hold): string[] | undefined {
+  private ruleOf(hold: Hold): ApproverRule | undefined {
     return approversOf(this.options.approvers?.(), hold.toolName);
   }
 
@@ -320,8 +353,8 @@ export class HoldBoard {
   }
 
   /** For a hold bound by approver rules: the decider's proof verifies, and the rule names them. Throws the refusal otherwise. */
-  private async checkDecider(decision: Decision, hold: Hold): Promise<boolean> {
-    const rule = this.ruleOf(hold);
+  private async checkDecider(decision: Decision, { record: hold, votes }: Entry): Promise<boolean> {
+    const rule = votes?.deciders() ?? this.ruleOf(hold)?.approvers;
     if (!rule) return false;
     const proof = decision.decidedByProof;
     const verified = proof !== undefined && (await this.options.verifyDecider?.(deciderSubject(workflowInfo().workflowId, decision), proof));
@@ -397,7 +430,7 @@ export class HoldBoard {
     }
     if (SubAgentHolds.isNested(decision.interruptId)) return this.forward(decision, value, route);
     let entry = this.entries.get(decision.interruptId)!;
-    const verified = await this.checkDecider(decision, entry.record);
+    const verified = await this.checkDecider(decision, entry);
     if (verified) {
       ({ decision, resumption: value } = this.check(decision, { declared })); // decided meanwhile by another handler?
       entry = this.entries.get(decision.interruptId)!;
@@ -406,16 +439,28 @@ export class HoldBoard {
       value = { output: await this.checkedOutput(entry.record.toolName ?? '', decision.interruptId, value.output) };
       this.check(decision, { declared }); // decided meanwhile by another handler?
     }
-    // A shared decision takes another hold only when whoever decided may decide that one too (its approver rules).
+    if (entry.votes) {
+      const votes = entry.votes;
+      const outcome = votes.vote(decision as Extract<Decision, { approved: boolean }>, new Date());
+      entry.record.votes = votes.view();
+      if (outcome === undefined) {
+        // Counted, and more votes are needed: the hold waits on, showing who voted and who still may.
+        this.changed();
+        this.options.notice?.({ type: 'hold.voted', at: new Date().toISOString(), hold: entry.record });
+        return { interruptId: decision.interruptId, decided: [], votes: entry.record.votes };
+      }
+    }
+    // A shared decision takes another hold only when whoever decided may decide that one too (its approver rules); a hold put to a vote takes only its own votes.
     const mayTake = (other: Entry) => {
       const rule = this.ruleOf(other.record);
-      return !rule || (verified && mayDecide(rule, { decidedBy: decision.decidedBy, groups: decision.decidedByGroups }));
+      return !other.votes && (!rule || (verified && mayDecide(rule.approvers, { decidedBy: decision.decidedBy, groups: decision.decidedByGroups })));
     };
-    const targets = entry.hold.sharedDecision
-      ? [...this.entries.values()].filter(
-          (other) => other === entry || (other.record.raisedBy === entry.record.raisedBy && !other.resumption && mayTake(other)),
-        )
-      : [entry];
+    const targets =
+      entry.hold.sharedDecision && !entry.votes
+        ? [...this.entries.values()].filter(
+            (other) => other === entry || (other.record.raisedBy === entry.record.raisedBy && !other.resumption && mayTake(other)),
+          )
+        : [entry];
     const records: DecisionRecord[] = [];
     for (const target of targets) {
       // A replacement input belongs to the call it was sent for, never to the others it decides.
@@ -425,6 +470,7 @@ export class HoldBoard {
       records.push({
         ...decisionRecord(target.record, shared, route, target === entry ? {} : { sharedWith: entry.record.id }),
         ...(verified ? { verified: true } : {}),
+        ...(target.votes ? { votes: target.votes.votes() } : {}),
       });
     }
     this.recordDecisions(records);

@@ -38,8 +38,9 @@ export class HoldNotices {
     const agent = this.agent();
     if (!agent?.notify) return;
     const { workflowId, runId } = workflowInfo();
-    // One id per run, hold and event: receivers tell a retried POST by it.
-    const id = `${workflowId}/notice/${runId}/${notice.hold.id}/${notice.type}`;
+    // One id per run, hold and event (and vote): receivers tell a retried POST by it.
+    const vote = notice.type === 'hold.voted' ? `/${notice.hold.votes?.cast.length ?? 0}` : '';
+    const id = `${workflowId}/notice/${runId}/${notice.hold.id}/${notice.type}${vote}`;
     const input: NoticeDeliveryInput = { id, notice: { ...notice, runId: workflowId, agent: agent.name }, targets: agent.notify };
     const entry = { input, delivered: false };
     this.pending.set(id, entry);

@@ -166,7 +166,7 @@ export async function resumeHeldCalls(context: ToolTurnContext, { resume, stages
     if (rule)
       throw new KeelError(
         'PERMISSION_DENIED',
-        `a held ${part} call may be decided only by ${rule.join(', ')}, and a resume names no verified decider: let the run wait for the decision (interruptMode 'wait') and decide it through keel serve with auth on`,
+        `a held ${part} call may be decided only by ${rule.approvers.join(', ')}, and a resume names no verified decider: let the run wait for the decision (interruptMode 'wait') and decide it through keel serve with auth on`,
       );
   }
   const last = messages[messages.length - 1];

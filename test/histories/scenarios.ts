@@ -41,6 +41,12 @@ export const nap = defineTool({
   run: ({ ms }) => new Promise((resolve) => setTimeout(() => resolve({ napped: ms }), ms)),
 });
 
+/** A verified identity a scenario's decisions are made by. */
+interface VouchedBy {
+  subject: string;
+  groups: string[];
+}
+
 /** One recorded scenario. */
 export interface Scenario {
   name: string;
@@ -53,8 +59,8 @@ export interface Scenario {
   sessionMessages?: string[];
   /** Decisions for the run's holds, in order (sent through the resume update, without the id). */
   decisions?: Array<Record<string, unknown>>;
-  /** Each decision made by this verified identity, with a keel server's proof of it (docs/auth.md); decisions then name their interruptId. */
-  vouchedBy?: { subject: string; groups: string[] };
+  /** Each decision made by this verified identity (or the one at its index), with a keel server's proof of it (docs/auth.md); decisions then name their interruptId. */
+  vouchedBy?: VouchedBy | VouchedBy[];
   /** Once the run ended: reset it to its first workflow task and record the new run (decisions re-applied by the server). */
   resetToStart?: boolean;
   /** `return`: the run ends `interrupted` with its (signed) holds. */
@@ -109,6 +115,20 @@ export const SCENARIOS: Scenario[] = [
     prompt: 'guarded',
     decisions: [{ interruptId: 'i1', approved: true }],
     vouchedBy: { subject: 'alice', groups: ['admins'] },
+  },
+  // A hold put to a vote (docs/auth.md, "Many approvers"): two admins approve, each vote verified; its escalation timer is cancelled.
+  {
+    name: 'quorum',
+    agent: 'replay-quorum',
+    prompt: 'guarded',
+    decisions: [
+      { interruptId: 'i1', approved: true },
+      { interruptId: 'i1', approved: true },
+    ],
+    vouchedBy: [
+      { subject: 'alice', groups: ['admins'] },
+      { subject: 'bob', groups: ['admins', 'ops'] },
+    ],
   },
   { name: 'tool-failure', agent: 'replay-failure', prompt: 'fail please' },
   { name: 'max-turns', agent: 'replay-max-turns', prompt: 'loop', maxTurns: 1 },
@@ -429,6 +449,13 @@ export function scenarioRegistry(): Registry {
     }),
     defineAgent({ name: 'replay-soft', model: soft.name, tools: [fail, add], use: [softToolErrors()] }),
     defineAgent({ name: 'replay-approvers', model: signed.name, tools: [dangerous], use: [toolApproval()], approvers: { dangerous: ['group:admins'] } }),
+    defineAgent({
+      name: 'replay-quorum',
+      model: signed.name,
+      tools: [dangerous],
+      use: [toolApproval()],
+      approvers: { dangerous: { approvers: ['group:admins'], quorum: 2, escalateAfter: '1 hour', escalateTo: ['group:cfo'] } },
+    }),
     defineAgent({ name: 'replay-parallel', model: parallel.name, system: 'Use tools.', tools: [add, echo] }),
     defineAgent({ name: 'replay-local', model: parallel.name, system: 'Use tools.', tools: [add, echo], local: { models: true, tools: true } }),
     defineAgent({ name: 'replay-failure', model: failure.name, tools: [fail, echo] }),

@@ -12,6 +12,7 @@ import { age, json } from './format';
 import { SchemaForm } from './schema-form';
 import { runLabel } from '../../src/core/run-label';
 import { takesApproval } from '../../src/core/takes-approval';
+import type { DecisionAccepted, HoldVotes } from '../../src/core/holds';
 
 const ANY_OUTPUT = {};
 
@@ -61,8 +62,18 @@ export function HoldCard({
     setBusy(true);
     setError(undefined);
     try {
-      await post(`/api/runs/${encodeURIComponent(runId)}/decisions`, { interruptId: hold.id, toolName: hold.toolName, ...decision, user: typedUserName() });
-      onDecided(summary);
+      const accepted = await post<DecisionAccepted>(`/api/runs/${encodeURIComponent(runId)}/decisions`, {
+        interruptId: hold.id,
+        toolName: hold.toolName,
+        ...decision,
+        user: typedUserName(),
+      });
+      // A hold put to a vote that this vote did not decide waits for more votes.
+      onDecided(
+        !accepted.decided.length && accepted.votes
+          ? `your vote on ${hold.toolName ?? hold.id} is counted: ${accepted.votes.approvals} of ${accepted.votes.quorum} approvals`
+          : summary,
+      );
     } catch (failure) {
       setError(failure instanceof ApiError ? `${failure.status}: ${failure.message}` : String(failure));
     } finally {
@@ -149,6 +160,7 @@ export function HoldCard({
           ))}
         </dl>
       ) : null}
+      {hold.votes ? <Votes votes={hold.votes} /> : null}
       <div class="actions">
         {approvable ? (
           <>
@@ -179,12 +191,12 @@ export function HoldCard({
           />
         )}
         {!complete ? <span class="empty">loading the hold…</span> : null}
-        {complete && (hold.respond ?? 'answer') === 'answer' && hold.toolName ? (
+        {complete && !hold.votes && (hold.respond ?? 'answer') === 'answer' && hold.toolName ? (
           <button class="link" onClick={() => setMode(mode === 'respond' ? 'none' : 'respond')}>
             respond with a stand-in output
           </button>
         ) : null}
-        {complete && hold.toolName && hold.input !== undefined ? (
+        {complete && !hold.votes && hold.toolName && hold.input !== undefined ? (
           <button class="link" onClick={() => setMode(mode === 'restart' ? 'none' : 'restart')}>
             run with edited input
           </button>
@@ -236,5 +248,27 @@ export function HoldCard({
         </p>
       ) : null}
     </article>
+  );
+}
+
+/** A hold put to a vote: who voted, how many approvals of how many, who may still vote, when it escalates or expires. */
+function Votes({ votes }: { votes: HoldVotes }) {
+  return (
+    <div class="votes" data-testid="hold-votes">
+      <strong>
+        {votes.approvals} of {votes.quorum} approval{votes.quorum === 1 ? '' : 's'}
+      </strong>
+      {votes.cast.map((vote) => (
+        <span key={vote.by} class={vote.approved ? 'vote approved' : 'vote denied'} title={vote.at}>
+          {vote.by} {vote.approved ? 'approved' : 'denied'}
+          {vote.escalated ? ' (escalation)' : ''}
+        </span>
+      ))}
+      <span class="may-vote">may still vote: {votes.mayVote.join(', ') || 'no one'}</span>
+      {votes.notRequester ? <span>not the requester</span> : null}
+      {votes.escalatedTo ? <span>escalated to {votes.escalatedTo.join(', ')}</span> : null}
+      {votes.escalateAt ? <span title={votes.escalateAt}>escalates {votes.escalateAt}</span> : null}
+      {votes.expiresAt ? <span title={votes.expiresAt}>expires {votes.expiresAt}</span> : null}
+    </div>
   );
 }
