@@ -10,7 +10,7 @@ import type { Principal } from './core/principal';
 import { OutputSpecSchema, outputValidator, type JsonSchemaObject, type OutputSpec } from './core/output';
 import type { MiddlewareRefInput } from './core/run';
 import type { ModelPrice } from './core/cost';
-import { ApproverRulesSchema, type ApproverRuleInput } from './core/approvers';
+import { ApproverRulesSchema } from './core/approvers';
 import { describeZodError } from './core/schema-errors';
 import type { ModelRateLimit } from './core/rate-limit';
 import { zod3Refusal, zodSchemaKind } from './core/zod-schema';
@@ -173,7 +173,24 @@ export interface AgentLocalCalls {
  * A decision for such a hold is taken only with a proof, signed by a keel server with auth on,
  * of an identity a rule names (docs/auth.md).
  */
-export type Approvers = Readonly<Record<string, ApproverRuleInput>>;
+export type Approvers = Readonly<
+  Record<
+    string,
+    | ReadonlyArray<string>
+    | {
+        readonly approvers: ReadonlyArray<string>;
+        /** How many distinct verified people must approve (default 1); one denial denies. */
+        readonly quorum?: number;
+        /** After this long undecided (e.g. '4h'), `escalateTo` may decide as well, one of them alone. */
+        readonly escalateAfter?: string;
+        readonly escalateTo?: ReadonlyArray<string>;
+        /** The run's owner and the turn's sender may not vote. */
+        readonly notRequester?: boolean;
+        /** Each approval counted comes through another entry of `approvers`. */
+        readonly distinctGroups?: boolean;
+      }
+  >
+>;
 
 /** Who keeps an agent's conversation between runs. */
 export type AgentSessionMode = 'client' | 'server';
