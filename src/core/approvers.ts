@@ -159,11 +159,16 @@ export function deciderSubject(runId: string, decision: Decision): DeciderSubjec
   };
 }
 
+/** `2 approvals`, `1 approval`. */
+export function approvalCount(count: number): string {
+  return `${count} approval${count === 1 ? '' : 's'}`;
+}
+
 /** A hold's votes in one line (Slack notices, `keel holds`): `1 of 2 approvals (carol approved) · may still vote: group:finance`. */
 export function votesText(votes: HoldVotes): string {
   const cast = votes.cast.map((vote) => `${vote.by} ${vote.approved ? 'approved' : 'denied'}`).join(', ');
   return [
-    `${votes.approvals} of ${votes.quorum} approval${votes.quorum === 1 ? '' : 's'}${cast ? ` (${cast})` : ''}`,
+    `${votes.approvals} of ${approvalCount(votes.quorum)}${cast ? ` (${cast})` : ''}`,
     `may still vote: ${votes.mayVote.join(', ') || 'no one'}`,
     ...(votes.escalatedTo ? [`escalated to ${votes.escalatedTo.join(', ')}`] : []),
     ...(votes.escalateAt ? [`escalates ${votes.escalateAt}`] : []),

@@ -12,6 +12,7 @@ import type { KeelClient } from '../client/keel-client';
 import type { Decider } from '../protocols/chat';
 import { KeelError, toKeelError } from '../core/errors';
 import type { Hold } from '../core/run';
+import { approvalCount } from '../core/approvers';
 import { inputFingerprint, readDecisionLink, type DecisionLink } from '../security/decision-links';
 import type { SigningKeys } from '../security/signing-keys';
 import type { Access } from '../security/access';
@@ -108,7 +109,7 @@ export function decisionLinkRoutes(
         return page(
           c,
           'Your vote is counted',
-          `<p>Hold <code>${escape(link.holdId)}</code> of run <code>${escape(link.runId)}</code> has ${approvals} of ${quorum} approvals and waits for more: ${escape(mayVote.join(', ') || 'no one else')} may still vote.</p>`,
+          `<p>Hold <code>${escape(link.holdId)}</code> of run <code>${escape(link.runId)}</code> has ${approvals} of ${approvalCount(quorum)} and waits for more: ${escape(mayVote.join(', ') || 'no one else')} may still vote.</p>`,
         );
       }
       return page(

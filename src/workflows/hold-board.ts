@@ -318,7 +318,7 @@ export class HoldBoard {
       throw ApplicationFailure.create({
         type: 'PERMISSION_DENIED',
         nonRetryable: true,
-        message: `hold ${interruptId} (${entry.record.toolName ?? entry.record.kind}) may be decided only by ${(entry.votes?.deciders() ?? rule.approvers).join(', ')}: send the decision through keel serve with auth on, which vouches for who decides; this one names no verified decider`,
+        message: `hold ${interruptId} (${entry.record.toolName ?? entry.record.kind}) may be decided only by ${this.decidersOf(entry)!.join(', ')}: send the decision through keel serve with auth on, which vouches for who decides; this one names no verified decider`,
       });
     const refused = entry.votes?.refusal(decision, interruptId);
     if (refused) throw ApplicationFailure.create({ type: refused.type, nonRetryable: true, message: refused.message });
@@ -346,6 +346,11 @@ export class HoldBoard {
     return approversOf(this.options.approvers?.(), hold.toolName);
   }
 
+  /** Who may decide the hold now (its votes say, once it escalated); undefined: anyone who can reach the run. */
+  private decidersOf({ record, votes }: Entry): string[] | undefined {
+    return votes?.deciders() ?? this.ruleOf(record)?.approvers;
+  }
+
   /** A decision refused for who sent it: PERMISSION_DENIED, and shown in the run's status. */
   private refusal(decision: Decision, message: string): ApplicationFailure {
     this.options.run.status.refusedDecision = { interruptId: decision.interruptId, reason: message };
@@ -353,8 +358,9 @@ export class HoldBoard {
   }
 
   /** For a hold bound by approver rules: the decider's proof verifies, and the rule names them. Throws the refusal otherwise. */
-  private async checkDecider(decision: Decision, { record: hold, votes }: Entry): Promise<boolean> {
-    const rule = votes?.deciders() ?? this.ruleOf(hold)?.approvers;
+  private async checkDecider(decision: Decision, entry: Entry): Promise<boolean> {
+    const rule = this.decidersOf(entry);
+    const hold = entry.record;
     if (!rule) return false;
     const proof = decision.decidedByProof;
     const verified = proof !== undefined && (await this.options.verifyDecider?.(deciderSubject(workflowInfo().workflowId, decision), proof));

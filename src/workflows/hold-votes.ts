@@ -6,7 +6,7 @@
  * Runs in the workflow: deterministic, no I/O.
  */
 import { durationMs } from '../core/duration';
-import { approvalsCounted, mayDecide, mayStillVote, tally, type ApproverRule } from '../core/approvers';
+import { approvalCount, approvalsCounted, mayDecide, mayStillVote, tally, type ApproverRule } from '../core/approvers';
 import type { Decision, HoldVotes, Vote } from '../core/holds';
 
 /** Whom a vote may not come from under `notRequester`: the run's owner and the turn's sender. */
@@ -47,7 +47,7 @@ export class HoldVotesBox {
     if (!('approved' in decision))
       return {
         type: 'INVALID_ARGUMENT',
-        message: `hold ${holdId} is put to a vote (${this.rule.quorum} approval${this.rule.quorum === 1 ? '' : 's'}): send { approved: true } or { approved: false }`,
+        message: `hold ${holdId} is put to a vote (${approvalCount(this.rule.quorum)}): send { approved: true } or { approved: false }`,
       };
     const by = decision.decidedBy;
     if (by !== undefined && this.cast.some((vote) => vote.by === by))
@@ -97,8 +97,7 @@ export class HoldVotesBox {
 
   /** The votes in one line, for a hold that expires undecided: `1 of 2 approvals (alice)`. */
   summary(): string {
-    const approvals = approvalsCounted(this.rule, this.cast).count;
     const who = this.cast.map((vote) => vote.by).join(', ');
-    return `${approvals} of ${this.rule.quorum} approval${this.rule.quorum === 1 ? '' : 's'}${who ? ` (${who})` : ''}`;
+    return `${approvalsCounted(this.rule, this.cast).count} of ${approvalCount(this.rule.quorum)}${who ? ` (${who})` : ''}`;
   }
 }
