@@ -4,8 +4,9 @@
  * vote is recorded with its verified identity, and the inbox and the Slack notice show who voted
  * and who still may. Tried the way it breaks: one person voting twice, through two surfaces (the
  * UI API and a Slack link), replaying their proof, the requester voting on their own call, votes
- * forged with the `temporal` CLI, two people of one group where two groups are asked for, and a
- * hold that runs out of time with too few votes.
+ * forged with the `temporal` CLI (update and signal), votes racing each other, a worker SIGKILLed
+ * between votes, two people of one group where two groups are asked for, and a hold that runs out
+ * of time with too few votes.
  */
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -13,8 +14,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { parseConfig } from '../src/config/load';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { loadConfig, parseConfig } from '../src/config/load';
 import type { Hold } from '../src/core/run';
 import { Registry } from '../src/registry';
 import { vouched } from '../src/security/identity';
@@ -22,7 +23,8 @@ import { signingKeysOf } from '../src/security/signing-keys';
 import { startUiServer, type UiServer } from '../src/ui/server';
 import * as agents from './fixtures/quorum-agents';
 import { startTestWorker, type TestWorker } from './support/harness';
-import { runKeel, writeTestConfig } from './support/processes';
+import { KeelClient } from '../src/client/keel-client';
+import { killAfterEach, runKeel, spawnKeel, writeTestConfig } from './support/processes';
 import { temporalCli } from './support/temporal-cli';
 
 const ISSUER = 'https://idp.quorum.test';
@@ -246,5 +248,72 @@ describe('distinct groups', () => {
     expect(await body(await vote(runId, await token('alice', ['finance', 'legal'])))).toMatchObject({ decided: ['i1'] });
     await worker.client.getHandle(runId).result();
     expect(payments(runId)).toBe(1);
+  });
+});
+
+describe('votes under attack', () => {
+  it('the same person twice and a second person, all at once: one vote each, the call runs once', async () => {
+    const runId = await held('two-of-finance');
+    const [carol, dave] = await Promise.all([token('carol', ['finance']), token('dave', ['finance'])]);
+    const answers = await Promise.all([vote(runId, carol), vote(runId, carol), vote(runId, dave)]);
+    // carol's two votes race: one is counted, the other refused (already voted, or the hold already decided).
+    expect(answers.map((answer) => answer.status).sort()).toEqual([200, 200, 409]);
+    await worker.client.getHandle(runId).result();
+    expect(payments(runId)).toBe(1);
+    const votes = (await worker.client.getHandle(runId).status()).decisions?.[0]?.votes ?? [];
+    expect(votes.map((cast) => cast.by).sort()).toEqual(['carol', 'dave']);
+  });
+
+  it('a vote replayed by signal with the temporal CLI is refused, and shown in the run’s status', async () => {
+    const runId = await held('two-of-finance');
+    expect((await vote(runId, await token('carol', ['finance']))).status).toBe(200);
+    const replayed = vouched(keys(), { subject: 'carol', groups: ['finance'] }, runId, { interruptId: 'i1', approved: true });
+    const signal = await temporalCli(['workflow', 'signal', '--workflow-id', runId, '--name', 'resume', '--input', JSON.stringify(replayed)]);
+    expect(signal.code).toBe(0);
+    await expect
+      .poll(async () => (await worker.client.getHandle(runId).status()).refusedDecision?.reason, { timeout: 10_000 })
+      .toContain('carol has already voted on hold i1');
+    expect((await holdOf(runId))?.votes?.approvals).toBe(1);
+    await worker.client.getHandle(runId).cancel();
+  });
+});
+
+describe('a worker killed between votes', () => {
+  const track = killAfterEach(afterEach);
+  it('keeps the votes cast: on a new worker the same person is still refused, and the second person decides', async () => {
+    const { configPath } = writeTestConfig('quorum-kill', { modules: [join(__dirname, 'fixtures', 'quorum-agents.ts')] });
+    const startWorker = async () => {
+      const process = track(spawnKeel(['worker', '--config', configPath]));
+      await process.waitFor(/keel: worker \d+ on task queue/);
+      return process;
+    };
+    const first = await startWorker();
+    const client = await KeelClient.connect(loadConfig({ path: configPath }));
+    try {
+      const { runId } = await client.start('two-of-finance', 'pay the acme invoice', { tenant: 'A', owner: 'alice' });
+      await expect.poll(async () => (await client.getHandle(runId).status()).interrupts.length, { timeout: 15_000 }).toBe(1);
+      const carol = vouched(keys(), { subject: 'carol', groups: ['finance'] }, runId, { interruptId: 'i1', approved: true });
+      expect(await client.getHandle(runId).decide(carol)).toMatchObject({ decided: [] });
+      first.kill('SIGKILL');
+      await first.exited;
+      // dave's vote is sent while no worker runs the run; carol's again waits for the new worker too.
+      const dave = client.getHandle(runId).decide(vouched(keys(), { subject: 'dave', groups: ['finance'] }, runId, { interruptId: 'i1', approved: true }));
+      const again = client
+        .getHandle(runId)
+        .decide(carol)
+        .then(
+          () => 'counted',
+          (error: Error) => error.message,
+        );
+      await startWorker();
+      expect(await dave).toMatchObject({ decided: ['i1'] });
+      expect(await again).toMatch(/carol has already voted on hold i1|hold i1 was already decided/);
+      expect((await client.getHandle(runId).result()).text).toBe('done: "paid acme"');
+      expect(payments(runId)).toBe(1);
+      const votes = (await client.getHandle(runId).status()).decisions?.[0]?.votes ?? [];
+      expect(votes.map((cast) => cast.by)).toEqual(['carol', 'dave']);
+    } finally {
+      await client.close();
+    }
   });
 });
