@@ -105,17 +105,26 @@ export class HoldBoard {
     setHandler(
       resumeSignal,
       async (decision) => {
-        try {
-          // Held to what the kind declares, as the update's validator holds it.
-          await this.accept(decision, { mayAwaitHold: this.resetRun, route: 'signal', declared: true });
-        } catch (error) {
-          // Nobody waits for a signal's answer: the refusal is logged and shown in `status`.
+        // Nobody waits for a signal's answer: the refusal is logged and shown in `status`.
+        const refuse = (error: unknown): void => {
           const reason = (error as Error).message;
           const interruptId =
             typeof (decision as { interruptId?: unknown } | null)?.interruptId === 'string' ? (decision as { interruptId: string }).interruptId : undefined;
           log.warn('refused a decision sent by signal', { interruptId, reason });
           this.options.run.status.refusedDecision = { ...(interruptId ? { interruptId } : {}), reason };
           recordRefusedSignal(this.options.run, 'resume', reason);
+        };
+        // Held to what the kind declares, as the update's validator holds it. A decision refused at
+        // once is recorded at once, so refusals show in the order the signals arrived.
+        try {
+          this.check(decision, { mayAwaitHold: this.resetRun, declared: true });
+        } catch (error) {
+          return refuse(error);
+        }
+        try {
+          await this.accept(decision, { mayAwaitHold: this.resetRun, route: 'signal', declared: true });
+        } catch (error) {
+          refuse(error);
         }
       },
       { description: 'The resume decision, fire-and-forget: a refused one is logged and shown in status.refusedDecision.' },
