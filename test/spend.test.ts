@@ -113,7 +113,7 @@ describe('spend per tenant', () => {
     );
   });
 
-  it('a charge forged with the temporal CLI is refused and changes nothing; one sent twice counts once', async () => {
+  it('a charge forged with the temporal CLI (update or signal, undecodable too) is refused and changes nothing; one sent twice counts once', async () => {
     const tenant = tenantOf('dune');
     await worker.client.run('roomy_spender', 'go', { tenant });
     const workflowId = spendLedgerId('tenant', tenant);
@@ -136,9 +136,21 @@ describe('spend per tenant', () => {
     expect((await update(again)).code).toBe(0);
     expect((await update(again)).code).toBe(0);
     expect((await update({ ...again, charges: [...again.charges, { n: 2, at: now, usage: { totalTokens: 1 } }] })).code).toBe(0);
+    expect((await cost('tenant', tenant)).windows[0]!.usage.totalTokens).toBe(38);
+    // The same by signal (a run's last send goes so): refused ones change nothing, a repeat counts once.
+    const signal = (charge: unknown, meta: string[] = []) =>
+      temporalCli(['workflow', 'signal', '--workflow-id', workflowId, '--name', 'chargeLast', '--input', JSON.stringify(charge), ...meta]);
+    expect((await signal({ ...charge, charges: [{ n: 1, at: now, usage: { totalTokens: -1000 } }] })).code).toBe(0);
+    expect((await signal({ ...charge, name: 'someone-else', charges: [{ n: 1, at: now, usage: { totalTokens: 5 } }] })).code).toBe(0);
+    expect((await signal({ hello: 'world' })).code).toBe(0);
+    expect((await signal(again, ['--input-meta', 'encoding=binary/x-bogus'])).code).toBe(0);
+    expect((await signal({ ...again, charges: [...again.charges, { n: 2, at: now, usage: { totalTokens: 1 } }] })).code).toBe(0);
     const report = await cost('tenant', tenant);
     expect(report.windows[0]!.usage.totalTokens).toBe(38);
-    expect(report).toMatchObject({ charges: 5, repeats: 2 });
+    expect(report).toMatchObject({ charges: 5, repeats: 4 });
+    // The ledger still answers and counts.
+    expect((await signal({ ...again, charges: [{ n: 3, at: now, usage: { totalTokens: 2 } }] })).code).toBe(0);
+    expect((await cost('tenant', tenant)).windows[0]!.usage.totalTokens).toBe(40);
   });
 });
 

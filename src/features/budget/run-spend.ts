@@ -3,7 +3,7 @@
  * (spend-door.ts). Before a model call a Budget asks what the window has spent: the run sends
  * its ledger the calls it has not sent yet and reads the window (one local activity; the first,
  * sent as the Budget is set up, starts the ledger) at most once a second, and between sends it adds its own calls to the last
- * answer. The calls still unsent are sent before the run ends or continues as new. A call sent
+ * answer. The calls still unsent are sent before the run ends or continues as new (by signal, unanswered). A call sent
  * again (the activity retried, or re-run on another worker after a crash) counts once: the
  * ledger knows it by the run and its number. A send that fails for good (the ledger refused it,
  * or was unreachable for the activity's whole schedule-to-close) fails the run at its next check
@@ -15,7 +15,7 @@ import { addUsage, type Usage } from '../../core/usage';
 import { toKeelError } from '../../core/errors';
 import { featureActivityCaller } from '../../workflows/feature-activity';
 import { flatten } from './budget';
-import { chargeSpendDoor, spentIn, type SpendAnswer, type SpendLedgers, type SpendScope } from './spend-door';
+import { chargeSpendDoor, spentIn, type SpendAnswer, type SpendCharge, type SpendLedgers, type SpendScope } from './spend-door';
 
 /** How often a run sends to and reads its ledger at most: the others' spend since the last read is not seen before the next. */
 export const READ_EVERY_MS = 1000;
@@ -81,22 +81,23 @@ export class RunSpend implements SpendLedgers {
     return ledger.unread.reduce((sum, call) => addUsage(sum, call.usage, 'the run’s own spend'), spentIn(ledger.answer, size, Date.now()));
   }
 
-  /** Sends every call not sent yet (before the run ends or continues as new). */
+  /** Sends every call not sent yet (before the run ends or continues as new): a last send, unanswered, so the end waits less. */
   async flush(): Promise<void> {
     for (const ledger of this.ledgers.values()) {
-      if (ledger.unsent.length) this.send(ledger);
+      if (ledger.unsent.length) this.send(ledger, { last: true });
       await this.settled(ledger);
     }
   }
 
-  private send(ledger: Ledger): void {
+  private send(ledger: Ledger, { last = false } = {}): void {
     ledger.askedAt = Date.now();
     const charges = ledger.unsent.splice(0);
-    const charge = { scope: ledger.scope, name: ledger.name, at: Date.now(), windows: [...ledger.sizes], run: workflowInfo().runId, charges };
+    const charge: SpendCharge = { scope: ledger.scope, name: ledger.name, at: Date.now(), windows: [...ledger.sizes], run: workflowInfo().runId, charges };
+    if (last) charge.last = true;
     ledger.queue = ledger.queue.then(async () => {
       if (ledger.failed) return;
       try {
-        ledger.answer = await callActivity(chargeSpendDoor, charge);
+        ledger.answer = (await callActivity(chargeSpendDoor, charge)) ?? ledger.answer;
       } catch (error) {
         ledger.failed = error;
       }

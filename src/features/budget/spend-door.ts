@@ -6,7 +6,7 @@
  * charge (update-with-start, so the ledger is started by its first charge). Pure: declarations
  * the workflow holds (the activity's Node half is activities/spend.ts).
  */
-import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { z } from 'zod';
 import { UsageSchema, type Usage } from '../../core/usage';
 import { defineActivity } from '../../middleware/activity-door';
@@ -38,6 +38,8 @@ export const SpendChargeSchema = z
     windows: z.array(z.number().int().min(1000)).min(1).max(8),
     run: z.string().min(1).max(200),
     charges: z.array(z.object({ n: z.number().int().min(1), at: z.number().int().min(0), usage: z.unknown() }).strict()).max(10_000),
+    /** The run's last send: no answer is wanted, so it goes by signal (with start), not waiting for the ledger. */
+    last: z.literal(true).optional(),
   })
   .strict();
 export type SpendCharge = z.infer<typeof SpendChargeSchema>;
@@ -62,6 +64,12 @@ export interface SpendReport {
 
 /** Counts a run's charges and reads its windows (validated first: charges keel cannot count are refused and change nothing). */
 export const chargeSpendUpdate = defineUpdate<SpendAnswer, [SpendCharge]>('charge');
+/**
+ * Counts a run's last charges, unanswered: what a run sends as it ends, so its end waits for
+ * the server's acknowledgement only, not for the ledger's workflow task. Checked as the
+ * update's are; a refused one changes nothing and is logged.
+ */
+export const chargeSpendSignal = defineSignal<[SpendCharge]>('chargeLast');
 /** The ledger, for `keel cost`. */
 export const spendQuery = defineQuery<SpendReport>('spend');
 
@@ -74,11 +82,11 @@ export function spentIn(answer: SpendAnswer | undefined, size: number, at: numbe
   return window && window.start === windowStart(at, size) ? window.usage : {};
 }
 
-/** `chargeSpend`: sends a run's charges to its ledger (starting it if none runs) and answers what its windows spent. */
+/** `chargeSpend`: sends a run's charges to its ledger (starting it if none runs) and answers what its windows spent (a last send: null). */
 export const chargeSpendDoor = defineActivity({
   name: 'chargeSpend',
   input: SpendChargeSchema,
-  output: SpendAnswerSchema,
+  output: SpendAnswerSchema.nullable(),
   kind: 'local',
   describe: ({ scope, name }) => `count spend of ${scope} ${name}`,
   // The ledger's worker may be restarting: keep sending (the charge counts once however often it is sent).

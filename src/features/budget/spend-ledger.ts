@@ -1,6 +1,6 @@
 /**
  * The spend ledger workflow of one tenant or owner (spend-door.ts says what it answers). A run's
- * charges come in an update: checked (the one usage validator, and they must be this ledger's),
+ * charges come in an update (the last ones of an ending run in a signal): checked (the one usage validator, and they must be this ledger's),
  * each call counted once (one sent again is not counted), added to each window it names, and
  * answered with those windows' totals. It keeps each size's last 31 windows, goes on as new
  * past 1,000 events or when Temporal suggests it (carrying its totals and the calls it may still
@@ -8,13 +8,14 @@
  * and closes once idle past every window it kept (the next charge starts it again). Runs in the
  * workflow: no I/O.
  */
-import { allHandlersFinished, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, condition, continueAsNew, log, setHandler, workflowInfo } from '@temporalio/workflow';
 import { z } from 'zod';
 import { addUsage, checkedUsage, UsageSchema, type Usage } from '../../core/usage';
 import { KeelError, toApplicationFailure, toKeelError } from '../../core/errors';
 import { describeZodError } from '../../core/schema-errors';
 import { cutText } from '../../core/messages';
 import {
+  chargeSpendSignal,
   chargeSpendUpdate,
   spendQuery,
   SpendChargeSchema,
@@ -96,6 +97,16 @@ export async function keelSpendLedger(raw: SpendLedgerInput): Promise<SpendRepor
       },
     },
   );
+
+  setHandler(chargeSpendSignal, (charge: SpendCharge) => {
+    try {
+      check(charge);
+      count(charge);
+    } catch (error) {
+      // Nobody waits for a signal's answer: a charge keel cannot count changes nothing and is logged.
+      log.warn('refused a charge sent by signal', { reason: toKeelError(error).message });
+    }
+  });
 
   function check(charge: SpendCharge): void {
     const parsed = SpendChargeSchema.safeParse(charge);
