@@ -6,11 +6,8 @@
  * stage to decide. Runs in the workflow: deterministic, no I/O.
  */
 import type { HoldNotice } from '../core/hold-notices';
-import { approversOf, countsVotes, deciderSubject, mayDecide, type ApproverRule, type ApproverRules } from '../core/approvers';
 import { durationMs } from '../core/duration';
-import { principalOfMemo } from '../core/principal';
-import { HoldVotesBox } from './hold-votes';
-import type { DeciderSubject } from '../core/proofs';
+import { HoldGuard, type GuardedHold, type HoldGuardOptions } from './hold-guard';
 import { holdRaised, holdSettled } from '../core/workflow-metrics';
 import { ApplicationFailure, condition, log, setHandler, workflowInfo } from '@temporalio/workflow';
 import { KeelError } from '../core/errors';
@@ -38,28 +35,21 @@ import { SubAgentHolds } from './sub-agent-holds';
 import { holdContext, recordRefusedSignal, showHolds } from './run-status';
 import type { RunState } from './run-state';
 
-interface Entry {
-  record: Hold;
+interface Entry extends GuardedHold {
   /** The kind of hold, as the raising stage declared it. */
   hold: HoldKind;
   /** Set once decided: what the held call gets. */
   resumption?: Resumption;
-  /** For a hold its approver rule puts to a vote: the votes. */
-  votes?: HoldVotesBox;
 }
 
 /** Options of the board. */
-export interface HoldBoardOptions {
+export interface HoldBoardOptions extends HoldGuardOptions {
   /** The run's state: its holds, decisions and refused decisions show in its status (sub-agent-holds.ts keeps its followers there). */
   run: RunState;
   /** The run's input (absent when it is not valid): where to report holds (`reportTo`), how long one waits, and what then. */
   input: RunInput | undefined;
   /** Checks a stand-in output against the tool's output schema; returns it parsed (may throw). */
   validateOutput: (toolName: string, output: unknown) => Promise<unknown>;
-  /** The agent's approver rules (docs/auth.md), once its agent is resolved. */
-  approvers?: () => ApproverRules | undefined;
-  /** Whether a keel server's proof of who decides verifies (an activity: the key is the workers'). */
-  verifyDecider?: (subject: DeciderSubject, proof: string) => Promise<boolean>;
   /** Told when one of the run's own holds is raised, decided or expires (hold notices: src/workflows/hold-notices.ts). */
   notice?: (notice: Omit<HoldNotice, 'runId' | 'agent'>) => void;
 }
@@ -88,9 +78,12 @@ export class HoldBoard {
   private readonly decisionSchemas = new Map<HoldKind, Record<string, unknown>>();
   /** Holds of the run's sub-agents, decided through this board. */
   private readonly nested: SubAgentHolds;
+  /** Who may decide each hold (the agent's approver rules, votes). */
+  private readonly guard: HoldGuard;
 
   constructor(options: HoldBoardOptions) {
     this.options = options;
+    this.guard = new HoldGuard(options);
     this.nested = new SubAgentHolds(options.run, options.input?.reportTo, () => this.changed());
     // Whether a decision may wait for its hold is decided by the validator, which runs only on
     // live delivery: the replayer runs a reset run under its original run id, so the handler
@@ -201,11 +194,8 @@ export class HoldBoard {
     const entry: Entry = { record, hold };
     const raisedAt = Date.now();
     const timeout = this.options.input?.interruptTimeout;
-    const rule = this.ruleOf(record);
-    if (rule && countsVotes(rule)) {
-      entry.votes = new HoldVotesBox(rule, this.requesters(), { raisedAt, timeoutMs: timeout !== undefined ? durationMs(timeout) : undefined });
-      record.votes = entry.votes.view();
-    }
+    entry.votes = this.guard.votesFor(record, { raisedAt, timeoutMs: timeout !== undefined ? durationMs(timeout) : undefined });
+    if (entry.votes) record.votes = entry.votes.view();
     this.entries.set(id, entry);
     this.changed();
     holdRaised(hold.kind);
@@ -245,13 +235,6 @@ export class HoldBoard {
     entry.record.votes = entry.votes!.view();
     this.changed();
     this.options.notice?.({ type: 'hold.escalated', at: new Date().toISOString(), hold: entry.record });
-  }
-
-  /** Whom a hold's `notRequester` rule keeps from voting: the run's owner and the sender of the turn. */
-  private requesters(): { owner?: string; sentBy?: string } {
-    const owner = principalOfMemo(workflowInfo().memo).owner;
-    const sentBy = this.options.input?.session?.sentBy?.owner;
-    return { ...(owner ? { owner } : {}), ...(sentBy ? { sentBy } : {}) };
   }
 
   /** A hold nobody decided in time: a denial (recorded as the timeout's), or the run failing DEADLINE_EXCEEDED. */
@@ -321,16 +304,8 @@ export class HoldBoard {
     }
     const mismatch = holdMismatch(decision, entry.record);
     if (mismatch) throw ApplicationFailure.create({ type: 'FAILED_PRECONDITION', nonRetryable: true, message: mismatch });
-    const rule = this.ruleOf(entry.record);
     // Thrown as is: the update's validator runs this too, and a validator changes nothing (a signal's refusal is shown by its handler).
-    if (rule && !decision.decidedByProof)
-      throw ApplicationFailure.create({
-        type: 'PERMISSION_DENIED',
-        nonRetryable: true,
-        message: `hold ${interruptId} (${entry.record.toolName ?? entry.record.kind}) may be decided only by ${this.decidersOf(entry)!.join(', ')}: send the decision through keel serve with auth on, which vouches for who decides; this one names no verified decider`,
-      });
-    const refused = entry.votes?.refusal(decision, interruptId);
-    if (refused) throw ApplicationFailure.create({ type: refused.type, nonRetryable: true, message: refused.message });
+    this.guard.check(decision, entry);
     return { decision, resumption: taken(entry.hold, entry.record, decision, declared) };
   }
 
@@ -348,42 +323,6 @@ export class HoldBoard {
         message: `respond for hold ${interruptId}: ${failure.message}`,
       });
     }
-  }
-
-  /** Who may decide `hold` (its agent's approver rules); undefined: anyone who can reach the run. */
-  private ruleOf(hold: Hold): ApproverRule | undefined {
-    return approversOf(this.options.approvers?.(), hold.toolName);
-  }
-
-  /** Who may decide the hold now (its votes say, once it escalated); undefined: anyone who can reach the run. */
-  private decidersOf({ record, votes }: Entry): string[] | undefined {
-    return votes?.deciders() ?? this.ruleOf(record)?.approvers;
-  }
-
-  /** A decision refused for who sent it: PERMISSION_DENIED, and shown in the run's status. */
-  private refusal(decision: Decision, message: string): ApplicationFailure {
-    this.options.run.status.refusedDecision = { interruptId: decision.interruptId, reason: message };
-    return ApplicationFailure.create({ type: 'PERMISSION_DENIED', nonRetryable: true, message });
-  }
-
-  /** For a hold bound by approver rules: the decider's proof verifies, and the rule names them. Throws the refusal otherwise. */
-  private async checkDecider(decision: Decision, entry: Entry): Promise<boolean> {
-    const rule = this.decidersOf(entry);
-    const hold = entry.record;
-    if (!rule) return false;
-    const proof = decision.decidedByProof;
-    const verified = proof !== undefined && (await this.options.verifyDecider?.(deciderSubject(workflowInfo().workflowId, decision), proof));
-    if (!verified)
-      throw this.refusal(
-        decision,
-        `the proof of who decides hold ${decision.interruptId} does not verify (made up, changed, or signed with another key): decision refused`,
-      );
-    if (!mayDecide(rule, { decidedBy: decision.decidedBy, groups: decision.decidedByGroups }))
-      throw this.refusal(
-        decision,
-        `hold ${decision.interruptId} (${hold.toolName ?? hold.kind}) may be decided only by ${rule.join(', ')}; ${decision.decidedBy ?? 'the decider'} (groups: ${decision.decidedByGroups?.join(', ') || 'none'}) is not one of them`,
-      );
-    return true;
   }
 
   /** An id of this run's own that it has not raised (again) yet, and no decision kept for it. */
@@ -445,7 +384,7 @@ export class HoldBoard {
     }
     if (SubAgentHolds.isNested(decision.interruptId)) return this.forward(decision, value, route);
     let entry = this.entries.get(decision.interruptId)!;
-    const verified = await this.checkDecider(decision, entry);
+    const verified = await this.guard.admit(decision, entry);
     if (verified) {
       ({ decision, resumption: value } = this.check(decision, { declared })); // decided meanwhile by another handler?
       entry = this.entries.get(decision.interruptId)!;
@@ -466,10 +405,7 @@ export class HoldBoard {
       }
     }
     // A shared decision takes another hold only when whoever decided may decide that one too (its approver rules); a hold put to a vote takes only its own votes.
-    const mayTake = (other: Entry) => {
-      const rule = this.ruleOf(other.record);
-      return !other.votes && (!rule || (verified && mayDecide(rule.approvers, { decidedBy: decision.decidedBy, groups: decision.decidedByGroups })));
-    };
+    const mayTake = (other: Entry) => this.guard.mayShare(decision, verified, other);
     const targets =
       entry.hold.sharedDecision && !entry.votes
         ? [...this.entries.values()].filter(
