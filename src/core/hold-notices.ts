@@ -12,7 +12,6 @@ import { HoldSchema } from './run';
 /** The workflow type of one notice's delivery. */
 export const NOTICE_WORKFLOW = 'keelHoldNotice';
 
-/** What happened to a hold. */
 /**
  * What happened to a hold: raised, decided, expired; for a hold put to a vote (docs/auth.md) also
  * each vote that did not decide it (`hold.voted`) and its escalation (`hold.escalated`).
@@ -32,6 +31,8 @@ export const HoldNoticeSchema = z.object({
   decision: DecisionRecordSchema.optional(),
 });
 export type HoldNotice = z.infer<typeof HoldNoticeSchema>;
+/** A notice as the hold board tells it (the run and its agent are added where it is sent). */
+export type HoldEvent = Omit<HoldNotice, 'runId' | 'agent'>;
 
 /** The input of a notice's delivery (in the run, or its own workflow): the notice, its id, and how many webhooks it goes to. */
 export interface NoticeDeliveryInput {

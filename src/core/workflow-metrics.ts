@@ -9,6 +9,7 @@
  * counted under `(unknown)`, so no caller adds a series of its own text. Pure.
  */
 import { inWorkflowContext, metricMeter } from '@temporalio/workflow';
+import type { HoldEvent } from './hold-notices';
 
 /** The label of a run whose agent no worker resolved (an invented name, an input that does not parse). */
 export const UNKNOWN_LABEL = '(unknown)';
@@ -33,12 +34,19 @@ export function runContinuedAsNew(agent: string): void {
     .add(1, { agent });
 }
 
-export function holdRaised(kind: string): void {
+/** The hold metrics (keel_holds_raised, keel_holds_decided, keel_hold_wait), as an observer of the hold board. */
+export function holdMetrics({ type, at, hold }: HoldEvent): void {
+  if (type === 'hold.raised') holdRaised(hold.kind);
+  else if (type === 'hold.decided' || type === 'hold.expired')
+    holdSettled(hold.kind, type === 'hold.decided' ? 'decided' : 'timed_out', Date.parse(at) - Date.parse(hold.since ?? at));
+}
+
+function holdRaised(kind: string): void {
   if (!inWorkflowContext()) return;
   metricMeter.createCounter('keel_holds_raised', 'holds', 'Holds raised (a call waiting for a decision), by kind.').add(1, { kind });
 }
 
-export function holdSettled(kind: string, how: 'decided' | 'timed_out', waitedMs: number): void {
+function holdSettled(kind: string, how: 'decided' | 'timed_out', waitedMs: number): void {
   if (!inWorkflowContext()) return;
   metricMeter.createCounter('keel_holds_decided', 'holds', 'Holds decided or timed out, by kind and how (decided, timed_out).').add(1, { kind, how });
   metricMeter.createHistogram('keel_hold_wait', 'int', 'ms', 'Time from a hold to its decision, by kind.').record(Math.max(0, Math.round(waitedMs)), { kind });

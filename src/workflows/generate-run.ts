@@ -5,7 +5,7 @@
  * end shares, and its failure; its loop is tool-loop.ts. Runs in the workflow: no I/O.
  */
 import { CancellationScope, ContinueAsNew, allHandlersFinished, condition, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
-import { runEnded, runStarted } from '../core/workflow-metrics';
+import { holdMetrics, runEnded, runStarted } from '../core/workflow-metrics';
 import { KeelError } from '../core/errors';
 import type { Message } from '../core/messages';
 import { describeZodError } from '../core/schema-errors';
@@ -83,7 +83,7 @@ export class GenerateRun {
       run,
       input: parsed.success ? parsed.data : undefined,
       validateOutput: this.checkOutput,
-      notice: (notice) => this.notices.send(notice),
+      observers: [holdMetrics, (notice) => this.notices.send(notice)],
       approvers: () => this.agent?.approvers,
       verifyDecider: async (subject, proof) => (await verify([{ subject, proof }]))[0] === true,
     });

@@ -5,10 +5,9 @@
  * of that middleware's holds and whether a stand-in output answers the call or goes to the
  * stage to decide. Runs in the workflow: deterministic, no I/O.
  */
-import type { HoldNotice } from '../core/hold-notices';
+import type { HoldEvent } from '../core/hold-notices';
 import { durationMs } from '../core/duration';
 import { HoldGuard, type GuardedHold, type HoldGuardOptions } from './hold-guard';
-import { holdRaised, holdSettled } from '../core/workflow-metrics';
 import { ApplicationFailure, condition, log, setHandler, workflowInfo } from '@temporalio/workflow';
 import { KeelError } from '../core/errors';
 import type { ToolInterrupt } from '../core/interrupts';
@@ -16,7 +15,6 @@ import {
   KEPT_DECISIONS,
   decisionJsonSchema,
   decisionRecord,
-  decisionWord,
   holdMismatch,
   parseDecision,
   resumption,
@@ -28,9 +26,10 @@ import {
   type Resumption,
 } from '../core/holds';
 import type { ToolRequest } from '../core/messages';
-import type { Hold, ReappliedDecision, RunInput } from '../core/run';
+import type { Hold, RunInput } from '../core/run';
 import { resumeSignal, resumeUpdate } from '../core/protocol';
 import { registeredHoldKind } from '../features/catalog';
+import { ReappliedDecisions } from './reapplied-decisions';
 import { SubAgentHolds } from './sub-agent-holds';
 import { holdContext, recordRefusedSignal, showHolds } from './run-status';
 import type { RunState } from './run-state';
@@ -42,6 +41,9 @@ interface Entry extends GuardedHold {
   resumption?: Resumption;
 }
 
+/** Told when one of the run's own holds is raised, voted on, escalated, decided or expires. */
+export type HoldObserver = (event: HoldEvent) => void;
+
 /** Options of the board. */
 export interface HoldBoardOptions extends HoldGuardOptions {
   /** The run's state: its holds, decisions and refused decisions show in its status (sub-agent-holds.ts keeps its followers there). */
@@ -50,8 +52,8 @@ export interface HoldBoardOptions extends HoldGuardOptions {
   input: RunInput | undefined;
   /** Checks a stand-in output against the tool's output schema; returns it parsed (may throw). */
   validateOutput: (toolName: string, output: unknown) => Promise<unknown>;
-  /** Told when one of the run's own holds is raised, decided or expires (hold notices: src/workflows/hold-notices.ts). */
-  notice?: (notice: Omit<HoldNotice, 'runId' | 'agent'>) => void;
+  /** Told, in order, of each thing that happens to one of the run's own holds (the metrics, hold notices: src/workflows/hold-notices.ts). */
+  observers?: HoldObserver[];
 }
 
 /** Pending holds of one run and the handlers that decide them. */
@@ -61,15 +63,8 @@ export class HoldBoard {
   private counter = 0;
   /** Set once the run is ending: no hold waits any more. */
   private stoppedBy: unknown = undefined;
-  /**
-   * A run made by `workflow reset` keeps the original's first run id. The server re-applies
-   * the decisions sent after the reset point at the new run's first workflow task, before the
-   * run has raised those holds again: they wait here for their hold.
-   */
-  private readonly resetRun = workflowInfo().runId !== workflowInfo().originalExecutionRunId;
-  private readonly reapplied = new Map<string, ReappliedDecision>();
-  /** Set when the run ends: re-applied decisions still waiting for their hold are dropped. */
-  private closed = false;
+  /** Decisions re-applied after a `workflow reset`, waiting for their holds. */
+  private readonly reapplied: ReappliedDecisions;
 
   private readonly options: HoldBoardOptions;
   /** The decisions taken, oldest first (the latest KEPT_DECISIONS). */
@@ -84,6 +79,7 @@ export class HoldBoard {
   constructor(options: HoldBoardOptions) {
     this.options = options;
     this.guard = new HoldGuard(options);
+    this.reapplied = new ReappliedDecisions(options.run, { raised: () => this.counter, pending: (interruptId) => this.entries.get(interruptId)?.record });
     this.nested = new SubAgentHolds(options.run, options.input?.reportTo, () => this.changed());
     // Whether a decision may wait for its hold is decided by the validator, which runs only on
     // live delivery: the replayer runs a reset run under its original run id, so the handler
@@ -91,7 +87,7 @@ export class HoldBoard {
     setHandler(resumeUpdate, (decision) => this.accept(decision, { mayAwaitHold: true, route: 'update' }), {
       // The validator holds a decision to what its hold's kind declares; the handler (which replays
       // updates a validator accepted, before that check existed too) takes what the validator let through.
-      validator: (decision) => void this.check(decision, { mayAwaitHold: this.resetRun, declared: true }),
+      validator: (decision) => void this.check(decision, { mayAwaitHold: this.reapplied.resetRun, declared: true }),
       description:
         'Decides a held tool call: { interruptId, approved, reason? }, { interruptId, respond } or { interruptId, restart, input? }. Refused (with why) for an unknown, decided or malformed decision.',
     });
@@ -110,12 +106,12 @@ export class HoldBoard {
         // Held to what the kind declares, as the update's validator holds it. A decision refused at
         // once is recorded at once, so refusals show in the order the signals arrived.
         try {
-          this.check(decision, { mayAwaitHold: this.resetRun, declared: true });
+          this.check(decision, { mayAwaitHold: this.reapplied.resetRun, declared: true });
         } catch (error) {
           return refuse(error);
         }
         try {
-          await this.accept(decision, { mayAwaitHold: this.resetRun, route: 'signal', declared: true });
+          await this.accept(decision, { mayAwaitHold: this.reapplied.resetRun, route: 'signal', declared: true });
         } catch (error) {
           refuse(error);
         }
@@ -136,6 +132,10 @@ export class HoldBoard {
   /** Forgets the holds of a sub-agent run that has settled. */
   forgetChild(childRunId: string): void {
     this.nested.forget(childRunId);
+  }
+
+  private tell(event: HoldEvent): void {
+    for (const observer of this.options.observers ?? []) observer(event);
   }
 
   /** The set of pending holds changed: tell the run and its parent. */
@@ -198,8 +198,7 @@ export class HoldBoard {
     if (entry.votes) record.votes = entry.votes.view();
     this.entries.set(id, entry);
     this.changed();
-    holdRaised(hold.kind);
-    this.options.notice?.({ type: 'hold.raised', at: record.since!, hold: record });
+    this.tell({ type: 'hold.raised', at: record.since!, hold: record });
     try {
       const settled = () => entry.resumption !== undefined || this.stoppedBy !== undefined;
       let settledInTime: boolean;
@@ -214,9 +213,8 @@ export class HoldBoard {
       // eslint-disable-next-line @typescript-eslint/only-throw-error -- rethrows, as caught, what stopped the run
       if (entry.resumption === undefined && this.stoppedBy !== undefined) throw this.stoppedBy;
       if (!settledInTime) entry.resumption = this.timedOut(entry);
-      holdSettled(hold.kind, settledInTime ? 'decided' : 'timed_out', Date.now() - raisedAt);
       const decision = [...this.records].reverse().find((taken) => taken.interruptId === id);
-      this.options.notice?.({
+      this.tell({
         type: settledInTime ? 'hold.decided' : 'hold.expired',
         at: new Date().toISOString(),
         hold: record,
@@ -234,7 +232,7 @@ export class HoldBoard {
     entry.votes!.escalate();
     entry.record.votes = entry.votes!.view();
     this.changed();
-    this.options.notice?.({ type: 'hold.escalated', at: new Date().toISOString(), hold: entry.record });
+    this.tell({ type: 'hold.escalated', at: new Date().toISOString(), hold: entry.record });
   }
 
   /** A hold nobody decided in time: a denial (recorded as the timeout's), or the run failing DEADLINE_EXCEEDED. */
@@ -294,7 +292,7 @@ export class HoldBoard {
       throw ApplicationFailure.create({ type: 'FAILED_PRECONDITION', nonRetryable: true, message: `hold ${interruptId} was already decided` });
     }
     if (!entry) {
-      if (mayAwaitHold && this.awaitsHold(interruptId)) return { decision };
+      if (mayAwaitHold && this.reapplied.awaits(interruptId)) return { decision };
       const pending = this.pending().map((record) => record.id);
       throw ApplicationFailure.create({
         type: 'NOT_FOUND',
@@ -325,40 +323,9 @@ export class HoldBoard {
     }
   }
 
-  /** An id of this run's own that it has not raised (again) yet, and no decision kept for it. */
-  private awaitsHold(interruptId: string): boolean {
-    const number = /^i(\d+)$/.exec(interruptId)?.[1];
-    return !this.closed && number !== undefined && Number(number) > this.counter && !this.reapplied.has(interruptId);
-  }
-
-  /** Keeps a decision re-applied after a reset until the run raises its hold again; then it is decided as sent. */
-  private async awaitHold(decision: Decision): Promise<void> {
-    const { interruptId } = decision;
-    const kept: ReappliedDecision = { interruptId, decision: decisionWord(decision), state: 'waiting' };
-    this.reapplied.set(interruptId, kept);
-    this.reportReapplied();
-    log.warn('keeping a decision re-applied after a reset until its hold is raised again', { interruptId });
-    await condition(() => this.entries.has(interruptId) || this.closed);
-    const hold = this.entries.get(interruptId)?.record;
-    // Raised again, but for another call (the model answered differently this time): the hold waits for a person.
-    const reason = hold ? holdMismatch(decision, hold) : `the run ended before it raised hold ${interruptId} again after the reset`;
-    if (hold?.toolName) kept.toolName = hold.toolName;
-    kept.state = reason ? 'dropped' : 'applied';
-    if (reason) kept.reason = reason;
-    this.reportReapplied();
-    if (reason) {
-      log.warn('dropped a decision re-applied after a reset', { interruptId, reason });
-      throw ApplicationFailure.create({ type: 'FAILED_PRECONDITION', nonRetryable: true, message: reason });
-    }
-  }
-
-  private reportReapplied(): void {
-    this.options.run.status.reappliedDecisions = [...this.reapplied.values()].map((decision) => ({ ...decision }));
-  }
-
   /** The run is ending: decisions re-applied after a reset that found no hold are dropped. */
   close(): void {
-    this.closed = true;
+    this.reapplied.close();
   }
 
   /** The route a decision took: a signal that says it was forwarded counts as such only from a run this one reports its holds to. */
@@ -379,7 +346,7 @@ export class HoldBoard {
     let { decision, resumption: value } = this.check(raw, { mayAwaitHold, declared });
     const route = this.routeOf(decision, via);
     if (!SubAgentHolds.isNested(decision.interruptId) && !this.entries.has(decision.interruptId)) {
-      await this.awaitHold(decision);
+      await this.reapplied.keep(decision);
       ({ decision, resumption: value } = this.check(decision, { declared }));
     }
     if (SubAgentHolds.isNested(decision.interruptId)) return this.forward(decision, value, route);
@@ -400,7 +367,7 @@ export class HoldBoard {
       if (outcome === undefined) {
         // Counted, and more votes are needed: the hold waits on, showing who voted and who still may.
         this.changed();
-        this.options.notice?.({ type: 'hold.voted', at: new Date().toISOString(), hold: entry.record });
+        this.tell({ type: 'hold.voted', at: new Date().toISOString(), hold: entry.record });
         return { interruptId: decision.interruptId, decided: [], votes: entry.record.votes };
       }
     }

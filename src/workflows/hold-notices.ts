@@ -9,7 +9,7 @@
  */
 import { ParentClosePolicy, proxyActivities, setWorkflowOptions, startChild, workflowInfo } from '@temporalio/workflow';
 import type { KeelActivities } from '../activities/types';
-import { NOTICE_WORKFLOW, type HoldNotice, type NoticeDeliveryInput } from '../core/hold-notices';
+import { NOTICE_WORKFLOW, type HoldEvent, type NoticeDeliveryInput } from '../core/hold-notices';
 import type { AgentSpec } from '../core/run';
 import { inheritedMemo, sessionVersioningOptions } from './versioning';
 
@@ -34,7 +34,7 @@ export class HoldNotices {
   constructor(private readonly agent: () => AgentSpec | undefined) {}
 
   /** Starts delivering `notice`, unless the run's worker has no webhooks; never waits for it. */
-  send(notice: Omit<HoldNotice, 'runId' | 'agent'>): void {
+  send(notice: HoldEvent): void {
     const agent = this.agent();
     if (!agent?.notify) return;
     const { workflowId, runId } = workflowInfo();
