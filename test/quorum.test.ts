@@ -6,13 +6,15 @@
  * UI API and a Slack link), replaying their proof, the requester voting on their own call, votes
  * forged with the `temporal` CLI (update and signal), votes racing each other, a worker SIGKILLed
  * between votes, two people of one group where two groups are asked for, and a hold that runs out
- * of time with too few votes.
+ * of time with too few votes; and two decisions handed to a new worker in one task, on a hold no
+ * rule binds (the first one taken, the other refused).
  */
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { loadConfig, parseConfig } from '../src/config/load';
@@ -312,6 +314,47 @@ describe('a worker killed between votes', () => {
       expect(payments(runId)).toBe(1);
       const votes = (await client.getHandle(runId).status()).decisions?.[0]?.votes ?? [];
       expect(votes.map((cast) => cast.by)).toEqual(['carol', 'dave']);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('takes one of two decisions that reach a new worker in one workflow task, on a hold no rule binds', async () => {
+    const { configPath } = writeTestConfig('quorum-two-at-once', { modules: [join(__dirname, 'fixtures', 'quorum-agents.ts')] });
+    const startWorker = async () => {
+      const process = track(spawnKeel(['worker', '--config', configPath]));
+      await process.waitFor(/keel: worker \d+ on task queue/);
+      return process;
+    };
+    const first = await startWorker();
+    const client = await KeelClient.connect(loadConfig({ path: configPath }));
+    try {
+      const { runId } = await client.start('anyone-approves', 'pay the acme invoice');
+      await expect.poll(async () => (await client.getHandle(runId).status()).interrupts.length, { timeout: 15_000 }).toBe(1);
+      first.kill('SIGKILL');
+      await first.exited;
+      // Both wait for a worker, so the next one is handed both in one workflow task: each passes the validator there.
+      const outcome = (decision: { approved: boolean; reason?: string }) =>
+        client
+          .getHandle(runId)
+          .decide({ interruptId: 'i1', ...decision })
+          .then(
+            () => 'taken',
+            (error: Error) => error.message,
+          );
+      const decided = [outcome({ approved: true }), outcome({ approved: false, reason: 'at the same moment' })];
+      await sleep(500);
+      await startWorker();
+      const outcomes = await Promise.all(decided);
+      expect(outcomes.filter((said) => said === 'taken')).toHaveLength(1);
+      expect(outcomes.find((said) => said !== 'taken')).toMatch(/hold i1 was already decided/);
+      const decisions = (await client.getHandle(runId).status()).decisions ?? [];
+      expect(decisions).toHaveLength(1);
+      await client
+        .getHandle(runId)
+        .result()
+        .catch(() => undefined);
+      expect(payments(runId)).toBe(decisions[0]!.decision === 'approved' ? 1 : 0);
     } finally {
       await client.close();
     }

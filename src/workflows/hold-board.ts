@@ -352,10 +352,9 @@ export class HoldBoard {
     if (SubAgentHolds.isNested(decision.interruptId)) return this.forward(decision, value, route);
     let entry = this.entries.get(decision.interruptId)!;
     const verified = await this.guard.admit(decision, entry);
-    if (verified) {
-      ({ decision, resumption: value } = this.check(decision, { declared })); // decided meanwhile by another handler?
-      entry = this.entries.get(decision.interruptId)!;
-    }
+    // Decided meanwhile by another handler (two decisions delivered in one workflow task both pass the validator)?
+    ({ decision, resumption: value } = this.check(decision, { declared }));
+    entry = this.entries.get(decision.interruptId)!;
     if (value && 'output' in value) {
       value = { output: await this.checkedOutput(entry.record.toolName ?? '', decision.interruptId, value.output) };
       this.check(decision, { declared }); // decided meanwhile by another handler?
