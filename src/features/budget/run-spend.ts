@@ -84,7 +84,8 @@ export class RunSpend implements SpendLedgers {
   /** Sends every call not sent yet (before the run ends or continues as new): a last send, unanswered, so the end waits less. */
   async flush(): Promise<void> {
     for (const ledger of this.ledgers.values()) {
-      if (ledger.unsent.length) this.send(ledger, { last: true });
+      // A ledger of an older build has no handler for the signal: it is sent its last charges by update.
+      if (ledger.unsent.length) this.send(ledger, { last: ledger.answer?.takesSignals === true });
       await this.settled(ledger);
     }
   }

@@ -49,7 +49,13 @@ export const WindowSpendSchema = z.object({ start: z.number(), size: z.number(),
 export type WindowSpend = z.infer<typeof WindowSpendSchema>;
 
 /** The answer: each window asked for (at `at`) with what it spent, the charges counted; what of them was counted now (not sent before); the number of the run's last call counted. */
-export const SpendAnswerSchema = z.object({ windows: z.array(WindowSpendSchema), counted: UsageSchema, upTo: z.number() });
+export const SpendAnswerSchema = z.object({
+  windows: z.array(WindowSpendSchema),
+  counted: UsageSchema,
+  upTo: z.number(),
+  /** The ledger takes the `chargeLast` signal: a ledger of a build before it answers without, and is sent its last charges by update. */
+  takesSignals: z.literal(true).optional(),
+});
 export type SpendAnswer = z.infer<typeof SpendAnswerSchema>;
 
 /** What a ledger holds: whose it is, and every window it still keeps, newest first. */

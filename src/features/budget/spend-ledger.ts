@@ -8,12 +8,13 @@
  * and closes once idle past every window it kept (the next charge starts it again). Runs in the
  * workflow: no I/O.
  */
-import { allHandlersFinished, condition, continueAsNew, log, setHandler, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, condition, log, setHandler, setWorkflowOptions, workflowInfo } from '@temporalio/workflow';
 import { z } from 'zod';
 import { addUsage, checkedUsage, UsageSchema, type Usage } from '../../core/usage';
 import { KeelError, toApplicationFailure, toKeelError } from '../../core/errors';
 import { describeZodError } from '../../core/schema-errors';
 import { cutText } from '../../core/messages';
+import { continueOnCurrentBuild, sessionVersioningOptions } from '../../workflows/versioning';
 import {
   chargeSpendSignal,
   chargeSpendUpdate,
@@ -142,7 +143,7 @@ export async function keelSpendLedger(raw: SpendLedgerInput): Promise<SpendRepor
       state.charges += charge.charges.filter(({ n }) => n > last).length;
       state.last[charge.run] = { n: upTo, at: touched };
     }
-    return { windows: sizes.map((size) => windowOf(size, charge.at)), counted, upTo };
+    return { windows: sizes.map((size) => windowOf(size, charge.at)), counted, upTo, takesSignals: true };
   }
 
   // Open while a window it keeps is open, or a charge came within the last hour.
@@ -156,6 +157,9 @@ export async function keelSpendLedger(raw: SpendLedgerInput): Promise<SpendRepor
     if (!due()) continue;
     // What may still be sent again goes with the totals.
     const last = Object.fromEntries(Object.entries(state.last).filter(([, charge]) => Date.now() - charge.at < REPEATS_FOR_MS));
-    await continueAsNew<typeof keelSpendLedger>({ scope, name, state: { ...state, last } });
+    await continueOnCurrentBuild<typeof keelSpendLedger>({ scope, name, state: { ...state, last } });
   }
 }
+
+// Long-lived, and its code is keel's own (changed only under patched()): it follows new builds on a versioned worker, as a session does.
+setWorkflowOptions(sessionVersioningOptions, keelSpendLedger);
