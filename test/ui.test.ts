@@ -178,9 +178,11 @@ describe('keel ui in chromium', () => {
     await nestedHold(handle.runId);
     // keel holds, the inbox in a terminal, lists the same hold as the page's inbox.
     const ofRun = (holds: Array<{ runId: string }>) => holds.filter((hold) => hold.runId === handle.runId);
-    const inbox = ofRun(((await (await fetch(`${url}/api/inbox`)).json()) as { holds: Array<{ runId: string }> }).holds);
+    const inboxNow = async () => ofRun(((await (await fetch(`${url}/api/inbox`)).json()) as { holds: Array<{ runId: string }> }).holds);
+    // The inbox lists from visibility (updated a moment after the run's status), one listing answering for 2 s.
+    await expect.poll(async () => (await inboxNow()).length, { timeout: 10_000, interval: 200 }).toBe(1);
+    const inbox = await inboxNow();
     const listed = await runKeel(['holds', '--json', '--config', configPath]);
-    expect(inbox).toHaveLength(1);
     expect(ofRun((JSON.parse(listed.stdout) as { holds: Array<{ runId: string }> }).holds)).toEqual(inbox);
     const posted: string[] = [];
     page.on('request', (request) => {
