@@ -282,15 +282,19 @@ describe('votes under attack', () => {
 
 describe('a worker killed between votes', () => {
   const track = killAfterEach(afterEach);
-  it('keeps the votes cast: on a new worker the same person is still refused, and the second person decides', async () => {
-    const { configPath } = writeTestConfig('quorum-kill', { modules: [join(__dirname, 'fixtures', 'quorum-agents.ts')] });
+  /** A config of its own for `keel worker` processes of the quorum agents (started by `startWorker`), and a client of it. */
+  const workerAndClient = async (name: string) => {
+    const { configPath } = writeTestConfig(name, { modules: [join(__dirname, 'fixtures', 'quorum-agents.ts')] });
     const startWorker = async () => {
       const process = track(spawnKeel(['worker', '--config', configPath]));
       await process.waitFor(/keel: worker \d+ on task queue/);
       return process;
     };
+    return { startWorker, client: await KeelClient.connect(loadConfig({ path: configPath })) };
+  };
+  it('keeps the votes cast: on a new worker the same person is still refused, and the second person decides', async () => {
+    const { startWorker, client } = await workerAndClient('quorum-kill');
     const first = await startWorker();
-    const client = await KeelClient.connect(loadConfig({ path: configPath }));
     try {
       const { runId } = await client.start('two-of-finance', 'pay the acme invoice', { tenant: 'A', owner: 'alice' });
       await expect.poll(async () => (await client.getHandle(runId).status()).interrupts.length, { timeout: 15_000 }).toBe(1);
@@ -320,14 +324,8 @@ describe('a worker killed between votes', () => {
   });
 
   it('takes one of two decisions that reach a new worker in one workflow task, on a hold no rule binds', async () => {
-    const { configPath } = writeTestConfig('quorum-two-at-once', { modules: [join(__dirname, 'fixtures', 'quorum-agents.ts')] });
-    const startWorker = async () => {
-      const process = track(spawnKeel(['worker', '--config', configPath]));
-      await process.waitFor(/keel: worker \d+ on task queue/);
-      return process;
-    };
+    const { startWorker, client } = await workerAndClient('quorum-two-at-once');
     const first = await startWorker();
-    const client = await KeelClient.connect(loadConfig({ path: configPath }));
     try {
       const { runId } = await client.start('anyone-approves', 'pay the acme invoice');
       await expect.poll(async () => (await client.getHandle(runId).status()).interrupts.length, { timeout: 15_000 }).toBe(1);
