@@ -10,7 +10,9 @@
  * Runs in the workflow: deterministic, no I/O.
  */
 import { ApplicationFailure, CancellationScope, getExternalWorkflowHandle, log, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { Decision } from '../core/holds';
+import { decisionRecord, type Decision, type DecisionRecord, type DecisionRoute, type Resumption } from '../core/holds';
+import { registeredHoldKind } from '../features/catalog';
+import { checkedOutput, taken, type OutputCheck } from './pending-hold';
 import { describeZodError } from '../core/schema-errors';
 import { describeUndecodable, isUndecodable } from '../core/undecodable';
 import { ChildHoldsSchema, KEPT_FOLLOWERS, ReportTargetSchema, type Hold } from '../core/run';
@@ -84,15 +86,23 @@ export class SubAgentHolds {
     return interruptId.includes('/');
   }
 
-  /** Throws an ApplicationFailure unless a sub-agent run raised this hold. */
-  check(interruptId: string, ownPending: readonly string[]): void {
-    if (this.pending().some((interrupt) => interrupt.id === interruptId)) return;
-    const known = [...ownPending, ...this.pending().map((interrupt) => interrupt.id)];
-    throw ApplicationFailure.create({
-      type: 'NOT_FOUND',
-      nonRetryable: true,
-      message: `unknown hold id "${interruptId}"; pending holds: ${known.length ? known.join(', ') : '(none)'}`,
-    });
+  /**
+   * A decision on a sub-agent's hold, checked: an ApplicationFailure unless a sub-agent run raised
+   * it, or when its kind (known to this worker) does not take it. Returns it with what the held
+   * call gets (absent for a kind this worker does not have).
+   */
+  check(decision: Decision, ownPending: readonly string[], declared: boolean): { decision: Decision; resumption?: Resumption } {
+    const held = this.find(decision.interruptId);
+    if (!held) {
+      const known = [...ownPending, ...this.pending().map((interrupt) => interrupt.id)];
+      throw ApplicationFailure.create({
+        type: 'NOT_FOUND',
+        nonRetryable: true,
+        message: `unknown hold id "${decision.interruptId}"; pending holds: ${known.length ? known.join(', ') : '(none)'}`,
+      });
+    }
+    const hold = held.raisedBy !== undefined ? registeredHoldKind(held.raisedBy, held.kind) : undefined;
+    return hold ? { decision, resumption: taken(hold, held, decision, declared) } : { decision };
   }
 
   /** The pending sub-agent hold with this id, if any. */
@@ -100,8 +110,35 @@ export class SubAgentHolds {
     return this.pending().find((interrupt) => interrupt.id === interruptId);
   }
 
-  /** Sends a decision on to the sub-agent run that holds it (a stand-in output already checked by the caller). */
-  async forward(decision: Decision): Promise<void> {
+  /** The route a decision took: a signal that says it was forwarded counts as such only from a run this one reports its holds to. */
+  routeOf(decision: Decision, route: 'update' | 'signal'): DecisionRoute {
+    if (route !== 'signal' || decision.forwardedFrom === undefined) return route;
+    const above = [this.reportTo?.runId ?? workflowInfo().parent?.workflowId, ...(this.run.followers ?? []).map((follower) => follower.runId)];
+    return above.includes(decision.forwardedFrom) ? 'forwarded' : 'signal';
+  }
+
+  /**
+   * Sends a decision on a sub-agent's hold to the run holding it, where it is taken like any
+   * other (and recorded as forwarded from here); returns its record here. A stand-in output is
+   * checked here first, so the sub-agent run never has to refuse (and drop) it.
+   */
+  async forward(decision: Decision, value: Resumption | undefined, route: DecisionRoute, validate: OutputCheck): Promise<DecisionRecord> {
+    const held = this.find(decision.interruptId)!;
+    if ('respond' in decision && held.toolName && held.respond !== 'decide' && (value === undefined || 'output' in value)) {
+      const respond = decision.respond;
+      // A tool this worker does not know (a sub-agent's own workflow-local tool) is left to the sub-agent to check.
+      const checked = await checkedOutput(validate, held.toolName, decision.interruptId, respond).catch((error: unknown) => {
+        if (error instanceof ApplicationFailure && error.type === 'NOT_FOUND') return respond;
+        throw error;
+      });
+      decision = { ...decision, respond: checked };
+    }
+    await this.send({ ...decision, forwardedFrom: this.run.runId });
+    return decisionRecord(held, decision, route);
+  }
+
+  /** Sends a decision on to the sub-agent run that holds it. */
+  private async send(decision: Decision): Promise<void> {
     const separator = decision.interruptId.indexOf('/');
     const key = decision.interruptId.slice(0, separator);
     const child = this.byChild.get(key);
