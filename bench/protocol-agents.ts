@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { defineAgent, defineTool } from '../src/define';
-import { toolApproval } from '../src/middleware/tool-approval';
+import { toolApproval } from '../src/features/tool-approval/tool-approval';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 
 export const step = defineTool({ name: 'bench_step', description: 'One step.', input: z.object({ n: z.number() }), run: ({ n }) => ({ n }) });

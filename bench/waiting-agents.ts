@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { defineAgent, defineTool } from '../src/define';
-import { toolApproval } from '../src/middleware/tool-approval';
+import { toolApproval } from '../src/features/tool-approval/tool-approval';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 
 /** A tool that must be approved before each call. */

@@ -9,7 +9,7 @@ import { defineAgent } from '../src/define';
 import { agents } from '../src/features/agents/agents';
 import { namespaceOf } from '../src/features/agents/sub-agent-results';
 import { artifacts } from '../src/features/artifacts/artifacts';
-import { toolApproval } from '../src/middleware/tool-approval';
+import { toolApproval } from '../src/features/tool-approval/tool-approval';
 import type { Hold } from '../src/core/run';
 import { dangerous, echo } from './fixtures/tools';
 import { budget } from '../src/features/budget/budget';

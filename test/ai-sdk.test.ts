@@ -13,7 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config/load';
 import type { ModelRequest } from '../src/core/messages';
 import { defineAgent, type ModelContext } from '../src/define';
-import { retry } from '../src/middleware/retry';
+import { retry } from '../src/features/retry/retry';
 import { aiSdkModel, type AiSdkLanguageModel } from '../src/models/ai-sdk';
 import { Registry } from '../src/registry';
 import { loadRegistry } from '../src/worker/load-registry';

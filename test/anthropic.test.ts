@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ModelRequest } from '../src/core/messages';
 import { defineAgent, type ModelContext } from '../src/define';
-import { fallback } from '../src/middleware/fallback';
+import { fallback } from '../src/features/fallback/fallback';
 import { anthropicModel } from '../src/models/anthropic';
 import { openAICompatibleModel } from '../src/models/openai-compatible';
 import { Registry } from '../src/registry';

@@ -9,7 +9,7 @@ import { runErrorOf } from '../src/client/keel-client';
 import { defineAgent, defineTool } from '../src/define';
 import { agents } from '../src/features/agents/agents';
 import { budget } from '../src/features/budget/budget';
-import { softToolErrors } from '../src/middleware/soft-tool-errors';
+import { softToolErrors } from '../src/features/soft-tool-errors/soft-tool-errors';
 import { scriptedModel, textReply, toolCallReply, type ScriptedReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
 import { ScriptedReplySchema } from '../src/core/scripted-reply';

@@ -8,7 +8,7 @@ import { runErrorOf, type RunHandle } from '../src/client/keel-client';
 import type { Message, ModelRequest, ToolRequestPart } from '../src/core/messages';
 import { defineAgent } from '../src/define';
 import { BUDGET_METADATA_KEY, budget } from '../src/features/budget/budget';
-import { JUDGE_INSTRUCTIONS, toolApproval } from '../src/middleware/tool-approval';
+import { JUDGE_INSTRUCTIONS, toolApproval } from '../src/features/tool-approval/tool-approval';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
 import { add, confirm, dangerous, echo } from './fixtures/tools';

@@ -6,7 +6,7 @@ import { log } from '@temporalio/activity';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineAgent, defineTool } from '../src/define';
-import { fallback } from '../src/middleware/fallback';
+import { fallback } from '../src/features/fallback/fallback';
 import { errorReply, scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
 import { capturedLogs, sharedTestWorker } from './support/harness';

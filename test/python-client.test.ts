@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { defineAgent } from '../src/define';
-import { toolApproval } from '../src/middleware/tool-approval';
+import { toolApproval } from '../src/features/tool-approval/tool-approval';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
 import { dangerous } from './fixtures/tools';

@@ -7,10 +7,10 @@
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RunHandle } from '../src/client/keel-client';
-import { toolApproval } from '../src/middleware/tool-approval';
+import { toolApproval } from '../src/features/tool-approval/tool-approval';
 import type { RunEvent } from '../src/client/run-events';
 import { defineAgent } from '../src/define';
-import { retry } from '../src/middleware/retry';
+import { retry } from '../src/features/retry/retry';
 import { errorReply, scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
 import { add } from './fixtures/tools';

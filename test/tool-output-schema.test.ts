@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { runErrorOf } from '../src/client/keel-client';
 import { defineAgent, defineTool } from '../src/define';
-import { softToolErrors } from '../src/middleware/soft-tool-errors';
+import { softToolErrors } from '../src/features/soft-tool-errors/soft-tool-errors';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
 import { startTestWorker, type TestWorker } from './support/harness';

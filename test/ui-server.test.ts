@@ -15,7 +15,7 @@ import { defineAgent, defineTool } from '../src/define';
 import { objectReply, scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { z } from 'zod';
 import { budget } from '../src/features/budget/budget';
-import { toolApproval } from '../src/middleware/tool-approval';
+import { toolApproval } from '../src/features/tool-approval/tool-approval';
 
 const SECRET = 'sk-test-must-never-reach-the-page';
 const slow = scriptedModel({ name: 'scripted/ui-slow', script: [{ text: 'done', delayMs: 4000 }] });

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { defineAgent } from '../src/define';
 import { agents } from '../src/features/agents/agents';
-import { toolApproval } from '../src/middleware/tool-approval';
+import { toolApproval } from '../src/features/tool-approval/tool-approval';
 import { scriptedModel, textReply, toolCallReply } from '../src/models/scripted';
 import { Registry } from '../src/registry';
 import { dangerous } from './fixtures/tools';

@@ -223,3 +223,12 @@ export function messageChunks(messages: readonly Message[]): Message[][] {
   for (let start = 0; start < messages.length; start += CHUNK_MESSAGES) chunks.push(messages.slice(start, start + CHUNK_MESSAGES));
   return chunks;
 }
+
+/** A model named in a middleware's config (Fallback's models, ToolApproval's judge): its name, and the config sent to it verbatim. */
+export const ModelRefSchema = z.union([
+  z
+    .string()
+    .min(1)
+    .transform((name) => ({ name, config: undefined as Record<string, unknown> | undefined })),
+  z.object({ name: z.string().min(1), config: z.record(z.string(), z.unknown()).optional() }).strict(),
+]);

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { defineHold } from '../core/holds';
 import { defineMiddleware } from '../middleware/define-middleware';
 import { filesDoor } from '../features/filesystem/files';
-import { toolApproval, DENIED_MESSAGE, JUDGE_DENIED_MESSAGE } from '../middleware/tool-approval';
+import { toolApproval, DENIED_MESSAGE, JUDGE_DENIED_MESSAGE } from '../features/tool-approval/tool-approval';
 import { budget, BUDGET_METADATA_KEY } from '../features/budget/budget';
 import { errorReply, textReply } from '../models/scripted';
 import { spendingGate } from '../../examples/spending-gate';

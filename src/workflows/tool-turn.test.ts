@@ -2,7 +2,7 @@ import { CancelledFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { KeelError, ToolFailure } from '../core/errors';
 import type { Message, ToolRequestPart } from '../core/messages';
-import { softToolErrors } from '../middleware/soft-tool-errors';
+import { softToolErrors } from '../features/soft-tool-errors/soft-tool-errors';
 import type { MiddlewareContext, MiddlewareHooks } from '../middleware/types';
 import type { HoldBoard } from './hold-board';
 import { settleTurn, type ToolTurnContext } from './tool-turn';

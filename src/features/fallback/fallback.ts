@@ -6,9 +6,10 @@
  */
 import { isCancellation, log } from '@temporalio/workflow';
 import { z } from 'zod';
-import { KeelError, toKeelError } from '../core/errors';
-import { StatusNameSchema, type StatusName } from '../core/status';
-import { defineMiddleware } from './define-middleware';
+import { KeelError, toKeelError } from '../../core/errors';
+import { StatusNameSchema, type StatusName } from '../../core/status';
+import { defineMiddleware } from '../../middleware/define-middleware';
+import { ModelRefSchema } from '../../core/messages';
 
 /** Statuses that fall over by default. */
 export const DEFAULT_FALLBACK_STATUSES: readonly StatusName[] = [
@@ -23,15 +24,6 @@ export const DEFAULT_FALLBACK_STATUSES: readonly StatusName[] = [
 
 /** Statuses that do not clear up between calls: such a model is skipped for the rest of the run. */
 export const LASTING_STATUSES: readonly StatusName[] = ['NOT_FOUND', 'PERMISSION_DENIED', 'UNAUTHENTICATED', 'INVALID_ARGUMENT', 'UNIMPLEMENTED'];
-
-/** A model to fall back to: its name, and the config sent to it verbatim. */
-export const ModelRefSchema = z.union([
-  z
-    .string()
-    .min(1)
-    .transform((name) => ({ name, config: undefined as Record<string, unknown> | undefined })),
-  z.object({ name: z.string().min(1), config: z.record(z.string(), z.unknown()).optional() }).strict(),
-]);
 
 /** Fallback's config. */
 export const FallbackConfigSchema = z

@@ -8,12 +8,11 @@
  */
 import { isCancellation, log } from '@temporalio/workflow';
 import { z } from 'zod';
-import { toolFail } from '../core/interrupts';
-import { defineHold } from '../core/holds';
-import { isInjected, messageText, type Message, type ModelRequest } from '../core/messages';
-import { defineMiddleware } from './define-middleware';
-import { ModelRefSchema } from './fallback';
-import type { ToolCallParams } from './types';
+import { toolFail } from '../../core/interrupts';
+import { defineHold } from '../../core/holds';
+import { isInjected, messageText, ModelRefSchema, type Message, type ModelRequest } from '../../core/messages';
+import { defineMiddleware } from '../../middleware/define-middleware';
+import type { ToolCallParams } from '../../middleware/types';
 
 /** The model-visible answer to a refused call. */
 export const DENIED_MESSAGE = 'the tool call was denied; do not retry it or work around the denial, continue without it or tell the user it was refused';

@@ -6,9 +6,9 @@
  */
 import { isCancellation, log, sleep } from '@temporalio/workflow';
 import { z } from 'zod';
-import { RunStoppedError, toKeelError, type KeelError } from '../core/errors';
-import { StatusNameSchema, type StatusName } from '../core/status';
-import { defineMiddleware } from './define-middleware';
+import { RunStoppedError, toKeelError, type KeelError } from '../../core/errors';
+import { StatusNameSchema, type StatusName } from '../../core/status';
+import { defineMiddleware } from '../../middleware/define-middleware';
 
 /** Statuses retried by default. */
 export const DEFAULT_RETRY_STATUSES: readonly StatusName[] = ['UNAVAILABLE', 'DEADLINE_EXCEEDED', 'RESOURCE_EXHAUSTED', 'ABORTED', 'INTERNAL'];

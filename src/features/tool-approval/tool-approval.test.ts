@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Message } from '../core/messages';
+import type { Message } from '../../core/messages';
 import { turnUserTexts, verdictOf } from './tool-approval';
 
 describe('what the judge sees of the conversation', () => {

@@ -8,7 +8,7 @@
  * the raw error first. Runs in the workflow.
  */
 import { z } from 'zod';
-import { defineMiddleware } from './define-middleware';
+import { defineMiddleware } from '../../middleware/define-middleware';
 
 /** SoftToolErrors' config. */
 export const SoftToolErrorsConfigSchema = z
