@@ -118,4 +118,30 @@ describe('streamed text', () => {
     );
     expect(events).toEqual(['text first', 'user go', 'rest  one', 'model first one', 'rest second', 'model second']);
   });
+
+  it('a call that failed without an answer and was called again (Retry): the text already shown is not shown twice', async () => {
+    // The flaky CI run printed "HelloHello world": the second call's text shown whole after the first's.
+    const ask = [user('hi')];
+    const events = await said(
+      polledHandle([
+        { text: { text: 'Hello', callIndex: 0 }, messages: ask },
+        { text: { text: 'Hello wor', callIndex: 1 }, messages: ask },
+        { text: { text: 'Hello world', callIndex: 1 }, messages: ask },
+        { messages: [...ask, model('Hello world')] },
+      ]),
+    );
+    expect(events).toEqual(['text Hello', 'user hi', 'text  wor', 'text ld', 'model Hello world']);
+  });
+
+  it('a call called again after a failure that says something else shows its own text whole', async () => {
+    const ask = [user('hi')];
+    const events = await said(
+      polledHandle([
+        { text: { text: 'Hel', callIndex: 0 }, messages: ask },
+        { text: { text: 'Sorry', callIndex: 1 }, messages: ask },
+        { messages: [...ask, model('Sorry, again')] },
+      ]),
+    );
+    expect(events).toEqual(['text Hel', 'user hi', 'text Sorry', 'rest , again', 'model Sorry, again']);
+  });
 });

@@ -112,12 +112,19 @@ class ShownText {
     return rest;
   }
 
-  /** What the new call that waited for this poll's messages shows: nothing if they held its answer. */
+  /**
+   * What the new call that waited for this poll's messages shows: nothing if they held its answer.
+   * When no message answered the call shown, that call ended without an answer (it failed, and a
+   * middleware such as Retry called again): text already shown that the new call's begins with is
+   * not shown again, and its answer may differ from what was shown.
+   */
   after(): TextEvent | undefined {
     const next = this.waiting;
     if (!next) return undefined;
     this.waiting = undefined;
+    const abandoned = this.text;
     this.begin(next);
+    if (abandoned && (next.text.startsWith(abandoned) || abandoned.startsWith(next.text))) [this.text, this.retried] = [abandoned, true];
     return this.more(next);
   }
 
