@@ -24,7 +24,7 @@ import type { ToolRequest } from '../core/messages';
 import type { Hold, RunInput } from '../core/run';
 import { resumeSignal, resumeUpdate } from '../core/protocol';
 import { DecisionLog } from './decision-log';
-import { checkedOutput, PendingHold, taken, type OutputCheck } from './pending-hold';
+import { checkedOutput, PendingHold, taken, unknownHold, type OutputCheck } from './pending-hold';
 import { ReappliedDecisions } from './reapplied-decisions';
 import { SubAgentHolds } from './sub-agent-holds';
 import { holdContext, recordRefusedSignal, showHolds } from './run-status';
@@ -218,20 +218,17 @@ export class HoldBoard {
     if (!parsed.success) throw ApplicationFailure.create({ type: 'INVALID_ARGUMENT', nonRetryable: true, message: parsed.error });
     const decision = parsed.data;
     const { interruptId } = decision;
-    const own = this.own().map((record) => record.id);
-    if (SubAgentHolds.isNested(interruptId)) return this.nested.check(decision, own, declared);
+    if (SubAgentHolds.isNested(interruptId)) return this.nested.check(decision, () => this.own().map((record) => record.id), declared);
     const entry = this.entries.get(interruptId);
     if (this.decided.has(interruptId) || (entry && !entry.open)) {
       throw ApplicationFailure.create({ type: 'FAILED_PRECONDITION', nonRetryable: true, message: `hold ${interruptId} was already decided` });
     }
     if (!entry) {
       if (mayAwaitHold && this.reapplied.awaits(interruptId)) return { decision };
-      const pending = this.pending().map((record) => record.id);
-      throw ApplicationFailure.create({
-        type: 'NOT_FOUND',
-        nonRetryable: true,
-        message: `unknown hold id "${interruptId}"; pending holds: ${pending.length ? pending.join(', ') : '(none)'}`,
-      });
+      throw unknownHold(
+        interruptId,
+        this.pending().map((record) => record.id),
+      );
     }
     const mismatch = holdMismatch(decision, entry.record);
     if (mismatch) throw ApplicationFailure.create({ type: 'FAILED_PRECONDITION', nonRetryable: true, message: mismatch });

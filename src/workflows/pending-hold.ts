@@ -142,6 +142,15 @@ export function taken(hold: HoldKind, record: Hold, decision: Decision, declared
   });
 }
 
+/** The refusal of a decision for a hold that is not pending, naming those that are. */
+export function unknownHold(interruptId: string, pending: readonly string[]): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: 'NOT_FOUND',
+    nonRetryable: true,
+    message: `unknown hold id "${interruptId}"; pending holds: ${pending.length ? pending.join(', ') : '(none)'}`,
+  });
+}
+
 /** Checks a stand-in output against the tool's output schema; returns it parsed (may throw). */
 export type OutputCheck = (toolName: string, output: unknown) => Promise<unknown>;
 

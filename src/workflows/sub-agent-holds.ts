@@ -12,7 +12,7 @@
 import { ApplicationFailure, CancellationScope, getExternalWorkflowHandle, log, setHandler, workflowInfo } from '@temporalio/workflow';
 import { decisionRecord, type Decision, type DecisionRecord, type DecisionRoute, type Resumption } from '../core/holds';
 import { registeredHoldKind } from '../features/catalog';
-import { checkedOutput, taken, type OutputCheck } from './pending-hold';
+import { checkedOutput, taken, unknownHold, type OutputCheck } from './pending-hold';
 import { describeZodError } from '../core/schema-errors';
 import { describeUndecodable, isUndecodable } from '../core/undecodable';
 import { ChildHoldsSchema, KEPT_FOLLOWERS, ReportTargetSchema, type Hold } from '../core/run';
@@ -91,16 +91,9 @@ export class SubAgentHolds {
    * it, or when its kind (known to this worker) does not take it. Returns it with what the held
    * call gets (absent for a kind this worker does not have).
    */
-  check(decision: Decision, ownPending: readonly string[], declared: boolean): { decision: Decision; resumption?: Resumption } {
+  check(decision: Decision, ownPending: () => readonly string[], declared: boolean): { decision: Decision; resumption?: Resumption } {
     const held = this.find(decision.interruptId);
-    if (!held) {
-      const known = [...ownPending, ...this.pending().map((interrupt) => interrupt.id)];
-      throw ApplicationFailure.create({
-        type: 'NOT_FOUND',
-        nonRetryable: true,
-        message: `unknown hold id "${decision.interruptId}"; pending holds: ${known.length ? known.join(', ') : '(none)'}`,
-      });
-    }
+    if (!held) throw unknownHold(decision.interruptId, [...ownPending(), ...this.pending().map((interrupt) => interrupt.id)]);
     const hold = held.raisedBy !== undefined ? registeredHoldKind(held.raisedBy, held.kind) : undefined;
     return hold ? { decision, resumption: taken(hold, held, decision, declared) } : { decision };
   }
