@@ -11,12 +11,13 @@ const nodeBuiltins = builtinModules.filter((name) => !name.startsWith('_'));
 
 /**
  * Workflow code: every module a workflow bundle pulls in. keel's bundle (src/worker/bundle.ts)
- * reaches only src/workflows, src/middleware and src/core (src/worker/sandbox-lint.test.ts
+ * reaches only src/workflows, src/features, src/engine, src/middleware and src/core (src/worker/sandbox-lint.test.ts
  * checks it); this repository also bundles the middleware modules its tests and docs list
  * under `middlewareModules`, and the workflow entries of a test and of the benchmark.
  */
 const workflowCode = [
   'src/workflows/**/*.ts',
+  'src/engine/**/*.ts',
   'src/middleware/**/*.ts',
   'src/core/**/*.ts',
   'src/features/**/*.ts',
@@ -103,7 +104,9 @@ const LAYERS = [
   { names: ['core'] }, // both sides: schemas, the wire protocol, errors, pure helpers
   { names: ['node', 'config', 'define', 'registry'] }, // Node-side helpers, the config, definitions
   { names: ['middleware'] }, // workflow side: the middleware and its catalog
-  { names: ['workflows', 'features', 'middleware/index'] }, // workflow side: the loop; each built-in's workflow half and the catalog (their Node halves, activities/ and features/activities.ts, sit with activities)
+  { names: ['engine'] }, // workflow side: what the loop and the features share of Temporal (activity options and errors, versioning, proofs)
+  { names: ['features'] }, // workflow side: each built-in's workflow half and the catalog (their Node halves, activities/ and features/activities.ts, sit with activities)
+  { names: ['workflows'] }, // workflow side: the loop, which runs the catalog's features
   { names: ['models', 'tools', 'storage', 'telemetry', 'security', 'activities'] },
   { names: ['server', 'worker'], apart: true },
   { names: ['client'] }, // the typed client
@@ -133,7 +136,7 @@ const layerPattern = (names) => ({
 });
 
 /** The workflow side's layers: kept within the sandbox rule's block (a second block would replace its options). */
-const WORKFLOW_SIDE = ['core', 'middleware', 'workflows', 'features', 'middleware/index'];
+const WORKFLOW_SIDE = ['core', 'middleware', 'engine', 'features', 'workflows'];
 
 /** The features' Node halves: each one's activities, and the catalog's list of them, in the activities layer. */
 const FEATURE_ACTIVITIES = ['src/features/*/activities/**', 'src/features/activities.ts'];

@@ -56,7 +56,7 @@ export default defineConfig({
     alias: [
       { find: /^keel-agents$/, replacement: source('./src/index.ts') },
       { find: /^keel-agents\/workflow$/, replacement: source('./src/workflows/index.ts') },
-      { find: /^keel-agents\/middleware$/, replacement: source('./src/middleware/index.ts') },
+      { find: /^keel-agents\/middleware$/, replacement: source('./src/features/index.ts') },
       { find: /^keel-agents\/protocol$/, replacement: source('./src/protocol.ts') },
       { find: /^keel-agents\/testing$/, replacement: source('./src/testing.ts') },
     ],

@@ -19,7 +19,7 @@ import type { Client } from '@temporalio/client';
 import { spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { createActivities } from '../src/activities/create-activities';
+import { createActivities } from '../src/worker/create-activities';
 import { KeelClient } from '../src/client/keel-client';
 import { defineConfig } from '../src/config/load';
 import { KEEL_STATUS } from '../src/core/search-attributes';

@@ -16,7 +16,7 @@ import { temporal } from '@temporalio/proto';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { createActivities } from '../src/activities/create-activities';
+import { createActivities } from '../src/worker/create-activities';
 import { KeelClient } from '../src/client/keel-client';
 import { defineConfig } from '../src/config/load';
 import { defineAgent, defineTool } from '../src/define';

@@ -16,7 +16,7 @@ import type { Client } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { createActivities } from '../src/activities/create-activities';
+import { createActivities } from '../src/worker/create-activities';
 import { KeelClient } from '../src/client/keel-client';
 import { defineConfig } from '../src/config/load';
 import type { KeelConfig } from '../src/config/schema';

@@ -16,7 +16,7 @@ const DTS = join(WORK, 'dts');
 /** Each package entry point (package.json `exports`): its report name and its declarations, relative to dist/. */
 export const API_ENTRIES = [
   { name: 'keel-agents', dts: 'index.d.ts' },
-  { name: 'keel-agents-middleware', dts: 'middleware/index.d.ts' },
+  { name: 'keel-agents-middleware', dts: 'features/index.d.ts' },
   { name: 'keel-agents-workflow', dts: 'workflows/index.d.ts' },
   { name: 'keel-agents-protocol', dts: 'protocol.d.ts' },
   { name: 'keel-agents-testing', dts: 'testing.d.ts' },

@@ -14,7 +14,7 @@ import { buildUi, replaceDirectory } from './build-ui';
 const ROOT = resolve(__dirname, '..');
 const DIST = join(ROOT, 'dist');
 /** The entry points of package.json `exports`, relative to dist/. */
-export const ENTRY_POINTS = ['index', 'workflows/index', 'middleware/index', 'protocol', 'testing'];
+export const ENTRY_POINTS = ['index', 'workflows/index', 'features/index', 'protocol', 'testing'];
 
 /** The ES module that re-exports every named export of the CommonJS module `./<file>` beside it. */
 function esmWrapper(file: string, names: readonly string[]): string {

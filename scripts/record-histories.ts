@@ -118,6 +118,7 @@ async function main(): Promise<void> {
           maxTurns: scenario.maxTurns,
           ...(scenario.interruptMode ? { interruptMode: scenario.interruptMode } : {}),
           ...(scenario.tenant ? { tenant: scenario.tenant } : {}),
+          ...(scenario.continueAsNewAt ? { continueAsNewAt: { historyEvents: scenario.continueAsNewAt, historyBytes: 50 * 1024 * 1024 } } : {}),
         });
       }
       if (scenario.cancelAtTurn !== undefined) {
@@ -157,6 +158,16 @@ async function main(): Promise<void> {
           .getHandle(handle.runId, runId)
           .result()
           .then((result: RunResult) => `completed: ${result.text}`)}`;
+      }
+      if (scenario.continueAsNewAt) {
+        // The chain's second run: walked back from its last, each run's first event names the run it continued.
+        const before = async (id: string) =>
+          (await temporal.workflow.getHandle(handle.runId, id).fetchHistory()).events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId ||
+          undefined;
+        runId = (await temporal.workflow.getHandle(handle.runId).describe()).runId;
+        let previous = await before(runId);
+        if (!previous) throw new Error(`${scenario.name}: the run did not continue as new`);
+        for (let first = await before(previous); first; first = await before(previous)) [runId, previous] = [previous, first];
       }
       const recorded = scenario.ledger && scenario.tenant ? temporal.workflow.getHandle(spendLedgerId('tenant', scenario.tenant)) : undefined;
       const history = await (recorded ?? temporal.workflow.getHandle(handle.runId, runId)).fetchHistory();

@@ -8,7 +8,7 @@ import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { DefaultLogger, Runtime, Worker, type NativeConnection } from '@temporalio/worker';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { createActivities } from '../src/activities/create-activities';
+import { createActivities } from '../src/worker/create-activities';
 import { KeelClient } from '../src/client/keel-client';
 import type { KeelConfig } from '../src/config/schema';
 import { defineAgent } from '../src/define';

@@ -1,22 +1,36 @@
 /**
  * A built-in feature as the loop knows it: its middleware, with the reference's name for it, and,
  * for a feature that needs more of its run than the middleware context gives (Agents' child runs,
- * Budget's tree ledger), its part of each run: the capabilities it provides the run's middleware,
- * and what it does with each call's usage and when the run ends. The loop builds every feature's
- * part once per run (run-setup.ts) and knows none by name. Pure: runs in the workflow.
+ * Budget's tree ledger), its part of each run: its own state (a slot of the run's state, with
+ * its schema, which the loop carries across continue-as-new), the capabilities it provides the
+ * run's middleware, what it adds to the run's status, and what it does with each call's usage
+ * and when the run ends. A part is lent a few verbs of its run, never the run's state. The loop
+ * builds every feature's part once per run (generate-run.ts) and knows none by name. Pure: runs
+ * in the workflow.
  */
 import type { z } from 'zod';
 import type { HoldKind } from '../core/holds';
-import type { AgentSpec, MiddlewareRef } from '../core/run';
+import type { AgentSpec, MiddlewareRef, RunStatus } from '../core/run';
 import type { Usage } from '../core/usage';
 import type { MiddlewareFactory } from '../middleware/define-middleware';
 import type { MiddlewareDefinition } from '../middleware/types';
 import type { CapabilityProvider } from '../middleware/run-capability';
-import type { RunState } from '../workflows/run-state';
 
-/** What the loop lends a feature's part of a run. */
-export interface RunServices {
-  run: RunState;
+/** What may report holds to a run under a key: one run, or the runs of one session workflow. */
+export type ReportSource = { runId: string } | { sessionWorkflowId: string };
+
+/** What the loop lends a feature's part of a run: verbs of the run, and the feature's own state. */
+export interface RunServices<State = undefined> {
+  /** The run's id (its workflow id). */
+  readonly runId: string;
+  /** The feature's slot of the run's state: its schema's shape, carried into the next run of a chain. */
+  readonly state: State;
+  /** Adds usage that runs below this one spent to the run's usage (`from` names it when the sum cannot be counted). */
+  addUsage: (usage: Usage, from?: string) => void;
+  /** Records that `source` may report holds to the run under `key` (its holds show under that key). */
+  expectReports: (key: string, source: ReportSource) => void;
+  /** Records a signal the run refused, and why (its status keeps the last few). */
+  refuseSignal: (signal: string, why: string) => void;
   /** The middleware the run's stages hand down to the runs it starts (`forChildRuns`). */
   inherited: () => MiddlewareRef[];
   /** Forgets the holds of a run this one started once it has settled. */
@@ -29,10 +43,20 @@ export interface RunServices {
 export interface FeatureRun {
   /** The capabilities it provides the run's middleware (each built on first use). */
   provides?: readonly CapabilityProvider[];
+  /** What it adds to the run's `status` query, read at each query. */
+  status?: () => Partial<RunStatus>;
   /** Told of the usage of each model call and tool call of the run, right after it. */
   counted?: (usage: Usage) => void;
   /** The run is ending (however it ends, a cancellation included): what must still be said is said. */
   settle?: () => Promise<void>;
+}
+
+/** A feature's slot of the run's state. */
+export interface FeatureState<State> {
+  /** The slot's shape; parsing `{}` gives a fresh run's slot. */
+  schema: z.ZodType<State>;
+  /** The slot a run carried before runs kept slots (its fields stood at the top of the carried state): kept so a chain continued by an older worker goes on. */
+  legacy?: (carried: Record<string, unknown>) => unknown;
 }
 
 /** A built-in feature. */
@@ -41,27 +65,59 @@ export interface Feature {
   definition: MiddlewareDefinition;
   /** The reference's name for the middleware (configs written for Genkit use it). */
   referenceName: string;
+  /** Its slot of the run's state (none: it keeps nothing across a run's turns). */
+  state?: FeatureState<unknown>;
   /** Its part of a run (none: the middleware needs only its context). */
-  run?: (services: RunServices) => FeatureRun;
+  run?: (services: RunServices<unknown>) => FeatureRun;
+}
+
+/** What a built-in needs of its run beyond the middleware context: its state, and its part of each run. */
+export interface FeaturePart<State> {
+  state?: FeatureState<State>;
+  run: (services: RunServices<State>) => FeatureRun;
 }
 
 /** Declares a built-in: its middleware, the reference's name for it, and its part of a run if it needs one. */
-export function builtin<Schema extends z.ZodType, Carry extends z.ZodType, Holds extends readonly HoldKind[]>(
+export function builtin<Schema extends z.ZodType, Carry extends z.ZodType, Holds extends readonly HoldKind[], State = undefined>(
   factory: MiddlewareFactory<Schema, Carry, Holds>,
   referenceName: string,
-  run?: Feature['run'],
+  part?: FeaturePart<State>,
 ): Feature {
-  return { definition: factory.definition, referenceName, ...(run ? { run } : {}) };
+  return { definition: factory.definition, referenceName, ...(part as Pick<Feature, 'state' | 'run'> | undefined) };
 }
 
-/** Every feature's part of a run, as the loop uses them: capabilities gathered, usage and the end told to each. */
-export function featureRuns(features: readonly Feature[], services: RunServices): Required<FeatureRun> {
-  const parts = features.flatMap((feature) => (feature.run ? [feature.run(services)] : []));
+/** The verbs every feature's part of a run shares (the state is each one's own). */
+export type RunVerbs = Omit<RunServices, 'state'>;
+
+/** Every feature's part of a run, as the loop uses them: each one's state in `slots`, capabilities gathered, status, usage and the end told to each. */
+export function featureRuns(features: readonly Feature[], verbs: RunVerbs, slots: Record<string, unknown>): Required<FeatureRun> {
+  const parts = features.flatMap((feature) => {
+    if (!feature.run) return [];
+    const name = feature.definition.name;
+    if (feature.state) slots[name] = feature.state.schema.parse({});
+    return [feature.run({ ...verbs, state: slots[name] })];
+  });
   return {
     provides: parts.flatMap((part) => part.provides ?? []),
+    status: () => Object.assign({}, ...parts.map((part) => part.status?.() ?? {})) as Partial<RunStatus>,
     counted: (usage) => parts.forEach((part) => part.counted?.(usage)),
     settle: async () => {
       for (const part of parts) await part.settle?.();
     },
   };
+}
+
+/**
+ * Puts the slots a run carried back into a fresh run's slots (the same objects: each part holds
+ * its own). A slot that does not parse is a run a client started with a made-up `continued`:
+ * refused before that (continue-run.ts), so here it fails as keel's own fault.
+ */
+export function restoreSlots(features: readonly Feature[], slots: Record<string, unknown>, carried: Record<string, unknown>): void {
+  const carriedSlots = (carried.features ?? {}) as Record<string, unknown>;
+  for (const feature of features) {
+    const name = feature.definition.name;
+    if (!feature.state || !(name in slots)) continue;
+    const value = name in carriedSlots ? carriedSlots[name] : (feature.state.legacy?.(carried) ?? carried);
+    Object.assign(slots[name] as object, feature.state.schema.parse(value));
+  }
 }

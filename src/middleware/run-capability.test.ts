@@ -2,7 +2,16 @@ import { describe, expect, it } from 'vitest';
 import { testMiddleware } from '../testing/middleware-harness';
 import { defineCapability, provide, runCapabilities } from './run-capability';
 // The keys as a middleware author gets them: from keel-agents/middleware.
-import { backgroundTasks, defineMiddleware, runArtifacts, subAgentRuns, treeLedger, type AgentRunner, type AgentRunOutcome, type RunCapability } from './index';
+import {
+  backgroundTasks,
+  defineMiddleware,
+  runArtifacts,
+  subAgentRuns,
+  treeLedger,
+  type AgentRunner,
+  type AgentRunOutcome,
+  type RunCapability,
+} from '../features/index';
 import { z } from 'zod';
 
 describe('run capabilities', () => {

@@ -8,7 +8,7 @@ import { Worker, type ActivityInterceptorsFactory, type NativeConnection, type S
 import { modelTaskQueue } from '../core/rate-limit';
 import type { Model } from '../define';
 import { resolve } from 'node:path';
-import { createActivities } from '../activities/create-activities';
+import { createActivities } from './create-activities';
 import type { KeelConfig } from '../config/schema';
 import type { Registry } from '../registry';
 import { keelDataConverter } from '../storage/data-converter';
@@ -121,7 +121,7 @@ function modelWorker(model: Model, options: Omit<WorkerOptions, 'taskQueue' | 'w
 /**
  * Worker Versioning (`deployment` in the config, or KEEL_DEPLOYMENT_NAME and KEEL_BUILD_ID):
  * the worker polls as one build of the deployment, and a run takes `defaultBehavior` unless
- * its memo names another (src/workflows/versioning.ts). The rate-limited models' activity
+ * its memo names another (src/engine/versioning.ts). The rate-limited models' activity
  * Workers poll as the same build, so a pinned run's model calls stay on it.
  */
 export function deploymentOptions(config: KeelConfig): Pick<WorkerOptions, 'workerDeploymentOptions'> {

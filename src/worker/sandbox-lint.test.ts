@@ -20,7 +20,7 @@ const BUNDLE_ENTRIES = [
   'src/features/catalog.ts',
   'src/middleware/hold-kinds.ts',
   'src/middleware/stages.ts',
-  'src/middleware/index.ts',
+  'src/features/index.ts',
 ];
 
 /** keel's own package names (tsconfig's paths), which resolve to its sources. */

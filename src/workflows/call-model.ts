@@ -10,7 +10,7 @@ import { addUsage } from '../core/usage';
 import type { AgentSpec } from '../core/run';
 import { MODEL_REQUEST_PAGE_CHARS } from '../core/protocol';
 import type { KeelActivities } from '../activities/types';
-import { activityOptions, asKeelError, localActivityOptions, untilRegistered } from './activity-errors';
+import { activityOptions, asKeelError, localActivityOptions, untilRegistered } from '../engine/activity-errors';
 import type { RunState } from './run-state';
 
 /**

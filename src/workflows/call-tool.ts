@@ -15,7 +15,7 @@ import { ModelVisibleToolError, TOOL_FAIL_FAILURE, TOOL_INTERRUPT_FAILURE, TOOL_
 import type { KeelActivities } from '../activities/types';
 import type { ToolRunner } from '../middleware/compose';
 import type { ContributedTool } from '../middleware/types';
-import { activityCause, activityOptions, asKeelError, localActivityOptions, untilRegistered } from './activity-errors';
+import { activityCause, activityOptions, asKeelError, localActivityOptions, untilRegistered } from '../engine/activity-errors';
 import type { RunState } from './run-state';
 import { addUsage, type Usage } from '../core/usage';
 

@@ -9,8 +9,16 @@ import { workflowInfo } from '@temporalio/workflow';
 import { KeelError } from '../core/errors';
 import type { Message } from '../core/messages';
 import type { RunInput } from '../core/run';
+import type { Usage } from '../core/usage';
 import { carryKey, type MiddlewareStage } from '../middleware/stages';
+import { restoreSlots, type Feature } from '../features/feature';
 import type { RunState } from './run-state';
+
+/** The loop's fields of the state a run carries (the features' are in their slots): no other key of a carried state is read. */
+const CARRIED_FIELDS = ['status', 'artifacts', 'modelCalls', 'reporters', 'followers', 'steerIds', 'turns', 'published'] as const;
+
+/** Fields a run carried before they were grouped (into `turns` and `published`): read from a chain an older worker continued. */
+type LegacyFields = { turnBase?: number; turnUsage?: Usage[]; memoHolds?: string; indexed?: { state: string } };
 
 /** True when the run's history has passed either bound, or the server suggests continuing as new. */
 export function shouldContinueAsNew(bounds: RunInput['continueAsNewAt']): boolean {
@@ -25,19 +33,26 @@ function carriedState(run: RunState): Record<string, unknown> {
 }
 
 /**
- * Puts a carried state back into a fresh run's state (the same object: the queries read it).
+ * Puts a carried state back into a fresh run's state (the same object: the queries read it),
+ * each feature's slot into its own (the same objects: each feature's part holds its own).
  * Only a run that Temporal started by continuing another as new takes one: a run a client
  * started (the `temporal` CLI, a raw gRPC call) cannot hand itself decisions, vouched-for tasks
  * or spent budget, and fails INVALID_ARGUMENT before anything runs.
  */
-export function restoreRunState(run: RunState, state: Record<string, unknown>): void {
+export function restoreRunState(run: RunState, state: Record<string, unknown>, features: readonly Feature[]): void {
   if (!workflowInfo().continuedFromExecutionRunId) {
     throw new KeelError(
       'INVALID_ARGUMENT',
       '`continued` is what keel hands the next run of a chain when a run continues as new; a run a client starts cannot carry it',
     );
   }
-  Object.assign(run, state, { modelRequests: {} });
+  const restored = run as unknown as Record<string, unknown>;
+  for (const field of CARRIED_FIELDS) if (state[field] !== undefined) restored[field] = state[field];
+  const legacy = state as LegacyFields;
+  if (legacy.turnBase !== undefined) run.turns = { base: legacy.turnBase, usage: legacy.turnUsage ?? [] };
+  if (legacy.memoHolds !== undefined) run.published.holds = legacy.memoHolds;
+  if (legacy.indexed) run.published.state = legacy.indexed.state;
+  restoreSlots(features, run.features, state);
 }
 
 /** The input of the next run of the chain, going on at `iteration` with `messages`. */

@@ -9,8 +9,8 @@ import { proxyActivities, proxyLocalActivities, setWorkflowOptions } from '@temp
 import type { KeelActivities } from '../activities/types';
 import { KeelError, toApplicationFailure } from '../core/errors';
 import type { ForkCheckInput } from '../core/fork';
-import { RESOLVE_AGENT_OPTIONS, asKeelError } from './activity-errors';
-import { sessionVersioningOptions } from './versioning';
+import { RESOLVE_AGENT_OPTIONS, asKeelError } from '../engine/activity-errors';
+import { sessionVersioningOptions } from '../engine/versioning';
 
 /** A worker that lacks the agent refuses it retryably: a few tries, so a fleet mid-deploy gets a chance and a refusal comes back in seconds. */
 const { resolveAgent } = proxyActivities<KeelActivities>({

@@ -15,14 +15,16 @@ import type { KeelActivities } from '../activities/types';
 import { FEATURES } from '../features/catalog';
 import { featureRuns, type FeatureRun } from '../features/feature';
 import type { MiddlewareStage } from '../middleware/stages';
-import { RESOLVE_AGENT_OPTIONS, asKeelError } from './activity-errors';
+import { RESOLVE_AGENT_OPTIONS, asKeelError } from '../engine/activity-errors';
 import { HoldBoard } from './hold-board';
 import { HoldNotices } from './hold-notices';
-import { verify } from './proofs';
+import { verify } from '../engine/proofs';
 import { logRunAttributes } from './log-attributes';
 import { restoreRunState } from './continue-run';
 import { newRunState, type RunState } from './run-state';
-import { answerQueries, settleFailure, startIndexing } from './run-status';
+import { answerQueries, recordRefusedSignal, settleFailure, startIndexing } from './run-status';
+import { expectReports } from './reporters';
+import { addUsage } from '../core/usage';
 import { Steering } from './steering';
 
 const { validateToolOutput } = proxyLocalActivities<KeelActivities>({
@@ -70,13 +72,22 @@ export class GenerateRun {
     const rawInput = chunked ? { ...startInput, messages: carriedMessages.flat() } : startInput;
     const run = (this.state = newRunState(workflowInfo().workflowId, typeof rawInput?.agent === 'string' ? rawInput.agent : ''));
     logRunAttributes(run);
-    answerQueries(run);
-    this.features = featureRuns(FEATURES, {
-      run,
-      inherited: () => this.stages.flatMap((stage) => stage.hooks.forChildRuns?.() ?? []),
-      forgetChild: (runId) => this.board.forgetChild(runId),
-      spec: () => this.agent,
-    });
+    answerQueries(run, () => this.features.status());
+    this.features = featureRuns(
+      FEATURES,
+      {
+        runId: run.runId,
+        addUsage: (usage, from) => {
+          run.status.usage = addUsage(run.status.usage, usage, from);
+        },
+        expectReports: (key, source) => expectReports(run, key, source),
+        refuseSignal: (signal, why) => recordRefusedSignal(run, signal, why),
+        inherited: () => this.stages.flatMap((stage) => stage.hooks.forChildRuns?.() ?? []),
+        forgetChild: (runId) => this.board.forgetChild(runId),
+        spec: () => this.agent,
+      },
+      run.features,
+    );
     const parsed = (this.parsed = RunInputSchema.safeParse(rawInput));
     this.notices = new HoldNotices(() => this.agent);
     this.board = new HoldBoard({
@@ -128,7 +139,7 @@ export class GenerateRun {
       throw new KeelError('INVALID_ARGUMENT', `agent "${agent.name}" is client-managed (session: 'client'): send its state, not a session id`);
     }
     if (input.continued) {
-      restoreRunState(state, input.continued.state);
+      restoreRunState(state, input.continued.state, FEATURES);
       this.board.restoreDecisions(state.status.decisions ?? []);
     } else {
       if (input.fork) Object.assign(state.status, { fork: input.fork, turn: input.fork.turn });

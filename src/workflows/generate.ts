@@ -16,7 +16,7 @@ import type { Message } from '../core/messages';
 import type { RunInput, RunResult } from '../core/run';
 import { GenerateRun } from './generate-run';
 import { ToolLoop } from './tool-loop';
-import { runVersioningOptions } from './versioning';
+import { runVersioningOptions } from '../engine/versioning';
 
 /** The tool loop. */
 export async function generateWorkflow(startInput: RunInput, ...carriedMessages: Message[][]): Promise<RunResult> {

@@ -11,7 +11,7 @@ import { ParentClosePolicy, proxyActivities, setWorkflowOptions, startChild, wor
 import type { KeelActivities } from '../activities/types';
 import { NOTICE_WORKFLOW, type HoldEvent, type NoticeDeliveryInput } from '../core/hold-notices';
 import type { AgentSpec } from '../core/run';
-import { inheritedMemo, sessionVersioningOptions } from './versioning';
+import { inheritedMemo, sessionVersioningOptions } from '../engine/versioning';
 
 /** A webhook gets a notice within a day, or never: retried with backoff up to every 10 minutes, each POST given 30 s. */
 const { deliverHoldNotice } = proxyActivities<KeelActivities>({

@@ -7,13 +7,11 @@
  * unrelated run) is refused. Entries stay after their run settled (a last report may arrive
  * after the run's end is seen); one is a few dozen bytes. Runs in the workflow: deterministic, no I/O.
  */
+import type { ReportSource } from '../features/feature';
 import type { RunState } from './run-state';
 
 /** Prefix of an entry that accepts any run of a session (a session run's id is known only once it started). */
 const SESSION_PREFIX = 'session-runs:';
-
-/** What may report under a key: one run, or the runs of one session workflow. */
-export type ReportSource = { runId: string } | { sessionWorkflowId: string };
 
 /** Records that `source` may report holds to `run` under `key`. */
 export function expectReports(run: RunState, key: string, source: ReportSource): void {

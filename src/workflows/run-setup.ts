@@ -11,7 +11,7 @@ import type { Message, ModelRequest, ModelResponse, ToolDefinition } from '../co
 import type { AgentSpec, RunInput } from '../core/run';
 import { instantiateMiddleware, type MiddlewareStage } from '../middleware/stages';
 import { resumedHoldsByStage } from './resume';
-import { featureActivityCaller } from './feature-activity';
+import { featureActivityCaller } from '../engine/feature-activity';
 import { registeredMiddleware } from '../features/catalog';
 import type { FeatureRun } from '../features/feature';
 import type { ContributedTool } from '../middleware/types';

@@ -7,7 +7,6 @@ import type { Artifact } from '../core/artifacts';
 import type { Message } from '../core/messages';
 import type { Usage } from '../core/usage';
 import type { SteerState } from '../core/steering';
-import type { TaskRecord } from '../core/tasks';
 import type { ReportTarget, RunStatus } from '../core/run';
 
 /** One run's state. JSON-plain. */
@@ -24,43 +23,26 @@ export interface RunState {
   modelRequests: Record<string, { text: string; ids: string[] }>;
   /** Model calls made so far, per model (a scripted reply's index). */
   modelCalls: Record<string, number>;
-  /** Sub-agent runs started so far (numbers their run ids). */
-  children: number;
-  /** Background tasks this run started. */
-  tasks: TaskRecord[];
-  /** Run ids of tasks this run asked to stop that had not settled then. */
-  aborting: string[];
-  /** Run ids of finished tasks whose usage this run has counted. */
-  countedTasks: string[];
   /**
    * The runs this run started that may report holds to it, by the key it shows them under
    * (reporters.ts).
    */
   reporters: Record<string, string>;
-  /**
-   * Task ids claimed by the conversation (not started by this chain) whose proof was checked,
-   * by `<taskId> <proof>`, and whether it verified.
-   */
-  vouchedTasks?: Record<string, boolean>;
   /** Later runs of the conversation that follow this run's holds (it reports them there too). */
   followers?: ReportTarget[];
-  /** Usage this run could not tell the budget ledgers it counts against (they had ended), by ledger run id. */
-  ledgerUntold?: Record<string, Usage>;
-  /** How many model calls of runs below this one were told to its ledger. */
-  ledgerReports?: number;
-  /** The pending holds last written to the run's memo, as JSON (absent: none written). */
-  memoHolds?: string;
   /** Every steering message the chain accepted, by update id, and where it stands (steering.ts: a steer sent again is not added again). */
   steerIds?: Record<string, SteerState>;
-  /** Model replies in the conversation the run started with (a session's history, a fork's source): its own turns come after them. */
-  turnBase?: number;
   /**
-   * What the run had spent (its `status.usage`) as each of its turns began: entry i for the
-   * turn after `turnBase + i` (what a fork at that turn carries; forkPointQuery).
+   * The run's turns, for a fork at one of them (forkPointQuery): `base`, the model replies in the
+   * conversation it started with (a session's history, a fork's source; its own turns come after
+   * them), and `usage`, what it had spent (its `status.usage`) as each of its turns began (entry i
+   * for the turn after `base + i`).
    */
-  turnUsage?: Usage[];
-  /** Set while the run keeps its search attributes (KeelAgent, KeelStatus): the state last upserted. */
-  indexed?: { state: string };
+  turns?: { base: number; usage: Usage[] };
+  /** What the run last published of itself: its pending holds in its memo, as JSON (absent: none written), and, while it keeps its search attributes (KeelAgent, KeelStatus), the state last upserted. */
+  published: { holds?: string; state?: string };
+  /** Each built-in feature's slot, by its name (features/feature.ts): its own state, carried across continue-as-new. */
+  features: Record<string, unknown>;
 }
 
 /** A fresh state for run `runId` of agent `agent`. */
@@ -72,10 +54,8 @@ export function newRunState(runId: string, agent: string): RunState {
     artifacts: [],
     modelRequests: {},
     modelCalls: {},
-    children: 0,
-    tasks: [],
-    aborting: [],
-    countedTasks: [],
     reporters: {},
+    published: {},
+    features: {},
   };
 }

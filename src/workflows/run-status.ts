@@ -20,19 +20,19 @@ import { KeelError, RunStoppedError, ToolFailure, fromApplicationFailure, toAppl
 import { ToolInterrupt } from '../core/interrupts';
 import { artifactText } from '../core/artifacts';
 import { cutText, messageText, promptExcerpt } from '../core/messages';
-import { HOLDS_MEMO_KEY, KEPT_REFUSED_SIGNALS, memoHolds, type Hold, type RunResult } from '../core/run';
+import { HOLDS_MEMO_KEY, KEPT_REFUSED_SIGNALS, memoHolds, type Hold, type RunResult, type RunStatus } from '../core/run';
 import { MODEL_REQUEST_PAGE_CHARS, forkPointQuery, messagesQuery, modelRequestQuery, statusQuery } from '../core/protocol';
 import type { RunState } from './run-state';
 import { fittingStop } from './payload-fit';
 
 /** Answers the run's queries from its state. */
-export function answerQueries(run: RunState): void {
+export function answerQueries(run: RunState, features: () => Partial<RunStatus>): void {
   setHandler(
     statusQuery,
     () => ({
       ...run.status,
+      ...features(),
       messageCount: run.messages.length,
-      tasks: run.tasks,
       artifacts: run.artifacts.map((artifact) => ({
         name: artifact.name,
         chars: [...artifactText(artifact)].length,
@@ -64,8 +64,8 @@ export function answerQueries(run: RunState): void {
 function forkPoint(run: RunState, turn: number, withConversation: boolean): ForkPoint {
   const fork = run.status.fork;
   // A run that started (or continued) before runs kept their turns' usage cannot tell it.
-  const own = run.turnBase === undefined ? -1 : turn - run.turnBase;
-  const turnUsage = run.turnUsage ?? [];
+  const own = run.turns === undefined ? -1 : turn - run.turns.base;
+  const turnUsage = run.turns?.usage ?? [];
   const spent =
     own < 0 || !Number.isInteger(own) ? undefined : own < turnUsage.length ? turnUsage[own] : own === turnUsage.length ? run.status.usage : undefined;
   return {
@@ -149,8 +149,8 @@ export function waitDetails(pending: readonly Hold[]): string {
 function memoizeHolds(run: RunState, pending: readonly Hold[]): void {
   const holds = memoHolds(pending);
   const json = JSON.stringify(holds);
-  if (json === (run.memoHolds ?? '[]')) return;
-  run.memoHolds = json;
+  if (json === (run.published.holds ?? '[]')) return;
+  run.published.holds = json;
   upsertMemo({ [HOLDS_MEMO_KEY]: holds });
 }
 
@@ -159,7 +159,7 @@ function memoizeHolds(run: RunState, pending: readonly Hold[]): void {
  * the state from now on.
  */
 export function startIndexing(run: RunState, { forks, principals }: { forks: boolean; principals: boolean }): void {
-  run.indexed = { state: run.status.state };
+  run.published.state = run.status.state;
   const { tenant, owner } = principals ? principalOfMemo(workflowInfo().memo) : {};
   upsertSearchAttributes([
     { key: KEEL_AGENT, value: run.status.agent },
@@ -172,8 +172,8 @@ export function startIndexing(run: RunState, { forks, principals }: { forks: boo
 
 /** Upserts `KeelStatus` when the run's state changed since it was last indexed. */
 function indexState(run: RunState): void {
-  if (!run.indexed || run.indexed.state === run.status.state) return;
-  run.indexed.state = run.status.state;
+  if (run.published.state === undefined || run.published.state === run.status.state) return;
+  run.published.state = run.status.state;
   upsertSearchAttributes([{ key: KEEL_STATUS, value: run.status.state }]);
 }
 

@@ -4,9 +4,9 @@
  * and settles into the session's state and its snapshot. Runs in the workflow:
  * deterministic, no I/O.
  */
-import { childSummary } from './child-summary';
+import { childSummary } from '../engine/child-summary';
 import { ApplicationFailure, CancellationScope, isCancellation, startChild } from '@temporalio/workflow';
-import { inheritedMemo } from './versioning';
+import { inheritedMemo } from '../engine/versioning';
 import { fromApplicationFailure, toKeelError, type KeelError } from '../core/errors';
 import type { Artifact } from '../core/artifacts';
 import { messageText, type Message } from '../core/messages';

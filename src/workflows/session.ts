@@ -29,7 +29,7 @@ import {
   type Snapshot,
 } from '../core/session';
 import type { KeelActivities } from '../activities/types';
-import { RESOLVE_AGENT_OPTIONS } from './activity-errors';
+import { RESOLVE_AGENT_OPTIONS } from '../engine/activity-errors';
 import { abortSessionUpdate, abortRunSignal, childHoldsSignal, currentRunQuery, invokeUpdate, snapshotQuery, waitForSnapshotUpdate } from '../core/protocol';
 import {
   anchorOf,
@@ -45,7 +45,7 @@ import {
   type Session,
 } from './session-state';
 import { abortSessionRun, settleSessionRun, startSessionRun, type SessionRunEnd } from './session-run';
-import { continueOnCurrentBuild, sessionVersioningOptions } from './versioning';
+import { continueOnCurrentBuild, sessionVersioningOptions } from '../engine/versioning';
 import { principalOfMemo, samePrincipal } from '../core/principal';
 
 // A regular activity, not a local one: a worker that lacks the agent (a rolling deploy) refuses it retryably, and another takes it.

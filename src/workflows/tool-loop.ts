@@ -30,12 +30,11 @@ import { toolRunner } from './call-tool';
 import { resumeHeldCalls } from './resume';
 import { continuedInput, shouldContinueAsNew } from './continue-run';
 import { settleCompleted } from './run-status';
-import type { RunState } from './run-state';
-import { signHolds, trustedForResume } from './proofs';
+import { signHolds, trustedForResume } from '../engine/proofs';
 import { setUpRun, type RunSetup, type RunSetupOptions } from './run-setup';
 import { assertContinuedFits, assertResultFits } from './payload-fit';
 import { runCall, settleTurn, type ToolTurnContext } from './tool-turn';
-import { continueOnCurrentBuild } from './versioning';
+import { continueOnCurrentBuild } from '../engine/versioning';
 import type { GenerateRun, StartedRun } from './generate-run';
 
 /** A run's output schema, as the loop checks answers against it. */
@@ -56,7 +55,7 @@ function runOutputOf(input: RunInput, agent: AgentSpec): RunOutput | undefined {
 }
 
 /** The run's result from the outcome of its outermost iteration. */
-function resultOf(outcome: GenerateOutcome, { status, artifacts, tasks }: RunState, output: RunOutput | undefined): RunResult {
+function resultOf(outcome: GenerateOutcome, { state: { status, artifacts }, features }: GenerateRun, output: RunOutput | undefined): RunResult {
   const message = outcome.response.message;
   // The loop checked the answer already (and asked again until it matched): this reads its value.
   const checked = output && outcome.response.finishReason === 'stop' ? checkAnswer(output.validator, message) : undefined;
@@ -69,7 +68,7 @@ function resultOf(outcome: GenerateOutcome, { status, artifacts, tasks }: RunSta
     usage: status.usage,
     turns: status.turn,
     artifacts,
-    tasks: tasks.map((task) => task.taskId),
+    tasks: (features.status().tasks ?? []).map((task) => task.taskId),
     interrupts: message.content.filter((part) => 'toolRequest' in part && part.metadata?.[INTERRUPT_METADATA.interrupt] !== undefined),
     decisions: status.decisions ?? [],
   };
@@ -114,7 +113,7 @@ export class ToolLoop {
     run.stages = setup.stages;
     for (const name of setup.contributed.keys()) run.localTools.add(name);
     // The turns the conversation had when this run began (a chain's next run keeps its first run's).
-    if (!input.continued) run.state.turnBase = conversationTurns(setup.messages);
+    if (!input.continued) run.state.turns = { base: conversationTurns(setup.messages), usage: [] };
     return new ToolLoop({ run, input, agent, setup, output, callModel });
   }
 
@@ -149,7 +148,7 @@ export class ToolLoop {
     if (input.resume && iteration === 0) return this.resume(input.resume, messages);
     if (iteration > this.firstIteration && shouldContinueAsNew(input.continueAsNewAt)) await this.continueAsNew(iteration, messages);
     // What the conversation had spent as this turn began: what a fork at the turn before carries.
-    (run.state.turnUsage ??= []).push(run.state.status.usage);
+    run.state.turns?.usage.push(run.state.status.usage);
     run.state.status.turn += 1;
     const called = await this.callModel(iteration, messages);
     const response = { ...called.response, message: assignToolRefs({ ...called.response.message, role: 'model' }) };
@@ -249,7 +248,7 @@ export class ToolLoop {
     const { run, input, output, agent, setup } = this.parts;
     const outcome = await this.generate({ iteration: this.firstIteration, messages: setup.messages });
     run.steering.close('has finished its loop');
-    const result = resultOf(outcome, run.state, output);
+    const result = resultOf(outcome, run, output);
     if (input.state)
       result.state = { messages: result.messages.filter((message) => message.role !== 'system'), artifacts: result.artifacts, custom: input.state.custom };
     assertResultFits(run.state.runId, result, agent.inlinePayloadLimit);

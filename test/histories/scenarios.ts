@@ -79,6 +79,8 @@ export interface Scenario {
   tenant?: string;
   /** The tenant's spend ledger is recorded, once the run ended, instead of the run (docs/tenants.md, "Spend per tenant"). */
   ledger?: boolean;
+  /** The run continues as new at this many history events (docs/long-runs.md): the chain's second run, the first to take back a carried state, is recorded. */
+  continueAsNewAt?: number;
 }
 
 /** The scenarios, in recording order. */
@@ -177,6 +179,10 @@ export const SCENARIOS: Scenario[] = [
   // One budget for the tree: a sync sub-agent tells the root's ledger of each call (signals) and
   // asks it before each (an activity); past the limit the root holds before its next model call.
   { name: 'tree-budget', agent: 'replay-tree', prompt: 'spend', decisions: [{ approved: true }] },
+  // Continued as new at each turn: the second run waits for the background task the first started and starts the
+  // next sub-agent run (numbered on from the first's), both read from the state it carried. Recorded before features
+  // kept their state in slots of their own: a chain an older worker continued goes on.
+  { name: 'continued-tasks', agent: 'replay-continued', prompt: 'dispatch', continueAsNewAt: 1 },
   // Structured output: a tool call, an answer that fails the schema, the retry's valid one.
   { name: 'structured-output', agent: 'replay-structured', prompt: 'weather?' },
   // Steering: an interrupting steer cancels the slow first model call, which is
@@ -310,6 +316,20 @@ export function scenarioRegistry(): Registry {
     name: 'scripted/replay-signed',
     script: (request) => (request.messages.at(-1)?.role === 'tool' ? textReply('signed done') : toolCallReply({ name: 'dangerous', input: { v: 'x' } })),
   });
+  // turn 1: the quick writer in the background; turn 2: wait for it, and run it again in the foreground; turn 3: text
+  const continuedModel = scriptedModel({
+    name: 'scripted/replay-continued',
+    script: (request) => {
+      const results = request.messages.flatMap((message) => message.content).filter((part) => 'toolResponse' in part);
+      if (results.length === 0) return toolCallReply({ name: 'delegate_to_replay-quick-writer', input: { task: 'write', background: true } });
+      if (results.length > 1) return textReply('continued done');
+      const taskId = (results[0] as { toolResponse: { output: { taskId: string } } }).toolResponse.output.taskId;
+      return toolCallReply([
+        { name: 'wait_for_background_tasks', input: { taskIds: [taskId] } },
+        { name: 'delegate_to_replay-quick-writer', input: { task: 'write again' } },
+      ]);
+    },
+  });
   const quickWriter = scriptedModel({ name: 'scripted/replay-quick-writer', script: [textReply('quickly written')] });
   const sessionModel = scriptedModel({
     name: 'scripted/replay-session',
@@ -406,6 +426,7 @@ export function scenarioRegistry(): Registry {
     orchestrator,
     dispatcherModel,
     quickWriter,
+    continuedModel,
     sessionModel,
     defineAgent({ name: 'replay-session', model: sessionModel.name, session: 'server' }),
     defineAgent({
@@ -418,6 +439,7 @@ export function scenarioRegistry(): Registry {
     defineAgent({ name: 'replay-orchestrator', model: orchestrator.name, use: [agents({ agents: ['replay-writer'] }), artifacts()] }),
     defineAgent({ name: 'replay-quick-writer', model: quickWriter.name }),
     defineAgent({ name: 'replay-dispatcher', model: dispatcherModel.name, use: [agents({ agents: ['replay-quick-writer'], async: true })] }),
+    defineAgent({ name: 'replay-continued', model: continuedModel.name, use: [agents({ agents: ['replay-quick-writer'], async: true })] }),
     defineAgent({
       name: 'replay-restarts',
       model: restarts.name,

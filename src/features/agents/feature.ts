@@ -7,14 +7,18 @@ import { provide } from '../../middleware/run-capability';
 import { builtin } from '../feature';
 import { agents } from './agents';
 import { backgroundTasks, sessionRuns, subAgentRuns } from './capabilities';
-import { agentRunner, sessionInvoker } from './run-agent';
+import { AgentsStateSchema, agentRunner, sessionInvoker } from './run-agent';
 import { taskControl } from './task-control';
 
 /** Agents (reference: genkit-middleware-exp/agents). */
-export const agentsFeature = builtin(agents, 'genkit-middleware-exp/agents', (services) => ({
-  provides: [
-    provide(subAgentRuns, () => agentRunner(services)),
-    provide(sessionRuns, () => sessionInvoker(services)),
-    provide(backgroundTasks, () => taskControl(services)),
-  ],
-}));
+export const agentsFeature = builtin(agents, 'genkit-middleware-exp/agents', {
+  state: { schema: AgentsStateSchema },
+  run: (services) => ({
+    provides: [
+      provide(subAgentRuns, () => agentRunner(services)),
+      provide(sessionRuns, () => sessionInvoker(services)),
+      provide(backgroundTasks, () => taskControl(services)),
+    ],
+    status: () => ({ tasks: services.state.tasks }),
+  }),
+});

@@ -15,20 +15,37 @@ import {
   proxyActivities,
   workflowInfo,
 } from '@temporalio/workflow';
-import { inheritedMemo } from '../../workflows/versioning';
+import { z } from 'zod';
+import { inheritedMemo } from '../../engine/versioning';
 import { principalField, principalOfMemo } from '../../core/principal';
 import { KeelError, fromApplicationFailure, toKeelError } from '../../core/errors';
-import { addUsage, type Usage } from '../../core/usage';
-import type { MiddlewareRef, RunInputOptions, RunResult } from '../../core/run';
-import { taskRecord } from '../../core/tasks';
+import type { Usage } from '../../core/usage';
+import type { RunInputOptions, RunResult } from '../../core/run';
+import { TaskRecordSchema, taskRecord } from '../../core/tasks';
 import type { AgentRunOptions, AgentRunOutcome, AgentsActivities, SessionRunOptions } from './capabilities';
 import { sessionWorkflowId, type InvokeOutput } from '../../core/session';
-import { asKeelError } from '../../workflows/activity-errors';
-import { childSummary } from '../../workflows/child-summary';
+import { asKeelError } from '../../engine/activity-errors';
+import { childSummary } from '../../engine/child-summary';
 import { GENERATE_WORKFLOW, abortRunSignal } from '../../core/protocol';
-import type { RunState } from '../../workflows/run-state';
-import { expectReports } from '../../workflows/reporters';
 import type { RunServices } from '../feature';
+
+/** Agents' slot of its run's state: the runs it started, and what it learnt of its tasks. */
+export const AgentsStateSchema = z.object({
+  /** Sub-agent runs started so far (numbers their run ids). */
+  children: z.number().int().nonnegative().default(0),
+  /** Background tasks this run started. */
+  tasks: z.array(TaskRecordSchema).default([]),
+  /** Run ids of tasks this run asked to stop that had not settled then. */
+  aborting: z.array(z.string()).default([]),
+  /** Run ids of finished tasks whose usage this run has counted. */
+  countedTasks: z.array(z.string()).default([]),
+  /** Task ids claimed by the conversation (not started by this chain) whose proof was checked, by `<taskId> <proof>`, and whether it verified. */
+  vouchedTasks: z.record(z.string(), z.boolean()).default({}),
+});
+export type AgentsState = z.infer<typeof AgentsStateSchema>;
+
+/** What Agents' runs are lent of the run that starts them. */
+export type AgentsRun = RunServices<AgentsState>;
 
 /** The KeelError a failed child run ended with (its status kept), and the usage it reported. */
 function childFailure(error: unknown, agent: string): { error: KeelError; usage?: Usage } {
@@ -43,17 +60,16 @@ function childFailure(error: unknown, agent: string): { error: KeelError; usage?
   return { error: new KeelError(failure.status, `agent "${agent}": ${failure.message}`, failure.details, failure.classified) };
 }
 
-/** The id and input of the next sub-agent run of `run` (numbered by `run.children`). */
+/** The id and input of the next sub-agent run of `run` (numbered by its `children`). */
 export function childRun(
-  run: RunState,
-  inherited: () => MiddlewareRef[],
+  run: Pick<AgentsRun, 'runId' | 'state' | 'expectReports' | 'inherited'>,
   { agent, messages, artifacts = [] }: AgentRunOptions,
 ): { runId: string; input: RunInputOptions } {
-  run.children += 1;
-  const key = `${agent}-${run.children}`;
+  run.state.children += 1;
+  const key = `${agent}-${run.state.children}`;
   const runId = `${run.runId}/${key}`;
-  expectReports(run, key, { runId });
-  return { runId, input: { agent, messages, artifacts, use: inherited() } };
+  run.expectReports(key, { runId });
+  return { runId, input: { agent, messages, artifacts, use: run.inherited() } };
 }
 
 /**
@@ -65,10 +81,11 @@ function runCancelled(error: unknown): boolean {
 }
 
 /** Runs sub-agents of `run` as child workflows, each with the middleware `inherited()` hands down. */
-export function agentRunner({ run, inherited, forgetChild }: RunServices): (options: AgentRunOptions) => Promise<AgentRunOutcome> {
+export function agentRunner(run: AgentsRun): (options: AgentRunOptions) => Promise<AgentRunOutcome> {
+  const { forgetChild } = run;
   return async (options) => {
     const { agent } = options;
-    const { runId, input } = childRun(run, inherited, options);
+    const { runId, input } = childRun(run, options);
     let result: RunResult;
     try {
       result = await executeChild<(input: RunInputOptions) => Promise<RunResult>>(GENERATE_WORKFLOW, {
@@ -81,11 +98,11 @@ export function agentRunner({ run, inherited, forgetChild }: RunServices): (opti
       if (runCancelled(error)) throw error;
       forgetChild(runId);
       const { error: failure, usage } = childFailure(error, agent);
-      if (usage) run.status.usage = addUsage(run.status.usage, usage, `the usage of sub-agent run "${runId}"`);
+      if (usage) run.addUsage(usage, `the usage of sub-agent run "${runId}"`);
       return { runId, error: failure };
     }
     // Outside the try: a sum keel cannot count fails this run, it is not the child's failure.
-    run.status.usage = addUsage(run.status.usage, result.usage, `the usage of sub-agent run "${runId}"`);
+    run.addUsage(result.usage, `the usage of sub-agent run "${runId}"`);
     forgetChild(runId);
     return { runId, result };
   };
@@ -96,14 +113,11 @@ export function agentRunner({ run, inherited, forgetChild }: RunServices): (opti
  * (update-with-start with an update id from this run, so a retry attaches to the same run).
  * A detached one is recorded as a background task; a finished one's usage counts here.
  */
-export function sessionInvoker({
-  run,
-  inherited,
-  forgetChild,
-}: RunServices): (options: SessionRunOptions & { name?: string }) => Promise<{ output: InvokeOutput } | { error: KeelError }> {
+export function sessionInvoker(run: AgentsRun): (options: SessionRunOptions & { name?: string }) => Promise<{ output: InvokeOutput } | { error: KeelError }> {
+  const { state, inherited, forgetChild } = run;
   return async ({ agent, messages, sessionId, fromRunId, detach = false, name }) => {
-    run.children += 1;
-    const session = sessionId ?? `${run.runId}/${agent}-${run.children}`;
+    state.children += 1;
+    const session = sessionId ?? `${run.runId}/${agent}-${state.children}`;
     const { invokeSession } = proxyActivities<AgentsActivities>({
       // A detached one may queue behind a busy session before it is admitted.
       startToCloseTimeout: detach ? '30 minutes' : '3650 days',
@@ -112,15 +126,15 @@ export function sessionInvoker({
       summary: `session run of ${agent}`,
     });
     // The run's id is known once the session started it: any run of that session may report under this key.
-    expectReports(run, `${agent}-${run.children}`, { sessionWorkflowId: sessionWorkflowId(agent, session) });
+    run.expectReports(`${agent}-${state.children}`, { sessionWorkflowId: sessionWorkflowId(agent, session) });
     try {
-      const requestId = `${run.runId}/session-run-${run.children}`;
+      const requestId = `${run.runId}/session-run-${state.children}`;
       const invoke = {
         messages,
         detach,
         requestId,
         use: inherited(),
-        reportTo: { runId: run.runId, key: `${agent}-${run.children}` },
+        reportTo: { runId: run.runId, key: `${agent}-${state.children}` },
         ...(fromRunId ? { fromRunId } : {}),
       };
       const output = await invokeSession({
@@ -130,11 +144,11 @@ export function sessionInvoker({
         updateId: requestId,
         ...principalField(principalOfMemo(workflowInfo().memo)),
       });
-      if (detach) run.tasks = [...run.tasks, taskRecord({ agent, runId: output.runId, name })];
+      if (detach) state.tasks = [...state.tasks, taskRecord({ agent, runId: output.runId, name })];
       else {
         // Counted now: a later check of this task id must not count it again.
-        run.status.usage = addUsage(run.status.usage, output.usage);
-        run.countedTasks = [...run.countedTasks, output.runId];
+        run.addUsage(output.usage);
+        state.countedTasks = [...state.countedTasks, output.runId];
         forgetChild(output.runId);
       }
       return { output };

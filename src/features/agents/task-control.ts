@@ -1,22 +1,18 @@
 /**
  * A run's background tasks (the `TaskControl` a middleware gets as `context.capability(backgroundTasks)`): sub-agent
  * runs started with parent-close policy ABANDON, so they go on when this run finishes, recorded
- * in `run.tasks` and asked about through activities (a task may have been started by an earlier
+ * in the run's `tasks` and asked about through activities (a task may have been started by an earlier
  * run of the conversation). The shapes are in core/tasks.ts; the Agents middleware's tools on
  * top of this are in background-tasks.ts. Runs in the workflow: no I/O.
  */
-import { childSummary } from '../../workflows/child-summary';
+import { childSummary } from '../../engine/child-summary';
 import { getExternalWorkflowHandle, ParentClosePolicy, proxyActivities, startChild } from '@temporalio/workflow';
-import { inheritedMemo } from '../../workflows/versioning';
-import { addUsage } from '../../core/usage';
+import { inheritedMemo } from '../../engine/versioning';
 import { isSettled, taskRecord, type TaskReport } from '../../core/tasks';
 import type { AgentsActivities, TaskControl } from './capabilities';
 import { GENERATE_WORKFLOW, reportHoldsToSignal } from '../../core/protocol';
-import type { RunState } from '../../workflows/run-state';
-import { expectReports } from '../../workflows/reporters';
-import { sign, verify } from '../../workflows/proofs';
-import { childRun } from './run-agent';
-import type { RunServices } from '../feature';
+import { sign, verify } from '../../engine/proofs';
+import { childRun, type AgentsRun } from './run-agent';
 
 const { inspectTasks } = proxyActivities<AgentsActivities>({
   startToCloseTimeout: '1 minute',
@@ -29,22 +25,23 @@ const { inspectTasks } = proxyActivities<AgentsActivities>({
 const WAIT_MARGIN_MS = 60_000;
 
 /** The background tasks of `run`: started as child runs that outlive it, read through activities. */
-export function taskControl({ run, inherited, forgetChild, spec }: RunServices): TaskControl {
+export function taskControl(run: AgentsRun): TaskControl {
+  const { state, spec } = run;
   const reachable: TaskControl['reachable'] = async (claims) => {
-    const own = new Set(run.tasks.map((record) => record.taskId));
+    const own = new Set(state.tasks.map((record) => record.taskId));
     // Each (id, proof) is checked once per run: a proof does not stop being valid.
     const checkKey = (claim: { taskId: string; proof?: string }) => `${claim.taskId} ${claim.proof ?? ''}`;
     const unchecked = claims.filter(
       (claim): claim is { taskId: string; proof: string } =>
-        !own.has(claim.taskId) && typeof claim.proof === 'string' && run.vouchedTasks?.[checkKey(claim)] === undefined,
+        !own.has(claim.taskId) && typeof claim.proof === 'string' && state.vouchedTasks[checkKey(claim)] === undefined,
     );
     const answers = await verify(unchecked.map((claim) => ({ subject: { kind: 'task' as const, taskId: claim.taskId }, proof: claim.proof })));
-    run.vouchedTasks = { ...run.vouchedTasks, ...Object.fromEntries(unchecked.map((claim, index) => [checkKey(claim), answers[index] === true])) };
-    return new Set([...own, ...claims.filter((claim) => run.vouchedTasks?.[checkKey(claim)] === true).map((claim) => claim.taskId)]);
+    state.vouchedTasks = { ...state.vouchedTasks, ...Object.fromEntries(unchecked.map((claim, index) => [checkKey(claim), answers[index] === true])) };
+    return new Set([...own, ...claims.filter((claim) => state.vouchedTasks[checkKey(claim)] === true).map((claim) => claim.taskId)]);
   };
   return {
     async start(options) {
-      const { runId, input } = childRun(run, inherited, options);
+      const { runId, input } = childRun(run, options);
       await startChild(GENERATE_WORKFLOW, {
         workflowId: runId,
         args: [input],
@@ -55,12 +52,12 @@ export function taskControl({ run, inherited, forgetChild, spec }: RunServices):
         ...inheritedMemo(),
       });
       const record = taskRecord({ agent: options.agent, runId, name: options.name });
-      run.tasks = [...run.tasks, record];
+      state.tasks = [...state.tasks, record];
       return record;
     },
-    records: () => run.tasks,
+    records: () => state.tasks,
     async inspect(runIds) {
-      return learnOf(run, await inspectTasks({ runIds: [...runIds] }), forgetChild);
+      return learnOf(run, await inspectTasks({ runIds: [...runIds] }));
     },
     async wait(runIds, { timeoutMs, first }) {
       const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
@@ -71,14 +68,14 @@ export function taskControl({ run, inherited, forgetChild, spec }: RunServices):
         summary: 'wait for background tasks',
       });
       const { reports, timedOut } = await awaitTasks({ runIds: [...runIds], first, ...(deadline !== undefined ? { deadline } : {}) });
-      return { reports: learnOf(run, reports, forgetChild), timedOut };
+      return { reports: learnOf(run, reports), timedOut };
     },
     async abort(runId) {
       // A run that already ended cannot be cancelled; asking is then a no-op.
       await getExternalWorkflowHandle(runId)
         .cancel()
         .catch(() => undefined);
-      if (!run.aborting.includes(runId)) run.aborting = [...run.aborting, runId];
+      if (!state.aborting.includes(runId)) state.aborting = [...state.aborting, runId];
     },
     async prove(taskIds) {
       if (taskIds.length === 0) return {};
@@ -86,7 +83,7 @@ export function taskControl({ run, inherited, forgetChild, spec }: RunServices):
       return Object.fromEntries(taskIds.map((taskId, index) => [taskId, proofs[index]!]));
     },
     async follow(claims) {
-      const own = new Set(run.tasks.map((record) => record.taskId));
+      const own = new Set(state.tasks.map((record) => record.taskId));
       const others = claims.filter((claim) => !own.has(claim.taskId));
       if (others.length === 0) return;
       const vouched = await reachable(others);
@@ -95,9 +92,9 @@ export function taskControl({ run, inherited, forgetChild, spec }: RunServices):
       const reports = await inspectTasks({ runIds: candidates.map((claim) => claim.runId) });
       for (const claim of candidates) {
         if (reports.find((report) => report.runId === claim.runId)?.status !== 'pending') continue;
-        run.children += 1;
-        const key = `${claim.agent}-${run.children}`;
-        expectReports(run, key, { runId: claim.runId });
+        state.children += 1;
+        const key = `${claim.agent}-${state.children}`;
+        run.expectReports(key, { runId: claim.runId });
         // A task that has ended meanwhile cannot be told; there is nothing left to follow then.
         await getExternalWorkflowHandle(claim.runId)
           .signal(reportHoldsToSignal, { runId: run.runId, key })
@@ -113,12 +110,12 @@ export function taskControl({ run, inherited, forgetChild, spec }: RunServices):
  * `aborting`; a finished one's usage counts in this run's, once (a background task spends
  * against the run that launched it, as far as the run sees it finish).
  */
-function learnOf(run: RunState, reports: TaskReport[], forgetChild: (runId: string) => void): TaskReport[] {
+function learnOf({ state, forgetChild, addUsage }: AgentsRun, reports: TaskReport[]): TaskReport[] {
   for (const report of reports) {
     if (isSettled(report.status)) forgetChild(report.runId);
-    if (report.status !== 'completed' || !report.result || run.countedTasks.includes(report.runId)) continue;
-    run.countedTasks = [...run.countedTasks, report.runId];
-    run.status.usage = addUsage(run.status.usage, report.result.usage, `the usage background task ${report.runId} reported`);
+    if (report.status !== 'completed' || !report.result || state.countedTasks.includes(report.runId)) continue;
+    state.countedTasks = [...state.countedTasks, report.runId];
+    addUsage(report.result.usage, `the usage background task ${report.runId} reported`);
   }
-  return reports.map((report) => (report.status === 'pending' && run.aborting.includes(report.runId) ? { ...report, status: 'aborting' } : report));
+  return reports.map((report) => (report.status === 'pending' && state.aborting.includes(report.runId) ? { ...report, status: 'aborting' } : report));
 }

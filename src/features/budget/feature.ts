@@ -9,24 +9,32 @@ import { provide } from '../../middleware/run-capability';
 import { builtin } from '../feature';
 import { budget } from './budget';
 import { treeLedger } from './ledger-door';
-import { lazyLedger } from './tree-ledger';
+import { BudgetStateSchema, lazyLedger } from './tree-ledger';
 import { RunSpend } from './run-spend';
 import { spendLedgers } from './spend-door';
 
 /** Budget (reference: genkit-middleware-exp/budget). */
-export const budgetFeature = builtin(budget, 'genkit-middleware-exp/budget', ({ run }) => {
-  const ledger = lazyLedger(run);
-  // Built when a Budget of scope tenant or owner first asks for it: a run without one charges nothing.
-  let spend: RunSpend | undefined;
-  return {
-    provides: [provide(treeLedger, ledger.get), provide(spendLedgers, () => (spend ??= new RunSpend()))],
-    counted: (usage) => {
-      ledger.counted(usage);
-      spend?.counted(usage);
-    },
-    settle: async () => {
-      await ledger.flush();
-      await spend?.flush();
-    },
-  };
+export const budgetFeature = builtin(budget, 'genkit-middleware-exp/budget', {
+  state: {
+    schema: BudgetStateSchema,
+    // Carried before slots: the tree's usage stood in the run's status.
+    legacy: (carried) => ({ ...carried, treeUsage: (carried.status as { treeUsage?: unknown } | undefined)?.treeUsage }),
+  },
+  run: (services) => {
+    const ledger = lazyLedger(services);
+    // Built when a Budget of scope tenant or owner first asks for it: a run without one charges nothing.
+    let spend: RunSpend | undefined;
+    return {
+      provides: [provide(treeLedger, ledger.get), provide(spendLedgers, () => (spend ??= new RunSpend()))],
+      status: () => (services.state.treeUsage ? { treeUsage: services.state.treeUsage } : {}),
+      counted: (usage) => {
+        ledger.counted(usage);
+        spend?.counted(usage);
+      },
+      settle: async () => {
+        await ledger.flush();
+        await spend?.flush();
+      },
+    };
+  },
 });

@@ -13,7 +13,7 @@
 import { workflowInfo } from '@temporalio/workflow';
 import { addUsage, type Usage } from '../../core/usage';
 import { toKeelError } from '../../core/errors';
-import { featureActivityCaller } from '../../workflows/feature-activity';
+import { featureActivityCaller } from '../../engine/feature-activity';
 import { flatten } from './budget';
 import { chargeSpendDoor, spentIn, type SpendAnswer, type SpendCharge, type SpendLedgers, type SpendScope } from './spend-door';
 

@@ -14,7 +14,7 @@ import { addUsage, checkedUsage, UsageSchema, type Usage } from '../../core/usag
 import { KeelError, toApplicationFailure, toKeelError } from '../../core/errors';
 import { describeZodError } from '../../core/schema-errors';
 import { cutText } from '../../core/messages';
-import { continueOnCurrentBuild, sessionVersioningOptions } from '../../workflows/versioning';
+import { continueOnCurrentBuild, sessionVersioningOptions } from '../../engine/versioning';
 import {
   chargeSpendSignal,
   chargeSpendUpdate,

@@ -7,15 +7,28 @@
  */
 import { getExternalWorkflowHandle, setHandler } from '@temporalio/workflow';
 import { z } from 'zod';
-import { addUsage, checkedUsage, type Usage } from '../../core/usage';
+import { UsageSchema, addUsage, checkedUsage, type Usage } from '../../core/usage';
 import { toKeelError } from '../../core/errors';
 import { treeBudgetQuery, treeUsageSignal } from '../../core/protocol';
-import type { RunState } from '../../workflows/run-state';
-import { recordRefusedSignal } from '../../workflows/run-status';
-import { featureActivityCaller } from '../../workflows/feature-activity';
+import type { RunServices } from '../feature';
+import { featureActivityCaller } from '../../engine/feature-activity';
 import { describeZodError } from '../../core/schema-errors';
 import { cutText } from '../../core/messages';
 import { readTreeBudgetDoor, type ReadTreeBudgetResult, type TreeLedger } from './ledger-door';
+
+/** Budget's slot of its run's state: what the run's ledger counted, and what it could not tell the ledgers it joined. */
+export const BudgetStateSchema = z.object({
+  /** The usage of the tree below a run that keeps a ledger (its `status.treeUsage`; absent: it keeps none). */
+  treeUsage: UsageSchema.optional(),
+  /** Usage this run could not tell the ledgers it counts against (they had ended), by ledger run id. */
+  ledgerUntold: z.record(z.string(), UsageSchema).default({}),
+  /** How many model calls of runs below this one were told to its ledger. */
+  ledgerReports: z.number().int().nonnegative().default(0),
+});
+export type BudgetState = z.infer<typeof BudgetStateSchema>;
+
+/** What a run's ledger is lent of its run. */
+type LedgerRun = Pick<RunServices<BudgetState>, 'runId' | 'state' | 'refuseSignal'>;
 
 /** A usage report from a run below: who sent it, and usage as any report must be (`checkedUsage`). */
 const ReportSchema = z.object({ from: z.string().min(1), usage: z.unknown() });
@@ -24,7 +37,7 @@ const ReportSchema = z.object({ from: z.string().min(1), usage: z.unknown() });
  * A run's side of the ledger, built the first time a middleware asks for it (`get`): a run
  * without a Budget keeps none, and `counted` and `flush` do nothing for it.
  */
-export function lazyLedger(run: RunState): { get: () => RunLedger; counted: (usage: Usage) => void; flush: () => Promise<void> } {
+export function lazyLedger(run: LedgerRun): { get: () => RunLedger; counted: (usage: Usage) => void; flush: () => Promise<void> } {
   let ledger: RunLedger | undefined;
   return {
     get: () => (ledger ??= new RunLedger(run)),
@@ -46,20 +59,21 @@ export class RunLedger implements TreeLedger {
   /** The latest answer of each ledger, and this run's call count when it was asked (stacked Budgets ask once per call). */
   private readonly answers = new Map<string, { calls: number; answer: Promise<ReadTreeBudgetResult> }>();
 
-  constructor(private readonly run: RunState) {
+  constructor(private readonly run: LedgerRun) {
+    const { state } = run;
     setHandler(treeBudgetQuery, () => ({ budgets: Object.fromEntries([...this.servers].map(([stage, spent]) => [String(stage), spent()])) }));
     setHandler(treeUsageSignal, (report) => {
       const parsed = ReportSchema.safeParse(report);
-      if (!parsed.success) return recordRefusedSignal(run, 'treeUsage', `not a usage report: ${describeZodError(parsed.error)}`);
+      if (!parsed.success) return run.refuseSignal('treeUsage', `not a usage report: ${describeZodError(parsed.error)}`);
       // Named as it says it is (a forged name is shown cut short).
       const from = `run "${cutText(parsed.data.from, 100)}"`;
       try {
         // A report that cannot be counted (or would take the count past what keel adds exactly) is refused: it never lowers the count.
-        run.status.treeUsage = addUsage(run.status.treeUsage ?? {}, checkedUsage(parsed.data.usage, { from }), `the usage ${from} told`);
+        state.treeUsage = addUsage(state.treeUsage ?? {}, checkedUsage(parsed.data.usage, { from }), `the usage ${from} told`);
       } catch (error) {
-        return recordRefusedSignal(run, 'treeUsage', toKeelError(error).message);
+        return run.refuseSignal('treeUsage', toKeelError(error).message);
       }
-      run.ledgerReports = (run.ledgerReports ?? 0) + 1;
+      state.ledgerReports += 1;
     });
   }
 
@@ -71,15 +85,15 @@ export class RunLedger implements TreeLedger {
   readonly enabled = true;
 
   usage(): Usage {
-    return this.run.status.treeUsage ?? {};
+    return this.run.state.treeUsage ?? {};
   }
 
   toldFromBelow(): boolean {
-    return (this.run.ledgerReports ?? 0) > 0;
+    return this.run.state.ledgerReports > 0;
   }
 
   serve(stage: number, spent: () => Record<string, number>): void {
-    this.run.status.treeUsage ??= {};
+    this.run.state.treeUsage ??= {};
     this.servers.set(stage, spent);
   }
 
@@ -90,15 +104,15 @@ export class RunLedger implements TreeLedger {
   /** A model call of this run finished: count it here, and tell every ledger this run joined. */
   counted(usage: Usage): void {
     this.calls += 1;
-    if (this.run.status.treeUsage) this.run.status.treeUsage = addUsage(this.run.status.treeUsage, usage);
+    if (this.run.state.treeUsage) this.run.state.treeUsage = addUsage(this.run.state.treeUsage, usage);
     for (const ledger of this.joined) {
       const told = getExternalWorkflowHandle(ledger)
         .signal(treeUsageSignal, { from: this.run.runId, usage })
         .catch(() => {
           // The ledger run has ended: what it was not told still counts, here (this run's own usage, which
           // already summed these calls, bounds it: a sum past what keel adds exactly failed there first).
-          const untold = this.run.ledgerUntold?.[ledger] ?? {};
-          this.run.ledgerUntold = { ...this.run.ledgerUntold, [ledger]: addUsage(untold, usage, 'the usage no ledger was told') };
+          const untold = this.run.state.ledgerUntold[ledger] ?? {};
+          this.run.state.ledgerUntold = { ...this.run.state.ledgerUntold, [ledger]: addUsage(untold, usage, 'the usage no ledger was told') };
         });
       this.telling.push(told);
     }
@@ -123,6 +137,6 @@ export class RunLedger implements TreeLedger {
     }
     const answer = await asked.answer;
     const spent = answer.budgets[String(stage)];
-    return spent ? { spent, untold: this.run.ledgerUntold?.[ledgerRunId] ?? {} } : undefined;
+    return spent ? { spent, untold: this.run.state.ledgerUntold[ledgerRunId] ?? {} } : undefined;
   }
 }

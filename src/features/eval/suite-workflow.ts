@@ -11,8 +11,8 @@ import { ApplicationFailure, ChildWorkflowFailure, executeChild, isCancellation,
 import { GENERATE_WORKFLOW } from '../../core/protocol';
 import type { RunInputOptions, RunResult } from '../../core/run';
 import { describeZodError } from '../../core/schema-errors';
-import { featureActivityCaller } from '../../workflows/feature-activity';
-import { sessionVersioningOptions } from '../../workflows/versioning';
+import { featureActivityCaller } from '../../engine/feature-activity';
+import { sessionVersioningOptions } from '../../engine/versioning';
 import { recordedTools } from './recorded-tools';
 import { judgeDoor, score, scorerLabel, toolCalls } from './scorers';
 import { EVAL_MEMO_KEY, EvalSuiteInputSchema, type CaseReport, type EvalCase, type EvalSuiteInput, type SuiteReport, type Variant } from './suite';

@@ -8,22 +8,22 @@
  * could not be reached) retryable by the activity's retry policy.
  */
 import { NOTICE_WORKFLOW } from '../core/hold-notices';
-import { deliverHoldNotice, notifyWebhooks, type NoticeScope } from './deliver-notice';
-import { asActivity, type ActivityDependencies, type IndexedAttributes, type WorkerScope } from './worker-scope';
-import { hasSearchAttributes, resolveAgent } from './resolve-agent';
-import { callModel } from './call-model';
-import { callTool, validateToolOutput } from './call-tool';
+import { deliverHoldNotice, notifyWebhooks, type NoticeScope } from '../activities/deliver-notice';
+import { asActivity, type ActivityDependencies, type IndexedAttributes, type WorkerScope } from '../activities/worker-scope';
+import { hasSearchAttributes, resolveAgent } from '../activities/resolve-agent';
+import { callModel } from '../activities/call-model';
+import { callTool, validateToolOutput } from '../activities/call-tool';
 import { Context } from '@temporalio/activity';
 import { KeelError } from '../core/errors';
-import { inlinePayloadLimit, payloadLimit } from './payload-limit';
-import { DEFAULT_MODEL_REQUEST_TIMEOUT } from './read-model-request';
+import { inlinePayloadLimit, payloadLimit } from '../activities/payload-limit';
+import { DEFAULT_MODEL_REQUEST_TIMEOUT } from '../activities/read-model-request';
 import { FEATURE_ACTIVITIES } from '../features/activities';
-import type { KeelActivities } from './types';
+import type { KeelActivities } from '../activities/types';
 import type { SignProofsInput, VerifyProofsInput } from '../core/proofs';
 import { loadSigningKeys, type SigningKeys } from '../security/signing-keys';
 import { GENERATE_WORKFLOW, SESSION_WORKFLOW } from '../core/protocol';
 
-export type { ActivityDependencies } from './worker-scope';
+export type { ActivityDependencies } from '../activities/worker-scope';
 
 /**
  * Refuses an activity that only keel's own workflow code may call (it signs what clients must
