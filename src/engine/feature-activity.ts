@@ -5,22 +5,34 @@
  * Runs in the workflow: no I/O.
  */
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import type { z } from 'zod';
 import type { ActivitySpec } from '../core/run';
-import type { ActivityCall } from '../middleware/activity-door';
+import type { ActivityDoor } from '../middleware/activity-door';
 import { KeelError } from '../core/errors';
 import { activityOptions, asKeelError } from './activity-errors';
 
 /** A feature activity as the workflow proxies it: any door's input in, its answer out (typed by the door: the worker parsed it with the door's output schema). */
 type DoorActivities = Record<string, (input: unknown) => Promise<never>>;
 
+/** Timeouts and retries of a door's activity (its own, or one call's). */
+export type DoorOptions = NonNullable<ActivityDoor['options']>;
+
+/** Calls a declared activity, with options of this call's own if given: `MiddlewareContext.activity` is this without them. */
+export type DoorCall = <Input extends z.ZodType, Output extends z.ZodType>(
+  door: ActivityDoor<Input, Output>,
+  input: z.input<Input>,
+  options?: DoorOptions,
+) => Promise<z.output<Output>>;
+
 /**
  * `MiddlewareContext.activity` for a run whose activities follow `spec` (a door with options of
- * its own follows them instead; without `spec`, every door must have them).
+ * its own follows them instead, and a call given options follows those; without `spec`, every
+ * door or call must have them).
  */
-export function featureActivityCaller(spec?: ActivitySpec): ActivityCall {
-  return async (door, input) => {
+export function featureActivityCaller(spec?: ActivitySpec): DoorCall {
+  return async (door, input, given) => {
     const summary = door.describe(input);
-    const options = door.options ?? (spec ? activityOptions(spec) : undefined);
+    const options = given ?? door.options ?? (spec ? activityOptions(spec) : undefined);
     if (!options) throw new KeelError('INTERNAL', `activity "${door.name}" declares no options and the run has no activity spec yet`);
     const { startToCloseTimeout, scheduleToCloseTimeout, retry } = options;
     const activities =

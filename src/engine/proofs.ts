@@ -5,14 +5,15 @@
  * afresh, so a made-up history approves nothing). Task ids are signed and checked the same way.
  * Runs in the workflow: the signing is an activity (the key stays on the workers).
  */
-import { log, proxyActivities } from '@temporalio/workflow';
+import { log, type ActivityOptions } from '@temporalio/workflow';
 import { INTERRUPT_METADATA } from '../core/interrupts';
 import { toolRequestParts, type Message, type Part, type ToolRequestPart } from '../core/messages';
 import { PROOF_METADATA, holdSubject, isHeldPart, type ProofSubject } from '../core/proofs';
-import type { KeelActivities } from '../activities/types';
+import { proxyDoor, signProofsDoor, verifyProofsDoor } from './activities';
 import { asKeelError } from './activity-errors';
 
-const { signProofs, verifyProofs } = proxyActivities<KeelActivities>({
+/** Signing and checking: a few tries (a worker restarting); a refusal is final. */
+const PROOF_OPTIONS: ActivityOptions = {
   startToCloseTimeout: '30 seconds',
   retry: {
     initialInterval: '1 second',
@@ -20,7 +21,9 @@ const { signProofs, verifyProofs } = proxyActivities<KeelActivities>({
     maximumAttempts: 10,
     nonRetryableErrorTypes: ['PERMISSION_DENIED', 'INVALID_ARGUMENT', 'FAILED_PRECONDITION'],
   },
-});
+};
+const signProofs = proxyDoor(signProofsDoor, PROOF_OPTIONS);
+const verifyProofs = proxyDoor(verifyProofsDoor, PROOF_OPTIONS);
 
 /** Proofs of `subjects`, in order. */
 export async function sign(subjects: ProofSubject[]): Promise<string[]> {

@@ -34,7 +34,7 @@ const CATALOG_PATH = join(CODE_DIR, 'features', `catalog${CODE_EXTENSION}`);
  */
 const BUNDLE_ALIASES: Record<string, string> = {
   'keel-agents/workflow': WORKFLOWS_PATH,
-  'keel-agents/middleware': join(CODE_DIR, 'middleware', `index${CODE_EXTENSION}`),
+  'keel-agents/middleware': join(CODE_DIR, 'features', `index${CODE_EXTENSION}`),
 };
 
 function sourceFiles(dir: string): string[] {

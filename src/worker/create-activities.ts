@@ -18,7 +18,7 @@ import { KeelError } from '../core/errors';
 import { inlinePayloadLimit, payloadLimit } from '../activities/payload-limit';
 import { DEFAULT_MODEL_REQUEST_TIMEOUT } from '../activities/read-model-request';
 import { FEATURE_ACTIVITIES } from '../features/activities';
-import type { KeelActivities } from '../activities/types';
+import type { CoreActivities } from '../engine/activities';
 import type { SignProofsInput, VerifyProofsInput } from '../core/proofs';
 import { loadSigningKeys, type SigningKeys } from '../security/signing-keys';
 import { GENERATE_WORKFLOW, SESSION_WORKFLOW } from '../core/protocol';
@@ -47,7 +47,7 @@ export function createActivities({
   client,
   signingKeys,
   modelRequestTimeout = DEFAULT_MODEL_REQUEST_TIMEOUT,
-}: ActivityDependencies): KeelActivities & Record<string, (input: never) => Promise<unknown>> {
+}: ActivityDependencies): CoreActivities & Record<string, (input: never) => Promise<unknown>> {
   const notRegisteredRetryFor = config.worker?.notRegisteredRetryFor ?? '1 minute';
   let keys = signingKeys;
   const proofKeys = (): SigningKeys =>

@@ -3,13 +3,13 @@
  * `callModel` activity reads it back through the `modelRequest` query, page by page, so
  * history records each message once and no request is too large for a payload. Runs in the workflow: deterministic, no I/O.
  */
-import { proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import { workflowInfo } from '@temporalio/workflow';
 import { KeelError } from '../core/errors';
 import { type Message, type ModelRequest, type ModelResponse } from '../core/messages';
 import { addUsage } from '../core/usage';
 import type { AgentSpec } from '../core/run';
 import { MODEL_REQUEST_PAGE_CHARS } from '../core/protocol';
-import type { KeelActivities } from '../activities/types';
+import { callModelDoor, proxyDoor } from '../engine/activities';
 import { activityOptions, asKeelError, localActivityOptions, untilRegistered } from '../engine/activity-errors';
 import type { RunState } from './run-state';
 
@@ -119,9 +119,10 @@ export function modelCaller(run: RunState, { agent, onUsage }: ModelCallerOption
       // A rate-limited model's calls go to its own task queue, where Temporal applies the limit.
       // A local call runs in this worker, so no queue (and no rate limit across workers) applies to it.
       const queue = !local && modelQueues[model] !== undefined ? { taskQueue: modelQueues[model] } : {};
-      const { callModel } = local
-        ? proxyLocalActivities<KeelActivities>({ ...localOptions, summary: `model ${model}` })
-        : proxyActivities<KeelActivities>({ ...options, ...queue, summary: `model ${model}` });
+      const callModel = proxyDoor(
+        callModelDoor,
+        local ? { local, ...localOptions, summary: `model ${model}` } : { ...options, ...queue, summary: `model ${model}` },
+      );
       response = await untilRegistered((refusedBefore) =>
         callModel({
           model,

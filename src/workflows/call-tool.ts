@@ -7,12 +7,12 @@
 import { principalField, type Principal } from '../core/principal';
 import { z } from 'zod';
 import { defineHold, undeclaredHold } from '../core/holds';
-import { ApplicationFailure, isCancellation, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { ApplicationFailure, isCancellation } from '@temporalio/workflow';
 import { KeelError, RunStoppedError, ownToolFailure, toKeelError } from '../core/errors';
 import { ToolCallResultSchema, type AgentSpec } from '../core/run';
 import { describeZodError } from '../core/schema-errors';
 import { ModelVisibleToolError, TOOL_FAIL_FAILURE, TOOL_INTERRUPT_FAILURE, TOOL_STAGE, ToolInterrupt, holdData, toolFail } from '../core/interrupts';
-import type { KeelActivities } from '../activities/types';
+import { callToolDoor, proxyDoor } from '../engine/activities';
 import type { ToolRunner } from '../middleware/compose';
 import type { ContributedTool } from '../middleware/types';
 import { activityCause, activityOptions, asKeelError, localActivityOptions, untilRegistered } from '../engine/activity-errors';
@@ -86,9 +86,10 @@ export function toolRunner({ agent, contributed, stage, run, onUsage, caller = {
     if (reconciled === 'run-again') resumed = undefined;
     let answer: unknown;
     try {
-      const { callTool } = localTools.includes(name)
-        ? proxyLocalActivities<KeelActivities>({ ...localOptions, summary: `tool ${name}` })
-        : proxyActivities<KeelActivities>({ ...activity, summary: `tool ${name}` });
+      const callTool = proxyDoor(
+        callToolDoor,
+        localTools.includes(name) ? { local: true, ...localOptions, summary: `tool ${name}` } : { ...activity, summary: `tool ${name}` },
+      );
       answer = await untilRegistered((refusedBefore) =>
         callTool({
           toolName: name,

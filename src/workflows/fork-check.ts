@@ -5,20 +5,21 @@
  * `RunHandle.fork` wait for it and start the fork only when it passes. Runs in the workflow:
  * deterministic, no I/O.
  */
-import { proxyActivities, proxyLocalActivities, setWorkflowOptions } from '@temporalio/workflow';
-import type { KeelActivities } from '../activities/types';
+import { setWorkflowOptions } from '@temporalio/workflow';
+import { proxyDoor, resolveAgentDoor, validateToolOutputDoor } from '../engine/activities';
 import { KeelError, toApplicationFailure } from '../core/errors';
 import type { ForkCheckInput } from '../core/fork';
 import { RESOLVE_AGENT_OPTIONS, asKeelError } from '../engine/activity-errors';
 import { sessionVersioningOptions } from '../engine/versioning';
 
 /** A worker that lacks the agent refuses it retryably: a few tries, so a fleet mid-deploy gets a chance and a refusal comes back in seconds. */
-const { resolveAgent } = proxyActivities<KeelActivities>({
+const resolveAgent = proxyDoor(resolveAgentDoor, {
   ...RESOLVE_AGENT_OPTIONS,
   scheduleToCloseTimeout: '20 seconds',
   retry: { ...RESOLVE_AGENT_OPTIONS.retry, maximumAttempts: 3 },
 });
-const { validateToolOutput } = proxyLocalActivities<KeelActivities>({
+const validateToolOutput = proxyDoor(validateToolOutputDoor, {
+  local: true,
   startToCloseTimeout: '30 seconds',
   retry: { maximumAttempts: 3, nonRetryableErrorTypes: ['NOT_FOUND', 'INVALID_ARGUMENT', 'INTERNAL'] },
 });

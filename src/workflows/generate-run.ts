@@ -4,14 +4,14 @@
  * before the first await. Then its start (input checked, agent resolved), the wind-down every
  * end shares, and its failure; its loop is tool-loop.ts. Runs in the workflow: no I/O.
  */
-import { CancellationScope, ContinueAsNew, allHandlersFinished, condition, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, ContinueAsNew, allHandlersFinished, condition, workflowInfo } from '@temporalio/workflow';
 import { holdMetrics, runEnded, runStarted } from '../core/workflow-metrics';
 import { KeelError } from '../core/errors';
 import type { Message } from '../core/messages';
 import { describeZodError } from '../core/schema-errors';
 import { describeUndecodable, isUndecodable, requireOpened } from '../core/undecodable';
 import { RunInputSchema, type AgentSpec, type RunInput } from '../core/run';
-import type { KeelActivities } from '../activities/types';
+import { proxyDoor, resolveAgentDoor, validateToolOutputDoor } from '../engine/activities';
 import { FEATURES } from '../features/catalog';
 import { featureRuns, type FeatureRun } from '../features/feature';
 import type { MiddlewareStage } from '../middleware/stages';
@@ -27,7 +27,8 @@ import { expectReports } from './reporters';
 import { addUsage } from '../core/usage';
 import { Steering } from './steering';
 
-const { validateToolOutput } = proxyLocalActivities<KeelActivities>({
+const validateToolOutput = proxyDoor(validateToolOutputDoor, {
+  local: true,
   startToCloseTimeout: '30 seconds',
   retry: { maximumAttempts: 3, nonRetryableErrorTypes: ['NOT_FOUND', 'INVALID_ARGUMENT', 'INTERNAL'] },
 });
@@ -38,7 +39,7 @@ const { validateToolOutput } = proxyLocalActivities<KeelActivities>({
  * that task early, and on replay the result then comes one task sooner: setup must never share a
  * task with it. A worker that lacks the agent refuses it retryably, so another takes it.
  */
-const { resolveAgent } = proxyActivities<KeelActivities>(RESOLVE_AGENT_OPTIONS);
+const resolveAgent = proxyDoor(resolveAgentDoor, RESOLVE_AGENT_OPTIONS);
 
 /** A run's checked input and the agent a worker resolved for it. */
 export type StartedRun = { input: RunInput; agent: AgentSpec };

@@ -7,14 +7,14 @@
  * webhooks (every run resolved before keel had them) sends none, so recorded histories replay as
  * they ran.
  */
-import { ParentClosePolicy, proxyActivities, setWorkflowOptions, startChild, workflowInfo } from '@temporalio/workflow';
-import type { KeelActivities } from '../activities/types';
+import { ParentClosePolicy, setWorkflowOptions, startChild, workflowInfo } from '@temporalio/workflow';
+import { deliverHoldNoticeDoor, proxyDoor } from '../engine/activities';
 import { NOTICE_WORKFLOW, type HoldEvent, type NoticeDeliveryInput } from '../core/hold-notices';
 import type { AgentSpec } from '../core/run';
 import { inheritedMemo, sessionVersioningOptions } from '../engine/versioning';
 
 /** A webhook gets a notice within a day, or never: retried with backoff up to every 10 minutes, each POST given 30 s. */
-const { deliverHoldNotice } = proxyActivities<KeelActivities>({
+const deliverHoldNotice = proxyDoor(deliverHoldNoticeDoor, {
   startToCloseTimeout: '30 seconds',
   scheduleToCloseTimeout: '1 day',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 minutes' },

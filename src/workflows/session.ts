@@ -14,7 +14,7 @@
  *
  * Runs in the workflow sandbox: deterministic, no I/O.
  */
-import { allHandlersFinished, condition, log, proxyActivities, setHandler, setWorkflowOptions, uuid4, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, condition, log, setHandler, setWorkflowOptions, uuid4, workflowInfo } from '@temporalio/workflow';
 import type { z } from 'zod';
 import { KeelError, toApplicationFailure, toKeelError } from '../core/errors';
 import { describeZodError } from '../core/schema-errors';
@@ -28,7 +28,7 @@ import {
   type SessionState,
   type Snapshot,
 } from '../core/session';
-import type { KeelActivities } from '../activities/types';
+import { proxyDoor, resolveAgentDoor } from '../engine/activities';
 import { RESOLVE_AGENT_OPTIONS } from '../engine/activity-errors';
 import { abortSessionUpdate, abortRunSignal, childHoldsSignal, currentRunQuery, invokeUpdate, snapshotQuery, waitForSnapshotUpdate } from '../core/protocol';
 import {
@@ -49,7 +49,7 @@ import { continueOnCurrentBuild, sessionVersioningOptions } from '../engine/vers
 import { principalOfMemo, samePrincipal } from '../core/principal';
 
 // A regular activity, not a local one: a worker that lacks the agent (a rolling deploy) refuses it retryably, and another takes it.
-const { resolveAgent } = proxyActivities<KeelActivities>(RESOLVE_AGENT_OPTIONS);
+const resolveAgent = proxyDoor(resolveAgentDoor, RESOLVE_AGENT_OPTIONS);
 
 /** An invocation as parsed (defaults filled in). */
 type Invocation = z.infer<typeof InvokeInputSchema>;

@@ -11,7 +11,7 @@ import type { Message } from '../../core/messages';
 import type { RunResult } from '../../core/run';
 import { InvokeOutputSchema, InvokeSessionInputSchema, type InvokeOutput } from '../../core/session';
 import { AwaitTasksInputSchema, AwaitTasksResultSchema, InspectTasksInputSchema, TaskReportSchema, type TaskRecord, type TaskReport } from '../../core/tasks';
-import { defineActivity, type DoorFunction } from '../../middleware/activity-door';
+import { defineActivity } from '../../middleware/activity-door';
 import { defineCapability } from '../../middleware/run-capability';
 
 /** A run of another agent that a middleware starts (a sub-agent). */
@@ -95,6 +95,8 @@ export const inspectTasksDoor = defineActivity({
   name: 'inspectTasks',
   input: InspectTasksInputSchema,
   output: z.array(TaskReportSchema),
+  // Temporal unreachable for a while: keep trying (the reads are idempotent) rather than fail the run.
+  options: { startToCloseTimeout: '1 minute', retry: { initialInterval: '1 second', maximumInterval: '10 seconds' }, scheduleToCloseTimeout: '10 minutes' },
   describe: () => 'inspect background tasks',
 });
 
@@ -113,10 +115,3 @@ export const invokeSessionDoor = defineActivity({
   output: InvokeOutputSchema,
   describe: ({ agent }) => `session run of ${agent}`,
 });
-
-/** The Agents' activities as its run proxies them (each call with options of its own). */
-export interface AgentsActivities {
-  inspectTasks: DoorFunction<typeof inspectTasksDoor>;
-  awaitTasks: DoorFunction<typeof awaitTasksDoor>;
-  invokeSession: DoorFunction<typeof invokeSessionDoor>;
-}

@@ -12,7 +12,6 @@ import {
   executeChild,
   getExternalWorkflowHandle,
   isCancellation,
-  proxyActivities,
   workflowInfo,
 } from '@temporalio/workflow';
 import { z } from 'zod';
@@ -22,7 +21,8 @@ import { KeelError, fromApplicationFailure, toKeelError } from '../../core/error
 import type { Usage } from '../../core/usage';
 import type { RunInputOptions, RunResult } from '../../core/run';
 import { TaskRecordSchema, taskRecord } from '../../core/tasks';
-import type { AgentRunOptions, AgentRunOutcome, AgentsActivities, SessionRunOptions } from './capabilities';
+import { invokeSessionDoor, type AgentRunOptions, type AgentRunOutcome, type SessionRunOptions } from './capabilities';
+import { featureActivityCaller } from '../../engine/feature-activity';
 import { sessionWorkflowId, type InvokeOutput } from '../../core/session';
 import { asKeelError } from '../../engine/activity-errors';
 import { childSummary } from '../../engine/child-summary';
@@ -46,6 +46,9 @@ export type AgentsState = z.infer<typeof AgentsStateSchema>;
 
 /** What Agents' runs are lent of the run that starts them. */
 export type AgentsRun = RunServices<AgentsState>;
+
+/** Calls the session door (with options of each call's own). */
+const callActivity = featureActivityCaller();
 
 /** The KeelError a failed child run ended with (its status kept), and the usage it reported. */
 function childFailure(error: unknown, agent: string): { error: KeelError; usage?: Usage } {
@@ -118,13 +121,13 @@ export function sessionInvoker(run: AgentsRun): (options: SessionRunOptions & { 
   return async ({ agent, messages, sessionId, fromRunId, detach = false, name }) => {
     state.children += 1;
     const session = sessionId ?? `${run.runId}/${agent}-${state.children}`;
-    const { invokeSession } = proxyActivities<AgentsActivities>({
-      // A detached one may queue behind a busy session before it is admitted.
-      startToCloseTimeout: detach ? '30 minutes' : '3650 days',
-      heartbeatTimeout: '10 seconds',
-      retry: { initialInterval: '1 second', maximumInterval: '10 seconds' },
-      summary: `session run of ${agent}`,
-    });
+    const invokeSession = (input: z.input<typeof invokeSessionDoor.input>) =>
+      callActivity(invokeSessionDoor, input, {
+        // A detached one may queue behind a busy session before it is admitted.
+        startToCloseTimeout: detach ? '30 minutes' : '3650 days',
+        heartbeatTimeout: '10 seconds',
+        retry: { initialInterval: '1 second', maximumInterval: '10 seconds' },
+      });
     // The run's id is known once the session started it: any run of that session may report under this key.
     run.expectReports(`${agent}-${state.children}`, { sessionWorkflowId: sessionWorkflowId(agent, session) });
     try {

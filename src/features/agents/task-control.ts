@@ -6,20 +6,18 @@
  * top of this are in background-tasks.ts. Runs in the workflow: no I/O.
  */
 import { childSummary } from '../../engine/child-summary';
-import { getExternalWorkflowHandle, ParentClosePolicy, proxyActivities, startChild } from '@temporalio/workflow';
+import { getExternalWorkflowHandle, ParentClosePolicy, startChild } from '@temporalio/workflow';
+import { featureActivityCaller } from '../../engine/feature-activity';
 import { inheritedMemo } from '../../engine/versioning';
 import { isSettled, taskRecord, type TaskReport } from '../../core/tasks';
-import type { AgentsActivities, TaskControl } from './capabilities';
+import { awaitTasksDoor, inspectTasksDoor, type TaskControl } from './capabilities';
 import { GENERATE_WORKFLOW, reportHoldsToSignal } from '../../core/protocol';
 import { sign, verify } from '../../engine/proofs';
 import { childRun, type AgentsRun } from './run-agent';
 
-const { inspectTasks } = proxyActivities<AgentsActivities>({
-  startToCloseTimeout: '1 minute',
-  // Temporal unreachable for a while: keep trying (the reads are idempotent) rather than fail the run.
-  retry: { initialInterval: '1 second', maximumInterval: '10 seconds' },
-  scheduleToCloseTimeout: '10 minutes',
-});
+/** Calls the task doors (each with options of its own: no agent spec needed). */
+const callActivity = featureActivityCaller();
+const inspectTasks = (input: { runIds: string[] }) => callActivity(inspectTasksDoor, input);
 
 /** How long a wait may take past its own deadline before its activity is given up. */
 const WAIT_MARGIN_MS = 60_000;
@@ -61,13 +59,15 @@ export function taskControl(run: AgentsRun): TaskControl {
     },
     async wait(runIds, { timeoutMs, first }) {
       const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
-      const { awaitTasks } = proxyActivities<AgentsActivities>({
-        startToCloseTimeout: timeoutMs === undefined ? '3650 days' : timeoutMs + WAIT_MARGIN_MS,
-        heartbeatTimeout: '10 seconds',
-        retry: { initialInterval: '1 second', maximumInterval: '10 seconds' },
-        summary: 'wait for background tasks',
-      });
-      const { reports, timedOut } = await awaitTasks({ runIds: [...runIds], first, ...(deadline !== undefined ? { deadline } : {}) });
+      const { reports, timedOut } = await callActivity(
+        awaitTasksDoor,
+        { runIds: [...runIds], first, ...(deadline !== undefined ? { deadline } : {}) },
+        {
+          startToCloseTimeout: timeoutMs === undefined ? '3650 days' : timeoutMs + WAIT_MARGIN_MS,
+          heartbeatTimeout: '10 seconds',
+          retry: { initialInterval: '1 second', maximumInterval: '10 seconds' },
+        },
+      );
       return { reports: learnOf(run, reports), timedOut };
     },
     async abort(runId) {
