@@ -62,7 +62,7 @@ function workerKey(config: KeelConfig): string {
 async function warmUp(options: DevWorkerOptions): Promise<WarmWorker | undefined> {
   const processes = keelModule<Processes>('../ops/processes');
   // What the project's modules import from keel (the same files, as `keel-agents` resolves to this package).
-  for (const entry of ['../index', '../middleware', '../testing']) keelModule(entry);
+  for (const entry of ['../index', '../features/index', '../testing']) keelModule(entry);
   let config: KeelConfig;
   try {
     config = loadConfig({ path: options.configPath, explicit: options.configPath !== undefined });
