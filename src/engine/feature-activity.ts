@@ -4,15 +4,12 @@
  * retries of the agent's `activities.tool`; a failure comes back as a KeelError naming the call.
  * Runs in the workflow: no I/O.
  */
-import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { z } from 'zod';
 import type { ActivitySpec } from '../core/run';
 import type { ActivityDoor } from '../middleware/activity-door';
 import { KeelError } from '../core/errors';
 import { activityOptions, asKeelError } from './activity-errors';
-
-/** A feature activity as the workflow proxies it: any door's input in, its answer out (typed by the door: the worker parsed it with the door's output schema). */
-type DoorActivities = Record<string, (input: unknown) => Promise<never>>;
+import { proxyDoor } from './activities';
 
 /** Timeouts and retries of a door's activity (its own, or one call's). */
 export type DoorOptions = NonNullable<ActivityDoor['options']>;
@@ -35,12 +32,13 @@ export function featureActivityCaller(spec?: ActivitySpec): DoorCall {
     const options = given ?? door.options ?? (spec ? activityOptions(spec) : undefined);
     if (!options) throw new KeelError('INTERNAL', `activity "${door.name}" declares no options and the run has no activity spec yet`);
     const { startToCloseTimeout, scheduleToCloseTimeout, retry } = options;
-    const activities =
-      door.kind === 'local'
-        ? proxyLocalActivities<DoorActivities>({ startToCloseTimeout, scheduleToCloseTimeout, retry, summary })
-        : proxyActivities<DoorActivities>({ ...options, summary });
+    // A local activity takes no heartbeat timeout (its workflow task is its liveness).
+    const call = proxyDoor(
+      door,
+      door.kind === 'local' ? { local: true, startToCloseTimeout, scheduleToCloseTimeout, retry, summary } : { ...options, summary },
+    );
     try {
-      return await activities[door.name]!(input);
+      return await call(input);
     } catch (error) {
       throw asKeelError(error, summary);
     }
