@@ -9,6 +9,8 @@ import { ServerError } from '../server/server-error';
 import { DEV_WORKER_ENV } from '../dev/dev-protocol';
 import { EXIT, UsageError, later, reportFailure } from './common';
 import { USAGE, parse, uiOptions } from './args';
+import type { CliOptions } from './common';
+import type { KeelConfig } from '../config/schema';
 import { commandRun, commandWatch } from './run';
 import { commandCost, commandHolds, commandList, commandStatus, commandTasks } from './inspect';
 import { commandAbort, commandDecide, commandFork, commandSteer } from './control';
@@ -24,6 +26,66 @@ export async function main(argv: string[]): Promise<number> {
       .activeTracing()
       ?.shutdown()
       .catch(() => undefined);
+  }
+}
+
+/** A command that reads the project's config. */
+async function configured(command: string, positionals: string[], options: CliOptions, config: KeelConfig): Promise<number> {
+  switch (command) {
+    // The worker, the server and the demo load only for the commands that need them.
+    case 'server':
+      return await later<typeof import('../ops/processes')>('../ops/processes').runServer(config);
+    case 'worker':
+      return await later<typeof import('../ops/processes')>('../ops/processes').runWorker(config, { allowEmpty: options['allow-empty'] });
+    case 'dev':
+      return await later<typeof import('../dev/dev-loop')>('../dev/dev-loop').runDev(config, { allowEmpty: options['allow-empty'] });
+    case 'serve':
+    case 'ui':
+      return await later<typeof import('../ui/command')>('../ui/command').runUi(config, uiOptions(options));
+    case 'mcp':
+      return await later<typeof import('../ui/command')>('../ui/command').runMcp(config);
+    case 'codec-server':
+      return await later<typeof import('../ui/command')>('../ui/command').runCodecServer(config, uiOptions(options));
+    case 'run':
+      return await commandRun(config, positionals, options);
+    case 'status':
+      return await commandStatus(config, positionals, options);
+    case 'watch':
+      return await commandWatch(config, positionals, options);
+    case 'list':
+      return await commandList(config, positionals, options);
+    case 'cost':
+      return await commandCost(config, positionals, options);
+    case 'abort':
+      return await commandAbort(config, positionals, options);
+    case 'approve':
+    case 'deny':
+    case 'decide':
+      return await commandDecide(config, command, positionals, options);
+    case 'steer':
+      return await commandSteer(config, positionals, options);
+    case 'fork':
+      return await commandFork(config, positionals, options);
+    case 'tasks':
+      return await commandTasks(config, positionals, options);
+    case 'holds':
+      return await commandHolds(config, options);
+    case 'history':
+      return await commandHistory(config, positionals, options);
+    case 'storage':
+      return await commandStorage(config, positionals, options);
+    case 'eval':
+      return await commandEval(config, positionals, options);
+    case 'deploy':
+      return await commandDeploy(config, positionals, options);
+    case 'namespace':
+      return await commandNamespace(config, positionals, options);
+    case 'demo':
+      return await later<typeof import('./demo')>('./demo').runDemo(config);
+    case 'setup':
+      return commandSetup(config, positionals, options);
+    default:
+      throw new UsageError(`unknown command "${command}"\n\n${USAGE}`);
   }
 }
 
@@ -46,63 +108,7 @@ async function command(argv: string[]): Promise<number> {
         ...(options.config !== undefined ? { configPath: options.config } : {}),
         allowEmpty: options['allow-empty'],
       });
-    const config = loadConfig({ path: options.config, explicit: options.config !== undefined });
-    switch (command) {
-      // The worker, the server and the demo load only for the commands that need them.
-      case 'server':
-        return await later<typeof import('../ops/processes')>('../ops/processes').runServer(config);
-      case 'worker':
-        return await later<typeof import('../ops/processes')>('../ops/processes').runWorker(config, { allowEmpty: options['allow-empty'] });
-      case 'dev':
-        return await later<typeof import('../dev/dev-loop')>('../dev/dev-loop').runDev(config, { allowEmpty: options['allow-empty'] });
-      case 'serve':
-      case 'ui':
-        return await later<typeof import('../ui/command')>('../ui/command').runUi(config, uiOptions(options));
-      case 'mcp':
-        return await later<typeof import('../ui/command')>('../ui/command').runMcp(config);
-      case 'codec-server':
-        return await later<typeof import('../ui/command')>('../ui/command').runCodecServer(config, uiOptions(options));
-      case 'run':
-        return await commandRun(config, positionals, options);
-      case 'status':
-        return await commandStatus(config, positionals, options);
-      case 'watch':
-        return await commandWatch(config, positionals, options);
-      case 'list':
-        return await commandList(config, positionals, options);
-      case 'cost':
-        return await commandCost(config, positionals, options);
-      case 'abort':
-        return await commandAbort(config, positionals, options);
-      case 'approve':
-      case 'deny':
-      case 'decide':
-        return await commandDecide(config, command, positionals, options);
-      case 'steer':
-        return await commandSteer(config, positionals, options);
-      case 'fork':
-        return await commandFork(config, positionals, options);
-      case 'tasks':
-        return await commandTasks(config, positionals, options);
-      case 'holds':
-        return await commandHolds(config, options);
-      case 'history':
-        return await commandHistory(config, positionals, options);
-      case 'storage':
-        return await commandStorage(config, positionals, options);
-      case 'eval':
-        return await commandEval(config, positionals, options);
-      case 'deploy':
-        return await commandDeploy(config, positionals, options);
-      case 'namespace':
-        return await commandNamespace(config, positionals, options);
-      case 'demo':
-        return await later<typeof import('./demo')>('./demo').runDemo(config);
-      case 'setup':
-        return commandSetup(config, positionals, options);
-      default:
-        throw new UsageError(`unknown command "${command}"\n\n${USAGE}`);
-    }
+    return await configured(command, positionals, options, loadConfig({ path: options.config, explicit: options.config !== undefined }));
   } catch (error) {
     // With --json, scripts get the failure on stdout too: { "error": { "status", "message" } }.
     const json = parsed?.options.json === true;

@@ -95,6 +95,49 @@ function tokenMatcher(token: string): (given: string | undefined) => boolean {
   return (given) => given !== undefined && timingSafeEqual(digest(given), expected);
 }
 
+/** The token check: a preflight and the token-free paths pass; the token comes as a Bearer header, or once in the address (then in a cookie). */
+function tokenCheck({
+  name,
+  token,
+  tokenVariable,
+  tokenCookie,
+  tokenFreePaths,
+  preflights,
+}: Pick<GuardOptions, 'name' | 'tokenVariable' | 'tokenCookie'> & {
+  token: string;
+  tokenFreePaths: readonly string[];
+  preflights: boolean;
+}): MiddlewareHandler {
+  const matches = tokenMatcher(token);
+  return async (c, next) => {
+    if (c.req.method === 'OPTIONS' && preflights) return next(); // a preflight carries no credentials
+    if (underAny(tokenFreePaths, c.req.path)) return next();
+    if (tokenCookie) {
+      const given = c.req.query('token');
+      if (given !== undefined && matches(given)) {
+        setCookie(c, tokenCookie, given, { httpOnly: true, sameSite: 'Strict', path: '/' });
+        return c.redirect('/');
+      }
+      if (matches(getCookie(c, tokenCookie))) return next();
+    }
+    const bearer = /^Bearer (.+)$/.exec(c.req.header('authorization') ?? '')?.[1];
+    if (!matches(bearer))
+      return refuse(
+        c,
+        name,
+        'UNAUTHENTICATED',
+        tokenCookie
+          ? `this server needs its token: open the address it printed (with ?token=), or send Authorization: Bearer <${tokenVariable}>`
+          : `this server needs its token: send Authorization: Bearer <${tokenVariable}>`,
+        401,
+      );
+    await next();
+  };
+}
+
+/** True when `path` is one of `paths` or under one. */
+const underAny = (paths: readonly string[], path: string) => paths.some((open) => path === open || path.startsWith(`${open}/`));
+
 /**
  * The guard as a Hono app: mount a server's routes on it (`guard.route('/', app)`).
  * `allowedHosts` gives the Host values answered without a token (lower case, with the port).
@@ -122,9 +165,8 @@ function createGuard({
       await next();
     });
   const origins = new Set(crossOrigin?.origins ?? []);
-  const under = (paths: readonly string[], path: string) => paths.some((open) => path === open || path.startsWith(`${open}/`));
   // Another origin is trusted only on the paths it was named for.
-  const trusted = { has: (origin: string, path: string) => origins.has(origin) && (!crossOrigin?.paths || under(crossOrigin.paths, path)) };
+  const trusted = { has: (origin: string, path: string) => origins.has(origin) && (!crossOrigin?.paths || underAny(crossOrigin.paths, path)) };
   if (crossOrigin)
     guard.use((c, next) =>
       cors({
@@ -135,37 +177,11 @@ function createGuard({
         maxAge: 600,
       })(c, next),
     );
-  if (token !== undefined) {
-    const matches = tokenMatcher(token);
-    guard.use(async (c, next) => {
-      if (c.req.method === 'OPTIONS' && crossOrigin) return next(); // a preflight carries no credentials
-      if (under(tokenFreePaths, c.req.path)) return next();
-      if (tokenCookie) {
-        const given = c.req.query('token');
-        if (given !== undefined && matches(given)) {
-          setCookie(c, tokenCookie, given, { httpOnly: true, sameSite: 'Strict', path: '/' });
-          return c.redirect('/');
-        }
-        if (matches(getCookie(c, tokenCookie))) return next();
-      }
-      const bearer = /^Bearer (.+)$/.exec(c.req.header('authorization') ?? '')?.[1];
-      if (!matches(bearer))
-        return refuse(
-          c,
-          name,
-          'UNAUTHENTICATED',
-          tokenCookie
-            ? `this server needs its token: open the address it printed (with ?token=), or send Authorization: Bearer <${tokenVariable}>`
-            : `this server needs its token: send Authorization: Bearer <${tokenVariable}>`,
-          401,
-        );
-      await next();
-    });
-  }
+  if (token !== undefined) guard.use(tokenCheck({ name, token, tokenVariable, tokenCookie, tokenFreePaths, preflights: crossOrigin !== undefined }));
   // A change from another origin is refused before its body is read, so no such page makes the server take one in.
   guard.use(async (c, next) => {
     if (SAFE_METHODS.has(c.req.method)) return next();
-    const open = under(openPaths, c.req.path);
+    const open = underAny(openPaths, c.req.path);
     if (changeHeader !== undefined && !c.req.header(changeHeader) && !open)
       return refuse(c, name, 'PERMISSION_DENIED', `a change needs the ${changeHeader} header`, 403);
     const origin = c.req.header('origin');

@@ -316,6 +316,36 @@ class RunTaskStore implements TaskStore {
   }
 }
 
+/**
+ * Starts the run a tool call asks for (a session's turn, for a session agent), as the caller:
+ * bad arguments are `invalid(message)`, thrown; a refusal to start is the tool's error.
+ */
+async function startRun(
+  client: KeelClient,
+  agent: ExposedAgent,
+  args: unknown,
+  access: McpServeOptions['access'] & object,
+  invalid: (message: string) => Error,
+): Promise<{ runId: string; belongsTo: Principal } | { error: string }> {
+  const parsed = ArgumentsSchema.safeParse(args ?? {});
+  if (!parsed.success) throw invalid(`arguments of ${agent.name}: ${describeZodError(parsed.error)}`);
+  const { prompt, sessionId } = parsed.data;
+  if (agent.session === 'server' && sessionId === undefined) throw invalid(`arguments of ${agent.name}: sessionId is required`);
+  if (agent.session === 'client' && sessionId !== undefined)
+    throw invalid(`arguments of ${agent.name}: this agent keeps no session on the server; send no sessionId`);
+  try {
+    // Whose run it is comes from the verified identity, never from the arguments.
+    if (sessionId === undefined)
+      return { runId: (await client.start(agent.name, prompt, { idPrefix: 'mcp', ...access.principal })).runId, belongsTo: access.principal };
+    // Whom the run belongs to: the caller, or the session's owner it may steer.
+    const ifBelongsTo = await access.session(client.temporal, agent.name, sessionId, 'steer');
+    const turn = await client.session(agent.name, sessionId, access.principal).send(prompt, { detach: true, ...(ifBelongsTo ? { ifBelongsTo } : {}) });
+    return { runId: turn.runId, belongsTo: ifBelongsTo ?? access.principal };
+  } catch (error) {
+    return { error: toKeelError(error).message };
+  }
+}
+
 /** An MCP server (the SDK's) whose tools are `agents`. */
 // eslint-disable-next-line @typescript-eslint/no-deprecated -- see below
 export function createMcpServer({ client, agents, uiOrigin, version, access = OPEN_ACCESS }: McpServeOptions): Server {
@@ -353,26 +383,9 @@ export function createMcpServer({ client, agents, uiOrigin, version, access = OP
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult | CreateTaskResult> => {
     const agent = byName.get(request.params.name);
     if (!agent) throw new McpError(ErrorCode.InvalidParams, `no tool "${request.params.name}"; tools: ${[...byName.keys()].join(', ') || '(none)'}`);
-    const parsed = ArgumentsSchema.safeParse(request.params.arguments ?? {});
-    if (!parsed.success) throw new McpError(ErrorCode.InvalidParams, `arguments of ${agent.name}: ${describeZodError(parsed.error)}`);
-    const { prompt, sessionId } = parsed.data;
-    if (agent.session === 'server' && sessionId === undefined) throw new McpError(ErrorCode.InvalidParams, `arguments of ${agent.name}: sessionId is required`);
-    if (agent.session === 'client' && sessionId !== undefined)
-      throw new McpError(ErrorCode.InvalidParams, `arguments of ${agent.name}: this agent keeps no session on the server; send no sessionId`);
-    let runId: string;
-    // Whom the run belongs to: the caller, or the session's owner it may steer.
-    let belongsTo: Principal = access.principal;
-    try {
-      // Whose run it is comes from the verified identity, never from the arguments.
-      if (sessionId === undefined) runId = (await client.start(agent.name, prompt, { idPrefix: 'mcp', ...access.principal })).runId;
-      else {
-        const ifBelongsTo = await access.session(client.temporal, agent.name, sessionId, 'steer');
-        if (ifBelongsTo) belongsTo = ifBelongsTo;
-        runId = (await client.session(agent.name, sessionId, access.principal).send(prompt, { detach: true, ...(ifBelongsTo ? { ifBelongsTo } : {}) })).runId;
-      }
-    } catch (error) {
-      return toolError(toKeelError(error).message);
-    }
+    const started = await startRun(client, agent, request.params.arguments, access, (message) => new McpError(ErrorCode.InvalidParams, message));
+    if ('error' in started) return toolError(started.error);
+    const { runId, belongsTo } = started;
     // With the client's opt-in, the call answers at once with a task: the run.
     if (request.params.task && extra.taskStore) return { task: await extra.taskStore.createTask({ ttl: request.params.task.ttl ?? null, context: { runId } }) };
     return followRun({

@@ -183,6 +183,46 @@ interface UiRoutes {
   inbox: InboxListing;
 }
 
+/** The agents' protocols: MCP and A2A for programs (their SDKs answer, with their own headers), the AI SDK's chat protocol for web apps. */
+function protocolRoutes(
+  app: Hono,
+  {
+    mcp,
+    a2a,
+    chat,
+    who,
+  }: { mcp: ReturnType<typeof mcpHttpHandler> | undefined; a2a: ReturnType<typeof a2aHttpHandler> | undefined; chat: ChatEndpoint | undefined; who: Who },
+): void {
+  // MCP and A2A clients are programs, not the page: the protocols' SDKs answer them (their own headers, no CSP).
+  if (mcp) app.all('/mcp', (c) => mcp.handle(c.req.raw, who.access(c.req.raw)));
+  if (a2a) {
+    app.get('/a2a/:agent/.well-known/agent-card.json', (c) => {
+      const card = a2a.card(c.req.param('agent'));
+      return card ? c.json(card) : c.json({ error: { status: 'NOT_FOUND', message: `no A2A agent "${c.req.param('agent')}" here` } }, 404);
+    });
+    app.post('/a2a/:agent', (c) => a2a.handle(c.req.param('agent'), c.req.raw, who.access(c.req.raw)));
+  }
+  app.all('/a2a/*', (c) =>
+    c.json(
+      {
+        error: {
+          status: 'NOT_FOUND',
+          message: `no such A2A endpoint: ${c.req.method} ${c.req.path} (an agent's card is /a2a/<agent>/.well-known/agent-card.json)`,
+        },
+      },
+      404,
+    ),
+  );
+  // The AI SDK's chat protocol, for pages of this origin and of the web apps serve.origins names (useChat sends no header of keel's).
+  if (chat) {
+    app.post('/api/chat/:agent', (c) =>
+      chat.send(c.req.param('agent'), c.req.raw, who.decider(c.req.raw, `chat:${c.req.param('agent')}`), who.access(c.req.raw)),
+    );
+    app.get('/api/chat/:agent/:chatId/stream', (c) => chat.resume(c.req.param('agent'), c.req.param('chatId'), c.req.raw, who.access(c.req.raw)));
+    app.get('/api/chat/:agent/:chatId', (c) => chat.history(c.req.param('agent'), c.req.param('chatId'), who.access(c.req.raw)));
+  }
+}
+
 /** Builds the app (its routes; the guard is startGuardedServer's) for `client`. */
 function createUiApp({
   client,
@@ -219,34 +259,7 @@ function createUiApp({
       return next();
     });
   }
-  // MCP and A2A clients are programs, not the page: the protocols' SDKs answer them (their own headers, no CSP).
-  if (mcp) app.all('/mcp', (c) => mcp.handle(c.req.raw, who.access(c.req.raw)));
-  if (a2a) {
-    app.get('/a2a/:agent/.well-known/agent-card.json', (c) => {
-      const card = a2a.card(c.req.param('agent'));
-      return card ? c.json(card) : c.json({ error: { status: 'NOT_FOUND', message: `no A2A agent "${c.req.param('agent')}" here` } }, 404);
-    });
-    app.post('/a2a/:agent', (c) => a2a.handle(c.req.param('agent'), c.req.raw, who.access(c.req.raw)));
-  }
-  app.all('/a2a/*', (c) =>
-    c.json(
-      {
-        error: {
-          status: 'NOT_FOUND',
-          message: `no such A2A endpoint: ${c.req.method} ${c.req.path} (an agent's card is /a2a/<agent>/.well-known/agent-card.json)`,
-        },
-      },
-      404,
-    ),
-  );
-  // The AI SDK's chat protocol, for pages of this origin and of the web apps serve.origins names (useChat sends no header of keel's).
-  if (chat) {
-    app.post('/api/chat/:agent', (c) =>
-      chat.send(c.req.param('agent'), c.req.raw, who.decider(c.req.raw, `chat:${c.req.param('agent')}`), who.access(c.req.raw)),
-    );
-    app.get('/api/chat/:agent/:chatId/stream', (c) => chat.resume(c.req.param('agent'), c.req.param('chatId'), c.req.raw, who.access(c.req.raw)));
-    app.get('/api/chat/:agent/:chatId', (c) => chat.history(c.req.param('agent'), c.req.param('chatId'), who.access(c.req.raw)));
-  }
+  protocolRoutes(app, { mcp, a2a, chat, who });
   app.use(secureHeaders({ contentSecurityPolicy: { defaultSrc: ["'self'"], imgSrc: ["'self'", 'data:'], styleSrc: ["'self'", "'unsafe-inline'"] } }));
   const routes: UiRoutes = { client, config, hub, user, who, temporalUiUrl: temporalUiUrlOf(config), inbox: inboxListing(client) };
   readingRoutes(app, routes);
@@ -395,25 +408,8 @@ function runEventStream(c: Context, hub: EventHub, runId: string) {
   });
 }
 
-/** The routes that change something: start a run (or a session's turn), decide a hold, steer, fork, abort. */
-function changingRoutes(app: Hono, { client, user, who, inbox }: UiRoutes): void {
-  const check = (c: Context, action: AccessAction) => who.access(c.req.raw).check(client.temporal, c.req.param('runId')!, action);
-  app.post('/api/runs', async (c) => {
-    const body = await jsonBody(c);
-    if (!body.ok) return bad(c, body.message);
-    const parsed = StartSchema.safeParse(body.value);
-    if (!parsed.success) return bad(c, `a run needs { agent, prompt, sessionId? }: ${describeZodError(parsed.error)}`);
-    const { agent, prompt, sessionId } = parsed.data;
-    return answer(c, async () => {
-      const access = who.access(c.req.raw);
-      // Whose run it is comes from the verified identity, never from the body.
-      if (sessionId === undefined) return { runId: (await client.start(agent, prompt, { idPrefix: 'ui', ...access.principal })).runId };
-      const ifBelongsTo = await access.session(client.temporal, agent, sessionId, 'steer');
-      const turn = await client.session(agent, sessionId, access.principal).send(prompt, { detach: true, ...(ifBelongsTo ? { ifBelongsTo } : {}) });
-      return { runId: turn.runId, sessionId };
-    });
-  });
-
+/** A decision from the page: who made it comes from the verified identity (or the name the page gives), never from what keel sets. */
+function decisionRoute(app: Hono, { client, user, who, inbox }: UiRoutes, check: (c: Context, action: AccessAction) => Promise<unknown>): void {
   app.post('/api/runs/:runId/decisions', async (c) => {
     const body = await jsonBody(c);
     if (!body.ok) return bad(c, body.message);
@@ -441,6 +437,29 @@ function changingRoutes(app: Hono, { client, user, who, inbox }: UiRoutes): void
       inbox.stale();
     }
   });
+}
+
+/** The routes that change something: start a run (or a session's turn), decide a hold, steer, fork, abort. */
+function changingRoutes(app: Hono, routes: UiRoutes): void {
+  const { client, who } = routes;
+  const check = (c: Context, action: AccessAction) => who.access(c.req.raw).check(client.temporal, c.req.param('runId')!, action);
+  app.post('/api/runs', async (c) => {
+    const body = await jsonBody(c);
+    if (!body.ok) return bad(c, body.message);
+    const parsed = StartSchema.safeParse(body.value);
+    if (!parsed.success) return bad(c, `a run needs { agent, prompt, sessionId? }: ${describeZodError(parsed.error)}`);
+    const { agent, prompt, sessionId } = parsed.data;
+    return answer(c, async () => {
+      const access = who.access(c.req.raw);
+      // Whose run it is comes from the verified identity, never from the body.
+      if (sessionId === undefined) return { runId: (await client.start(agent, prompt, { idPrefix: 'ui', ...access.principal })).runId };
+      const ifBelongsTo = await access.session(client.temporal, agent, sessionId, 'steer');
+      const turn = await client.session(agent, sessionId, access.principal).send(prompt, { detach: true, ...(ifBelongsTo ? { ifBelongsTo } : {}) });
+      return { runId: turn.runId, sessionId };
+    });
+  });
+
+  decisionRoute(app, routes, check);
 
   // A steering message from the page: { text, interrupt? }, checked by the run's validator (the page names no update id: each send is new).
   app.post('/api/runs/:runId/steer', async (c) => {

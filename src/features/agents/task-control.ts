@@ -22,12 +22,11 @@ const inspectTasks = (input: { runIds: string[] }) => callActivity(inspectTasksD
 /** How long a wait may take past its own deadline before its activity is given up. */
 const WAIT_MARGIN_MS = 60_000;
 
-/** The background tasks of `run`: started as child runs that outlive it, read through activities. */
-export function taskControl(run: AgentsRun): TaskControl {
-  const { state, spec } = run;
-  const reachable: TaskControl['reachable'] = async (claims) => {
+/** The task ids of `claims` the run may read: its own, and those whose proof verified (each (id, proof) checked once per run). */
+function reachableTasks(state: AgentsRun['state']): TaskControl['reachable'] {
+  return async (claims) => {
     const own = new Set(state.tasks.map((record) => record.taskId));
-    // Each (id, proof) is checked once per run: a proof does not stop being valid.
+    // A proof does not stop being valid: its answer is kept.
     const checkKey = (claim: { taskId: string; proof?: string }) => `${claim.taskId} ${claim.proof ?? ''}`;
     const unchecked = claims.filter(
       (claim): claim is { taskId: string; proof: string } =>
@@ -37,6 +36,12 @@ export function taskControl(run: AgentsRun): TaskControl {
     state.vouchedTasks = { ...state.vouchedTasks, ...Object.fromEntries(unchecked.map((claim, index) => [checkKey(claim), answers[index] === true])) };
     return new Set([...own, ...claims.filter((claim) => state.vouchedTasks[checkKey(claim)] === true).map((claim) => claim.taskId)]);
   };
+}
+
+/** The background tasks of `run`: started as child runs that outlive it, read through activities. */
+export function taskControl(run: AgentsRun): TaskControl {
+  const { state, spec } = run;
+  const reachable = reachableTasks(state);
   return {
     async start(options) {
       const { runId, input } = childRun(run, options);
