@@ -19,6 +19,7 @@ import { InfrastructureError } from './infrastructure-error';
 import { NotRegisteredError } from './not-registered';
 import { assertPayloadFits, unrepresentable } from './payload-limit';
 import { thrownAt } from './thrown-at';
+import type { Tool } from '../define';
 
 /**
  * A tool call's idempotency key: `<workflowId>/<temporal run id>/<activityId>`, unique over
@@ -48,6 +49,39 @@ function reconciliation(toolName: string, input: unknown, idempotencyKey: string
       choices: ['respond: <its output>', "restart: { reconcile: 'run-again' }", "restart: { reconcile: 'stop' }"],
     },
   };
+}
+
+/**
+ * What a tool's own failure becomes: an interrupt or a model-visible error as it is, an
+ * infrastructure failure for the retry policy, else an error naming where in the user's code it
+ * was thrown (the model, under SoftToolErrors, sees `toolMessage` only).
+ */
+function toolFailure(error: unknown, toolName: string, baseDir: string | undefined): unknown {
+  if (error instanceof InterruptRequest || ModelVisibleToolError.isInstance(error)) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  // Could not reach what the tool needs (an MCP server that went away): the activity's retry policy tries again.
+  if (InfrastructureError.isInstance(error)) return new InfrastructureError(`tool "${toolName}" failed: ${message}`, { toolName, toolMessage: message });
+  const at = thrownAt(error, { baseDir: baseDir ?? process.cwd() });
+  return new KeelError('INTERNAL', `tool "${toolName}" failed: ${message}${at ? ` (thrown at ${at})` : ''}`, {
+    toolName,
+    toolMessage: message,
+    ...(at ? { thrownAt: at } : {}),
+    ...(KeelError.isInstance(error) ? { toolStatus: error.status } : {}),
+  });
+}
+
+/** A tool's output as the run records it: parsed by its output schema, null for nothing, refused (naming where) when JSON cannot carry it or it is too large. */
+function checkedOutput(schema: Tool['output'], toolName: string, output: unknown, limit: WorkerScope['limit']): unknown {
+  if (schema) {
+    const parsed = schema.safeParse(output);
+    if (!parsed.success)
+      throw new KeelError('INTERNAL', `tool "${toolName}" returned output that fails its schema: ${describeZodError(parsed.error)}`, { toolName });
+    output = parsed.data;
+  }
+  const problem = output === undefined ? undefined : unrepresentable(output);
+  if (problem) throw new KeelError('INTERNAL', `tool "${toolName}" returned a value JSON cannot carry: ${problem}`, { toolName });
+  assertPayloadFits(output ?? null, `the output of tool "${toolName}"`, limit);
+  return output ?? null;
 }
 
 /** One tool call (the `callTool` activity): input and output checked against the tool's schemas, what it reported spent counted. */
@@ -124,32 +158,10 @@ export function callTool(scope: WorkerScope, { toolName, input, resumed, refused
     } catch (error) {
       if (context.cancellationSignal.aborted) throw error;
       if (uncountable) throw uncountable;
-      if (error instanceof InterruptRequest || ModelVisibleToolError.isInstance(error)) throw error;
-      const message = error instanceof Error ? error.message : String(error);
-      const cause = KeelError.isInstance(error) ? { toolStatus: error.status } : {};
-      // Could not reach what the tool needs (an MCP server that went away): the activity's retry policy tries again.
-      if (InfrastructureError.isInstance(error)) throw new InfrastructureError(`tool "${toolName}" failed: ${message}`, { toolName, toolMessage: message });
-      // Where in the user's code it threw, for whoever reads the run's error (the model, under SoftToolErrors, sees `toolMessage` only).
-      const at = thrownAt(error, { baseDir: config.baseDir ?? process.cwd() });
-      throw new KeelError('INTERNAL', `tool "${toolName}" failed: ${message}${at ? ` (thrown at ${at})` : ''}`, {
-        toolName,
-        toolMessage: message,
-        ...(at ? { thrownAt: at } : {}),
-        ...cause,
-      });
+      throw toolFailure(error, toolName, config.baseDir);
     }
-    if (tool.output) {
-      const parsedOutput = tool.output.safeParse(output);
-      if (!parsedOutput.success) {
-        throw new KeelError('INTERNAL', `tool "${toolName}" returned output that fails its schema: ${describeZodError(parsedOutput.error)}`, { toolName });
-      }
-      output = parsedOutput.data;
-    }
-    // A tool that returns nothing answers null; anything JSON would drop or change is refused, naming where.
-    const problem = output === undefined ? undefined : unrepresentable(output);
-    if (problem) throw new KeelError('INTERNAL', `tool "${toolName}" returned a value JSON cannot carry: ${problem}`, { toolName });
-    assertPayloadFits(output ?? null, `the output of tool "${toolName}"`, limit);
-    return { result: TOOL_CALL_RESULT, output: output ?? null, ...(reported ? { usage: reported } : {}) } satisfies ToolCallResult;
+    output = checkedOutput(tool.output, toolName, output, limit);
+    return { result: TOOL_CALL_RESULT, output, ...(reported ? { usage: reported } : {}) } satisfies ToolCallResult;
   }, refusedBefore);
 }
 

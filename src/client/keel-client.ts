@@ -5,7 +5,10 @@
 import { DEFAULT_FAIRNESS, priorityOf, type FairnessConfig } from '../core/fairness';
 import type { RunVersioning } from '../core/versioning';
 import { decodePayload } from './decode-payload';
-import { Client, ServiceError, WorkflowFailedError, WorkflowNotFoundError, type WorkflowExecutionDescription } from '@temporalio/client';
+import { Client, ServiceError, WorkflowNotFoundError, type WorkflowExecutionDescription } from '@temporalio/client';
+import { awaitResult, closedRunError, decisionError, endedFromOutside, type ResultOptions } from './run-ended';
+
+export type { ResultOptions };
 import type { TypedSearchAttributes } from '@temporalio/common';
 import { randomUUID } from 'node:crypto';
 import { KeelError } from '../core/errors';
@@ -101,23 +104,8 @@ export interface DecideOptions {
   timeoutMs?: number;
 }
 
-/** True for a gRPC call that ran past its deadline. */
-function isDeadlineExceeded(error: unknown, deadline?: number): boolean {
-  const grpc = error instanceof ServiceError ? error.cause : error;
-  const code = (grpc as { code?: unknown } | undefined)?.code;
-  const message = error instanceof Error ? error.message : String(error);
-  if (code === 4 || /deadline exceeded/i.test(message)) return true;
-  // A deadline that has passed can also end the call as a cancelled stream (RST_STREAM CANCEL), by a hair's race.
-  return deadline !== undefined && Date.now() >= deadline && (code === 1 || /RST_STREAM|cancel/i.test(message));
-}
-
 /** How long a decision waits to learn which call it holds before it goes without. */
 const TARGET_LOOKUP_MS = 5000;
-
-/** How long `RunHandle.result()` waits through Temporal being out of reach, by default. */
-const RECONNECT_FOR_MS = 10 * 60_000;
-/** Pause between tries to reach Temporal again. */
-const RECONNECT_PAUSE_MS = 1000;
 
 /** Options of `RunHandle.steer`. */
 export interface SteerOptions {
@@ -130,30 +118,6 @@ export interface SteerOptions {
   agent?: string;
   /** The update id: sent again with the same id, the message is added once. Default: a new random id. */
   steerId?: string;
-}
-
-/** Options of `RunHandle.result()`. */
-export interface ResultOptions {
-  /** How long to keep waiting while Temporal cannot be reached (default 10 minutes). */
-  reconnectForMs?: number;
-  /** Called once when Temporal could not be reached and the wait goes on, with what went wrong. */
-  onReconnecting?: (reason: string) => void;
-  /** Stops waiting (the run goes on): the wait then rejects with a CANCELLED KeelError. */
-  signal?: AbortSignal;
-}
-
-/** gRPC status codes of a connection that failed (CANCELLED, UNKNOWN, DEADLINE_EXCEEDED, INTERNAL, UNAVAILABLE). */
-const TRANSIENT_GRPC_CODES = new Set([1, 2, 4, 13, 14]);
-
-/**
- * True for a failure to reach Temporal (a restart, a dropped connection), as opposed to the
- * run's own outcome (failed, cancelled, not found).
- */
-function isTransient(error: unknown): boolean {
-  if (error instanceof WorkflowFailedError || error instanceof WorkflowNotFoundError || KeelError.isInstance(error)) return false;
-  if (error instanceof ServiceError) return true;
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'number' && TRANSIENT_GRPC_CODES.has(code);
 }
 
 /** A handle on a run; `Output` types its result's structured answer. */
@@ -193,7 +157,7 @@ export class RunHandle<Output = unknown> {
     const status = await this.reportedStatus();
     if (status.state !== 'running' && status.state !== 'waiting') return status;
     // A run ended from outside (terminated, timed out) still answers its last state: Temporal's word wins.
-    const ended = await this.endedFromOutside();
+    const ended = await endedFromOutside(this.workflow);
     return ended ? { ...status, ...ended, interrupts: [] } : status;
   }
 
@@ -207,21 +171,6 @@ export class RunHandle<Output = unknown> {
     } catch (error) {
       throw runErrorOf(error);
     }
-  }
-
-  /** How Temporal says the run ended, when it was from outside the run (terminated, timed out). */
-  private async endedFromOutside(): Promise<Pick<RunStatus, 'state' | 'error'> | undefined> {
-    const description = await this.workflow.describe();
-    const name = description.status.name;
-    if (name !== 'TERMINATED' && name !== 'TIMED_OUT') return undefined;
-    if (name === 'TIMED_OUT') return { state: 'timed_out', error: { status: 'DEADLINE_EXCEEDED', message: 'the run exceeded its Temporal execution timeout' } };
-    const history = await this.workflow.fetchHistory();
-    const terminated = history.events?.at(-1)?.workflowExecutionTerminatedEventAttributes;
-    const reason = terminated?.reason ? `: ${terminated.reason}` : '';
-    return {
-      state: 'terminated',
-      error: { status: 'ABORTED', message: `the run was terminated${terminated?.identity ? ` by ${terminated.identity}` : ''}${reason}` },
-    };
   }
 
   /**
@@ -279,30 +228,8 @@ export class RunHandle<Output = unknown> {
    * outcome: the wait goes on for up to `reconnectForMs` (default 10 minutes) of it, then throws
    * UNAVAILABLE saying the run may still be going.
    */
-  async result({ reconnectForMs = RECONNECT_FOR_MS, onReconnecting, signal }: ResultOptions = {}): Promise<TypedRunResult<Output>> {
-    let lostSince: number | undefined;
-    const stopped = () => new KeelError('CANCELLED', `stopped waiting for run ${this.runId}; the run goes on`);
-    for (;;) {
-      if (signal?.aborted) throw stopped();
-      try {
-        const wait = () => this.workflow.result() as Promise<TypedRunResult<Output>>;
-        return await (signal ? this.client.withAbortSignal(signal, wait) : wait());
-      } catch (error) {
-        if (signal?.aborted) throw stopped();
-        if (!isTransient(error)) throw runErrorOf(error);
-        if (lostSince === undefined) {
-          lostSince = Date.now();
-          onReconnecting?.(error instanceof Error ? error.message : String(error));
-        }
-        if (Date.now() - lostSince >= reconnectForMs) {
-          throw new KeelError(
-            'UNAVAILABLE',
-            `lost Temporal for ${Math.round(reconnectForMs / 1000)} s while waiting for run ${this.runId} (${error instanceof Error ? error.message : String(error)}); the run itself may still be going: see keel status ${this.runId}`,
-          );
-        }
-        await new Promise((resolve) => setTimeout(resolve, RECONNECT_PAUSE_MS));
-      }
-    }
+  result(options: ResultOptions = {}): Promise<TypedRunResult<Output>> {
+    return awaitResult(this.client, this.runId, options) as Promise<TypedRunResult<Output>>;
   }
 
   /** Holds waiting for a decision. */
@@ -329,19 +256,8 @@ export class RunHandle<Output = unknown> {
         ...(deadline !== undefined ? { deadline } : {}),
       });
     } catch (error) {
-      throw await this.decisionError(error, timeoutMs, decision.interruptId, deadline);
+      throw await decisionError(this.client, this.runId, error, { timeoutMs, interruptId: decision.interruptId, deadline });
     }
-  }
-
-  /** What a decision's failure means: no worker answered in time, the run ended, or the run's refusal. */
-  private async decisionError(error: unknown, timeoutMs: number | undefined, decisionId?: string, deadline?: number): Promise<KeelError> {
-    if (timeoutMs !== undefined && isDeadlineExceeded(error, deadline)) {
-      return new KeelError(
-        'DEADLINE_EXCEEDED',
-        `no worker took the decision within ${Math.round(timeoutMs / 1000)} s (a worker polls the run's task queue but did not answer: busy, hung or stopped). The server keeps the decision for the run, until it restarts, and a worker applies it when it next runs the run (or refuses it, if the hold was decided meanwhile): see where it stands with keel status ${this.runId}`,
-      );
-    }
-    return this.closedRunError(error, decisionId);
   }
 
   /**
@@ -362,45 +278,6 @@ export class RunHandle<Output = unknown> {
   }
 
   /**
-   * Temporal answers a message to a run that has ended as if the run did not exist; say that
-   * it ended, and how, when it did.
-   */
-  private async closedRunError(error: unknown, interruptId?: string, takes = 'decisions'): Promise<KeelError> {
-    const failure = runErrorOf(error);
-    if (!(error instanceof WorkflowNotFoundError)) return failure;
-    const closed = await this.workflow.describe().then(
-      (description) => (description.status.name === 'RUNNING' ? undefined : description.status.name.toLowerCase()),
-      () => undefined,
-    );
-    if (!closed) return failure;
-    return new KeelError(
-      'FAILED_PRECONDITION',
-      `run "${this.runId}" has ended (${closed}); it takes no more ${takes}${await this.stillHeldBelow(interruptId)}`,
-    );
-  }
-
-  /**
-   * For a sub-agent's hold (`<key>/<id>`) sent to a run that has ended: where the hold still
-   * waits, when that sub-agent's run (`<runId>/<key>`, a background task) goes on.
-   */
-  private async stillHeldBelow(interruptId: string | undefined): Promise<string> {
-    const separator = interruptId?.indexOf('/') ?? -1;
-    if (!interruptId || separator <= 0) return '';
-    const childRunId = `${this.runId}/${interruptId.slice(0, separator)}`;
-    const running = await this.client.workflow
-      .getHandle(childRunId)
-      .describe()
-      .then(
-        (description) => description.status.name === 'RUNNING',
-        () => false,
-      );
-    const rest = interruptId.slice(separator + 1);
-    return running
-      ? `; hold ${interruptId} is in run "${childRunId}", which goes on: decide it there (npx keel approve ${childRunId} ${rest}), or list every pending hold with keel holds`
-      : '';
-  }
-
-  /**
    * Adds a user message to the run under way (the `steer` update): its next model call takes it,
    * or with `interrupt` the model call in flight is cancelled and made again with it. Resolves to
    * the run's record of the message (`pending` until taken). Refused, with why, for an empty
@@ -417,7 +294,7 @@ export class RunHandle<Output = unknown> {
         { what: `the steer ${steerId}` },
       );
     } catch (error) {
-      throw unknownSteerError(error, target.runId) ?? (await target.closedRunError(error, undefined, 'steering'));
+      throw unknownSteerError(error, target.runId) ?? (await closedRunError(this.client, target.runId, error, { takes: 'steering' }));
     }
   }
 
@@ -481,7 +358,7 @@ export class RunHandle<Output = unknown> {
     try {
       await this.workflow.signal(resumeSignal, { ...decision, decidedBy: decision.decidedBy ?? this.client.options.identity });
     } catch (error) {
-      throw await this.closedRunError(error, decision.interruptId);
+      throw await closedRunError(this.client, this.runId, error, { interruptId: decision.interruptId });
     }
   }
 

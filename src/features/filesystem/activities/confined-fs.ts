@@ -62,6 +62,23 @@ interface Dir {
 /** Thrown by an attempt on a final component that turned out to be a symbolic link: the walk follows it. */
 class FollowLink extends Error {}
 
+/** Refuses anything that is not a regular file, naming what it is. */
+function regular(shown: string, info: Stats): void {
+  if (info.isFile()) return;
+  if (info.isDirectory()) throw new KeelError('INVALID_ARGUMENT', `"${shown}" is a directory; use list_files`, { path: shown });
+  throw new KeelError('INVALID_ARGUMENT', `"${shown}" is ${kindOf(info)}, not a regular file; only regular files are read or written`, { path: shown });
+}
+
+/** What `lstat` finds at `path` (a symlink is to be followed: FollowLink), or undefined when nothing is there. */
+async function entryAt(path: string): Promise<Stats | undefined> {
+  const info = await lstat(path).catch((error: unknown) => {
+    if (code(error) === 'ENOENT') return undefined;
+    throw error;
+  });
+  if (info?.isSymbolicLink()) throw new FollowLink();
+  return info;
+}
+
 /** A file opened inside the root, checked to be a regular file. */
 export interface OpenedFile {
   handle: FileHandle;
@@ -243,21 +260,10 @@ export class ConfinedRoot {
     }
   }
 
-  /** Refuses anything that is not a regular file, naming what it is. */
-  private static regular(shown: string, info: Stats): void {
-    if (info.isFile()) return;
-    if (info.isDirectory()) throw new KeelError('INVALID_ARGUMENT', `"${shown}" is a directory; use list_files`, { path: shown });
-    throw new KeelError('INVALID_ARGUMENT', `"${shown}" is ${kindOf(info)}, not a regular file; only regular files are read or written`, { path: shown });
-  }
-
   /** A checked lstat of an entry before opening it: a symlink is followed, anything but a regular file refused unopened. */
   private async lstatEntry(shown: string, dir: Dir, name: string): Promise<Stats | undefined> {
-    const info = await lstat(this.child(dir, name)).catch((error: unknown) => {
-      if (code(error) === 'ENOENT') return undefined;
-      throw error;
-    });
-    if (info?.isSymbolicLink()) throw new FollowLink();
-    if (info) ConfinedRoot.regular(shown, info);
+    const info = await entryAt(this.child(dir, name));
+    if (info) regular(shown, info);
     return info;
   }
 
@@ -321,7 +327,7 @@ export class ConfinedRoot {
   private async checked(rel: string, handle: FileHandle): Promise<OpenedFile> {
     try {
       const info = await handle.stat();
-      ConfinedRoot.regular(rel, info);
+      regular(rel, info);
       if (PROC_FD) {
         // Belt and braces: the walk already held every directory on the way.
         const opened = await readlink(`${PROC_FD}/${handle.fd}`).catch(() => undefined);
@@ -349,14 +355,7 @@ export class ConfinedRoot {
     const rel = this.check(path);
     if (rel === '.') return { rel, info: await this.root.handle.stat() };
     try {
-      const info = await this.atFinal(rel, rel, async (dir, name) => {
-        const found = await lstat(this.child(dir, name)).catch((error: unknown) => {
-          if (code(error) === 'ENOENT') return undefined;
-          throw error;
-        });
-        if (found?.isSymbolicLink()) throw new FollowLink();
-        return found;
-      });
+      const info = await this.atFinal(rel, rel, (dir, name) => entryAt(this.child(dir, name)));
       return { rel, ...(info ? { info } : {}) };
     } catch (error) {
       if (KeelError.isInstance(error) && error.status === 'NOT_FOUND') return { rel };
@@ -364,39 +363,41 @@ export class ConfinedRoot {
     }
   }
 
-  /**
-   * The entries of a directory inside the root, sorted by name: each symlink by what it leads
-   * to (left out when that is outside the root or missing); with `recursive`, real
-   * subdirectories too (symlinked ones are listed, not entered), as slash paths.
-   */
-  async list(path: string, recursive: boolean): Promise<Array<{ path: string; info: Stats }>> {
-    const rel = this.check(path);
-    const top = await this.stat(rel);
-    if (!top.info) throw new KeelError('NOT_FOUND', `directory "${rel}" does not exist`, { path: rel });
-    if (!top.info.isDirectory()) throw new KeelError('INVALID_ARGUMENT', `"${rel}" is not a directory`, { path: rel });
-    const entries: Array<{ path: string; info: Stats }> = [];
-    const walk = async (dirRel: string, prefix: string): Promise<void> => {
-      const dir = await this.walkDir(rel, dirRel);
-      let names: Array<{ name: string; link: boolean; directory: boolean }>;
-      try {
-        names = (await readdir(dir.path, { withFileTypes: true }))
-          .map((entry) => ({ name: entry.name, link: entry.isSymbolicLink(), directory: entry.isDirectory() }))
-          .sort((a, b) => a.name.localeCompare(b.name));
-      } finally {
-        await this.closeDir(dir);
-      }
-      for (const { name, link } of names) {
-        const childRel = dirRel === '.' ? name : `${dirRel}/${name}`;
-        const shown = prefix ? `${prefix}/${name}` : name;
-        const found = await this.stat(childRel).catch(() => undefined);
-        if (!found?.info) continue;
-        entries.push({ path: shown, info: found.info });
-        if (recursive && found.info.isDirectory() && !link) await walk(childRel, shown);
-      }
-    };
-    await walk(rel, '');
-    return entries;
+  /** The names in directory `dirRel` inside the root (shown as `shown` in errors), sorted, each marked when it is a symlink. */
+  async names(shown: string, dirRel: string): Promise<Array<{ name: string; link: boolean }>> {
+    const dir = await this.walkDir(shown, dirRel);
+    try {
+      const entries = await readdir(dir.path, { withFileTypes: true });
+      return entries.map((entry) => ({ name: entry.name, link: entry.isSymbolicLink() })).sort((a, b) => a.name.localeCompare(b.name));
+    } finally {
+      await this.closeDir(dir);
+    }
   }
+}
+
+/**
+ * The entries of a directory inside `root`, sorted by name: each symlink by what it leads to
+ * (left out when that is outside the root or missing); with `recursive`, real subdirectories
+ * too (symlinked ones are listed, not entered), as slash paths.
+ */
+export async function listEntries(root: ConfinedRoot, path: string, recursive: boolean): Promise<Array<{ path: string; info: Stats }>> {
+  const rel = root.check(path);
+  const top = await root.stat(rel);
+  if (!top.info) throw new KeelError('NOT_FOUND', `directory "${rel}" does not exist`, { path: rel });
+  if (!top.info.isDirectory()) throw new KeelError('INVALID_ARGUMENT', `"${rel}" is not a directory`, { path: rel });
+  const entries: Array<{ path: string; info: Stats }> = [];
+  const walk = async (dirRel: string, prefix: string): Promise<void> => {
+    for (const { name, link } of await root.names(rel, dirRel)) {
+      const childRel = dirRel === '.' ? name : `${dirRel}/${name}`;
+      const shown = prefix ? `${prefix}/${name}` : name;
+      const found = await root.stat(childRel).catch(() => undefined);
+      if (!found?.info) continue;
+      entries.push({ path: shown, info: found.info });
+      if (recursive && found.info.isDirectory() && !link) await walk(childRel, shown);
+    }
+  };
+  await walk(rel, '');
+  return entries;
 }
 
 /**

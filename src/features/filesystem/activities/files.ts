@@ -12,7 +12,7 @@ import type { z } from 'zod';
 import { KeelError } from '../../../core/errors';
 import { applyEdits, filesDoor, type FileEntry, type FileOperationSchema, type FileResult, type FileStamp } from '../files';
 import { implementActivity } from '../../../activities/feature-activity';
-import { ConfinedRoot } from './confined-fs';
+import { ConfinedRoot, listEntries } from './confined-fs';
 
 /** Files larger than this are never read. */
 export const MAX_FILE_BYTES = 10 * 1024 * 1024;
@@ -39,7 +39,7 @@ function checkUnchanged(path: string, current: FileStamp | undefined, read: File
 }
 
 async function list(root: ConfinedRoot, dirPath: string, recursive: boolean): Promise<FileEntry[]> {
-  return (await root.list(dirPath, recursive)).map(({ path, info }) => ({
+  return (await listEntries(root, dirPath, recursive)).map(({ path, info }) => ({
     path,
     isDirectory: info.isDirectory(),
     ...(info.isDirectory() ? {} : { sizeBytes: info.size }),
