@@ -2,8 +2,8 @@
  * A built-in feature as the loop knows it: its middleware, with the reference's name for it, and,
  * for a feature that needs more of its run than the middleware context gives (Agents' child runs,
  * Budget's tree ledger), its part of each run: its own state (a slot of the run's state, with
- * its schema, which the loop carries across continue-as-new), the capabilities it provides the
- * run's middleware, what it adds to the run's status, and what it does with each call's usage
+ * its schema, which the loop carries across continue-as-new), what it lends its middleware
+ * where the middleware is created (its third argument), what it adds to the run's status, and what it does with each call's usage
  * and when the run ends. A part is lent a few verbs of its run, never the run's state. The loop
  * builds every feature's part once per run (generate-run.ts) and knows none by name. Pure: runs
  * in the workflow.
@@ -14,7 +14,6 @@ import type { AgentSpec, MiddlewareRef, RunStatus } from '../core/run';
 import type { Usage } from '../core/usage';
 import type { MiddlewareFactory } from '../middleware/define-middleware';
 import type { MiddlewareDefinition } from '../middleware/types';
-import type { CapabilityProvider } from '../middleware/run-capability';
 
 /** What may report holds to a run under a key: one run, or the runs of one session workflow. */
 export type ReportSource = { runId: string } | { sessionWorkflowId: string };
@@ -41,8 +40,8 @@ export interface RunServices<State = undefined> {
 
 /** A feature's part of one run. */
 export interface FeatureRun {
-  /** The capabilities it provides the run's middleware (each built on first use). */
-  provides?: readonly CapabilityProvider[];
+  /** What it lends its middleware: the third argument of the middleware's `create` in this run. */
+  part?: unknown;
   /** What it adds to the run's `status` query, read at each query. */
   status?: () => Partial<RunStatus>;
   /** Told of the usage of each model call and tool call of the run, right after it. */
@@ -89,22 +88,37 @@ export function builtin<Schema extends z.ZodType, Carry extends z.ZodType, Holds
 /** The verbs every feature's part of a run shares (the state is each one's own). */
 export type RunVerbs = Omit<RunServices, 'state'>;
 
-/** Every feature's part of a run, as the loop uses them: each one's state in `slots`, capabilities gathered, status, usage and the end told to each. */
-export function featureRuns(features: readonly Feature[], verbs: RunVerbs, slots: Record<string, unknown>): Required<FeatureRun> {
+/** Every feature's part of a run, as the loop uses them. */
+export interface FeatureRuns extends Required<Omit<FeatureRun, 'part'>> {
+  /** What each feature lends its middleware, by the middleware's name. */
+  parts: ReadonlyMap<string, unknown>;
+}
+
+/** Every feature's part of a run: each one's state in `slots`, what each lends its middleware by name, status, usage and the end told to each. */
+export function featureRuns(features: readonly Feature[], verbs: RunVerbs, slots: Record<string, unknown>): FeatureRuns {
+  const lent = new Map<string, unknown>();
   const parts = features.flatMap((feature) => {
     if (!feature.run) return [];
     const name = feature.definition.name;
     if (feature.state) slots[name] = feature.state.schema.parse({});
-    return [feature.run({ ...verbs, state: slots[name] })];
+    const part = feature.run({ ...verbs, state: slots[name] });
+    if (part.part !== undefined) lent.set(name, part.part);
+    return [part];
   });
   return {
-    provides: parts.flatMap((part) => part.provides ?? []),
+    parts: lent,
     status: () => Object.assign({}, ...parts.map((part) => part.status?.() ?? {})) as Partial<RunStatus>,
     counted: (usage) => parts.forEach((part) => part.counted?.(usage)),
     settle: async () => {
       for (const part of parts) await part.settle?.();
     },
   };
+}
+
+/** `build`'s value, built the first time it is asked for (what a feature lends is built on first use: a run that never delegates builds no task control). */
+export function once<T>(build: () => T): () => T {
+  let built: { value: T } | undefined;
+  return () => (built ??= { value: build() }).value;
 }
 
 /**

@@ -31,13 +31,7 @@ export { contextCompression, ContextCompressionConfigSchema } from './context-co
 export type { ContextCompressionConfig } from './context-compression/context-compression';
 export { resolveCompressedHistory } from './context-compression/view';
 export type { ActivityCall, ActivityDoor } from '../middleware/activity-door';
-export { runArtifacts } from '../middleware/run-capability';
-export type { CapabilityCall, RunCapability } from '../middleware/run-capability';
 export type { ArtifactStore } from '../core/artifacts';
-export { backgroundTasks, sessionRuns, subAgentRuns } from './agents/capabilities';
-export type { AgentRunner, AgentRunOptions, AgentRunOutcome, SessionRunOptions, SessionRunner, TaskControl } from './agents/capabilities';
-export { treeLedger } from './budget/ledger-door';
-export type { TreeLedger } from './budget/ledger-door';
 export type {
   ContributedTool,
   ContributedToolContext,

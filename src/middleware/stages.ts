@@ -64,6 +64,7 @@ export async function instantiateMiddleware(
   refs: readonly MiddlewareRef[],
   context: SharedMiddlewareContext,
   catalog: Readonly<Record<string, MiddlewareDefinition>>,
+  parts: ReadonlyMap<string, unknown> = new Map(),
 ): Promise<MiddlewareStage[]> {
   const sharedState = new Map<string, object>();
   const stages: MiddlewareStage[] = [];
@@ -82,20 +83,26 @@ export async function instantiateMiddleware(
       throw new KeelError('INVALID_ARGUMENT', `invalid config for middleware "${ref.name}" (use[${index}]): ${describeZodError(parsed.error, 'config')}`);
     }
     const stage = { index, name: definition.name, holds: holdKinds(definition) };
-    const hooks = await definition.create(parsed.data, {
-      ...context,
-      carried: carriedState(definition, index, context.carried?.(carryKey(index, definition.name))),
-      stageIndex: index,
-      resumedHolds: () => context.resumedHolds(index),
-      interrupt: (data, kind) => {
-        throw raiseHold(stage, data, kind);
+    // A built-in's create takes what its feature lends it in this run as a third argument (src/features/feature.ts).
+    const create = definition.create as (config: unknown, context: MiddlewareContext, part: unknown) => ReturnType<MiddlewareDefinition['create']>;
+    const hooks = await create(
+      parsed.data,
+      {
+        ...context,
+        carried: carriedState(definition, index, context.carried?.(carryKey(index, definition.name))),
+        stageIndex: index,
+        resumedHolds: () => context.resumedHolds(index),
+        interrupt: (data, kind) => {
+          throw raiseHold(stage, data, kind);
+        },
+        holdModelCall: context.holdModelCall ? (data, kind) => context.holdModelCall!(raiseHold(stage, data, kind)) : undefined,
+        shared: <T extends object>(init: () => T): T => {
+          if (!sharedState.has(definition.name)) sharedState.set(definition.name, init());
+          return sharedState.get(definition.name) as T;
+        },
       },
-      holdModelCall: context.holdModelCall ? (data, kind) => context.holdModelCall!(raiseHold(stage, data, kind)) : undefined,
-      shared: <T extends object>(init: () => T): T => {
-        if (!sharedState.has(definition.name)) sharedState.set(definition.name, init());
-        return sharedState.get(definition.name) as T;
-      },
-    });
+      parts.get(definition.name),
+    );
     stages.push({ ...stage, hooks });
   }
   return stages;

@@ -14,7 +14,7 @@ import type { Message, ModelRequest, ModelResponse, ToolDefinition, ToolRequest 
 import type { Usage } from '../core/usage';
 import type { AgentSpec, MiddlewareRef } from '../core/run';
 import type { ActivityCall } from './activity-door';
-import type { CapabilityCall } from './run-capability';
+import type { ArtifactStore } from '../core/artifacts';
 
 /** One iteration of the tool loop, as `wrapGenerate` sees it. */
 export interface GenerateParams {
@@ -144,13 +144,8 @@ export interface MiddlewareContext<Carried = unknown, Decision = unknown> {
    * went wrong.
    */
   activity: ActivityCall;
-  /**
-   * Gets a capability the loop provides the run, by its key (`capability(backgroundTasks)`;
-   * keel-agents/middleware exports the keys), typed by the key: sub-agent runs, session runs,
-   * background tasks, the tree's budget ledger, the artifact store. Built the first time a
-   * middleware of the run asks for it, then the same for the run.
-   */
-  capability: CapabilityCall;
+  /** The run's artifacts: what its result carries (Artifacts lists them to the model; Agents merges a sub-agent's). */
+  artifacts: ArtifactStore;
   /** Usage of every model call of the run so far. */
   usage: () => Usage;
   /** The messages the run started with. */

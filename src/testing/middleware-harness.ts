@@ -237,7 +237,7 @@ export async function testMiddleware(
     agent,
     callModel: fakes.callModel,
     activity: fakes.activity,
-    capability: fakes.capability,
+    artifacts: fakes.artifacts,
     usage: fakes.usage,
     inputMessages,
     session: options.session,

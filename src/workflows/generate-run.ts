@@ -13,7 +13,7 @@ import { describeUndecodable, isUndecodable, requireOpened } from '../core/undec
 import { RunInputSchema, type AgentSpec, type RunInput } from '../core/run';
 import { proxyDoor, resolveAgentDoor, validateToolOutputDoor } from '../engine/activities';
 import { FEATURES } from '../features/catalog';
-import { featureRuns, type FeatureRun } from '../features/feature';
+import { featureRuns, type FeatureRuns } from '../features/feature';
 import type { MiddlewareStage } from '../middleware/stages';
 import { RESOLVE_AGENT_OPTIONS, asKeelError } from '../engine/activity-errors';
 import { HoldBoard } from './hold-board';
@@ -47,8 +47,8 @@ export type StartedRun = { input: RunInput; agent: AgentSpec };
 /** One generate run: its state, its features' parts, the handlers of its messages, and how it starts and ends. */
 export class GenerateRun {
   readonly state: RunState;
-  /** Every built-in feature's part of the run (built now, each capability on first use). */
-  readonly features: Required<FeatureRun>;
+  /** Every built-in feature's part of the run (built now; what each lends its middleware is built on first use). */
+  readonly features: FeatureRuns;
   /** The run's middleware stages, once the loop has set them up. */
   stages: MiddlewareStage[] = [];
   readonly board: HoldBoard;

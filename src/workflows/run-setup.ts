@@ -1,6 +1,6 @@
 /**
  * What a run is made of once its agent is resolved: its middleware stages (with the
- * capabilities they get), the tools the model may call (the agent's plus those middleware
+ * parts the features lend them), the tools the model may call (the agent's plus those middleware
  * contribute, names unique), and the system prompt. Runs in the workflow: no I/O.
  */
 import { workflowInfo } from '@temporalio/workflow';
@@ -13,9 +13,8 @@ import { instantiateMiddleware, type MiddlewareStage } from '../middleware/stage
 import { resumedHoldsByStage } from './resume';
 import { featureActivityCaller } from '../engine/feature-activity';
 import { registeredMiddleware } from '../features/catalog';
-import type { FeatureRun } from '../features/feature';
+import type { FeatureRuns } from '../features/feature';
 import type { ContributedTool } from '../middleware/types';
-import { provide, runArtifacts, runCapabilities } from '../middleware/run-capability';
 import type { ToolInterrupt } from '../core/interrupts';
 import type { RunState } from './run-state';
 
@@ -36,8 +35,8 @@ export interface RunSetupOptions {
   agent: AgentSpec;
   input: RunInput;
   run: RunState;
-  /** What the built-in features provide the run's middleware. */
-  features: Pick<FeatureRun, 'provides'>;
+  /** What the built-in features lend their middleware. */
+  features: Pick<FeatureRuns, 'parts'>;
   callModel: (model: string, request: ModelRequest) => Promise<ModelResponse>;
   /** Holds the run before its next model call (undefined: it cannot wait, interruptMode 'return'). */
   holdModelCall?: (interrupt: ToolInterrupt) => Promise<unknown>;
@@ -54,8 +53,7 @@ export async function setUpRun({ agent, input, run, callModel, features, holdMod
       usage: () => run.status.usage,
       ...(holdModelCall ? { holdModelCall } : {}),
       activity: featureActivityCaller(agent.activities.tool),
-      // What the loop and the features provide, each built when a middleware first asks for it.
-      capability: runCapabilities([provide(runArtifacts, () => artifactStore(run)), ...(features.provides ?? [])]),
+      artifacts: artifactStore(run),
       inputMessages: input.messages,
       carried: (key) => input.continued?.middleware[key],
       session: input.session,
@@ -69,6 +67,7 @@ export async function setUpRun({ agent, input, run, callModel, features, holdMod
       },
     },
     registeredMiddleware(),
+    features.parts,
   );
   if (input.resume) resumedHolds = resumedHoldsByStage(input.resume, input.messages, stages);
   const tools: ToolDefinition[] = [];

@@ -28,7 +28,7 @@ import { defineMiddleware } from '../../middleware/define-middleware';
 import { foldResult, mergeArtifacts, namespaceOf, subAgentAnswer, type ArtifactMerge, type MergedArtifact } from './sub-agent-results';
 import { injectSystemText } from '../../middleware/system-text';
 import type { ContributedTool, MiddlewareContext, ToolCallParams } from '../../middleware/types';
-import { backgroundTasks, sessionRuns, subAgentRuns } from './capabilities';
+import { OUTSIDE_A_RUN, type AgentsPart } from './run-part';
 
 /** Metadata key tagging the `<sub-agents>` block of the system prompt (the reference's). */
 export const AGENTS_INSTRUCTIONS_MARKER = 'agents-instructions';
@@ -179,7 +179,7 @@ interface Delegator extends TaskScope, ArtifactMerge {
  * continue_task when any configured agent may keep a session (a server-managed one, or one
  * this worker does not know); the background-task tools with `async: true`.
  */
-function createDelegator(config: ResolvedConfig, context: MiddlewareContext<number>): Delegator {
+function createDelegator(config: ResolvedConfig, context: MiddlewareContext<number>, part: AgentsPart): Delegator {
   const registered = new Map(context.agent.directory.map((entry) => [entry.name, entry.description]));
   const serverManaged = new Set(context.agent.directory.filter((entry) => entry.session === 'server').map((entry) => entry.name));
   const continueTool = config.agents.some((ref) => serverManaged.has(ref.name) || !registered.has(ref.name))
@@ -201,6 +201,7 @@ function createDelegator(config: ResolvedConfig, context: MiddlewareContext<numb
   return {
     config,
     context,
+    part,
     artifactStrategy: config.artifactStrategy,
     agents: config.agents.map((ref) => ref.name),
     registered,
@@ -229,7 +230,7 @@ function limitReached({ config, delegations }: Delegator): string | undefined {
  * for its answer.
  */
 async function delegate(delegator: Delegator, agent: string, rawInput: unknown, params: ToolCallParams): Promise<DelegationOutput> {
-  const { config, context } = delegator;
+  const { config, part } = delegator;
   const input = DelegationInputSchema.safeParse(rawInput);
   if (!input.success) return { response: `Error: give the task to delegate as a non-empty "task" string.` };
   const label = input.data.name !== undefined ? { name: input.data.name } : {};
@@ -246,11 +247,11 @@ async function delegate(delegator: Delegator, agent: string, rawInput: unknown, 
   const inBackground = input.data.background === true && config.async;
   if (delegator.serverManaged.has(agent)) return { ...(await sessionRun(delegator, agent, { messages: [task], detach: inBackground }, label.name)), ...label };
   if (inBackground) {
-    const started = await context.capability(backgroundTasks).start({ agent, messages: [task], ...label });
+    const started = await part.tasks.start({ agent, messages: [task], ...label });
     return { taskId: started.taskId, status: 'pending', response: launchedResponse(delegator.background!, agent, started.taskId), ...label };
   }
   // History goes to client-managed sub-agents only; a server-managed one keeps its own.
-  const outcome = await context.capability(subAgentRuns)({ agent, messages: [...forwardedHistory(params.requestMessages, config.historyLength), task] });
+  const outcome = await part.runAgent({ agent, messages: [...forwardedHistory(params.requestMessages, config.historyLength), task] });
   if ('error' in outcome) return { response: `Error calling agent "${agent}": ${outcome.error.message}`, ...label };
   return { ...subAgentAnswer(delegator, agent, outcome.runId, outcome.result), ...label };
 }
@@ -305,7 +306,7 @@ async function continueTask(delegator: Delegator, rawInput: unknown, params: Too
   if (!delegator.serverManaged.has(parsed.agent) || !session) {
     return { response: `Error: agent "${parsed.agent}" does not keep a session, so its tasks cannot be continued. Delegate the task again.`, ...label };
   }
-  const [report] = await delegator.context.capability(backgroundTasks).inspect([parsed.runId]);
+  const [report] = await delegator.part.tasks.inspect([parsed.runId]);
   const refusal = continueRefusal(delegator, taskId, report, instructions);
   if (refusal) {
     if (refusal.refund) delegator.delegations -= 1;
@@ -330,7 +331,7 @@ async function sessionRun(
   options: { messages: Message[]; detach: boolean; fromRunId?: string; sessionId?: string },
   name?: string,
 ): Promise<DelegationOutput> {
-  const outcome = await delegator.context.capability(sessionRuns)({ agent, ...options, ...(name !== undefined ? { name } : {}) });
+  const outcome = await delegator.part.invokeSession({ agent, ...options, ...(name !== undefined ? { name } : {}) });
   if ('error' in outcome) return { response: `Error calling agent "${agent}": ${outcome.error.message}` };
   const { output } = outcome;
   const taskId = taskIdOf(agent, output.runId);
@@ -356,9 +357,9 @@ async function sessionRun(
 }
 
 /** A delegation's answer; one that hands out a task id carries the proof that this run did, in its response's metadata. */
-async function withTaskProof(context: MiddlewareContext, output: DelegationOutput): Promise<DelegationOutput | ToolAnswer> {
+async function withTaskProof({ tasks }: AgentsPart, output: DelegationOutput): Promise<DelegationOutput | ToolAnswer> {
   if (output.taskId === undefined) return output;
-  const proof = (await context.capability(backgroundTasks).prove([output.taskId]))[output.taskId];
+  const proof = (await tasks.prove([output.taskId]))[output.taskId];
   return proof === undefined ? output : toolAnswer(output, { [PROOF_METADATA.task]: proof });
 }
 
@@ -378,7 +379,7 @@ function delegationTool(delegator: Delegator, { agent, tool, toolDescription }: 
         required: ['task'],
       },
     },
-    run: async (input, params) => withTaskProof(delegator.context, await delegate(delegator, agent, input, params)),
+    run: async (input, params) => withTaskProof(delegator.part, await delegate(delegator, agent, input, params)),
   };
 }
 
@@ -398,7 +399,7 @@ function continueTaskTool(delegator: Delegator, name: string): ContributedTool {
         required: ['taskId'],
       },
     },
-    run: async (input, params) => withTaskProof(delegator.context, await continueTask(delegator, input, params)),
+    run: async (input, params) => withTaskProof(delegator.part, await continueTask(delegator, input, params)),
   };
 }
 
@@ -410,6 +411,7 @@ function agentsTools(delegator: Delegator): ContributedTool[] {
     ...(background
       ? backgroundTools({
           context,
+          part: delegator.part,
           agents: delegator.agents,
           delegationTools: delegator.delegationTools,
           names: background,
@@ -428,8 +430,9 @@ export const agents = defineMiddleware({
   configSchema: AgentsConfigSchema,
   // The delegations made so far in the run's chain (its presence: a run that went on from an earlier one).
   carrySchema: z.number().int().nonnegative(),
-  create(config: ResolvedConfig, context: MiddlewareContext<number>) {
-    const delegator = createDelegator(config, context);
+  // The loop lends the middleware its run's part (src/features/agents/feature.ts); outside a run there is none.
+  create(config: ResolvedConfig, context: MiddlewareContext<number>, part: AgentsPart = OUTSIDE_A_RUN) {
+    const delegator = createDelegator(config, context, part);
     const block = subAgentsBlock(delegator.entries, delegator.background, delegator.continueTool);
     return {
       carry: () => delegator.delegations,

@@ -5,7 +5,7 @@
  * the tools accept only ids this conversation launched (started by this run's chain, or carried
  * by a delegation result in the conversation with a valid proof), so text that reaches the
  * model or a client-managed history cannot point them at another conversation's task. Runs in
- * the workflow: what a task run did is read through the run's task control (`context.capability(backgroundTasks)`, activities); the shapes
+ * the workflow: what a task run did is read through the run's task control (the `tasks` of the run's Agents part, activities); the shapes
  * are in core/tasks.ts.
  */
 import { z } from 'zod';
@@ -14,7 +14,7 @@ import { PROOF_METADATA } from '../../core/proofs';
 import { hasAnswer, isSettled, parseTaskId, type TaskReport, type TaskStatus } from '../../core/tasks';
 import { subAgentAnswer, type ArtifactMerge, type MergedArtifact } from './sub-agent-results';
 import type { ContributedTool, MiddlewareContext } from '../../middleware/types';
-import { backgroundTasks } from './capabilities';
+import type { AgentsPart } from './run-part';
 
 /** Base names of the background-task tools. */
 export const BACKGROUND_TOOLS = { check: 'check_background_tasks', wait: 'wait_for_background_tasks', abort: 'abort_background_tasks' } as const;
@@ -28,6 +28,8 @@ const UNBOUNDED_SECONDS = 1e9;
 /** What the background-task code of one Agents middleware works from. */
 export interface TaskScope {
   context: MiddlewareContext;
+  /** What the run lends the Agents middleware: its sub-agent runs, session runs and background tasks. */
+  part: AgentsPart;
   /** Configured agent names (a task id names one of them). */
   agents: readonly string[];
   /** Tools whose results carry the task ids of launches: the delegation tools and continue_task. */
@@ -67,16 +69,14 @@ export function launchedInConversation(messages: readonly Message[], delegationT
  * client-managed conversation cannot reach another conversation's task).
  */
 export async function conversationTasks(
-  { context, delegationTools }: Pick<TaskScope, 'context' | 'delegationTools'>,
+  { part, delegationTools }: Pick<TaskScope, 'part' | 'delegationTools'>,
   messages: readonly Message[],
 ): Promise<Map<string, string | undefined>> {
   const claimed = launchedInConversation(messages, delegationTools);
-  const reachable = await context
-    .capability(backgroundTasks)
-    .reachable([...claimed].map(([taskId, { proof }]) => ({ taskId, ...(proof !== undefined ? { proof } : {}) })));
+  const reachable = await part.tasks.reachable([...claimed].map(([taskId, { proof }]) => ({ taskId, ...(proof !== undefined ? { proof } : {}) })));
   const launched = new Map<string, string | undefined>();
   for (const [taskId, { name }] of claimed) if (reachable.has(taskId)) launched.set(taskId, name);
-  for (const record of context.capability(backgroundTasks).records()) launched.set(record.taskId, record.name);
+  for (const record of part.tasks.records()) launched.set(record.taskId, record.name);
   return launched;
 }
 
@@ -84,12 +84,12 @@ export async function conversationTasks(
  * Follows the tasks earlier runs of the conversation launched (claimed by delegation results in
  * `messages`) that still run: their holds show in this run's status and are decided here.
  */
-export async function followConversationTasks({ context, agents, delegationTools }: TaskScope, messages: readonly Message[]): Promise<void> {
+export async function followConversationTasks({ part, agents, delegationTools }: TaskScope, messages: readonly Message[]): Promise<void> {
   const claims = [...launchedInConversation(messages, delegationTools)].flatMap(([taskId, { proof }]) => {
     const parsed = parseTaskId(taskId, agents);
     return parsed ? [{ taskId, ...parsed, ...(proof !== undefined ? { proof } : {}) }] : [];
   });
-  if (claims.length) await context.capability(backgroundTasks).follow(claims);
+  if (claims.length) await part.tasks.follow(claims);
 }
 
 /** One task in a background-task tool's output, as the model reads it. */
@@ -218,7 +218,7 @@ function liveTasks(tools: TaskTools, given: readonly GivenTask[]): LiveTask[] {
 /** What the runs of the live tasks among `given` say now (no activity when there are none). */
 async function inspectLive(tools: TaskTools, given: readonly GivenTask[]): Promise<TaskReport[]> {
   const live = liveTasks(tools, given);
-  return live.length ? tools.context.capability(backgroundTasks).inspect(live.map((task) => task.runId)) : [];
+  return live.length ? tools.part.tasks.inspect(live.map((task) => task.runId)) : [];
 }
 
 /** check_background_tasks: where the tasks stand now, without waiting. */
@@ -275,8 +275,8 @@ async function waitOn(tools: TaskTools, given: readonly GivenTask[], timeoutSeco
   const runIds = live.map((task) => task.runId);
   const { reports, timedOut } =
     seconds === 0
-      ? { reports: await tools.context.capability(backgroundTasks).inspect(runIds), timedOut: true }
-      : await tools.context.capability(backgroundTasks).wait(runIds, { first, ...(seconds !== undefined ? { timeoutMs: seconds * 1000 } : {}) });
+      ? { reports: await tools.part.tasks.inspect(runIds), timedOut: true }
+      : await tools.part.tasks.wait(runIds, { first, ...(seconds !== undefined ? { timeoutMs: seconds * 1000 } : {}) });
   const stillRunning = reports.some((report) => !isSettled(report.status));
   const output: TasksOutput = { tasks: entries(tools, given, reports) };
   if (first && !timedOut && stillRunning) output.note = 'Returned at the first task that finished; the others may still be running.';
@@ -297,7 +297,7 @@ function abortTool(tools: TaskTools): ContributedTool {
       const given = await givenTasks(tools, input, params.requestMessages);
       if (!given) return noIds();
       const reports = await inspectLive(tools, given);
-      for (const report of reports) if (report.status === 'pending') await tools.context.capability(backgroundTasks).abort(report.runId);
+      for (const report of reports) if (report.status === 'pending') await tools.part.tasks.abort(report.runId);
       const now = reports.map((report) => (report.status === 'pending' ? { ...report, status: 'aborting' as const } : report));
       return { tasks: entries(tools, given, now) };
     },

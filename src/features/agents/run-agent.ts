@@ -21,7 +21,7 @@ import { KeelError, fromApplicationFailure, toKeelError } from '../../core/error
 import type { Usage } from '../../core/usage';
 import type { RunInputOptions, RunResult } from '../../core/run';
 import { TaskRecordSchema, taskRecord } from '../../core/tasks';
-import { invokeSessionDoor, type AgentRunOptions, type AgentRunOutcome, type SessionRunOptions } from './capabilities';
+import { invokeSessionDoor, type AgentRunOptions, type AgentRunOutcome, type SessionRunOptions } from './run-part';
 import { featureActivityCaller } from '../../engine/feature-activity';
 import { sessionWorkflowId, type InvokeOutput } from '../../core/session';
 import { asKeelError } from '../../engine/activity-errors';

@@ -8,7 +8,6 @@ import { artifactText, type Artifact } from '../../core/artifacts';
 import type { RunResult } from '../../core/run';
 import { hasAnswer } from '../../core/tasks';
 import type { MiddlewareContext } from '../../middleware/types';
-import { runArtifacts } from '../../middleware/run-capability';
 
 /** Where a sub-agent's artifacts go, and how the model is told of them: `inline` with their content, `session` by name. */
 export interface ArtifactMerge {
@@ -55,7 +54,7 @@ export function mergeArtifacts(
     .filter((artifact) => artifact.name !== '')
     .map((artifact) => {
       const name = `${namespace}/${artifact.name}`;
-      context.capability(runArtifacts).put({ ...artifact, name, metadata: { ...artifact.metadata, source: agent, invocationId: namespace } });
+      context.artifacts.put({ ...artifact, name, metadata: { ...artifact.metadata, source: agent, invocationId: namespace } });
       return artifactStrategy === 'inline' ? { name, content: artifactText(artifact) } : { name };
     });
 }

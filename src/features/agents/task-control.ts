@@ -1,5 +1,5 @@
 /**
- * A run's background tasks (the `TaskControl` a middleware gets as `context.capability(backgroundTasks)`): sub-agent
+ * A run's background tasks (the `TaskControl` the Agents middleware is lent as its part's `tasks`): sub-agent
  * runs started with parent-close policy ABANDON, so they go on when this run finishes, recorded
  * in the run's `tasks` and asked about through activities (a task may have been started by an earlier
  * run of the conversation). The shapes are in core/tasks.ts; the Agents middleware's tools on
@@ -10,7 +10,7 @@ import { getExternalWorkflowHandle, ParentClosePolicy, startChild } from '@tempo
 import { featureActivityCaller } from '../../engine/feature-activity';
 import { inheritedMemo } from '../../engine/versioning';
 import { isSettled, taskRecord, type TaskReport } from '../../core/tasks';
-import { awaitTasksDoor, inspectTasksDoor, type TaskControl } from './capabilities';
+import { awaitTasksDoor, inspectTasksDoor, type TaskControl } from './run-part';
 import { GENERATE_WORKFLOW, reportHoldsToSignal } from '../../core/protocol';
 import { sign, verify } from '../../engine/proofs';
 import { childRun, type AgentsRun } from './run-agent';

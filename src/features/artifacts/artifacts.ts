@@ -10,7 +10,6 @@ import { artifactText, type Artifact } from '../../core/artifacts';
 import { defineMiddleware } from '../../middleware/define-middleware';
 import { injectSystemText } from '../../middleware/system-text';
 import type { ContributedTool } from '../../middleware/types';
-import { runArtifacts } from '../../middleware/run-capability';
 
 /** Metadata key tagging the listing's part of the system prompt (the reference's). */
 export const ARTIFACTS_LISTING_MARKER = 'artifacts-listing';
@@ -51,7 +50,7 @@ export const artifacts = defineMiddleware({
   description: 'Lets the model read and write the run’s artifacts, listed in the system prompt.',
   configSchema: ArtifactsConfigSchema,
   create(config, context) {
-    const store = context.capability(runArtifacts);
+    const store = context.artifacts;
     const read: ContributedTool = {
       definition: {
         name: 'read_artifact',

@@ -20,8 +20,8 @@ import { budgetStopped } from '../../core/workflow-metrics';
 import { defineMiddleware } from '../../middleware/define-middleware';
 import { replaceFinalMessage } from '../../middleware/outcome';
 import type { MiddlewareContext } from '../../middleware/types';
-import { treeLedger, type TreeLedger } from './ledger-door';
-import { spendLedgers, windowStart, type SpendLedgers, type SpendScope } from './spend-door';
+import type { BudgetPart, TreeLedger } from './ledger-door';
+import { windowStart, type SpendLedgers, type SpendScope } from './spend-door';
 import { DurationSchema, durationMs } from '../../core/duration';
 
 /** Metadata key of the spent record on a run's final message (the reference's, for portability). */
@@ -205,13 +205,16 @@ const BudgetCarrySchema = z.object({
 });
 
 /** A Budget's state at the start of a run: from what a parent handed down, the session, the interrupted run, or the previous run of the chain. */
-function budgetState(config: z.output<typeof BudgetConfigSchema>, context: MiddlewareContext<z.output<typeof BudgetCarrySchema>>): BudgetState {
+function budgetState(
+  config: z.output<typeof BudgetConfigSchema>,
+  context: MiddlewareContext<z.output<typeof BudgetCarrySchema>>,
+  part: BudgetPart | undefined,
+): BudgetState {
   const limit = flatten(config.limit);
   // One ledger for the tree: the run where the Budget is set keeps it (its own calls and every
-  // call the runs below tell it of); a handed-down Budget asks it before each model call. Without
-  // a ledger (the middleware harness's default) it counts only its own run's usage.
-  const ledger = context.capability(treeLedger);
-  const tree = ledger.enabled ? ledger : undefined;
+  // call the runs below tell it of); a handed-down Budget asks it before each model call. Outside
+  // a run (the middleware harness) there is no ledger: it counts only its own run's usage.
+  const tree = part?.tree;
   const member = tree && config.ledger ? config.ledger : undefined;
   // A session-scoped budget counts what the session spent before this turn; a run-scoped one
   // what a parent handed down, or (resuming) what the interrupted run recorded.
@@ -229,12 +232,17 @@ function budgetState(config: z.output<typeof BudgetConfigSchema>, context: Middl
     carried: restored?.carried ?? carried,
     baseline: restored?.baseline ?? {},
     answered: { spent: handedDown, at: {} },
-    shared: sharedOf(config, context, restored?.renewal),
+    shared: sharedOf(config, context, part, restored?.renewal),
   };
 }
 
 /** A tenant or owner budget's ledger: the run's principal names it; a run of no one has none to count in. */
-function sharedOf(config: z.output<typeof BudgetConfigSchema>, context: MiddlewareContext, renewal: Renewal | undefined): BudgetState['shared'] {
+function sharedOf(
+  config: z.output<typeof BudgetConfigSchema>,
+  context: MiddlewareContext,
+  part: BudgetPart | undefined,
+  renewal: Renewal | undefined,
+): BudgetState['shared'] {
   const { scope } = config;
   if (scope !== 'tenant' && scope !== 'owner') return undefined;
   const name = context.principal[scope];
@@ -244,7 +252,12 @@ function sharedOf(config: z.output<typeof BudgetConfigSchema>, context: Middlewa
       `budget: scope ${scope} counts the spend of the run's ${scope}, and this run belongs to no ${scope} (start it with { ${scope} }, or through keel serve with auth on)`,
     );
   const size = config.window !== undefined ? durationMs(config.window)! : DAY_MS;
-  const ledgers = context.capability(spendLedgers);
+  if (!part)
+    throw new KeelError(
+      'FAILED_PRECONDITION',
+      `budget: scope ${scope} counts in the ledger of the run's ${scope}, which only a run has; test it in a run, with a worker (docs/testing.md)`,
+    );
+  const ledgers = part.spend;
   ledgers.join(scope, name, size);
   return { ledgers, scope, name, size, spent: {}, ...(renewal ? { renewal } : {}) };
 }
@@ -330,11 +343,12 @@ export const budget = defineMiddleware({
   configSchema: BudgetConfigSchema,
   carrySchema: BudgetCarrySchema,
   holds: [budgetHold],
-  create(config, context) {
+  // The loop lends the middleware its run's part (src/features/budget/feature.ts); outside a run there is none.
+  create(config, context, part?: BudgetPart) {
     if (config.scope === 'session' && !context.session) {
       throw new KeelError('FAILED_PRECONDITION', "budget: session scope needs an agent with a session store (session: 'server'), run as a turn of its session");
     }
-    const state = budgetState(config, context);
+    const state = budgetState(config, context, part);
     const { tree, member } = state;
     if (member) tree!.join(member.runId);
     if (tree && !member && !state.shared) tree.serve(context.stageIndex, () => spentOf(state));

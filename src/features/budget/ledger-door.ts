@@ -1,14 +1,14 @@
 /**
- * Budget's two doors to its tree's ledger: the capability a Budget gets its run's ledger by
- * (`context.capability(treeLedger)`, built by the loop from tree-ledger.ts), and Budget's one
+ * Budget's two doors to its tree's ledger: what a Budget gets of its run's ledger (`TreeLedger`,
+ * lent by its run, built from tree-ledger.ts), and Budget's one
  * activity, `readTreeBudget`, which asks the run that keeps the tree's ledger what each of its
  * budgets has spent, for a run below it about to call its model. Pure: the declarations the
  * workflow holds (the activity's Node half is activities/tree-budget.ts).
  */
 import { z } from 'zod';
 import type { Usage } from '../../core/usage';
+import type { SpendLedgers } from './spend-door';
 import { defineActivity } from '../../middleware/activity-door';
-import { defineCapability } from '../../middleware/run-capability';
 
 /**
  * The budget ledger of the run's tree (Budget uses it): a run with a Budget keeps one, counting
@@ -16,8 +16,6 @@ import { defineCapability } from '../../middleware/run-capability';
  * model call. Runs in the workflow.
  */
 export interface TreeLedger {
-  /** False only in the middleware harness without a ledger: a Budget then counts only its own run. */
-  readonly enabled: boolean;
   /** This run's id: the ledger the runs it starts count against. */
   readonly runId: string;
   /** What this run's ledger has counted: its own model calls and those the runs below it told it of. */
@@ -35,8 +33,13 @@ export interface TreeLedger {
   ask(ledgerRunId: string, stage: number): Promise<{ spent: Record<string, number>; untold: Usage } | undefined>;
 }
 
-/** The budget ledger of the run's tree (Budget). */
-export const treeLedger = defineCapability<TreeLedger>('tree ledger');
+/** What a run lends its Budget middleware (each built the first time it is used). Outside a run (the middleware harness) there is none: a Budget counts only its own run. */
+export interface BudgetPart {
+  /** The run's side of its tree's ledger. */
+  readonly tree: TreeLedger;
+  /** The run's side of its tenant's and owner's spend ledgers. */
+  readonly spend: SpendLedgers;
+}
 
 /** What `readTreeBudget` returns: the ledger's answer (spent by each ledger-keeping Budget stage), or `gone` when the run no longer exists. */
 export const ReadTreeBudgetResultSchema = z.object({

@@ -10,7 +10,6 @@ import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { z } from 'zod';
 import { UsageSchema, type Usage } from '../../core/usage';
 import { defineActivity } from '../../middleware/activity-door';
-import { defineCapability } from '../../middleware/run-capability';
 
 /** The workflow type of a spend ledger. */
 export const SPEND_LEDGER_WORKFLOW = 'keelSpendLedger';
@@ -110,6 +109,3 @@ export interface SpendLedgers {
   /** What the ledger's window of `size` ms holding now has spent, this run's calls counted first. */
   spent(scope: SpendScope, name: string, size: number): Promise<Usage>;
 }
-
-/** The run's spend ledgers (Budget). */
-export const spendLedgers = defineCapability<SpendLedgers>('spend ledgers');

@@ -82,7 +82,6 @@ export class RunLedger implements TreeLedger {
   }
 
   /** A run's ledger always counts (only the middleware harness offers one that is off). */
-  readonly enabled = true;
 
   usage(): Usage {
     return this.run.state.treeUsage ?? {};

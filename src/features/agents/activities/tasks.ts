@@ -11,7 +11,7 @@ import { isSettled, type AwaitTasksInput, type AwaitTasksResult, type InspectTas
 import { inspectTask } from '../../../node/inspect-task';
 import { InfrastructureError } from '../../../activities/infrastructure-error';
 import { implementActivity } from '../../../activities/feature-activity';
-import { awaitTasksDoor, inspectTasksDoor, invokeSessionDoor } from '../capabilities';
+import { awaitTasksDoor, inspectTasksDoor, invokeSessionDoor } from '../run-part';
 import { invokeSession } from './invoke-session';
 
 /** How often a wait looks at its tasks again. */

@@ -1,18 +1,17 @@
 /**
- * What the Agents built-in asks its run for: the typed keys of the capabilities its run provides
- * it (`context.capability(subAgentRuns)`), and their shapes, built by feature.ts from
- * run-agent.ts and task-control.ts (the middleware harness takes fakes of them); and the doors
- * of the activities those use, whose Node half is activities/. Pure: runs in the workflow.
+ * What the Agents built-in gets of its run where it is created (`AgentsPart`: its sub-agent
+ * runs, session runs and background tasks, built by feature.ts from run-agent.ts and
+ * task-control.ts), and the doors of the activities those use, whose Node half is activities/.
+ * Pure: runs in the workflow.
  */
 import { z } from 'zod';
 import type { Artifact } from '../../core/artifacts';
-import type { KeelError } from '../../core/errors';
+import { KeelError } from '../../core/errors';
 import type { Message } from '../../core/messages';
 import type { RunResult } from '../../core/run';
 import { InvokeOutputSchema, InvokeSessionInputSchema, type InvokeOutput } from '../../core/session';
 import { AwaitTasksInputSchema, AwaitTasksResultSchema, InspectTasksInputSchema, TaskReportSchema, type TaskRecord, type TaskReport } from '../../core/tasks';
 import { defineActivity } from '../../middleware/activity-door';
-import { defineCapability } from '../../middleware/run-capability';
 
 /** A run of another agent that a middleware starts (a sub-agent). */
 export interface AgentRunOptions {
@@ -83,12 +82,39 @@ export type AgentRunner = (options: AgentRunOptions) => Promise<AgentRunOutcome>
  */
 export type SessionRunner = (options: SessionRunOptions & { name?: string }) => Promise<{ output: InvokeOutput } | { error: KeelError }>;
 
-/** Sub-agent runs (the Agents middleware's delegations). */
-export const subAgentRuns = defineCapability<AgentRunner>('sub-agent runs');
-/** Runs of server-managed sub-agents' sessions (the Agents middleware's delegations to them). */
-export const sessionRuns = defineCapability<SessionRunner>('session runs');
-/** The run's background tasks (the Agents middleware with `async`). */
-export const backgroundTasks = defineCapability<TaskControl>('background tasks');
+/** What a run lends its Agents middleware (each member built the first time it is used). */
+export interface AgentsPart {
+  /** Sub-agent runs (delegations). */
+  readonly runAgent: AgentRunner;
+  /** Runs of server-managed sub-agents' sessions. */
+  readonly invokeSession: SessionRunner;
+  /** The run's background tasks (`async`). */
+  readonly tasks: TaskControl;
+}
+
+/** Refuses what only a run can do: outside one (the middleware harness) there are no child runs to start. */
+const outsideARun = (what: string) => (): never => {
+  throw new KeelError(
+    'FAILED_PRECONDITION',
+    `agents: ${what} runs in a run of its own (a child workflow); test delegation in a run, with a worker (docs/testing.md)`,
+  );
+};
+
+/** The Agents middleware's part outside a run (created by hand, or in the middleware harness): each use says it needs a run. */
+export const OUTSIDE_A_RUN: AgentsPart = {
+  runAgent: outsideARun('a sub-agent'),
+  invokeSession: outsideARun("a session's sub-agent"),
+  tasks: {
+    start: outsideARun('a background task'),
+    records: () => [],
+    inspect: outsideARun('a background task'),
+    wait: outsideARun('a background task'),
+    abort: outsideARun('a background task'),
+    prove: async () => ({}),
+    reachable: async () => new Set<string>(),
+    follow: async () => undefined,
+  },
+};
 
 /** `inspectTasks`: reads where background tasks (sub-agent runs) stand. */
 export const inspectTasksDoor = defineActivity({
