@@ -27,7 +27,7 @@ export type { SendOptions } from './client/session-handle';
 export type { InvokeOutput, Snapshot } from './core/session';
 export type { Hold, RunResult, RunStatus } from './core/run';
 export type { Decision } from './core/holds';
-export { verifyNoticeSignature } from './activities/deliver-notice';
+export { verifyNoticeSignature } from './features/activities';
 export type { HoldNotice, HoldNoticeType } from './core/hold-notices';
 
 export { KeelError } from './core/errors';

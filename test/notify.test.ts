@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { verifyNoticeSignature } from '../src/activities/deliver-notice';
+import { verifyNoticeSignature } from '../src/features/notify/activities/deliver-notice';
 import { parseConfig } from '../src/config/load';
 import type { HoldNotice } from '../src/core/hold-notices';
 import { Registry } from '../src/registry';

@@ -10,6 +10,7 @@ import type { ActivityDependencies } from './worker-scope';
 import type { z } from 'zod';
 import { throughDoor, type ActivityDoor } from '../middleware/activity-door';
 import { withHeartbeat } from './heartbeat';
+import type { SigningKeys } from '../security/signing-keys';
 
 /** What a feature's activities may use besides their input. */
 export interface FeatureActivityDependencies {
@@ -19,6 +20,8 @@ export interface FeatureActivityDependencies {
   registry?: Registry;
   /** The worker's config, as its activities have it (the tenants metrics name). */
   config?: ActivityDependencies['config'];
+  /** The worker's signing keys (Notify signs its notices' decision links), loaded on first use. */
+  keys?: () => SigningKeys;
 }
 
 /** One activity of a feature, as its Node half implements it: what the worker registers under `name`. */
@@ -27,6 +30,8 @@ export interface ActivityImplementation {
   name: string;
   /** One call: the input parsed with the door's input schema, the work, the answer parsed with its output schema. */
   call: (input: unknown, dependencies: FeatureActivityDependencies) => Promise<unknown>;
+  /** Checks, when the worker builds its activities, what they will need of it (throws a ConfigError naming what is missing). */
+  check?: (dependencies: FeatureActivityDependencies) => void;
 }
 
 /**

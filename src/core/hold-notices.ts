@@ -41,6 +41,9 @@ export interface NoticeDeliveryInput {
   targets: number;
 }
 
+/** Told when one of the run's own holds is raised, voted on, escalated, decided or expires (the metrics; Notify's notices). */
+export type HoldObserver = (event: HoldEvent) => void;
+
 /** The input of the `deliverHoldNotice` activity: one notice to the webhook at index `target` of `notify:`. */
 export const DeliverNoticeInputSchema = z.object({ id: z.string(), notice: HoldNoticeSchema, target: z.number().int().min(0) });
 export type DeliverNoticeInput = z.infer<typeof DeliverNoticeInputSchema>;

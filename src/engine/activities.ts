@@ -9,7 +9,6 @@
  */
 import { proxyActivities, proxyLocalActivities, type ActivityOptions, type LocalActivityOptions } from '@temporalio/workflow';
 import { z } from 'zod';
-import { DeliverNoticeInputSchema } from '../core/hold-notices';
 import type { ModelResponse } from '../core/messages';
 import { SignProofsInputSchema, VerifyProofsInputSchema } from '../core/proofs';
 import {
@@ -28,14 +27,6 @@ export const resolveAgentDoor = defineActivity({
   input: ResolveAgentInputSchema,
   output: z.custom<AgentSpec>(),
   describe: ({ agent }) => `resolving agent "${agent}"`,
-});
-
-/** Posts one hold notice to one webhook of `notify:` (docs/notify.md); throws, to be retried, when the webhook does not take it. */
-export const deliverHoldNoticeDoor = defineActivity({
-  name: 'deliverHoldNotice',
-  input: DeliverNoticeInputSchema,
-  output: z.void(),
-  describe: ({ notice }) => `notice ${notice.type} of hold ${notice.hold.id}`,
 });
 
 /** One model call; reads the request back from the run by key when it is not inline. */
@@ -82,7 +73,6 @@ export const verifyProofsDoor = defineActivity({
 /** The core's activities as a worker implements them, under their doors' names (what every keel worker registers besides the features' own). */
 export interface CoreActivities {
   resolveAgent: DoorFunction<typeof resolveAgentDoor>;
-  deliverHoldNotice: DoorFunction<typeof deliverHoldNoticeDoor>;
   callModel: DoorFunction<typeof callModelDoor>;
   callTool: DoorFunction<typeof callToolDoor>;
   validateToolOutput: DoorFunction<typeof validateToolOutputDoor>;

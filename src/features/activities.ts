@@ -11,6 +11,10 @@ import { contextCompressionActivities } from './context-compression/activities/t
 import { filesystemActivities } from './filesystem/activities/files';
 import { skillsActivities } from './skills/activities/skills';
 import { evalActivities } from './eval/activities/judge';
+import { notifyActivities } from './notify/activities/deliver-notice';
+
+/** How a receiver of Notify's notices checks their signature (keel-agents exports it). */
+export { verifyNoticeSignature } from './notify/activities/deliver-notice';
 
 /** Every built-in feature's activities. */
 export const FEATURE_ACTIVITIES: readonly ActivityImplementation[] = [
@@ -21,4 +25,5 @@ export const FEATURE_ACTIVITIES: readonly ActivityImplementation[] = [
   ...evalActivities,
   ...filesystemActivities,
   ...skillsActivities,
+  ...notifyActivities,
 ];

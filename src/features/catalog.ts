@@ -24,6 +24,7 @@ import type { MiddlewareDefinition } from '../middleware/types';
 import { middlewareNames } from '../middleware/stages';
 import { builtin, type Feature } from './feature';
 import { recordedTools } from './eval/recorded-tools';
+import { notifyFeature } from './notify/feature';
 
 /** The built-ins, each middleware with the reference's name (stable ones under genkit-middleware/, experimental under genkit-middleware-exp/). */
 export const FEATURES: readonly Feature[] = [
@@ -37,6 +38,8 @@ export const FEATURES: readonly Feature[] = [
   builtin(filesystem, 'genkit-middleware/filesystem'),
   builtin(skills, 'genkit-middleware/skills'),
   builtin(contextCompression, 'genkit-middleware-exp/contextCompression'),
+  // Last: a run's notices are handed on after every other feature settled, as they were before Notify had a folder.
+  notifyFeature,
 ];
 
 /**
@@ -44,10 +47,14 @@ export const FEATURES: readonly Feature[] = [
  * configs written for Genkit keep working.
  */
 export const BUILTIN_MIDDLEWARE: Readonly<Record<string, MiddlewareDefinition>> = Object.fromEntries(
-  FEATURES.flatMap(({ definition, referenceName }) => [
-    [definition.name, definition],
-    [referenceName, definition],
-  ]),
+  FEATURES.flatMap(({ definition, referenceName }) =>
+    definition
+      ? [
+          [definition.name, definition],
+          [referenceName ?? definition.name, definition],
+        ]
+      : [],
+  ),
 );
 
 /**
@@ -98,6 +105,9 @@ export function registeredHoldKind(raisedBy: string, kind: string, catalog: Read
 /** Spend ledgers of tenants and owners (Budget scope tenant, owner; docs/tenants.md): the ledger workflow the worker registers, and how `keel cost` reads one. */
 export { keelSpendLedger } from './budget/spend-ledger';
 export { spendLedgerId, spendQuery, type SpendReport, type WindowSpend } from './budget/spend-door';
+
+/** Hold notices (docs/notify.md): the delivery workflow the worker registers for a notice a run could not deliver before it closed. */
+export { keelHoldNotice } from './notify/hold-notices';
 
 /** Eval suites (docs/eval.md): the suite workflow the worker registers, and the shapes `keel eval` (src/ops/eval-suite.ts) reads and reports. */
 export { keelEvalSuite } from './eval/suite-workflow';

@@ -10,6 +10,7 @@
  */
 import type { z } from 'zod';
 import type { HoldKind } from '../core/holds';
+import type { HoldObserver } from '../core/hold-notices';
 import type { AgentSpec, MiddlewareRef, RunStatus } from '../core/run';
 import type { Usage } from '../core/usage';
 import type { MiddlewareFactory } from '../middleware/define-middleware';
@@ -44,6 +45,8 @@ export interface FeatureRun {
   part?: unknown;
   /** What it adds to the run's `status` query, read at each query. */
   status?: () => Partial<RunStatus>;
+  /** Told, in order, of each thing that happens to one of the run's own holds (Notify sends notices of them). */
+  observe?: HoldObserver;
   /** Told of the usage of each model call and tool call of the run, right after it. */
   counted?: (usage: Usage) => void;
   /** The run is ending (however it ends, a cancellation included): what must still be said is said. */
@@ -60,10 +63,12 @@ export interface FeatureState<State> {
 
 /** A built-in feature. */
 export interface Feature {
-  /** Its middleware. */
-  definition: MiddlewareDefinition;
+  /** Its name: its middleware's, when it has one (its slot of the run's state goes by it). */
+  name: string;
+  /** Its middleware (none: the feature is only its part of each run, as Notify is). */
+  definition?: MiddlewareDefinition;
   /** The reference's name for the middleware (configs written for Genkit use it). */
-  referenceName: string;
+  referenceName?: string;
   /** Its slot of the run's state (none: it keeps nothing across a run's turns). */
   state?: FeatureState<unknown>;
   /** Its part of a run (none: the middleware needs only its context). */
@@ -82,7 +87,7 @@ export function builtin<Schema extends z.ZodType, Carry extends z.ZodType, Holds
   referenceName: string,
   part?: FeaturePart<State>,
 ): Feature {
-  return { definition: factory.definition, referenceName, ...(part as Pick<Feature, 'state' | 'run'> | undefined) };
+  return { name: factory.definition.name, definition: factory.definition, referenceName, ...(part as Pick<Feature, 'state' | 'run'> | undefined) };
 }
 
 /** The verbs every feature's part of a run shares (the state is each one's own). */
@@ -99,7 +104,7 @@ export function featureRuns(features: readonly Feature[], verbs: RunVerbs, slots
   const lent = new Map<string, unknown>();
   const parts = features.flatMap((feature) => {
     if (!feature.run) return [];
-    const name = feature.definition.name;
+    const { name } = feature;
     if (feature.state) slots[name] = feature.state.schema.parse({});
     const part = feature.run({ ...verbs, state: slots[name] });
     if (part.part !== undefined) lent.set(name, part.part);
@@ -109,6 +114,7 @@ export function featureRuns(features: readonly Feature[], verbs: RunVerbs, slots
     parts: lent,
     status: () => Object.assign({}, ...parts.map((part) => part.status?.() ?? {})) as Partial<RunStatus>,
     counted: (usage) => parts.forEach((part) => part.counted?.(usage)),
+    observe: (event) => parts.forEach((part) => part.observe?.(event)),
     settle: async () => {
       for (const part of parts) await part.settle?.();
     },
@@ -129,7 +135,7 @@ export function once<T>(build: () => T): () => T {
 export function restoreSlots(features: readonly Feature[], slots: Record<string, unknown>, carried: Record<string, unknown>): void {
   const carriedSlots = (carried.features ?? {}) as Record<string, unknown>;
   for (const feature of features) {
-    const name = feature.definition.name;
+    const { name } = feature;
     if (!feature.state || !(name in slots)) continue;
     const value = name in carriedSlots ? carriedSlots[name] : (feature.state.legacy?.(carried) ?? carried);
     Object.assign(slots[name] as object, feature.state.schema.parse(value));

@@ -7,38 +7,19 @@
  * application outcomes non-retryable, infrastructure failures (InfrastructureError: Temporal
  * could not be reached) retryable by the activity's retry policy.
  */
-import { NOTICE_WORKFLOW } from '../core/hold-notices';
-import { deliverHoldNotice, notifyWebhooks, type NoticeScope } from '../activities/deliver-notice';
+import { assertCalledByRun } from '../activities/called-by-run';
 import { asActivity, type ActivityDependencies, type IndexedAttributes, type WorkerScope } from '../activities/worker-scope';
 import { hasSearchAttributes, resolveAgent } from '../activities/resolve-agent';
 import { callModel } from '../activities/call-model';
 import { callTool, validateToolOutput } from '../activities/call-tool';
-import { Context } from '@temporalio/activity';
-import { KeelError } from '../core/errors';
 import { inlinePayloadLimit, payloadLimit } from '../activities/payload-limit';
 import { DEFAULT_MODEL_REQUEST_TIMEOUT } from '../activities/read-model-request';
 import { FEATURE_ACTIVITIES } from '../features/activities';
 import type { CoreActivities } from '../engine/activities';
 import type { SignProofsInput, VerifyProofsInput } from '../core/proofs';
 import { loadSigningKeys, type SigningKeys } from '../security/signing-keys';
-import { GENERATE_WORKFLOW, SESSION_WORKFLOW } from '../core/protocol';
 
 export type { ActivityDependencies } from '../activities/worker-scope';
-
-/**
- * Refuses an activity that only keel's own workflow code may call (it signs what clients must
- * not forge) when it was not scheduled by a keel run: a standalone activity started by a client,
- * for one.
- */
-function assertCalledByRun(activity: string, workflows: readonly string[] = [GENERATE_WORKFLOW, SESSION_WORKFLOW]): void {
-  const { workflowType, workflowExecution } = Context.current().info;
-  if (!workflowExecution?.workflowId || !workflowType || !workflows.includes(workflowType)) {
-    throw new KeelError(
-      'PERMISSION_DENIED',
-      `activity ${activity} runs only for keel's own runs (it was scheduled by ${workflowType ? `workflow type "${workflowType}"` : 'no workflow'})`,
-    );
-  }
-}
 
 /** Builds the activity implementations for one worker: the core ones, and each feature's (src/features/activities.ts) under its door's name. */
 export function createActivities({
@@ -52,8 +33,9 @@ export function createActivities({
   let keys = signingKeys;
   const proofKeys = (): SigningKeys =>
     (keys ??= loadSigningKeys({ security: config.security ?? { signingKeyFile: '.keel/signing-key' }, baseDir: config.baseDir ?? process.cwd() }));
-  // Webhooks whose secret is missing refuse the worker now, not at the first hold.
-  const notices: NoticeScope = { webhooks: notifyWebhooks(config.notify ?? []), serve: config.serve, keys: proofKeys };
+  const dependencies = { client, registry, config, keys: proofKeys };
+  // What a feature's activities must have of the worker is checked now, not at their first call (notify's webhook secrets).
+  for (const { check } of FEATURE_ACTIVITIES) check?.(dependencies);
   let searchAttributes: Promise<IndexedAttributes> | undefined;
   const scope: WorkerScope = {
     registry,
@@ -86,12 +68,7 @@ export function createActivities({
     callModel: (input) => callModel(scope, input),
     callTool: (input) => callTool(scope, input),
     validateToolOutput: (input) => validateToolOutput(scope, input),
-    deliverHoldNotice: (input) =>
-      activity(async () => {
-        assertCalledByRun('deliverHoldNotice', [GENERATE_WORKFLOW, NOTICE_WORKFLOW]);
-        await deliverHoldNotice(notices, input);
-      }),
     // Each feature's own activities, under their doors' names.
-    ...Object.fromEntries(FEATURE_ACTIVITIES.map(({ name, call }) => [name, (input: unknown) => activity(() => call(input, { client, registry, config }))])),
+    ...Object.fromEntries(FEATURE_ACTIVITIES.map(({ name, call }) => [name, (input: unknown) => activity(() => call(input, dependencies))])),
   };
 }

@@ -17,7 +17,6 @@ import { featureRuns, type FeatureRuns } from '../features/feature';
 import type { MiddlewareStage } from '../middleware/stages';
 import { RESOLVE_AGENT_OPTIONS, asKeelError } from '../engine/activity-errors';
 import { HoldBoard } from './hold-board';
-import { HoldNotices } from './hold-notices';
 import { verify } from '../engine/proofs';
 import { logRunAttributes } from './log-attributes';
 import { restoreRunState } from './continue-run';
@@ -52,8 +51,6 @@ export class GenerateRun {
   /** The run's middleware stages, once the loop has set them up. */
   stages: MiddlewareStage[] = [];
   readonly board: HoldBoard;
-  /** The webhooks' notices of the run's holds. */
-  private readonly notices: HoldNotices;
   readonly steering: Steering;
   /** Tools run in the workflow: they have no schema on the worker to check a stand-in output against. */
   readonly localTools = new Set<string>();
@@ -90,12 +87,11 @@ export class GenerateRun {
       run.features,
     );
     const parsed = (this.parsed = RunInputSchema.safeParse(rawInput));
-    this.notices = new HoldNotices(() => this.agent);
     this.board = new HoldBoard({
       run,
       input: parsed.success ? parsed.data : undefined,
       validateOutput: this.checkOutput,
-      observers: [holdMetrics, (notice) => this.notices.send(notice)],
+      observers: [holdMetrics, (event) => this.features.observe(event)],
       approvers: () => this.agent?.approvers,
       verifyDecider: async (subject, proof) => (await verify([{ subject, proof }]))[0] === true,
     });
@@ -155,7 +151,6 @@ export class GenerateRun {
   async windDown(): Promise<void> {
     this.board.close();
     await this.features.settle();
-    await this.notices.flush();
     await condition(allHandlersFinished);
   }
 
@@ -166,7 +161,6 @@ export class GenerateRun {
     // What the features must still say is said however the run ends (a cancellation included).
     await CancellationScope.nonCancellable(async () => {
       await this.features.settle();
-      await this.notices.flush();
     });
     const thrown = settleFailure(this.state, error, { inlinePayloadLimit: this.agent?.inlinePayloadLimit });
     if (!continuing) runEnded(this.agent?.name, this.state.status.state);

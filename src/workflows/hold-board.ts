@@ -5,7 +5,7 @@
  * of that middleware's holds and whether a stand-in output answers the call or goes to the
  * stage to decide. Runs in the workflow: deterministic, no I/O.
  */
-import type { HoldEvent } from '../core/hold-notices';
+import type { HoldObserver } from '../core/hold-notices';
 import { durationMs } from '../core/duration';
 import { HoldGuard, type HoldGuardOptions } from './hold-guard';
 import { ApplicationFailure, log, setHandler } from '@temporalio/workflow';
@@ -30,9 +30,6 @@ import { SubAgentHolds } from './sub-agent-holds';
 import { holdContext, recordRefusedSignal, showHolds } from './run-status';
 import type { RunState } from './run-state';
 
-/** Told when one of the run's own holds is raised, voted on, escalated, decided or expires. */
-export type HoldObserver = (event: HoldEvent) => void;
-
 /** Options of the board. */
 export interface HoldBoardOptions extends HoldGuardOptions {
   /** The run's state: its holds, decisions and refused decisions show in its status (sub-agent-holds.ts keeps its followers there). */
@@ -41,7 +38,7 @@ export interface HoldBoardOptions extends HoldGuardOptions {
   input: RunInput | undefined;
   /** Checks a stand-in output against the tool's output schema; returns it parsed (may throw). */
   validateOutput: OutputCheck;
-  /** Told, in order, of each thing that happens to one of the run's own holds (the metrics, hold notices: src/workflows/hold-notices.ts). */
+  /** Told, in order, of each thing that happens to one of the run's own holds (the metrics; the features' observers, Notify's notices among them). */
   observers?: HoldObserver[];
 }
 
@@ -118,7 +115,7 @@ export class HoldBoard {
     this.nested.forget(childRunId);
   }
 
-  private tell(event: HoldEvent): void {
+  private tell(event: Parameters<HoldObserver>[0]): void {
     for (const observer of this.options.observers ?? []) observer(event);
   }
 

@@ -4,7 +4,7 @@
  */
 export { generateWorkflow } from './generate';
 export { sessionWorkflow } from './session';
-export { keelHoldNotice } from './hold-notices';
+export { keelHoldNotice } from '../features/catalog';
 export { keelForkCheck } from './fork-check';
 export { keelEvalSuite } from '../features/catalog';
 export { keelSpendLedger } from '../features/catalog';

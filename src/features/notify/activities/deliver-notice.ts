@@ -6,17 +6,22 @@
  * links when `serve.publicUrl` says where keel serve is. A webhook that does not answer 2xx within
  * 10 s fails the attempt, which Temporal retries (the delivery workflow's policy). Node side.
  */
-import { votesText } from '../core/approvers';
+import { votesText } from '../../../core/approvers';
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { ConfigError } from '../config/load';
-import type { KeelConfig, NotifyTarget } from '../config/schema';
-import { durationMs } from '../core/duration';
-import { DeliverNoticeInputSchema, type DeliverNoticeInput, type HoldNotice } from '../core/hold-notices';
-import { KeelError } from '../core/errors';
-import { describeZodError } from '../core/schema-errors';
-import { inputFingerprint, signDecisionLink, type LinkAction } from '../security/decision-links';
-import type { SigningKeys } from '../security/signing-keys';
-import { InfrastructureError } from './infrastructure-error';
+import { ConfigError } from '../../../config/load';
+import type { KeelConfig, NotifyTarget } from '../../../config/schema';
+import { durationMs } from '../../../core/duration';
+import { DeliverNoticeInputSchema, type DeliverNoticeInput, type HoldNotice } from '../../../core/hold-notices';
+import { KeelError } from '../../../core/errors';
+import { describeZodError } from '../../../core/schema-errors';
+import { inputFingerprint, signDecisionLink, type LinkAction } from '../../../security/decision-links';
+import type { SigningKeys } from '../../../security/signing-keys';
+import { InfrastructureError } from '../../../activities/infrastructure-error';
+import { assertCalledByRun } from '../../../activities/called-by-run';
+import type { ActivityImplementation, FeatureActivityDependencies } from '../../../activities/feature-activity';
+import { GENERATE_WORKFLOW } from '../../../core/protocol';
+import { NOTICE_WORKFLOW } from '../../../core/hold-notices';
+import { deliverHoldNoticeDoor } from '../notice-door';
 
 /** A webhook with its secret read from the environment. */
 export interface NotifyWebhook extends NotifyTarget {
@@ -161,3 +166,22 @@ export async function deliverHoldNotice(scope: NoticeScope, input: DeliverNotice
   await response.body?.cancel().catch(() => undefined);
   if (!response.ok) throw new InfrastructureError(`notice ${notice.type} for ${webhook.url} not taken: HTTP ${response.status}`);
 }
+
+/** What delivering needs of the worker: its webhooks (each with its secret), where keel serve is, its signing keys. */
+function noticeScope({ config, keys }: FeatureActivityDependencies): NoticeScope {
+  if (!keys) throw new KeelError('INTERNAL', 'deliverHoldNotice: the worker gave no signing keys');
+  return { webhooks: notifyWebhooks(config?.notify ?? []), serve: config?.serve, keys };
+}
+
+/** Notify's activity, as the worker registers it: a webhook whose secret is missing refuses the worker at its start, not at the first hold. */
+export const notifyActivities: readonly ActivityImplementation[] = [
+  {
+    name: deliverHoldNoticeDoor.name,
+    check: (dependencies) => void noticeScope(dependencies),
+    call: async (input, dependencies) => {
+      assertCalledByRun(deliverHoldNoticeDoor.name, [GENERATE_WORKFLOW, NOTICE_WORKFLOW]);
+      // Parsed by deliverHoldNotice itself, which says what a forged notice got wrong.
+      await deliverHoldNotice(noticeScope(dependencies), input as DeliverNoticeInput);
+    },
+  },
+];

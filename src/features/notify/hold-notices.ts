@@ -8,10 +8,11 @@
  * they ran.
  */
 import { ParentClosePolicy, setWorkflowOptions, startChild, workflowInfo } from '@temporalio/workflow';
-import { deliverHoldNoticeDoor, proxyDoor } from '../engine/activities';
-import { NOTICE_WORKFLOW, type HoldEvent, type NoticeDeliveryInput } from '../core/hold-notices';
-import type { AgentSpec } from '../core/run';
-import { inheritedMemo, sessionVersioningOptions } from '../engine/versioning';
+import { proxyDoor } from '../../engine/activities';
+import { deliverHoldNoticeDoor } from './notice-door';
+import { NOTICE_WORKFLOW, type HoldEvent, type NoticeDeliveryInput } from '../../core/hold-notices';
+import type { AgentSpec } from '../../core/run';
+import { inheritedMemo, sessionVersioningOptions } from '../../engine/versioning';
 
 /** A webhook gets a notice within a day, or never: retried with backoff up to every 10 minutes, each POST given 30 s. */
 const deliverHoldNotice = proxyDoor(deliverHoldNoticeDoor, {
