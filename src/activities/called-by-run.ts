@@ -1,7 +1,4 @@
-/**
- * The check of an activity only keel's own workflow code may call (it signs what clients must
- * not forge, or posts in keel's name). Node side.
- */
+/** Node side. */
 import { Context } from '@temporalio/activity';
 import { KeelError } from '../core/errors';
 import { GENERATE_WORKFLOW, SESSION_WORKFLOW } from '../core/protocol';

@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { Client } from '@temporalio/client';
+import type { SigningKeys } from '../security/signing-keys';
 import { filesDoor } from '../features/filesystem/files';
 import { implementActivity } from './feature-activity';
 
-/** The client is never reached: these calls fail or answer before any use of it. */
-const dependencies = { client: null as unknown as Client };
+/** The client and the keys are never reached: these calls fail or answer before any use of them. */
+const dependencies = { client: null as unknown as Client, keys: () => null as unknown as SigningKeys };
 
 describe('a feature activity behind its door', () => {
   it('refuses a forged input before the implementation runs, naming the activity and the field', async () => {

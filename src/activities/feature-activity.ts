@@ -21,7 +21,7 @@ export interface FeatureActivityDependencies {
   /** The worker's config, as its activities have it (the tenants metrics name). */
   config?: ActivityDependencies['config'];
   /** The worker's signing keys (Notify signs its notices' decision links), loaded on first use. */
-  keys?: () => SigningKeys;
+  keys: () => SigningKeys;
 }
 
 /** One activity of a feature, as its Node half implements it: what the worker registers under `name`. */

@@ -11,7 +11,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { ConfigError } from '../../../config/load';
 import type { KeelConfig, NotifyTarget } from '../../../config/schema';
 import { durationMs } from '../../../core/duration';
-import { DeliverNoticeInputSchema, type DeliverNoticeInput, type HoldNotice } from '../../../core/hold-notices';
+import { DeliverNoticeInputSchema, NOTICE_WORKFLOW, type DeliverNoticeInput, type HoldNotice } from '../../../core/hold-notices';
 import { KeelError } from '../../../core/errors';
 import { describeZodError } from '../../../core/schema-errors';
 import { inputFingerprint, signDecisionLink, type LinkAction } from '../../../security/decision-links';
@@ -20,7 +20,6 @@ import { InfrastructureError } from '../../../activities/infrastructure-error';
 import { assertCalledByRun } from '../../../activities/called-by-run';
 import type { ActivityImplementation, FeatureActivityDependencies } from '../../../activities/feature-activity';
 import { GENERATE_WORKFLOW } from '../../../core/protocol';
-import { NOTICE_WORKFLOW } from '../../../core/hold-notices';
 import { deliverHoldNoticeDoor } from '../notice-door';
 
 /** A webhook with its secret read from the environment. */
@@ -167,10 +166,18 @@ export async function deliverHoldNotice(scope: NoticeScope, input: DeliverNotice
   if (!response.ok) throw new InfrastructureError(`notice ${notice.type} for ${webhook.url} not taken: HTTP ${response.status}`);
 }
 
-/** What delivering needs of the worker: its webhooks (each with its secret), where keel serve is, its signing keys. */
-function noticeScope({ config, keys }: FeatureActivityDependencies): NoticeScope {
-  if (!keys) throw new KeelError('INTERNAL', 'deliverHoldNotice: the worker gave no signing keys');
-  return { webhooks: notifyWebhooks(config?.notify ?? []), serve: config?.serve, keys };
+/** Each worker's delivery scope, made once from its dependencies (the same object for every call of one worker). */
+const scopes = new WeakMap<FeatureActivityDependencies, NoticeScope>();
+
+/** What delivering needs of the worker: its webhooks (each with its secret, read once), where keel serve is, its signing keys. */
+function noticeScope(dependencies: FeatureActivityDependencies): NoticeScope {
+  let scope = scopes.get(dependencies);
+  if (!scope) {
+    const { config, keys } = dependencies;
+    scope = { webhooks: notifyWebhooks(config?.notify ?? []), serve: config?.serve, keys };
+    scopes.set(dependencies, scope);
+  }
+  return scope;
 }
 
 /** Notify's activity, as the worker registers it: a webhook whose secret is missing refuses the worker at its start, not at the first hold. */
