@@ -11,6 +11,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { verifyNoticeSignature } from '../src/features/notify/activities/deliver-notice';
 import { parseConfig } from '../src/config/load';
@@ -194,6 +196,28 @@ describe('notices', () => {
     ]);
     expect(forged.code).not.toBe(0);
     expect(`${forged.stdout}${forged.stderr}`).toContain('a hold notice keel does not send');
+    expect(keelHook.received.length + slackHook.received.length).toBe(before);
+  });
+
+  it("refuses a real notice replayed by a workflow that is not keel's, which schedules deliverHoldNotice on keel's task queue: nothing is posted", async () => {
+    const { raised } = await heldRun();
+    const before = keelHook.received.length + slackHook.received.length;
+    const connection = await NativeConnection.connect({ address: inject('temporalAddress') });
+    const taskQueue = `foreign-${randomUUID()}`;
+    const foreign = await Worker.create({ connection, taskQueue, workflowsPath: join(__dirname, 'fixtures', 'foreign-notice-workflows.ts') });
+    try {
+      const { id, ...notice } = raised.notice;
+      const outcome = await foreign.runUntil(
+        worker.client.temporal.workflow.execute('postsNotice', {
+          taskQueue,
+          workflowId: `foreign-notice-${randomUUID()}`,
+          args: [worker.taskQueue, { id: `${id}/again`, notice, target: 0 }],
+        }),
+      );
+      expect(outcome).toBe('PERMISSION_DENIED: activity deliverHoldNotice runs only for keel\'s own runs (it was scheduled by workflow type "postsNotice")');
+    } finally {
+      await connection.close();
+    }
     expect(keelHook.received.length + slackHook.received.length).toBe(before);
   });
 
