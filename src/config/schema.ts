@@ -347,7 +347,6 @@ export const AgentConfigSchema = z
       .optional(),
   })
   .strict();
-export type AgentConfig = z.infer<typeof AgentConfigSchema>;
 
 /**
  * Temporal External Storage: payloads over `threshold` bytes (a big tool output, a long

@@ -41,9 +41,7 @@ export const CustomPartSchema = z.object({ custom: z.record(z.string(), z.unknow
 /** One part of a message's content. */
 export const PartSchema = z.union([TextPartSchema, ToolRequestPartSchema, ToolResponsePartSchema, MediaPartSchema, CustomPartSchema]);
 export type Part = z.infer<typeof PartSchema>;
-export type TextPart = z.infer<typeof TextPartSchema>;
 export type ToolRequestPart = z.infer<typeof ToolRequestPartSchema>;
-export type ToolResponsePart = z.infer<typeof ToolResponsePartSchema>;
 
 /** Who wrote a message. */
 export const RoleSchema = z.enum(['system', 'user', 'model', 'tool']);

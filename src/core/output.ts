@@ -33,8 +33,6 @@ export const OutputSpecSchema = z
   })
   .strict();
 export type OutputSpec = z.infer<typeof OutputSpecSchema>;
-/** What callers may write for a spec (retries and name optional). */
-export type OutputSpecInput = z.input<typeof OutputSpecSchema>;
 
 /**
  * An output spec as config takes it: `{ schema, retries?, name? }`, or a JSON Schema alone (an

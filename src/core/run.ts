@@ -46,7 +46,6 @@ export const ClientStateSchema = z.object({
   artifacts: z.array(ArtifactSchema).default([]),
   custom: z.record(z.string(), z.unknown()).default({}),
 });
-export type ClientState = z.infer<typeof ClientStateSchema>;
 
 /** The input of `generateWorkflow`: a run is fully described by this JSON. */
 export const RunInputSchema = z
@@ -127,7 +126,6 @@ export type RunInputOptions = z.input<typeof RunInputSchema>;
 
 /** A plain error as results and status report it. */
 export const RunErrorSchema = z.object({ status: StatusNameSchema, message: z.string() });
-export type RunError = z.infer<typeof RunErrorSchema>;
 
 /**
  * A pending hold: a held tool or model call waiting for a decision. It says
@@ -300,7 +298,6 @@ export type ReappliedDecision = z.infer<typeof ReappliedDecisionSchema>;
 
 /** A signal a run refused, and why. */
 export const RefusedSignalSchema = z.object({ signal: z.string(), reason: z.string() });
-export type RefusedSignal = z.infer<typeof RefusedSignalSchema>;
 
 /** How many refused signals a run's status keeps. */
 export const KEPT_REFUSED_SIGNALS = 10;
@@ -357,7 +354,6 @@ export const RetryPolicySpecSchema = z.object({
   maximumInterval: DurationSchema.default('30 seconds'),
   maximumAttempts: z.number().int().min(0).default(10),
 });
-export type RetryPolicySpec = z.infer<typeof RetryPolicySpecSchema>;
 
 /** Timeouts and infrastructure retry policy of one kind of activity. */
 export const ActivitySpecSchema = z.object({

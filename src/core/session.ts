@@ -14,11 +14,9 @@ import { ClientStateSchema, MiddlewareRefSchema, RunErrorSchema } from './run';
 /** A conversation's state between runs: history, artifacts, usage so far, and custom data. */
 export const SessionStateSchema = ClientStateSchema.extend({ usage: UsageSchema.default({}) });
 export type SessionState = z.infer<typeof SessionStateSchema>;
-export type SessionStateInput = z.input<typeof SessionStateSchema>;
 
 /** Where a run stands: `pending` while it runs detached, `aborting` once told to stop, then settled. */
 export const SnapshotStatusSchema = z.enum(['pending', 'aborting', 'completed', 'failed', 'aborted']);
-export type SnapshotStatus = z.infer<typeof SnapshotStatusSchema>;
 
 /** The record of one run of a session, chained to the one before. */
 export const SnapshotSchema = z.object({

@@ -112,9 +112,6 @@ export function estimateTokens(messages: readonly Message[]): number {
   return Math.ceil(chars / CHARS_PER_TOKEN);
 }
 
-/** How a tool response part was limited. */
-export type ToolEdit = 'truncated' | 'capped' | 'deduplicated';
-
 /** The metadata recorded on an edited tool response part (its original output is kept). */
 export interface ToolEditRecord {
   truncated?: boolean;

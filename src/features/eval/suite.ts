@@ -110,7 +110,6 @@ export const SuiteFileSchema = z
     path: ['variants'],
   });
 export type SuiteFile = z.output<typeof SuiteFileSchema>;
-export type SuiteFileInput = z.input<typeof SuiteFileSchema>;
 
 /** A case as the suite workflow runs it. */
 export const EvalCaseSchema = z

@@ -24,7 +24,6 @@ export const SkillOperationSchema = z.discriminatedUnion('op', [
   z.object({ op: z.literal('load'), dir: z.string(), withResources: z.boolean().default(false) }),
   z.object({ op: z.literal('readResource'), dir: z.string(), filePath: z.string() }),
 ]);
-export type SkillOperation = z.input<typeof SkillOperationSchema>;
 
 /** What the skills activity answers. */
 export const SkillResultSchema = z.discriminatedUnion('kind', [
